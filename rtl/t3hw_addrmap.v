@@ -2301,15 +2301,15 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \$158  = \$156 ;
 endmodule
 
-module t3hw_addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__valid, clk);
+module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2336,26 +2336,55 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__va
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -2375,9 +2404,22 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__va
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -2428,7 +2470,7 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__va
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -2440,127 +2482,182 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__va
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 4'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$82  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -2577,22 +2674,14 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__va
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
 module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o__ready);

@@ -486,7 +486,7 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
-  wire [48:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
@@ -515,18 +515,18 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [3:0] \$39 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
-  wire [12:0] \$40 ;
+  wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire \$43 ;
+  wire \$42 ;
+  wire [16:0] \$43 ;
   wire [16:0] \$44 ;
-  wire [16:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire [4:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -537,33 +537,43 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  reg \$58 ;
-  reg [57:0] \$59 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [2:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [11:0] \$62 ;
-  reg [47:0] \$63 ;
-  reg [47:0] \$64 ;
-  reg [15:0] \$65 ;
+  wire \$60 ;
+  wire [3:0] \$61 ;
+  wire \$62 ;
+  wire [4:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [170:0] \$69 ;
+  reg [57:0] \$67 ;
+  reg [2:0] \$68 ;
+  reg [15:0] \$69 ;
   wire \$7 ;
-  reg [7:0] \$70 ;
-  reg [3:0] \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [76:0] \$74 ;
+  reg [11:0] \$70 ;
+  reg [47:0] \$71 ;
+  reg [47:0] \$72 ;
+  reg [15:0] \$73 ;
+  reg \$74 ;
   reg \$75 ;
-  reg [3:0] \$76 ;
+  reg \$76 ;
+  reg [170:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
-  wire \$9 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [76:0] \$82 ;
+  reg \$83 ;
+  reg [3:0] \$84 ;
+  reg \$85 ;
+  wire [48:0] \$9 ;
   reg \$signal  = 1'h0;
   wire \$signal$29 ;
-  wire \$signal$31 ;
-  reg [3:0] \$signal$8  = 4'h0;
+  reg [3:0] \$signal$31  = 4'h0;
+  wire \$signal$32 ;
+  reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
@@ -707,113 +717,123 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$17  = \$16  & o__valid;
-  assign \$18  = ~ \$signal$29 ;
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = o__payload[79:77] != response__payload[2:0];
-  assign \$21  = response__payload[3] | \$20 ;
-  assign \$22  = ~ \$21 ;
-  assign \$signal$31  = \$19  & \$22 ;
-  assign \$23  = response__valid & response__ready;
-  assign \$24  = \$23  & o__valid;
-  assign \$25  = ~ \$signal$29 ;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = o__payload[79:77] != response__payload[2:0];
-  assign \$28  = response__payload[3] | \$27 ;
-  assign abort = \$26  & \$28 ;
-  assign \$29  = response__valid & response__ready;
-  assign \$30  = ~ o__valid;
-  assign \$31  = o__payload[79:77] != response__payload[2:0];
-  assign \$32  = \$30  | \$31 ;
-  assign bad_response = \$29  & \$32 ;
-  assign \$33  = response__valid & response__ready;
-  assign \$34  = \$33  & o__valid;
-  assign read_error = \$34  & response__payload[3];
-  assign \$35  = ~ active;
-  assign \$36  = ~ o__valid;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ packet__valid;
-  assign idle = \$37  & \$38 ;
-  assign \$39  = tag + 1'h1;
-  assign \$40  = rows_left - 1'h1;
-  assign \$41  = src_row + cur[74:51];
-  assign \$42  = dst_row + cur[74:51];
-  assign \$43  = rows_left == 2'h2;
-  assign \$44  = col + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
+  assign \$12  = issue & last;
+  assign descriptor__ready = \$11  | \$12 ;
+  assign \$13  = ~ packet__valid;
+  assign response__ready = \$13  | packet__ready;
+  assign o__ready = response__valid & response__ready;
+  assign \$14  = o__payload[83:80] == \$signal$31 ;
+  assign \$signal$29  = \$signal  & \$14 ;
+  assign \$15  = response__valid & response__ready;
+  assign \$16  = \$15  & o__valid;
+  assign \$17  = ~ \$signal$29 ;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = o__payload[79:77] != response__payload[2:0];
+  assign \$20  = response__payload[3] | \$19 ;
+  assign \$21  = ~ \$20 ;
+  assign \$signal$32  = \$18  & \$21 ;
+  assign \$22  = response__valid & response__ready;
+  assign \$23  = \$22  & o__valid;
+  assign \$24  = ~ \$signal$29 ;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = o__payload[79:77] != response__payload[2:0];
+  assign \$27  = response__payload[3] | \$26 ;
+  assign abort = \$25  & \$27 ;
+  assign \$28  = response__valid & response__ready;
+  assign \$29  = ~ o__valid;
+  assign \$30  = o__payload[79:77] != response__payload[2:0];
+  assign \$31  = \$29  | \$30 ;
+  assign bad_response = \$28  & \$31 ;
+  assign \$32  = response__valid & response__ready;
+  assign \$33  = \$32  & o__valid;
+  assign read_error = \$33  & response__payload[3];
+  assign \$34  = ~ active;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ packet__valid;
+  assign idle = \$36  & \$37 ;
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
+  assign \$40  = src_row + cur[74:51];
+  assign \$41  = dst_row + cur[74:51];
+  assign \$42  = rows_left == 2'h2;
+  assign \$43  = col + 7'h40;
+  assign \$44  = remaining - 7'h40;
+  assign \$45  = remaining <= 8'h80;
+  assign \$46  = descriptor__valid & descriptor__ready;
+  assign \$47  = run + 1'h1;
+  assign \$48  = descriptor__payload[58:43] <= 7'h40;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$29 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
+  assign \$50  = descriptor__payload[42:31] == 1'h1;
+  assign \$51  = response__valid & response__ready;
+  assign \$52  = \$51  & o__valid;
+  assign \$53  = ~ \$signal$29 ;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = o__payload[79:77] != response__payload[2:0];
+  assign \$56  = response__payload[3] | \$55 ;
+  assign \$57  = response__valid & response__ready;
+  assign \$58  = \$57  & o__valid;
+  assign \$59  = ~ \$signal$29 ;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
+  assign \$62  = descriptor__valid & descriptor__ready;
+  assign \$63  = run + 1'h1;
+  assign \$64  = \$62  ? \$63  : { 1'h0, run };
+  assign \$65  = \$61  == \$64 ;
   always @(posedge clk)
-    read__valid <= \$58 ;
+    read__valid <= \$66 ;
   always @(posedge clk)
-    read__payload <= \$59 ;
+    read__payload <= \$67 ;
   always @(posedge clk)
-    tag <= \$60 ;
+    tag <= \$68 ;
   always @(posedge clk)
-    col <= \$61 ;
+    col <= \$69 ;
   always @(posedge clk)
-    rows_left <= \$62 ;
+    rows_left <= \$70 ;
   always @(posedge clk)
-    src_row <= \$63 ;
+    src_row <= \$71 ;
   always @(posedge clk)
-    dst_row <= \$64 ;
+    dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$65 ;
+    remaining <= \$73 ;
   always @(posedge clk)
-    row_end <= \$66 ;
+    row_end <= \$74 ;
   always @(posedge clk)
-    one_row <= \$67 ;
+    one_row <= \$75 ;
   always @(posedge clk)
-    active <= \$68 ;
+    active <= \$76 ;
   always @(posedge clk)
-    cur <= \$69 ;
+    cur <= \$77 ;
   always @(posedge clk)
-    index <= \$70 ;
+    index <= \$78 ;
   always @(posedge clk)
-    run <= \$71 ;
+    run <= \$79 ;
   always @(posedge clk)
-    short_row <= \$72 ;
+    short_row <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$73 ;
+    packet__valid <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$74 ;
+    packet__payload <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$75 ;
+    \$signal  <= \$83 ;
   always @(posedge clk)
-    \$signal$8  <= \$76 ;
+    \$signal$31  <= \$84 ;
+  always @(posedge clk)
+    \$signal$8  <= \$85 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
-  assign \$3  = \$signal$8  == run;
-  assign stop = \$2  & \$3 ;
-  assign \$4  = ~ stop;
-  assign \$5  = active & \$4 ;
-  assign \$6  = ~ read__valid;
-  assign \$7  = \$6  | read__ready;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = ~ full;
-  assign issue = \$8  & \$9 ;
-  assign \$10  = dst_row + col;
-  assign \$11  = src_row + col;
-  assign \$12  = ~ active;
-  assign \$13  = issue & last;
-  assign descriptor__ready = \$12  | \$13 ;
-  assign \$14  = ~ packet__valid;
-  assign response__ready = \$14  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$15  = o__payload[83:80] == \$signal$8 ;
-  assign \$signal$29  = \$signal  & \$15 ;
-  assign \$16  = response__valid & response__ready;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
+  assign \$4  = active & \$3 ;
+  assign \$5  = ~ read__valid;
+  assign \$6  = \$5  | read__ready;
+  assign \$7  = \$4  & \$6 ;
+  assign \$8  = ~ full;
+  assign issue = \$7  & \$8 ;
+  assign \$9  = dst_row + col;
+  assign \$10  = src_row + col;
+  assign \$11  = ~ active;
   t3hw_dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -835,227 +855,234 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$58  = read__valid;
+    \$66  = read__valid;
     if (read__ready) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
     if (issue) begin
-      \$58  = 1'h1;
+      \$66  = 1'h1;
     end
     if (rst) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$59  = read__payload;
+    \$67  = read__payload;
     if (issue) begin
-      \$59 [47:0] = meta[139:92];
-      \$59 [54:48] = \$1 [6:0];
-      \$59 [57:55] = tag;
+      \$67 [47:0] = meta[139:92];
+      \$67 [54:48] = \$1 [6:0];
+      \$67 [57:55] = tag;
     end
     if (rst) begin
-      \$59  = 58'h000000000000000;
+      \$67  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$60  = tag;
+    \$68  = tag;
     if (issue) begin
-      \$60  = \$39 [2:0];
+      \$68  = \$38 [2:0];
     end
     if (rst) begin
-      \$60  = 3'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$61  = col;
+    \$69  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$61  = 16'h0000;
+        \$69  = 16'h0000;
       end else begin
-        \$61  = \$44 [15:0];
+        \$69  = \$43 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$61  = 16'h0000;
+    if (\$46 ) begin
+      \$69  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$62  = rows_left;
+    \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$62  = \$40 [11:0];
+        \$70  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$62  = descriptor__payload[42:31];
+    if (\$46 ) begin
+      \$70  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$63  = src_row;
+    \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$63  = \$41 [47:0];
+        \$71  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$63  = descriptor__payload[130:83];
+    if (\$46 ) begin
+      \$71  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$64  = dst_row;
+    \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$64  = \$42 [47:0];
+        \$72  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$64  = descriptor__payload[178:131];
+    if (\$46 ) begin
+      \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$65  = remaining;
+    \$73  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$65  = cur[50:35];
+        \$73  = cur[50:35];
       end else begin
-        \$65  = \$45 [15:0];
+        \$73  = \$44 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$65  = descriptor__payload[58:43];
+    if (\$46 ) begin
+      \$73  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = row_end;
+    \$74  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$66  = short_row;
+        \$74  = short_row;
       end else begin
-        \$66  = \$46 ;
+        \$74  = \$45 ;
       end
     end
-    if (\$47 ) begin
-      \$66  = \$49 ;
+    if (\$46 ) begin
+      \$74  = \$48 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = one_row;
+    \$75  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$67  = \$43 ;
+        \$75  = \$42 ;
       end
     end
-    if (\$47 ) begin
-      \$67  = \$51 ;
+    if (\$46 ) begin
+      \$75  = \$50 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = active;
+    \$76  = active;
     if (issue) begin
       if (last) begin
-        \$68  = 1'h0;
+        \$76  = 1'h0;
       end
     end
     if (stop) begin
-      \$68  = 1'h0;
+      \$76  = 1'h0;
     end
-    if (\$47 ) begin
-      \$68  = 1'h1;
-    end
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$69  = cur;
-    if (\$47 ) begin
-      \$69 [0] = descriptor__payload[8];
-      \$69 [1] = descriptor__payload[9];
-      \$69 [6:2] = descriptor__payload[14:10];
-      \$69 [22:7] = descriptor__payload[30:15];
-      \$69 [34:23] = descriptor__payload[42:31];
-      \$69 [50:35] = descriptor__payload[58:43];
-      \$69 [74:51] = descriptor__payload[82:59];
-      \$69 [122:75] = descriptor__payload[130:83];
-      \$69 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$70  = index;
-    if (\$47 ) begin
-      \$70  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$71  = run;
-    if (\$47 ) begin
-      \$71  = \$48 [3:0];
+    if (\$46 ) begin
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$71  = 4'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$72  = short_row;
-    if (\$47 ) begin
-      \$72  = \$50 ;
+    \$77  = cur;
+    if (\$46 ) begin
+      \$77 [0] = descriptor__payload[8];
+      \$77 [1] = descriptor__payload[9];
+      \$77 [6:2] = descriptor__payload[14:10];
+      \$77 [22:7] = descriptor__payload[30:15];
+      \$77 [34:23] = descriptor__payload[42:31];
+      \$77 [50:35] = descriptor__payload[58:43];
+      \$77 [74:51] = descriptor__payload[82:59];
+      \$77 [122:75] = descriptor__payload[130:83];
+      \$77 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$73  = packet__valid;
+    \$78  = index;
+    if (\$46 ) begin
+      \$78  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$79  = run;
+    if (\$46 ) begin
+      \$79  = \$47 [3:0];
+    end
+    if (rst) begin
+      \$79  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$80  = short_row;
+    if (\$46 ) begin
+      \$80  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$81  = packet__valid;
     if (packet__ready) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$signal$31 ) begin
-      \$73  = 1'h1;
+    if (\$signal$32 ) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$74  = packet__payload;
+    \$82  = packet__payload;
     if (response__ready) begin
-      \$74  = o__payload[76:0];
+      \$82  = o__payload[76:0];
     end
     if (rst) begin
-      \$74  = 77'h00000000000000000000;
+      \$82  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$75  = \$signal ;
-    if (\$55 ) begin
-      \$75  = \$57 ;
+    \$83  = \$signal ;
+    if (\$54 ) begin
+      \$83  = \$56 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = \$signal$8 ;
-    if (\$55 ) begin
-      \$76  = o__payload[83:80];
+    \$84  = \$signal$31 ;
+    if (\$54 ) begin
+      \$84  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$85  = \$65 ;
+    if (rst) begin
+      \$85  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -1124,26 +1151,26 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$11 [47:0];
+  assign meta[139:92] = \$10 [47:0];
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$10 [47:0];
+  assign meta[52:5] = \$9 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__valid, full, clk);
+module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -1170,26 +1197,55 @@ module t3hw_dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [3:0] \$47 ;
-  wire [3:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [2:0] \$53 ;
-  reg [2:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -1212,9 +1268,24 @@ module t3hw_dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -1271,7 +1342,7 @@ module t3hw_dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -1280,127 +1351,186 @@ module t3hw_dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 4'h0 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 3'h7;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 4'h0 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 3'h7;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [2:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 3'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [2:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
     end
     if (rst) begin
-      \$54  = 3'h0;
+      \$82  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -1421,26 +1551,16 @@ module t3hw_dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
 module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_held, clk, rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, busy, descriptor__valid, descriptor__payload, detail, program__payload

@@ -2075,7 +2075,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e0__csr  csr (
-    .\addrmap_capture$159 (addrmap_capture),
+    .\addrmap_capture$161 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -2091,7 +2091,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$157 (dma_capture),
+    .\dma_capture$159 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -2104,7 +2104,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$155 (tracker_capture),
+    .\tracker_capture$157 (tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -2758,8 +2758,8 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors
-, capture, rx_mem__valid, store__payload);
+module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__valid, store__payload);
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5057,15 +5057,15 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__valid, clk);
+module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -5092,26 +5092,55 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -5131,9 +5160,22 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -5184,7 +5226,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -5196,127 +5238,182 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 4'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$82  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -5333,22 +5430,14 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
 module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
@@ -7213,7 +7302,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$159 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$155 , tracker_errors, tracker_stats, dma_errors, \dma_capture$157 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -7296,103 +7385,103 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire \$179 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
+  wire [3:0] \$174 ;
+  wire [5:0] \$175 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
+  wire [6:0] \$178 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [6:0] \$182 ;
+  wire [6:0] \$183 ;
+  wire [1:0] \$184 ;
+  wire [1:0] \$185 ;
+  wire [1:0] \$186 ;
   wire \$187 ;
-  wire \$188 ;
-  wire \$189 ;
+  wire [5:0] \$188 ;
+  wire [5:0] \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [6:0] \$194 ;
+  wire [6:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
+  wire [6:0] \$200 ;
+  wire [6:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire \$205 ;
+  wire [3:0] \$205 ;
   wire \$206 ;
-  wire \$207 ;
+  wire [5:0] \$207 ;
   wire \$208 ;
-  wire \$209 ;
+  wire [6:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire \$211 ;
+  wire [6:0] \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire \$215 ;
-  wire [3:0] \$216 ;
-  wire [3:0] \$217 ;
-  wire [3:0] \$218 ;
-  wire [5:0] \$219 ;
+  wire [31:0] \$216 ;
+  wire [31:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [31:0] \$219 ;
   wire \$22 ;
-  wire [5:0] \$220 ;
-  wire [5:0] \$221 ;
-  wire [6:0] \$222 ;
-  wire [6:0] \$223 ;
-  wire [6:0] \$224 ;
-  wire [6:0] \$225 ;
-  wire [6:0] \$226 ;
-  wire [6:0] \$227 ;
-  wire [1:0] \$228 ;
-  wire [1:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [31:0] \$221 ;
+  wire [31:0] \$222 ;
+  wire [31:0] \$223 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
-  wire \$231 ;
-  wire [5:0] \$232 ;
-  wire [5:0] \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire [6:0] \$238 ;
-  wire [6:0] \$239 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [31:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [31:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [31:0] \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire [6:0] \$244 ;
-  wire [6:0] \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire [3:0] \$249 ;
+  wire [31:0] \$240 ;
+  wire [31:0] \$241 ;
+  wire [31:0] \$242 ;
+  wire [31:0] \$243 ;
+  wire [31:0] \$244 ;
+  wire [31:0] \$245 ;
+  wire [31:0] \$246 ;
+  wire [31:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire [5:0] \$251 ;
-  wire \$252 ;
-  wire [6:0] \$253 ;
-  wire \$254 ;
-  wire [6:0] \$255 ;
-  wire \$256 ;
-  wire [1:0] \$257 ;
-  wire \$258 ;
-  wire \$259 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
+  wire [31:0] \$256 ;
+  wire [31:0] \$257 ;
+  wire [31:0] \$258 ;
+  wire [31:0] \$259 ;
   wire \$26 ;
   wire [31:0] \$260 ;
   wire [31:0] \$261 ;
@@ -7451,7 +7540,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
+  wire \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -7469,55 +7558,55 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
-  wire [31:0] \$329 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
-  wire [31:0] \$346 ;
-  wire [31:0] \$347 ;
-  wire [31:0] \$348 ;
-  wire [31:0] \$349 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire [31:0] \$350 ;
-  wire [31:0] \$351 ;
-  wire [31:0] \$352 ;
-  wire [31:0] \$353 ;
-  wire [31:0] \$354 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
   wire \$355 ;
-  wire [31:0] \$356 ;
-  wire [31:0] \$357 ;
-  wire [31:0] \$358 ;
-  wire [31:0] \$359 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
   wire \$36 ;
-  wire [31:0] \$360 ;
-  wire [31:0] \$361 ;
-  wire [31:0] \$362 ;
-  wire [31:0] \$363 ;
-  wire [31:0] \$364 ;
-  wire [31:0] \$365 ;
-  wire [31:0] \$366 ;
-  wire [31:0] \$367 ;
-  wire [31:0] \$368 ;
-  wire [31:0] \$369 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
   wire \$37 ;
-  wire [31:0] \$370 ;
-  wire [31:0] \$371 ;
+  wire \$370 ;
+  wire \$371 ;
   wire \$372 ;
   wire \$373 ;
   wire \$374 ;
@@ -7769,124 +7858,124 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  wire \$599 ;
+  reg [9:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire \$609 ;
+  reg [31:0] \$600 ;
+  reg \$601 ;
+  reg \$602 ;
+  reg \$603 ;
+  reg \$604 ;
+  reg \$605 ;
+  reg \$606 ;
+  reg \$607 ;
+  reg \$608 ;
+  reg \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  reg \$610 ;
+  reg \$611 ;
+  reg \$612 ;
+  reg \$613 ;
+  reg \$614 ;
+  reg \$615 ;
+  reg \$616 ;
+  reg \$617 ;
+  reg \$618 ;
+  reg \$619 ;
   wire \$62 ;
-  wire \$620 ;
-  wire \$621 ;
-  wire \$622 ;
-  wire \$623 ;
-  wire \$624 ;
-  wire \$625 ;
-  wire \$626 ;
-  wire \$627 ;
-  wire \$628 ;
-  wire \$629 ;
+  reg \$620 ;
+  reg \$621 ;
+  reg \$622 ;
+  reg \$623 ;
+  reg \$624 ;
+  reg \$625 ;
+  reg \$626 ;
+  reg \$627 ;
+  reg \$628 ;
+  reg \$629 ;
   wire \$63 ;
-  wire \$630 ;
-  wire \$631 ;
-  wire \$632 ;
-  wire \$633 ;
-  wire \$634 ;
-  wire \$635 ;
-  wire \$636 ;
-  wire \$637 ;
-  wire \$638 ;
-  wire \$639 ;
+  reg \$630 ;
+  reg \$631 ;
+  reg \$632 ;
+  reg \$633 ;
+  reg \$634 ;
+  reg \$635 ;
+  reg \$636 ;
+  reg \$637 ;
+  reg \$638 ;
+  reg \$639 ;
   wire \$64 ;
-  wire \$640 ;
-  wire \$641 ;
-  wire \$642 ;
-  wire \$643 ;
-  wire \$644 ;
-  wire \$645 ;
-  wire \$646 ;
-  wire \$647 ;
-  wire \$648 ;
-  wire \$649 ;
+  reg \$640 ;
+  reg \$641 ;
+  reg \$642 ;
+  reg \$643 ;
+  reg \$644 ;
+  reg \$645 ;
+  reg \$646 ;
+  reg \$647 ;
+  reg \$648 ;
+  reg \$649 ;
   wire \$65 ;
-  wire \$650 ;
-  wire \$651 ;
-  wire \$652 ;
-  wire \$653 ;
-  wire \$654 ;
-  wire \$655 ;
-  wire \$656 ;
-  wire \$657 ;
-  wire \$658 ;
-  wire \$659 ;
+  reg \$650 ;
+  reg \$651 ;
+  reg \$652 ;
+  reg \$653 ;
+  reg \$654 ;
+  reg \$655 ;
+  reg \$656 ;
+  reg \$657 ;
+  reg \$658 ;
+  reg \$659 ;
   wire \$66 ;
-  wire \$660 ;
-  wire \$661 ;
-  wire \$662 ;
-  wire \$663 ;
-  wire \$664 ;
-  wire \$665 ;
-  wire \$666 ;
-  wire \$667 ;
-  wire \$668 ;
-  wire \$669 ;
+  reg \$660 ;
+  reg \$661 ;
+  reg \$662 ;
+  reg \$663 ;
+  reg \$664 ;
+  reg \$665 ;
+  reg \$666 ;
+  reg \$667 ;
+  reg \$668 ;
+  reg \$669 ;
   wire \$67 ;
-  wire \$670 ;
-  wire \$671 ;
-  wire \$672 ;
-  wire \$673 ;
-  wire \$674 ;
-  wire \$675 ;
-  wire \$676 ;
-  wire \$677 ;
-  wire \$678 ;
-  wire \$679 ;
+  reg \$670 ;
+  reg \$671 ;
+  reg \$672 ;
+  reg \$673 ;
+  reg \$674 ;
+  reg \$675 ;
+  reg \$676 ;
+  reg \$677 ;
+  reg \$678 ;
+  reg \$679 ;
   wire \$68 ;
-  wire \$680 ;
-  wire \$681 ;
-  wire \$682 ;
-  wire \$683 ;
-  wire \$684 ;
-  wire \$685 ;
-  wire \$686 ;
-  wire \$687 ;
-  wire \$688 ;
-  wire \$689 ;
+  reg \$680 ;
+  reg [7:0] \$681 ;
+  reg \$682 ;
+  reg \$683 ;
+  reg \$684 ;
+  reg \$685 ;
+  reg \$686 ;
+  reg \$687 ;
+  reg \$688 ;
+  reg \$689 ;
   wire \$69 ;
-  wire \$690 ;
-  wire \$691 ;
-  wire \$692 ;
-  wire \$693 ;
-  wire \$694 ;
-  wire \$695 ;
-  wire \$696 ;
-  wire \$697 ;
-  wire \$698 ;
-  reg [9:0] \$699 ;
+  reg \$690 ;
+  reg \$691 ;
+  reg \$692 ;
+  reg \$693 ;
+  reg \$694 ;
+  reg \$695 ;
+  reg \$696 ;
+  reg \$697 ;
+  reg \$698 ;
+  reg \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg [31:0] \$700 ;
+  reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg \$703 ;
+  reg [154:0] \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
@@ -7896,154 +7985,56 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg \$712 ;
-  reg \$713 ;
+  reg [178:0] \$712 ;
+  reg [58:0] \$713 ;
   reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg \$718 ;
-  reg \$719 ;
+  reg [38:0] \$715 ;
+  reg [38:0] \$716 ;
+  reg [4:0] \$717 ;
+  reg [3:0] \$718 ;
+  reg [5:0] \$719 ;
   wire \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg \$724 ;
-  reg \$725 ;
-  reg \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
+  reg [6:0] \$720 ;
+  reg [6:0] \$721 ;
+  reg [1:0] \$722 ;
+  reg [3:0] \$723 ;
+  reg [5:0] \$724 ;
+  reg [6:0] \$725 ;
+  reg [6:0] \$726 ;
+  reg [1:0] \$727 ;
+  reg [29:0] \$728 ;
+  reg [78:0] \$729 ;
   wire \$73 ;
-  reg \$730 ;
+  reg [75:0] \$730 ;
   reg \$731 ;
-  reg \$732 ;
-  reg \$733 ;
-  reg \$734 ;
-  reg \$735 ;
-  reg \$736 ;
-  reg \$737 ;
-  reg \$738 ;
-  reg \$739 ;
+  reg [31:0] \$732 ;
+  reg [31:0] \$733 ;
+  reg [31:0] \$734 ;
+  reg [31:0] \$735 ;
+  reg [31:0] \$736 ;
+  reg [31:0] \$737 ;
+  reg [31:0] \$738 ;
+  reg [31:0] \$739 ;
   wire \$74 ;
-  reg \$740 ;
-  reg \$741 ;
-  reg \$742 ;
-  reg \$743 ;
+  reg [31:0] \$740 ;
+  reg [31:0] \$741 ;
+  reg [31:0] \$742 ;
+  reg [31:0] \$743 ;
   reg \$744 ;
-  reg \$745 ;
+  reg [3:0] \$745 ;
   reg \$746 ;
-  reg \$747 ;
-  reg \$748 ;
-  reg \$749 ;
+  reg [31:0] \$747 ;
   wire \$75 ;
-  reg \$750 ;
-  reg \$751 ;
-  reg \$752 ;
-  reg \$753 ;
-  reg \$754 ;
-  reg \$755 ;
-  reg \$756 ;
-  reg \$757 ;
-  reg \$758 ;
-  reg \$759 ;
   wire \$76 ;
-  reg \$760 ;
-  reg \$761 ;
-  reg \$762 ;
-  reg \$763 ;
-  reg \$764 ;
-  reg \$765 ;
-  reg \$766 ;
-  reg \$767 ;
-  reg \$768 ;
-  reg \$769 ;
   wire \$77 ;
-  reg \$770 ;
-  reg \$771 ;
-  reg \$772 ;
-  reg \$773 ;
-  reg \$774 ;
-  reg \$775 ;
-  reg \$776 ;
-  reg \$777 ;
-  reg \$778 ;
-  reg \$779 ;
   wire \$78 ;
-  reg \$780 ;
-  reg [7:0] \$781 ;
-  reg \$782 ;
-  reg \$783 ;
-  reg \$784 ;
-  reg \$785 ;
-  reg \$786 ;
-  reg \$787 ;
-  reg \$788 ;
-  reg \$789 ;
   wire \$79 ;
-  reg \$790 ;
-  reg \$791 ;
-  reg \$792 ;
-  reg \$793 ;
-  reg \$794 ;
-  reg \$795 ;
-  reg \$796 ;
-  reg \$797 ;
-  reg \$798 ;
-  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg \$800 ;
-  reg \$801 ;
-  reg [154:0] \$802 ;
-  reg \$803 ;
-  reg \$804 ;
-  reg \$805 ;
-  reg \$806 ;
-  reg \$807 ;
-  reg \$808 ;
-  reg \$809 ;
   wire \$81 ;
-  reg [178:0] \$810 ;
-  reg [58:0] \$811 ;
-  reg \$812 ;
-  reg [38:0] \$813 ;
-  reg [38:0] \$814 ;
-  reg [4:0] \$815 ;
-  reg [3:0] \$816 ;
-  reg [5:0] \$817 ;
-  reg [6:0] \$818 ;
-  reg [6:0] \$819 ;
   wire \$82 ;
-  reg [1:0] \$820 ;
-  reg [3:0] \$821 ;
-  reg [5:0] \$822 ;
-  reg [6:0] \$823 ;
-  reg [6:0] \$824 ;
-  reg [1:0] \$825 ;
-  reg [29:0] \$826 ;
-  reg [78:0] \$827 ;
-  reg [75:0] \$828 ;
-  reg \$829 ;
   wire \$83 ;
-  reg [31:0] \$830 ;
-  reg [31:0] \$831 ;
-  reg [31:0] \$832 ;
-  reg [31:0] \$833 ;
-  reg [31:0] \$834 ;
-  reg [31:0] \$835 ;
-  reg [31:0] \$836 ;
-  reg [31:0] \$837 ;
-  reg [31:0] \$838 ;
-  reg [31:0] \$839 ;
   wire \$84 ;
-  reg [31:0] \$840 ;
-  reg [31:0] \$841 ;
-  reg \$842 ;
-  reg [3:0] \$843 ;
-  reg \$844 ;
-  reg [31:0] \$845 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -8061,11 +8052,11 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$159 ;
-  wire [68:0] \addrmap_capture$159 ;
-  wire [47:0] addrmap_capture$159__addr ;
-  wire [4:0] addrmap_capture$159__device ;
-  wire [15:0] addrmap_capture$159__tile ;
+  input [68:0] \addrmap_capture$161 ;
+  wire [68:0] \addrmap_capture$161 ;
+  wire [47:0] addrmap_capture$161__addr ;
+  wire [4:0] addrmap_capture$161__device ;
+  wire [15:0] addrmap_capture$161__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -8203,6 +8194,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] desc_got__src ;
   wire [15:0] desc_got__tile ;
   wire desc_got__valid ;
+  reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
   reg desc_verdict = 1'h0;
   reg desc_waiting0 = 1'h0;
@@ -8212,16 +8204,16 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$191 ;
+  wire [4:0] \device_id$193 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$157 ;
-  wire [71:0] \dma_capture$157 ;
-  wire [47:0] dma_capture$157__addr ;
-  wire [7:0] dma_capture$157__index ;
-  wire [15:0] dma_capture$157__tile ;
+  input [71:0] \dma_capture$159 ;
+  wire [71:0] \dma_capture$159 ;
+  wire [47:0] dma_capture$159__addr ;
+  wire [7:0] dma_capture$159__index ;
+  wire [15:0] dma_capture$159__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -8334,6 +8326,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_got__remote_base ;
   wire [47:0] region_got__size ;
   wire region_got__valid ;
+  reg region_judging = 1'h0;
   reg region_load = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
@@ -8370,21 +8363,21 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$190 ;
+  wire [7:0] \rp__addr$192 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$121 ;
-  wire [4:0] rp__data$121__device ;
-  wire [47:0] rp__data$121__dst ;
+  wire [170:0] \rp__data$123 ;
+  wire [4:0] rp__data$123__device ;
+  wire [47:0] rp__data$123__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$121__op ;
-  wire [23:0] rp__data$121__pitch ;
-  wire [15:0] rp__data$121__row_bytes ;
-  wire [11:0] rp__data$121__rows ;
-  wire [47:0] rp__data$121__src ;
-  wire [15:0] rp__data$121__tile ;
-  wire rp__data$121__valid ;
+  wire rp__data$123__op ;
+  wire [23:0] rp__data$123__pitch ;
+  wire [15:0] rp__data$123__row_bytes ;
+  wire [11:0] rp__data$123__rows ;
+  wire [47:0] rp__data$123__src ;
+  wire [15:0] rp__data$123__tile ;
+  wire rp__data$123__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -8515,10 +8508,10 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$155 ;
-  wire [23:0] \tracker_capture$155 ;
-  wire [7:0] tracker_capture$155__cmd ;
-  wire [15:0] tracker_capture$155__tile ;
+  input [23:0] \tracker_capture$157 ;
+  wire [23:0] \tracker_capture$157 ;
+  wire [7:0] tracker_capture$157__cmd ;
+  wire [15:0] tracker_capture$157__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -8605,21 +8598,21 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$187 ;
+  reg [7:0] \wp__addr$189 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$188 ;
-  wire [4:0] wp__data$188__device ;
-  wire [47:0] wp__data$188__dst ;
+  reg [170:0] \wp__data$190 ;
+  wire [4:0] wp__data$190__device ;
+  wire [47:0] wp__data$190__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$188__op ;
-  wire [23:0] wp__data$188__pitch ;
-  wire [15:0] wp__data$188__row_bytes ;
-  wire [11:0] wp__data$188__rows ;
-  wire [47:0] wp__data$188__src ;
-  wire [15:0] wp__data$188__tile ;
-  wire wp__data$188__valid ;
+  wire wp__data$190__op ;
+  wire [23:0] wp__data$190__pitch ;
+  wire [15:0] wp__data$190__row_bytes ;
+  wire [11:0] wp__data$190__rows ;
+  wire [47:0] wp__data$190__src ;
+  wire [15:0] wp__data$190__tile ;
+  wire wp__data$190__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -8631,7 +8624,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$189 ;
+  reg \wp__en$191 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -8893,14 +8886,14 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$189 )
-      desc_table[\wp__addr$187 ] <= \wp__data$188 ;
+    if (\wp__en$191 )
+      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$121  = _0_;
+  assign \rp__data$123  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -8922,968 +8915,900 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$158  = \$152  & \$157 ;
-  assign \$159  = req_w_stb & sel_arb_policy;
-  assign \$160  = req_w_stb & sel_arb_starvation_limit;
-  assign \$166  = \$160  & \$165 ;
-  assign \$167  = req_w_stb & sel_arb_starvation_limit;
-  assign \$168  = req_w_stb & sel_device_id;
-  assign \$169  = req_w_stb & sel_csr_irq_enable;
-  assign \$170  = req_w_stb & sel_tracker_irq_enable;
-  assign \$171  = req_w_stb & sel_dma_irq_enable;
-  assign \$172  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$173  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$174  = req_w_stb & sel_command;
-  assign \$175  = region_program__valid | region_verdict;
-  assign \$176  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$177  = \$175  | \$176 ;
-  assign \$178  = region_fetch | region_load;
-  assign \$179  = \$177  | \$178 ;
-  assign \$181  = \$180  | sweep;
-  assign \$182  = region_program__valid | region_verdict;
-  assign \$183  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = region_fetch | region_load;
-  assign \$186  = \$184  | \$185 ;
-  assign \$188  = \$187  | sweep;
-  assign \$189  = dma_program__valid | desc_verdict;
-  assign \$190  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$191  = \$189  | \$190 ;
-  assign \$192  = desc_fetch | desc_load;
-  assign \$193  = \$191  | \$192 ;
-  assign \$195  = sweep | dma_busy;
-  assign \$196  = \$194  | \$195 ;
-  assign \$197  = dma_program__valid | desc_verdict;
-  assign \$198  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = desc_fetch | desc_load;
-  assign \$201  = \$199  | \$200 ;
-  assign \$203  = \$202  | sweep;
-  assign \$208  = \$207  | track_answer;
-  assign \$209  = \$208  | tracker_busy;
-  assign \$216  = ~ csr_errors_clear;
-  assign \$217  = errors & \$216 ;
-  assign \$218  = \$217  | set_err;
-  assign \$219  = ~ tracker_errors_clear;
-  assign \$220  = tracker_sticky & \$219 ;
-  assign \$221  = \$220  | tracker_errors;
-  assign \$222  = ~ dma_errors_clear;
-  assign \$223  = dma_sticky & \$222 ;
-  assign \$224  = \$223  | dma_errors;
-  assign \$225  = ~ addrmap_errors_clear;
-  assign \$226  = addrmap_sticky & \$225 ;
-  assign \$227  = \$226  | addrmap_errors;
-  assign \$228  = ~ arbiter_errors_clear;
-  assign \$229  = arbiter_sticky & \$228 ;
-  assign \$230  = \$229  | arbiter_errors;
-  assign \$231  = | tracker_errors;
-  assign \$232  = ~ tracker_errors_clear;
-  assign \$233  = tracker_sticky & \$232 ;
-  assign \$234  = | \$233 ;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$231  & \$235 ;
-  assign \$237  = | dma_errors;
-  assign \$238  = ~ dma_errors_clear;
-  assign \$239  = dma_sticky & \$238 ;
-  assign \$240  = | \$239 ;
-  assign \$241  = ~ \$240 ;
-  assign \$242  = \$237  & \$241 ;
-  assign \$243  = | addrmap_errors;
-  assign \$244  = ~ addrmap_errors_clear;
-  assign \$245  = addrmap_sticky & \$244 ;
-  assign \$246  = | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = \$243  & \$247 ;
-  assign \$249  = errors & csr_irq_enable;
-  assign \$250  = | \$249 ;
-  assign \$251  = tracker_sticky & tracker_irq_enable;
-  assign \$252  = | \$251 ;
-  assign \$253  = dma_sticky & dma_irq_enable;
-  assign \$254  = | \$253 ;
-  assign \$255  = addrmap_sticky & addrmap_irq_enable;
-  assign \$256  = | \$255 ;
-  assign \$257  = arbiter_sticky & arbiter_irq_enable;
-  assign \$258  = | \$257 ;
-  assign \$259  = | { \$258 , \$256 , \$254 , \$252 , \$250  };
-  assign \$260  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$261  = req_addr[3] ? 32'd0 : \$260 ;
-  assign \$262  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$263  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$264  = req_addr[3] ? \$262  : \$263 ;
-  assign \$265  = req_addr[4] ? \$261  : \$264 ;
-  assign \$266  = req_addr[5] ? 32'd0 : \$265 ;
-  assign \$267  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$268  = req_addr[3] ? 32'd0 : \$267 ;
-  assign \$269  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$270  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$271  = req_addr[3] ? \$269  : \$270 ;
-  assign \$272  = req_addr[4] ? \$268  : \$271 ;
-  assign \$273  = req_addr[5] ? 32'd0 : \$272 ;
-  assign \$274  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$275  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$276  = req_addr[3] ? \$274  : \$275 ;
-  assign \$277  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$278  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$279  = req_addr[3] ? \$277  : \$278 ;
-  assign \$280  = req_addr[4] ? \$276  : \$279 ;
-  assign \$281  = req_addr[5] ? 32'd0 : \$280 ;
-  assign \$282  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$283  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$286  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$287  = req_addr[3] ? \$285  : \$286 ;
-  assign \$288  = req_addr[4] ? \$284  : \$287 ;
-  assign \$289  = req_addr[5] ? 32'd0 : \$288 ;
-  assign \$290  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$291  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
-  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
-  assign \$295  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
-  assign \$297  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$298  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$299  = req_addr[3] ? \$297  : \$298 ;
-  assign \$300  = req_addr[4] ? \$296  : \$299 ;
-  assign \$301  = req_addr[5] ? 32'd0 : \$300 ;
-  assign \$302  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$303  = req_addr[3] ? 32'd0 : \$302 ;
-  assign \$304  = req_addr[4] ? 32'd0 : \$303 ;
-  assign \$305  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$306  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$307  = req_addr[3] ? \$305  : \$306 ;
-  assign \$308  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$309  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$310  = req_addr[3] ? \$308  : \$309 ;
-  assign \$311  = req_addr[4] ? \$307  : \$310 ;
-  assign \$312  = req_addr[5] ? \$304  : \$311 ;
-  assign \$313  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$314  = req_addr[3] ? 32'd0 : \$313 ;
-  assign \$315  = req_addr[4] ? 32'd0 : \$314 ;
-  assign \$316  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$317  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$318  = req_addr[3] ? \$316  : \$317 ;
-  assign \$319  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$320  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$321  = req_addr[3] ? \$319  : \$320 ;
-  assign \$322  = req_addr[4] ? \$318  : \$321 ;
-  assign \$323  = req_addr[5] ? \$315  : \$322 ;
-  assign \$324  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$325  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$326  = req_addr[3] ? \$324  : \$325 ;
-  assign \$327  = req_addr[4] ? 32'd0 : \$326 ;
-  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
-  assign \$329  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$330  = req_addr[3] ? 32'd0 : \$329 ;
-  assign \$331  = req_addr[4] ? 32'd0 : \$330 ;
-  assign \$332  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$333  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$334  = req_addr[3] ? \$332  : \$333 ;
-  assign \$335  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$336  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$337  = req_addr[3] ? \$335  : \$336 ;
-  assign \$338  = req_addr[4] ? \$334  : \$337 ;
-  assign \$339  = req_addr[5] ? \$331  : \$338 ;
-  assign \$340  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$341  = req_addr[3] ? 32'd0 : \$340 ;
-  assign \$342  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$343  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$344  = req_addr[3] ? \$342  : \$343 ;
-  assign \$345  = req_addr[4] ? \$341  : \$344 ;
-  assign \$346  = req_addr[5] ? 32'd0 : \$345 ;
-  assign \$347  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$348  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$349  = req_addr[3] ? \$347  : \$348 ;
-  assign \$350  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$351  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$352  = req_addr[3] ? \$350  : \$351 ;
-  assign \$353  = req_addr[4] ? \$349  : \$352 ;
-  assign \$354  = req_addr[5] ? 32'd0 : \$353 ;
-  assign \$355  = | req_addr[1:0];
-  assign \$356  = read_section[0] ? 32'd0 : read_part14;
-  assign \$357  = read_section[0] ? read_part13 : 32'd0;
-  assign \$358  = read_section[1] ? \$356  : \$357 ;
-  assign \$359  = read_section[0] ? read_part11 : read_part10;
-  assign \$360  = read_section[0] ? 32'd0 : read_part8;
-  assign \$361  = read_section[1] ? \$359  : \$360 ;
-  assign \$362  = read_section[2] ? \$358  : \$361 ;
-  assign \$363  = read_section[0] ? 32'd0 : read_part6;
-  assign \$364  = read_section[0] ? read_part5 : read_part4;
-  assign \$365  = read_section[1] ? \$363  : \$364 ;
-  assign \$366  = read_section[0] ? read_part3 : read_part2;
-  assign \$367  = read_section[0] ? read_part1 : read_part0;
-  assign \$368  = read_section[1] ? \$366  : \$367 ;
-  assign \$369  = read_section[2] ? \$365  : \$368 ;
-  assign \$370  = read_section[3] ? \$362  : \$369 ;
-  assign \$371  = read_unaligned ? 32'd0 : \$370 ;
-  assign \$372  = req_r_stb | req_w_stb;
-  assign \$373  = ~ mapped;
-  assign \$374  = \$372  & \$373 ;
-  assign \$375  = req_w_stb & sel_id;
-  assign \$376  = req_w_stb & sel_config;
-  assign \$377  = req_w_stb & sel_status;
-  assign \$378  = req_w_stb & sel_track_result_op;
-  assign \$379  = req_w_stb & sel_track_result_threshold;
-  assign \$380  = req_w_stb & sel_tracker_writes_compute;
-  assign \$381  = req_w_stb & sel_tracker_writes_dma;
-  assign \$382  = req_w_stb & sel_tracker_writes_remote;
-  assign \$383  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$384  = req_w_stb & sel_tracker_triggers;
-  assign \$385  = req_w_stb & sel_tracker_dropped;
-  assign \$386  = req_w_stb & sel_dma_triggers;
-  assign \$387  = req_w_stb & sel_dma_rejected;
-  assign \$388  = req_w_stb & sel_dma_reads;
-  assign \$389  = req_w_stb & sel_dma_packets;
-  assign \$390  = req_w_stb & sel_dma_bad_program;
-  assign \$391  = req_w_stb & sel_dma_bad_range;
-  assign \$392  = req_w_stb & sel_dma_bad_pitch;
-  assign \$393  = req_w_stb & sel_dma_desc_busy;
-  assign \$394  = req_w_stb & sel_dma_aborted;
-  assign \$395  = req_w_stb & sel_addrmap_local;
-  assign \$396  = req_w_stb & sel_addrmap_tracked;
-  assign \$397  = req_w_stb & sel_addrmap_remote;
-  assign \$398  = req_w_stb & sel_addrmap_unmapped;
-  assign \$399  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$400  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$401  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$402  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$403  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$404  = req_w_stb & sel_arb_status;
-  assign \$405  = req_w_stb & sel_arbiter_grants_load;
-  assign \$406  = req_w_stb & sel_arbiter_grants_store;
-  assign \$407  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$408  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$409  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$410  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$411  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$412  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$413  = req_w_stb & sel_arbiter_starved;
-  assign \$414  = req_w_stb & sel_tracker_capture;
-  assign \$415  = req_w_stb & sel_dma_capture_index;
-  assign \$416  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$417  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$418  = req_w_stb & sel_dma_capture_events;
-  assign \$419  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$420  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$421  = req_w_stb & sel_addrmap_capture_device;
-  assign \$422  = | { \$421 , \$420 , \$419 , \$418 , \$417 , \$416 , \$415 , \$414 , \$413 , \$412 , \$411 , \$410 , \$409 , \$408 , \$407 , \$406 , \$405 , \$404 , \$403 , \$402 , \$401 , \$400 , \$399 , \$398 , \$397 , \$396 , \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375  };
-  assign \$423  = sweep_at < 4'h8;
-  assign \$424  = | addrmap_errors[1:0];
-  assign \$425  = ~ \$424 ;
-  assign \$426  = region_verdict & \$425 ;
-  assign \$427  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$428  = ~ \$427 ;
-  assign \$429  = desc_verdict & \$428 ;
-  assign \$430  = req_w_stb & sel_region_index;
-  assign \$431  = region_program__valid | region_verdict;
-  assign \$432  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$433  = \$431  | \$432 ;
+  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$255  = req_addr[3] ? \$253  : \$254 ;
+  assign \$256  = req_addr[4] ? \$252  : \$255 ;
+  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
+  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$263  = req_addr[3] ? \$261  : \$262 ;
+  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$266  = req_addr[3] ? \$264  : \$265 ;
+  assign \$267  = req_addr[4] ? \$263  : \$266 ;
+  assign \$268  = req_addr[5] ? \$260  : \$267 ;
+  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
+  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$274  = req_addr[3] ? \$272  : \$273 ;
+  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$277  = req_addr[3] ? \$275  : \$276 ;
+  assign \$278  = req_addr[4] ? \$274  : \$277 ;
+  assign \$279  = req_addr[5] ? \$271  : \$278 ;
+  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$282  = req_addr[3] ? \$280  : \$281 ;
+  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
+  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
+  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
+  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
+  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$290  = req_addr[3] ? \$288  : \$289 ;
+  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$293  = req_addr[3] ? \$291  : \$292 ;
+  assign \$294  = req_addr[4] ? \$290  : \$293 ;
+  assign \$295  = req_addr[5] ? \$287  : \$294 ;
+  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$300  = req_addr[3] ? \$298  : \$299 ;
+  assign \$301  = req_addr[4] ? \$297  : \$300 ;
+  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
+  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
+  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
+  assign \$305  = req_addr[3] ? \$303  : \$304 ;
+  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
+  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
+  assign \$308  = req_addr[3] ? \$306  : \$307 ;
+  assign \$309  = req_addr[4] ? \$305  : \$308 ;
+  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
+  assign \$311  = | req_addr[1:0];
+  assign \$312  = read_section[0] ? 32'd0 : read_part14;
+  assign \$313  = read_section[0] ? read_part13 : 32'd0;
+  assign \$314  = read_section[1] ? \$312  : \$313 ;
+  assign \$315  = read_section[0] ? read_part11 : read_part10;
+  assign \$316  = read_section[0] ? 32'd0 : read_part8;
+  assign \$317  = read_section[1] ? \$315  : \$316 ;
+  assign \$318  = read_section[2] ? \$314  : \$317 ;
+  assign \$319  = read_section[0] ? 32'd0 : read_part6;
+  assign \$320  = read_section[0] ? read_part5 : read_part4;
+  assign \$321  = read_section[1] ? \$319  : \$320 ;
+  assign \$322  = read_section[0] ? read_part3 : read_part2;
+  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$324  = read_section[1] ? \$322  : \$323 ;
+  assign \$325  = read_section[2] ? \$321  : \$324 ;
+  assign \$326  = read_section[3] ? \$318  : \$325 ;
+  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
+  assign \$328  = req_r_stb | req_w_stb;
+  assign \$329  = ~ mapped;
+  assign \$330  = \$328  & \$329 ;
+  assign \$331  = req_w_stb & sel_id;
+  assign \$332  = req_w_stb & sel_config;
+  assign \$333  = req_w_stb & sel_status;
+  assign \$334  = req_w_stb & sel_track_result_op;
+  assign \$335  = req_w_stb & sel_track_result_threshold;
+  assign \$336  = req_w_stb & sel_tracker_writes_compute;
+  assign \$337  = req_w_stb & sel_tracker_writes_dma;
+  assign \$338  = req_w_stb & sel_tracker_writes_remote;
+  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$340  = req_w_stb & sel_tracker_triggers;
+  assign \$341  = req_w_stb & sel_tracker_dropped;
+  assign \$342  = req_w_stb & sel_dma_triggers;
+  assign \$343  = req_w_stb & sel_dma_rejected;
+  assign \$344  = req_w_stb & sel_dma_reads;
+  assign \$345  = req_w_stb & sel_dma_packets;
+  assign \$346  = req_w_stb & sel_dma_bad_program;
+  assign \$347  = req_w_stb & sel_dma_bad_range;
+  assign \$348  = req_w_stb & sel_dma_bad_pitch;
+  assign \$349  = req_w_stb & sel_dma_desc_busy;
+  assign \$350  = req_w_stb & sel_dma_aborted;
+  assign \$351  = req_w_stb & sel_addrmap_local;
+  assign \$352  = req_w_stb & sel_addrmap_tracked;
+  assign \$353  = req_w_stb & sel_addrmap_remote;
+  assign \$354  = req_w_stb & sel_addrmap_unmapped;
+  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$360  = req_w_stb & sel_arb_status;
+  assign \$361  = req_w_stb & sel_arbiter_grants_load;
+  assign \$362  = req_w_stb & sel_arbiter_grants_store;
+  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$369  = req_w_stb & sel_arbiter_starved;
+  assign \$370  = req_w_stb & sel_tracker_capture;
+  assign \$371  = req_w_stb & sel_dma_capture_index;
+  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$374  = req_w_stb & sel_dma_capture_events;
+  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$377  = req_w_stb & sel_addrmap_capture_device;
+  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
+  assign \$379  = sweep_at < 4'h8;
+  assign \$380  = | addrmap_errors[1:0];
+  assign \$381  = ~ \$380 ;
+  assign \$382  = region_verdict & \$381 ;
+  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$384  = ~ \$383 ;
+  assign \$385  = desc_verdict & \$384 ;
+  assign \$386  = req_w_stb & sel_region_index;
+  assign \$387  = region_program__valid | region_judging;
+  assign \$388  = region_fetch | region_load;
+  assign \$389  = \$387  | \$388 ;
+  assign \$391  = \$386  & \$390 ;
+  assign \$392  = req_w_stb & sel_region_index;
+  assign \$393  = req_r_stb & sel_region_index;
+  assign \$394  = region_fetch | region_load;
+  assign \$395  = \$393  & \$394 ;
+  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$397  = region_program__valid | region_judging;
+  assign \$398  = region_fetch | region_load;
+  assign \$399  = \$397  | \$398 ;
+  assign \$401  = \$396  & \$400 ;
+  assign \$402  = req_w_stb & sel_region_base_lo;
+  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$404  = region_fetch | region_load;
+  assign \$405  = \$403  & \$404 ;
+  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$407  = region_program__valid | region_judging;
+  assign \$408  = region_fetch | region_load;
+  assign \$409  = \$407  | \$408 ;
+  assign \$411  = \$406  & \$410 ;
+  assign \$412  = req_w_stb & sel_region_base_hi;
+  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$414  = region_fetch | region_load;
+  assign \$415  = \$413  & \$414 ;
+  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$417  = region_program__valid | region_judging;
+  assign \$418  = region_fetch | region_load;
+  assign \$419  = \$417  | \$418 ;
+  assign \$421  = \$416  & \$420 ;
+  assign \$422  = req_w_stb & sel_region_size_lo;
+  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$424  = region_fetch | region_load;
+  assign \$425  = \$423  & \$424 ;
+  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$427  = region_program__valid | region_judging;
+  assign \$428  = region_fetch | region_load;
+  assign \$429  = \$427  | \$428 ;
+  assign \$431  = \$426  & \$430 ;
+  assign \$432  = req_w_stb & sel_region_size_hi;
+  assign \$433  = req_r_stb & sel_region_size_hi;
   assign \$434  = region_fetch | region_load;
-  assign \$435  = \$433  | \$434 ;
-  assign \$437  = \$430  & \$436 ;
-  assign \$438  = req_w_stb & sel_region_index;
-  assign \$439  = req_r_stb & sel_region_index;
-  assign \$440  = region_fetch | region_load;
-  assign \$441  = \$439  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_base_lo;
-  assign \$443  = region_program__valid | region_verdict;
-  assign \$444  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$445  = \$443  | \$444 ;
-  assign \$446  = region_fetch | region_load;
-  assign \$447  = \$445  | \$446 ;
-  assign \$449  = \$442  & \$448 ;
-  assign \$450  = req_w_stb & sel_region_base_lo;
-  assign \$451  = req_r_stb & sel_region_base_lo;
-  assign \$452  = region_fetch | region_load;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = req_w_stb & sel_region_base_hi;
-  assign \$455  = region_program__valid | region_verdict;
-  assign \$456  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$457  = \$455  | \$456 ;
-  assign \$458  = region_fetch | region_load;
+  assign \$435  = \$433  & \$434 ;
+  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$437  = region_program__valid | region_judging;
+  assign \$438  = region_fetch | region_load;
+  assign \$439  = \$437  | \$438 ;
+  assign \$441  = \$436  & \$440 ;
+  assign \$442  = req_w_stb & sel_region_remote_base_lo;
+  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$444  = region_fetch | region_load;
+  assign \$445  = \$443  & \$444 ;
+  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$447  = region_program__valid | region_judging;
+  assign \$448  = region_fetch | region_load;
+  assign \$449  = \$447  | \$448 ;
+  assign \$451  = \$446  & \$450 ;
+  assign \$452  = req_w_stb & sel_region_remote_base_hi;
+  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$454  = region_fetch | region_load;
+  assign \$455  = \$453  & \$454 ;
+  assign \$456  = req_w_stb & sel_desc_index;
+  assign \$457  = dma_program__valid | desc_judging;
+  assign \$458  = desc_fetch | desc_load;
   assign \$459  = \$457  | \$458 ;
-  assign \$461  = \$454  & \$460 ;
-  assign \$462  = req_w_stb & sel_region_base_hi;
-  assign \$463  = req_r_stb & sel_region_base_hi;
-  assign \$464  = region_fetch | region_load;
+  assign \$461  = \$456  & \$460 ;
+  assign \$462  = req_w_stb & sel_desc_index;
+  assign \$463  = req_r_stb & sel_desc_index;
+  assign \$464  = desc_fetch | desc_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_region_size_lo;
-  assign \$467  = region_program__valid | region_verdict;
-  assign \$468  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$467  = dma_program__valid | desc_judging;
+  assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
-  assign \$470  = region_fetch | region_load;
-  assign \$471  = \$469  | \$470 ;
-  assign \$473  = \$466  & \$472 ;
-  assign \$474  = req_w_stb & sel_region_size_lo;
-  assign \$475  = req_r_stb & sel_region_size_lo;
-  assign \$476  = region_fetch | region_load;
-  assign \$477  = \$475  & \$476 ;
-  assign \$478  = req_w_stb & sel_region_size_hi;
-  assign \$479  = region_program__valid | region_verdict;
-  assign \$480  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$481  = \$479  | \$480 ;
-  assign \$482  = region_fetch | region_load;
-  assign \$483  = \$481  | \$482 ;
-  assign \$485  = \$478  & \$484 ;
-  assign \$486  = req_w_stb & sel_region_size_hi;
-  assign \$487  = req_r_stb & sel_region_size_hi;
-  assign \$488  = region_fetch | region_load;
-  assign \$489  = \$487  & \$488 ;
-  assign \$490  = req_w_stb & sel_region_remote_base_lo;
-  assign \$491  = region_program__valid | region_verdict;
-  assign \$492  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$493  = \$491  | \$492 ;
-  assign \$494  = region_fetch | region_load;
-  assign \$495  = \$493  | \$494 ;
-  assign \$497  = \$490  & \$496 ;
-  assign \$498  = req_w_stb & sel_region_remote_base_lo;
-  assign \$499  = req_r_stb & sel_region_remote_base_lo;
-  assign \$500  = region_fetch | region_load;
-  assign \$501  = \$499  & \$500 ;
-  assign \$502  = req_w_stb & sel_region_remote_base_hi;
-  assign \$503  = region_program__valid | region_verdict;
-  assign \$504  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$505  = \$503  | \$504 ;
-  assign \$506  = region_fetch | region_load;
-  assign \$507  = \$505  | \$506 ;
-  assign \$509  = \$502  & \$508 ;
-  assign \$510  = req_w_stb & sel_region_remote_base_hi;
-  assign \$511  = req_r_stb & sel_region_remote_base_hi;
-  assign \$512  = region_fetch | region_load;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = req_w_stb & sel_desc_index;
-  assign \$515  = dma_program__valid | desc_verdict;
-  assign \$516  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$517  = \$515  | \$516 ;
+  assign \$471  = \$466  & \$470 ;
+  assign \$472  = req_w_stb & sel_desc_rows;
+  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$474  = desc_fetch | desc_load;
+  assign \$475  = \$473  & \$474 ;
+  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$477  = dma_program__valid | desc_judging;
+  assign \$478  = desc_fetch | desc_load;
+  assign \$479  = \$477  | \$478 ;
+  assign \$481  = \$476  & \$480 ;
+  assign \$482  = req_w_stb & sel_desc_pitch;
+  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$484  = desc_fetch | desc_load;
+  assign \$485  = \$483  & \$484 ;
+  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$487  = dma_program__valid | desc_judging;
+  assign \$488  = desc_fetch | desc_load;
+  assign \$489  = \$487  | \$488 ;
+  assign \$491  = \$486  & \$490 ;
+  assign \$492  = req_w_stb & sel_desc_src_lo;
+  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$494  = desc_fetch | desc_load;
+  assign \$495  = \$493  & \$494 ;
+  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$497  = dma_program__valid | desc_judging;
+  assign \$498  = desc_fetch | desc_load;
+  assign \$499  = \$497  | \$498 ;
+  assign \$501  = \$496  & \$500 ;
+  assign \$502  = req_w_stb & sel_desc_src_hi;
+  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$504  = desc_fetch | desc_load;
+  assign \$505  = \$503  & \$504 ;
+  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$507  = dma_program__valid | desc_judging;
+  assign \$508  = desc_fetch | desc_load;
+  assign \$509  = \$507  | \$508 ;
+  assign \$511  = \$506  & \$510 ;
+  assign \$512  = req_w_stb & sel_desc_dst_lo;
+  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$514  = desc_fetch | desc_load;
+  assign \$515  = \$513  & \$514 ;
+  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
-  assign \$521  = \$514  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_index;
-  assign \$523  = req_r_stb & sel_desc_index;
+  assign \$521  = \$516  & \$520 ;
+  assign \$522  = req_w_stb & sel_desc_dst_hi;
+  assign \$523  = req_r_stb & sel_desc_dst_hi;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_desc_rows;
-  assign \$527  = dma_program__valid | desc_verdict;
-  assign \$528  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$529  = \$527  | \$528 ;
-  assign \$530  = desc_fetch | desc_load;
-  assign \$531  = \$529  | \$530 ;
-  assign \$533  = \$526  & \$532 ;
-  assign \$534  = req_w_stb & sel_desc_rows;
-  assign \$535  = req_r_stb & sel_desc_rows;
-  assign \$536  = desc_fetch | desc_load;
-  assign \$537  = \$535  & \$536 ;
-  assign \$538  = req_w_stb & sel_desc_pitch;
-  assign \$539  = dma_program__valid | desc_verdict;
-  assign \$540  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$541  = \$539  | \$540 ;
-  assign \$542  = desc_fetch | desc_load;
-  assign \$543  = \$541  | \$542 ;
-  assign \$545  = \$538  & \$544 ;
-  assign \$546  = req_w_stb & sel_desc_pitch;
-  assign \$547  = req_r_stb & sel_desc_pitch;
-  assign \$548  = desc_fetch | desc_load;
-  assign \$549  = \$547  & \$548 ;
-  assign \$550  = req_w_stb & sel_desc_src_lo;
-  assign \$551  = dma_program__valid | desc_verdict;
-  assign \$552  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$526  = req_w_stb & sel_track_op;
+  assign \$529  = \$528  | track_answer;
+  assign \$530  = \$526  & \$529 ;
+  assign \$531  = req_w_stb & sel_track_op;
+  assign \$532  = req_w_stb & sel_track_cmd;
+  assign \$535  = \$534  | track_answer;
+  assign \$536  = \$532  & \$535 ;
+  assign \$537  = req_w_stb & sel_track_cmd;
+  assign \$538  = req_w_stb & sel_arb_policy;
+  assign \$542  = \$538  & \$541 ;
+  assign \$543  = req_w_stb & sel_arb_policy;
+  assign \$544  = req_w_stb & sel_arb_starvation_limit;
+  assign \$548  = \$544  & \$547 ;
+  assign \$549  = req_w_stb & sel_arb_starvation_limit;
+  assign \$550  = req_w_stb & sel_command;
+  assign \$551  = region_program__valid | region_judging;
+  assign \$552  = region_fetch | region_load;
   assign \$553  = \$551  | \$552 ;
-  assign \$554  = desc_fetch | desc_load;
-  assign \$555  = \$553  | \$554 ;
-  assign \$557  = \$550  & \$556 ;
-  assign \$558  = req_w_stb & sel_desc_src_lo;
-  assign \$559  = req_r_stb & sel_desc_src_lo;
-  assign \$560  = desc_fetch | desc_load;
-  assign \$561  = \$559  & \$560 ;
-  assign \$562  = req_w_stb & sel_desc_src_hi;
-  assign \$563  = dma_program__valid | desc_verdict;
-  assign \$564  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$565  = \$563  | \$564 ;
-  assign \$566  = desc_fetch | desc_load;
-  assign \$567  = \$565  | \$566 ;
-  assign \$569  = \$562  & \$568 ;
-  assign \$570  = req_w_stb & sel_desc_src_hi;
-  assign \$571  = req_r_stb & sel_desc_src_hi;
-  assign \$572  = desc_fetch | desc_load;
-  assign \$573  = \$571  & \$572 ;
-  assign \$574  = req_w_stb & sel_desc_dst_lo;
-  assign \$575  = dma_program__valid | desc_verdict;
-  assign \$576  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$577  = \$575  | \$576 ;
-  assign \$578  = desc_fetch | desc_load;
-  assign \$579  = \$577  | \$578 ;
-  assign \$581  = \$574  & \$580 ;
-  assign \$582  = req_w_stb & sel_desc_dst_lo;
-  assign \$583  = req_r_stb & sel_desc_dst_lo;
-  assign \$584  = desc_fetch | desc_load;
-  assign \$585  = \$583  & \$584 ;
-  assign \$586  = req_w_stb & sel_desc_dst_hi;
-  assign \$587  = dma_program__valid | desc_verdict;
-  assign \$588  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$589  = \$587  | \$588 ;
+  assign \$555  = \$554  | sweep;
+  assign \$556  = region_program__valid | region_judging;
+  assign \$557  = region_fetch | region_load;
+  assign \$558  = \$556  | \$557 ;
+  assign \$560  = \$559  | sweep;
+  assign \$561  = dma_program__valid | desc_judging;
+  assign \$562  = desc_fetch | desc_load;
+  assign \$563  = \$561  | \$562 ;
+  assign \$565  = sweep | dma_busy;
+  assign \$566  = \$564  | \$565 ;
+  assign \$567  = dma_program__valid | desc_judging;
+  assign \$568  = desc_fetch | desc_load;
+  assign \$569  = \$567  | \$568 ;
+  assign \$571  = \$570  | sweep;
+  assign \$574  = \$573  | track_answer;
+  assign \$575  = \$574  | tracker_busy;
+  assign \$580  = req_w_stb & sel_csr_errors;
+  assign \$581  = req_w_stb & sel_tracker_errors;
+  assign \$582  = req_w_stb & sel_dma_errors;
+  assign \$583  = req_w_stb & sel_addrmap_errors;
+  assign \$584  = req_w_stb & sel_arbiter_errors;
+  assign \$585  = region_program__valid | region_judging;
+  assign \$586  = region_fetch | region_load;
+  assign \$587  = \$585  | \$586 ;
+  assign \$589  = dma_program__valid | desc_judging;
   assign \$590  = desc_fetch | desc_load;
   assign \$591  = \$589  | \$590 ;
-  assign \$593  = \$586  & \$592 ;
-  assign \$594  = req_w_stb & sel_desc_dst_hi;
-  assign \$595  = req_r_stb & sel_desc_dst_hi;
-  assign \$596  = desc_fetch | desc_load;
-  assign \$597  = \$595  & \$596 ;
-  assign \$598  = req_w_stb & sel_track_op;
-  assign \$603  = \$602  | track_answer;
-  assign \$604  = \$598  & \$603 ;
-  assign \$605  = req_w_stb & sel_track_op;
-  assign \$606  = req_w_stb & sel_track_cmd;
-  assign \$611  = \$610  | track_answer;
-  assign \$612  = \$606  & \$611 ;
-  assign \$613  = req_w_stb & sel_track_cmd;
-  assign \$614  = req_w_stb & sel_arb_policy;
-  assign \$620  = \$614  & \$619 ;
-  assign \$621  = req_w_stb & sel_arb_policy;
-  assign \$622  = req_w_stb & sel_arb_starvation_limit;
-  assign \$628  = \$622  & \$627 ;
-  assign \$629  = req_w_stb & sel_arb_starvation_limit;
-  assign \$630  = req_w_stb & sel_command;
-  assign \$631  = region_program__valid | region_verdict;
-  assign \$632  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$633  = \$631  | \$632 ;
-  assign \$634  = region_fetch | region_load;
-  assign \$635  = \$633  | \$634 ;
-  assign \$637  = \$636  | sweep;
-  assign \$638  = region_program__valid | region_verdict;
-  assign \$639  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$640  = \$638  | \$639 ;
-  assign \$641  = region_fetch | region_load;
-  assign \$642  = \$640  | \$641 ;
-  assign \$644  = \$643  | sweep;
-  assign \$645  = dma_program__valid | desc_verdict;
-  assign \$646  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$647  = \$645  | \$646 ;
-  assign \$648  = desc_fetch | desc_load;
-  assign \$649  = \$647  | \$648 ;
-  assign \$651  = sweep | dma_busy;
-  assign \$652  = \$650  | \$651 ;
-  assign \$653  = dma_program__valid | desc_verdict;
-  assign \$654  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$655  = \$653  | \$654 ;
-  assign \$656  = desc_fetch | desc_load;
-  assign \$657  = \$655  | \$656 ;
-  assign \$659  = \$658  | sweep;
-  assign \$664  = \$663  | track_answer;
-  assign \$665  = \$664  | tracker_busy;
-  assign \$672  = req_w_stb & sel_csr_errors;
-  assign \$673  = req_w_stb & sel_tracker_errors;
-  assign \$674  = req_w_stb & sel_dma_errors;
-  assign \$675  = req_w_stb & sel_addrmap_errors;
-  assign \$676  = req_w_stb & sel_arbiter_errors;
-  assign \$677  = region_program__valid | region_verdict;
-  assign \$678  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$679  = \$677  | \$678 ;
-  assign \$680  = region_fetch | region_load;
-  assign \$681  = \$679  | \$680 ;
-  assign \$683  = dma_program__valid | desc_verdict;
-  assign \$684  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$685  = \$683  | \$684 ;
-  assign \$686  = desc_fetch | desc_load;
-  assign \$687  = \$685  | \$686 ;
-  assign \$693  = \$692  | track_answer;
+  assign \$595  = \$594  | track_answer;
   always @(posedge clk)
-    req_addr <= \$699 ;
+    req_addr <= \$599 ;
   always @(posedge clk)
-    req_w_data <= \$700 ;
+    req_w_data <= \$600 ;
   always @(posedge clk)
-    req_w_stb <= \$701 ;
+    req_w_stb <= \$601 ;
   always @(posedge clk)
-    req_r_stb <= \$702 ;
+    req_r_stb <= \$602 ;
   always @(posedge clk)
-    sel_id <= \$703 ;
+    sel_id <= \$603 ;
   always @(posedge clk)
-    sel_config <= \$704 ;
+    sel_config <= \$604 ;
   always @(posedge clk)
-    sel_status <= \$705 ;
+    sel_status <= \$605 ;
   always @(posedge clk)
-    sel_command <= \$706 ;
+    sel_command <= \$606 ;
   always @(posedge clk)
-    sel_device_id <= \$707 ;
+    sel_device_id <= \$607 ;
   always @(posedge clk)
-    sel_csr_errors <= \$708 ;
+    sel_csr_errors <= \$608 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$709 ;
+    sel_tracker_errors <= \$609 ;
   always @(posedge clk)
-    sel_dma_errors <= \$710 ;
+    sel_dma_errors <= \$610 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$711 ;
+    sel_addrmap_errors <= \$611 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$712 ;
+    sel_arbiter_errors <= \$612 ;
   always @(posedge clk)
-    sel_region_index <= \$713 ;
+    sel_region_index <= \$613 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$714 ;
+    sel_region_base_lo <= \$614 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$715 ;
+    sel_region_base_hi <= \$615 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$716 ;
+    sel_region_size_lo <= \$616 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$717 ;
+    sel_region_size_hi <= \$617 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$718 ;
+    sel_region_remote_base_lo <= \$618 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$719 ;
+    sel_region_remote_base_hi <= \$619 ;
   always @(posedge clk)
-    sel_desc_index <= \$720 ;
+    sel_desc_index <= \$620 ;
   always @(posedge clk)
-    sel_desc_rows <= \$721 ;
+    sel_desc_rows <= \$621 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$722 ;
+    sel_desc_pitch <= \$622 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$723 ;
+    sel_desc_src_lo <= \$623 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$724 ;
+    sel_desc_src_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$725 ;
+    sel_desc_dst_lo <= \$625 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$726 ;
+    sel_desc_dst_hi <= \$626 ;
   always @(posedge clk)
-    sel_track_op <= \$727 ;
+    sel_track_op <= \$627 ;
   always @(posedge clk)
-    sel_track_cmd <= \$728 ;
+    sel_track_cmd <= \$628 ;
   always @(posedge clk)
-    sel_track_result_op <= \$729 ;
+    sel_track_result_op <= \$629 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$730 ;
+    sel_track_result_threshold <= \$630 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$731 ;
+    sel_tracker_writes_compute <= \$631 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$732 ;
+    sel_tracker_writes_dma <= \$632 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$733 ;
+    sel_tracker_writes_remote <= \$633 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$734 ;
+    sel_tracker_unprogrammed <= \$634 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$735 ;
+    sel_tracker_triggers <= \$635 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$736 ;
+    sel_tracker_dropped <= \$636 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$737 ;
+    sel_dma_triggers <= \$637 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$738 ;
+    sel_dma_rejected <= \$638 ;
   always @(posedge clk)
-    sel_dma_reads <= \$739 ;
+    sel_dma_reads <= \$639 ;
   always @(posedge clk)
-    sel_dma_packets <= \$740 ;
+    sel_dma_packets <= \$640 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$741 ;
+    sel_dma_bad_program <= \$641 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$742 ;
+    sel_dma_bad_range <= \$642 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$743 ;
+    sel_dma_bad_pitch <= \$643 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$744 ;
+    sel_dma_desc_busy <= \$644 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$745 ;
+    sel_dma_aborted <= \$645 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$746 ;
+    sel_addrmap_local <= \$646 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$747 ;
+    sel_addrmap_tracked <= \$647 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$748 ;
+    sel_addrmap_remote <= \$648 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$749 ;
+    sel_addrmap_unmapped <= \$649 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$750 ;
+    sel_addrmap_store_crosses <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$751 ;
+    sel_addrmap_rx_misrouted <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$752 ;
+    sel_addrmap_rx_remote <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$753 ;
+    sel_addrmap_rx_unmapped <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$754 ;
+    sel_addrmap_rx_crosses <= \$654 ;
   always @(posedge clk)
-    sel_arb_policy <= \$755 ;
+    sel_arb_policy <= \$655 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$756 ;
+    sel_arb_starvation_limit <= \$656 ;
   always @(posedge clk)
-    sel_arb_status <= \$757 ;
+    sel_arb_status <= \$657 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$758 ;
+    sel_arbiter_grants_load <= \$658 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$759 ;
+    sel_arbiter_grants_store <= \$659 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$760 ;
+    sel_arbiter_grants_dma <= \$660 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$761 ;
+    sel_arbiter_grants_remote <= \$661 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$762 ;
+    sel_arbiter_stalls_load <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$763 ;
+    sel_arbiter_stalls_store <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$764 ;
+    sel_arbiter_stalls_dma <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$765 ;
+    sel_arbiter_stalls_remote <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$766 ;
+    sel_arbiter_starved <= \$666 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$767 ;
+    sel_csr_irq_enable <= \$667 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$768 ;
+    sel_tracker_irq_enable <= \$668 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$769 ;
+    sel_dma_irq_enable <= \$669 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$770 ;
+    sel_addrmap_irq_enable <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$771 ;
+    sel_arbiter_irq_enable <= \$671 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$772 ;
+    sel_tracker_capture <= \$672 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$773 ;
+    sel_dma_capture_index <= \$673 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$774 ;
+    sel_dma_capture_addr_lo <= \$674 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$775 ;
+    sel_dma_capture_addr_hi <= \$675 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$776 ;
+    sel_dma_capture_events <= \$676 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$777 ;
+    sel_addrmap_capture_addr_lo <= \$677 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$778 ;
+    sel_addrmap_capture_addr_hi <= \$678 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$779 ;
+    sel_addrmap_capture_device <= \$679 ;
   always @(posedge clk)
-    mapped <= \$780 ;
+    mapped <= \$680 ;
   always @(posedge clk)
-    sweep_at <= \$781 ;
+    sweep_at <= \$681 ;
   always @(posedge clk)
-    sweep <= \$782 ;
+    sweep <= \$682 ;
   always @(posedge clk)
-    region_program__valid <= \$783 ;
+    region_program__valid <= \$683 ;
   always @(posedge clk)
-    dma_program__valid <= \$784 ;
+    dma_program__valid <= \$684 ;
   always @(posedge clk)
-    tracker_program__valid <= \$785 ;
+    tracker_program__valid <= \$685 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$786 ;
+    arbiter_program__valid <= \$686 ;
   always @(posedge clk)
-    region_waiting0 <= \$787 ;
+    region_waiting0 <= \$687 ;
   always @(posedge clk)
-    region_waiting1 <= \$788 ;
+    region_waiting1 <= \$688 ;
   always @(posedge clk)
-    region_waiting2 <= \$789 ;
+    region_waiting2 <= \$689 ;
   always @(posedge clk)
-    region_waiting3 <= \$790 ;
+    region_waiting3 <= \$690 ;
   always @(posedge clk)
-    region_waiting4 <= \$791 ;
+    region_waiting4 <= \$691 ;
   always @(posedge clk)
-    region_waiting5 <= \$792 ;
+    region_waiting5 <= \$692 ;
   always @(posedge clk)
-    region_waiting6 <= \$793 ;
+    region_waiting6 <= \$693 ;
   always @(posedge clk)
-    region_waiting7 <= \$794 ;
+    region_waiting7 <= \$694 ;
   always @(posedge clk)
-    region_waiting8 <= \$795 ;
+    region_waiting8 <= \$695 ;
   always @(posedge clk)
-    region_waiting9 <= \$796 ;
+    region_waiting9 <= \$696 ;
   always @(posedge clk)
-    region_waiting10 <= \$797 ;
+    region_waiting10 <= \$697 ;
   always @(posedge clk)
-    region_waiting11 <= \$798 ;
+    region_waiting11 <= \$698 ;
   always @(posedge clk)
-    region_verdict <= \$799 ;
+    region_verdict <= \$699 ;
+  always @(posedge clk)
+    region_judging <= \$700 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$800 ;
+    region_fetch <= \$701 ;
   always @(posedge clk)
-    region_load <= \$801 ;
+    region_load <= \$702 ;
   always @(posedge clk)
-    region_program__payload <= \$802 ;
+    region_program__payload <= \$703 ;
   always @(posedge clk)
-    desc_waiting0 <= \$803 ;
+    desc_waiting0 <= \$704 ;
   always @(posedge clk)
-    desc_waiting1 <= \$804 ;
+    desc_waiting1 <= \$705 ;
   always @(posedge clk)
-    desc_waiting2 <= \$805 ;
+    desc_waiting2 <= \$706 ;
   always @(posedge clk)
-    desc_waiting3 <= \$806 ;
+    desc_waiting3 <= \$707 ;
   always @(posedge clk)
-    desc_verdict <= \$807 ;
+    desc_verdict <= \$708 ;
   always @(posedge clk)
-    desc_got <= \rp__data$121 ;
+    desc_judging <= \$709 ;
   always @(posedge clk)
-    desc_fetch <= \$808 ;
+    desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_load <= \$809 ;
+    desc_fetch <= \$710 ;
   always @(posedge clk)
-    dma_program__payload <= \$810 ;
+    desc_load <= \$711 ;
   always @(posedge clk)
-    track_result <= \$811 ;
+    dma_program__payload <= \$712 ;
   always @(posedge clk)
-    track_answer <= \$812 ;
+    track_result <= \$713 ;
   always @(posedge clk)
-    tracker_program__payload <= \$813 ;
+    track_answer <= \$714 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$814 ;
+    tracker_program__payload <= \$715 ;
   always @(posedge clk)
-    device_id <= \$815 ;
+    arbiter_program__payload <= \$716 ;
   always @(posedge clk)
-    csr_irq_enable <= \$816 ;
+    device_id <= \$717 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$817 ;
+    csr_irq_enable <= \$718 ;
   always @(posedge clk)
-    dma_irq_enable <= \$818 ;
+    tracker_irq_enable <= \$719 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$819 ;
+    dma_irq_enable <= \$720 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$820 ;
+    addrmap_irq_enable <= \$721 ;
   always @(posedge clk)
-    errors <= \$821 ;
+    arbiter_irq_enable <= \$722 ;
   always @(posedge clk)
-    tracker_sticky <= \$822 ;
+    errors <= \$723 ;
   always @(posedge clk)
-    dma_sticky <= \$823 ;
+    tracker_sticky <= \$724 ;
   always @(posedge clk)
-    addrmap_sticky <= \$824 ;
+    dma_sticky <= \$725 ;
   always @(posedge clk)
-    arbiter_sticky <= \$825 ;
+    addrmap_sticky <= \$726 ;
   always @(posedge clk)
-    tracker_capture <= \$826 ;
+    arbiter_sticky <= \$727 ;
   always @(posedge clk)
-    dma_capture <= \$827 ;
+    tracker_capture <= \$728 ;
   always @(posedge clk)
-    addrmap_capture <= \$828 ;
+    dma_capture <= \$729 ;
   always @(posedge clk)
-    irq <= \$829 ;
+    addrmap_capture <= \$730 ;
   always @(posedge clk)
-    read_part0 <= \$830 ;
+    irq <= \$731 ;
   always @(posedge clk)
-    read_part1 <= \$831 ;
+    read_part0 <= \$732 ;
   always @(posedge clk)
-    read_part2 <= \$832 ;
+    read_part1 <= \$733 ;
   always @(posedge clk)
-    read_part3 <= \$833 ;
+    read_part2 <= \$734 ;
   always @(posedge clk)
-    read_part4 <= \$834 ;
+    read_part3 <= \$735 ;
   always @(posedge clk)
-    read_part5 <= \$835 ;
+    read_part4 <= \$736 ;
   always @(posedge clk)
-    read_part6 <= \$836 ;
+    read_part5 <= \$737 ;
   always @(posedge clk)
-    read_part8 <= \$837 ;
+    read_part6 <= \$738 ;
   always @(posedge clk)
-    read_part10 <= \$838 ;
+    read_part8 <= \$739 ;
   always @(posedge clk)
-    read_part11 <= \$839 ;
+    read_part10 <= \$740 ;
   always @(posedge clk)
-    read_part13 <= \$840 ;
+    read_part11 <= \$741 ;
   always @(posedge clk)
-    read_part14 <= \$841 ;
+    read_part13 <= \$742 ;
   always @(posedge clk)
-    read_pending <= \$842 ;
+    read_part14 <= \$743 ;
   always @(posedge clk)
-    read_section <= \$843 ;
+    read_pending <= \$744 ;
   always @(posedge clk)
-    read_unaligned <= \$844 ;
+    read_section <= \$745 ;
   always @(posedge clk)
-    bus__r_data <= \$845 ;
+    read_unaligned <= \$746 ;
+  always @(posedge clk)
+    bus__r_data <= \$747 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
   assign \$4  = dma_program__valid & dma_program__ready;
   assign \$5  = tracker_program__valid & tracker_program__ready;
   assign \$7  = region_program__valid & region_program__ready;
-  assign \$8  = dma_program__valid & dma_program__ready;
-  assign \$9  = tracker_program__valid & tracker_program__ready;
-  assign \$10  = req_w_stb & sel_region_index;
-  assign \$11  = region_program__valid | region_verdict;
-  assign \$12  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$13  = \$11  | \$12 ;
-  assign \$14  = region_fetch | region_load;
-  assign \$15  = \$13  | \$14 ;
-  assign \$17  = \$10  & \$16 ;
-  assign \$18  = req_w_stb & sel_region_index;
-  assign \$19  = req_w_stb & sel_region_base_lo;
-  assign \$20  = region_program__valid | region_verdict;
-  assign \$21  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$22  = \$20  | \$21 ;
+  assign \$8  = region_program__valid & region_program__ready;
+  assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
+  assign \$10  = dma_program__valid & dma_program__ready;
+  assign \$11  = dma_program__valid & dma_program__ready;
+  assign \$12  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
+  assign \$13  = tracker_program__valid & tracker_program__ready;
+  assign \$14  = req_w_stb & sel_region_index;
+  assign \$15  = region_program__valid | region_judging;
+  assign \$16  = region_fetch | region_load;
+  assign \$17  = \$15  | \$16 ;
+  assign \$19  = \$14  & \$18 ;
+  assign \$20  = req_w_stb & sel_region_index;
+  assign \$21  = req_w_stb & sel_region_base_lo;
+  assign \$22  = region_program__valid | region_judging;
   assign \$23  = region_fetch | region_load;
   assign \$24  = \$22  | \$23 ;
-  assign \$26  = \$19  & \$25 ;
+  assign \$26  = \$21  & \$25 ;
   assign \$27  = req_w_stb & sel_region_base_lo;
   assign \$28  = req_w_stb & sel_region_base_hi;
-  assign \$29  = region_program__valid | region_verdict;
-  assign \$30  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$29  = region_program__valid | region_judging;
+  assign \$30  = region_fetch | region_load;
   assign \$31  = \$29  | \$30 ;
-  assign \$32  = region_fetch | region_load;
-  assign \$33  = \$31  | \$32 ;
-  assign \$35  = \$28  & \$34 ;
-  assign \$36  = req_w_stb & sel_region_base_hi;
-  assign \$37  = req_w_stb & sel_region_size_lo;
-  assign \$38  = region_program__valid | region_verdict;
-  assign \$39  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = region_fetch | region_load;
-  assign \$42  = \$40  | \$41 ;
-  assign \$44  = \$37  & \$43 ;
-  assign \$45  = req_w_stb & sel_region_size_lo;
-  assign \$46  = req_w_stb & sel_region_size_hi;
-  assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = region_fetch | region_load;
-  assign \$51  = \$49  | \$50 ;
-  assign \$53  = \$46  & \$52 ;
-  assign \$54  = req_w_stb & sel_region_size_hi;
+  assign \$33  = \$28  & \$32 ;
+  assign \$34  = req_w_stb & sel_region_base_hi;
+  assign \$35  = req_w_stb & sel_region_size_lo;
+  assign \$36  = region_program__valid | region_judging;
+  assign \$37  = region_fetch | region_load;
+  assign \$38  = \$36  | \$37 ;
+  assign \$40  = \$35  & \$39 ;
+  assign \$41  = req_w_stb & sel_region_size_lo;
+  assign \$42  = req_w_stb & sel_region_size_hi;
+  assign \$43  = region_program__valid | region_judging;
+  assign \$44  = region_fetch | region_load;
+  assign \$45  = \$43  | \$44 ;
+  assign \$47  = \$42  & \$46 ;
+  assign \$48  = req_w_stb & sel_region_size_hi;
+  assign \$49  = req_w_stb & sel_region_remote_base_lo;
+  assign \$50  = region_program__valid | region_judging;
+  assign \$51  = region_fetch | region_load;
+  assign \$52  = \$50  | \$51 ;
+  assign \$54  = \$49  & \$53 ;
   assign \$55  = req_w_stb & sel_region_remote_base_lo;
-  assign \$56  = region_program__valid | region_verdict;
-  assign \$57  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$58  = \$56  | \$57 ;
-  assign \$59  = region_fetch | region_load;
-  assign \$60  = \$58  | \$59 ;
-  assign \$62  = \$55  & \$61 ;
-  assign \$63  = req_w_stb & sel_region_remote_base_lo;
-  assign \$64  = req_w_stb & sel_region_remote_base_hi;
-  assign \$65  = region_program__valid | region_verdict;
-  assign \$66  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = region_fetch | region_load;
-  assign \$69  = \$67  | \$68 ;
-  assign \$71  = \$64  & \$70 ;
-  assign \$72  = req_w_stb & sel_region_remote_base_hi;
-  assign \$73  = req_w_stb & sel_desc_index;
-  assign \$74  = dma_program__valid | desc_verdict;
-  assign \$75  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = desc_fetch | desc_load;
-  assign \$78  = \$76  | \$77 ;
-  assign \$80  = \$73  & \$79 ;
-  assign \$81  = req_w_stb & sel_desc_index;
-  assign \$82  = req_w_stb & sel_desc_rows;
-  assign \$83  = dma_program__valid | desc_verdict;
-  assign \$84  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$85  = \$83  | \$84 ;
+  assign \$56  = req_w_stb & sel_region_remote_base_hi;
+  assign \$57  = region_program__valid | region_judging;
+  assign \$58  = region_fetch | region_load;
+  assign \$59  = \$57  | \$58 ;
+  assign \$61  = \$56  & \$60 ;
+  assign \$62  = req_w_stb & sel_region_remote_base_hi;
+  assign \$63  = req_w_stb & sel_desc_index;
+  assign \$64  = dma_program__valid | desc_judging;
+  assign \$65  = desc_fetch | desc_load;
+  assign \$66  = \$64  | \$65 ;
+  assign \$68  = \$63  & \$67 ;
+  assign \$69  = req_w_stb & sel_desc_index;
+  assign \$70  = req_w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_judging;
+  assign \$72  = desc_fetch | desc_load;
+  assign \$73  = \$71  | \$72 ;
+  assign \$75  = \$70  & \$74 ;
+  assign \$76  = req_w_stb & sel_desc_rows;
+  assign \$77  = req_w_stb & sel_desc_pitch;
+  assign \$78  = dma_program__valid | desc_judging;
+  assign \$79  = desc_fetch | desc_load;
+  assign \$80  = \$78  | \$79 ;
+  assign \$82  = \$77  & \$81 ;
+  assign \$83  = req_w_stb & sel_desc_pitch;
+  assign \$84  = req_w_stb & sel_desc_src_lo;
+  assign \$85  = dma_program__valid | desc_judging;
   assign \$86  = desc_fetch | desc_load;
   assign \$87  = \$85  | \$86 ;
-  assign \$89  = \$82  & \$88 ;
-  assign \$90  = req_w_stb & sel_desc_rows;
-  assign \$91  = req_w_stb & sel_desc_pitch;
-  assign \$92  = dma_program__valid | desc_verdict;
-  assign \$93  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = req_w_stb & sel_desc_src_lo;
+  assign \$91  = req_w_stb & sel_desc_src_hi;
+  assign \$92  = dma_program__valid | desc_judging;
+  assign \$93  = desc_fetch | desc_load;
   assign \$94  = \$92  | \$93 ;
-  assign \$95  = desc_fetch | desc_load;
-  assign \$96  = \$94  | \$95 ;
-  assign \$98  = \$91  & \$97 ;
-  assign \$99  = req_w_stb & sel_desc_pitch;
-  assign \$100  = req_w_stb & sel_desc_src_lo;
-  assign \$101  = dma_program__valid | desc_verdict;
-  assign \$102  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = desc_fetch | desc_load;
-  assign \$105  = \$103  | \$104 ;
-  assign \$107  = \$100  & \$106 ;
-  assign \$108  = req_w_stb & sel_desc_src_lo;
-  assign \$109  = req_w_stb & sel_desc_src_hi;
-  assign \$110  = dma_program__valid | desc_verdict;
-  assign \$111  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$112  = \$110  | \$111 ;
-  assign \$113  = desc_fetch | desc_load;
-  assign \$114  = \$112  | \$113 ;
-  assign \$116  = \$109  & \$115 ;
-  assign \$117  = req_w_stb & sel_desc_src_hi;
-  assign \$118  = req_w_stb & sel_desc_dst_lo;
-  assign \$119  = dma_program__valid | desc_verdict;
-  assign \$120  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = desc_fetch | desc_load;
-  assign \$123  = \$121  | \$122 ;
-  assign \$125  = \$118  & \$124 ;
-  assign \$126  = req_w_stb & sel_desc_dst_lo;
-  assign \$127  = req_w_stb & sel_desc_dst_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$130  = \$128  | \$129 ;
-  assign \$131  = desc_fetch | desc_load;
-  assign \$132  = \$130  | \$131 ;
-  assign \$134  = \$127  & \$133 ;
-  assign \$135  = req_w_stb & sel_desc_dst_hi;
-  assign \$136  = req_w_stb & sel_track_op;
-  assign \$141  = \$140  | track_answer;
-  assign \$142  = \$136  & \$141 ;
-  assign \$143  = req_w_stb & sel_track_op;
-  assign \$144  = req_w_stb & sel_track_cmd;
-  assign \$149  = \$148  | track_answer;
-  assign \$150  = \$144  & \$149 ;
-  assign \$151  = req_w_stb & sel_track_cmd;
-  assign \$152  = req_w_stb & sel_arb_policy;
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = req_w_stb & sel_desc_src_hi;
+  assign \$98  = req_w_stb & sel_desc_dst_lo;
+  assign \$99  = dma_program__valid | desc_judging;
+  assign \$100  = desc_fetch | desc_load;
+  assign \$101  = \$99  | \$100 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = req_w_stb & sel_desc_dst_lo;
+  assign \$105  = req_w_stb & sel_desc_dst_hi;
+  assign \$106  = dma_program__valid | desc_judging;
+  assign \$107  = desc_fetch | desc_load;
+  assign \$108  = \$106  | \$107 ;
+  assign \$110  = \$105  & \$109 ;
+  assign \$111  = req_w_stb & sel_desc_dst_hi;
+  assign \$112  = req_w_stb & sel_track_op;
+  assign \$115  = \$114  | track_answer;
+  assign \$116  = \$112  & \$115 ;
+  assign \$117  = req_w_stb & sel_track_op;
+  assign \$118  = req_w_stb & sel_track_cmd;
+  assign \$121  = \$120  | track_answer;
+  assign \$122  = \$118  & \$121 ;
+  assign \$123  = req_w_stb & sel_track_cmd;
+  assign \$124  = req_w_stb & sel_arb_policy;
+  assign \$128  = \$124  & \$127 ;
+  assign \$129  = req_w_stb & sel_arb_policy;
+  assign \$130  = req_w_stb & sel_arb_starvation_limit;
+  assign \$134  = \$130  & \$133 ;
+  assign \$135  = req_w_stb & sel_arb_starvation_limit;
+  assign \$136  = req_w_stb & sel_device_id;
+  assign \$137  = req_w_stb & sel_csr_irq_enable;
+  assign \$138  = req_w_stb & sel_tracker_irq_enable;
+  assign \$139  = req_w_stb & sel_dma_irq_enable;
+  assign \$140  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$141  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$142  = req_w_stb & sel_command;
+  assign \$143  = region_program__valid | region_judging;
+  assign \$144  = region_fetch | region_load;
+  assign \$145  = \$143  | \$144 ;
+  assign \$147  = \$146  | sweep;
+  assign \$148  = region_program__valid | region_judging;
+  assign \$149  = region_fetch | region_load;
+  assign \$150  = \$148  | \$149 ;
+  assign \$152  = \$151  | sweep;
+  assign \$153  = dma_program__valid | desc_judging;
+  assign \$154  = desc_fetch | desc_load;
+  assign \$155  = \$153  | \$154 ;
+  assign \$157  = sweep | dma_busy;
+  assign \$158  = \$156  | \$157 ;
+  assign \$159  = dma_program__valid | desc_judging;
+  assign \$160  = desc_fetch | desc_load;
+  assign \$161  = \$159  | \$160 ;
+  assign \$163  = \$162  | sweep;
+  assign \$166  = \$165  | track_answer;
+  assign \$167  = \$166  | tracker_busy;
+  assign \$172  = ~ csr_errors_clear;
+  assign \$173  = errors & \$172 ;
+  assign \$174  = \$173  | set_err;
+  assign \$175  = ~ tracker_errors_clear;
+  assign \$176  = tracker_sticky & \$175 ;
+  assign \$177  = \$176  | tracker_errors;
+  assign \$178  = ~ dma_errors_clear;
+  assign \$179  = dma_sticky & \$178 ;
+  assign \$180  = \$179  | dma_errors;
+  assign \$181  = ~ addrmap_errors_clear;
+  assign \$182  = addrmap_sticky & \$181 ;
+  assign \$183  = \$182  | addrmap_errors;
+  assign \$184  = ~ arbiter_errors_clear;
+  assign \$185  = arbiter_sticky & \$184 ;
+  assign \$186  = \$185  | arbiter_errors;
+  assign \$187  = | tracker_errors;
+  assign \$188  = ~ tracker_errors_clear;
+  assign \$189  = tracker_sticky & \$188 ;
+  assign \$190  = | \$189 ;
+  assign \$191  = ~ \$190 ;
+  assign \$192  = \$187  & \$191 ;
+  assign \$193  = | dma_errors;
+  assign \$194  = ~ dma_errors_clear;
+  assign \$195  = dma_sticky & \$194 ;
+  assign \$196  = | \$195 ;
+  assign \$197  = ~ \$196 ;
+  assign \$198  = \$193  & \$197 ;
+  assign \$199  = | addrmap_errors;
+  assign \$200  = ~ addrmap_errors_clear;
+  assign \$201  = addrmap_sticky & \$200 ;
+  assign \$202  = | \$201 ;
+  assign \$203  = ~ \$202 ;
+  assign \$204  = \$199  & \$203 ;
+  assign \$205  = errors & csr_irq_enable;
+  assign \$206  = | \$205 ;
+  assign \$207  = tracker_sticky & tracker_irq_enable;
+  assign \$208  = | \$207 ;
+  assign \$209  = dma_sticky & dma_irq_enable;
+  assign \$210  = | \$209 ;
+  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$212  = | \$211 ;
+  assign \$213  = arbiter_sticky & arbiter_irq_enable;
+  assign \$214  = | \$213 ;
+  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
+  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
+  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$220  = req_addr[3] ? \$218  : \$219 ;
+  assign \$221  = req_addr[4] ? \$217  : \$220 ;
+  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
+  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
+  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$227  = req_addr[3] ? \$225  : \$226 ;
+  assign \$228  = req_addr[4] ? \$224  : \$227 ;
+  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
+  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$232  = req_addr[3] ? \$230  : \$231 ;
+  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$235  = req_addr[3] ? \$233  : \$234 ;
+  assign \$236  = req_addr[4] ? \$232  : \$235 ;
+  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
+  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$240  = req_addr[3] ? \$238  : \$239 ;
+  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$243  = req_addr[3] ? \$241  : \$242 ;
+  assign \$244  = req_addr[4] ? \$240  : \$243 ;
+  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
+  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$248  = req_addr[3] ? \$246  : \$247 ;
+  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
+  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
+  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$699  = bus__addr;
+    \$599  = bus__addr;
     if (rst) begin
-      \$699  = 10'h000;
+      \$599  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$700  = bus__w_data;
+    \$600  = bus__w_data;
     if (rst) begin
-      \$700  = 32'd0;
+      \$600  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$701  = bus__w_stb;
+    \$601  = bus__w_stb;
     if (rst) begin
-      \$701  = 1'h0;
+      \$601  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$702  = bus__r_stb;
+    \$602  = bus__r_stb;
     if (rst) begin
-      \$702  = 1'h0;
+      \$602  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$703  = 1'h0;
+    \$603  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$703  = 1'h1;
+          \$603  = 1'h1;
     endcase
     if (rst) begin
-      \$703  = 1'h0;
+      \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$704  = 1'h0;
+    \$604  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
-          \$704  = 1'h1;
+          \$604  = 1'h1;
     endcase
     if (rst) begin
-      \$704  = 1'h0;
+      \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$705  = 1'h0;
+    \$605  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
           /* empty */;
       10'h008:
-          \$705  = 1'h1;
+          \$605  = 1'h1;
     endcase
     if (rst) begin
-      \$705  = 1'h0;
+      \$605  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$706  = 1'h0;
+    \$606  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9892,15 +9817,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          \$706  = 1'h1;
+          \$606  = 1'h1;
     endcase
     if (rst) begin
-      \$706  = 1'h0;
+      \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$707  = 1'h0;
+    \$607  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9911,15 +9836,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          \$707  = 1'h1;
+          \$607  = 1'h1;
     endcase
     if (rst) begin
-      \$707  = 1'h0;
+      \$607  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$708  = 1'h0;
+    \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9932,15 +9857,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          \$708  = 1'h1;
+          \$608  = 1'h1;
     endcase
     if (rst) begin
-      \$708  = 1'h0;
+      \$608  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$709  = 1'h0;
+    \$609  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9955,15 +9880,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          \$709  = 1'h1;
+          \$609  = 1'h1;
     endcase
     if (rst) begin
-      \$709  = 1'h0;
+      \$609  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$710  = 1'h0;
+    \$610  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9980,15 +9905,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          \$710  = 1'h1;
+          \$610  = 1'h1;
     endcase
     if (rst) begin
-      \$710  = 1'h0;
+      \$610  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$711  = 1'h0;
+    \$611  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10007,15 +9932,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          \$711  = 1'h1;
+          \$611  = 1'h1;
     endcase
     if (rst) begin
-      \$711  = 1'h0;
+      \$611  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$712  = 1'h0;
+    \$612  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10036,15 +9961,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          \$712  = 1'h1;
+          \$612  = 1'h1;
     endcase
     if (rst) begin
-      \$712  = 1'h0;
+      \$612  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$713  = 1'h0;
+    \$613  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10067,15 +9992,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          \$713  = 1'h1;
+          \$613  = 1'h1;
     endcase
     if (rst) begin
-      \$713  = 1'h0;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$714  = 1'h0;
+    \$614  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10100,15 +10025,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          \$714  = 1'h1;
+          \$614  = 1'h1;
     endcase
     if (rst) begin
-      \$714  = 1'h0;
+      \$614  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$715  = 1'h0;
+    \$615  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10135,15 +10060,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          \$715  = 1'h1;
+          \$615  = 1'h1;
     endcase
     if (rst) begin
-      \$715  = 1'h0;
+      \$615  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$716  = 1'h0;
+    \$616  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10172,15 +10097,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          \$716  = 1'h1;
+          \$616  = 1'h1;
     endcase
     if (rst) begin
-      \$716  = 1'h0;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$717  = 1'h0;
+    \$617  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10211,15 +10136,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          \$717  = 1'h1;
+          \$617  = 1'h1;
     endcase
     if (rst) begin
-      \$717  = 1'h0;
+      \$617  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$718  = 1'h0;
+    \$618  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10252,15 +10177,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          \$718  = 1'h1;
+          \$618  = 1'h1;
     endcase
     if (rst) begin
-      \$718  = 1'h0;
+      \$618  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$719  = 1'h0;
+    \$619  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10295,15 +10220,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          \$719  = 1'h1;
+          \$619  = 1'h1;
     endcase
     if (rst) begin
-      \$719  = 1'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$720  = 1'h0;
+    \$620  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10340,15 +10265,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          \$720  = 1'h1;
+          \$620  = 1'h1;
     endcase
     if (rst) begin
-      \$720  = 1'h0;
+      \$620  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$721  = 1'h0;
+    \$621  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10387,15 +10312,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          \$721  = 1'h1;
+          \$621  = 1'h1;
     endcase
     if (rst) begin
-      \$721  = 1'h0;
+      \$621  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$722  = 1'h0;
+    \$622  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10436,15 +10361,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          \$722  = 1'h1;
+          \$622  = 1'h1;
     endcase
     if (rst) begin
-      \$722  = 1'h0;
+      \$622  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$723  = 1'h0;
+    \$623  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10487,15 +10412,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          \$723  = 1'h1;
+          \$623  = 1'h1;
     endcase
     if (rst) begin
-      \$723  = 1'h0;
+      \$623  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$724  = 1'h0;
+    \$624  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10540,15 +10465,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          \$724  = 1'h1;
+          \$624  = 1'h1;
     endcase
     if (rst) begin
-      \$724  = 1'h0;
+      \$624  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$725  = 1'h0;
+    \$625  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10595,15 +10520,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          \$725  = 1'h1;
+          \$625  = 1'h1;
     endcase
     if (rst) begin
-      \$725  = 1'h0;
+      \$625  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$726  = 1'h0;
+    \$626  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10652,15 +10577,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          \$726  = 1'h1;
+          \$626  = 1'h1;
     endcase
     if (rst) begin
-      \$726  = 1'h0;
+      \$626  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$727  = 1'h0;
+    \$627  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10711,15 +10636,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          \$727  = 1'h1;
+          \$627  = 1'h1;
     endcase
     if (rst) begin
-      \$727  = 1'h0;
+      \$627  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$728  = 1'h0;
+    \$628  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10772,15 +10697,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          \$728  = 1'h1;
+          \$628  = 1'h1;
     endcase
     if (rst) begin
-      \$728  = 1'h0;
+      \$628  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$729  = 1'h0;
+    \$629  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10835,15 +10760,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          \$729  = 1'h1;
+          \$629  = 1'h1;
     endcase
     if (rst) begin
-      \$729  = 1'h0;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$730  = 1'h0;
+    \$630  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10900,15 +10825,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          \$730  = 1'h1;
+          \$630  = 1'h1;
     endcase
     if (rst) begin
-      \$730  = 1'h0;
+      \$630  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$731  = 1'h0;
+    \$631  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10967,15 +10892,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          \$731  = 1'h1;
+          \$631  = 1'h1;
     endcase
     if (rst) begin
-      \$731  = 1'h0;
+      \$631  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$732  = 1'h0;
+    \$632  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11036,15 +10961,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          \$732  = 1'h1;
+          \$632  = 1'h1;
     endcase
     if (rst) begin
-      \$732  = 1'h0;
+      \$632  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$733  = 1'h0;
+    \$633  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11107,15 +11032,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          \$733  = 1'h1;
+          \$633  = 1'h1;
     endcase
     if (rst) begin
-      \$733  = 1'h0;
+      \$633  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$734  = 1'h0;
+    \$634  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11180,15 +11105,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          \$734  = 1'h1;
+          \$634  = 1'h1;
     endcase
     if (rst) begin
-      \$734  = 1'h0;
+      \$634  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$735  = 1'h0;
+    \$635  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11255,15 +11180,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          \$735  = 1'h1;
+          \$635  = 1'h1;
     endcase
     if (rst) begin
-      \$735  = 1'h0;
+      \$635  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$736  = 1'h0;
+    \$636  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11332,15 +11257,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          \$736  = 1'h1;
+          \$636  = 1'h1;
     endcase
     if (rst) begin
-      \$736  = 1'h0;
+      \$636  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$737  = 1'h0;
+    \$637  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11411,15 +11336,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          \$737  = 1'h1;
+          \$637  = 1'h1;
     endcase
     if (rst) begin
-      \$737  = 1'h0;
+      \$637  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$738  = 1'h0;
+    \$638  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11492,15 +11417,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          \$738  = 1'h1;
+          \$638  = 1'h1;
     endcase
     if (rst) begin
-      \$738  = 1'h0;
+      \$638  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$739  = 1'h0;
+    \$639  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11575,15 +11500,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          \$739  = 1'h1;
+          \$639  = 1'h1;
     endcase
     if (rst) begin
-      \$739  = 1'h0;
+      \$639  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$740  = 1'h0;
+    \$640  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11660,15 +11585,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          \$740  = 1'h1;
+          \$640  = 1'h1;
     endcase
     if (rst) begin
-      \$740  = 1'h0;
+      \$640  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$741  = 1'h0;
+    \$641  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11747,15 +11672,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          \$741  = 1'h1;
+          \$641  = 1'h1;
     endcase
     if (rst) begin
-      \$741  = 1'h0;
+      \$641  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$742  = 1'h0;
+    \$642  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11836,15 +11761,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          \$742  = 1'h1;
+          \$642  = 1'h1;
     endcase
     if (rst) begin
-      \$742  = 1'h0;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$743  = 1'h0;
+    \$643  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11927,15 +11852,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          \$743  = 1'h1;
+          \$643  = 1'h1;
     endcase
     if (rst) begin
-      \$743  = 1'h0;
+      \$643  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$744  = 1'h0;
+    \$644  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12020,15 +11945,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          \$744  = 1'h1;
+          \$644  = 1'h1;
     endcase
     if (rst) begin
-      \$744  = 1'h0;
+      \$644  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$745  = 1'h0;
+    \$645  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12115,15 +12040,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          \$745  = 1'h1;
+          \$645  = 1'h1;
     endcase
     if (rst) begin
-      \$745  = 1'h0;
+      \$645  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$746  = 1'h0;
+    \$646  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12212,15 +12137,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          \$746  = 1'h1;
+          \$646  = 1'h1;
     endcase
     if (rst) begin
-      \$746  = 1'h0;
+      \$646  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$747  = 1'h0;
+    \$647  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12311,15 +12236,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          \$747  = 1'h1;
+          \$647  = 1'h1;
     endcase
     if (rst) begin
-      \$747  = 1'h0;
+      \$647  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$748  = 1'h0;
+    \$648  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12412,15 +12337,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          \$748  = 1'h1;
+          \$648  = 1'h1;
     endcase
     if (rst) begin
-      \$748  = 1'h0;
+      \$648  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$749  = 1'h0;
+    \$649  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12515,15 +12440,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          \$749  = 1'h1;
+          \$649  = 1'h1;
     endcase
     if (rst) begin
-      \$749  = 1'h0;
+      \$649  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$750  = 1'h0;
+    \$650  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12620,15 +12545,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          \$750  = 1'h1;
+          \$650  = 1'h1;
     endcase
     if (rst) begin
-      \$750  = 1'h0;
+      \$650  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$751  = 1'h0;
+    \$651  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12727,15 +12652,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          \$751  = 1'h1;
+          \$651  = 1'h1;
     endcase
     if (rst) begin
-      \$751  = 1'h0;
+      \$651  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$752  = 1'h0;
+    \$652  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12836,15 +12761,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          \$752  = 1'h1;
+          \$652  = 1'h1;
     endcase
     if (rst) begin
-      \$752  = 1'h0;
+      \$652  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$753  = 1'h0;
+    \$653  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12947,15 +12872,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          \$753  = 1'h1;
+          \$653  = 1'h1;
     endcase
     if (rst) begin
-      \$753  = 1'h0;
+      \$653  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$754  = 1'h0;
+    \$654  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13060,15 +12985,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          \$754  = 1'h1;
+          \$654  = 1'h1;
     endcase
     if (rst) begin
-      \$754  = 1'h0;
+      \$654  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$755  = 1'h0;
+    \$655  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13175,15 +13100,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          \$755  = 1'h1;
+          \$655  = 1'h1;
     endcase
     if (rst) begin
-      \$755  = 1'h0;
+      \$655  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$756  = 1'h0;
+    \$656  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13292,15 +13217,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          \$756  = 1'h1;
+          \$656  = 1'h1;
     endcase
     if (rst) begin
-      \$756  = 1'h0;
+      \$656  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$757  = 1'h0;
+    \$657  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13411,15 +13336,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          \$757  = 1'h1;
+          \$657  = 1'h1;
     endcase
     if (rst) begin
-      \$757  = 1'h0;
+      \$657  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$758  = 1'h0;
+    \$658  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13532,15 +13457,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          \$758  = 1'h1;
+          \$658  = 1'h1;
     endcase
     if (rst) begin
-      \$758  = 1'h0;
+      \$658  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$759  = 1'h0;
+    \$659  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13655,15 +13580,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          \$759  = 1'h1;
+          \$659  = 1'h1;
     endcase
     if (rst) begin
-      \$759  = 1'h0;
+      \$659  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$760  = 1'h0;
+    \$660  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13780,15 +13705,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          \$760  = 1'h1;
+          \$660  = 1'h1;
     endcase
     if (rst) begin
-      \$760  = 1'h0;
+      \$660  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$761  = 1'h0;
+    \$661  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13907,15 +13832,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          \$761  = 1'h1;
+          \$661  = 1'h1;
     endcase
     if (rst) begin
-      \$761  = 1'h0;
+      \$661  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$762  = 1'h0;
+    \$662  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14036,15 +13961,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          \$762  = 1'h1;
+          \$662  = 1'h1;
     endcase
     if (rst) begin
-      \$762  = 1'h0;
+      \$662  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$763  = 1'h0;
+    \$663  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14167,15 +14092,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          \$763  = 1'h1;
+          \$663  = 1'h1;
     endcase
     if (rst) begin
-      \$763  = 1'h0;
+      \$663  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$764  = 1'h0;
+    \$664  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14300,15 +14225,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          \$764  = 1'h1;
+          \$664  = 1'h1;
     endcase
     if (rst) begin
-      \$764  = 1'h0;
+      \$664  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$765  = 1'h0;
+    \$665  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14435,15 +14360,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          \$765  = 1'h1;
+          \$665  = 1'h1;
     endcase
     if (rst) begin
-      \$765  = 1'h0;
+      \$665  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$766  = 1'h0;
+    \$666  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14572,15 +14497,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          \$766  = 1'h1;
+          \$666  = 1'h1;
     endcase
     if (rst) begin
-      \$766  = 1'h0;
+      \$666  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$767  = 1'h0;
+    \$667  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14711,15 +14636,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          \$767  = 1'h1;
+          \$667  = 1'h1;
     endcase
     if (rst) begin
-      \$767  = 1'h0;
+      \$667  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$768  = 1'h0;
+    \$668  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14852,15 +14777,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          \$768  = 1'h1;
+          \$668  = 1'h1;
     endcase
     if (rst) begin
-      \$768  = 1'h0;
+      \$668  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$769  = 1'h0;
+    \$669  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14995,15 +14920,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          \$769  = 1'h1;
+          \$669  = 1'h1;
     endcase
     if (rst) begin
-      \$769  = 1'h0;
+      \$669  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$770  = 1'h0;
+    \$670  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15140,15 +15065,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          \$770  = 1'h1;
+          \$670  = 1'h1;
     endcase
     if (rst) begin
-      \$770  = 1'h0;
+      \$670  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$771  = 1'h0;
+    \$671  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15287,15 +15212,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          \$771  = 1'h1;
+          \$671  = 1'h1;
     endcase
     if (rst) begin
-      \$771  = 1'h0;
+      \$671  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$772  = 1'h0;
+    \$672  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15436,15 +15361,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          \$772  = 1'h1;
+          \$672  = 1'h1;
     endcase
     if (rst) begin
-      \$772  = 1'h0;
+      \$672  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$773  = 1'h0;
+    \$673  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15587,15 +15512,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          \$773  = 1'h1;
+          \$673  = 1'h1;
     endcase
     if (rst) begin
-      \$773  = 1'h0;
+      \$673  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$774  = 1'h0;
+    \$674  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15740,15 +15665,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          \$774  = 1'h1;
+          \$674  = 1'h1;
     endcase
     if (rst) begin
-      \$774  = 1'h0;
+      \$674  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$775  = 1'h0;
+    \$675  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15895,15 +15820,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h388:
           /* empty */;
       10'h38c:
-          \$775  = 1'h1;
+          \$675  = 1'h1;
     endcase
     if (rst) begin
-      \$775  = 1'h0;
+      \$675  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$776  = 1'h0;
+    \$676  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -16052,15 +15977,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h38c:
           /* empty */;
       10'h390:
-          \$776  = 1'h1;
+          \$676  = 1'h1;
     endcase
     if (rst) begin
-      \$776  = 1'h0;
+      \$676  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$777  = 1'h0;
+    \$677  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -16211,15 +16136,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h390:
           /* empty */;
       10'h394:
-          \$777  = 1'h1;
+          \$677  = 1'h1;
     endcase
     if (rst) begin
-      \$777  = 1'h0;
+      \$677  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$778  = 1'h0;
+    \$678  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -16372,15 +16297,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h394:
           /* empty */;
       10'h398:
-          \$778  = 1'h1;
+          \$678  = 1'h1;
     endcase
     if (rst) begin
-      \$778  = 1'h0;
+      \$678  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$779  = 1'h0;
+    \$679  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -16535,224 +16460,224 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h398:
           /* empty */;
       10'h39c:
-          \$779  = 1'h1;
+          \$679  = 1'h1;
     endcase
     if (rst) begin
-      \$779  = 1'h0;
+      \$679  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$780  = 1'h0;
+    \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h004:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h008:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h00c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h010:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h040:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h044:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h048:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h04c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h050:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h080:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h084:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h088:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h08c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h090:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h094:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h098:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h100:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h104:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h108:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h10c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h140:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h144:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h148:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h14c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h150:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h154:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h180:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h184:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h188:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h18c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h190:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h194:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h198:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h19c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h1a0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h200:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h204:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h208:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h20c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h210:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h214:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h218:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h21c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h220:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h280:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h284:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h288:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2dc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2e0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h340:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h344:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h348:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h34c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h350:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h380:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h384:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h388:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h38c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h390:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h394:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h398:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h39c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
     endcase
     if (rst) begin
-      \$780  = 1'h0;
+      \$680  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$781  = sweep_at;
+    \$681  = sweep_at;
     if (sweep) begin
-      \$781  = \$1 [7:0];
+      \$681  = \$1 [7:0];
     end
     if (rst) begin
-      \$781  = 8'h00;
+      \$681  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$782  = sweep;
+    \$682  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$782  = 1'h0;
+        \$682  = 1'h0;
       end
     end
     if (rst) begin
-      \$782  = 1'h1;
+      \$682  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$783  = region_program__valid;
+    \$683  = region_program__valid;
     if (\$3 ) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$181 ) begin
+            if (\$147 ) begin
             end else begin
-              \$783  = 1'h1;
+              \$683  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$784  = dma_program__valid;
+    \$684  = dma_program__valid;
     if (\$4 ) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -16760,23 +16685,23 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$196 ) begin
+            if (\$158 ) begin
             end else begin
-              \$784  = 1'h1;
+              \$684  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$785  = tracker_program__valid;
+    \$685  = tracker_program__valid;
     if (\$5 ) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -16788,23 +16713,23 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$209 ) begin
+            if (\$167 ) begin
             end else begin
-              \$785  = 1'h1;
+              \$685  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$786  = arbiter_program__valid;
+    \$686  = arbiter_program__valid;
     if (\$6 ) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -16818,218 +16743,232 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$215 ) begin
+            if (\$171 ) begin
             end else begin
-              \$786  = 1'h1;
+              \$686  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$787  = \$7 ;
+    \$687  = \$7 ;
     if (rst) begin
-      \$787  = 1'h0;
+      \$687  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$788  = region_waiting0;
+    \$688  = region_waiting0;
     if (rst) begin
-      \$788  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$789  = region_waiting1;
+    \$689  = region_waiting1;
     if (rst) begin
-      \$789  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$790  = region_waiting2;
+    \$690  = region_waiting2;
     if (rst) begin
-      \$790  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$791  = region_waiting3;
+    \$691  = region_waiting3;
     if (rst) begin
-      \$791  = 1'h0;
+      \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$792  = region_waiting4;
+    \$692  = region_waiting4;
     if (rst) begin
-      \$792  = 1'h0;
+      \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$793  = region_waiting5;
+    \$693  = region_waiting5;
     if (rst) begin
-      \$793  = 1'h0;
+      \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$794  = region_waiting6;
+    \$694  = region_waiting6;
     if (rst) begin
-      \$794  = 1'h0;
+      \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$795  = region_waiting7;
+    \$695  = region_waiting7;
     if (rst) begin
-      \$795  = 1'h0;
+      \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$796  = region_waiting8;
+    \$696  = region_waiting8;
     if (rst) begin
-      \$796  = 1'h0;
+      \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$797  = region_waiting9;
+    \$697  = region_waiting9;
     if (rst) begin
-      \$797  = 1'h0;
+      \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$798  = region_waiting10;
+    \$698  = region_waiting10;
     if (rst) begin
-      \$798  = 1'h0;
+      \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$799  = region_waiting11;
+    \$699  = region_waiting11;
     if (rst) begin
-      \$799  = 1'h0;
+      \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$800  = 1'h0;
-    if (\$174 ) begin
+    \$700  = \$9 ;
+    if (rst) begin
+      \$700  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$701  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$188 ) begin
+            if (\$152 ) begin
             end else begin
-              \$800  = 1'h1;
+              \$701  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$800  = 1'h0;
+      \$701  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$801  = region_fetch;
+    \$702  = region_fetch;
     if (rst) begin
-      \$801  = 1'h0;
+      \$702  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$802  = region_program__payload;
+    \$703  = region_program__payload;
     if (region_load) begin
-      \$802 [3] = region_got[0];
-      \$802 [5:4] = region_got[2:1];
-      \$802 [10:6] = region_got[7:3];
-      \$802 [58:11] = region_got[55:8];
-      \$802 [106:59] = region_got[103:56];
-      \$802 [154:107] = region_got[151:104];
+      \$703 [3] = region_got[0];
+      \$703 [5:4] = region_got[2:1];
+      \$703 [10:6] = region_got[7:3];
+      \$703 [58:11] = region_got[55:8];
+      \$703 [106:59] = region_got[103:56];
+      \$703 [154:107] = region_got[151:104];
     end
-    if (\$17 ) begin
-    end else if (\$18 ) begin
-      \$802 [2:0] = req_w_data[2:0];
-      \$802 [3] = req_w_data[3];
-      \$802 [5:4] = req_w_data[5:4];
-      \$802 [10:6] = req_w_data[10:6];
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$703 [2:0] = req_w_data[2:0];
+      \$703 [3] = req_w_data[3];
+      \$703 [5:4] = req_w_data[5:4];
+      \$703 [10:6] = req_w_data[10:6];
     end
     if (\$26 ) begin
     end else if (\$27 ) begin
-      \$802 [42:11] = req_w_data;
+      \$703 [42:11] = req_w_data;
     end
-    if (\$35 ) begin
-    end else if (\$36 ) begin
-      \$802 [58:43] = req_w_data[15:0];
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$703 [58:43] = req_w_data[15:0];
     end
-    if (\$44 ) begin
-    end else if (\$45 ) begin
-      \$802 [90:59] = req_w_data;
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$703 [90:59] = req_w_data;
     end
-    if (\$53 ) begin
-    end else if (\$54 ) begin
-      \$802 [106:91] = req_w_data[15:0];
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$703 [106:91] = req_w_data[15:0];
     end
-    if (\$62 ) begin
-    end else if (\$63 ) begin
-      \$802 [138:107] = req_w_data;
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$703 [138:107] = req_w_data;
     end
-    if (\$71 ) begin
-    end else if (\$72 ) begin
-      \$802 [154:139] = req_w_data[15:0];
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$703 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$802  = 155'h000000000000000000000000000000000000000;
+      \$703  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$803  = \$8 ;
+    \$704  = \$10 ;
     if (rst) begin
-      \$803  = 1'h0;
+      \$704  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$804  = desc_waiting0;
+    \$705  = desc_waiting0;
     if (rst) begin
-      \$804  = 1'h0;
+      \$705  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$805  = desc_waiting1;
+    \$706  = desc_waiting1;
     if (rst) begin
-      \$805  = 1'h0;
+      \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$806  = desc_waiting2;
+    \$707  = desc_waiting2;
     if (rst) begin
-      \$806  = 1'h0;
+      \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$807  = desc_waiting3;
+    \$708  = desc_waiting3;
     if (rst) begin
-      \$807  = 1'h0;
+      \$708  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$808  = 1'h0;
-    if (\$174 ) begin
+    \$709  = \$12 ;
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$710  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -17039,463 +16978,493 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$203 ) begin
+            if (\$163 ) begin
             end else begin
-              \$808  = 1'h1;
+              \$710  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$808  = 1'h0;
+      \$710  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$809  = desc_fetch;
+    \$711  = desc_fetch;
     if (rst) begin
-      \$809  = 1'h0;
+      \$711  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$810  = dma_program__payload;
+    \$712  = dma_program__payload;
     if (desc_load) begin
-      \$810 [8] = desc_got[0];
-      \$810 [9] = desc_got[1];
-      \$810 [14:10] = desc_got[6:2];
-      \$810 [30:15] = desc_got[22:7];
-      \$810 [42:31] = desc_got[34:23];
-      \$810 [58:43] = desc_got[50:35];
-      \$810 [82:59] = desc_got[74:51];
-      \$810 [130:83] = desc_got[122:75];
-      \$810 [178:131] = desc_got[170:123];
+      \$712 [8] = desc_got[0];
+      \$712 [9] = desc_got[1];
+      \$712 [14:10] = desc_got[6:2];
+      \$712 [30:15] = desc_got[22:7];
+      \$712 [42:31] = desc_got[34:23];
+      \$712 [58:43] = desc_got[50:35];
+      \$712 [82:59] = desc_got[74:51];
+      \$712 [130:83] = desc_got[122:75];
+      \$712 [178:131] = desc_got[170:123];
     end
-    if (\$80 ) begin
-    end else if (\$81 ) begin
-      \$810 [7:0] = req_w_data[7:0];
-      \$810 [8] = req_w_data[8];
-      \$810 [9] = req_w_data[9];
-      \$810 [14:10] = req_w_data[14:10];
-      \$810 [30:15] = req_w_data[30:15];
+    if (\$68 ) begin
+    end else if (\$69 ) begin
+      \$712 [7:0] = req_w_data[7:0];
+      \$712 [8] = req_w_data[8];
+      \$712 [9] = req_w_data[9];
+      \$712 [14:10] = req_w_data[14:10];
+      \$712 [30:15] = req_w_data[30:15];
+    end
+    if (\$75 ) begin
+    end else if (\$76 ) begin
+      \$712 [42:31] = req_w_data[11:0];
+      \$712 [58:43] = req_w_data[27:12];
+    end
+    if (\$82 ) begin
+    end else if (\$83 ) begin
+      \$712 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$810 [42:31] = req_w_data[11:0];
-      \$810 [58:43] = req_w_data[27:12];
+      \$712 [114:83] = req_w_data;
     end
-    if (\$98 ) begin
-    end else if (\$99 ) begin
-      \$810 [82:59] = req_w_data[23:0];
+    if (\$96 ) begin
+    end else if (\$97 ) begin
+      \$712 [130:115] = req_w_data[15:0];
     end
-    if (\$107 ) begin
-    end else if (\$108 ) begin
-      \$810 [114:83] = req_w_data;
+    if (\$103 ) begin
+    end else if (\$104 ) begin
+      \$712 [162:131] = req_w_data;
     end
+    if (\$110 ) begin
+    end else if (\$111 ) begin
+      \$712 [178:163] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$712  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$713  = track_result;
+    if (tracker_result__valid) begin
+      \$713  = tracker_result__payload;
+    end
+    if (rst) begin
+      \$713  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$714  = track_answer;
+    if (tracker_result__valid) begin
+      \$714  = 1'h0;
+    end else if (\$13 ) begin
+      \$714  = 1'h1;
+    end
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$715  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$810 [130:115] = req_w_data[15:0];
+      \$715 [1:0] = req_w_data[1:0];
+      \$715 [17:2] = req_w_data[17:2];
+      \$715 [29:18] = req_w_data[29:18];
     end
-    if (\$125 ) begin
-    end else if (\$126 ) begin
-      \$810 [162:131] = req_w_data;
+    if (\$122 ) begin
+    end else if (\$123 ) begin
+      \$715 [37:30] = req_w_data[7:0];
+      \$715 [38] = req_w_data[8];
+    end
+    if (rst) begin
+      \$715  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$716  = arbiter_program__payload;
+    if (\$128 ) begin
+    end else if (\$129 ) begin
+      \$716 [1:0] = req_w_data[1:0];
+      \$716 [9:2] = req_w_data[9:2];
+      \$716 [17:10] = req_w_data[17:10];
+      \$716 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$810 [178:163] = req_w_data[15:0];
+      \$716 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$810  = 179'h000000000000000000000000000000000000000000000;
+      \$716  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$811  = track_result;
-    if (tracker_result__valid) begin
-      \$811  = tracker_result__payload;
+    \$717  = device_id;
+    if (\$136 ) begin
+      \$717  = req_w_data[4:0];
     end
     if (rst) begin
-      \$811  = 59'h000000000000000;
+      \$717  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$812  = track_answer;
-    if (tracker_result__valid) begin
-      \$812  = 1'h0;
-    end else if (\$9 ) begin
-      \$812  = 1'h1;
+    \$718  = csr_irq_enable;
+    if (\$137 ) begin
+      \$718 [0] = req_w_data[0];
+      \$718 [1] = req_w_data[1];
+      \$718 [2] = req_w_data[2];
+      \$718 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$812  = 1'h0;
+      \$718  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$813  = tracker_program__payload;
-    if (\$142 ) begin
-    end else if (\$143 ) begin
-      \$813 [1:0] = req_w_data[1:0];
-      \$813 [17:2] = req_w_data[17:2];
-      \$813 [29:18] = req_w_data[29:18];
-    end
-    if (\$150 ) begin
-    end else if (\$151 ) begin
-      \$813 [37:30] = req_w_data[7:0];
-      \$813 [38] = req_w_data[8];
+    \$719  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$719 [0] = req_w_data[0];
+      \$719 [1] = req_w_data[1];
+      \$719 [2] = req_w_data[2];
+      \$719 [3] = req_w_data[3];
+      \$719 [4] = req_w_data[4];
+      \$719 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$813  = 39'h0000000000;
+      \$719  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$814  = arbiter_program__payload;
-    if (\$158 ) begin
-    end else if (\$159 ) begin
-      \$814 [1:0] = req_w_data[1:0];
-      \$814 [9:2] = req_w_data[9:2];
-      \$814 [17:10] = req_w_data[17:10];
-      \$814 [22:18] = req_w_data[22:18];
-    end
-    if (\$166 ) begin
-    end else if (\$167 ) begin
-      \$814 [38:23] = req_w_data[15:0];
+    \$720  = dma_irq_enable;
+    if (\$139 ) begin
+      \$720 [0] = req_w_data[0];
+      \$720 [1] = req_w_data[1];
+      \$720 [2] = req_w_data[2];
+      \$720 [3] = req_w_data[3];
+      \$720 [4] = req_w_data[4];
+      \$720 [5] = req_w_data[5];
+      \$720 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$814  = 39'h0200388002;
+      \$720  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$815  = device_id;
-    if (\$168 ) begin
-      \$815  = req_w_data[4:0];
+    \$721  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$721 [0] = req_w_data[0];
+      \$721 [1] = req_w_data[1];
+      \$721 [2] = req_w_data[2];
+      \$721 [3] = req_w_data[3];
+      \$721 [4] = req_w_data[4];
+      \$721 [5] = req_w_data[5];
+      \$721 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$815  = 5'h00;
+      \$721  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$816  = csr_irq_enable;
-    if (\$169 ) begin
-      \$816 [0] = req_w_data[0];
-      \$816 [1] = req_w_data[1];
-      \$816 [2] = req_w_data[2];
-      \$816 [3] = req_w_data[3];
+    \$722  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$722 [0] = req_w_data[0];
+      \$722 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$816  = 4'h0;
+      \$722  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$817  = tracker_irq_enable;
-    if (\$170 ) begin
-      \$817 [0] = req_w_data[0];
-      \$817 [1] = req_w_data[1];
-      \$817 [2] = req_w_data[2];
-      \$817 [3] = req_w_data[3];
-      \$817 [4] = req_w_data[4];
-      \$817 [5] = req_w_data[5];
-    end
+    \$723  = \$174 ;
     if (rst) begin
-      \$817  = 6'h00;
+      \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$818  = dma_irq_enable;
-    if (\$171 ) begin
-      \$818 [0] = req_w_data[0];
-      \$818 [1] = req_w_data[1];
-      \$818 [2] = req_w_data[2];
-      \$818 [3] = req_w_data[3];
-      \$818 [4] = req_w_data[4];
-      \$818 [5] = req_w_data[5];
-      \$818 [6] = req_w_data[6];
-    end
+    \$724  = \$177 ;
     if (rst) begin
-      \$818  = 7'h00;
+      \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$819  = addrmap_irq_enable;
-    if (\$172 ) begin
-      \$819 [0] = req_w_data[0];
-      \$819 [1] = req_w_data[1];
-      \$819 [2] = req_w_data[2];
-      \$819 [3] = req_w_data[3];
-      \$819 [4] = req_w_data[4];
-      \$819 [5] = req_w_data[5];
-      \$819 [6] = req_w_data[6];
-    end
+    \$725  = \$180 ;
     if (rst) begin
-      \$819  = 7'h00;
+      \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$820  = arbiter_irq_enable;
-    if (\$173 ) begin
-      \$820 [0] = req_w_data[0];
-      \$820 [1] = req_w_data[1];
-    end
+    \$726  = \$183 ;
     if (rst) begin
-      \$820  = 2'h0;
+      \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$821  = \$218 ;
+    \$727  = \$186 ;
     if (rst) begin
-      \$821  = 4'h0;
+      \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$822  = \$221 ;
+    \$728  = tracker_capture;
+    if (\$192 ) begin
+      \$728 [15:0] = \tracker_capture$157 [15:0];
+      \$728 [23:16] = \tracker_capture$157 [23:16];
+      \$728 [29:24] = tracker_errors;
+    end
     if (rst) begin
-      \$822  = 6'h00;
+      \$728  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$823  = \$224 ;
+    \$729  = dma_capture;
+    if (\$198 ) begin
+      \$729 [7:0] = \dma_capture$159 [7:0];
+      \$729 [23:8] = \dma_capture$159 [23:8];
+      \$729 [71:24] = \dma_capture$159 [71:24];
+      \$729 [78:72] = dma_errors;
+    end
     if (rst) begin
-      \$823  = 7'h00;
+      \$729  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$824  = \$227 ;
+    \$730  = addrmap_capture;
+    if (\$204 ) begin
+      \$730 [47:0] = \addrmap_capture$161 [47:0];
+      \$730 [52:48] = \addrmap_capture$161 [52:48];
+      \$730 [68:53] = \addrmap_capture$161 [68:53];
+      \$730 [75:69] = addrmap_errors;
+    end
     if (rst) begin
-      \$824  = 7'h00;
+      \$730  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$825  = \$230 ;
+    \$731  = \$215 ;
     if (rst) begin
-      \$825  = 2'h0;
+      \$731  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$826  = tracker_capture;
-    if (\$236 ) begin
-      \$826 [15:0] = \tracker_capture$155 [15:0];
-      \$826 [23:16] = \tracker_capture$155 [23:16];
-      \$826 [29:24] = tracker_errors;
-    end
-    if (rst) begin
-      \$826  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$827  = dma_capture;
-    if (\$242 ) begin
-      \$827 [7:0] = \dma_capture$157 [7:0];
-      \$827 [23:8] = \dma_capture$157 [23:8];
-      \$827 [71:24] = \dma_capture$157 [71:24];
-      \$827 [78:72] = dma_errors;
-    end
-    if (rst) begin
-      \$827  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$828  = addrmap_capture;
-    if (\$248 ) begin
-      \$828 [47:0] = \addrmap_capture$159 [47:0];
-      \$828 [52:48] = \addrmap_capture$159 [52:48];
-      \$828 [68:53] = \addrmap_capture$159 [68:53];
-      \$828 [75:69] = addrmap_errors;
-    end
-    if (rst) begin
-      \$828  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$829  = \$259 ;
-    if (rst) begin
-      \$829  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$830  = read_part0;
+    \$732  = read_part0;
     if (req_r_stb) begin
-      \$830  = \$266 ;
+      \$732  = \$222 ;
     end
     if (rst) begin
-      \$830  = 32'd0;
+      \$732  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$831  = read_part1;
+    \$733  = read_part1;
     if (req_r_stb) begin
-      \$831  = \$273 ;
+      \$733  = \$229 ;
     end
     if (rst) begin
-      \$831  = 32'd0;
+      \$733  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$832  = read_part2;
+    \$734  = read_part2;
     if (req_r_stb) begin
-      \$832  = \$281 ;
+      \$734  = \$237 ;
     end
     if (rst) begin
-      \$832  = 32'd0;
+      \$734  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$833  = read_part3;
+    \$735  = read_part3;
     if (req_r_stb) begin
-      \$833  = \$289 ;
+      \$735  = \$245 ;
     end
     if (rst) begin
-      \$833  = 32'd0;
+      \$735  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$834  = read_part4;
+    \$736  = read_part4;
     if (req_r_stb) begin
-      \$834  = \$294 ;
+      \$736  = \$250 ;
     end
     if (rst) begin
-      \$834  = 32'd0;
+      \$736  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$835  = read_part5;
+    \$737  = read_part5;
     if (req_r_stb) begin
-      \$835  = \$301 ;
+      \$737  = \$257 ;
     end
     if (rst) begin
-      \$835  = 32'd0;
+      \$737  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$836  = read_part6;
+    \$738  = read_part6;
     if (req_r_stb) begin
-      \$836  = \$312 ;
+      \$738  = \$268 ;
     end
     if (rst) begin
-      \$836  = 32'd0;
+      \$738  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$837  = read_part8;
+    \$739  = read_part8;
     if (req_r_stb) begin
-      \$837  = \$323 ;
+      \$739  = \$279 ;
     end
     if (rst) begin
-      \$837  = 32'd0;
+      \$739  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$838  = read_part10;
+    \$740  = read_part10;
     if (req_r_stb) begin
-      \$838  = \$328 ;
+      \$740  = \$284 ;
     end
     if (rst) begin
-      \$838  = 32'd0;
+      \$740  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$839  = read_part11;
+    \$741  = read_part11;
     if (req_r_stb) begin
-      \$839  = \$339 ;
+      \$741  = \$295 ;
     end
     if (rst) begin
-      \$839  = 32'd0;
+      \$741  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$840  = read_part13;
+    \$742  = read_part13;
     if (req_r_stb) begin
-      \$840  = \$346 ;
+      \$742  = \$302 ;
     end
     if (rst) begin
-      \$840  = 32'd0;
+      \$742  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$841  = read_part14;
+    \$743  = read_part14;
     if (req_r_stb) begin
-      \$841  = \$354 ;
+      \$743  = \$310 ;
     end
     if (rst) begin
-      \$841  = 32'd0;
+      \$743  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$842  = req_r_stb;
+    \$744  = req_r_stb;
     if (rst) begin
-      \$842  = 1'h0;
+      \$744  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$843  = read_section;
+    \$745  = read_section;
     if (req_r_stb) begin
-      \$843  = req_addr[9:6];
+      \$745  = req_addr[9:6];
     end
     if (rst) begin
-      \$843  = 4'h0;
+      \$745  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$844  = read_unaligned;
+    \$746  = read_unaligned;
     if (req_r_stb) begin
-      \$844  = \$355 ;
+      \$746  = \$311 ;
     end
     if (rst) begin
-      \$844  = 1'h0;
+      \$746  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$845  = bus__r_data;
+    \$747  = bus__r_data;
     if (read_pending) begin
-      \$845  = \$371 ;
+      \$747  = \$327 ;
     end
     if (rst) begin
-      \$845  = 32'd0;
+      \$747  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$437 ) begin
+    if (\$391 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$395 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$401 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$405 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$411 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$415 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$421 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$425 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$431 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$435 ) begin
       set_err[3] = 1'h1;
     end
     if (\$441 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$449 ) begin
+    if (\$445 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$453 ) begin
+    if (\$451 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$455 ) begin
       set_err[3] = 1'h1;
     end
     if (\$461 ) begin
@@ -17504,28 +17473,34 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$473 ) begin
+    if (\$471 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$477 ) begin
+    if (\$475 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$481 ) begin
       set_err[3] = 1'h1;
     end
     if (\$485 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$489 ) begin
+    if (\$491 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$497 ) begin
+    if (\$495 ) begin
       set_err[3] = 1'h1;
     end
     if (\$501 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$509 ) begin
+    if (\$505 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$513 ) begin
+    if (\$511 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$515 ) begin
       set_err[3] = 1'h1;
     end
     if (\$521 ) begin
@@ -17534,79 +17509,43 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$533 ) begin
+    if (\$530 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$537 ) begin
+    if (\$536 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$545 ) begin
+    if (\$542 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$549 ) begin
+    if (\$548 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$557 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$561 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$569 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$573 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$581 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$585 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$593 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$597 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$604 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$612 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$620 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$628 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$630 ) begin
+    if (\$550 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$637 ) begin
+            if (\$555 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$644 ) begin
+            if (\$560 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$652 ) begin
+            if (\$566 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$659 ) begin
+            if (\$571 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$665 ) begin
+            if (\$575 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$671 ) begin
+            if (\$579 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -17641,50 +17580,50 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$423 ;
+      wp__en = \$379 ;
     end else begin
-      wp__en = \$426 ;
+      wp__en = \$382 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$187  = sweep_at;
+      \wp__addr$189  = sweep_at;
     end else begin
-      \wp__addr$187  = dma_program__payload[7:0];
+      \wp__addr$189  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$188  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$188 [0] = dma_program__payload[8];
-      \wp__data$188 [1] = dma_program__payload[9];
-      \wp__data$188 [6:2] = dma_program__payload[14:10];
-      \wp__data$188 [22:7] = dma_program__payload[30:15];
-      \wp__data$188 [34:23] = dma_program__payload[42:31];
-      \wp__data$188 [50:35] = dma_program__payload[58:43];
-      \wp__data$188 [74:51] = dma_program__payload[82:59];
-      \wp__data$188 [122:75] = dma_program__payload[130:83];
-      \wp__data$188 [170:123] = dma_program__payload[178:131];
+      \wp__data$190 [0] = dma_program__payload[8];
+      \wp__data$190 [1] = dma_program__payload[9];
+      \wp__data$190 [6:2] = dma_program__payload[14:10];
+      \wp__data$190 [22:7] = dma_program__payload[30:15];
+      \wp__data$190 [34:23] = dma_program__payload[42:31];
+      \wp__data$190 [50:35] = dma_program__payload[58:43];
+      \wp__data$190 [74:51] = dma_program__payload[82:59];
+      \wp__data$190 [122:75] = dma_program__payload[130:83];
+      \wp__data$190 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$189  = 1'h1;
+      \wp__en$191  = 1'h1;
     end else begin
-      \wp__en$189  = \$429 ;
+      \wp__en$191  = \$385 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$672 ) begin
+    if (\$580 ) begin
       csr_errors_clear[0] = req_w_data[0];
       csr_errors_clear[1] = req_w_data[1];
       csr_errors_clear[2] = req_w_data[2];
@@ -17694,7 +17633,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_5 ) begin end
     tracker_errors_clear = 6'h00;
-    if (\$673 ) begin
+    if (\$581 ) begin
       tracker_errors_clear[0] = req_w_data[0];
       tracker_errors_clear[1] = req_w_data[1];
       tracker_errors_clear[2] = req_w_data[2];
@@ -17706,7 +17645,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_5 ) begin end
     dma_errors_clear = 7'h00;
-    if (\$674 ) begin
+    if (\$582 ) begin
       dma_errors_clear[0] = req_w_data[0];
       dma_errors_clear[1] = req_w_data[1];
       dma_errors_clear[2] = req_w_data[2];
@@ -17719,7 +17658,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_5 ) begin end
     addrmap_errors_clear = 7'h00;
-    if (\$675 ) begin
+    if (\$583 ) begin
       addrmap_errors_clear[0] = req_w_data[0];
       addrmap_errors_clear[1] = req_w_data[1];
       addrmap_errors_clear[2] = req_w_data[2];
@@ -17732,14 +17671,14 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_5 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$676 ) begin
+    if (\$584 ) begin
       arbiter_errors_clear[0] = req_w_data[0];
       arbiter_errors_clear[1] = req_w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$190  = dma_program__payload[7:0];
-  assign \device_id$191  = device_id;
+  assign \rp__addr$192  = dma_program__payload[7:0];
+  assign \device_id$193  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -17772,15 +17711,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$121__valid  = \rp__data$121 [0];
-  assign rp__data$121__op  = \rp__data$121 [1];
-  assign rp__data$121__device  = \rp__data$121 [6:2];
-  assign rp__data$121__tile  = \rp__data$121 [22:7];
-  assign rp__data$121__rows  = \rp__data$121 [34:23];
-  assign rp__data$121__row_bytes  = \rp__data$121 [50:35];
-  assign rp__data$121__pitch  = \rp__data$121 [74:51];
-  assign rp__data$121__src  = \rp__data$121 [122:75];
-  assign rp__data$121__dst  = \rp__data$121 [170:123];
+  assign rp__data$123__valid  = \rp__data$123 [0];
+  assign rp__data$123__op  = \rp__data$123 [1];
+  assign rp__data$123__device  = \rp__data$123 [6:2];
+  assign rp__data$123__tile  = \rp__data$123 [22:7];
+  assign rp__data$123__rows  = \rp__data$123 [34:23];
+  assign rp__data$123__row_bytes  = \rp__data$123 [50:35];
+  assign rp__data$123__pitch  = \rp__data$123 [74:51];
+  assign rp__data$123__src  = \rp__data$123 [122:75];
+  assign rp__data$123__dst  = \rp__data$123 [170:123];
   assign dma_program__payload__index  = dma_program__payload[7:0];
   assign dma_program__payload__valid  = dma_program__payload[8];
   assign dma_program__payload__op  = dma_program__payload[9];
@@ -17907,8 +17846,8 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$155__tile  = \tracker_capture$155 [15:0];
-  assign tracker_capture$155__cmd  = \tracker_capture$155 [23:16];
+  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
+  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -17920,9 +17859,9 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$157__index  = \dma_capture$157 [7:0];
-  assign dma_capture$157__tile  = \dma_capture$157 [23:8];
-  assign dma_capture$157__addr  = \dma_capture$157 [71:24];
+  assign dma_capture$159__index  = \dma_capture$159 [7:0];
+  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
+  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -17934,9 +17873,9 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$159__addr  = \addrmap_capture$159 [47:0];
-  assign addrmap_capture$159__device  = \addrmap_capture$159 [52:48];
-  assign addrmap_capture$159__tile  = \addrmap_capture$159 [68:53];
+  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
+  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
+  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -17988,15 +17927,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$188__valid  = \wp__data$188 [0];
-  assign wp__data$188__op  = \wp__data$188 [1];
-  assign wp__data$188__device  = \wp__data$188 [6:2];
-  assign wp__data$188__tile  = \wp__data$188 [22:7];
-  assign wp__data$188__rows  = \wp__data$188 [34:23];
-  assign wp__data$188__row_bytes  = \wp__data$188 [50:35];
-  assign wp__data$188__pitch  = \wp__data$188 [74:51];
-  assign wp__data$188__src  = \wp__data$188 [122:75];
-  assign wp__data$188__dst  = \wp__data$188 [170:123];
+  assign wp__data$190__valid  = \wp__data$190 [0];
+  assign wp__data$190__op  = \wp__data$190 [1];
+  assign wp__data$190__device  = \wp__data$190 [6:2];
+  assign wp__data$190__tile  = \wp__data$190 [22:7];
+  assign wp__data$190__rows  = \wp__data$190 [34:23];
+  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
+  assign wp__data$190__pitch  = \wp__data$190 [74:51];
+  assign wp__data$190__src  = \wp__data$190 [122:75];
+  assign wp__data$190__dst  = \wp__data$190 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -18020,122 +17959,94 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$698 ;
-  assign status[6] = \$693 ;
-  assign status[5] = \$688 ;
-  assign status[4] = \$682 ;
+  assign status[7] = \$598 ;
+  assign status[6] = \$595 ;
+  assign status[5] = \$592 ;
+  assign status[4] = \$588 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$422 ;
+    set_err[1] = \$378 ;
   always @*
-    set_err[0] = \$374 ;
+    set_err[0] = \$330 ;
   assign \$6  = arbiter_program__valid;
-  assign \$16  = \$15 ;
+  assign \$18  = \$17 ;
   assign \$25  = \$24 ;
-  assign \$34  = \$33 ;
-  assign \$43  = \$42 ;
-  assign \$52  = \$51 ;
-  assign \$61  = \$60 ;
-  assign \$70  = \$69 ;
-  assign \$79  = \$78 ;
+  assign \$32  = \$31 ;
+  assign \$39  = \$38 ;
+  assign \$46  = \$45 ;
+  assign \$53  = \$52 ;
+  assign \$60  = \$59 ;
+  assign \$67  = \$66 ;
+  assign \$74  = \$73 ;
+  assign \$81  = \$80 ;
   assign \$88  = \$87 ;
-  assign \$97  = \$96 ;
-  assign \$106  = \$105 ;
-  assign \$115  = \$114 ;
-  assign \$124  = \$123 ;
-  assign \$133  = \$132 ;
-  assign \$137  = tracker_program__valid;
-  assign \$138  = 1'h0;
-  assign \$139  = tracker_program__valid;
-  assign \$140  = tracker_program__valid;
-  assign \$145  = tracker_program__valid;
-  assign \$146  = 1'h0;
-  assign \$147  = tracker_program__valid;
-  assign \$148  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = 1'h0;
-  assign \$155  = arbiter_program__valid;
-  assign \$156  = arbiter_program__valid;
-  assign \$157  = arbiter_program__valid;
-  assign \$161  = arbiter_program__valid;
-  assign \$162  = 1'h0;
-  assign \$163  = arbiter_program__valid;
-  assign \$164  = arbiter_program__valid;
-  assign \$165  = arbiter_program__valid;
-  assign \$180  = \$179 ;
-  assign \$187  = \$186 ;
-  assign \$194  = \$193 ;
-  assign \$202  = \$201 ;
-  assign \$204  = tracker_program__valid;
-  assign \$205  = 1'h0;
-  assign \$206  = tracker_program__valid;
-  assign \$207  = tracker_program__valid;
-  assign \$210  = arbiter_program__valid;
-  assign \$211  = 1'h0;
-  assign \$212  = arbiter_program__valid;
-  assign \$213  = arbiter_program__valid;
-  assign \$214  = arbiter_program__valid;
-  assign \$215  = arbiter_program__valid;
-  assign \$682  = \$681 ;
-  assign \$688  = \$687 ;
-  assign \$689  = tracker_program__valid;
-  assign \$690  = 1'h0;
-  assign \$691  = tracker_program__valid;
-  assign \$692  = tracker_program__valid;
-  assign \$694  = arbiter_program__valid;
-  assign \$695  = 1'h0;
-  assign \$696  = arbiter_program__valid;
-  assign \$697  = arbiter_program__valid;
-  assign \$698  = arbiter_program__valid;
-  assign \$436  = \$435 ;
-  assign \$448  = \$447 ;
-  assign \$460  = \$459 ;
-  assign \$472  = \$471 ;
-  assign \$484  = \$483 ;
-  assign \$496  = \$495 ;
-  assign \$508  = \$507 ;
-  assign \$520  = \$519 ;
-  assign \$532  = \$531 ;
-  assign \$544  = \$543 ;
-  assign \$556  = \$555 ;
-  assign \$568  = \$567 ;
-  assign \$580  = \$579 ;
+  assign \$95  = \$94 ;
+  assign \$102  = \$101 ;
+  assign \$109  = \$108 ;
+  assign \$113  = tracker_program__valid;
+  assign \$114  = tracker_program__valid;
+  assign \$119  = tracker_program__valid;
+  assign \$120  = tracker_program__valid;
+  assign \$125  = arbiter_program__valid;
+  assign \$126  = arbiter_program__valid;
+  assign \$127  = arbiter_program__valid;
+  assign \$131  = arbiter_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = arbiter_program__valid;
+  assign \$146  = \$145 ;
+  assign \$151  = \$150 ;
+  assign \$156  = \$155 ;
+  assign \$162  = \$161 ;
+  assign \$164  = tracker_program__valid;
+  assign \$165  = tracker_program__valid;
+  assign \$168  = arbiter_program__valid;
+  assign \$169  = arbiter_program__valid;
+  assign \$170  = arbiter_program__valid;
+  assign \$171  = arbiter_program__valid;
+  assign \$588  = \$587 ;
   assign \$592  = \$591 ;
-  assign \$599  = tracker_program__valid;
-  assign \$600  = 1'h0;
-  assign \$601  = tracker_program__valid;
-  assign \$602  = tracker_program__valid;
-  assign \$607  = tracker_program__valid;
-  assign \$608  = 1'h0;
-  assign \$609  = tracker_program__valid;
-  assign \$610  = tracker_program__valid;
-  assign \$615  = arbiter_program__valid;
-  assign \$616  = 1'h0;
-  assign \$617  = arbiter_program__valid;
-  assign \$618  = arbiter_program__valid;
-  assign \$619  = arbiter_program__valid;
-  assign \$623  = arbiter_program__valid;
-  assign \$624  = 1'h0;
-  assign \$625  = arbiter_program__valid;
-  assign \$626  = arbiter_program__valid;
-  assign \$627  = arbiter_program__valid;
-  assign \$636  = \$635 ;
-  assign \$643  = \$642 ;
-  assign \$650  = \$649 ;
-  assign \$658  = \$657 ;
-  assign \$660  = tracker_program__valid;
-  assign \$661  = 1'h0;
-  assign \$662  = tracker_program__valid;
-  assign \$663  = tracker_program__valid;
-  assign \$666  = arbiter_program__valid;
-  assign \$667  = 1'h0;
-  assign \$668  = arbiter_program__valid;
-  assign \$669  = arbiter_program__valid;
-  assign \$670  = arbiter_program__valid;
-  assign \$671  = arbiter_program__valid;
+  assign \$593  = tracker_program__valid;
+  assign \$594  = tracker_program__valid;
+  assign \$596  = arbiter_program__valid;
+  assign \$597  = arbiter_program__valid;
+  assign \$598  = arbiter_program__valid;
+  assign \$390  = \$389 ;
+  assign \$400  = \$399 ;
+  assign \$410  = \$409 ;
+  assign \$420  = \$419 ;
+  assign \$430  = \$429 ;
+  assign \$440  = \$439 ;
+  assign \$450  = \$449 ;
+  assign \$460  = \$459 ;
+  assign \$470  = \$469 ;
+  assign \$480  = \$479 ;
+  assign \$490  = \$489 ;
+  assign \$500  = \$499 ;
+  assign \$510  = \$509 ;
+  assign \$520  = \$519 ;
+  assign \$527  = tracker_program__valid;
+  assign \$528  = tracker_program__valid;
+  assign \$533  = tracker_program__valid;
+  assign \$534  = tracker_program__valid;
+  assign \$539  = arbiter_program__valid;
+  assign \$540  = arbiter_program__valid;
+  assign \$541  = arbiter_program__valid;
+  assign \$545  = arbiter_program__valid;
+  assign \$546  = arbiter_program__valid;
+  assign \$547  = arbiter_program__valid;
+  assign \$554  = \$553 ;
+  assign \$559  = \$558 ;
+  assign \$564  = \$563 ;
+  assign \$570  = \$569 ;
+  assign \$572  = tracker_program__valid;
+  assign \$573  = tracker_program__valid;
+  assign \$576  = arbiter_program__valid;
+  assign \$577  = arbiter_program__valid;
+  assign \$578  = arbiter_program__valid;
+  assign \$579  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -18622,7 +18533,7 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
-  wire [48:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
@@ -18651,18 +18562,18 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [3:0] \$39 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
-  wire [12:0] \$40 ;
+  wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire \$43 ;
+  wire \$42 ;
+  wire [16:0] \$43 ;
   wire [16:0] \$44 ;
-  wire [16:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire [4:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -18673,33 +18584,43 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  reg \$58 ;
-  reg [57:0] \$59 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [2:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [11:0] \$62 ;
-  reg [47:0] \$63 ;
-  reg [47:0] \$64 ;
-  reg [15:0] \$65 ;
+  wire \$60 ;
+  wire [3:0] \$61 ;
+  wire \$62 ;
+  wire [4:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [170:0] \$69 ;
+  reg [57:0] \$67 ;
+  reg [2:0] \$68 ;
+  reg [15:0] \$69 ;
   wire \$7 ;
-  reg [7:0] \$70 ;
-  reg [3:0] \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [76:0] \$74 ;
+  reg [11:0] \$70 ;
+  reg [47:0] \$71 ;
+  reg [47:0] \$72 ;
+  reg [15:0] \$73 ;
+  reg \$74 ;
   reg \$75 ;
-  reg [3:0] \$76 ;
+  reg \$76 ;
+  reg [170:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
-  wire \$9 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [76:0] \$82 ;
+  reg \$83 ;
+  reg [3:0] \$84 ;
+  reg \$85 ;
+  wire [48:0] \$9 ;
   reg \$signal  = 1'h0;
   wire \$signal$29 ;
-  wire \$signal$31 ;
-  reg [3:0] \$signal$8  = 4'h0;
+  reg [3:0] \$signal$31  = 4'h0;
+  wire \$signal$32 ;
+  reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
@@ -18843,113 +18764,123 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$17  = \$16  & o__valid;
-  assign \$18  = ~ \$signal$29 ;
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = o__payload[79:77] != response__payload[2:0];
-  assign \$21  = response__payload[3] | \$20 ;
-  assign \$22  = ~ \$21 ;
-  assign \$signal$31  = \$19  & \$22 ;
-  assign \$23  = response__valid & response__ready;
-  assign \$24  = \$23  & o__valid;
-  assign \$25  = ~ \$signal$29 ;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = o__payload[79:77] != response__payload[2:0];
-  assign \$28  = response__payload[3] | \$27 ;
-  assign abort = \$26  & \$28 ;
-  assign \$29  = response__valid & response__ready;
-  assign \$30  = ~ o__valid;
-  assign \$31  = o__payload[79:77] != response__payload[2:0];
-  assign \$32  = \$30  | \$31 ;
-  assign bad_response = \$29  & \$32 ;
-  assign \$33  = response__valid & response__ready;
-  assign \$34  = \$33  & o__valid;
-  assign read_error = \$34  & response__payload[3];
-  assign \$35  = ~ active;
-  assign \$36  = ~ o__valid;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ packet__valid;
-  assign idle = \$37  & \$38 ;
-  assign \$39  = tag + 1'h1;
-  assign \$40  = rows_left - 1'h1;
-  assign \$41  = src_row + cur[74:51];
-  assign \$42  = dst_row + cur[74:51];
-  assign \$43  = rows_left == 2'h2;
-  assign \$44  = col + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
+  assign \$12  = issue & last;
+  assign descriptor__ready = \$11  | \$12 ;
+  assign \$13  = ~ packet__valid;
+  assign response__ready = \$13  | packet__ready;
+  assign o__ready = response__valid & response__ready;
+  assign \$14  = o__payload[83:80] == \$signal$31 ;
+  assign \$signal$29  = \$signal  & \$14 ;
+  assign \$15  = response__valid & response__ready;
+  assign \$16  = \$15  & o__valid;
+  assign \$17  = ~ \$signal$29 ;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = o__payload[79:77] != response__payload[2:0];
+  assign \$20  = response__payload[3] | \$19 ;
+  assign \$21  = ~ \$20 ;
+  assign \$signal$32  = \$18  & \$21 ;
+  assign \$22  = response__valid & response__ready;
+  assign \$23  = \$22  & o__valid;
+  assign \$24  = ~ \$signal$29 ;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = o__payload[79:77] != response__payload[2:0];
+  assign \$27  = response__payload[3] | \$26 ;
+  assign abort = \$25  & \$27 ;
+  assign \$28  = response__valid & response__ready;
+  assign \$29  = ~ o__valid;
+  assign \$30  = o__payload[79:77] != response__payload[2:0];
+  assign \$31  = \$29  | \$30 ;
+  assign bad_response = \$28  & \$31 ;
+  assign \$32  = response__valid & response__ready;
+  assign \$33  = \$32  & o__valid;
+  assign read_error = \$33  & response__payload[3];
+  assign \$34  = ~ active;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ packet__valid;
+  assign idle = \$36  & \$37 ;
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
+  assign \$40  = src_row + cur[74:51];
+  assign \$41  = dst_row + cur[74:51];
+  assign \$42  = rows_left == 2'h2;
+  assign \$43  = col + 7'h40;
+  assign \$44  = remaining - 7'h40;
+  assign \$45  = remaining <= 8'h80;
+  assign \$46  = descriptor__valid & descriptor__ready;
+  assign \$47  = run + 1'h1;
+  assign \$48  = descriptor__payload[58:43] <= 7'h40;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$29 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
+  assign \$50  = descriptor__payload[42:31] == 1'h1;
+  assign \$51  = response__valid & response__ready;
+  assign \$52  = \$51  & o__valid;
+  assign \$53  = ~ \$signal$29 ;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = o__payload[79:77] != response__payload[2:0];
+  assign \$56  = response__payload[3] | \$55 ;
+  assign \$57  = response__valid & response__ready;
+  assign \$58  = \$57  & o__valid;
+  assign \$59  = ~ \$signal$29 ;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
+  assign \$62  = descriptor__valid & descriptor__ready;
+  assign \$63  = run + 1'h1;
+  assign \$64  = \$62  ? \$63  : { 1'h0, run };
+  assign \$65  = \$61  == \$64 ;
   always @(posedge clk)
-    read__valid <= \$58 ;
+    read__valid <= \$66 ;
   always @(posedge clk)
-    read__payload <= \$59 ;
+    read__payload <= \$67 ;
   always @(posedge clk)
-    tag <= \$60 ;
+    tag <= \$68 ;
   always @(posedge clk)
-    col <= \$61 ;
+    col <= \$69 ;
   always @(posedge clk)
-    rows_left <= \$62 ;
+    rows_left <= \$70 ;
   always @(posedge clk)
-    src_row <= \$63 ;
+    src_row <= \$71 ;
   always @(posedge clk)
-    dst_row <= \$64 ;
+    dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$65 ;
+    remaining <= \$73 ;
   always @(posedge clk)
-    row_end <= \$66 ;
+    row_end <= \$74 ;
   always @(posedge clk)
-    one_row <= \$67 ;
+    one_row <= \$75 ;
   always @(posedge clk)
-    active <= \$68 ;
+    active <= \$76 ;
   always @(posedge clk)
-    cur <= \$69 ;
+    cur <= \$77 ;
   always @(posedge clk)
-    index <= \$70 ;
+    index <= \$78 ;
   always @(posedge clk)
-    run <= \$71 ;
+    run <= \$79 ;
   always @(posedge clk)
-    short_row <= \$72 ;
+    short_row <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$73 ;
+    packet__valid <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$74 ;
+    packet__payload <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$75 ;
+    \$signal  <= \$83 ;
   always @(posedge clk)
-    \$signal$8  <= \$76 ;
+    \$signal$31  <= \$84 ;
+  always @(posedge clk)
+    \$signal$8  <= \$85 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
-  assign \$3  = \$signal$8  == run;
-  assign stop = \$2  & \$3 ;
-  assign \$4  = ~ stop;
-  assign \$5  = active & \$4 ;
-  assign \$6  = ~ read__valid;
-  assign \$7  = \$6  | read__ready;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = ~ full;
-  assign issue = \$8  & \$9 ;
-  assign \$10  = dst_row + col;
-  assign \$11  = src_row + col;
-  assign \$12  = ~ active;
-  assign \$13  = issue & last;
-  assign descriptor__ready = \$12  | \$13 ;
-  assign \$14  = ~ packet__valid;
-  assign response__ready = \$14  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$15  = o__payload[83:80] == \$signal$8 ;
-  assign \$signal$29  = \$signal  & \$15 ;
-  assign \$16  = response__valid & response__ready;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
+  assign \$4  = active & \$3 ;
+  assign \$5  = ~ read__valid;
+  assign \$6  = \$5  | read__ready;
+  assign \$7  = \$4  & \$6 ;
+  assign \$8  = ~ full;
+  assign issue = \$7  & \$8 ;
+  assign \$9  = dst_row + col;
+  assign \$10  = src_row + col;
+  assign \$11  = ~ active;
   t3hw_system__e0__dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -18971,227 +18902,234 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$58  = read__valid;
+    \$66  = read__valid;
     if (read__ready) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
     if (issue) begin
-      \$58  = 1'h1;
+      \$66  = 1'h1;
     end
     if (rst) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$59  = read__payload;
+    \$67  = read__payload;
     if (issue) begin
-      \$59 [47:0] = meta[139:92];
-      \$59 [54:48] = \$1 [6:0];
-      \$59 [57:55] = tag;
+      \$67 [47:0] = meta[139:92];
+      \$67 [54:48] = \$1 [6:0];
+      \$67 [57:55] = tag;
     end
     if (rst) begin
-      \$59  = 58'h000000000000000;
+      \$67  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$60  = tag;
+    \$68  = tag;
     if (issue) begin
-      \$60  = \$39 [2:0];
+      \$68  = \$38 [2:0];
     end
     if (rst) begin
-      \$60  = 3'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$61  = col;
+    \$69  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$61  = 16'h0000;
+        \$69  = 16'h0000;
       end else begin
-        \$61  = \$44 [15:0];
+        \$69  = \$43 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$61  = 16'h0000;
+    if (\$46 ) begin
+      \$69  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$62  = rows_left;
+    \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$62  = \$40 [11:0];
+        \$70  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$62  = descriptor__payload[42:31];
+    if (\$46 ) begin
+      \$70  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$63  = src_row;
+    \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$63  = \$41 [47:0];
+        \$71  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$63  = descriptor__payload[130:83];
+    if (\$46 ) begin
+      \$71  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$64  = dst_row;
+    \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$64  = \$42 [47:0];
+        \$72  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$64  = descriptor__payload[178:131];
+    if (\$46 ) begin
+      \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$65  = remaining;
+    \$73  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$65  = cur[50:35];
+        \$73  = cur[50:35];
       end else begin
-        \$65  = \$45 [15:0];
+        \$73  = \$44 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$65  = descriptor__payload[58:43];
+    if (\$46 ) begin
+      \$73  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$66  = row_end;
+    \$74  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$66  = short_row;
+        \$74  = short_row;
       end else begin
-        \$66  = \$46 ;
+        \$74  = \$45 ;
       end
     end
-    if (\$47 ) begin
-      \$66  = \$49 ;
+    if (\$46 ) begin
+      \$74  = \$48 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$67  = one_row;
+    \$75  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$67  = \$43 ;
+        \$75  = \$42 ;
       end
     end
-    if (\$47 ) begin
-      \$67  = \$51 ;
+    if (\$46 ) begin
+      \$75  = \$50 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$68  = active;
+    \$76  = active;
     if (issue) begin
       if (last) begin
-        \$68  = 1'h0;
+        \$76  = 1'h0;
       end
     end
     if (stop) begin
-      \$68  = 1'h0;
+      \$76  = 1'h0;
     end
-    if (\$47 ) begin
-      \$68  = 1'h1;
-    end
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$69  = cur;
-    if (\$47 ) begin
-      \$69 [0] = descriptor__payload[8];
-      \$69 [1] = descriptor__payload[9];
-      \$69 [6:2] = descriptor__payload[14:10];
-      \$69 [22:7] = descriptor__payload[30:15];
-      \$69 [34:23] = descriptor__payload[42:31];
-      \$69 [50:35] = descriptor__payload[58:43];
-      \$69 [74:51] = descriptor__payload[82:59];
-      \$69 [122:75] = descriptor__payload[130:83];
-      \$69 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$70  = index;
-    if (\$47 ) begin
-      \$70  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$71  = run;
-    if (\$47 ) begin
-      \$71  = \$48 [3:0];
+    if (\$46 ) begin
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$71  = 4'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = short_row;
-    if (\$47 ) begin
-      \$72  = \$50 ;
+    \$77  = cur;
+    if (\$46 ) begin
+      \$77 [0] = descriptor__payload[8];
+      \$77 [1] = descriptor__payload[9];
+      \$77 [6:2] = descriptor__payload[14:10];
+      \$77 [22:7] = descriptor__payload[30:15];
+      \$77 [34:23] = descriptor__payload[42:31];
+      \$77 [50:35] = descriptor__payload[58:43];
+      \$77 [74:51] = descriptor__payload[82:59];
+      \$77 [122:75] = descriptor__payload[130:83];
+      \$77 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = packet__valid;
+    \$78  = index;
+    if (\$46 ) begin
+      \$78  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$79  = run;
+    if (\$46 ) begin
+      \$79  = \$47 [3:0];
+    end
+    if (rst) begin
+      \$79  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$80  = short_row;
+    if (\$46 ) begin
+      \$80  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$81  = packet__valid;
     if (packet__ready) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$signal$31 ) begin
-      \$73  = 1'h1;
+    if (\$signal$32 ) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = packet__payload;
+    \$82  = packet__payload;
     if (response__ready) begin
-      \$74  = o__payload[76:0];
+      \$82  = o__payload[76:0];
     end
     if (rst) begin
-      \$74  = 77'h00000000000000000000;
+      \$82  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = \$signal ;
-    if (\$55 ) begin
-      \$75  = \$57 ;
+    \$83  = \$signal ;
+    if (\$54 ) begin
+      \$83  = \$56 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = \$signal$8 ;
-    if (\$55 ) begin
-      \$76  = o__payload[83:80];
+    \$84  = \$signal$31 ;
+    if (\$54 ) begin
+      \$84  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$85  = \$65 ;
+    if (rst) begin
+      \$85  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -19260,26 +19198,26 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$11 [47:0];
+  assign meta[139:92] = \$10 [47:0];
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$10 [47:0];
+  assign meta[52:5] = \$9 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__valid, full, clk);
+module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
   reg _init_strobe_8  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -19306,26 +19244,55 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [3:0] \$47 ;
-  wire [3:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [2:0] \$53 ;
-  reg [2:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -19348,9 +19315,24 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, o__payload, w
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -19407,7 +19389,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -19416,127 +19398,186 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, o__payload, w
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 4'h0 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 3'h7;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 4'h0 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 3'h7;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [2:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 3'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [2:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
     end
     if (rst) begin
-      \$54  = 3'h0;
+      \$82  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -19557,26 +19598,16 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, o__payload, w
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
 module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
@@ -23792,7 +23823,7 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, data, o__ready, i__ready, o__payload, o__valid, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -23885,7 +23916,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_store__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -24313,10 +24344,16 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$245 ;
   reg \$246 ;
   reg [5:0] \$247 ;
-  reg [191:0] \$248 ;
-  reg \$249 ;
+  reg \$248 ;
+  reg [191:0] \$249 ;
   wire \$25 ;
-  reg [2:0] \$250 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [2:0] \$256 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -24466,6 +24503,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
+  reg dropped_event = 1'h0;
   reg [28:0] ent = 29'h00000000;
   wire [7:0] ent__cmd ;
   wire ent__rearm ;
@@ -24729,6 +24767,8 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
+  reg triggers_event = 1'h0;
+  reg unprogrammed_event = 1'h0;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
   wire [7:0] \wr__addr$82 ;
@@ -24759,6 +24799,9 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  reg writes_compute_event = 1'h0;
+  reg writes_dma_event = 1'h0;
+  reg writes_remote_event = 1'h0;
   (* t3hw_rd_collision = "forwarded" *)
   reg [45:0] entries [255:0];
   initial begin
@@ -25645,11 +25688,23 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     errors <= \$247 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    writes_compute_event <= \$248 ;
   always @(posedge clk)
-    hold <= \$249 ;
+    stats <= \$249 ;
   always @(posedge clk)
-    \wait  <= \$250 ;
+    writes_dma_event <= \$250 ;
+  always @(posedge clk)
+    writes_remote_event <= \$251 ;
+  always @(posedge clk)
+    unprogrammed_event <= \$252 ;
+  always @(posedge clk)
+    triggers_event <= \$253 ;
+  always @(posedge clk)
+    dropped_event <= \$254 ;
+  always @(posedge clk)
+    hold <= \$255 ;
+  always @(posedge clk)
+    \wait  <= \$256 ;
   t3hw_system__e0__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -25965,46 +26020,88 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$248  = stats;
-    if (\$183 ) begin
-      \$248 [31:0] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$248 [63:32] = \$187 [31:0];
-    end
-    if (\$189 ) begin
-      \$248 [95:64] = \$190 [31:0];
-    end
-    if (set_err[0]) begin
-      \$248 [127:96] = \$191 [31:0];
-    end
-    if (\$193 ) begin
-      \$248 [159:128] = \$194 [31:0];
-    end
-    if (lost) begin
-      \$248 [191:160] = \$195 [31:0];
-    end
+    \$248  = \$183 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$249  = \$201 ;
+    \$249  = stats;
+    if (writes_compute_event) begin
+      \$249 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$249 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$249 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$249 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$249 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$249 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$250  = \wait ;
+    \$250  = \$186 ;
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$251  = \$189 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$252  = set_err[0];
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$253  = \$193 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$254  = lost;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$255  = \$201 ;
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$256  = \wait ;
     if (\$207 ) begin
-      \$250  = 3'h7;
+      \$256  = 3'h7;
     end else if (\$208 ) begin
-      \$250  = \$209 [2:0];
+      \$256  = \$209 [2:0];
     end
     if (rst) begin
-      \$250  = 3'h0;
+      \$256  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -28393,7 +28490,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e1__csr  csr (
-    .\addrmap_capture$159 (addrmap_capture),
+    .\addrmap_capture$161 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -28409,7 +28506,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$157 (dma_capture),
+    .\dma_capture$159 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -28422,7 +28519,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$155 (tracker_capture),
+    .\tracker_capture$157 (tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -29076,8 +29173,8 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors
-, capture, rx_mem__valid, store__payload);
+module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__valid, store__payload);
   reg _init_strobe_21  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -31375,15 +31472,15 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__valid, clk);
+module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -31410,26 +31507,55 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -31449,9 +31575,22 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -31502,7 +31641,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -31514,127 +31653,182 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 4'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$82  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -31651,22 +31845,14 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
 module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
@@ -33531,7 +33717,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$159 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$155 , tracker_errors, tracker_stats, dma_errors, \dma_capture$157 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_25  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -33614,103 +33800,103 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire \$179 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
+  wire [3:0] \$174 ;
+  wire [5:0] \$175 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
+  wire [6:0] \$178 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [6:0] \$182 ;
+  wire [6:0] \$183 ;
+  wire [1:0] \$184 ;
+  wire [1:0] \$185 ;
+  wire [1:0] \$186 ;
   wire \$187 ;
-  wire \$188 ;
-  wire \$189 ;
+  wire [5:0] \$188 ;
+  wire [5:0] \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [6:0] \$194 ;
+  wire [6:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
+  wire [6:0] \$200 ;
+  wire [6:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire \$205 ;
+  wire [3:0] \$205 ;
   wire \$206 ;
-  wire \$207 ;
+  wire [5:0] \$207 ;
   wire \$208 ;
-  wire \$209 ;
+  wire [6:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire \$211 ;
+  wire [6:0] \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire \$215 ;
-  wire [3:0] \$216 ;
-  wire [3:0] \$217 ;
-  wire [3:0] \$218 ;
-  wire [5:0] \$219 ;
+  wire [31:0] \$216 ;
+  wire [31:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [31:0] \$219 ;
   wire \$22 ;
-  wire [5:0] \$220 ;
-  wire [5:0] \$221 ;
-  wire [6:0] \$222 ;
-  wire [6:0] \$223 ;
-  wire [6:0] \$224 ;
-  wire [6:0] \$225 ;
-  wire [6:0] \$226 ;
-  wire [6:0] \$227 ;
-  wire [1:0] \$228 ;
-  wire [1:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [31:0] \$221 ;
+  wire [31:0] \$222 ;
+  wire [31:0] \$223 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
-  wire \$231 ;
-  wire [5:0] \$232 ;
-  wire [5:0] \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire [6:0] \$238 ;
-  wire [6:0] \$239 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [31:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [31:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [31:0] \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire [6:0] \$244 ;
-  wire [6:0] \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire [3:0] \$249 ;
+  wire [31:0] \$240 ;
+  wire [31:0] \$241 ;
+  wire [31:0] \$242 ;
+  wire [31:0] \$243 ;
+  wire [31:0] \$244 ;
+  wire [31:0] \$245 ;
+  wire [31:0] \$246 ;
+  wire [31:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire [5:0] \$251 ;
-  wire \$252 ;
-  wire [6:0] \$253 ;
-  wire \$254 ;
-  wire [6:0] \$255 ;
-  wire \$256 ;
-  wire [1:0] \$257 ;
-  wire \$258 ;
-  wire \$259 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
+  wire [31:0] \$256 ;
+  wire [31:0] \$257 ;
+  wire [31:0] \$258 ;
+  wire [31:0] \$259 ;
   wire \$26 ;
   wire [31:0] \$260 ;
   wire [31:0] \$261 ;
@@ -33769,7 +33955,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
+  wire \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -33787,55 +33973,55 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
-  wire [31:0] \$329 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
-  wire [31:0] \$346 ;
-  wire [31:0] \$347 ;
-  wire [31:0] \$348 ;
-  wire [31:0] \$349 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire [31:0] \$350 ;
-  wire [31:0] \$351 ;
-  wire [31:0] \$352 ;
-  wire [31:0] \$353 ;
-  wire [31:0] \$354 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
   wire \$355 ;
-  wire [31:0] \$356 ;
-  wire [31:0] \$357 ;
-  wire [31:0] \$358 ;
-  wire [31:0] \$359 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
   wire \$36 ;
-  wire [31:0] \$360 ;
-  wire [31:0] \$361 ;
-  wire [31:0] \$362 ;
-  wire [31:0] \$363 ;
-  wire [31:0] \$364 ;
-  wire [31:0] \$365 ;
-  wire [31:0] \$366 ;
-  wire [31:0] \$367 ;
-  wire [31:0] \$368 ;
-  wire [31:0] \$369 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
   wire \$37 ;
-  wire [31:0] \$370 ;
-  wire [31:0] \$371 ;
+  wire \$370 ;
+  wire \$371 ;
   wire \$372 ;
   wire \$373 ;
   wire \$374 ;
@@ -34087,124 +34273,124 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  wire \$599 ;
+  reg [9:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire \$609 ;
+  reg [31:0] \$600 ;
+  reg \$601 ;
+  reg \$602 ;
+  reg \$603 ;
+  reg \$604 ;
+  reg \$605 ;
+  reg \$606 ;
+  reg \$607 ;
+  reg \$608 ;
+  reg \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  reg \$610 ;
+  reg \$611 ;
+  reg \$612 ;
+  reg \$613 ;
+  reg \$614 ;
+  reg \$615 ;
+  reg \$616 ;
+  reg \$617 ;
+  reg \$618 ;
+  reg \$619 ;
   wire \$62 ;
-  wire \$620 ;
-  wire \$621 ;
-  wire \$622 ;
-  wire \$623 ;
-  wire \$624 ;
-  wire \$625 ;
-  wire \$626 ;
-  wire \$627 ;
-  wire \$628 ;
-  wire \$629 ;
+  reg \$620 ;
+  reg \$621 ;
+  reg \$622 ;
+  reg \$623 ;
+  reg \$624 ;
+  reg \$625 ;
+  reg \$626 ;
+  reg \$627 ;
+  reg \$628 ;
+  reg \$629 ;
   wire \$63 ;
-  wire \$630 ;
-  wire \$631 ;
-  wire \$632 ;
-  wire \$633 ;
-  wire \$634 ;
-  wire \$635 ;
-  wire \$636 ;
-  wire \$637 ;
-  wire \$638 ;
-  wire \$639 ;
+  reg \$630 ;
+  reg \$631 ;
+  reg \$632 ;
+  reg \$633 ;
+  reg \$634 ;
+  reg \$635 ;
+  reg \$636 ;
+  reg \$637 ;
+  reg \$638 ;
+  reg \$639 ;
   wire \$64 ;
-  wire \$640 ;
-  wire \$641 ;
-  wire \$642 ;
-  wire \$643 ;
-  wire \$644 ;
-  wire \$645 ;
-  wire \$646 ;
-  wire \$647 ;
-  wire \$648 ;
-  wire \$649 ;
+  reg \$640 ;
+  reg \$641 ;
+  reg \$642 ;
+  reg \$643 ;
+  reg \$644 ;
+  reg \$645 ;
+  reg \$646 ;
+  reg \$647 ;
+  reg \$648 ;
+  reg \$649 ;
   wire \$65 ;
-  wire \$650 ;
-  wire \$651 ;
-  wire \$652 ;
-  wire \$653 ;
-  wire \$654 ;
-  wire \$655 ;
-  wire \$656 ;
-  wire \$657 ;
-  wire \$658 ;
-  wire \$659 ;
+  reg \$650 ;
+  reg \$651 ;
+  reg \$652 ;
+  reg \$653 ;
+  reg \$654 ;
+  reg \$655 ;
+  reg \$656 ;
+  reg \$657 ;
+  reg \$658 ;
+  reg \$659 ;
   wire \$66 ;
-  wire \$660 ;
-  wire \$661 ;
-  wire \$662 ;
-  wire \$663 ;
-  wire \$664 ;
-  wire \$665 ;
-  wire \$666 ;
-  wire \$667 ;
-  wire \$668 ;
-  wire \$669 ;
+  reg \$660 ;
+  reg \$661 ;
+  reg \$662 ;
+  reg \$663 ;
+  reg \$664 ;
+  reg \$665 ;
+  reg \$666 ;
+  reg \$667 ;
+  reg \$668 ;
+  reg \$669 ;
   wire \$67 ;
-  wire \$670 ;
-  wire \$671 ;
-  wire \$672 ;
-  wire \$673 ;
-  wire \$674 ;
-  wire \$675 ;
-  wire \$676 ;
-  wire \$677 ;
-  wire \$678 ;
-  wire \$679 ;
+  reg \$670 ;
+  reg \$671 ;
+  reg \$672 ;
+  reg \$673 ;
+  reg \$674 ;
+  reg \$675 ;
+  reg \$676 ;
+  reg \$677 ;
+  reg \$678 ;
+  reg \$679 ;
   wire \$68 ;
-  wire \$680 ;
-  wire \$681 ;
-  wire \$682 ;
-  wire \$683 ;
-  wire \$684 ;
-  wire \$685 ;
-  wire \$686 ;
-  wire \$687 ;
-  wire \$688 ;
-  wire \$689 ;
+  reg \$680 ;
+  reg [7:0] \$681 ;
+  reg \$682 ;
+  reg \$683 ;
+  reg \$684 ;
+  reg \$685 ;
+  reg \$686 ;
+  reg \$687 ;
+  reg \$688 ;
+  reg \$689 ;
   wire \$69 ;
-  wire \$690 ;
-  wire \$691 ;
-  wire \$692 ;
-  wire \$693 ;
-  wire \$694 ;
-  wire \$695 ;
-  wire \$696 ;
-  wire \$697 ;
-  wire \$698 ;
-  reg [9:0] \$699 ;
+  reg \$690 ;
+  reg \$691 ;
+  reg \$692 ;
+  reg \$693 ;
+  reg \$694 ;
+  reg \$695 ;
+  reg \$696 ;
+  reg \$697 ;
+  reg \$698 ;
+  reg \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg [31:0] \$700 ;
+  reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg \$703 ;
+  reg [154:0] \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
@@ -34214,154 +34400,56 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg \$712 ;
-  reg \$713 ;
+  reg [178:0] \$712 ;
+  reg [58:0] \$713 ;
   reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg \$718 ;
-  reg \$719 ;
+  reg [38:0] \$715 ;
+  reg [38:0] \$716 ;
+  reg [4:0] \$717 ;
+  reg [3:0] \$718 ;
+  reg [5:0] \$719 ;
   wire \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg \$724 ;
-  reg \$725 ;
-  reg \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
+  reg [6:0] \$720 ;
+  reg [6:0] \$721 ;
+  reg [1:0] \$722 ;
+  reg [3:0] \$723 ;
+  reg [5:0] \$724 ;
+  reg [6:0] \$725 ;
+  reg [6:0] \$726 ;
+  reg [1:0] \$727 ;
+  reg [29:0] \$728 ;
+  reg [78:0] \$729 ;
   wire \$73 ;
-  reg \$730 ;
+  reg [75:0] \$730 ;
   reg \$731 ;
-  reg \$732 ;
-  reg \$733 ;
-  reg \$734 ;
-  reg \$735 ;
-  reg \$736 ;
-  reg \$737 ;
-  reg \$738 ;
-  reg \$739 ;
+  reg [31:0] \$732 ;
+  reg [31:0] \$733 ;
+  reg [31:0] \$734 ;
+  reg [31:0] \$735 ;
+  reg [31:0] \$736 ;
+  reg [31:0] \$737 ;
+  reg [31:0] \$738 ;
+  reg [31:0] \$739 ;
   wire \$74 ;
-  reg \$740 ;
-  reg \$741 ;
-  reg \$742 ;
-  reg \$743 ;
+  reg [31:0] \$740 ;
+  reg [31:0] \$741 ;
+  reg [31:0] \$742 ;
+  reg [31:0] \$743 ;
   reg \$744 ;
-  reg \$745 ;
+  reg [3:0] \$745 ;
   reg \$746 ;
-  reg \$747 ;
-  reg \$748 ;
-  reg \$749 ;
+  reg [31:0] \$747 ;
   wire \$75 ;
-  reg \$750 ;
-  reg \$751 ;
-  reg \$752 ;
-  reg \$753 ;
-  reg \$754 ;
-  reg \$755 ;
-  reg \$756 ;
-  reg \$757 ;
-  reg \$758 ;
-  reg \$759 ;
   wire \$76 ;
-  reg \$760 ;
-  reg \$761 ;
-  reg \$762 ;
-  reg \$763 ;
-  reg \$764 ;
-  reg \$765 ;
-  reg \$766 ;
-  reg \$767 ;
-  reg \$768 ;
-  reg \$769 ;
   wire \$77 ;
-  reg \$770 ;
-  reg \$771 ;
-  reg \$772 ;
-  reg \$773 ;
-  reg \$774 ;
-  reg \$775 ;
-  reg \$776 ;
-  reg \$777 ;
-  reg \$778 ;
-  reg \$779 ;
   wire \$78 ;
-  reg \$780 ;
-  reg [7:0] \$781 ;
-  reg \$782 ;
-  reg \$783 ;
-  reg \$784 ;
-  reg \$785 ;
-  reg \$786 ;
-  reg \$787 ;
-  reg \$788 ;
-  reg \$789 ;
   wire \$79 ;
-  reg \$790 ;
-  reg \$791 ;
-  reg \$792 ;
-  reg \$793 ;
-  reg \$794 ;
-  reg \$795 ;
-  reg \$796 ;
-  reg \$797 ;
-  reg \$798 ;
-  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg \$800 ;
-  reg \$801 ;
-  reg [154:0] \$802 ;
-  reg \$803 ;
-  reg \$804 ;
-  reg \$805 ;
-  reg \$806 ;
-  reg \$807 ;
-  reg \$808 ;
-  reg \$809 ;
   wire \$81 ;
-  reg [178:0] \$810 ;
-  reg [58:0] \$811 ;
-  reg \$812 ;
-  reg [38:0] \$813 ;
-  reg [38:0] \$814 ;
-  reg [4:0] \$815 ;
-  reg [3:0] \$816 ;
-  reg [5:0] \$817 ;
-  reg [6:0] \$818 ;
-  reg [6:0] \$819 ;
   wire \$82 ;
-  reg [1:0] \$820 ;
-  reg [3:0] \$821 ;
-  reg [5:0] \$822 ;
-  reg [6:0] \$823 ;
-  reg [6:0] \$824 ;
-  reg [1:0] \$825 ;
-  reg [29:0] \$826 ;
-  reg [78:0] \$827 ;
-  reg [75:0] \$828 ;
-  reg \$829 ;
   wire \$83 ;
-  reg [31:0] \$830 ;
-  reg [31:0] \$831 ;
-  reg [31:0] \$832 ;
-  reg [31:0] \$833 ;
-  reg [31:0] \$834 ;
-  reg [31:0] \$835 ;
-  reg [31:0] \$836 ;
-  reg [31:0] \$837 ;
-  reg [31:0] \$838 ;
-  reg [31:0] \$839 ;
   wire \$84 ;
-  reg [31:0] \$840 ;
-  reg [31:0] \$841 ;
-  reg \$842 ;
-  reg [3:0] \$843 ;
-  reg \$844 ;
-  reg [31:0] \$845 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -34379,11 +34467,11 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$159 ;
-  wire [68:0] \addrmap_capture$159 ;
-  wire [47:0] addrmap_capture$159__addr ;
-  wire [4:0] addrmap_capture$159__device ;
-  wire [15:0] addrmap_capture$159__tile ;
+  input [68:0] \addrmap_capture$161 ;
+  wire [68:0] \addrmap_capture$161 ;
+  wire [47:0] addrmap_capture$161__addr ;
+  wire [4:0] addrmap_capture$161__device ;
+  wire [15:0] addrmap_capture$161__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -34521,6 +34609,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] desc_got__src ;
   wire [15:0] desc_got__tile ;
   wire desc_got__valid ;
+  reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
   reg desc_verdict = 1'h0;
   reg desc_waiting0 = 1'h0;
@@ -34530,16 +34619,16 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$191 ;
+  wire [4:0] \device_id$193 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$157 ;
-  wire [71:0] \dma_capture$157 ;
-  wire [47:0] dma_capture$157__addr ;
-  wire [7:0] dma_capture$157__index ;
-  wire [15:0] dma_capture$157__tile ;
+  input [71:0] \dma_capture$159 ;
+  wire [71:0] \dma_capture$159 ;
+  wire [47:0] dma_capture$159__addr ;
+  wire [7:0] dma_capture$159__index ;
+  wire [15:0] dma_capture$159__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -34652,6 +34741,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_got__remote_base ;
   wire [47:0] region_got__size ;
   wire region_got__valid ;
+  reg region_judging = 1'h0;
   reg region_load = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
@@ -34688,21 +34778,21 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$190 ;
+  wire [7:0] \rp__addr$192 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$121 ;
-  wire [4:0] rp__data$121__device ;
-  wire [47:0] rp__data$121__dst ;
+  wire [170:0] \rp__data$123 ;
+  wire [4:0] rp__data$123__device ;
+  wire [47:0] rp__data$123__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$121__op ;
-  wire [23:0] rp__data$121__pitch ;
-  wire [15:0] rp__data$121__row_bytes ;
-  wire [11:0] rp__data$121__rows ;
-  wire [47:0] rp__data$121__src ;
-  wire [15:0] rp__data$121__tile ;
-  wire rp__data$121__valid ;
+  wire rp__data$123__op ;
+  wire [23:0] rp__data$123__pitch ;
+  wire [15:0] rp__data$123__row_bytes ;
+  wire [11:0] rp__data$123__rows ;
+  wire [47:0] rp__data$123__src ;
+  wire [15:0] rp__data$123__tile ;
+  wire rp__data$123__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -34833,10 +34923,10 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$155 ;
-  wire [23:0] \tracker_capture$155 ;
-  wire [7:0] tracker_capture$155__cmd ;
-  wire [15:0] tracker_capture$155__tile ;
+  input [23:0] \tracker_capture$157 ;
+  wire [23:0] \tracker_capture$157 ;
+  wire [7:0] tracker_capture$157__cmd ;
+  wire [15:0] tracker_capture$157__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -34923,21 +35013,21 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$187 ;
+  reg [7:0] \wp__addr$189 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$188 ;
-  wire [4:0] wp__data$188__device ;
-  wire [47:0] wp__data$188__dst ;
+  reg [170:0] \wp__data$190 ;
+  wire [4:0] wp__data$190__device ;
+  wire [47:0] wp__data$190__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$188__op ;
-  wire [23:0] wp__data$188__pitch ;
-  wire [15:0] wp__data$188__row_bytes ;
-  wire [11:0] wp__data$188__rows ;
-  wire [47:0] wp__data$188__src ;
-  wire [15:0] wp__data$188__tile ;
-  wire wp__data$188__valid ;
+  wire wp__data$190__op ;
+  wire [23:0] wp__data$190__pitch ;
+  wire [15:0] wp__data$190__row_bytes ;
+  wire [11:0] wp__data$190__rows ;
+  wire [47:0] wp__data$190__src ;
+  wire [15:0] wp__data$190__tile ;
+  wire wp__data$190__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -34949,7 +35039,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$189 ;
+  reg \wp__en$191 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -35211,14 +35301,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$189 )
-      desc_table[\wp__addr$187 ] <= \wp__data$188 ;
+    if (\wp__en$191 )
+      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$121  = _0_;
+  assign \rp__data$123  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -35240,968 +35330,900 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$158  = \$152  & \$157 ;
-  assign \$159  = req_w_stb & sel_arb_policy;
-  assign \$160  = req_w_stb & sel_arb_starvation_limit;
-  assign \$166  = \$160  & \$165 ;
-  assign \$167  = req_w_stb & sel_arb_starvation_limit;
-  assign \$168  = req_w_stb & sel_device_id;
-  assign \$169  = req_w_stb & sel_csr_irq_enable;
-  assign \$170  = req_w_stb & sel_tracker_irq_enable;
-  assign \$171  = req_w_stb & sel_dma_irq_enable;
-  assign \$172  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$173  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$174  = req_w_stb & sel_command;
-  assign \$175  = region_program__valid | region_verdict;
-  assign \$176  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$177  = \$175  | \$176 ;
-  assign \$178  = region_fetch | region_load;
-  assign \$179  = \$177  | \$178 ;
-  assign \$181  = \$180  | sweep;
-  assign \$182  = region_program__valid | region_verdict;
-  assign \$183  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = region_fetch | region_load;
-  assign \$186  = \$184  | \$185 ;
-  assign \$188  = \$187  | sweep;
-  assign \$189  = dma_program__valid | desc_verdict;
-  assign \$190  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$191  = \$189  | \$190 ;
-  assign \$192  = desc_fetch | desc_load;
-  assign \$193  = \$191  | \$192 ;
-  assign \$195  = sweep | dma_busy;
-  assign \$196  = \$194  | \$195 ;
-  assign \$197  = dma_program__valid | desc_verdict;
-  assign \$198  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = desc_fetch | desc_load;
-  assign \$201  = \$199  | \$200 ;
-  assign \$203  = \$202  | sweep;
-  assign \$208  = \$207  | track_answer;
-  assign \$209  = \$208  | tracker_busy;
-  assign \$216  = ~ csr_errors_clear;
-  assign \$217  = errors & \$216 ;
-  assign \$218  = \$217  | set_err;
-  assign \$219  = ~ tracker_errors_clear;
-  assign \$220  = tracker_sticky & \$219 ;
-  assign \$221  = \$220  | tracker_errors;
-  assign \$222  = ~ dma_errors_clear;
-  assign \$223  = dma_sticky & \$222 ;
-  assign \$224  = \$223  | dma_errors;
-  assign \$225  = ~ addrmap_errors_clear;
-  assign \$226  = addrmap_sticky & \$225 ;
-  assign \$227  = \$226  | addrmap_errors;
-  assign \$228  = ~ arbiter_errors_clear;
-  assign \$229  = arbiter_sticky & \$228 ;
-  assign \$230  = \$229  | arbiter_errors;
-  assign \$231  = | tracker_errors;
-  assign \$232  = ~ tracker_errors_clear;
-  assign \$233  = tracker_sticky & \$232 ;
-  assign \$234  = | \$233 ;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$231  & \$235 ;
-  assign \$237  = | dma_errors;
-  assign \$238  = ~ dma_errors_clear;
-  assign \$239  = dma_sticky & \$238 ;
-  assign \$240  = | \$239 ;
-  assign \$241  = ~ \$240 ;
-  assign \$242  = \$237  & \$241 ;
-  assign \$243  = | addrmap_errors;
-  assign \$244  = ~ addrmap_errors_clear;
-  assign \$245  = addrmap_sticky & \$244 ;
-  assign \$246  = | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = \$243  & \$247 ;
-  assign \$249  = errors & csr_irq_enable;
-  assign \$250  = | \$249 ;
-  assign \$251  = tracker_sticky & tracker_irq_enable;
-  assign \$252  = | \$251 ;
-  assign \$253  = dma_sticky & dma_irq_enable;
-  assign \$254  = | \$253 ;
-  assign \$255  = addrmap_sticky & addrmap_irq_enable;
-  assign \$256  = | \$255 ;
-  assign \$257  = arbiter_sticky & arbiter_irq_enable;
-  assign \$258  = | \$257 ;
-  assign \$259  = | { \$258 , \$256 , \$254 , \$252 , \$250  };
-  assign \$260  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$261  = req_addr[3] ? 32'd0 : \$260 ;
-  assign \$262  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$263  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$264  = req_addr[3] ? \$262  : \$263 ;
-  assign \$265  = req_addr[4] ? \$261  : \$264 ;
-  assign \$266  = req_addr[5] ? 32'd0 : \$265 ;
-  assign \$267  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$268  = req_addr[3] ? 32'd0 : \$267 ;
-  assign \$269  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$270  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$271  = req_addr[3] ? \$269  : \$270 ;
-  assign \$272  = req_addr[4] ? \$268  : \$271 ;
-  assign \$273  = req_addr[5] ? 32'd0 : \$272 ;
-  assign \$274  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$275  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$276  = req_addr[3] ? \$274  : \$275 ;
-  assign \$277  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$278  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$279  = req_addr[3] ? \$277  : \$278 ;
-  assign \$280  = req_addr[4] ? \$276  : \$279 ;
-  assign \$281  = req_addr[5] ? 32'd0 : \$280 ;
-  assign \$282  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$283  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$286  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$287  = req_addr[3] ? \$285  : \$286 ;
-  assign \$288  = req_addr[4] ? \$284  : \$287 ;
-  assign \$289  = req_addr[5] ? 32'd0 : \$288 ;
-  assign \$290  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$291  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
-  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
-  assign \$295  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
-  assign \$297  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$298  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$299  = req_addr[3] ? \$297  : \$298 ;
-  assign \$300  = req_addr[4] ? \$296  : \$299 ;
-  assign \$301  = req_addr[5] ? 32'd0 : \$300 ;
-  assign \$302  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$303  = req_addr[3] ? 32'd0 : \$302 ;
-  assign \$304  = req_addr[4] ? 32'd0 : \$303 ;
-  assign \$305  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$306  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$307  = req_addr[3] ? \$305  : \$306 ;
-  assign \$308  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$309  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$310  = req_addr[3] ? \$308  : \$309 ;
-  assign \$311  = req_addr[4] ? \$307  : \$310 ;
-  assign \$312  = req_addr[5] ? \$304  : \$311 ;
-  assign \$313  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$314  = req_addr[3] ? 32'd0 : \$313 ;
-  assign \$315  = req_addr[4] ? 32'd0 : \$314 ;
-  assign \$316  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$317  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$318  = req_addr[3] ? \$316  : \$317 ;
-  assign \$319  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$320  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$321  = req_addr[3] ? \$319  : \$320 ;
-  assign \$322  = req_addr[4] ? \$318  : \$321 ;
-  assign \$323  = req_addr[5] ? \$315  : \$322 ;
-  assign \$324  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$325  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$326  = req_addr[3] ? \$324  : \$325 ;
-  assign \$327  = req_addr[4] ? 32'd0 : \$326 ;
-  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
-  assign \$329  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$330  = req_addr[3] ? 32'd0 : \$329 ;
-  assign \$331  = req_addr[4] ? 32'd0 : \$330 ;
-  assign \$332  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$333  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$334  = req_addr[3] ? \$332  : \$333 ;
-  assign \$335  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$336  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$337  = req_addr[3] ? \$335  : \$336 ;
-  assign \$338  = req_addr[4] ? \$334  : \$337 ;
-  assign \$339  = req_addr[5] ? \$331  : \$338 ;
-  assign \$340  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$341  = req_addr[3] ? 32'd0 : \$340 ;
-  assign \$342  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$343  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$344  = req_addr[3] ? \$342  : \$343 ;
-  assign \$345  = req_addr[4] ? \$341  : \$344 ;
-  assign \$346  = req_addr[5] ? 32'd0 : \$345 ;
-  assign \$347  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$348  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$349  = req_addr[3] ? \$347  : \$348 ;
-  assign \$350  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$351  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$352  = req_addr[3] ? \$350  : \$351 ;
-  assign \$353  = req_addr[4] ? \$349  : \$352 ;
-  assign \$354  = req_addr[5] ? 32'd0 : \$353 ;
-  assign \$355  = | req_addr[1:0];
-  assign \$356  = read_section[0] ? 32'd0 : read_part14;
-  assign \$357  = read_section[0] ? read_part13 : 32'd0;
-  assign \$358  = read_section[1] ? \$356  : \$357 ;
-  assign \$359  = read_section[0] ? read_part11 : read_part10;
-  assign \$360  = read_section[0] ? 32'd0 : read_part8;
-  assign \$361  = read_section[1] ? \$359  : \$360 ;
-  assign \$362  = read_section[2] ? \$358  : \$361 ;
-  assign \$363  = read_section[0] ? 32'd0 : read_part6;
-  assign \$364  = read_section[0] ? read_part5 : read_part4;
-  assign \$365  = read_section[1] ? \$363  : \$364 ;
-  assign \$366  = read_section[0] ? read_part3 : read_part2;
-  assign \$367  = read_section[0] ? read_part1 : read_part0;
-  assign \$368  = read_section[1] ? \$366  : \$367 ;
-  assign \$369  = read_section[2] ? \$365  : \$368 ;
-  assign \$370  = read_section[3] ? \$362  : \$369 ;
-  assign \$371  = read_unaligned ? 32'd0 : \$370 ;
-  assign \$372  = req_r_stb | req_w_stb;
-  assign \$373  = ~ mapped;
-  assign \$374  = \$372  & \$373 ;
-  assign \$375  = req_w_stb & sel_id;
-  assign \$376  = req_w_stb & sel_config;
-  assign \$377  = req_w_stb & sel_status;
-  assign \$378  = req_w_stb & sel_track_result_op;
-  assign \$379  = req_w_stb & sel_track_result_threshold;
-  assign \$380  = req_w_stb & sel_tracker_writes_compute;
-  assign \$381  = req_w_stb & sel_tracker_writes_dma;
-  assign \$382  = req_w_stb & sel_tracker_writes_remote;
-  assign \$383  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$384  = req_w_stb & sel_tracker_triggers;
-  assign \$385  = req_w_stb & sel_tracker_dropped;
-  assign \$386  = req_w_stb & sel_dma_triggers;
-  assign \$387  = req_w_stb & sel_dma_rejected;
-  assign \$388  = req_w_stb & sel_dma_reads;
-  assign \$389  = req_w_stb & sel_dma_packets;
-  assign \$390  = req_w_stb & sel_dma_bad_program;
-  assign \$391  = req_w_stb & sel_dma_bad_range;
-  assign \$392  = req_w_stb & sel_dma_bad_pitch;
-  assign \$393  = req_w_stb & sel_dma_desc_busy;
-  assign \$394  = req_w_stb & sel_dma_aborted;
-  assign \$395  = req_w_stb & sel_addrmap_local;
-  assign \$396  = req_w_stb & sel_addrmap_tracked;
-  assign \$397  = req_w_stb & sel_addrmap_remote;
-  assign \$398  = req_w_stb & sel_addrmap_unmapped;
-  assign \$399  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$400  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$401  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$402  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$403  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$404  = req_w_stb & sel_arb_status;
-  assign \$405  = req_w_stb & sel_arbiter_grants_load;
-  assign \$406  = req_w_stb & sel_arbiter_grants_store;
-  assign \$407  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$408  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$409  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$410  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$411  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$412  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$413  = req_w_stb & sel_arbiter_starved;
-  assign \$414  = req_w_stb & sel_tracker_capture;
-  assign \$415  = req_w_stb & sel_dma_capture_index;
-  assign \$416  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$417  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$418  = req_w_stb & sel_dma_capture_events;
-  assign \$419  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$420  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$421  = req_w_stb & sel_addrmap_capture_device;
-  assign \$422  = | { \$421 , \$420 , \$419 , \$418 , \$417 , \$416 , \$415 , \$414 , \$413 , \$412 , \$411 , \$410 , \$409 , \$408 , \$407 , \$406 , \$405 , \$404 , \$403 , \$402 , \$401 , \$400 , \$399 , \$398 , \$397 , \$396 , \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375  };
-  assign \$423  = sweep_at < 4'h8;
-  assign \$424  = | addrmap_errors[1:0];
-  assign \$425  = ~ \$424 ;
-  assign \$426  = region_verdict & \$425 ;
-  assign \$427  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$428  = ~ \$427 ;
-  assign \$429  = desc_verdict & \$428 ;
-  assign \$430  = req_w_stb & sel_region_index;
-  assign \$431  = region_program__valid | region_verdict;
-  assign \$432  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$433  = \$431  | \$432 ;
+  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$255  = req_addr[3] ? \$253  : \$254 ;
+  assign \$256  = req_addr[4] ? \$252  : \$255 ;
+  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
+  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$263  = req_addr[3] ? \$261  : \$262 ;
+  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$266  = req_addr[3] ? \$264  : \$265 ;
+  assign \$267  = req_addr[4] ? \$263  : \$266 ;
+  assign \$268  = req_addr[5] ? \$260  : \$267 ;
+  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
+  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$274  = req_addr[3] ? \$272  : \$273 ;
+  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$277  = req_addr[3] ? \$275  : \$276 ;
+  assign \$278  = req_addr[4] ? \$274  : \$277 ;
+  assign \$279  = req_addr[5] ? \$271  : \$278 ;
+  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$282  = req_addr[3] ? \$280  : \$281 ;
+  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
+  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
+  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
+  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
+  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$290  = req_addr[3] ? \$288  : \$289 ;
+  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$293  = req_addr[3] ? \$291  : \$292 ;
+  assign \$294  = req_addr[4] ? \$290  : \$293 ;
+  assign \$295  = req_addr[5] ? \$287  : \$294 ;
+  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$300  = req_addr[3] ? \$298  : \$299 ;
+  assign \$301  = req_addr[4] ? \$297  : \$300 ;
+  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
+  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
+  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
+  assign \$305  = req_addr[3] ? \$303  : \$304 ;
+  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
+  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
+  assign \$308  = req_addr[3] ? \$306  : \$307 ;
+  assign \$309  = req_addr[4] ? \$305  : \$308 ;
+  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
+  assign \$311  = | req_addr[1:0];
+  assign \$312  = read_section[0] ? 32'd0 : read_part14;
+  assign \$313  = read_section[0] ? read_part13 : 32'd0;
+  assign \$314  = read_section[1] ? \$312  : \$313 ;
+  assign \$315  = read_section[0] ? read_part11 : read_part10;
+  assign \$316  = read_section[0] ? 32'd0 : read_part8;
+  assign \$317  = read_section[1] ? \$315  : \$316 ;
+  assign \$318  = read_section[2] ? \$314  : \$317 ;
+  assign \$319  = read_section[0] ? 32'd0 : read_part6;
+  assign \$320  = read_section[0] ? read_part5 : read_part4;
+  assign \$321  = read_section[1] ? \$319  : \$320 ;
+  assign \$322  = read_section[0] ? read_part3 : read_part2;
+  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$324  = read_section[1] ? \$322  : \$323 ;
+  assign \$325  = read_section[2] ? \$321  : \$324 ;
+  assign \$326  = read_section[3] ? \$318  : \$325 ;
+  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
+  assign \$328  = req_r_stb | req_w_stb;
+  assign \$329  = ~ mapped;
+  assign \$330  = \$328  & \$329 ;
+  assign \$331  = req_w_stb & sel_id;
+  assign \$332  = req_w_stb & sel_config;
+  assign \$333  = req_w_stb & sel_status;
+  assign \$334  = req_w_stb & sel_track_result_op;
+  assign \$335  = req_w_stb & sel_track_result_threshold;
+  assign \$336  = req_w_stb & sel_tracker_writes_compute;
+  assign \$337  = req_w_stb & sel_tracker_writes_dma;
+  assign \$338  = req_w_stb & sel_tracker_writes_remote;
+  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$340  = req_w_stb & sel_tracker_triggers;
+  assign \$341  = req_w_stb & sel_tracker_dropped;
+  assign \$342  = req_w_stb & sel_dma_triggers;
+  assign \$343  = req_w_stb & sel_dma_rejected;
+  assign \$344  = req_w_stb & sel_dma_reads;
+  assign \$345  = req_w_stb & sel_dma_packets;
+  assign \$346  = req_w_stb & sel_dma_bad_program;
+  assign \$347  = req_w_stb & sel_dma_bad_range;
+  assign \$348  = req_w_stb & sel_dma_bad_pitch;
+  assign \$349  = req_w_stb & sel_dma_desc_busy;
+  assign \$350  = req_w_stb & sel_dma_aborted;
+  assign \$351  = req_w_stb & sel_addrmap_local;
+  assign \$352  = req_w_stb & sel_addrmap_tracked;
+  assign \$353  = req_w_stb & sel_addrmap_remote;
+  assign \$354  = req_w_stb & sel_addrmap_unmapped;
+  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$360  = req_w_stb & sel_arb_status;
+  assign \$361  = req_w_stb & sel_arbiter_grants_load;
+  assign \$362  = req_w_stb & sel_arbiter_grants_store;
+  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$369  = req_w_stb & sel_arbiter_starved;
+  assign \$370  = req_w_stb & sel_tracker_capture;
+  assign \$371  = req_w_stb & sel_dma_capture_index;
+  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$374  = req_w_stb & sel_dma_capture_events;
+  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$377  = req_w_stb & sel_addrmap_capture_device;
+  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
+  assign \$379  = sweep_at < 4'h8;
+  assign \$380  = | addrmap_errors[1:0];
+  assign \$381  = ~ \$380 ;
+  assign \$382  = region_verdict & \$381 ;
+  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$384  = ~ \$383 ;
+  assign \$385  = desc_verdict & \$384 ;
+  assign \$386  = req_w_stb & sel_region_index;
+  assign \$387  = region_program__valid | region_judging;
+  assign \$388  = region_fetch | region_load;
+  assign \$389  = \$387  | \$388 ;
+  assign \$391  = \$386  & \$390 ;
+  assign \$392  = req_w_stb & sel_region_index;
+  assign \$393  = req_r_stb & sel_region_index;
+  assign \$394  = region_fetch | region_load;
+  assign \$395  = \$393  & \$394 ;
+  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$397  = region_program__valid | region_judging;
+  assign \$398  = region_fetch | region_load;
+  assign \$399  = \$397  | \$398 ;
+  assign \$401  = \$396  & \$400 ;
+  assign \$402  = req_w_stb & sel_region_base_lo;
+  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$404  = region_fetch | region_load;
+  assign \$405  = \$403  & \$404 ;
+  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$407  = region_program__valid | region_judging;
+  assign \$408  = region_fetch | region_load;
+  assign \$409  = \$407  | \$408 ;
+  assign \$411  = \$406  & \$410 ;
+  assign \$412  = req_w_stb & sel_region_base_hi;
+  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$414  = region_fetch | region_load;
+  assign \$415  = \$413  & \$414 ;
+  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$417  = region_program__valid | region_judging;
+  assign \$418  = region_fetch | region_load;
+  assign \$419  = \$417  | \$418 ;
+  assign \$421  = \$416  & \$420 ;
+  assign \$422  = req_w_stb & sel_region_size_lo;
+  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$424  = region_fetch | region_load;
+  assign \$425  = \$423  & \$424 ;
+  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$427  = region_program__valid | region_judging;
+  assign \$428  = region_fetch | region_load;
+  assign \$429  = \$427  | \$428 ;
+  assign \$431  = \$426  & \$430 ;
+  assign \$432  = req_w_stb & sel_region_size_hi;
+  assign \$433  = req_r_stb & sel_region_size_hi;
   assign \$434  = region_fetch | region_load;
-  assign \$435  = \$433  | \$434 ;
-  assign \$437  = \$430  & \$436 ;
-  assign \$438  = req_w_stb & sel_region_index;
-  assign \$439  = req_r_stb & sel_region_index;
-  assign \$440  = region_fetch | region_load;
-  assign \$441  = \$439  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_base_lo;
-  assign \$443  = region_program__valid | region_verdict;
-  assign \$444  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$445  = \$443  | \$444 ;
-  assign \$446  = region_fetch | region_load;
-  assign \$447  = \$445  | \$446 ;
-  assign \$449  = \$442  & \$448 ;
-  assign \$450  = req_w_stb & sel_region_base_lo;
-  assign \$451  = req_r_stb & sel_region_base_lo;
-  assign \$452  = region_fetch | region_load;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = req_w_stb & sel_region_base_hi;
-  assign \$455  = region_program__valid | region_verdict;
-  assign \$456  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$457  = \$455  | \$456 ;
-  assign \$458  = region_fetch | region_load;
+  assign \$435  = \$433  & \$434 ;
+  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$437  = region_program__valid | region_judging;
+  assign \$438  = region_fetch | region_load;
+  assign \$439  = \$437  | \$438 ;
+  assign \$441  = \$436  & \$440 ;
+  assign \$442  = req_w_stb & sel_region_remote_base_lo;
+  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$444  = region_fetch | region_load;
+  assign \$445  = \$443  & \$444 ;
+  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$447  = region_program__valid | region_judging;
+  assign \$448  = region_fetch | region_load;
+  assign \$449  = \$447  | \$448 ;
+  assign \$451  = \$446  & \$450 ;
+  assign \$452  = req_w_stb & sel_region_remote_base_hi;
+  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$454  = region_fetch | region_load;
+  assign \$455  = \$453  & \$454 ;
+  assign \$456  = req_w_stb & sel_desc_index;
+  assign \$457  = dma_program__valid | desc_judging;
+  assign \$458  = desc_fetch | desc_load;
   assign \$459  = \$457  | \$458 ;
-  assign \$461  = \$454  & \$460 ;
-  assign \$462  = req_w_stb & sel_region_base_hi;
-  assign \$463  = req_r_stb & sel_region_base_hi;
-  assign \$464  = region_fetch | region_load;
+  assign \$461  = \$456  & \$460 ;
+  assign \$462  = req_w_stb & sel_desc_index;
+  assign \$463  = req_r_stb & sel_desc_index;
+  assign \$464  = desc_fetch | desc_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_region_size_lo;
-  assign \$467  = region_program__valid | region_verdict;
-  assign \$468  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$467  = dma_program__valid | desc_judging;
+  assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
-  assign \$470  = region_fetch | region_load;
-  assign \$471  = \$469  | \$470 ;
-  assign \$473  = \$466  & \$472 ;
-  assign \$474  = req_w_stb & sel_region_size_lo;
-  assign \$475  = req_r_stb & sel_region_size_lo;
-  assign \$476  = region_fetch | region_load;
-  assign \$477  = \$475  & \$476 ;
-  assign \$478  = req_w_stb & sel_region_size_hi;
-  assign \$479  = region_program__valid | region_verdict;
-  assign \$480  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$481  = \$479  | \$480 ;
-  assign \$482  = region_fetch | region_load;
-  assign \$483  = \$481  | \$482 ;
-  assign \$485  = \$478  & \$484 ;
-  assign \$486  = req_w_stb & sel_region_size_hi;
-  assign \$487  = req_r_stb & sel_region_size_hi;
-  assign \$488  = region_fetch | region_load;
-  assign \$489  = \$487  & \$488 ;
-  assign \$490  = req_w_stb & sel_region_remote_base_lo;
-  assign \$491  = region_program__valid | region_verdict;
-  assign \$492  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$493  = \$491  | \$492 ;
-  assign \$494  = region_fetch | region_load;
-  assign \$495  = \$493  | \$494 ;
-  assign \$497  = \$490  & \$496 ;
-  assign \$498  = req_w_stb & sel_region_remote_base_lo;
-  assign \$499  = req_r_stb & sel_region_remote_base_lo;
-  assign \$500  = region_fetch | region_load;
-  assign \$501  = \$499  & \$500 ;
-  assign \$502  = req_w_stb & sel_region_remote_base_hi;
-  assign \$503  = region_program__valid | region_verdict;
-  assign \$504  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$505  = \$503  | \$504 ;
-  assign \$506  = region_fetch | region_load;
-  assign \$507  = \$505  | \$506 ;
-  assign \$509  = \$502  & \$508 ;
-  assign \$510  = req_w_stb & sel_region_remote_base_hi;
-  assign \$511  = req_r_stb & sel_region_remote_base_hi;
-  assign \$512  = region_fetch | region_load;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = req_w_stb & sel_desc_index;
-  assign \$515  = dma_program__valid | desc_verdict;
-  assign \$516  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$517  = \$515  | \$516 ;
+  assign \$471  = \$466  & \$470 ;
+  assign \$472  = req_w_stb & sel_desc_rows;
+  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$474  = desc_fetch | desc_load;
+  assign \$475  = \$473  & \$474 ;
+  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$477  = dma_program__valid | desc_judging;
+  assign \$478  = desc_fetch | desc_load;
+  assign \$479  = \$477  | \$478 ;
+  assign \$481  = \$476  & \$480 ;
+  assign \$482  = req_w_stb & sel_desc_pitch;
+  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$484  = desc_fetch | desc_load;
+  assign \$485  = \$483  & \$484 ;
+  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$487  = dma_program__valid | desc_judging;
+  assign \$488  = desc_fetch | desc_load;
+  assign \$489  = \$487  | \$488 ;
+  assign \$491  = \$486  & \$490 ;
+  assign \$492  = req_w_stb & sel_desc_src_lo;
+  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$494  = desc_fetch | desc_load;
+  assign \$495  = \$493  & \$494 ;
+  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$497  = dma_program__valid | desc_judging;
+  assign \$498  = desc_fetch | desc_load;
+  assign \$499  = \$497  | \$498 ;
+  assign \$501  = \$496  & \$500 ;
+  assign \$502  = req_w_stb & sel_desc_src_hi;
+  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$504  = desc_fetch | desc_load;
+  assign \$505  = \$503  & \$504 ;
+  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$507  = dma_program__valid | desc_judging;
+  assign \$508  = desc_fetch | desc_load;
+  assign \$509  = \$507  | \$508 ;
+  assign \$511  = \$506  & \$510 ;
+  assign \$512  = req_w_stb & sel_desc_dst_lo;
+  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$514  = desc_fetch | desc_load;
+  assign \$515  = \$513  & \$514 ;
+  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
-  assign \$521  = \$514  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_index;
-  assign \$523  = req_r_stb & sel_desc_index;
+  assign \$521  = \$516  & \$520 ;
+  assign \$522  = req_w_stb & sel_desc_dst_hi;
+  assign \$523  = req_r_stb & sel_desc_dst_hi;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_desc_rows;
-  assign \$527  = dma_program__valid | desc_verdict;
-  assign \$528  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$529  = \$527  | \$528 ;
-  assign \$530  = desc_fetch | desc_load;
-  assign \$531  = \$529  | \$530 ;
-  assign \$533  = \$526  & \$532 ;
-  assign \$534  = req_w_stb & sel_desc_rows;
-  assign \$535  = req_r_stb & sel_desc_rows;
-  assign \$536  = desc_fetch | desc_load;
-  assign \$537  = \$535  & \$536 ;
-  assign \$538  = req_w_stb & sel_desc_pitch;
-  assign \$539  = dma_program__valid | desc_verdict;
-  assign \$540  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$541  = \$539  | \$540 ;
-  assign \$542  = desc_fetch | desc_load;
-  assign \$543  = \$541  | \$542 ;
-  assign \$545  = \$538  & \$544 ;
-  assign \$546  = req_w_stb & sel_desc_pitch;
-  assign \$547  = req_r_stb & sel_desc_pitch;
-  assign \$548  = desc_fetch | desc_load;
-  assign \$549  = \$547  & \$548 ;
-  assign \$550  = req_w_stb & sel_desc_src_lo;
-  assign \$551  = dma_program__valid | desc_verdict;
-  assign \$552  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$526  = req_w_stb & sel_track_op;
+  assign \$529  = \$528  | track_answer;
+  assign \$530  = \$526  & \$529 ;
+  assign \$531  = req_w_stb & sel_track_op;
+  assign \$532  = req_w_stb & sel_track_cmd;
+  assign \$535  = \$534  | track_answer;
+  assign \$536  = \$532  & \$535 ;
+  assign \$537  = req_w_stb & sel_track_cmd;
+  assign \$538  = req_w_stb & sel_arb_policy;
+  assign \$542  = \$538  & \$541 ;
+  assign \$543  = req_w_stb & sel_arb_policy;
+  assign \$544  = req_w_stb & sel_arb_starvation_limit;
+  assign \$548  = \$544  & \$547 ;
+  assign \$549  = req_w_stb & sel_arb_starvation_limit;
+  assign \$550  = req_w_stb & sel_command;
+  assign \$551  = region_program__valid | region_judging;
+  assign \$552  = region_fetch | region_load;
   assign \$553  = \$551  | \$552 ;
-  assign \$554  = desc_fetch | desc_load;
-  assign \$555  = \$553  | \$554 ;
-  assign \$557  = \$550  & \$556 ;
-  assign \$558  = req_w_stb & sel_desc_src_lo;
-  assign \$559  = req_r_stb & sel_desc_src_lo;
-  assign \$560  = desc_fetch | desc_load;
-  assign \$561  = \$559  & \$560 ;
-  assign \$562  = req_w_stb & sel_desc_src_hi;
-  assign \$563  = dma_program__valid | desc_verdict;
-  assign \$564  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$565  = \$563  | \$564 ;
-  assign \$566  = desc_fetch | desc_load;
-  assign \$567  = \$565  | \$566 ;
-  assign \$569  = \$562  & \$568 ;
-  assign \$570  = req_w_stb & sel_desc_src_hi;
-  assign \$571  = req_r_stb & sel_desc_src_hi;
-  assign \$572  = desc_fetch | desc_load;
-  assign \$573  = \$571  & \$572 ;
-  assign \$574  = req_w_stb & sel_desc_dst_lo;
-  assign \$575  = dma_program__valid | desc_verdict;
-  assign \$576  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$577  = \$575  | \$576 ;
-  assign \$578  = desc_fetch | desc_load;
-  assign \$579  = \$577  | \$578 ;
-  assign \$581  = \$574  & \$580 ;
-  assign \$582  = req_w_stb & sel_desc_dst_lo;
-  assign \$583  = req_r_stb & sel_desc_dst_lo;
-  assign \$584  = desc_fetch | desc_load;
-  assign \$585  = \$583  & \$584 ;
-  assign \$586  = req_w_stb & sel_desc_dst_hi;
-  assign \$587  = dma_program__valid | desc_verdict;
-  assign \$588  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$589  = \$587  | \$588 ;
+  assign \$555  = \$554  | sweep;
+  assign \$556  = region_program__valid | region_judging;
+  assign \$557  = region_fetch | region_load;
+  assign \$558  = \$556  | \$557 ;
+  assign \$560  = \$559  | sweep;
+  assign \$561  = dma_program__valid | desc_judging;
+  assign \$562  = desc_fetch | desc_load;
+  assign \$563  = \$561  | \$562 ;
+  assign \$565  = sweep | dma_busy;
+  assign \$566  = \$564  | \$565 ;
+  assign \$567  = dma_program__valid | desc_judging;
+  assign \$568  = desc_fetch | desc_load;
+  assign \$569  = \$567  | \$568 ;
+  assign \$571  = \$570  | sweep;
+  assign \$574  = \$573  | track_answer;
+  assign \$575  = \$574  | tracker_busy;
+  assign \$580  = req_w_stb & sel_csr_errors;
+  assign \$581  = req_w_stb & sel_tracker_errors;
+  assign \$582  = req_w_stb & sel_dma_errors;
+  assign \$583  = req_w_stb & sel_addrmap_errors;
+  assign \$584  = req_w_stb & sel_arbiter_errors;
+  assign \$585  = region_program__valid | region_judging;
+  assign \$586  = region_fetch | region_load;
+  assign \$587  = \$585  | \$586 ;
+  assign \$589  = dma_program__valid | desc_judging;
   assign \$590  = desc_fetch | desc_load;
   assign \$591  = \$589  | \$590 ;
-  assign \$593  = \$586  & \$592 ;
-  assign \$594  = req_w_stb & sel_desc_dst_hi;
-  assign \$595  = req_r_stb & sel_desc_dst_hi;
-  assign \$596  = desc_fetch | desc_load;
-  assign \$597  = \$595  & \$596 ;
-  assign \$598  = req_w_stb & sel_track_op;
-  assign \$603  = \$602  | track_answer;
-  assign \$604  = \$598  & \$603 ;
-  assign \$605  = req_w_stb & sel_track_op;
-  assign \$606  = req_w_stb & sel_track_cmd;
-  assign \$611  = \$610  | track_answer;
-  assign \$612  = \$606  & \$611 ;
-  assign \$613  = req_w_stb & sel_track_cmd;
-  assign \$614  = req_w_stb & sel_arb_policy;
-  assign \$620  = \$614  & \$619 ;
-  assign \$621  = req_w_stb & sel_arb_policy;
-  assign \$622  = req_w_stb & sel_arb_starvation_limit;
-  assign \$628  = \$622  & \$627 ;
-  assign \$629  = req_w_stb & sel_arb_starvation_limit;
-  assign \$630  = req_w_stb & sel_command;
-  assign \$631  = region_program__valid | region_verdict;
-  assign \$632  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$633  = \$631  | \$632 ;
-  assign \$634  = region_fetch | region_load;
-  assign \$635  = \$633  | \$634 ;
-  assign \$637  = \$636  | sweep;
-  assign \$638  = region_program__valid | region_verdict;
-  assign \$639  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$640  = \$638  | \$639 ;
-  assign \$641  = region_fetch | region_load;
-  assign \$642  = \$640  | \$641 ;
-  assign \$644  = \$643  | sweep;
-  assign \$645  = dma_program__valid | desc_verdict;
-  assign \$646  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$647  = \$645  | \$646 ;
-  assign \$648  = desc_fetch | desc_load;
-  assign \$649  = \$647  | \$648 ;
-  assign \$651  = sweep | dma_busy;
-  assign \$652  = \$650  | \$651 ;
-  assign \$653  = dma_program__valid | desc_verdict;
-  assign \$654  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$655  = \$653  | \$654 ;
-  assign \$656  = desc_fetch | desc_load;
-  assign \$657  = \$655  | \$656 ;
-  assign \$659  = \$658  | sweep;
-  assign \$664  = \$663  | track_answer;
-  assign \$665  = \$664  | tracker_busy;
-  assign \$672  = req_w_stb & sel_csr_errors;
-  assign \$673  = req_w_stb & sel_tracker_errors;
-  assign \$674  = req_w_stb & sel_dma_errors;
-  assign \$675  = req_w_stb & sel_addrmap_errors;
-  assign \$676  = req_w_stb & sel_arbiter_errors;
-  assign \$677  = region_program__valid | region_verdict;
-  assign \$678  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$679  = \$677  | \$678 ;
-  assign \$680  = region_fetch | region_load;
-  assign \$681  = \$679  | \$680 ;
-  assign \$683  = dma_program__valid | desc_verdict;
-  assign \$684  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$685  = \$683  | \$684 ;
-  assign \$686  = desc_fetch | desc_load;
-  assign \$687  = \$685  | \$686 ;
-  assign \$693  = \$692  | track_answer;
+  assign \$595  = \$594  | track_answer;
   always @(posedge clk)
-    req_addr <= \$699 ;
+    req_addr <= \$599 ;
   always @(posedge clk)
-    req_w_data <= \$700 ;
+    req_w_data <= \$600 ;
   always @(posedge clk)
-    req_w_stb <= \$701 ;
+    req_w_stb <= \$601 ;
   always @(posedge clk)
-    req_r_stb <= \$702 ;
+    req_r_stb <= \$602 ;
   always @(posedge clk)
-    sel_id <= \$703 ;
+    sel_id <= \$603 ;
   always @(posedge clk)
-    sel_config <= \$704 ;
+    sel_config <= \$604 ;
   always @(posedge clk)
-    sel_status <= \$705 ;
+    sel_status <= \$605 ;
   always @(posedge clk)
-    sel_command <= \$706 ;
+    sel_command <= \$606 ;
   always @(posedge clk)
-    sel_device_id <= \$707 ;
+    sel_device_id <= \$607 ;
   always @(posedge clk)
-    sel_csr_errors <= \$708 ;
+    sel_csr_errors <= \$608 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$709 ;
+    sel_tracker_errors <= \$609 ;
   always @(posedge clk)
-    sel_dma_errors <= \$710 ;
+    sel_dma_errors <= \$610 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$711 ;
+    sel_addrmap_errors <= \$611 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$712 ;
+    sel_arbiter_errors <= \$612 ;
   always @(posedge clk)
-    sel_region_index <= \$713 ;
+    sel_region_index <= \$613 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$714 ;
+    sel_region_base_lo <= \$614 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$715 ;
+    sel_region_base_hi <= \$615 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$716 ;
+    sel_region_size_lo <= \$616 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$717 ;
+    sel_region_size_hi <= \$617 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$718 ;
+    sel_region_remote_base_lo <= \$618 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$719 ;
+    sel_region_remote_base_hi <= \$619 ;
   always @(posedge clk)
-    sel_desc_index <= \$720 ;
+    sel_desc_index <= \$620 ;
   always @(posedge clk)
-    sel_desc_rows <= \$721 ;
+    sel_desc_rows <= \$621 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$722 ;
+    sel_desc_pitch <= \$622 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$723 ;
+    sel_desc_src_lo <= \$623 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$724 ;
+    sel_desc_src_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$725 ;
+    sel_desc_dst_lo <= \$625 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$726 ;
+    sel_desc_dst_hi <= \$626 ;
   always @(posedge clk)
-    sel_track_op <= \$727 ;
+    sel_track_op <= \$627 ;
   always @(posedge clk)
-    sel_track_cmd <= \$728 ;
+    sel_track_cmd <= \$628 ;
   always @(posedge clk)
-    sel_track_result_op <= \$729 ;
+    sel_track_result_op <= \$629 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$730 ;
+    sel_track_result_threshold <= \$630 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$731 ;
+    sel_tracker_writes_compute <= \$631 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$732 ;
+    sel_tracker_writes_dma <= \$632 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$733 ;
+    sel_tracker_writes_remote <= \$633 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$734 ;
+    sel_tracker_unprogrammed <= \$634 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$735 ;
+    sel_tracker_triggers <= \$635 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$736 ;
+    sel_tracker_dropped <= \$636 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$737 ;
+    sel_dma_triggers <= \$637 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$738 ;
+    sel_dma_rejected <= \$638 ;
   always @(posedge clk)
-    sel_dma_reads <= \$739 ;
+    sel_dma_reads <= \$639 ;
   always @(posedge clk)
-    sel_dma_packets <= \$740 ;
+    sel_dma_packets <= \$640 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$741 ;
+    sel_dma_bad_program <= \$641 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$742 ;
+    sel_dma_bad_range <= \$642 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$743 ;
+    sel_dma_bad_pitch <= \$643 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$744 ;
+    sel_dma_desc_busy <= \$644 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$745 ;
+    sel_dma_aborted <= \$645 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$746 ;
+    sel_addrmap_local <= \$646 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$747 ;
+    sel_addrmap_tracked <= \$647 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$748 ;
+    sel_addrmap_remote <= \$648 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$749 ;
+    sel_addrmap_unmapped <= \$649 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$750 ;
+    sel_addrmap_store_crosses <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$751 ;
+    sel_addrmap_rx_misrouted <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$752 ;
+    sel_addrmap_rx_remote <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$753 ;
+    sel_addrmap_rx_unmapped <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$754 ;
+    sel_addrmap_rx_crosses <= \$654 ;
   always @(posedge clk)
-    sel_arb_policy <= \$755 ;
+    sel_arb_policy <= \$655 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$756 ;
+    sel_arb_starvation_limit <= \$656 ;
   always @(posedge clk)
-    sel_arb_status <= \$757 ;
+    sel_arb_status <= \$657 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$758 ;
+    sel_arbiter_grants_load <= \$658 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$759 ;
+    sel_arbiter_grants_store <= \$659 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$760 ;
+    sel_arbiter_grants_dma <= \$660 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$761 ;
+    sel_arbiter_grants_remote <= \$661 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$762 ;
+    sel_arbiter_stalls_load <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$763 ;
+    sel_arbiter_stalls_store <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$764 ;
+    sel_arbiter_stalls_dma <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$765 ;
+    sel_arbiter_stalls_remote <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$766 ;
+    sel_arbiter_starved <= \$666 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$767 ;
+    sel_csr_irq_enable <= \$667 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$768 ;
+    sel_tracker_irq_enable <= \$668 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$769 ;
+    sel_dma_irq_enable <= \$669 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$770 ;
+    sel_addrmap_irq_enable <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$771 ;
+    sel_arbiter_irq_enable <= \$671 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$772 ;
+    sel_tracker_capture <= \$672 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$773 ;
+    sel_dma_capture_index <= \$673 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$774 ;
+    sel_dma_capture_addr_lo <= \$674 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$775 ;
+    sel_dma_capture_addr_hi <= \$675 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$776 ;
+    sel_dma_capture_events <= \$676 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$777 ;
+    sel_addrmap_capture_addr_lo <= \$677 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$778 ;
+    sel_addrmap_capture_addr_hi <= \$678 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$779 ;
+    sel_addrmap_capture_device <= \$679 ;
   always @(posedge clk)
-    mapped <= \$780 ;
+    mapped <= \$680 ;
   always @(posedge clk)
-    sweep_at <= \$781 ;
+    sweep_at <= \$681 ;
   always @(posedge clk)
-    sweep <= \$782 ;
+    sweep <= \$682 ;
   always @(posedge clk)
-    region_program__valid <= \$783 ;
+    region_program__valid <= \$683 ;
   always @(posedge clk)
-    dma_program__valid <= \$784 ;
+    dma_program__valid <= \$684 ;
   always @(posedge clk)
-    tracker_program__valid <= \$785 ;
+    tracker_program__valid <= \$685 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$786 ;
+    arbiter_program__valid <= \$686 ;
   always @(posedge clk)
-    region_waiting0 <= \$787 ;
+    region_waiting0 <= \$687 ;
   always @(posedge clk)
-    region_waiting1 <= \$788 ;
+    region_waiting1 <= \$688 ;
   always @(posedge clk)
-    region_waiting2 <= \$789 ;
+    region_waiting2 <= \$689 ;
   always @(posedge clk)
-    region_waiting3 <= \$790 ;
+    region_waiting3 <= \$690 ;
   always @(posedge clk)
-    region_waiting4 <= \$791 ;
+    region_waiting4 <= \$691 ;
   always @(posedge clk)
-    region_waiting5 <= \$792 ;
+    region_waiting5 <= \$692 ;
   always @(posedge clk)
-    region_waiting6 <= \$793 ;
+    region_waiting6 <= \$693 ;
   always @(posedge clk)
-    region_waiting7 <= \$794 ;
+    region_waiting7 <= \$694 ;
   always @(posedge clk)
-    region_waiting8 <= \$795 ;
+    region_waiting8 <= \$695 ;
   always @(posedge clk)
-    region_waiting9 <= \$796 ;
+    region_waiting9 <= \$696 ;
   always @(posedge clk)
-    region_waiting10 <= \$797 ;
+    region_waiting10 <= \$697 ;
   always @(posedge clk)
-    region_waiting11 <= \$798 ;
+    region_waiting11 <= \$698 ;
   always @(posedge clk)
-    region_verdict <= \$799 ;
+    region_verdict <= \$699 ;
+  always @(posedge clk)
+    region_judging <= \$700 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$800 ;
+    region_fetch <= \$701 ;
   always @(posedge clk)
-    region_load <= \$801 ;
+    region_load <= \$702 ;
   always @(posedge clk)
-    region_program__payload <= \$802 ;
+    region_program__payload <= \$703 ;
   always @(posedge clk)
-    desc_waiting0 <= \$803 ;
+    desc_waiting0 <= \$704 ;
   always @(posedge clk)
-    desc_waiting1 <= \$804 ;
+    desc_waiting1 <= \$705 ;
   always @(posedge clk)
-    desc_waiting2 <= \$805 ;
+    desc_waiting2 <= \$706 ;
   always @(posedge clk)
-    desc_waiting3 <= \$806 ;
+    desc_waiting3 <= \$707 ;
   always @(posedge clk)
-    desc_verdict <= \$807 ;
+    desc_verdict <= \$708 ;
   always @(posedge clk)
-    desc_got <= \rp__data$121 ;
+    desc_judging <= \$709 ;
   always @(posedge clk)
-    desc_fetch <= \$808 ;
+    desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_load <= \$809 ;
+    desc_fetch <= \$710 ;
   always @(posedge clk)
-    dma_program__payload <= \$810 ;
+    desc_load <= \$711 ;
   always @(posedge clk)
-    track_result <= \$811 ;
+    dma_program__payload <= \$712 ;
   always @(posedge clk)
-    track_answer <= \$812 ;
+    track_result <= \$713 ;
   always @(posedge clk)
-    tracker_program__payload <= \$813 ;
+    track_answer <= \$714 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$814 ;
+    tracker_program__payload <= \$715 ;
   always @(posedge clk)
-    device_id <= \$815 ;
+    arbiter_program__payload <= \$716 ;
   always @(posedge clk)
-    csr_irq_enable <= \$816 ;
+    device_id <= \$717 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$817 ;
+    csr_irq_enable <= \$718 ;
   always @(posedge clk)
-    dma_irq_enable <= \$818 ;
+    tracker_irq_enable <= \$719 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$819 ;
+    dma_irq_enable <= \$720 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$820 ;
+    addrmap_irq_enable <= \$721 ;
   always @(posedge clk)
-    errors <= \$821 ;
+    arbiter_irq_enable <= \$722 ;
   always @(posedge clk)
-    tracker_sticky <= \$822 ;
+    errors <= \$723 ;
   always @(posedge clk)
-    dma_sticky <= \$823 ;
+    tracker_sticky <= \$724 ;
   always @(posedge clk)
-    addrmap_sticky <= \$824 ;
+    dma_sticky <= \$725 ;
   always @(posedge clk)
-    arbiter_sticky <= \$825 ;
+    addrmap_sticky <= \$726 ;
   always @(posedge clk)
-    tracker_capture <= \$826 ;
+    arbiter_sticky <= \$727 ;
   always @(posedge clk)
-    dma_capture <= \$827 ;
+    tracker_capture <= \$728 ;
   always @(posedge clk)
-    addrmap_capture <= \$828 ;
+    dma_capture <= \$729 ;
   always @(posedge clk)
-    irq <= \$829 ;
+    addrmap_capture <= \$730 ;
   always @(posedge clk)
-    read_part0 <= \$830 ;
+    irq <= \$731 ;
   always @(posedge clk)
-    read_part1 <= \$831 ;
+    read_part0 <= \$732 ;
   always @(posedge clk)
-    read_part2 <= \$832 ;
+    read_part1 <= \$733 ;
   always @(posedge clk)
-    read_part3 <= \$833 ;
+    read_part2 <= \$734 ;
   always @(posedge clk)
-    read_part4 <= \$834 ;
+    read_part3 <= \$735 ;
   always @(posedge clk)
-    read_part5 <= \$835 ;
+    read_part4 <= \$736 ;
   always @(posedge clk)
-    read_part6 <= \$836 ;
+    read_part5 <= \$737 ;
   always @(posedge clk)
-    read_part8 <= \$837 ;
+    read_part6 <= \$738 ;
   always @(posedge clk)
-    read_part10 <= \$838 ;
+    read_part8 <= \$739 ;
   always @(posedge clk)
-    read_part11 <= \$839 ;
+    read_part10 <= \$740 ;
   always @(posedge clk)
-    read_part13 <= \$840 ;
+    read_part11 <= \$741 ;
   always @(posedge clk)
-    read_part14 <= \$841 ;
+    read_part13 <= \$742 ;
   always @(posedge clk)
-    read_pending <= \$842 ;
+    read_part14 <= \$743 ;
   always @(posedge clk)
-    read_section <= \$843 ;
+    read_pending <= \$744 ;
   always @(posedge clk)
-    read_unaligned <= \$844 ;
+    read_section <= \$745 ;
   always @(posedge clk)
-    bus__r_data <= \$845 ;
+    read_unaligned <= \$746 ;
+  always @(posedge clk)
+    bus__r_data <= \$747 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
   assign \$4  = dma_program__valid & dma_program__ready;
   assign \$5  = tracker_program__valid & tracker_program__ready;
   assign \$7  = region_program__valid & region_program__ready;
-  assign \$8  = dma_program__valid & dma_program__ready;
-  assign \$9  = tracker_program__valid & tracker_program__ready;
-  assign \$10  = req_w_stb & sel_region_index;
-  assign \$11  = region_program__valid | region_verdict;
-  assign \$12  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$13  = \$11  | \$12 ;
-  assign \$14  = region_fetch | region_load;
-  assign \$15  = \$13  | \$14 ;
-  assign \$17  = \$10  & \$16 ;
-  assign \$18  = req_w_stb & sel_region_index;
-  assign \$19  = req_w_stb & sel_region_base_lo;
-  assign \$20  = region_program__valid | region_verdict;
-  assign \$21  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$22  = \$20  | \$21 ;
+  assign \$8  = region_program__valid & region_program__ready;
+  assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
+  assign \$10  = dma_program__valid & dma_program__ready;
+  assign \$11  = dma_program__valid & dma_program__ready;
+  assign \$12  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
+  assign \$13  = tracker_program__valid & tracker_program__ready;
+  assign \$14  = req_w_stb & sel_region_index;
+  assign \$15  = region_program__valid | region_judging;
+  assign \$16  = region_fetch | region_load;
+  assign \$17  = \$15  | \$16 ;
+  assign \$19  = \$14  & \$18 ;
+  assign \$20  = req_w_stb & sel_region_index;
+  assign \$21  = req_w_stb & sel_region_base_lo;
+  assign \$22  = region_program__valid | region_judging;
   assign \$23  = region_fetch | region_load;
   assign \$24  = \$22  | \$23 ;
-  assign \$26  = \$19  & \$25 ;
+  assign \$26  = \$21  & \$25 ;
   assign \$27  = req_w_stb & sel_region_base_lo;
   assign \$28  = req_w_stb & sel_region_base_hi;
-  assign \$29  = region_program__valid | region_verdict;
-  assign \$30  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$29  = region_program__valid | region_judging;
+  assign \$30  = region_fetch | region_load;
   assign \$31  = \$29  | \$30 ;
-  assign \$32  = region_fetch | region_load;
-  assign \$33  = \$31  | \$32 ;
-  assign \$35  = \$28  & \$34 ;
-  assign \$36  = req_w_stb & sel_region_base_hi;
-  assign \$37  = req_w_stb & sel_region_size_lo;
-  assign \$38  = region_program__valid | region_verdict;
-  assign \$39  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = region_fetch | region_load;
-  assign \$42  = \$40  | \$41 ;
-  assign \$44  = \$37  & \$43 ;
-  assign \$45  = req_w_stb & sel_region_size_lo;
-  assign \$46  = req_w_stb & sel_region_size_hi;
-  assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = region_fetch | region_load;
-  assign \$51  = \$49  | \$50 ;
-  assign \$53  = \$46  & \$52 ;
-  assign \$54  = req_w_stb & sel_region_size_hi;
+  assign \$33  = \$28  & \$32 ;
+  assign \$34  = req_w_stb & sel_region_base_hi;
+  assign \$35  = req_w_stb & sel_region_size_lo;
+  assign \$36  = region_program__valid | region_judging;
+  assign \$37  = region_fetch | region_load;
+  assign \$38  = \$36  | \$37 ;
+  assign \$40  = \$35  & \$39 ;
+  assign \$41  = req_w_stb & sel_region_size_lo;
+  assign \$42  = req_w_stb & sel_region_size_hi;
+  assign \$43  = region_program__valid | region_judging;
+  assign \$44  = region_fetch | region_load;
+  assign \$45  = \$43  | \$44 ;
+  assign \$47  = \$42  & \$46 ;
+  assign \$48  = req_w_stb & sel_region_size_hi;
+  assign \$49  = req_w_stb & sel_region_remote_base_lo;
+  assign \$50  = region_program__valid | region_judging;
+  assign \$51  = region_fetch | region_load;
+  assign \$52  = \$50  | \$51 ;
+  assign \$54  = \$49  & \$53 ;
   assign \$55  = req_w_stb & sel_region_remote_base_lo;
-  assign \$56  = region_program__valid | region_verdict;
-  assign \$57  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$58  = \$56  | \$57 ;
-  assign \$59  = region_fetch | region_load;
-  assign \$60  = \$58  | \$59 ;
-  assign \$62  = \$55  & \$61 ;
-  assign \$63  = req_w_stb & sel_region_remote_base_lo;
-  assign \$64  = req_w_stb & sel_region_remote_base_hi;
-  assign \$65  = region_program__valid | region_verdict;
-  assign \$66  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = region_fetch | region_load;
-  assign \$69  = \$67  | \$68 ;
-  assign \$71  = \$64  & \$70 ;
-  assign \$72  = req_w_stb & sel_region_remote_base_hi;
-  assign \$73  = req_w_stb & sel_desc_index;
-  assign \$74  = dma_program__valid | desc_verdict;
-  assign \$75  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = desc_fetch | desc_load;
-  assign \$78  = \$76  | \$77 ;
-  assign \$80  = \$73  & \$79 ;
-  assign \$81  = req_w_stb & sel_desc_index;
-  assign \$82  = req_w_stb & sel_desc_rows;
-  assign \$83  = dma_program__valid | desc_verdict;
-  assign \$84  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$85  = \$83  | \$84 ;
+  assign \$56  = req_w_stb & sel_region_remote_base_hi;
+  assign \$57  = region_program__valid | region_judging;
+  assign \$58  = region_fetch | region_load;
+  assign \$59  = \$57  | \$58 ;
+  assign \$61  = \$56  & \$60 ;
+  assign \$62  = req_w_stb & sel_region_remote_base_hi;
+  assign \$63  = req_w_stb & sel_desc_index;
+  assign \$64  = dma_program__valid | desc_judging;
+  assign \$65  = desc_fetch | desc_load;
+  assign \$66  = \$64  | \$65 ;
+  assign \$68  = \$63  & \$67 ;
+  assign \$69  = req_w_stb & sel_desc_index;
+  assign \$70  = req_w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_judging;
+  assign \$72  = desc_fetch | desc_load;
+  assign \$73  = \$71  | \$72 ;
+  assign \$75  = \$70  & \$74 ;
+  assign \$76  = req_w_stb & sel_desc_rows;
+  assign \$77  = req_w_stb & sel_desc_pitch;
+  assign \$78  = dma_program__valid | desc_judging;
+  assign \$79  = desc_fetch | desc_load;
+  assign \$80  = \$78  | \$79 ;
+  assign \$82  = \$77  & \$81 ;
+  assign \$83  = req_w_stb & sel_desc_pitch;
+  assign \$84  = req_w_stb & sel_desc_src_lo;
+  assign \$85  = dma_program__valid | desc_judging;
   assign \$86  = desc_fetch | desc_load;
   assign \$87  = \$85  | \$86 ;
-  assign \$89  = \$82  & \$88 ;
-  assign \$90  = req_w_stb & sel_desc_rows;
-  assign \$91  = req_w_stb & sel_desc_pitch;
-  assign \$92  = dma_program__valid | desc_verdict;
-  assign \$93  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = req_w_stb & sel_desc_src_lo;
+  assign \$91  = req_w_stb & sel_desc_src_hi;
+  assign \$92  = dma_program__valid | desc_judging;
+  assign \$93  = desc_fetch | desc_load;
   assign \$94  = \$92  | \$93 ;
-  assign \$95  = desc_fetch | desc_load;
-  assign \$96  = \$94  | \$95 ;
-  assign \$98  = \$91  & \$97 ;
-  assign \$99  = req_w_stb & sel_desc_pitch;
-  assign \$100  = req_w_stb & sel_desc_src_lo;
-  assign \$101  = dma_program__valid | desc_verdict;
-  assign \$102  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = desc_fetch | desc_load;
-  assign \$105  = \$103  | \$104 ;
-  assign \$107  = \$100  & \$106 ;
-  assign \$108  = req_w_stb & sel_desc_src_lo;
-  assign \$109  = req_w_stb & sel_desc_src_hi;
-  assign \$110  = dma_program__valid | desc_verdict;
-  assign \$111  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$112  = \$110  | \$111 ;
-  assign \$113  = desc_fetch | desc_load;
-  assign \$114  = \$112  | \$113 ;
-  assign \$116  = \$109  & \$115 ;
-  assign \$117  = req_w_stb & sel_desc_src_hi;
-  assign \$118  = req_w_stb & sel_desc_dst_lo;
-  assign \$119  = dma_program__valid | desc_verdict;
-  assign \$120  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = desc_fetch | desc_load;
-  assign \$123  = \$121  | \$122 ;
-  assign \$125  = \$118  & \$124 ;
-  assign \$126  = req_w_stb & sel_desc_dst_lo;
-  assign \$127  = req_w_stb & sel_desc_dst_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$130  = \$128  | \$129 ;
-  assign \$131  = desc_fetch | desc_load;
-  assign \$132  = \$130  | \$131 ;
-  assign \$134  = \$127  & \$133 ;
-  assign \$135  = req_w_stb & sel_desc_dst_hi;
-  assign \$136  = req_w_stb & sel_track_op;
-  assign \$141  = \$140  | track_answer;
-  assign \$142  = \$136  & \$141 ;
-  assign \$143  = req_w_stb & sel_track_op;
-  assign \$144  = req_w_stb & sel_track_cmd;
-  assign \$149  = \$148  | track_answer;
-  assign \$150  = \$144  & \$149 ;
-  assign \$151  = req_w_stb & sel_track_cmd;
-  assign \$152  = req_w_stb & sel_arb_policy;
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = req_w_stb & sel_desc_src_hi;
+  assign \$98  = req_w_stb & sel_desc_dst_lo;
+  assign \$99  = dma_program__valid | desc_judging;
+  assign \$100  = desc_fetch | desc_load;
+  assign \$101  = \$99  | \$100 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = req_w_stb & sel_desc_dst_lo;
+  assign \$105  = req_w_stb & sel_desc_dst_hi;
+  assign \$106  = dma_program__valid | desc_judging;
+  assign \$107  = desc_fetch | desc_load;
+  assign \$108  = \$106  | \$107 ;
+  assign \$110  = \$105  & \$109 ;
+  assign \$111  = req_w_stb & sel_desc_dst_hi;
+  assign \$112  = req_w_stb & sel_track_op;
+  assign \$115  = \$114  | track_answer;
+  assign \$116  = \$112  & \$115 ;
+  assign \$117  = req_w_stb & sel_track_op;
+  assign \$118  = req_w_stb & sel_track_cmd;
+  assign \$121  = \$120  | track_answer;
+  assign \$122  = \$118  & \$121 ;
+  assign \$123  = req_w_stb & sel_track_cmd;
+  assign \$124  = req_w_stb & sel_arb_policy;
+  assign \$128  = \$124  & \$127 ;
+  assign \$129  = req_w_stb & sel_arb_policy;
+  assign \$130  = req_w_stb & sel_arb_starvation_limit;
+  assign \$134  = \$130  & \$133 ;
+  assign \$135  = req_w_stb & sel_arb_starvation_limit;
+  assign \$136  = req_w_stb & sel_device_id;
+  assign \$137  = req_w_stb & sel_csr_irq_enable;
+  assign \$138  = req_w_stb & sel_tracker_irq_enable;
+  assign \$139  = req_w_stb & sel_dma_irq_enable;
+  assign \$140  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$141  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$142  = req_w_stb & sel_command;
+  assign \$143  = region_program__valid | region_judging;
+  assign \$144  = region_fetch | region_load;
+  assign \$145  = \$143  | \$144 ;
+  assign \$147  = \$146  | sweep;
+  assign \$148  = region_program__valid | region_judging;
+  assign \$149  = region_fetch | region_load;
+  assign \$150  = \$148  | \$149 ;
+  assign \$152  = \$151  | sweep;
+  assign \$153  = dma_program__valid | desc_judging;
+  assign \$154  = desc_fetch | desc_load;
+  assign \$155  = \$153  | \$154 ;
+  assign \$157  = sweep | dma_busy;
+  assign \$158  = \$156  | \$157 ;
+  assign \$159  = dma_program__valid | desc_judging;
+  assign \$160  = desc_fetch | desc_load;
+  assign \$161  = \$159  | \$160 ;
+  assign \$163  = \$162  | sweep;
+  assign \$166  = \$165  | track_answer;
+  assign \$167  = \$166  | tracker_busy;
+  assign \$172  = ~ csr_errors_clear;
+  assign \$173  = errors & \$172 ;
+  assign \$174  = \$173  | set_err;
+  assign \$175  = ~ tracker_errors_clear;
+  assign \$176  = tracker_sticky & \$175 ;
+  assign \$177  = \$176  | tracker_errors;
+  assign \$178  = ~ dma_errors_clear;
+  assign \$179  = dma_sticky & \$178 ;
+  assign \$180  = \$179  | dma_errors;
+  assign \$181  = ~ addrmap_errors_clear;
+  assign \$182  = addrmap_sticky & \$181 ;
+  assign \$183  = \$182  | addrmap_errors;
+  assign \$184  = ~ arbiter_errors_clear;
+  assign \$185  = arbiter_sticky & \$184 ;
+  assign \$186  = \$185  | arbiter_errors;
+  assign \$187  = | tracker_errors;
+  assign \$188  = ~ tracker_errors_clear;
+  assign \$189  = tracker_sticky & \$188 ;
+  assign \$190  = | \$189 ;
+  assign \$191  = ~ \$190 ;
+  assign \$192  = \$187  & \$191 ;
+  assign \$193  = | dma_errors;
+  assign \$194  = ~ dma_errors_clear;
+  assign \$195  = dma_sticky & \$194 ;
+  assign \$196  = | \$195 ;
+  assign \$197  = ~ \$196 ;
+  assign \$198  = \$193  & \$197 ;
+  assign \$199  = | addrmap_errors;
+  assign \$200  = ~ addrmap_errors_clear;
+  assign \$201  = addrmap_sticky & \$200 ;
+  assign \$202  = | \$201 ;
+  assign \$203  = ~ \$202 ;
+  assign \$204  = \$199  & \$203 ;
+  assign \$205  = errors & csr_irq_enable;
+  assign \$206  = | \$205 ;
+  assign \$207  = tracker_sticky & tracker_irq_enable;
+  assign \$208  = | \$207 ;
+  assign \$209  = dma_sticky & dma_irq_enable;
+  assign \$210  = | \$209 ;
+  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$212  = | \$211 ;
+  assign \$213  = arbiter_sticky & arbiter_irq_enable;
+  assign \$214  = | \$213 ;
+  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
+  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
+  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$220  = req_addr[3] ? \$218  : \$219 ;
+  assign \$221  = req_addr[4] ? \$217  : \$220 ;
+  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
+  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
+  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$227  = req_addr[3] ? \$225  : \$226 ;
+  assign \$228  = req_addr[4] ? \$224  : \$227 ;
+  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
+  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$232  = req_addr[3] ? \$230  : \$231 ;
+  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$235  = req_addr[3] ? \$233  : \$234 ;
+  assign \$236  = req_addr[4] ? \$232  : \$235 ;
+  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
+  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$240  = req_addr[3] ? \$238  : \$239 ;
+  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$243  = req_addr[3] ? \$241  : \$242 ;
+  assign \$244  = req_addr[4] ? \$240  : \$243 ;
+  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
+  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$248  = req_addr[3] ? \$246  : \$247 ;
+  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
+  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
+  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$699  = bus__addr;
+    \$599  = bus__addr;
     if (rst) begin
-      \$699  = 10'h000;
+      \$599  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$700  = bus__w_data;
+    \$600  = bus__w_data;
     if (rst) begin
-      \$700  = 32'd0;
+      \$600  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$701  = bus__w_stb;
+    \$601  = bus__w_stb;
     if (rst) begin
-      \$701  = 1'h0;
+      \$601  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$702  = bus__r_stb;
+    \$602  = bus__r_stb;
     if (rst) begin
-      \$702  = 1'h0;
+      \$602  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$703  = 1'h0;
+    \$603  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$703  = 1'h1;
+          \$603  = 1'h1;
     endcase
     if (rst) begin
-      \$703  = 1'h0;
+      \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$704  = 1'h0;
+    \$604  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
-          \$704  = 1'h1;
+          \$604  = 1'h1;
     endcase
     if (rst) begin
-      \$704  = 1'h0;
+      \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$705  = 1'h0;
+    \$605  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
           /* empty */;
       10'h008:
-          \$705  = 1'h1;
+          \$605  = 1'h1;
     endcase
     if (rst) begin
-      \$705  = 1'h0;
+      \$605  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$706  = 1'h0;
+    \$606  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36210,15 +36232,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          \$706  = 1'h1;
+          \$606  = 1'h1;
     endcase
     if (rst) begin
-      \$706  = 1'h0;
+      \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$707  = 1'h0;
+    \$607  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36229,15 +36251,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          \$707  = 1'h1;
+          \$607  = 1'h1;
     endcase
     if (rst) begin
-      \$707  = 1'h0;
+      \$607  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$708  = 1'h0;
+    \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36250,15 +36272,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          \$708  = 1'h1;
+          \$608  = 1'h1;
     endcase
     if (rst) begin
-      \$708  = 1'h0;
+      \$608  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$709  = 1'h0;
+    \$609  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36273,15 +36295,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          \$709  = 1'h1;
+          \$609  = 1'h1;
     endcase
     if (rst) begin
-      \$709  = 1'h0;
+      \$609  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$710  = 1'h0;
+    \$610  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36298,15 +36320,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          \$710  = 1'h1;
+          \$610  = 1'h1;
     endcase
     if (rst) begin
-      \$710  = 1'h0;
+      \$610  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$711  = 1'h0;
+    \$611  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36325,15 +36347,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          \$711  = 1'h1;
+          \$611  = 1'h1;
     endcase
     if (rst) begin
-      \$711  = 1'h0;
+      \$611  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$712  = 1'h0;
+    \$612  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36354,15 +36376,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          \$712  = 1'h1;
+          \$612  = 1'h1;
     endcase
     if (rst) begin
-      \$712  = 1'h0;
+      \$612  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$713  = 1'h0;
+    \$613  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36385,15 +36407,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          \$713  = 1'h1;
+          \$613  = 1'h1;
     endcase
     if (rst) begin
-      \$713  = 1'h0;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$714  = 1'h0;
+    \$614  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36418,15 +36440,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          \$714  = 1'h1;
+          \$614  = 1'h1;
     endcase
     if (rst) begin
-      \$714  = 1'h0;
+      \$614  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$715  = 1'h0;
+    \$615  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36453,15 +36475,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          \$715  = 1'h1;
+          \$615  = 1'h1;
     endcase
     if (rst) begin
-      \$715  = 1'h0;
+      \$615  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$716  = 1'h0;
+    \$616  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36490,15 +36512,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          \$716  = 1'h1;
+          \$616  = 1'h1;
     endcase
     if (rst) begin
-      \$716  = 1'h0;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$717  = 1'h0;
+    \$617  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36529,15 +36551,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          \$717  = 1'h1;
+          \$617  = 1'h1;
     endcase
     if (rst) begin
-      \$717  = 1'h0;
+      \$617  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$718  = 1'h0;
+    \$618  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36570,15 +36592,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          \$718  = 1'h1;
+          \$618  = 1'h1;
     endcase
     if (rst) begin
-      \$718  = 1'h0;
+      \$618  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$719  = 1'h0;
+    \$619  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36613,15 +36635,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          \$719  = 1'h1;
+          \$619  = 1'h1;
     endcase
     if (rst) begin
-      \$719  = 1'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$720  = 1'h0;
+    \$620  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36658,15 +36680,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          \$720  = 1'h1;
+          \$620  = 1'h1;
     endcase
     if (rst) begin
-      \$720  = 1'h0;
+      \$620  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$721  = 1'h0;
+    \$621  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36705,15 +36727,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          \$721  = 1'h1;
+          \$621  = 1'h1;
     endcase
     if (rst) begin
-      \$721  = 1'h0;
+      \$621  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$722  = 1'h0;
+    \$622  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36754,15 +36776,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          \$722  = 1'h1;
+          \$622  = 1'h1;
     endcase
     if (rst) begin
-      \$722  = 1'h0;
+      \$622  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$723  = 1'h0;
+    \$623  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36805,15 +36827,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          \$723  = 1'h1;
+          \$623  = 1'h1;
     endcase
     if (rst) begin
-      \$723  = 1'h0;
+      \$623  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$724  = 1'h0;
+    \$624  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36858,15 +36880,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          \$724  = 1'h1;
+          \$624  = 1'h1;
     endcase
     if (rst) begin
-      \$724  = 1'h0;
+      \$624  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$725  = 1'h0;
+    \$625  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36913,15 +36935,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          \$725  = 1'h1;
+          \$625  = 1'h1;
     endcase
     if (rst) begin
-      \$725  = 1'h0;
+      \$625  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$726  = 1'h0;
+    \$626  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -36970,15 +36992,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          \$726  = 1'h1;
+          \$626  = 1'h1;
     endcase
     if (rst) begin
-      \$726  = 1'h0;
+      \$626  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$727  = 1'h0;
+    \$627  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37029,15 +37051,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          \$727  = 1'h1;
+          \$627  = 1'h1;
     endcase
     if (rst) begin
-      \$727  = 1'h0;
+      \$627  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$728  = 1'h0;
+    \$628  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37090,15 +37112,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          \$728  = 1'h1;
+          \$628  = 1'h1;
     endcase
     if (rst) begin
-      \$728  = 1'h0;
+      \$628  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$729  = 1'h0;
+    \$629  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37153,15 +37175,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          \$729  = 1'h1;
+          \$629  = 1'h1;
     endcase
     if (rst) begin
-      \$729  = 1'h0;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$730  = 1'h0;
+    \$630  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37218,15 +37240,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          \$730  = 1'h1;
+          \$630  = 1'h1;
     endcase
     if (rst) begin
-      \$730  = 1'h0;
+      \$630  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$731  = 1'h0;
+    \$631  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37285,15 +37307,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          \$731  = 1'h1;
+          \$631  = 1'h1;
     endcase
     if (rst) begin
-      \$731  = 1'h0;
+      \$631  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$732  = 1'h0;
+    \$632  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37354,15 +37376,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          \$732  = 1'h1;
+          \$632  = 1'h1;
     endcase
     if (rst) begin
-      \$732  = 1'h0;
+      \$632  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$733  = 1'h0;
+    \$633  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37425,15 +37447,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          \$733  = 1'h1;
+          \$633  = 1'h1;
     endcase
     if (rst) begin
-      \$733  = 1'h0;
+      \$633  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$734  = 1'h0;
+    \$634  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37498,15 +37520,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          \$734  = 1'h1;
+          \$634  = 1'h1;
     endcase
     if (rst) begin
-      \$734  = 1'h0;
+      \$634  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$735  = 1'h0;
+    \$635  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37573,15 +37595,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          \$735  = 1'h1;
+          \$635  = 1'h1;
     endcase
     if (rst) begin
-      \$735  = 1'h0;
+      \$635  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$736  = 1'h0;
+    \$636  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37650,15 +37672,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          \$736  = 1'h1;
+          \$636  = 1'h1;
     endcase
     if (rst) begin
-      \$736  = 1'h0;
+      \$636  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$737  = 1'h0;
+    \$637  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37729,15 +37751,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          \$737  = 1'h1;
+          \$637  = 1'h1;
     endcase
     if (rst) begin
-      \$737  = 1'h0;
+      \$637  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$738  = 1'h0;
+    \$638  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37810,15 +37832,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          \$738  = 1'h1;
+          \$638  = 1'h1;
     endcase
     if (rst) begin
-      \$738  = 1'h0;
+      \$638  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$739  = 1'h0;
+    \$639  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37893,15 +37915,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          \$739  = 1'h1;
+          \$639  = 1'h1;
     endcase
     if (rst) begin
-      \$739  = 1'h0;
+      \$639  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$740  = 1'h0;
+    \$640  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -37978,15 +38000,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          \$740  = 1'h1;
+          \$640  = 1'h1;
     endcase
     if (rst) begin
-      \$740  = 1'h0;
+      \$640  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$741  = 1'h0;
+    \$641  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38065,15 +38087,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          \$741  = 1'h1;
+          \$641  = 1'h1;
     endcase
     if (rst) begin
-      \$741  = 1'h0;
+      \$641  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$742  = 1'h0;
+    \$642  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38154,15 +38176,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          \$742  = 1'h1;
+          \$642  = 1'h1;
     endcase
     if (rst) begin
-      \$742  = 1'h0;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$743  = 1'h0;
+    \$643  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38245,15 +38267,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          \$743  = 1'h1;
+          \$643  = 1'h1;
     endcase
     if (rst) begin
-      \$743  = 1'h0;
+      \$643  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$744  = 1'h0;
+    \$644  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38338,15 +38360,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          \$744  = 1'h1;
+          \$644  = 1'h1;
     endcase
     if (rst) begin
-      \$744  = 1'h0;
+      \$644  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$745  = 1'h0;
+    \$645  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38433,15 +38455,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          \$745  = 1'h1;
+          \$645  = 1'h1;
     endcase
     if (rst) begin
-      \$745  = 1'h0;
+      \$645  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$746  = 1'h0;
+    \$646  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38530,15 +38552,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          \$746  = 1'h1;
+          \$646  = 1'h1;
     endcase
     if (rst) begin
-      \$746  = 1'h0;
+      \$646  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$747  = 1'h0;
+    \$647  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38629,15 +38651,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          \$747  = 1'h1;
+          \$647  = 1'h1;
     endcase
     if (rst) begin
-      \$747  = 1'h0;
+      \$647  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$748  = 1'h0;
+    \$648  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38730,15 +38752,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          \$748  = 1'h1;
+          \$648  = 1'h1;
     endcase
     if (rst) begin
-      \$748  = 1'h0;
+      \$648  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$749  = 1'h0;
+    \$649  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38833,15 +38855,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          \$749  = 1'h1;
+          \$649  = 1'h1;
     endcase
     if (rst) begin
-      \$749  = 1'h0;
+      \$649  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$750  = 1'h0;
+    \$650  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -38938,15 +38960,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          \$750  = 1'h1;
+          \$650  = 1'h1;
     endcase
     if (rst) begin
-      \$750  = 1'h0;
+      \$650  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$751  = 1'h0;
+    \$651  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39045,15 +39067,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          \$751  = 1'h1;
+          \$651  = 1'h1;
     endcase
     if (rst) begin
-      \$751  = 1'h0;
+      \$651  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$752  = 1'h0;
+    \$652  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39154,15 +39176,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          \$752  = 1'h1;
+          \$652  = 1'h1;
     endcase
     if (rst) begin
-      \$752  = 1'h0;
+      \$652  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$753  = 1'h0;
+    \$653  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39265,15 +39287,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          \$753  = 1'h1;
+          \$653  = 1'h1;
     endcase
     if (rst) begin
-      \$753  = 1'h0;
+      \$653  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$754  = 1'h0;
+    \$654  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39378,15 +39400,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          \$754  = 1'h1;
+          \$654  = 1'h1;
     endcase
     if (rst) begin
-      \$754  = 1'h0;
+      \$654  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$755  = 1'h0;
+    \$655  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39493,15 +39515,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          \$755  = 1'h1;
+          \$655  = 1'h1;
     endcase
     if (rst) begin
-      \$755  = 1'h0;
+      \$655  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$756  = 1'h0;
+    \$656  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39610,15 +39632,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          \$756  = 1'h1;
+          \$656  = 1'h1;
     endcase
     if (rst) begin
-      \$756  = 1'h0;
+      \$656  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$757  = 1'h0;
+    \$657  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39729,15 +39751,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          \$757  = 1'h1;
+          \$657  = 1'h1;
     endcase
     if (rst) begin
-      \$757  = 1'h0;
+      \$657  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$758  = 1'h0;
+    \$658  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39850,15 +39872,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          \$758  = 1'h1;
+          \$658  = 1'h1;
     endcase
     if (rst) begin
-      \$758  = 1'h0;
+      \$658  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$759  = 1'h0;
+    \$659  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -39973,15 +39995,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          \$759  = 1'h1;
+          \$659  = 1'h1;
     endcase
     if (rst) begin
-      \$759  = 1'h0;
+      \$659  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$760  = 1'h0;
+    \$660  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40098,15 +40120,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          \$760  = 1'h1;
+          \$660  = 1'h1;
     endcase
     if (rst) begin
-      \$760  = 1'h0;
+      \$660  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$761  = 1'h0;
+    \$661  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40225,15 +40247,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          \$761  = 1'h1;
+          \$661  = 1'h1;
     endcase
     if (rst) begin
-      \$761  = 1'h0;
+      \$661  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$762  = 1'h0;
+    \$662  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40354,15 +40376,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          \$762  = 1'h1;
+          \$662  = 1'h1;
     endcase
     if (rst) begin
-      \$762  = 1'h0;
+      \$662  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$763  = 1'h0;
+    \$663  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40485,15 +40507,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          \$763  = 1'h1;
+          \$663  = 1'h1;
     endcase
     if (rst) begin
-      \$763  = 1'h0;
+      \$663  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$764  = 1'h0;
+    \$664  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40618,15 +40640,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          \$764  = 1'h1;
+          \$664  = 1'h1;
     endcase
     if (rst) begin
-      \$764  = 1'h0;
+      \$664  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$765  = 1'h0;
+    \$665  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40753,15 +40775,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          \$765  = 1'h1;
+          \$665  = 1'h1;
     endcase
     if (rst) begin
-      \$765  = 1'h0;
+      \$665  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$766  = 1'h0;
+    \$666  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -40890,15 +40912,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          \$766  = 1'h1;
+          \$666  = 1'h1;
     endcase
     if (rst) begin
-      \$766  = 1'h0;
+      \$666  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$767  = 1'h0;
+    \$667  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41029,15 +41051,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          \$767  = 1'h1;
+          \$667  = 1'h1;
     endcase
     if (rst) begin
-      \$767  = 1'h0;
+      \$667  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$768  = 1'h0;
+    \$668  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41170,15 +41192,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          \$768  = 1'h1;
+          \$668  = 1'h1;
     endcase
     if (rst) begin
-      \$768  = 1'h0;
+      \$668  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$769  = 1'h0;
+    \$669  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41313,15 +41335,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          \$769  = 1'h1;
+          \$669  = 1'h1;
     endcase
     if (rst) begin
-      \$769  = 1'h0;
+      \$669  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$770  = 1'h0;
+    \$670  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41458,15 +41480,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          \$770  = 1'h1;
+          \$670  = 1'h1;
     endcase
     if (rst) begin
-      \$770  = 1'h0;
+      \$670  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$771  = 1'h0;
+    \$671  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41605,15 +41627,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          \$771  = 1'h1;
+          \$671  = 1'h1;
     endcase
     if (rst) begin
-      \$771  = 1'h0;
+      \$671  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$772  = 1'h0;
+    \$672  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41754,15 +41776,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          \$772  = 1'h1;
+          \$672  = 1'h1;
     endcase
     if (rst) begin
-      \$772  = 1'h0;
+      \$672  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$773  = 1'h0;
+    \$673  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -41905,15 +41927,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          \$773  = 1'h1;
+          \$673  = 1'h1;
     endcase
     if (rst) begin
-      \$773  = 1'h0;
+      \$673  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$774  = 1'h0;
+    \$674  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -42058,15 +42080,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          \$774  = 1'h1;
+          \$674  = 1'h1;
     endcase
     if (rst) begin
-      \$774  = 1'h0;
+      \$674  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$775  = 1'h0;
+    \$675  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -42213,15 +42235,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h388:
           /* empty */;
       10'h38c:
-          \$775  = 1'h1;
+          \$675  = 1'h1;
     endcase
     if (rst) begin
-      \$775  = 1'h0;
+      \$675  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$776  = 1'h0;
+    \$676  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -42370,15 +42392,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h38c:
           /* empty */;
       10'h390:
-          \$776  = 1'h1;
+          \$676  = 1'h1;
     endcase
     if (rst) begin
-      \$776  = 1'h0;
+      \$676  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$777  = 1'h0;
+    \$677  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -42529,15 +42551,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h390:
           /* empty */;
       10'h394:
-          \$777  = 1'h1;
+          \$677  = 1'h1;
     endcase
     if (rst) begin
-      \$777  = 1'h0;
+      \$677  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$778  = 1'h0;
+    \$678  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -42690,15 +42712,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h394:
           /* empty */;
       10'h398:
-          \$778  = 1'h1;
+          \$678  = 1'h1;
     endcase
     if (rst) begin
-      \$778  = 1'h0;
+      \$678  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$779  = 1'h0;
+    \$679  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -42853,224 +42875,224 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h398:
           /* empty */;
       10'h39c:
-          \$779  = 1'h1;
+          \$679  = 1'h1;
     endcase
     if (rst) begin
-      \$779  = 1'h0;
+      \$679  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$780  = 1'h0;
+    \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h004:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h008:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h00c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h010:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h040:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h044:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h048:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h04c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h050:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h080:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h084:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h088:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h08c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h090:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h094:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h098:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h100:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h104:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h108:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h10c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h140:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h144:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h148:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h14c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h150:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h154:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h180:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h184:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h188:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h18c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h190:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h194:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h198:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h19c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h1a0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h200:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h204:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h208:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h20c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h210:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h214:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h218:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h21c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h220:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h280:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h284:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h288:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2dc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2e0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h340:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h344:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h348:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h34c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h350:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h380:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h384:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h388:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h38c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h390:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h394:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h398:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h39c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
     endcase
     if (rst) begin
-      \$780  = 1'h0;
+      \$680  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$781  = sweep_at;
+    \$681  = sweep_at;
     if (sweep) begin
-      \$781  = \$1 [7:0];
+      \$681  = \$1 [7:0];
     end
     if (rst) begin
-      \$781  = 8'h00;
+      \$681  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$782  = sweep;
+    \$682  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$782  = 1'h0;
+        \$682  = 1'h0;
       end
     end
     if (rst) begin
-      \$782  = 1'h1;
+      \$682  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$783  = region_program__valid;
+    \$683  = region_program__valid;
     if (\$3 ) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$181 ) begin
+            if (\$147 ) begin
             end else begin
-              \$783  = 1'h1;
+              \$683  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$784  = dma_program__valid;
+    \$684  = dma_program__valid;
     if (\$4 ) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -43078,23 +43100,23 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$196 ) begin
+            if (\$158 ) begin
             end else begin
-              \$784  = 1'h1;
+              \$684  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$785  = tracker_program__valid;
+    \$685  = tracker_program__valid;
     if (\$5 ) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -43106,23 +43128,23 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$209 ) begin
+            if (\$167 ) begin
             end else begin
-              \$785  = 1'h1;
+              \$685  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$786  = arbiter_program__valid;
+    \$686  = arbiter_program__valid;
     if (\$6 ) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -43136,218 +43158,232 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$215 ) begin
+            if (\$171 ) begin
             end else begin
-              \$786  = 1'h1;
+              \$686  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$787  = \$7 ;
+    \$687  = \$7 ;
     if (rst) begin
-      \$787  = 1'h0;
+      \$687  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$788  = region_waiting0;
+    \$688  = region_waiting0;
     if (rst) begin
-      \$788  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$789  = region_waiting1;
+    \$689  = region_waiting1;
     if (rst) begin
-      \$789  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$790  = region_waiting2;
+    \$690  = region_waiting2;
     if (rst) begin
-      \$790  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$791  = region_waiting3;
+    \$691  = region_waiting3;
     if (rst) begin
-      \$791  = 1'h0;
+      \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$792  = region_waiting4;
+    \$692  = region_waiting4;
     if (rst) begin
-      \$792  = 1'h0;
+      \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$793  = region_waiting5;
+    \$693  = region_waiting5;
     if (rst) begin
-      \$793  = 1'h0;
+      \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$794  = region_waiting6;
+    \$694  = region_waiting6;
     if (rst) begin
-      \$794  = 1'h0;
+      \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$795  = region_waiting7;
+    \$695  = region_waiting7;
     if (rst) begin
-      \$795  = 1'h0;
+      \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$796  = region_waiting8;
+    \$696  = region_waiting8;
     if (rst) begin
-      \$796  = 1'h0;
+      \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$797  = region_waiting9;
+    \$697  = region_waiting9;
     if (rst) begin
-      \$797  = 1'h0;
+      \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$798  = region_waiting10;
+    \$698  = region_waiting10;
     if (rst) begin
-      \$798  = 1'h0;
+      \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$799  = region_waiting11;
+    \$699  = region_waiting11;
     if (rst) begin
-      \$799  = 1'h0;
+      \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$800  = 1'h0;
-    if (\$174 ) begin
+    \$700  = \$9 ;
+    if (rst) begin
+      \$700  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$701  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$188 ) begin
+            if (\$152 ) begin
             end else begin
-              \$800  = 1'h1;
+              \$701  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$800  = 1'h0;
+      \$701  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$801  = region_fetch;
+    \$702  = region_fetch;
     if (rst) begin
-      \$801  = 1'h0;
+      \$702  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$802  = region_program__payload;
+    \$703  = region_program__payload;
     if (region_load) begin
-      \$802 [3] = region_got[0];
-      \$802 [5:4] = region_got[2:1];
-      \$802 [10:6] = region_got[7:3];
-      \$802 [58:11] = region_got[55:8];
-      \$802 [106:59] = region_got[103:56];
-      \$802 [154:107] = region_got[151:104];
+      \$703 [3] = region_got[0];
+      \$703 [5:4] = region_got[2:1];
+      \$703 [10:6] = region_got[7:3];
+      \$703 [58:11] = region_got[55:8];
+      \$703 [106:59] = region_got[103:56];
+      \$703 [154:107] = region_got[151:104];
     end
-    if (\$17 ) begin
-    end else if (\$18 ) begin
-      \$802 [2:0] = req_w_data[2:0];
-      \$802 [3] = req_w_data[3];
-      \$802 [5:4] = req_w_data[5:4];
-      \$802 [10:6] = req_w_data[10:6];
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$703 [2:0] = req_w_data[2:0];
+      \$703 [3] = req_w_data[3];
+      \$703 [5:4] = req_w_data[5:4];
+      \$703 [10:6] = req_w_data[10:6];
     end
     if (\$26 ) begin
     end else if (\$27 ) begin
-      \$802 [42:11] = req_w_data;
+      \$703 [42:11] = req_w_data;
     end
-    if (\$35 ) begin
-    end else if (\$36 ) begin
-      \$802 [58:43] = req_w_data[15:0];
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$703 [58:43] = req_w_data[15:0];
     end
-    if (\$44 ) begin
-    end else if (\$45 ) begin
-      \$802 [90:59] = req_w_data;
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$703 [90:59] = req_w_data;
     end
-    if (\$53 ) begin
-    end else if (\$54 ) begin
-      \$802 [106:91] = req_w_data[15:0];
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$703 [106:91] = req_w_data[15:0];
     end
-    if (\$62 ) begin
-    end else if (\$63 ) begin
-      \$802 [138:107] = req_w_data;
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$703 [138:107] = req_w_data;
     end
-    if (\$71 ) begin
-    end else if (\$72 ) begin
-      \$802 [154:139] = req_w_data[15:0];
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$703 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$802  = 155'h000000000000000000000000000000000000000;
+      \$703  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$803  = \$8 ;
+    \$704  = \$10 ;
     if (rst) begin
-      \$803  = 1'h0;
+      \$704  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$804  = desc_waiting0;
+    \$705  = desc_waiting0;
     if (rst) begin
-      \$804  = 1'h0;
+      \$705  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$805  = desc_waiting1;
+    \$706  = desc_waiting1;
     if (rst) begin
-      \$805  = 1'h0;
+      \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$806  = desc_waiting2;
+    \$707  = desc_waiting2;
     if (rst) begin
-      \$806  = 1'h0;
+      \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$807  = desc_waiting3;
+    \$708  = desc_waiting3;
     if (rst) begin
-      \$807  = 1'h0;
+      \$708  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$808  = 1'h0;
-    if (\$174 ) begin
+    \$709  = \$12 ;
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$710  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -43357,463 +43393,493 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$203 ) begin
+            if (\$163 ) begin
             end else begin
-              \$808  = 1'h1;
+              \$710  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$808  = 1'h0;
+      \$710  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$809  = desc_fetch;
+    \$711  = desc_fetch;
     if (rst) begin
-      \$809  = 1'h0;
+      \$711  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$810  = dma_program__payload;
+    \$712  = dma_program__payload;
     if (desc_load) begin
-      \$810 [8] = desc_got[0];
-      \$810 [9] = desc_got[1];
-      \$810 [14:10] = desc_got[6:2];
-      \$810 [30:15] = desc_got[22:7];
-      \$810 [42:31] = desc_got[34:23];
-      \$810 [58:43] = desc_got[50:35];
-      \$810 [82:59] = desc_got[74:51];
-      \$810 [130:83] = desc_got[122:75];
-      \$810 [178:131] = desc_got[170:123];
+      \$712 [8] = desc_got[0];
+      \$712 [9] = desc_got[1];
+      \$712 [14:10] = desc_got[6:2];
+      \$712 [30:15] = desc_got[22:7];
+      \$712 [42:31] = desc_got[34:23];
+      \$712 [58:43] = desc_got[50:35];
+      \$712 [82:59] = desc_got[74:51];
+      \$712 [130:83] = desc_got[122:75];
+      \$712 [178:131] = desc_got[170:123];
     end
-    if (\$80 ) begin
-    end else if (\$81 ) begin
-      \$810 [7:0] = req_w_data[7:0];
-      \$810 [8] = req_w_data[8];
-      \$810 [9] = req_w_data[9];
-      \$810 [14:10] = req_w_data[14:10];
-      \$810 [30:15] = req_w_data[30:15];
+    if (\$68 ) begin
+    end else if (\$69 ) begin
+      \$712 [7:0] = req_w_data[7:0];
+      \$712 [8] = req_w_data[8];
+      \$712 [9] = req_w_data[9];
+      \$712 [14:10] = req_w_data[14:10];
+      \$712 [30:15] = req_w_data[30:15];
+    end
+    if (\$75 ) begin
+    end else if (\$76 ) begin
+      \$712 [42:31] = req_w_data[11:0];
+      \$712 [58:43] = req_w_data[27:12];
+    end
+    if (\$82 ) begin
+    end else if (\$83 ) begin
+      \$712 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$810 [42:31] = req_w_data[11:0];
-      \$810 [58:43] = req_w_data[27:12];
+      \$712 [114:83] = req_w_data;
     end
-    if (\$98 ) begin
-    end else if (\$99 ) begin
-      \$810 [82:59] = req_w_data[23:0];
+    if (\$96 ) begin
+    end else if (\$97 ) begin
+      \$712 [130:115] = req_w_data[15:0];
     end
-    if (\$107 ) begin
-    end else if (\$108 ) begin
-      \$810 [114:83] = req_w_data;
+    if (\$103 ) begin
+    end else if (\$104 ) begin
+      \$712 [162:131] = req_w_data;
     end
+    if (\$110 ) begin
+    end else if (\$111 ) begin
+      \$712 [178:163] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$712  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$713  = track_result;
+    if (tracker_result__valid) begin
+      \$713  = tracker_result__payload;
+    end
+    if (rst) begin
+      \$713  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$714  = track_answer;
+    if (tracker_result__valid) begin
+      \$714  = 1'h0;
+    end else if (\$13 ) begin
+      \$714  = 1'h1;
+    end
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$715  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$810 [130:115] = req_w_data[15:0];
+      \$715 [1:0] = req_w_data[1:0];
+      \$715 [17:2] = req_w_data[17:2];
+      \$715 [29:18] = req_w_data[29:18];
     end
-    if (\$125 ) begin
-    end else if (\$126 ) begin
-      \$810 [162:131] = req_w_data;
+    if (\$122 ) begin
+    end else if (\$123 ) begin
+      \$715 [37:30] = req_w_data[7:0];
+      \$715 [38] = req_w_data[8];
+    end
+    if (rst) begin
+      \$715  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$716  = arbiter_program__payload;
+    if (\$128 ) begin
+    end else if (\$129 ) begin
+      \$716 [1:0] = req_w_data[1:0];
+      \$716 [9:2] = req_w_data[9:2];
+      \$716 [17:10] = req_w_data[17:10];
+      \$716 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$810 [178:163] = req_w_data[15:0];
+      \$716 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$810  = 179'h000000000000000000000000000000000000000000000;
+      \$716  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$811  = track_result;
-    if (tracker_result__valid) begin
-      \$811  = tracker_result__payload;
+    \$717  = device_id;
+    if (\$136 ) begin
+      \$717  = req_w_data[4:0];
     end
     if (rst) begin
-      \$811  = 59'h000000000000000;
+      \$717  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$812  = track_answer;
-    if (tracker_result__valid) begin
-      \$812  = 1'h0;
-    end else if (\$9 ) begin
-      \$812  = 1'h1;
+    \$718  = csr_irq_enable;
+    if (\$137 ) begin
+      \$718 [0] = req_w_data[0];
+      \$718 [1] = req_w_data[1];
+      \$718 [2] = req_w_data[2];
+      \$718 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$812  = 1'h0;
+      \$718  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$813  = tracker_program__payload;
-    if (\$142 ) begin
-    end else if (\$143 ) begin
-      \$813 [1:0] = req_w_data[1:0];
-      \$813 [17:2] = req_w_data[17:2];
-      \$813 [29:18] = req_w_data[29:18];
-    end
-    if (\$150 ) begin
-    end else if (\$151 ) begin
-      \$813 [37:30] = req_w_data[7:0];
-      \$813 [38] = req_w_data[8];
+    \$719  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$719 [0] = req_w_data[0];
+      \$719 [1] = req_w_data[1];
+      \$719 [2] = req_w_data[2];
+      \$719 [3] = req_w_data[3];
+      \$719 [4] = req_w_data[4];
+      \$719 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$813  = 39'h0000000000;
+      \$719  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$814  = arbiter_program__payload;
-    if (\$158 ) begin
-    end else if (\$159 ) begin
-      \$814 [1:0] = req_w_data[1:0];
-      \$814 [9:2] = req_w_data[9:2];
-      \$814 [17:10] = req_w_data[17:10];
-      \$814 [22:18] = req_w_data[22:18];
-    end
-    if (\$166 ) begin
-    end else if (\$167 ) begin
-      \$814 [38:23] = req_w_data[15:0];
+    \$720  = dma_irq_enable;
+    if (\$139 ) begin
+      \$720 [0] = req_w_data[0];
+      \$720 [1] = req_w_data[1];
+      \$720 [2] = req_w_data[2];
+      \$720 [3] = req_w_data[3];
+      \$720 [4] = req_w_data[4];
+      \$720 [5] = req_w_data[5];
+      \$720 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$814  = 39'h0200388002;
+      \$720  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$815  = device_id;
-    if (\$168 ) begin
-      \$815  = req_w_data[4:0];
+    \$721  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$721 [0] = req_w_data[0];
+      \$721 [1] = req_w_data[1];
+      \$721 [2] = req_w_data[2];
+      \$721 [3] = req_w_data[3];
+      \$721 [4] = req_w_data[4];
+      \$721 [5] = req_w_data[5];
+      \$721 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$815  = 5'h00;
+      \$721  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$816  = csr_irq_enable;
-    if (\$169 ) begin
-      \$816 [0] = req_w_data[0];
-      \$816 [1] = req_w_data[1];
-      \$816 [2] = req_w_data[2];
-      \$816 [3] = req_w_data[3];
+    \$722  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$722 [0] = req_w_data[0];
+      \$722 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$816  = 4'h0;
+      \$722  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$817  = tracker_irq_enable;
-    if (\$170 ) begin
-      \$817 [0] = req_w_data[0];
-      \$817 [1] = req_w_data[1];
-      \$817 [2] = req_w_data[2];
-      \$817 [3] = req_w_data[3];
-      \$817 [4] = req_w_data[4];
-      \$817 [5] = req_w_data[5];
-    end
+    \$723  = \$174 ;
     if (rst) begin
-      \$817  = 6'h00;
+      \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$818  = dma_irq_enable;
-    if (\$171 ) begin
-      \$818 [0] = req_w_data[0];
-      \$818 [1] = req_w_data[1];
-      \$818 [2] = req_w_data[2];
-      \$818 [3] = req_w_data[3];
-      \$818 [4] = req_w_data[4];
-      \$818 [5] = req_w_data[5];
-      \$818 [6] = req_w_data[6];
-    end
+    \$724  = \$177 ;
     if (rst) begin
-      \$818  = 7'h00;
+      \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$819  = addrmap_irq_enable;
-    if (\$172 ) begin
-      \$819 [0] = req_w_data[0];
-      \$819 [1] = req_w_data[1];
-      \$819 [2] = req_w_data[2];
-      \$819 [3] = req_w_data[3];
-      \$819 [4] = req_w_data[4];
-      \$819 [5] = req_w_data[5];
-      \$819 [6] = req_w_data[6];
-    end
+    \$725  = \$180 ;
     if (rst) begin
-      \$819  = 7'h00;
+      \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$820  = arbiter_irq_enable;
-    if (\$173 ) begin
-      \$820 [0] = req_w_data[0];
-      \$820 [1] = req_w_data[1];
-    end
+    \$726  = \$183 ;
     if (rst) begin
-      \$820  = 2'h0;
+      \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$821  = \$218 ;
+    \$727  = \$186 ;
     if (rst) begin
-      \$821  = 4'h0;
+      \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$822  = \$221 ;
+    \$728  = tracker_capture;
+    if (\$192 ) begin
+      \$728 [15:0] = \tracker_capture$157 [15:0];
+      \$728 [23:16] = \tracker_capture$157 [23:16];
+      \$728 [29:24] = tracker_errors;
+    end
     if (rst) begin
-      \$822  = 6'h00;
+      \$728  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$823  = \$224 ;
+    \$729  = dma_capture;
+    if (\$198 ) begin
+      \$729 [7:0] = \dma_capture$159 [7:0];
+      \$729 [23:8] = \dma_capture$159 [23:8];
+      \$729 [71:24] = \dma_capture$159 [71:24];
+      \$729 [78:72] = dma_errors;
+    end
     if (rst) begin
-      \$823  = 7'h00;
+      \$729  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$824  = \$227 ;
+    \$730  = addrmap_capture;
+    if (\$204 ) begin
+      \$730 [47:0] = \addrmap_capture$161 [47:0];
+      \$730 [52:48] = \addrmap_capture$161 [52:48];
+      \$730 [68:53] = \addrmap_capture$161 [68:53];
+      \$730 [75:69] = addrmap_errors;
+    end
     if (rst) begin
-      \$824  = 7'h00;
+      \$730  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$825  = \$230 ;
+    \$731  = \$215 ;
     if (rst) begin
-      \$825  = 2'h0;
+      \$731  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$826  = tracker_capture;
-    if (\$236 ) begin
-      \$826 [15:0] = \tracker_capture$155 [15:0];
-      \$826 [23:16] = \tracker_capture$155 [23:16];
-      \$826 [29:24] = tracker_errors;
-    end
-    if (rst) begin
-      \$826  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$827  = dma_capture;
-    if (\$242 ) begin
-      \$827 [7:0] = \dma_capture$157 [7:0];
-      \$827 [23:8] = \dma_capture$157 [23:8];
-      \$827 [71:24] = \dma_capture$157 [71:24];
-      \$827 [78:72] = dma_errors;
-    end
-    if (rst) begin
-      \$827  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$828  = addrmap_capture;
-    if (\$248 ) begin
-      \$828 [47:0] = \addrmap_capture$159 [47:0];
-      \$828 [52:48] = \addrmap_capture$159 [52:48];
-      \$828 [68:53] = \addrmap_capture$159 [68:53];
-      \$828 [75:69] = addrmap_errors;
-    end
-    if (rst) begin
-      \$828  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$829  = \$259 ;
-    if (rst) begin
-      \$829  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$830  = read_part0;
+    \$732  = read_part0;
     if (req_r_stb) begin
-      \$830  = \$266 ;
+      \$732  = \$222 ;
     end
     if (rst) begin
-      \$830  = 32'd0;
+      \$732  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$831  = read_part1;
+    \$733  = read_part1;
     if (req_r_stb) begin
-      \$831  = \$273 ;
+      \$733  = \$229 ;
     end
     if (rst) begin
-      \$831  = 32'd0;
+      \$733  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$832  = read_part2;
+    \$734  = read_part2;
     if (req_r_stb) begin
-      \$832  = \$281 ;
+      \$734  = \$237 ;
     end
     if (rst) begin
-      \$832  = 32'd0;
+      \$734  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$833  = read_part3;
+    \$735  = read_part3;
     if (req_r_stb) begin
-      \$833  = \$289 ;
+      \$735  = \$245 ;
     end
     if (rst) begin
-      \$833  = 32'd0;
+      \$735  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$834  = read_part4;
+    \$736  = read_part4;
     if (req_r_stb) begin
-      \$834  = \$294 ;
+      \$736  = \$250 ;
     end
     if (rst) begin
-      \$834  = 32'd0;
+      \$736  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$835  = read_part5;
+    \$737  = read_part5;
     if (req_r_stb) begin
-      \$835  = \$301 ;
+      \$737  = \$257 ;
     end
     if (rst) begin
-      \$835  = 32'd0;
+      \$737  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$836  = read_part6;
+    \$738  = read_part6;
     if (req_r_stb) begin
-      \$836  = \$312 ;
+      \$738  = \$268 ;
     end
     if (rst) begin
-      \$836  = 32'd0;
+      \$738  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$837  = read_part8;
+    \$739  = read_part8;
     if (req_r_stb) begin
-      \$837  = \$323 ;
+      \$739  = \$279 ;
     end
     if (rst) begin
-      \$837  = 32'd0;
+      \$739  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$838  = read_part10;
+    \$740  = read_part10;
     if (req_r_stb) begin
-      \$838  = \$328 ;
+      \$740  = \$284 ;
     end
     if (rst) begin
-      \$838  = 32'd0;
+      \$740  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$839  = read_part11;
+    \$741  = read_part11;
     if (req_r_stb) begin
-      \$839  = \$339 ;
+      \$741  = \$295 ;
     end
     if (rst) begin
-      \$839  = 32'd0;
+      \$741  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$840  = read_part13;
+    \$742  = read_part13;
     if (req_r_stb) begin
-      \$840  = \$346 ;
+      \$742  = \$302 ;
     end
     if (rst) begin
-      \$840  = 32'd0;
+      \$742  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$841  = read_part14;
+    \$743  = read_part14;
     if (req_r_stb) begin
-      \$841  = \$354 ;
+      \$743  = \$310 ;
     end
     if (rst) begin
-      \$841  = 32'd0;
+      \$743  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$842  = req_r_stb;
+    \$744  = req_r_stb;
     if (rst) begin
-      \$842  = 1'h0;
+      \$744  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$843  = read_section;
+    \$745  = read_section;
     if (req_r_stb) begin
-      \$843  = req_addr[9:6];
+      \$745  = req_addr[9:6];
     end
     if (rst) begin
-      \$843  = 4'h0;
+      \$745  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$844  = read_unaligned;
+    \$746  = read_unaligned;
     if (req_r_stb) begin
-      \$844  = \$355 ;
+      \$746  = \$311 ;
     end
     if (rst) begin
-      \$844  = 1'h0;
+      \$746  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$845  = bus__r_data;
+    \$747  = bus__r_data;
     if (read_pending) begin
-      \$845  = \$371 ;
+      \$747  = \$327 ;
     end
     if (rst) begin
-      \$845  = 32'd0;
+      \$747  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$437 ) begin
+    if (\$391 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$395 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$401 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$405 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$411 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$415 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$421 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$425 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$431 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$435 ) begin
       set_err[3] = 1'h1;
     end
     if (\$441 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$449 ) begin
+    if (\$445 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$453 ) begin
+    if (\$451 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$455 ) begin
       set_err[3] = 1'h1;
     end
     if (\$461 ) begin
@@ -43822,28 +43888,34 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$473 ) begin
+    if (\$471 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$477 ) begin
+    if (\$475 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$481 ) begin
       set_err[3] = 1'h1;
     end
     if (\$485 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$489 ) begin
+    if (\$491 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$497 ) begin
+    if (\$495 ) begin
       set_err[3] = 1'h1;
     end
     if (\$501 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$509 ) begin
+    if (\$505 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$513 ) begin
+    if (\$511 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$515 ) begin
       set_err[3] = 1'h1;
     end
     if (\$521 ) begin
@@ -43852,79 +43924,43 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$533 ) begin
+    if (\$530 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$537 ) begin
+    if (\$536 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$545 ) begin
+    if (\$542 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$549 ) begin
+    if (\$548 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$557 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$561 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$569 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$573 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$581 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$585 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$593 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$597 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$604 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$612 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$620 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$628 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$630 ) begin
+    if (\$550 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$637 ) begin
+            if (\$555 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$644 ) begin
+            if (\$560 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$652 ) begin
+            if (\$566 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$659 ) begin
+            if (\$571 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$665 ) begin
+            if (\$575 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$671 ) begin
+            if (\$579 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -43959,50 +43995,50 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$423 ;
+      wp__en = \$379 ;
     end else begin
-      wp__en = \$426 ;
+      wp__en = \$382 ;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$187  = sweep_at;
+      \wp__addr$189  = sweep_at;
     end else begin
-      \wp__addr$187  = dma_program__payload[7:0];
+      \wp__addr$189  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$188  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$188 [0] = dma_program__payload[8];
-      \wp__data$188 [1] = dma_program__payload[9];
-      \wp__data$188 [6:2] = dma_program__payload[14:10];
-      \wp__data$188 [22:7] = dma_program__payload[30:15];
-      \wp__data$188 [34:23] = dma_program__payload[42:31];
-      \wp__data$188 [50:35] = dma_program__payload[58:43];
-      \wp__data$188 [74:51] = dma_program__payload[82:59];
-      \wp__data$188 [122:75] = dma_program__payload[130:83];
-      \wp__data$188 [170:123] = dma_program__payload[178:131];
+      \wp__data$190 [0] = dma_program__payload[8];
+      \wp__data$190 [1] = dma_program__payload[9];
+      \wp__data$190 [6:2] = dma_program__payload[14:10];
+      \wp__data$190 [22:7] = dma_program__payload[30:15];
+      \wp__data$190 [34:23] = dma_program__payload[42:31];
+      \wp__data$190 [50:35] = dma_program__payload[58:43];
+      \wp__data$190 [74:51] = dma_program__payload[82:59];
+      \wp__data$190 [122:75] = dma_program__payload[130:83];
+      \wp__data$190 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$189  = 1'h1;
+      \wp__en$191  = 1'h1;
     end else begin
-      \wp__en$189  = \$429 ;
+      \wp__en$191  = \$385 ;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$672 ) begin
+    if (\$580 ) begin
       csr_errors_clear[0] = req_w_data[0];
       csr_errors_clear[1] = req_w_data[1];
       csr_errors_clear[2] = req_w_data[2];
@@ -44012,7 +44048,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     tracker_errors_clear = 6'h00;
-    if (\$673 ) begin
+    if (\$581 ) begin
       tracker_errors_clear[0] = req_w_data[0];
       tracker_errors_clear[1] = req_w_data[1];
       tracker_errors_clear[2] = req_w_data[2];
@@ -44024,7 +44060,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     dma_errors_clear = 7'h00;
-    if (\$674 ) begin
+    if (\$582 ) begin
       dma_errors_clear[0] = req_w_data[0];
       dma_errors_clear[1] = req_w_data[1];
       dma_errors_clear[2] = req_w_data[2];
@@ -44037,7 +44073,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     addrmap_errors_clear = 7'h00;
-    if (\$675 ) begin
+    if (\$583 ) begin
       addrmap_errors_clear[0] = req_w_data[0];
       addrmap_errors_clear[1] = req_w_data[1];
       addrmap_errors_clear[2] = req_w_data[2];
@@ -44050,14 +44086,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_25 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$676 ) begin
+    if (\$584 ) begin
       arbiter_errors_clear[0] = req_w_data[0];
       arbiter_errors_clear[1] = req_w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$190  = dma_program__payload[7:0];
-  assign \device_id$191  = device_id;
+  assign \rp__addr$192  = dma_program__payload[7:0];
+  assign \device_id$193  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -44090,15 +44126,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$121__valid  = \rp__data$121 [0];
-  assign rp__data$121__op  = \rp__data$121 [1];
-  assign rp__data$121__device  = \rp__data$121 [6:2];
-  assign rp__data$121__tile  = \rp__data$121 [22:7];
-  assign rp__data$121__rows  = \rp__data$121 [34:23];
-  assign rp__data$121__row_bytes  = \rp__data$121 [50:35];
-  assign rp__data$121__pitch  = \rp__data$121 [74:51];
-  assign rp__data$121__src  = \rp__data$121 [122:75];
-  assign rp__data$121__dst  = \rp__data$121 [170:123];
+  assign rp__data$123__valid  = \rp__data$123 [0];
+  assign rp__data$123__op  = \rp__data$123 [1];
+  assign rp__data$123__device  = \rp__data$123 [6:2];
+  assign rp__data$123__tile  = \rp__data$123 [22:7];
+  assign rp__data$123__rows  = \rp__data$123 [34:23];
+  assign rp__data$123__row_bytes  = \rp__data$123 [50:35];
+  assign rp__data$123__pitch  = \rp__data$123 [74:51];
+  assign rp__data$123__src  = \rp__data$123 [122:75];
+  assign rp__data$123__dst  = \rp__data$123 [170:123];
   assign dma_program__payload__index  = dma_program__payload[7:0];
   assign dma_program__payload__valid  = dma_program__payload[8];
   assign dma_program__payload__op  = dma_program__payload[9];
@@ -44225,8 +44261,8 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$155__tile  = \tracker_capture$155 [15:0];
-  assign tracker_capture$155__cmd  = \tracker_capture$155 [23:16];
+  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
+  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -44238,9 +44274,9 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$157__index  = \dma_capture$157 [7:0];
-  assign dma_capture$157__tile  = \dma_capture$157 [23:8];
-  assign dma_capture$157__addr  = \dma_capture$157 [71:24];
+  assign dma_capture$159__index  = \dma_capture$159 [7:0];
+  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
+  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -44252,9 +44288,9 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$159__addr  = \addrmap_capture$159 [47:0];
-  assign addrmap_capture$159__device  = \addrmap_capture$159 [52:48];
-  assign addrmap_capture$159__tile  = \addrmap_capture$159 [68:53];
+  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
+  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
+  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -44306,15 +44342,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$188__valid  = \wp__data$188 [0];
-  assign wp__data$188__op  = \wp__data$188 [1];
-  assign wp__data$188__device  = \wp__data$188 [6:2];
-  assign wp__data$188__tile  = \wp__data$188 [22:7];
-  assign wp__data$188__rows  = \wp__data$188 [34:23];
-  assign wp__data$188__row_bytes  = \wp__data$188 [50:35];
-  assign wp__data$188__pitch  = \wp__data$188 [74:51];
-  assign wp__data$188__src  = \wp__data$188 [122:75];
-  assign wp__data$188__dst  = \wp__data$188 [170:123];
+  assign wp__data$190__valid  = \wp__data$190 [0];
+  assign wp__data$190__op  = \wp__data$190 [1];
+  assign wp__data$190__device  = \wp__data$190 [6:2];
+  assign wp__data$190__tile  = \wp__data$190 [22:7];
+  assign wp__data$190__rows  = \wp__data$190 [34:23];
+  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
+  assign wp__data$190__pitch  = \wp__data$190 [74:51];
+  assign wp__data$190__src  = \wp__data$190 [122:75];
+  assign wp__data$190__dst  = \wp__data$190 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -44338,122 +44374,94 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$698 ;
-  assign status[6] = \$693 ;
-  assign status[5] = \$688 ;
-  assign status[4] = \$682 ;
+  assign status[7] = \$598 ;
+  assign status[6] = \$595 ;
+  assign status[5] = \$592 ;
+  assign status[4] = \$588 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$422 ;
+    set_err[1] = \$378 ;
   always @*
-    set_err[0] = \$374 ;
+    set_err[0] = \$330 ;
   assign \$6  = arbiter_program__valid;
-  assign \$16  = \$15 ;
+  assign \$18  = \$17 ;
   assign \$25  = \$24 ;
-  assign \$34  = \$33 ;
-  assign \$43  = \$42 ;
-  assign \$52  = \$51 ;
-  assign \$61  = \$60 ;
-  assign \$70  = \$69 ;
-  assign \$79  = \$78 ;
+  assign \$32  = \$31 ;
+  assign \$39  = \$38 ;
+  assign \$46  = \$45 ;
+  assign \$53  = \$52 ;
+  assign \$60  = \$59 ;
+  assign \$67  = \$66 ;
+  assign \$74  = \$73 ;
+  assign \$81  = \$80 ;
   assign \$88  = \$87 ;
-  assign \$97  = \$96 ;
-  assign \$106  = \$105 ;
-  assign \$115  = \$114 ;
-  assign \$124  = \$123 ;
-  assign \$133  = \$132 ;
-  assign \$137  = tracker_program__valid;
-  assign \$138  = 1'h0;
-  assign \$139  = tracker_program__valid;
-  assign \$140  = tracker_program__valid;
-  assign \$145  = tracker_program__valid;
-  assign \$146  = 1'h0;
-  assign \$147  = tracker_program__valid;
-  assign \$148  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = 1'h0;
-  assign \$155  = arbiter_program__valid;
-  assign \$156  = arbiter_program__valid;
-  assign \$157  = arbiter_program__valid;
-  assign \$161  = arbiter_program__valid;
-  assign \$162  = 1'h0;
-  assign \$163  = arbiter_program__valid;
-  assign \$164  = arbiter_program__valid;
-  assign \$165  = arbiter_program__valid;
-  assign \$180  = \$179 ;
-  assign \$187  = \$186 ;
-  assign \$194  = \$193 ;
-  assign \$202  = \$201 ;
-  assign \$204  = tracker_program__valid;
-  assign \$205  = 1'h0;
-  assign \$206  = tracker_program__valid;
-  assign \$207  = tracker_program__valid;
-  assign \$210  = arbiter_program__valid;
-  assign \$211  = 1'h0;
-  assign \$212  = arbiter_program__valid;
-  assign \$213  = arbiter_program__valid;
-  assign \$214  = arbiter_program__valid;
-  assign \$215  = arbiter_program__valid;
-  assign \$682  = \$681 ;
-  assign \$688  = \$687 ;
-  assign \$689  = tracker_program__valid;
-  assign \$690  = 1'h0;
-  assign \$691  = tracker_program__valid;
-  assign \$692  = tracker_program__valid;
-  assign \$694  = arbiter_program__valid;
-  assign \$695  = 1'h0;
-  assign \$696  = arbiter_program__valid;
-  assign \$697  = arbiter_program__valid;
-  assign \$698  = arbiter_program__valid;
-  assign \$436  = \$435 ;
-  assign \$448  = \$447 ;
-  assign \$460  = \$459 ;
-  assign \$472  = \$471 ;
-  assign \$484  = \$483 ;
-  assign \$496  = \$495 ;
-  assign \$508  = \$507 ;
-  assign \$520  = \$519 ;
-  assign \$532  = \$531 ;
-  assign \$544  = \$543 ;
-  assign \$556  = \$555 ;
-  assign \$568  = \$567 ;
-  assign \$580  = \$579 ;
+  assign \$95  = \$94 ;
+  assign \$102  = \$101 ;
+  assign \$109  = \$108 ;
+  assign \$113  = tracker_program__valid;
+  assign \$114  = tracker_program__valid;
+  assign \$119  = tracker_program__valid;
+  assign \$120  = tracker_program__valid;
+  assign \$125  = arbiter_program__valid;
+  assign \$126  = arbiter_program__valid;
+  assign \$127  = arbiter_program__valid;
+  assign \$131  = arbiter_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = arbiter_program__valid;
+  assign \$146  = \$145 ;
+  assign \$151  = \$150 ;
+  assign \$156  = \$155 ;
+  assign \$162  = \$161 ;
+  assign \$164  = tracker_program__valid;
+  assign \$165  = tracker_program__valid;
+  assign \$168  = arbiter_program__valid;
+  assign \$169  = arbiter_program__valid;
+  assign \$170  = arbiter_program__valid;
+  assign \$171  = arbiter_program__valid;
+  assign \$588  = \$587 ;
   assign \$592  = \$591 ;
-  assign \$599  = tracker_program__valid;
-  assign \$600  = 1'h0;
-  assign \$601  = tracker_program__valid;
-  assign \$602  = tracker_program__valid;
-  assign \$607  = tracker_program__valid;
-  assign \$608  = 1'h0;
-  assign \$609  = tracker_program__valid;
-  assign \$610  = tracker_program__valid;
-  assign \$615  = arbiter_program__valid;
-  assign \$616  = 1'h0;
-  assign \$617  = arbiter_program__valid;
-  assign \$618  = arbiter_program__valid;
-  assign \$619  = arbiter_program__valid;
-  assign \$623  = arbiter_program__valid;
-  assign \$624  = 1'h0;
-  assign \$625  = arbiter_program__valid;
-  assign \$626  = arbiter_program__valid;
-  assign \$627  = arbiter_program__valid;
-  assign \$636  = \$635 ;
-  assign \$643  = \$642 ;
-  assign \$650  = \$649 ;
-  assign \$658  = \$657 ;
-  assign \$660  = tracker_program__valid;
-  assign \$661  = 1'h0;
-  assign \$662  = tracker_program__valid;
-  assign \$663  = tracker_program__valid;
-  assign \$666  = arbiter_program__valid;
-  assign \$667  = 1'h0;
-  assign \$668  = arbiter_program__valid;
-  assign \$669  = arbiter_program__valid;
-  assign \$670  = arbiter_program__valid;
-  assign \$671  = arbiter_program__valid;
+  assign \$593  = tracker_program__valid;
+  assign \$594  = tracker_program__valid;
+  assign \$596  = arbiter_program__valid;
+  assign \$597  = arbiter_program__valid;
+  assign \$598  = arbiter_program__valid;
+  assign \$390  = \$389 ;
+  assign \$400  = \$399 ;
+  assign \$410  = \$409 ;
+  assign \$420  = \$419 ;
+  assign \$430  = \$429 ;
+  assign \$440  = \$439 ;
+  assign \$450  = \$449 ;
+  assign \$460  = \$459 ;
+  assign \$470  = \$469 ;
+  assign \$480  = \$479 ;
+  assign \$490  = \$489 ;
+  assign \$500  = \$499 ;
+  assign \$510  = \$509 ;
+  assign \$520  = \$519 ;
+  assign \$527  = tracker_program__valid;
+  assign \$528  = tracker_program__valid;
+  assign \$533  = tracker_program__valid;
+  assign \$534  = tracker_program__valid;
+  assign \$539  = arbiter_program__valid;
+  assign \$540  = arbiter_program__valid;
+  assign \$541  = arbiter_program__valid;
+  assign \$545  = arbiter_program__valid;
+  assign \$546  = arbiter_program__valid;
+  assign \$547  = arbiter_program__valid;
+  assign \$554  = \$553 ;
+  assign \$559  = \$558 ;
+  assign \$564  = \$563 ;
+  assign \$570  = \$569 ;
+  assign \$572  = tracker_program__valid;
+  assign \$573  = tracker_program__valid;
+  assign \$576  = arbiter_program__valid;
+  assign \$577  = arbiter_program__valid;
+  assign \$578  = arbiter_program__valid;
+  assign \$579  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -44940,7 +44948,7 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   reg _init_strobe_27  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
-  wire [48:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
@@ -44969,18 +44977,18 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [3:0] \$39 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
-  wire [12:0] \$40 ;
+  wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire \$43 ;
+  wire \$42 ;
+  wire [16:0] \$43 ;
   wire [16:0] \$44 ;
-  wire [16:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire [4:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -44991,33 +44999,43 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  reg \$58 ;
-  reg [57:0] \$59 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [2:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [11:0] \$62 ;
-  reg [47:0] \$63 ;
-  reg [47:0] \$64 ;
-  reg [15:0] \$65 ;
+  wire \$60 ;
+  wire [3:0] \$61 ;
+  wire \$62 ;
+  wire [4:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [170:0] \$69 ;
+  reg [57:0] \$67 ;
+  reg [2:0] \$68 ;
+  reg [15:0] \$69 ;
   wire \$7 ;
-  reg [7:0] \$70 ;
-  reg [3:0] \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [76:0] \$74 ;
+  reg [11:0] \$70 ;
+  reg [47:0] \$71 ;
+  reg [47:0] \$72 ;
+  reg [15:0] \$73 ;
+  reg \$74 ;
   reg \$75 ;
-  reg [3:0] \$76 ;
+  reg \$76 ;
+  reg [170:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
-  wire \$9 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [76:0] \$82 ;
+  reg \$83 ;
+  reg [3:0] \$84 ;
+  reg \$85 ;
+  wire [48:0] \$9 ;
   reg \$signal  = 1'h0;
   wire \$signal$29 ;
-  wire \$signal$31 ;
-  reg [3:0] \$signal$8  = 4'h0;
+  reg [3:0] \$signal$31  = 4'h0;
+  wire \$signal$32 ;
+  reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
@@ -45161,113 +45179,123 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$17  = \$16  & o__valid;
-  assign \$18  = ~ \$signal$29 ;
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = o__payload[79:77] != response__payload[2:0];
-  assign \$21  = response__payload[3] | \$20 ;
-  assign \$22  = ~ \$21 ;
-  assign \$signal$31  = \$19  & \$22 ;
-  assign \$23  = response__valid & response__ready;
-  assign \$24  = \$23  & o__valid;
-  assign \$25  = ~ \$signal$29 ;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = o__payload[79:77] != response__payload[2:0];
-  assign \$28  = response__payload[3] | \$27 ;
-  assign abort = \$26  & \$28 ;
-  assign \$29  = response__valid & response__ready;
-  assign \$30  = ~ o__valid;
-  assign \$31  = o__payload[79:77] != response__payload[2:0];
-  assign \$32  = \$30  | \$31 ;
-  assign bad_response = \$29  & \$32 ;
-  assign \$33  = response__valid & response__ready;
-  assign \$34  = \$33  & o__valid;
-  assign read_error = \$34  & response__payload[3];
-  assign \$35  = ~ active;
-  assign \$36  = ~ o__valid;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ packet__valid;
-  assign idle = \$37  & \$38 ;
-  assign \$39  = tag + 1'h1;
-  assign \$40  = rows_left - 1'h1;
-  assign \$41  = src_row + cur[74:51];
-  assign \$42  = dst_row + cur[74:51];
-  assign \$43  = rows_left == 2'h2;
-  assign \$44  = col + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
+  assign \$12  = issue & last;
+  assign descriptor__ready = \$11  | \$12 ;
+  assign \$13  = ~ packet__valid;
+  assign response__ready = \$13  | packet__ready;
+  assign o__ready = response__valid & response__ready;
+  assign \$14  = o__payload[83:80] == \$signal$31 ;
+  assign \$signal$29  = \$signal  & \$14 ;
+  assign \$15  = response__valid & response__ready;
+  assign \$16  = \$15  & o__valid;
+  assign \$17  = ~ \$signal$29 ;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = o__payload[79:77] != response__payload[2:0];
+  assign \$20  = response__payload[3] | \$19 ;
+  assign \$21  = ~ \$20 ;
+  assign \$signal$32  = \$18  & \$21 ;
+  assign \$22  = response__valid & response__ready;
+  assign \$23  = \$22  & o__valid;
+  assign \$24  = ~ \$signal$29 ;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = o__payload[79:77] != response__payload[2:0];
+  assign \$27  = response__payload[3] | \$26 ;
+  assign abort = \$25  & \$27 ;
+  assign \$28  = response__valid & response__ready;
+  assign \$29  = ~ o__valid;
+  assign \$30  = o__payload[79:77] != response__payload[2:0];
+  assign \$31  = \$29  | \$30 ;
+  assign bad_response = \$28  & \$31 ;
+  assign \$32  = response__valid & response__ready;
+  assign \$33  = \$32  & o__valid;
+  assign read_error = \$33  & response__payload[3];
+  assign \$34  = ~ active;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ packet__valid;
+  assign idle = \$36  & \$37 ;
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
+  assign \$40  = src_row + cur[74:51];
+  assign \$41  = dst_row + cur[74:51];
+  assign \$42  = rows_left == 2'h2;
+  assign \$43  = col + 7'h40;
+  assign \$44  = remaining - 7'h40;
+  assign \$45  = remaining <= 8'h80;
+  assign \$46  = descriptor__valid & descriptor__ready;
+  assign \$47  = run + 1'h1;
+  assign \$48  = descriptor__payload[58:43] <= 7'h40;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$29 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
+  assign \$50  = descriptor__payload[42:31] == 1'h1;
+  assign \$51  = response__valid & response__ready;
+  assign \$52  = \$51  & o__valid;
+  assign \$53  = ~ \$signal$29 ;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = o__payload[79:77] != response__payload[2:0];
+  assign \$56  = response__payload[3] | \$55 ;
+  assign \$57  = response__valid & response__ready;
+  assign \$58  = \$57  & o__valid;
+  assign \$59  = ~ \$signal$29 ;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
+  assign \$62  = descriptor__valid & descriptor__ready;
+  assign \$63  = run + 1'h1;
+  assign \$64  = \$62  ? \$63  : { 1'h0, run };
+  assign \$65  = \$61  == \$64 ;
   always @(posedge clk)
-    read__valid <= \$58 ;
+    read__valid <= \$66 ;
   always @(posedge clk)
-    read__payload <= \$59 ;
+    read__payload <= \$67 ;
   always @(posedge clk)
-    tag <= \$60 ;
+    tag <= \$68 ;
   always @(posedge clk)
-    col <= \$61 ;
+    col <= \$69 ;
   always @(posedge clk)
-    rows_left <= \$62 ;
+    rows_left <= \$70 ;
   always @(posedge clk)
-    src_row <= \$63 ;
+    src_row <= \$71 ;
   always @(posedge clk)
-    dst_row <= \$64 ;
+    dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$65 ;
+    remaining <= \$73 ;
   always @(posedge clk)
-    row_end <= \$66 ;
+    row_end <= \$74 ;
   always @(posedge clk)
-    one_row <= \$67 ;
+    one_row <= \$75 ;
   always @(posedge clk)
-    active <= \$68 ;
+    active <= \$76 ;
   always @(posedge clk)
-    cur <= \$69 ;
+    cur <= \$77 ;
   always @(posedge clk)
-    index <= \$70 ;
+    index <= \$78 ;
   always @(posedge clk)
-    run <= \$71 ;
+    run <= \$79 ;
   always @(posedge clk)
-    short_row <= \$72 ;
+    short_row <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$73 ;
+    packet__valid <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$74 ;
+    packet__payload <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$75 ;
+    \$signal  <= \$83 ;
   always @(posedge clk)
-    \$signal$8  <= \$76 ;
+    \$signal$31  <= \$84 ;
+  always @(posedge clk)
+    \$signal$8  <= \$85 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
-  assign \$3  = \$signal$8  == run;
-  assign stop = \$2  & \$3 ;
-  assign \$4  = ~ stop;
-  assign \$5  = active & \$4 ;
-  assign \$6  = ~ read__valid;
-  assign \$7  = \$6  | read__ready;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = ~ full;
-  assign issue = \$8  & \$9 ;
-  assign \$10  = dst_row + col;
-  assign \$11  = src_row + col;
-  assign \$12  = ~ active;
-  assign \$13  = issue & last;
-  assign descriptor__ready = \$12  | \$13 ;
-  assign \$14  = ~ packet__valid;
-  assign response__ready = \$14  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$15  = o__payload[83:80] == \$signal$8 ;
-  assign \$signal$29  = \$signal  & \$15 ;
-  assign \$16  = response__valid & response__ready;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
+  assign \$4  = active & \$3 ;
+  assign \$5  = ~ read__valid;
+  assign \$6  = \$5  | read__ready;
+  assign \$7  = \$4  & \$6 ;
+  assign \$8  = ~ full;
+  assign issue = \$7  & \$8 ;
+  assign \$9  = dst_row + col;
+  assign \$10  = src_row + col;
+  assign \$11  = ~ active;
   t3hw_system__e1__dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -45289,227 +45317,234 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$58  = read__valid;
+    \$66  = read__valid;
     if (read__ready) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
     if (issue) begin
-      \$58  = 1'h1;
+      \$66  = 1'h1;
     end
     if (rst) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$59  = read__payload;
+    \$67  = read__payload;
     if (issue) begin
-      \$59 [47:0] = meta[139:92];
-      \$59 [54:48] = \$1 [6:0];
-      \$59 [57:55] = tag;
+      \$67 [47:0] = meta[139:92];
+      \$67 [54:48] = \$1 [6:0];
+      \$67 [57:55] = tag;
     end
     if (rst) begin
-      \$59  = 58'h000000000000000;
+      \$67  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$60  = tag;
+    \$68  = tag;
     if (issue) begin
-      \$60  = \$39 [2:0];
+      \$68  = \$38 [2:0];
     end
     if (rst) begin
-      \$60  = 3'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$61  = col;
+    \$69  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$61  = 16'h0000;
+        \$69  = 16'h0000;
       end else begin
-        \$61  = \$44 [15:0];
+        \$69  = \$43 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$61  = 16'h0000;
+    if (\$46 ) begin
+      \$69  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$62  = rows_left;
+    \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$62  = \$40 [11:0];
+        \$70  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$62  = descriptor__payload[42:31];
+    if (\$46 ) begin
+      \$70  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$63  = src_row;
+    \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$63  = \$41 [47:0];
+        \$71  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$63  = descriptor__payload[130:83];
+    if (\$46 ) begin
+      \$71  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$64  = dst_row;
+    \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$64  = \$42 [47:0];
+        \$72  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$64  = descriptor__payload[178:131];
+    if (\$46 ) begin
+      \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$65  = remaining;
+    \$73  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$65  = cur[50:35];
+        \$73  = cur[50:35];
       end else begin
-        \$65  = \$45 [15:0];
+        \$73  = \$44 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$65  = descriptor__payload[58:43];
+    if (\$46 ) begin
+      \$73  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$66  = row_end;
+    \$74  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$66  = short_row;
+        \$74  = short_row;
       end else begin
-        \$66  = \$46 ;
+        \$74  = \$45 ;
       end
     end
-    if (\$47 ) begin
-      \$66  = \$49 ;
+    if (\$46 ) begin
+      \$74  = \$48 ;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$67  = one_row;
+    \$75  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$67  = \$43 ;
+        \$75  = \$42 ;
       end
     end
-    if (\$47 ) begin
-      \$67  = \$51 ;
+    if (\$46 ) begin
+      \$75  = \$50 ;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$68  = active;
+    \$76  = active;
     if (issue) begin
       if (last) begin
-        \$68  = 1'h0;
+        \$76  = 1'h0;
       end
     end
     if (stop) begin
-      \$68  = 1'h0;
+      \$76  = 1'h0;
     end
-    if (\$47 ) begin
-      \$68  = 1'h1;
-    end
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$69  = cur;
-    if (\$47 ) begin
-      \$69 [0] = descriptor__payload[8];
-      \$69 [1] = descriptor__payload[9];
-      \$69 [6:2] = descriptor__payload[14:10];
-      \$69 [22:7] = descriptor__payload[30:15];
-      \$69 [34:23] = descriptor__payload[42:31];
-      \$69 [50:35] = descriptor__payload[58:43];
-      \$69 [74:51] = descriptor__payload[82:59];
-      \$69 [122:75] = descriptor__payload[130:83];
-      \$69 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$70  = index;
-    if (\$47 ) begin
-      \$70  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$71  = run;
-    if (\$47 ) begin
-      \$71  = \$48 [3:0];
+    if (\$46 ) begin
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$71  = 4'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$72  = short_row;
-    if (\$47 ) begin
-      \$72  = \$50 ;
+    \$77  = cur;
+    if (\$46 ) begin
+      \$77 [0] = descriptor__payload[8];
+      \$77 [1] = descriptor__payload[9];
+      \$77 [6:2] = descriptor__payload[14:10];
+      \$77 [22:7] = descriptor__payload[30:15];
+      \$77 [34:23] = descriptor__payload[42:31];
+      \$77 [50:35] = descriptor__payload[58:43];
+      \$77 [74:51] = descriptor__payload[82:59];
+      \$77 [122:75] = descriptor__payload[130:83];
+      \$77 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$73  = packet__valid;
+    \$78  = index;
+    if (\$46 ) begin
+      \$78  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_27 ) begin end
+    \$79  = run;
+    if (\$46 ) begin
+      \$79  = \$47 [3:0];
+    end
+    if (rst) begin
+      \$79  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_27 ) begin end
+    \$80  = short_row;
+    if (\$46 ) begin
+      \$80  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_27 ) begin end
+    \$81  = packet__valid;
     if (packet__ready) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$signal$31 ) begin
-      \$73  = 1'h1;
+    if (\$signal$32 ) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$74  = packet__payload;
+    \$82  = packet__payload;
     if (response__ready) begin
-      \$74  = o__payload[76:0];
+      \$82  = o__payload[76:0];
     end
     if (rst) begin
-      \$74  = 77'h00000000000000000000;
+      \$82  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$75  = \$signal ;
-    if (\$55 ) begin
-      \$75  = \$57 ;
+    \$83  = \$signal ;
+    if (\$54 ) begin
+      \$83  = \$56 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_27 ) begin end
-    \$76  = \$signal$8 ;
-    if (\$55 ) begin
-      \$76  = o__payload[83:80];
+    \$84  = \$signal$31 ;
+    if (\$54 ) begin
+      \$84  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_27 ) begin end
+    \$85  = \$65 ;
+    if (rst) begin
+      \$85  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -45578,26 +45613,26 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$11 [47:0];
+  assign meta[139:92] = \$10 [47:0];
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$10 [47:0];
+  assign meta[52:5] = \$9 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__valid, full, clk);
+module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
   reg _init_strobe_28  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -45624,26 +45659,55 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [3:0] \$47 ;
-  wire [3:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [2:0] \$53 ;
-  reg [2:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -45666,9 +45730,24 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, o__payload, w
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -45725,7 +45804,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -45734,127 +45813,186 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, o__payload, w
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 4'h0 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 3'h7;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 4'h0 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 3'h7;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [2:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 3'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [2:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
     end
     if (rst) begin
-      \$54  = 3'h0;
+      \$82  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -45875,26 +46013,16 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, o__payload, w
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
 module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
@@ -50110,7 +50238,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e1__slice_store (rst, i__valid, data, o__ready, i__ready, o__payload, o__valid, clk);
+module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -50203,7 +50331,7 @@ module t3hw_system__e1__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__slice_store__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_36  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -50631,10 +50759,16 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$245 ;
   reg \$246 ;
   reg [5:0] \$247 ;
-  reg [191:0] \$248 ;
-  reg \$249 ;
+  reg \$248 ;
+  reg [191:0] \$249 ;
   wire \$25 ;
-  reg [2:0] \$250 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [2:0] \$256 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -50784,6 +50918,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
+  reg dropped_event = 1'h0;
   reg [28:0] ent = 29'h00000000;
   wire [7:0] ent__cmd ;
   wire ent__rearm ;
@@ -51047,6 +51182,8 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
+  reg triggers_event = 1'h0;
+  reg unprogrammed_event = 1'h0;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
   wire [7:0] \wr__addr$82 ;
@@ -51077,6 +51214,9 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  reg writes_compute_event = 1'h0;
+  reg writes_dma_event = 1'h0;
+  reg writes_remote_event = 1'h0;
   (* t3hw_rd_collision = "forwarded" *)
   reg [45:0] entries [255:0];
   initial begin
@@ -51963,11 +52103,23 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     errors <= \$247 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    writes_compute_event <= \$248 ;
   always @(posedge clk)
-    hold <= \$249 ;
+    stats <= \$249 ;
   always @(posedge clk)
-    \wait  <= \$250 ;
+    writes_dma_event <= \$250 ;
+  always @(posedge clk)
+    writes_remote_event <= \$251 ;
+  always @(posedge clk)
+    unprogrammed_event <= \$252 ;
+  always @(posedge clk)
+    triggers_event <= \$253 ;
+  always @(posedge clk)
+    dropped_event <= \$254 ;
+  always @(posedge clk)
+    hold <= \$255 ;
+  always @(posedge clk)
+    \wait  <= \$256 ;
   t3hw_system__e1__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -52283,46 +52435,88 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$248  = stats;
-    if (\$183 ) begin
-      \$248 [31:0] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$248 [63:32] = \$187 [31:0];
-    end
-    if (\$189 ) begin
-      \$248 [95:64] = \$190 [31:0];
-    end
-    if (set_err[0]) begin
-      \$248 [127:96] = \$191 [31:0];
-    end
-    if (\$193 ) begin
-      \$248 [159:128] = \$194 [31:0];
-    end
-    if (lost) begin
-      \$248 [191:160] = \$195 [31:0];
-    end
+    \$248  = \$183 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$249  = \$201 ;
+    \$249  = stats;
+    if (writes_compute_event) begin
+      \$249 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$249 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$249 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$249 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$249 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$249 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$250  = \wait ;
+    \$250  = \$186 ;
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$251  = \$189 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$252  = set_err[0];
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$253  = \$193 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$254  = lost;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$255  = \$201 ;
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$256  = \wait ;
     if (\$207 ) begin
-      \$250  = 3'h7;
+      \$256  = 3'h7;
     end else if (\$208 ) begin
-      \$250  = \$209 [2:0];
+      \$256  = \$209 [2:0];
     end
     if (rst) begin
-      \$250  = 3'h0;
+      \$256  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -54711,7 +54905,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e2__csr  csr (
-    .\addrmap_capture$159 (addrmap_capture),
+    .\addrmap_capture$161 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -54727,7 +54921,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$157 (dma_capture),
+    .\dma_capture$159 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -54740,7 +54934,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$155 (tracker_capture),
+    .\tracker_capture$157 (tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -55394,8 +55588,8 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors
-, capture, rx_mem__valid, store__payload);
+module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__valid, store__payload);
   reg _init_strobe_41  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -57693,15 +57887,15 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__valid, clk);
+module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_42  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -57728,26 +57922,55 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -57767,9 +57990,22 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -57820,7 +58056,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -57832,127 +58068,182 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 4'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$82  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -57969,22 +58260,14 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
 module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
@@ -59849,7 +60132,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$159 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$155 , tracker_errors, tracker_stats, dma_errors, \dma_capture$157 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_45  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -59932,103 +60215,103 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire \$179 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
+  wire [3:0] \$174 ;
+  wire [5:0] \$175 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
+  wire [6:0] \$178 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [6:0] \$182 ;
+  wire [6:0] \$183 ;
+  wire [1:0] \$184 ;
+  wire [1:0] \$185 ;
+  wire [1:0] \$186 ;
   wire \$187 ;
-  wire \$188 ;
-  wire \$189 ;
+  wire [5:0] \$188 ;
+  wire [5:0] \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [6:0] \$194 ;
+  wire [6:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
+  wire [6:0] \$200 ;
+  wire [6:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire \$205 ;
+  wire [3:0] \$205 ;
   wire \$206 ;
-  wire \$207 ;
+  wire [5:0] \$207 ;
   wire \$208 ;
-  wire \$209 ;
+  wire [6:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire \$211 ;
+  wire [6:0] \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire \$215 ;
-  wire [3:0] \$216 ;
-  wire [3:0] \$217 ;
-  wire [3:0] \$218 ;
-  wire [5:0] \$219 ;
+  wire [31:0] \$216 ;
+  wire [31:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [31:0] \$219 ;
   wire \$22 ;
-  wire [5:0] \$220 ;
-  wire [5:0] \$221 ;
-  wire [6:0] \$222 ;
-  wire [6:0] \$223 ;
-  wire [6:0] \$224 ;
-  wire [6:0] \$225 ;
-  wire [6:0] \$226 ;
-  wire [6:0] \$227 ;
-  wire [1:0] \$228 ;
-  wire [1:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [31:0] \$221 ;
+  wire [31:0] \$222 ;
+  wire [31:0] \$223 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
-  wire \$231 ;
-  wire [5:0] \$232 ;
-  wire [5:0] \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire [6:0] \$238 ;
-  wire [6:0] \$239 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [31:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [31:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [31:0] \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire [6:0] \$244 ;
-  wire [6:0] \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire [3:0] \$249 ;
+  wire [31:0] \$240 ;
+  wire [31:0] \$241 ;
+  wire [31:0] \$242 ;
+  wire [31:0] \$243 ;
+  wire [31:0] \$244 ;
+  wire [31:0] \$245 ;
+  wire [31:0] \$246 ;
+  wire [31:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire [5:0] \$251 ;
-  wire \$252 ;
-  wire [6:0] \$253 ;
-  wire \$254 ;
-  wire [6:0] \$255 ;
-  wire \$256 ;
-  wire [1:0] \$257 ;
-  wire \$258 ;
-  wire \$259 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
+  wire [31:0] \$256 ;
+  wire [31:0] \$257 ;
+  wire [31:0] \$258 ;
+  wire [31:0] \$259 ;
   wire \$26 ;
   wire [31:0] \$260 ;
   wire [31:0] \$261 ;
@@ -60087,7 +60370,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
+  wire \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -60105,55 +60388,55 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
-  wire [31:0] \$329 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
-  wire [31:0] \$346 ;
-  wire [31:0] \$347 ;
-  wire [31:0] \$348 ;
-  wire [31:0] \$349 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire [31:0] \$350 ;
-  wire [31:0] \$351 ;
-  wire [31:0] \$352 ;
-  wire [31:0] \$353 ;
-  wire [31:0] \$354 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
   wire \$355 ;
-  wire [31:0] \$356 ;
-  wire [31:0] \$357 ;
-  wire [31:0] \$358 ;
-  wire [31:0] \$359 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
   wire \$36 ;
-  wire [31:0] \$360 ;
-  wire [31:0] \$361 ;
-  wire [31:0] \$362 ;
-  wire [31:0] \$363 ;
-  wire [31:0] \$364 ;
-  wire [31:0] \$365 ;
-  wire [31:0] \$366 ;
-  wire [31:0] \$367 ;
-  wire [31:0] \$368 ;
-  wire [31:0] \$369 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
   wire \$37 ;
-  wire [31:0] \$370 ;
-  wire [31:0] \$371 ;
+  wire \$370 ;
+  wire \$371 ;
   wire \$372 ;
   wire \$373 ;
   wire \$374 ;
@@ -60405,124 +60688,124 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  wire \$599 ;
+  reg [9:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire \$609 ;
+  reg [31:0] \$600 ;
+  reg \$601 ;
+  reg \$602 ;
+  reg \$603 ;
+  reg \$604 ;
+  reg \$605 ;
+  reg \$606 ;
+  reg \$607 ;
+  reg \$608 ;
+  reg \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  reg \$610 ;
+  reg \$611 ;
+  reg \$612 ;
+  reg \$613 ;
+  reg \$614 ;
+  reg \$615 ;
+  reg \$616 ;
+  reg \$617 ;
+  reg \$618 ;
+  reg \$619 ;
   wire \$62 ;
-  wire \$620 ;
-  wire \$621 ;
-  wire \$622 ;
-  wire \$623 ;
-  wire \$624 ;
-  wire \$625 ;
-  wire \$626 ;
-  wire \$627 ;
-  wire \$628 ;
-  wire \$629 ;
+  reg \$620 ;
+  reg \$621 ;
+  reg \$622 ;
+  reg \$623 ;
+  reg \$624 ;
+  reg \$625 ;
+  reg \$626 ;
+  reg \$627 ;
+  reg \$628 ;
+  reg \$629 ;
   wire \$63 ;
-  wire \$630 ;
-  wire \$631 ;
-  wire \$632 ;
-  wire \$633 ;
-  wire \$634 ;
-  wire \$635 ;
-  wire \$636 ;
-  wire \$637 ;
-  wire \$638 ;
-  wire \$639 ;
+  reg \$630 ;
+  reg \$631 ;
+  reg \$632 ;
+  reg \$633 ;
+  reg \$634 ;
+  reg \$635 ;
+  reg \$636 ;
+  reg \$637 ;
+  reg \$638 ;
+  reg \$639 ;
   wire \$64 ;
-  wire \$640 ;
-  wire \$641 ;
-  wire \$642 ;
-  wire \$643 ;
-  wire \$644 ;
-  wire \$645 ;
-  wire \$646 ;
-  wire \$647 ;
-  wire \$648 ;
-  wire \$649 ;
+  reg \$640 ;
+  reg \$641 ;
+  reg \$642 ;
+  reg \$643 ;
+  reg \$644 ;
+  reg \$645 ;
+  reg \$646 ;
+  reg \$647 ;
+  reg \$648 ;
+  reg \$649 ;
   wire \$65 ;
-  wire \$650 ;
-  wire \$651 ;
-  wire \$652 ;
-  wire \$653 ;
-  wire \$654 ;
-  wire \$655 ;
-  wire \$656 ;
-  wire \$657 ;
-  wire \$658 ;
-  wire \$659 ;
+  reg \$650 ;
+  reg \$651 ;
+  reg \$652 ;
+  reg \$653 ;
+  reg \$654 ;
+  reg \$655 ;
+  reg \$656 ;
+  reg \$657 ;
+  reg \$658 ;
+  reg \$659 ;
   wire \$66 ;
-  wire \$660 ;
-  wire \$661 ;
-  wire \$662 ;
-  wire \$663 ;
-  wire \$664 ;
-  wire \$665 ;
-  wire \$666 ;
-  wire \$667 ;
-  wire \$668 ;
-  wire \$669 ;
+  reg \$660 ;
+  reg \$661 ;
+  reg \$662 ;
+  reg \$663 ;
+  reg \$664 ;
+  reg \$665 ;
+  reg \$666 ;
+  reg \$667 ;
+  reg \$668 ;
+  reg \$669 ;
   wire \$67 ;
-  wire \$670 ;
-  wire \$671 ;
-  wire \$672 ;
-  wire \$673 ;
-  wire \$674 ;
-  wire \$675 ;
-  wire \$676 ;
-  wire \$677 ;
-  wire \$678 ;
-  wire \$679 ;
+  reg \$670 ;
+  reg \$671 ;
+  reg \$672 ;
+  reg \$673 ;
+  reg \$674 ;
+  reg \$675 ;
+  reg \$676 ;
+  reg \$677 ;
+  reg \$678 ;
+  reg \$679 ;
   wire \$68 ;
-  wire \$680 ;
-  wire \$681 ;
-  wire \$682 ;
-  wire \$683 ;
-  wire \$684 ;
-  wire \$685 ;
-  wire \$686 ;
-  wire \$687 ;
-  wire \$688 ;
-  wire \$689 ;
+  reg \$680 ;
+  reg [7:0] \$681 ;
+  reg \$682 ;
+  reg \$683 ;
+  reg \$684 ;
+  reg \$685 ;
+  reg \$686 ;
+  reg \$687 ;
+  reg \$688 ;
+  reg \$689 ;
   wire \$69 ;
-  wire \$690 ;
-  wire \$691 ;
-  wire \$692 ;
-  wire \$693 ;
-  wire \$694 ;
-  wire \$695 ;
-  wire \$696 ;
-  wire \$697 ;
-  wire \$698 ;
-  reg [9:0] \$699 ;
+  reg \$690 ;
+  reg \$691 ;
+  reg \$692 ;
+  reg \$693 ;
+  reg \$694 ;
+  reg \$695 ;
+  reg \$696 ;
+  reg \$697 ;
+  reg \$698 ;
+  reg \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg [31:0] \$700 ;
+  reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg \$703 ;
+  reg [154:0] \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
@@ -60532,154 +60815,56 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg \$712 ;
-  reg \$713 ;
+  reg [178:0] \$712 ;
+  reg [58:0] \$713 ;
   reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg \$718 ;
-  reg \$719 ;
+  reg [38:0] \$715 ;
+  reg [38:0] \$716 ;
+  reg [4:0] \$717 ;
+  reg [3:0] \$718 ;
+  reg [5:0] \$719 ;
   wire \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg \$724 ;
-  reg \$725 ;
-  reg \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
+  reg [6:0] \$720 ;
+  reg [6:0] \$721 ;
+  reg [1:0] \$722 ;
+  reg [3:0] \$723 ;
+  reg [5:0] \$724 ;
+  reg [6:0] \$725 ;
+  reg [6:0] \$726 ;
+  reg [1:0] \$727 ;
+  reg [29:0] \$728 ;
+  reg [78:0] \$729 ;
   wire \$73 ;
-  reg \$730 ;
+  reg [75:0] \$730 ;
   reg \$731 ;
-  reg \$732 ;
-  reg \$733 ;
-  reg \$734 ;
-  reg \$735 ;
-  reg \$736 ;
-  reg \$737 ;
-  reg \$738 ;
-  reg \$739 ;
+  reg [31:0] \$732 ;
+  reg [31:0] \$733 ;
+  reg [31:0] \$734 ;
+  reg [31:0] \$735 ;
+  reg [31:0] \$736 ;
+  reg [31:0] \$737 ;
+  reg [31:0] \$738 ;
+  reg [31:0] \$739 ;
   wire \$74 ;
-  reg \$740 ;
-  reg \$741 ;
-  reg \$742 ;
-  reg \$743 ;
+  reg [31:0] \$740 ;
+  reg [31:0] \$741 ;
+  reg [31:0] \$742 ;
+  reg [31:0] \$743 ;
   reg \$744 ;
-  reg \$745 ;
+  reg [3:0] \$745 ;
   reg \$746 ;
-  reg \$747 ;
-  reg \$748 ;
-  reg \$749 ;
+  reg [31:0] \$747 ;
   wire \$75 ;
-  reg \$750 ;
-  reg \$751 ;
-  reg \$752 ;
-  reg \$753 ;
-  reg \$754 ;
-  reg \$755 ;
-  reg \$756 ;
-  reg \$757 ;
-  reg \$758 ;
-  reg \$759 ;
   wire \$76 ;
-  reg \$760 ;
-  reg \$761 ;
-  reg \$762 ;
-  reg \$763 ;
-  reg \$764 ;
-  reg \$765 ;
-  reg \$766 ;
-  reg \$767 ;
-  reg \$768 ;
-  reg \$769 ;
   wire \$77 ;
-  reg \$770 ;
-  reg \$771 ;
-  reg \$772 ;
-  reg \$773 ;
-  reg \$774 ;
-  reg \$775 ;
-  reg \$776 ;
-  reg \$777 ;
-  reg \$778 ;
-  reg \$779 ;
   wire \$78 ;
-  reg \$780 ;
-  reg [7:0] \$781 ;
-  reg \$782 ;
-  reg \$783 ;
-  reg \$784 ;
-  reg \$785 ;
-  reg \$786 ;
-  reg \$787 ;
-  reg \$788 ;
-  reg \$789 ;
   wire \$79 ;
-  reg \$790 ;
-  reg \$791 ;
-  reg \$792 ;
-  reg \$793 ;
-  reg \$794 ;
-  reg \$795 ;
-  reg \$796 ;
-  reg \$797 ;
-  reg \$798 ;
-  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg \$800 ;
-  reg \$801 ;
-  reg [154:0] \$802 ;
-  reg \$803 ;
-  reg \$804 ;
-  reg \$805 ;
-  reg \$806 ;
-  reg \$807 ;
-  reg \$808 ;
-  reg \$809 ;
   wire \$81 ;
-  reg [178:0] \$810 ;
-  reg [58:0] \$811 ;
-  reg \$812 ;
-  reg [38:0] \$813 ;
-  reg [38:0] \$814 ;
-  reg [4:0] \$815 ;
-  reg [3:0] \$816 ;
-  reg [5:0] \$817 ;
-  reg [6:0] \$818 ;
-  reg [6:0] \$819 ;
   wire \$82 ;
-  reg [1:0] \$820 ;
-  reg [3:0] \$821 ;
-  reg [5:0] \$822 ;
-  reg [6:0] \$823 ;
-  reg [6:0] \$824 ;
-  reg [1:0] \$825 ;
-  reg [29:0] \$826 ;
-  reg [78:0] \$827 ;
-  reg [75:0] \$828 ;
-  reg \$829 ;
   wire \$83 ;
-  reg [31:0] \$830 ;
-  reg [31:0] \$831 ;
-  reg [31:0] \$832 ;
-  reg [31:0] \$833 ;
-  reg [31:0] \$834 ;
-  reg [31:0] \$835 ;
-  reg [31:0] \$836 ;
-  reg [31:0] \$837 ;
-  reg [31:0] \$838 ;
-  reg [31:0] \$839 ;
   wire \$84 ;
-  reg [31:0] \$840 ;
-  reg [31:0] \$841 ;
-  reg \$842 ;
-  reg [3:0] \$843 ;
-  reg \$844 ;
-  reg [31:0] \$845 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -60697,11 +60882,11 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$159 ;
-  wire [68:0] \addrmap_capture$159 ;
-  wire [47:0] addrmap_capture$159__addr ;
-  wire [4:0] addrmap_capture$159__device ;
-  wire [15:0] addrmap_capture$159__tile ;
+  input [68:0] \addrmap_capture$161 ;
+  wire [68:0] \addrmap_capture$161 ;
+  wire [47:0] addrmap_capture$161__addr ;
+  wire [4:0] addrmap_capture$161__device ;
+  wire [15:0] addrmap_capture$161__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -60839,6 +61024,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] desc_got__src ;
   wire [15:0] desc_got__tile ;
   wire desc_got__valid ;
+  reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
   reg desc_verdict = 1'h0;
   reg desc_waiting0 = 1'h0;
@@ -60848,16 +61034,16 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$191 ;
+  wire [4:0] \device_id$193 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$157 ;
-  wire [71:0] \dma_capture$157 ;
-  wire [47:0] dma_capture$157__addr ;
-  wire [7:0] dma_capture$157__index ;
-  wire [15:0] dma_capture$157__tile ;
+  input [71:0] \dma_capture$159 ;
+  wire [71:0] \dma_capture$159 ;
+  wire [47:0] dma_capture$159__addr ;
+  wire [7:0] dma_capture$159__index ;
+  wire [15:0] dma_capture$159__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -60970,6 +61156,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_got__remote_base ;
   wire [47:0] region_got__size ;
   wire region_got__valid ;
+  reg region_judging = 1'h0;
   reg region_load = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
@@ -61006,21 +61193,21 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$190 ;
+  wire [7:0] \rp__addr$192 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$121 ;
-  wire [4:0] rp__data$121__device ;
-  wire [47:0] rp__data$121__dst ;
+  wire [170:0] \rp__data$123 ;
+  wire [4:0] rp__data$123__device ;
+  wire [47:0] rp__data$123__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$121__op ;
-  wire [23:0] rp__data$121__pitch ;
-  wire [15:0] rp__data$121__row_bytes ;
-  wire [11:0] rp__data$121__rows ;
-  wire [47:0] rp__data$121__src ;
-  wire [15:0] rp__data$121__tile ;
-  wire rp__data$121__valid ;
+  wire rp__data$123__op ;
+  wire [23:0] rp__data$123__pitch ;
+  wire [15:0] rp__data$123__row_bytes ;
+  wire [11:0] rp__data$123__rows ;
+  wire [47:0] rp__data$123__src ;
+  wire [15:0] rp__data$123__tile ;
+  wire rp__data$123__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -61151,10 +61338,10 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$155 ;
-  wire [23:0] \tracker_capture$155 ;
-  wire [7:0] tracker_capture$155__cmd ;
-  wire [15:0] tracker_capture$155__tile ;
+  input [23:0] \tracker_capture$157 ;
+  wire [23:0] \tracker_capture$157 ;
+  wire [7:0] tracker_capture$157__cmd ;
+  wire [15:0] tracker_capture$157__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -61241,21 +61428,21 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$187 ;
+  reg [7:0] \wp__addr$189 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$188 ;
-  wire [4:0] wp__data$188__device ;
-  wire [47:0] wp__data$188__dst ;
+  reg [170:0] \wp__data$190 ;
+  wire [4:0] wp__data$190__device ;
+  wire [47:0] wp__data$190__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$188__op ;
-  wire [23:0] wp__data$188__pitch ;
-  wire [15:0] wp__data$188__row_bytes ;
-  wire [11:0] wp__data$188__rows ;
-  wire [47:0] wp__data$188__src ;
-  wire [15:0] wp__data$188__tile ;
-  wire wp__data$188__valid ;
+  wire wp__data$190__op ;
+  wire [23:0] wp__data$190__pitch ;
+  wire [15:0] wp__data$190__row_bytes ;
+  wire [11:0] wp__data$190__rows ;
+  wire [47:0] wp__data$190__src ;
+  wire [15:0] wp__data$190__tile ;
+  wire wp__data$190__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -61267,7 +61454,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$189 ;
+  reg \wp__en$191 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -61529,14 +61716,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$189 )
-      desc_table[\wp__addr$187 ] <= \wp__data$188 ;
+    if (\wp__en$191 )
+      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$121  = _0_;
+  assign \rp__data$123  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -61558,968 +61745,900 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$158  = \$152  & \$157 ;
-  assign \$159  = req_w_stb & sel_arb_policy;
-  assign \$160  = req_w_stb & sel_arb_starvation_limit;
-  assign \$166  = \$160  & \$165 ;
-  assign \$167  = req_w_stb & sel_arb_starvation_limit;
-  assign \$168  = req_w_stb & sel_device_id;
-  assign \$169  = req_w_stb & sel_csr_irq_enable;
-  assign \$170  = req_w_stb & sel_tracker_irq_enable;
-  assign \$171  = req_w_stb & sel_dma_irq_enable;
-  assign \$172  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$173  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$174  = req_w_stb & sel_command;
-  assign \$175  = region_program__valid | region_verdict;
-  assign \$176  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$177  = \$175  | \$176 ;
-  assign \$178  = region_fetch | region_load;
-  assign \$179  = \$177  | \$178 ;
-  assign \$181  = \$180  | sweep;
-  assign \$182  = region_program__valid | region_verdict;
-  assign \$183  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = region_fetch | region_load;
-  assign \$186  = \$184  | \$185 ;
-  assign \$188  = \$187  | sweep;
-  assign \$189  = dma_program__valid | desc_verdict;
-  assign \$190  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$191  = \$189  | \$190 ;
-  assign \$192  = desc_fetch | desc_load;
-  assign \$193  = \$191  | \$192 ;
-  assign \$195  = sweep | dma_busy;
-  assign \$196  = \$194  | \$195 ;
-  assign \$197  = dma_program__valid | desc_verdict;
-  assign \$198  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = desc_fetch | desc_load;
-  assign \$201  = \$199  | \$200 ;
-  assign \$203  = \$202  | sweep;
-  assign \$208  = \$207  | track_answer;
-  assign \$209  = \$208  | tracker_busy;
-  assign \$216  = ~ csr_errors_clear;
-  assign \$217  = errors & \$216 ;
-  assign \$218  = \$217  | set_err;
-  assign \$219  = ~ tracker_errors_clear;
-  assign \$220  = tracker_sticky & \$219 ;
-  assign \$221  = \$220  | tracker_errors;
-  assign \$222  = ~ dma_errors_clear;
-  assign \$223  = dma_sticky & \$222 ;
-  assign \$224  = \$223  | dma_errors;
-  assign \$225  = ~ addrmap_errors_clear;
-  assign \$226  = addrmap_sticky & \$225 ;
-  assign \$227  = \$226  | addrmap_errors;
-  assign \$228  = ~ arbiter_errors_clear;
-  assign \$229  = arbiter_sticky & \$228 ;
-  assign \$230  = \$229  | arbiter_errors;
-  assign \$231  = | tracker_errors;
-  assign \$232  = ~ tracker_errors_clear;
-  assign \$233  = tracker_sticky & \$232 ;
-  assign \$234  = | \$233 ;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$231  & \$235 ;
-  assign \$237  = | dma_errors;
-  assign \$238  = ~ dma_errors_clear;
-  assign \$239  = dma_sticky & \$238 ;
-  assign \$240  = | \$239 ;
-  assign \$241  = ~ \$240 ;
-  assign \$242  = \$237  & \$241 ;
-  assign \$243  = | addrmap_errors;
-  assign \$244  = ~ addrmap_errors_clear;
-  assign \$245  = addrmap_sticky & \$244 ;
-  assign \$246  = | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = \$243  & \$247 ;
-  assign \$249  = errors & csr_irq_enable;
-  assign \$250  = | \$249 ;
-  assign \$251  = tracker_sticky & tracker_irq_enable;
-  assign \$252  = | \$251 ;
-  assign \$253  = dma_sticky & dma_irq_enable;
-  assign \$254  = | \$253 ;
-  assign \$255  = addrmap_sticky & addrmap_irq_enable;
-  assign \$256  = | \$255 ;
-  assign \$257  = arbiter_sticky & arbiter_irq_enable;
-  assign \$258  = | \$257 ;
-  assign \$259  = | { \$258 , \$256 , \$254 , \$252 , \$250  };
-  assign \$260  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$261  = req_addr[3] ? 32'd0 : \$260 ;
-  assign \$262  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$263  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$264  = req_addr[3] ? \$262  : \$263 ;
-  assign \$265  = req_addr[4] ? \$261  : \$264 ;
-  assign \$266  = req_addr[5] ? 32'd0 : \$265 ;
-  assign \$267  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$268  = req_addr[3] ? 32'd0 : \$267 ;
-  assign \$269  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$270  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$271  = req_addr[3] ? \$269  : \$270 ;
-  assign \$272  = req_addr[4] ? \$268  : \$271 ;
-  assign \$273  = req_addr[5] ? 32'd0 : \$272 ;
-  assign \$274  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$275  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$276  = req_addr[3] ? \$274  : \$275 ;
-  assign \$277  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$278  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$279  = req_addr[3] ? \$277  : \$278 ;
-  assign \$280  = req_addr[4] ? \$276  : \$279 ;
-  assign \$281  = req_addr[5] ? 32'd0 : \$280 ;
-  assign \$282  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$283  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$286  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$287  = req_addr[3] ? \$285  : \$286 ;
-  assign \$288  = req_addr[4] ? \$284  : \$287 ;
-  assign \$289  = req_addr[5] ? 32'd0 : \$288 ;
-  assign \$290  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$291  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
-  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
-  assign \$295  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
-  assign \$297  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$298  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$299  = req_addr[3] ? \$297  : \$298 ;
-  assign \$300  = req_addr[4] ? \$296  : \$299 ;
-  assign \$301  = req_addr[5] ? 32'd0 : \$300 ;
-  assign \$302  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$303  = req_addr[3] ? 32'd0 : \$302 ;
-  assign \$304  = req_addr[4] ? 32'd0 : \$303 ;
-  assign \$305  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$306  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$307  = req_addr[3] ? \$305  : \$306 ;
-  assign \$308  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$309  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$310  = req_addr[3] ? \$308  : \$309 ;
-  assign \$311  = req_addr[4] ? \$307  : \$310 ;
-  assign \$312  = req_addr[5] ? \$304  : \$311 ;
-  assign \$313  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$314  = req_addr[3] ? 32'd0 : \$313 ;
-  assign \$315  = req_addr[4] ? 32'd0 : \$314 ;
-  assign \$316  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$317  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$318  = req_addr[3] ? \$316  : \$317 ;
-  assign \$319  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$320  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$321  = req_addr[3] ? \$319  : \$320 ;
-  assign \$322  = req_addr[4] ? \$318  : \$321 ;
-  assign \$323  = req_addr[5] ? \$315  : \$322 ;
-  assign \$324  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$325  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$326  = req_addr[3] ? \$324  : \$325 ;
-  assign \$327  = req_addr[4] ? 32'd0 : \$326 ;
-  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
-  assign \$329  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$330  = req_addr[3] ? 32'd0 : \$329 ;
-  assign \$331  = req_addr[4] ? 32'd0 : \$330 ;
-  assign \$332  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$333  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$334  = req_addr[3] ? \$332  : \$333 ;
-  assign \$335  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$336  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$337  = req_addr[3] ? \$335  : \$336 ;
-  assign \$338  = req_addr[4] ? \$334  : \$337 ;
-  assign \$339  = req_addr[5] ? \$331  : \$338 ;
-  assign \$340  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$341  = req_addr[3] ? 32'd0 : \$340 ;
-  assign \$342  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$343  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$344  = req_addr[3] ? \$342  : \$343 ;
-  assign \$345  = req_addr[4] ? \$341  : \$344 ;
-  assign \$346  = req_addr[5] ? 32'd0 : \$345 ;
-  assign \$347  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$348  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$349  = req_addr[3] ? \$347  : \$348 ;
-  assign \$350  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$351  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$352  = req_addr[3] ? \$350  : \$351 ;
-  assign \$353  = req_addr[4] ? \$349  : \$352 ;
-  assign \$354  = req_addr[5] ? 32'd0 : \$353 ;
-  assign \$355  = | req_addr[1:0];
-  assign \$356  = read_section[0] ? 32'd0 : read_part14;
-  assign \$357  = read_section[0] ? read_part13 : 32'd0;
-  assign \$358  = read_section[1] ? \$356  : \$357 ;
-  assign \$359  = read_section[0] ? read_part11 : read_part10;
-  assign \$360  = read_section[0] ? 32'd0 : read_part8;
-  assign \$361  = read_section[1] ? \$359  : \$360 ;
-  assign \$362  = read_section[2] ? \$358  : \$361 ;
-  assign \$363  = read_section[0] ? 32'd0 : read_part6;
-  assign \$364  = read_section[0] ? read_part5 : read_part4;
-  assign \$365  = read_section[1] ? \$363  : \$364 ;
-  assign \$366  = read_section[0] ? read_part3 : read_part2;
-  assign \$367  = read_section[0] ? read_part1 : read_part0;
-  assign \$368  = read_section[1] ? \$366  : \$367 ;
-  assign \$369  = read_section[2] ? \$365  : \$368 ;
-  assign \$370  = read_section[3] ? \$362  : \$369 ;
-  assign \$371  = read_unaligned ? 32'd0 : \$370 ;
-  assign \$372  = req_r_stb | req_w_stb;
-  assign \$373  = ~ mapped;
-  assign \$374  = \$372  & \$373 ;
-  assign \$375  = req_w_stb & sel_id;
-  assign \$376  = req_w_stb & sel_config;
-  assign \$377  = req_w_stb & sel_status;
-  assign \$378  = req_w_stb & sel_track_result_op;
-  assign \$379  = req_w_stb & sel_track_result_threshold;
-  assign \$380  = req_w_stb & sel_tracker_writes_compute;
-  assign \$381  = req_w_stb & sel_tracker_writes_dma;
-  assign \$382  = req_w_stb & sel_tracker_writes_remote;
-  assign \$383  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$384  = req_w_stb & sel_tracker_triggers;
-  assign \$385  = req_w_stb & sel_tracker_dropped;
-  assign \$386  = req_w_stb & sel_dma_triggers;
-  assign \$387  = req_w_stb & sel_dma_rejected;
-  assign \$388  = req_w_stb & sel_dma_reads;
-  assign \$389  = req_w_stb & sel_dma_packets;
-  assign \$390  = req_w_stb & sel_dma_bad_program;
-  assign \$391  = req_w_stb & sel_dma_bad_range;
-  assign \$392  = req_w_stb & sel_dma_bad_pitch;
-  assign \$393  = req_w_stb & sel_dma_desc_busy;
-  assign \$394  = req_w_stb & sel_dma_aborted;
-  assign \$395  = req_w_stb & sel_addrmap_local;
-  assign \$396  = req_w_stb & sel_addrmap_tracked;
-  assign \$397  = req_w_stb & sel_addrmap_remote;
-  assign \$398  = req_w_stb & sel_addrmap_unmapped;
-  assign \$399  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$400  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$401  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$402  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$403  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$404  = req_w_stb & sel_arb_status;
-  assign \$405  = req_w_stb & sel_arbiter_grants_load;
-  assign \$406  = req_w_stb & sel_arbiter_grants_store;
-  assign \$407  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$408  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$409  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$410  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$411  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$412  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$413  = req_w_stb & sel_arbiter_starved;
-  assign \$414  = req_w_stb & sel_tracker_capture;
-  assign \$415  = req_w_stb & sel_dma_capture_index;
-  assign \$416  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$417  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$418  = req_w_stb & sel_dma_capture_events;
-  assign \$419  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$420  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$421  = req_w_stb & sel_addrmap_capture_device;
-  assign \$422  = | { \$421 , \$420 , \$419 , \$418 , \$417 , \$416 , \$415 , \$414 , \$413 , \$412 , \$411 , \$410 , \$409 , \$408 , \$407 , \$406 , \$405 , \$404 , \$403 , \$402 , \$401 , \$400 , \$399 , \$398 , \$397 , \$396 , \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375  };
-  assign \$423  = sweep_at < 4'h8;
-  assign \$424  = | addrmap_errors[1:0];
-  assign \$425  = ~ \$424 ;
-  assign \$426  = region_verdict & \$425 ;
-  assign \$427  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$428  = ~ \$427 ;
-  assign \$429  = desc_verdict & \$428 ;
-  assign \$430  = req_w_stb & sel_region_index;
-  assign \$431  = region_program__valid | region_verdict;
-  assign \$432  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$433  = \$431  | \$432 ;
+  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$255  = req_addr[3] ? \$253  : \$254 ;
+  assign \$256  = req_addr[4] ? \$252  : \$255 ;
+  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
+  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$263  = req_addr[3] ? \$261  : \$262 ;
+  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$266  = req_addr[3] ? \$264  : \$265 ;
+  assign \$267  = req_addr[4] ? \$263  : \$266 ;
+  assign \$268  = req_addr[5] ? \$260  : \$267 ;
+  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
+  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$274  = req_addr[3] ? \$272  : \$273 ;
+  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$277  = req_addr[3] ? \$275  : \$276 ;
+  assign \$278  = req_addr[4] ? \$274  : \$277 ;
+  assign \$279  = req_addr[5] ? \$271  : \$278 ;
+  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$282  = req_addr[3] ? \$280  : \$281 ;
+  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
+  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
+  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
+  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
+  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$290  = req_addr[3] ? \$288  : \$289 ;
+  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$293  = req_addr[3] ? \$291  : \$292 ;
+  assign \$294  = req_addr[4] ? \$290  : \$293 ;
+  assign \$295  = req_addr[5] ? \$287  : \$294 ;
+  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$300  = req_addr[3] ? \$298  : \$299 ;
+  assign \$301  = req_addr[4] ? \$297  : \$300 ;
+  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
+  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
+  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
+  assign \$305  = req_addr[3] ? \$303  : \$304 ;
+  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
+  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
+  assign \$308  = req_addr[3] ? \$306  : \$307 ;
+  assign \$309  = req_addr[4] ? \$305  : \$308 ;
+  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
+  assign \$311  = | req_addr[1:0];
+  assign \$312  = read_section[0] ? 32'd0 : read_part14;
+  assign \$313  = read_section[0] ? read_part13 : 32'd0;
+  assign \$314  = read_section[1] ? \$312  : \$313 ;
+  assign \$315  = read_section[0] ? read_part11 : read_part10;
+  assign \$316  = read_section[0] ? 32'd0 : read_part8;
+  assign \$317  = read_section[1] ? \$315  : \$316 ;
+  assign \$318  = read_section[2] ? \$314  : \$317 ;
+  assign \$319  = read_section[0] ? 32'd0 : read_part6;
+  assign \$320  = read_section[0] ? read_part5 : read_part4;
+  assign \$321  = read_section[1] ? \$319  : \$320 ;
+  assign \$322  = read_section[0] ? read_part3 : read_part2;
+  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$324  = read_section[1] ? \$322  : \$323 ;
+  assign \$325  = read_section[2] ? \$321  : \$324 ;
+  assign \$326  = read_section[3] ? \$318  : \$325 ;
+  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
+  assign \$328  = req_r_stb | req_w_stb;
+  assign \$329  = ~ mapped;
+  assign \$330  = \$328  & \$329 ;
+  assign \$331  = req_w_stb & sel_id;
+  assign \$332  = req_w_stb & sel_config;
+  assign \$333  = req_w_stb & sel_status;
+  assign \$334  = req_w_stb & sel_track_result_op;
+  assign \$335  = req_w_stb & sel_track_result_threshold;
+  assign \$336  = req_w_stb & sel_tracker_writes_compute;
+  assign \$337  = req_w_stb & sel_tracker_writes_dma;
+  assign \$338  = req_w_stb & sel_tracker_writes_remote;
+  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$340  = req_w_stb & sel_tracker_triggers;
+  assign \$341  = req_w_stb & sel_tracker_dropped;
+  assign \$342  = req_w_stb & sel_dma_triggers;
+  assign \$343  = req_w_stb & sel_dma_rejected;
+  assign \$344  = req_w_stb & sel_dma_reads;
+  assign \$345  = req_w_stb & sel_dma_packets;
+  assign \$346  = req_w_stb & sel_dma_bad_program;
+  assign \$347  = req_w_stb & sel_dma_bad_range;
+  assign \$348  = req_w_stb & sel_dma_bad_pitch;
+  assign \$349  = req_w_stb & sel_dma_desc_busy;
+  assign \$350  = req_w_stb & sel_dma_aborted;
+  assign \$351  = req_w_stb & sel_addrmap_local;
+  assign \$352  = req_w_stb & sel_addrmap_tracked;
+  assign \$353  = req_w_stb & sel_addrmap_remote;
+  assign \$354  = req_w_stb & sel_addrmap_unmapped;
+  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$360  = req_w_stb & sel_arb_status;
+  assign \$361  = req_w_stb & sel_arbiter_grants_load;
+  assign \$362  = req_w_stb & sel_arbiter_grants_store;
+  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$369  = req_w_stb & sel_arbiter_starved;
+  assign \$370  = req_w_stb & sel_tracker_capture;
+  assign \$371  = req_w_stb & sel_dma_capture_index;
+  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$374  = req_w_stb & sel_dma_capture_events;
+  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$377  = req_w_stb & sel_addrmap_capture_device;
+  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
+  assign \$379  = sweep_at < 4'h8;
+  assign \$380  = | addrmap_errors[1:0];
+  assign \$381  = ~ \$380 ;
+  assign \$382  = region_verdict & \$381 ;
+  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$384  = ~ \$383 ;
+  assign \$385  = desc_verdict & \$384 ;
+  assign \$386  = req_w_stb & sel_region_index;
+  assign \$387  = region_program__valid | region_judging;
+  assign \$388  = region_fetch | region_load;
+  assign \$389  = \$387  | \$388 ;
+  assign \$391  = \$386  & \$390 ;
+  assign \$392  = req_w_stb & sel_region_index;
+  assign \$393  = req_r_stb & sel_region_index;
+  assign \$394  = region_fetch | region_load;
+  assign \$395  = \$393  & \$394 ;
+  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$397  = region_program__valid | region_judging;
+  assign \$398  = region_fetch | region_load;
+  assign \$399  = \$397  | \$398 ;
+  assign \$401  = \$396  & \$400 ;
+  assign \$402  = req_w_stb & sel_region_base_lo;
+  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$404  = region_fetch | region_load;
+  assign \$405  = \$403  & \$404 ;
+  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$407  = region_program__valid | region_judging;
+  assign \$408  = region_fetch | region_load;
+  assign \$409  = \$407  | \$408 ;
+  assign \$411  = \$406  & \$410 ;
+  assign \$412  = req_w_stb & sel_region_base_hi;
+  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$414  = region_fetch | region_load;
+  assign \$415  = \$413  & \$414 ;
+  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$417  = region_program__valid | region_judging;
+  assign \$418  = region_fetch | region_load;
+  assign \$419  = \$417  | \$418 ;
+  assign \$421  = \$416  & \$420 ;
+  assign \$422  = req_w_stb & sel_region_size_lo;
+  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$424  = region_fetch | region_load;
+  assign \$425  = \$423  & \$424 ;
+  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$427  = region_program__valid | region_judging;
+  assign \$428  = region_fetch | region_load;
+  assign \$429  = \$427  | \$428 ;
+  assign \$431  = \$426  & \$430 ;
+  assign \$432  = req_w_stb & sel_region_size_hi;
+  assign \$433  = req_r_stb & sel_region_size_hi;
   assign \$434  = region_fetch | region_load;
-  assign \$435  = \$433  | \$434 ;
-  assign \$437  = \$430  & \$436 ;
-  assign \$438  = req_w_stb & sel_region_index;
-  assign \$439  = req_r_stb & sel_region_index;
-  assign \$440  = region_fetch | region_load;
-  assign \$441  = \$439  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_base_lo;
-  assign \$443  = region_program__valid | region_verdict;
-  assign \$444  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$445  = \$443  | \$444 ;
-  assign \$446  = region_fetch | region_load;
-  assign \$447  = \$445  | \$446 ;
-  assign \$449  = \$442  & \$448 ;
-  assign \$450  = req_w_stb & sel_region_base_lo;
-  assign \$451  = req_r_stb & sel_region_base_lo;
-  assign \$452  = region_fetch | region_load;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = req_w_stb & sel_region_base_hi;
-  assign \$455  = region_program__valid | region_verdict;
-  assign \$456  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$457  = \$455  | \$456 ;
-  assign \$458  = region_fetch | region_load;
+  assign \$435  = \$433  & \$434 ;
+  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$437  = region_program__valid | region_judging;
+  assign \$438  = region_fetch | region_load;
+  assign \$439  = \$437  | \$438 ;
+  assign \$441  = \$436  & \$440 ;
+  assign \$442  = req_w_stb & sel_region_remote_base_lo;
+  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$444  = region_fetch | region_load;
+  assign \$445  = \$443  & \$444 ;
+  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$447  = region_program__valid | region_judging;
+  assign \$448  = region_fetch | region_load;
+  assign \$449  = \$447  | \$448 ;
+  assign \$451  = \$446  & \$450 ;
+  assign \$452  = req_w_stb & sel_region_remote_base_hi;
+  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$454  = region_fetch | region_load;
+  assign \$455  = \$453  & \$454 ;
+  assign \$456  = req_w_stb & sel_desc_index;
+  assign \$457  = dma_program__valid | desc_judging;
+  assign \$458  = desc_fetch | desc_load;
   assign \$459  = \$457  | \$458 ;
-  assign \$461  = \$454  & \$460 ;
-  assign \$462  = req_w_stb & sel_region_base_hi;
-  assign \$463  = req_r_stb & sel_region_base_hi;
-  assign \$464  = region_fetch | region_load;
+  assign \$461  = \$456  & \$460 ;
+  assign \$462  = req_w_stb & sel_desc_index;
+  assign \$463  = req_r_stb & sel_desc_index;
+  assign \$464  = desc_fetch | desc_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_region_size_lo;
-  assign \$467  = region_program__valid | region_verdict;
-  assign \$468  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$467  = dma_program__valid | desc_judging;
+  assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
-  assign \$470  = region_fetch | region_load;
-  assign \$471  = \$469  | \$470 ;
-  assign \$473  = \$466  & \$472 ;
-  assign \$474  = req_w_stb & sel_region_size_lo;
-  assign \$475  = req_r_stb & sel_region_size_lo;
-  assign \$476  = region_fetch | region_load;
-  assign \$477  = \$475  & \$476 ;
-  assign \$478  = req_w_stb & sel_region_size_hi;
-  assign \$479  = region_program__valid | region_verdict;
-  assign \$480  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$481  = \$479  | \$480 ;
-  assign \$482  = region_fetch | region_load;
-  assign \$483  = \$481  | \$482 ;
-  assign \$485  = \$478  & \$484 ;
-  assign \$486  = req_w_stb & sel_region_size_hi;
-  assign \$487  = req_r_stb & sel_region_size_hi;
-  assign \$488  = region_fetch | region_load;
-  assign \$489  = \$487  & \$488 ;
-  assign \$490  = req_w_stb & sel_region_remote_base_lo;
-  assign \$491  = region_program__valid | region_verdict;
-  assign \$492  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$493  = \$491  | \$492 ;
-  assign \$494  = region_fetch | region_load;
-  assign \$495  = \$493  | \$494 ;
-  assign \$497  = \$490  & \$496 ;
-  assign \$498  = req_w_stb & sel_region_remote_base_lo;
-  assign \$499  = req_r_stb & sel_region_remote_base_lo;
-  assign \$500  = region_fetch | region_load;
-  assign \$501  = \$499  & \$500 ;
-  assign \$502  = req_w_stb & sel_region_remote_base_hi;
-  assign \$503  = region_program__valid | region_verdict;
-  assign \$504  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$505  = \$503  | \$504 ;
-  assign \$506  = region_fetch | region_load;
-  assign \$507  = \$505  | \$506 ;
-  assign \$509  = \$502  & \$508 ;
-  assign \$510  = req_w_stb & sel_region_remote_base_hi;
-  assign \$511  = req_r_stb & sel_region_remote_base_hi;
-  assign \$512  = region_fetch | region_load;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = req_w_stb & sel_desc_index;
-  assign \$515  = dma_program__valid | desc_verdict;
-  assign \$516  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$517  = \$515  | \$516 ;
+  assign \$471  = \$466  & \$470 ;
+  assign \$472  = req_w_stb & sel_desc_rows;
+  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$474  = desc_fetch | desc_load;
+  assign \$475  = \$473  & \$474 ;
+  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$477  = dma_program__valid | desc_judging;
+  assign \$478  = desc_fetch | desc_load;
+  assign \$479  = \$477  | \$478 ;
+  assign \$481  = \$476  & \$480 ;
+  assign \$482  = req_w_stb & sel_desc_pitch;
+  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$484  = desc_fetch | desc_load;
+  assign \$485  = \$483  & \$484 ;
+  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$487  = dma_program__valid | desc_judging;
+  assign \$488  = desc_fetch | desc_load;
+  assign \$489  = \$487  | \$488 ;
+  assign \$491  = \$486  & \$490 ;
+  assign \$492  = req_w_stb & sel_desc_src_lo;
+  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$494  = desc_fetch | desc_load;
+  assign \$495  = \$493  & \$494 ;
+  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$497  = dma_program__valid | desc_judging;
+  assign \$498  = desc_fetch | desc_load;
+  assign \$499  = \$497  | \$498 ;
+  assign \$501  = \$496  & \$500 ;
+  assign \$502  = req_w_stb & sel_desc_src_hi;
+  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$504  = desc_fetch | desc_load;
+  assign \$505  = \$503  & \$504 ;
+  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$507  = dma_program__valid | desc_judging;
+  assign \$508  = desc_fetch | desc_load;
+  assign \$509  = \$507  | \$508 ;
+  assign \$511  = \$506  & \$510 ;
+  assign \$512  = req_w_stb & sel_desc_dst_lo;
+  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$514  = desc_fetch | desc_load;
+  assign \$515  = \$513  & \$514 ;
+  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
-  assign \$521  = \$514  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_index;
-  assign \$523  = req_r_stb & sel_desc_index;
+  assign \$521  = \$516  & \$520 ;
+  assign \$522  = req_w_stb & sel_desc_dst_hi;
+  assign \$523  = req_r_stb & sel_desc_dst_hi;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_desc_rows;
-  assign \$527  = dma_program__valid | desc_verdict;
-  assign \$528  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$529  = \$527  | \$528 ;
-  assign \$530  = desc_fetch | desc_load;
-  assign \$531  = \$529  | \$530 ;
-  assign \$533  = \$526  & \$532 ;
-  assign \$534  = req_w_stb & sel_desc_rows;
-  assign \$535  = req_r_stb & sel_desc_rows;
-  assign \$536  = desc_fetch | desc_load;
-  assign \$537  = \$535  & \$536 ;
-  assign \$538  = req_w_stb & sel_desc_pitch;
-  assign \$539  = dma_program__valid | desc_verdict;
-  assign \$540  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$541  = \$539  | \$540 ;
-  assign \$542  = desc_fetch | desc_load;
-  assign \$543  = \$541  | \$542 ;
-  assign \$545  = \$538  & \$544 ;
-  assign \$546  = req_w_stb & sel_desc_pitch;
-  assign \$547  = req_r_stb & sel_desc_pitch;
-  assign \$548  = desc_fetch | desc_load;
-  assign \$549  = \$547  & \$548 ;
-  assign \$550  = req_w_stb & sel_desc_src_lo;
-  assign \$551  = dma_program__valid | desc_verdict;
-  assign \$552  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$526  = req_w_stb & sel_track_op;
+  assign \$529  = \$528  | track_answer;
+  assign \$530  = \$526  & \$529 ;
+  assign \$531  = req_w_stb & sel_track_op;
+  assign \$532  = req_w_stb & sel_track_cmd;
+  assign \$535  = \$534  | track_answer;
+  assign \$536  = \$532  & \$535 ;
+  assign \$537  = req_w_stb & sel_track_cmd;
+  assign \$538  = req_w_stb & sel_arb_policy;
+  assign \$542  = \$538  & \$541 ;
+  assign \$543  = req_w_stb & sel_arb_policy;
+  assign \$544  = req_w_stb & sel_arb_starvation_limit;
+  assign \$548  = \$544  & \$547 ;
+  assign \$549  = req_w_stb & sel_arb_starvation_limit;
+  assign \$550  = req_w_stb & sel_command;
+  assign \$551  = region_program__valid | region_judging;
+  assign \$552  = region_fetch | region_load;
   assign \$553  = \$551  | \$552 ;
-  assign \$554  = desc_fetch | desc_load;
-  assign \$555  = \$553  | \$554 ;
-  assign \$557  = \$550  & \$556 ;
-  assign \$558  = req_w_stb & sel_desc_src_lo;
-  assign \$559  = req_r_stb & sel_desc_src_lo;
-  assign \$560  = desc_fetch | desc_load;
-  assign \$561  = \$559  & \$560 ;
-  assign \$562  = req_w_stb & sel_desc_src_hi;
-  assign \$563  = dma_program__valid | desc_verdict;
-  assign \$564  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$565  = \$563  | \$564 ;
-  assign \$566  = desc_fetch | desc_load;
-  assign \$567  = \$565  | \$566 ;
-  assign \$569  = \$562  & \$568 ;
-  assign \$570  = req_w_stb & sel_desc_src_hi;
-  assign \$571  = req_r_stb & sel_desc_src_hi;
-  assign \$572  = desc_fetch | desc_load;
-  assign \$573  = \$571  & \$572 ;
-  assign \$574  = req_w_stb & sel_desc_dst_lo;
-  assign \$575  = dma_program__valid | desc_verdict;
-  assign \$576  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$577  = \$575  | \$576 ;
-  assign \$578  = desc_fetch | desc_load;
-  assign \$579  = \$577  | \$578 ;
-  assign \$581  = \$574  & \$580 ;
-  assign \$582  = req_w_stb & sel_desc_dst_lo;
-  assign \$583  = req_r_stb & sel_desc_dst_lo;
-  assign \$584  = desc_fetch | desc_load;
-  assign \$585  = \$583  & \$584 ;
-  assign \$586  = req_w_stb & sel_desc_dst_hi;
-  assign \$587  = dma_program__valid | desc_verdict;
-  assign \$588  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$589  = \$587  | \$588 ;
+  assign \$555  = \$554  | sweep;
+  assign \$556  = region_program__valid | region_judging;
+  assign \$557  = region_fetch | region_load;
+  assign \$558  = \$556  | \$557 ;
+  assign \$560  = \$559  | sweep;
+  assign \$561  = dma_program__valid | desc_judging;
+  assign \$562  = desc_fetch | desc_load;
+  assign \$563  = \$561  | \$562 ;
+  assign \$565  = sweep | dma_busy;
+  assign \$566  = \$564  | \$565 ;
+  assign \$567  = dma_program__valid | desc_judging;
+  assign \$568  = desc_fetch | desc_load;
+  assign \$569  = \$567  | \$568 ;
+  assign \$571  = \$570  | sweep;
+  assign \$574  = \$573  | track_answer;
+  assign \$575  = \$574  | tracker_busy;
+  assign \$580  = req_w_stb & sel_csr_errors;
+  assign \$581  = req_w_stb & sel_tracker_errors;
+  assign \$582  = req_w_stb & sel_dma_errors;
+  assign \$583  = req_w_stb & sel_addrmap_errors;
+  assign \$584  = req_w_stb & sel_arbiter_errors;
+  assign \$585  = region_program__valid | region_judging;
+  assign \$586  = region_fetch | region_load;
+  assign \$587  = \$585  | \$586 ;
+  assign \$589  = dma_program__valid | desc_judging;
   assign \$590  = desc_fetch | desc_load;
   assign \$591  = \$589  | \$590 ;
-  assign \$593  = \$586  & \$592 ;
-  assign \$594  = req_w_stb & sel_desc_dst_hi;
-  assign \$595  = req_r_stb & sel_desc_dst_hi;
-  assign \$596  = desc_fetch | desc_load;
-  assign \$597  = \$595  & \$596 ;
-  assign \$598  = req_w_stb & sel_track_op;
-  assign \$603  = \$602  | track_answer;
-  assign \$604  = \$598  & \$603 ;
-  assign \$605  = req_w_stb & sel_track_op;
-  assign \$606  = req_w_stb & sel_track_cmd;
-  assign \$611  = \$610  | track_answer;
-  assign \$612  = \$606  & \$611 ;
-  assign \$613  = req_w_stb & sel_track_cmd;
-  assign \$614  = req_w_stb & sel_arb_policy;
-  assign \$620  = \$614  & \$619 ;
-  assign \$621  = req_w_stb & sel_arb_policy;
-  assign \$622  = req_w_stb & sel_arb_starvation_limit;
-  assign \$628  = \$622  & \$627 ;
-  assign \$629  = req_w_stb & sel_arb_starvation_limit;
-  assign \$630  = req_w_stb & sel_command;
-  assign \$631  = region_program__valid | region_verdict;
-  assign \$632  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$633  = \$631  | \$632 ;
-  assign \$634  = region_fetch | region_load;
-  assign \$635  = \$633  | \$634 ;
-  assign \$637  = \$636  | sweep;
-  assign \$638  = region_program__valid | region_verdict;
-  assign \$639  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$640  = \$638  | \$639 ;
-  assign \$641  = region_fetch | region_load;
-  assign \$642  = \$640  | \$641 ;
-  assign \$644  = \$643  | sweep;
-  assign \$645  = dma_program__valid | desc_verdict;
-  assign \$646  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$647  = \$645  | \$646 ;
-  assign \$648  = desc_fetch | desc_load;
-  assign \$649  = \$647  | \$648 ;
-  assign \$651  = sweep | dma_busy;
-  assign \$652  = \$650  | \$651 ;
-  assign \$653  = dma_program__valid | desc_verdict;
-  assign \$654  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$655  = \$653  | \$654 ;
-  assign \$656  = desc_fetch | desc_load;
-  assign \$657  = \$655  | \$656 ;
-  assign \$659  = \$658  | sweep;
-  assign \$664  = \$663  | track_answer;
-  assign \$665  = \$664  | tracker_busy;
-  assign \$672  = req_w_stb & sel_csr_errors;
-  assign \$673  = req_w_stb & sel_tracker_errors;
-  assign \$674  = req_w_stb & sel_dma_errors;
-  assign \$675  = req_w_stb & sel_addrmap_errors;
-  assign \$676  = req_w_stb & sel_arbiter_errors;
-  assign \$677  = region_program__valid | region_verdict;
-  assign \$678  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$679  = \$677  | \$678 ;
-  assign \$680  = region_fetch | region_load;
-  assign \$681  = \$679  | \$680 ;
-  assign \$683  = dma_program__valid | desc_verdict;
-  assign \$684  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$685  = \$683  | \$684 ;
-  assign \$686  = desc_fetch | desc_load;
-  assign \$687  = \$685  | \$686 ;
-  assign \$693  = \$692  | track_answer;
+  assign \$595  = \$594  | track_answer;
   always @(posedge clk)
-    req_addr <= \$699 ;
+    req_addr <= \$599 ;
   always @(posedge clk)
-    req_w_data <= \$700 ;
+    req_w_data <= \$600 ;
   always @(posedge clk)
-    req_w_stb <= \$701 ;
+    req_w_stb <= \$601 ;
   always @(posedge clk)
-    req_r_stb <= \$702 ;
+    req_r_stb <= \$602 ;
   always @(posedge clk)
-    sel_id <= \$703 ;
+    sel_id <= \$603 ;
   always @(posedge clk)
-    sel_config <= \$704 ;
+    sel_config <= \$604 ;
   always @(posedge clk)
-    sel_status <= \$705 ;
+    sel_status <= \$605 ;
   always @(posedge clk)
-    sel_command <= \$706 ;
+    sel_command <= \$606 ;
   always @(posedge clk)
-    sel_device_id <= \$707 ;
+    sel_device_id <= \$607 ;
   always @(posedge clk)
-    sel_csr_errors <= \$708 ;
+    sel_csr_errors <= \$608 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$709 ;
+    sel_tracker_errors <= \$609 ;
   always @(posedge clk)
-    sel_dma_errors <= \$710 ;
+    sel_dma_errors <= \$610 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$711 ;
+    sel_addrmap_errors <= \$611 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$712 ;
+    sel_arbiter_errors <= \$612 ;
   always @(posedge clk)
-    sel_region_index <= \$713 ;
+    sel_region_index <= \$613 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$714 ;
+    sel_region_base_lo <= \$614 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$715 ;
+    sel_region_base_hi <= \$615 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$716 ;
+    sel_region_size_lo <= \$616 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$717 ;
+    sel_region_size_hi <= \$617 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$718 ;
+    sel_region_remote_base_lo <= \$618 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$719 ;
+    sel_region_remote_base_hi <= \$619 ;
   always @(posedge clk)
-    sel_desc_index <= \$720 ;
+    sel_desc_index <= \$620 ;
   always @(posedge clk)
-    sel_desc_rows <= \$721 ;
+    sel_desc_rows <= \$621 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$722 ;
+    sel_desc_pitch <= \$622 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$723 ;
+    sel_desc_src_lo <= \$623 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$724 ;
+    sel_desc_src_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$725 ;
+    sel_desc_dst_lo <= \$625 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$726 ;
+    sel_desc_dst_hi <= \$626 ;
   always @(posedge clk)
-    sel_track_op <= \$727 ;
+    sel_track_op <= \$627 ;
   always @(posedge clk)
-    sel_track_cmd <= \$728 ;
+    sel_track_cmd <= \$628 ;
   always @(posedge clk)
-    sel_track_result_op <= \$729 ;
+    sel_track_result_op <= \$629 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$730 ;
+    sel_track_result_threshold <= \$630 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$731 ;
+    sel_tracker_writes_compute <= \$631 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$732 ;
+    sel_tracker_writes_dma <= \$632 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$733 ;
+    sel_tracker_writes_remote <= \$633 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$734 ;
+    sel_tracker_unprogrammed <= \$634 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$735 ;
+    sel_tracker_triggers <= \$635 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$736 ;
+    sel_tracker_dropped <= \$636 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$737 ;
+    sel_dma_triggers <= \$637 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$738 ;
+    sel_dma_rejected <= \$638 ;
   always @(posedge clk)
-    sel_dma_reads <= \$739 ;
+    sel_dma_reads <= \$639 ;
   always @(posedge clk)
-    sel_dma_packets <= \$740 ;
+    sel_dma_packets <= \$640 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$741 ;
+    sel_dma_bad_program <= \$641 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$742 ;
+    sel_dma_bad_range <= \$642 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$743 ;
+    sel_dma_bad_pitch <= \$643 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$744 ;
+    sel_dma_desc_busy <= \$644 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$745 ;
+    sel_dma_aborted <= \$645 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$746 ;
+    sel_addrmap_local <= \$646 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$747 ;
+    sel_addrmap_tracked <= \$647 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$748 ;
+    sel_addrmap_remote <= \$648 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$749 ;
+    sel_addrmap_unmapped <= \$649 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$750 ;
+    sel_addrmap_store_crosses <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$751 ;
+    sel_addrmap_rx_misrouted <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$752 ;
+    sel_addrmap_rx_remote <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$753 ;
+    sel_addrmap_rx_unmapped <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$754 ;
+    sel_addrmap_rx_crosses <= \$654 ;
   always @(posedge clk)
-    sel_arb_policy <= \$755 ;
+    sel_arb_policy <= \$655 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$756 ;
+    sel_arb_starvation_limit <= \$656 ;
   always @(posedge clk)
-    sel_arb_status <= \$757 ;
+    sel_arb_status <= \$657 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$758 ;
+    sel_arbiter_grants_load <= \$658 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$759 ;
+    sel_arbiter_grants_store <= \$659 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$760 ;
+    sel_arbiter_grants_dma <= \$660 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$761 ;
+    sel_arbiter_grants_remote <= \$661 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$762 ;
+    sel_arbiter_stalls_load <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$763 ;
+    sel_arbiter_stalls_store <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$764 ;
+    sel_arbiter_stalls_dma <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$765 ;
+    sel_arbiter_stalls_remote <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$766 ;
+    sel_arbiter_starved <= \$666 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$767 ;
+    sel_csr_irq_enable <= \$667 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$768 ;
+    sel_tracker_irq_enable <= \$668 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$769 ;
+    sel_dma_irq_enable <= \$669 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$770 ;
+    sel_addrmap_irq_enable <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$771 ;
+    sel_arbiter_irq_enable <= \$671 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$772 ;
+    sel_tracker_capture <= \$672 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$773 ;
+    sel_dma_capture_index <= \$673 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$774 ;
+    sel_dma_capture_addr_lo <= \$674 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$775 ;
+    sel_dma_capture_addr_hi <= \$675 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$776 ;
+    sel_dma_capture_events <= \$676 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$777 ;
+    sel_addrmap_capture_addr_lo <= \$677 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$778 ;
+    sel_addrmap_capture_addr_hi <= \$678 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$779 ;
+    sel_addrmap_capture_device <= \$679 ;
   always @(posedge clk)
-    mapped <= \$780 ;
+    mapped <= \$680 ;
   always @(posedge clk)
-    sweep_at <= \$781 ;
+    sweep_at <= \$681 ;
   always @(posedge clk)
-    sweep <= \$782 ;
+    sweep <= \$682 ;
   always @(posedge clk)
-    region_program__valid <= \$783 ;
+    region_program__valid <= \$683 ;
   always @(posedge clk)
-    dma_program__valid <= \$784 ;
+    dma_program__valid <= \$684 ;
   always @(posedge clk)
-    tracker_program__valid <= \$785 ;
+    tracker_program__valid <= \$685 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$786 ;
+    arbiter_program__valid <= \$686 ;
   always @(posedge clk)
-    region_waiting0 <= \$787 ;
+    region_waiting0 <= \$687 ;
   always @(posedge clk)
-    region_waiting1 <= \$788 ;
+    region_waiting1 <= \$688 ;
   always @(posedge clk)
-    region_waiting2 <= \$789 ;
+    region_waiting2 <= \$689 ;
   always @(posedge clk)
-    region_waiting3 <= \$790 ;
+    region_waiting3 <= \$690 ;
   always @(posedge clk)
-    region_waiting4 <= \$791 ;
+    region_waiting4 <= \$691 ;
   always @(posedge clk)
-    region_waiting5 <= \$792 ;
+    region_waiting5 <= \$692 ;
   always @(posedge clk)
-    region_waiting6 <= \$793 ;
+    region_waiting6 <= \$693 ;
   always @(posedge clk)
-    region_waiting7 <= \$794 ;
+    region_waiting7 <= \$694 ;
   always @(posedge clk)
-    region_waiting8 <= \$795 ;
+    region_waiting8 <= \$695 ;
   always @(posedge clk)
-    region_waiting9 <= \$796 ;
+    region_waiting9 <= \$696 ;
   always @(posedge clk)
-    region_waiting10 <= \$797 ;
+    region_waiting10 <= \$697 ;
   always @(posedge clk)
-    region_waiting11 <= \$798 ;
+    region_waiting11 <= \$698 ;
   always @(posedge clk)
-    region_verdict <= \$799 ;
+    region_verdict <= \$699 ;
+  always @(posedge clk)
+    region_judging <= \$700 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$800 ;
+    region_fetch <= \$701 ;
   always @(posedge clk)
-    region_load <= \$801 ;
+    region_load <= \$702 ;
   always @(posedge clk)
-    region_program__payload <= \$802 ;
+    region_program__payload <= \$703 ;
   always @(posedge clk)
-    desc_waiting0 <= \$803 ;
+    desc_waiting0 <= \$704 ;
   always @(posedge clk)
-    desc_waiting1 <= \$804 ;
+    desc_waiting1 <= \$705 ;
   always @(posedge clk)
-    desc_waiting2 <= \$805 ;
+    desc_waiting2 <= \$706 ;
   always @(posedge clk)
-    desc_waiting3 <= \$806 ;
+    desc_waiting3 <= \$707 ;
   always @(posedge clk)
-    desc_verdict <= \$807 ;
+    desc_verdict <= \$708 ;
   always @(posedge clk)
-    desc_got <= \rp__data$121 ;
+    desc_judging <= \$709 ;
   always @(posedge clk)
-    desc_fetch <= \$808 ;
+    desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_load <= \$809 ;
+    desc_fetch <= \$710 ;
   always @(posedge clk)
-    dma_program__payload <= \$810 ;
+    desc_load <= \$711 ;
   always @(posedge clk)
-    track_result <= \$811 ;
+    dma_program__payload <= \$712 ;
   always @(posedge clk)
-    track_answer <= \$812 ;
+    track_result <= \$713 ;
   always @(posedge clk)
-    tracker_program__payload <= \$813 ;
+    track_answer <= \$714 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$814 ;
+    tracker_program__payload <= \$715 ;
   always @(posedge clk)
-    device_id <= \$815 ;
+    arbiter_program__payload <= \$716 ;
   always @(posedge clk)
-    csr_irq_enable <= \$816 ;
+    device_id <= \$717 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$817 ;
+    csr_irq_enable <= \$718 ;
   always @(posedge clk)
-    dma_irq_enable <= \$818 ;
+    tracker_irq_enable <= \$719 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$819 ;
+    dma_irq_enable <= \$720 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$820 ;
+    addrmap_irq_enable <= \$721 ;
   always @(posedge clk)
-    errors <= \$821 ;
+    arbiter_irq_enable <= \$722 ;
   always @(posedge clk)
-    tracker_sticky <= \$822 ;
+    errors <= \$723 ;
   always @(posedge clk)
-    dma_sticky <= \$823 ;
+    tracker_sticky <= \$724 ;
   always @(posedge clk)
-    addrmap_sticky <= \$824 ;
+    dma_sticky <= \$725 ;
   always @(posedge clk)
-    arbiter_sticky <= \$825 ;
+    addrmap_sticky <= \$726 ;
   always @(posedge clk)
-    tracker_capture <= \$826 ;
+    arbiter_sticky <= \$727 ;
   always @(posedge clk)
-    dma_capture <= \$827 ;
+    tracker_capture <= \$728 ;
   always @(posedge clk)
-    addrmap_capture <= \$828 ;
+    dma_capture <= \$729 ;
   always @(posedge clk)
-    irq <= \$829 ;
+    addrmap_capture <= \$730 ;
   always @(posedge clk)
-    read_part0 <= \$830 ;
+    irq <= \$731 ;
   always @(posedge clk)
-    read_part1 <= \$831 ;
+    read_part0 <= \$732 ;
   always @(posedge clk)
-    read_part2 <= \$832 ;
+    read_part1 <= \$733 ;
   always @(posedge clk)
-    read_part3 <= \$833 ;
+    read_part2 <= \$734 ;
   always @(posedge clk)
-    read_part4 <= \$834 ;
+    read_part3 <= \$735 ;
   always @(posedge clk)
-    read_part5 <= \$835 ;
+    read_part4 <= \$736 ;
   always @(posedge clk)
-    read_part6 <= \$836 ;
+    read_part5 <= \$737 ;
   always @(posedge clk)
-    read_part8 <= \$837 ;
+    read_part6 <= \$738 ;
   always @(posedge clk)
-    read_part10 <= \$838 ;
+    read_part8 <= \$739 ;
   always @(posedge clk)
-    read_part11 <= \$839 ;
+    read_part10 <= \$740 ;
   always @(posedge clk)
-    read_part13 <= \$840 ;
+    read_part11 <= \$741 ;
   always @(posedge clk)
-    read_part14 <= \$841 ;
+    read_part13 <= \$742 ;
   always @(posedge clk)
-    read_pending <= \$842 ;
+    read_part14 <= \$743 ;
   always @(posedge clk)
-    read_section <= \$843 ;
+    read_pending <= \$744 ;
   always @(posedge clk)
-    read_unaligned <= \$844 ;
+    read_section <= \$745 ;
   always @(posedge clk)
-    bus__r_data <= \$845 ;
+    read_unaligned <= \$746 ;
+  always @(posedge clk)
+    bus__r_data <= \$747 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
   assign \$4  = dma_program__valid & dma_program__ready;
   assign \$5  = tracker_program__valid & tracker_program__ready;
   assign \$7  = region_program__valid & region_program__ready;
-  assign \$8  = dma_program__valid & dma_program__ready;
-  assign \$9  = tracker_program__valid & tracker_program__ready;
-  assign \$10  = req_w_stb & sel_region_index;
-  assign \$11  = region_program__valid | region_verdict;
-  assign \$12  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$13  = \$11  | \$12 ;
-  assign \$14  = region_fetch | region_load;
-  assign \$15  = \$13  | \$14 ;
-  assign \$17  = \$10  & \$16 ;
-  assign \$18  = req_w_stb & sel_region_index;
-  assign \$19  = req_w_stb & sel_region_base_lo;
-  assign \$20  = region_program__valid | region_verdict;
-  assign \$21  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$22  = \$20  | \$21 ;
+  assign \$8  = region_program__valid & region_program__ready;
+  assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
+  assign \$10  = dma_program__valid & dma_program__ready;
+  assign \$11  = dma_program__valid & dma_program__ready;
+  assign \$12  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
+  assign \$13  = tracker_program__valid & tracker_program__ready;
+  assign \$14  = req_w_stb & sel_region_index;
+  assign \$15  = region_program__valid | region_judging;
+  assign \$16  = region_fetch | region_load;
+  assign \$17  = \$15  | \$16 ;
+  assign \$19  = \$14  & \$18 ;
+  assign \$20  = req_w_stb & sel_region_index;
+  assign \$21  = req_w_stb & sel_region_base_lo;
+  assign \$22  = region_program__valid | region_judging;
   assign \$23  = region_fetch | region_load;
   assign \$24  = \$22  | \$23 ;
-  assign \$26  = \$19  & \$25 ;
+  assign \$26  = \$21  & \$25 ;
   assign \$27  = req_w_stb & sel_region_base_lo;
   assign \$28  = req_w_stb & sel_region_base_hi;
-  assign \$29  = region_program__valid | region_verdict;
-  assign \$30  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$29  = region_program__valid | region_judging;
+  assign \$30  = region_fetch | region_load;
   assign \$31  = \$29  | \$30 ;
-  assign \$32  = region_fetch | region_load;
-  assign \$33  = \$31  | \$32 ;
-  assign \$35  = \$28  & \$34 ;
-  assign \$36  = req_w_stb & sel_region_base_hi;
-  assign \$37  = req_w_stb & sel_region_size_lo;
-  assign \$38  = region_program__valid | region_verdict;
-  assign \$39  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = region_fetch | region_load;
-  assign \$42  = \$40  | \$41 ;
-  assign \$44  = \$37  & \$43 ;
-  assign \$45  = req_w_stb & sel_region_size_lo;
-  assign \$46  = req_w_stb & sel_region_size_hi;
-  assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = region_fetch | region_load;
-  assign \$51  = \$49  | \$50 ;
-  assign \$53  = \$46  & \$52 ;
-  assign \$54  = req_w_stb & sel_region_size_hi;
+  assign \$33  = \$28  & \$32 ;
+  assign \$34  = req_w_stb & sel_region_base_hi;
+  assign \$35  = req_w_stb & sel_region_size_lo;
+  assign \$36  = region_program__valid | region_judging;
+  assign \$37  = region_fetch | region_load;
+  assign \$38  = \$36  | \$37 ;
+  assign \$40  = \$35  & \$39 ;
+  assign \$41  = req_w_stb & sel_region_size_lo;
+  assign \$42  = req_w_stb & sel_region_size_hi;
+  assign \$43  = region_program__valid | region_judging;
+  assign \$44  = region_fetch | region_load;
+  assign \$45  = \$43  | \$44 ;
+  assign \$47  = \$42  & \$46 ;
+  assign \$48  = req_w_stb & sel_region_size_hi;
+  assign \$49  = req_w_stb & sel_region_remote_base_lo;
+  assign \$50  = region_program__valid | region_judging;
+  assign \$51  = region_fetch | region_load;
+  assign \$52  = \$50  | \$51 ;
+  assign \$54  = \$49  & \$53 ;
   assign \$55  = req_w_stb & sel_region_remote_base_lo;
-  assign \$56  = region_program__valid | region_verdict;
-  assign \$57  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$58  = \$56  | \$57 ;
-  assign \$59  = region_fetch | region_load;
-  assign \$60  = \$58  | \$59 ;
-  assign \$62  = \$55  & \$61 ;
-  assign \$63  = req_w_stb & sel_region_remote_base_lo;
-  assign \$64  = req_w_stb & sel_region_remote_base_hi;
-  assign \$65  = region_program__valid | region_verdict;
-  assign \$66  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = region_fetch | region_load;
-  assign \$69  = \$67  | \$68 ;
-  assign \$71  = \$64  & \$70 ;
-  assign \$72  = req_w_stb & sel_region_remote_base_hi;
-  assign \$73  = req_w_stb & sel_desc_index;
-  assign \$74  = dma_program__valid | desc_verdict;
-  assign \$75  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = desc_fetch | desc_load;
-  assign \$78  = \$76  | \$77 ;
-  assign \$80  = \$73  & \$79 ;
-  assign \$81  = req_w_stb & sel_desc_index;
-  assign \$82  = req_w_stb & sel_desc_rows;
-  assign \$83  = dma_program__valid | desc_verdict;
-  assign \$84  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$85  = \$83  | \$84 ;
+  assign \$56  = req_w_stb & sel_region_remote_base_hi;
+  assign \$57  = region_program__valid | region_judging;
+  assign \$58  = region_fetch | region_load;
+  assign \$59  = \$57  | \$58 ;
+  assign \$61  = \$56  & \$60 ;
+  assign \$62  = req_w_stb & sel_region_remote_base_hi;
+  assign \$63  = req_w_stb & sel_desc_index;
+  assign \$64  = dma_program__valid | desc_judging;
+  assign \$65  = desc_fetch | desc_load;
+  assign \$66  = \$64  | \$65 ;
+  assign \$68  = \$63  & \$67 ;
+  assign \$69  = req_w_stb & sel_desc_index;
+  assign \$70  = req_w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_judging;
+  assign \$72  = desc_fetch | desc_load;
+  assign \$73  = \$71  | \$72 ;
+  assign \$75  = \$70  & \$74 ;
+  assign \$76  = req_w_stb & sel_desc_rows;
+  assign \$77  = req_w_stb & sel_desc_pitch;
+  assign \$78  = dma_program__valid | desc_judging;
+  assign \$79  = desc_fetch | desc_load;
+  assign \$80  = \$78  | \$79 ;
+  assign \$82  = \$77  & \$81 ;
+  assign \$83  = req_w_stb & sel_desc_pitch;
+  assign \$84  = req_w_stb & sel_desc_src_lo;
+  assign \$85  = dma_program__valid | desc_judging;
   assign \$86  = desc_fetch | desc_load;
   assign \$87  = \$85  | \$86 ;
-  assign \$89  = \$82  & \$88 ;
-  assign \$90  = req_w_stb & sel_desc_rows;
-  assign \$91  = req_w_stb & sel_desc_pitch;
-  assign \$92  = dma_program__valid | desc_verdict;
-  assign \$93  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = req_w_stb & sel_desc_src_lo;
+  assign \$91  = req_w_stb & sel_desc_src_hi;
+  assign \$92  = dma_program__valid | desc_judging;
+  assign \$93  = desc_fetch | desc_load;
   assign \$94  = \$92  | \$93 ;
-  assign \$95  = desc_fetch | desc_load;
-  assign \$96  = \$94  | \$95 ;
-  assign \$98  = \$91  & \$97 ;
-  assign \$99  = req_w_stb & sel_desc_pitch;
-  assign \$100  = req_w_stb & sel_desc_src_lo;
-  assign \$101  = dma_program__valid | desc_verdict;
-  assign \$102  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = desc_fetch | desc_load;
-  assign \$105  = \$103  | \$104 ;
-  assign \$107  = \$100  & \$106 ;
-  assign \$108  = req_w_stb & sel_desc_src_lo;
-  assign \$109  = req_w_stb & sel_desc_src_hi;
-  assign \$110  = dma_program__valid | desc_verdict;
-  assign \$111  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$112  = \$110  | \$111 ;
-  assign \$113  = desc_fetch | desc_load;
-  assign \$114  = \$112  | \$113 ;
-  assign \$116  = \$109  & \$115 ;
-  assign \$117  = req_w_stb & sel_desc_src_hi;
-  assign \$118  = req_w_stb & sel_desc_dst_lo;
-  assign \$119  = dma_program__valid | desc_verdict;
-  assign \$120  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = desc_fetch | desc_load;
-  assign \$123  = \$121  | \$122 ;
-  assign \$125  = \$118  & \$124 ;
-  assign \$126  = req_w_stb & sel_desc_dst_lo;
-  assign \$127  = req_w_stb & sel_desc_dst_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$130  = \$128  | \$129 ;
-  assign \$131  = desc_fetch | desc_load;
-  assign \$132  = \$130  | \$131 ;
-  assign \$134  = \$127  & \$133 ;
-  assign \$135  = req_w_stb & sel_desc_dst_hi;
-  assign \$136  = req_w_stb & sel_track_op;
-  assign \$141  = \$140  | track_answer;
-  assign \$142  = \$136  & \$141 ;
-  assign \$143  = req_w_stb & sel_track_op;
-  assign \$144  = req_w_stb & sel_track_cmd;
-  assign \$149  = \$148  | track_answer;
-  assign \$150  = \$144  & \$149 ;
-  assign \$151  = req_w_stb & sel_track_cmd;
-  assign \$152  = req_w_stb & sel_arb_policy;
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = req_w_stb & sel_desc_src_hi;
+  assign \$98  = req_w_stb & sel_desc_dst_lo;
+  assign \$99  = dma_program__valid | desc_judging;
+  assign \$100  = desc_fetch | desc_load;
+  assign \$101  = \$99  | \$100 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = req_w_stb & sel_desc_dst_lo;
+  assign \$105  = req_w_stb & sel_desc_dst_hi;
+  assign \$106  = dma_program__valid | desc_judging;
+  assign \$107  = desc_fetch | desc_load;
+  assign \$108  = \$106  | \$107 ;
+  assign \$110  = \$105  & \$109 ;
+  assign \$111  = req_w_stb & sel_desc_dst_hi;
+  assign \$112  = req_w_stb & sel_track_op;
+  assign \$115  = \$114  | track_answer;
+  assign \$116  = \$112  & \$115 ;
+  assign \$117  = req_w_stb & sel_track_op;
+  assign \$118  = req_w_stb & sel_track_cmd;
+  assign \$121  = \$120  | track_answer;
+  assign \$122  = \$118  & \$121 ;
+  assign \$123  = req_w_stb & sel_track_cmd;
+  assign \$124  = req_w_stb & sel_arb_policy;
+  assign \$128  = \$124  & \$127 ;
+  assign \$129  = req_w_stb & sel_arb_policy;
+  assign \$130  = req_w_stb & sel_arb_starvation_limit;
+  assign \$134  = \$130  & \$133 ;
+  assign \$135  = req_w_stb & sel_arb_starvation_limit;
+  assign \$136  = req_w_stb & sel_device_id;
+  assign \$137  = req_w_stb & sel_csr_irq_enable;
+  assign \$138  = req_w_stb & sel_tracker_irq_enable;
+  assign \$139  = req_w_stb & sel_dma_irq_enable;
+  assign \$140  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$141  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$142  = req_w_stb & sel_command;
+  assign \$143  = region_program__valid | region_judging;
+  assign \$144  = region_fetch | region_load;
+  assign \$145  = \$143  | \$144 ;
+  assign \$147  = \$146  | sweep;
+  assign \$148  = region_program__valid | region_judging;
+  assign \$149  = region_fetch | region_load;
+  assign \$150  = \$148  | \$149 ;
+  assign \$152  = \$151  | sweep;
+  assign \$153  = dma_program__valid | desc_judging;
+  assign \$154  = desc_fetch | desc_load;
+  assign \$155  = \$153  | \$154 ;
+  assign \$157  = sweep | dma_busy;
+  assign \$158  = \$156  | \$157 ;
+  assign \$159  = dma_program__valid | desc_judging;
+  assign \$160  = desc_fetch | desc_load;
+  assign \$161  = \$159  | \$160 ;
+  assign \$163  = \$162  | sweep;
+  assign \$166  = \$165  | track_answer;
+  assign \$167  = \$166  | tracker_busy;
+  assign \$172  = ~ csr_errors_clear;
+  assign \$173  = errors & \$172 ;
+  assign \$174  = \$173  | set_err;
+  assign \$175  = ~ tracker_errors_clear;
+  assign \$176  = tracker_sticky & \$175 ;
+  assign \$177  = \$176  | tracker_errors;
+  assign \$178  = ~ dma_errors_clear;
+  assign \$179  = dma_sticky & \$178 ;
+  assign \$180  = \$179  | dma_errors;
+  assign \$181  = ~ addrmap_errors_clear;
+  assign \$182  = addrmap_sticky & \$181 ;
+  assign \$183  = \$182  | addrmap_errors;
+  assign \$184  = ~ arbiter_errors_clear;
+  assign \$185  = arbiter_sticky & \$184 ;
+  assign \$186  = \$185  | arbiter_errors;
+  assign \$187  = | tracker_errors;
+  assign \$188  = ~ tracker_errors_clear;
+  assign \$189  = tracker_sticky & \$188 ;
+  assign \$190  = | \$189 ;
+  assign \$191  = ~ \$190 ;
+  assign \$192  = \$187  & \$191 ;
+  assign \$193  = | dma_errors;
+  assign \$194  = ~ dma_errors_clear;
+  assign \$195  = dma_sticky & \$194 ;
+  assign \$196  = | \$195 ;
+  assign \$197  = ~ \$196 ;
+  assign \$198  = \$193  & \$197 ;
+  assign \$199  = | addrmap_errors;
+  assign \$200  = ~ addrmap_errors_clear;
+  assign \$201  = addrmap_sticky & \$200 ;
+  assign \$202  = | \$201 ;
+  assign \$203  = ~ \$202 ;
+  assign \$204  = \$199  & \$203 ;
+  assign \$205  = errors & csr_irq_enable;
+  assign \$206  = | \$205 ;
+  assign \$207  = tracker_sticky & tracker_irq_enable;
+  assign \$208  = | \$207 ;
+  assign \$209  = dma_sticky & dma_irq_enable;
+  assign \$210  = | \$209 ;
+  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$212  = | \$211 ;
+  assign \$213  = arbiter_sticky & arbiter_irq_enable;
+  assign \$214  = | \$213 ;
+  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
+  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
+  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$220  = req_addr[3] ? \$218  : \$219 ;
+  assign \$221  = req_addr[4] ? \$217  : \$220 ;
+  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
+  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
+  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$227  = req_addr[3] ? \$225  : \$226 ;
+  assign \$228  = req_addr[4] ? \$224  : \$227 ;
+  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
+  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$232  = req_addr[3] ? \$230  : \$231 ;
+  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$235  = req_addr[3] ? \$233  : \$234 ;
+  assign \$236  = req_addr[4] ? \$232  : \$235 ;
+  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
+  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$240  = req_addr[3] ? \$238  : \$239 ;
+  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$243  = req_addr[3] ? \$241  : \$242 ;
+  assign \$244  = req_addr[4] ? \$240  : \$243 ;
+  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
+  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$248  = req_addr[3] ? \$246  : \$247 ;
+  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
+  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
+  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$699  = bus__addr;
+    \$599  = bus__addr;
     if (rst) begin
-      \$699  = 10'h000;
+      \$599  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$700  = bus__w_data;
+    \$600  = bus__w_data;
     if (rst) begin
-      \$700  = 32'd0;
+      \$600  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$701  = bus__w_stb;
+    \$601  = bus__w_stb;
     if (rst) begin
-      \$701  = 1'h0;
+      \$601  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$702  = bus__r_stb;
+    \$602  = bus__r_stb;
     if (rst) begin
-      \$702  = 1'h0;
+      \$602  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$703  = 1'h0;
+    \$603  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$703  = 1'h1;
+          \$603  = 1'h1;
     endcase
     if (rst) begin
-      \$703  = 1'h0;
+      \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$704  = 1'h0;
+    \$604  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
-          \$704  = 1'h1;
+          \$604  = 1'h1;
     endcase
     if (rst) begin
-      \$704  = 1'h0;
+      \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$705  = 1'h0;
+    \$605  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
           /* empty */;
       10'h008:
-          \$705  = 1'h1;
+          \$605  = 1'h1;
     endcase
     if (rst) begin
-      \$705  = 1'h0;
+      \$605  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$706  = 1'h0;
+    \$606  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62528,15 +62647,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          \$706  = 1'h1;
+          \$606  = 1'h1;
     endcase
     if (rst) begin
-      \$706  = 1'h0;
+      \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$707  = 1'h0;
+    \$607  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62547,15 +62666,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          \$707  = 1'h1;
+          \$607  = 1'h1;
     endcase
     if (rst) begin
-      \$707  = 1'h0;
+      \$607  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$708  = 1'h0;
+    \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62568,15 +62687,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          \$708  = 1'h1;
+          \$608  = 1'h1;
     endcase
     if (rst) begin
-      \$708  = 1'h0;
+      \$608  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$709  = 1'h0;
+    \$609  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62591,15 +62710,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          \$709  = 1'h1;
+          \$609  = 1'h1;
     endcase
     if (rst) begin
-      \$709  = 1'h0;
+      \$609  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$710  = 1'h0;
+    \$610  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62616,15 +62735,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          \$710  = 1'h1;
+          \$610  = 1'h1;
     endcase
     if (rst) begin
-      \$710  = 1'h0;
+      \$610  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$711  = 1'h0;
+    \$611  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62643,15 +62762,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          \$711  = 1'h1;
+          \$611  = 1'h1;
     endcase
     if (rst) begin
-      \$711  = 1'h0;
+      \$611  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$712  = 1'h0;
+    \$612  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62672,15 +62791,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          \$712  = 1'h1;
+          \$612  = 1'h1;
     endcase
     if (rst) begin
-      \$712  = 1'h0;
+      \$612  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$713  = 1'h0;
+    \$613  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62703,15 +62822,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          \$713  = 1'h1;
+          \$613  = 1'h1;
     endcase
     if (rst) begin
-      \$713  = 1'h0;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$714  = 1'h0;
+    \$614  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62736,15 +62855,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          \$714  = 1'h1;
+          \$614  = 1'h1;
     endcase
     if (rst) begin
-      \$714  = 1'h0;
+      \$614  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$715  = 1'h0;
+    \$615  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62771,15 +62890,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          \$715  = 1'h1;
+          \$615  = 1'h1;
     endcase
     if (rst) begin
-      \$715  = 1'h0;
+      \$615  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$716  = 1'h0;
+    \$616  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62808,15 +62927,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          \$716  = 1'h1;
+          \$616  = 1'h1;
     endcase
     if (rst) begin
-      \$716  = 1'h0;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$717  = 1'h0;
+    \$617  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62847,15 +62966,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          \$717  = 1'h1;
+          \$617  = 1'h1;
     endcase
     if (rst) begin
-      \$717  = 1'h0;
+      \$617  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$718  = 1'h0;
+    \$618  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62888,15 +63007,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          \$718  = 1'h1;
+          \$618  = 1'h1;
     endcase
     if (rst) begin
-      \$718  = 1'h0;
+      \$618  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$719  = 1'h0;
+    \$619  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62931,15 +63050,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          \$719  = 1'h1;
+          \$619  = 1'h1;
     endcase
     if (rst) begin
-      \$719  = 1'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$720  = 1'h0;
+    \$620  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -62976,15 +63095,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          \$720  = 1'h1;
+          \$620  = 1'h1;
     endcase
     if (rst) begin
-      \$720  = 1'h0;
+      \$620  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$721  = 1'h0;
+    \$621  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63023,15 +63142,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          \$721  = 1'h1;
+          \$621  = 1'h1;
     endcase
     if (rst) begin
-      \$721  = 1'h0;
+      \$621  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$722  = 1'h0;
+    \$622  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63072,15 +63191,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          \$722  = 1'h1;
+          \$622  = 1'h1;
     endcase
     if (rst) begin
-      \$722  = 1'h0;
+      \$622  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$723  = 1'h0;
+    \$623  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63123,15 +63242,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          \$723  = 1'h1;
+          \$623  = 1'h1;
     endcase
     if (rst) begin
-      \$723  = 1'h0;
+      \$623  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$724  = 1'h0;
+    \$624  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63176,15 +63295,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          \$724  = 1'h1;
+          \$624  = 1'h1;
     endcase
     if (rst) begin
-      \$724  = 1'h0;
+      \$624  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$725  = 1'h0;
+    \$625  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63231,15 +63350,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          \$725  = 1'h1;
+          \$625  = 1'h1;
     endcase
     if (rst) begin
-      \$725  = 1'h0;
+      \$625  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$726  = 1'h0;
+    \$626  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63288,15 +63407,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          \$726  = 1'h1;
+          \$626  = 1'h1;
     endcase
     if (rst) begin
-      \$726  = 1'h0;
+      \$626  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$727  = 1'h0;
+    \$627  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63347,15 +63466,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          \$727  = 1'h1;
+          \$627  = 1'h1;
     endcase
     if (rst) begin
-      \$727  = 1'h0;
+      \$627  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$728  = 1'h0;
+    \$628  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63408,15 +63527,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          \$728  = 1'h1;
+          \$628  = 1'h1;
     endcase
     if (rst) begin
-      \$728  = 1'h0;
+      \$628  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$729  = 1'h0;
+    \$629  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63471,15 +63590,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          \$729  = 1'h1;
+          \$629  = 1'h1;
     endcase
     if (rst) begin
-      \$729  = 1'h0;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$730  = 1'h0;
+    \$630  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63536,15 +63655,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          \$730  = 1'h1;
+          \$630  = 1'h1;
     endcase
     if (rst) begin
-      \$730  = 1'h0;
+      \$630  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$731  = 1'h0;
+    \$631  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63603,15 +63722,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          \$731  = 1'h1;
+          \$631  = 1'h1;
     endcase
     if (rst) begin
-      \$731  = 1'h0;
+      \$631  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$732  = 1'h0;
+    \$632  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63672,15 +63791,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          \$732  = 1'h1;
+          \$632  = 1'h1;
     endcase
     if (rst) begin
-      \$732  = 1'h0;
+      \$632  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$733  = 1'h0;
+    \$633  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63743,15 +63862,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          \$733  = 1'h1;
+          \$633  = 1'h1;
     endcase
     if (rst) begin
-      \$733  = 1'h0;
+      \$633  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$734  = 1'h0;
+    \$634  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63816,15 +63935,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          \$734  = 1'h1;
+          \$634  = 1'h1;
     endcase
     if (rst) begin
-      \$734  = 1'h0;
+      \$634  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$735  = 1'h0;
+    \$635  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63891,15 +64010,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          \$735  = 1'h1;
+          \$635  = 1'h1;
     endcase
     if (rst) begin
-      \$735  = 1'h0;
+      \$635  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$736  = 1'h0;
+    \$636  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -63968,15 +64087,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          \$736  = 1'h1;
+          \$636  = 1'h1;
     endcase
     if (rst) begin
-      \$736  = 1'h0;
+      \$636  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$737  = 1'h0;
+    \$637  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64047,15 +64166,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          \$737  = 1'h1;
+          \$637  = 1'h1;
     endcase
     if (rst) begin
-      \$737  = 1'h0;
+      \$637  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$738  = 1'h0;
+    \$638  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64128,15 +64247,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          \$738  = 1'h1;
+          \$638  = 1'h1;
     endcase
     if (rst) begin
-      \$738  = 1'h0;
+      \$638  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$739  = 1'h0;
+    \$639  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64211,15 +64330,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          \$739  = 1'h1;
+          \$639  = 1'h1;
     endcase
     if (rst) begin
-      \$739  = 1'h0;
+      \$639  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$740  = 1'h0;
+    \$640  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64296,15 +64415,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          \$740  = 1'h1;
+          \$640  = 1'h1;
     endcase
     if (rst) begin
-      \$740  = 1'h0;
+      \$640  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$741  = 1'h0;
+    \$641  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64383,15 +64502,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          \$741  = 1'h1;
+          \$641  = 1'h1;
     endcase
     if (rst) begin
-      \$741  = 1'h0;
+      \$641  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$742  = 1'h0;
+    \$642  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64472,15 +64591,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          \$742  = 1'h1;
+          \$642  = 1'h1;
     endcase
     if (rst) begin
-      \$742  = 1'h0;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$743  = 1'h0;
+    \$643  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64563,15 +64682,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          \$743  = 1'h1;
+          \$643  = 1'h1;
     endcase
     if (rst) begin
-      \$743  = 1'h0;
+      \$643  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$744  = 1'h0;
+    \$644  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64656,15 +64775,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          \$744  = 1'h1;
+          \$644  = 1'h1;
     endcase
     if (rst) begin
-      \$744  = 1'h0;
+      \$644  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$745  = 1'h0;
+    \$645  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64751,15 +64870,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          \$745  = 1'h1;
+          \$645  = 1'h1;
     endcase
     if (rst) begin
-      \$745  = 1'h0;
+      \$645  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$746  = 1'h0;
+    \$646  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64848,15 +64967,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          \$746  = 1'h1;
+          \$646  = 1'h1;
     endcase
     if (rst) begin
-      \$746  = 1'h0;
+      \$646  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$747  = 1'h0;
+    \$647  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -64947,15 +65066,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          \$747  = 1'h1;
+          \$647  = 1'h1;
     endcase
     if (rst) begin
-      \$747  = 1'h0;
+      \$647  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$748  = 1'h0;
+    \$648  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65048,15 +65167,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          \$748  = 1'h1;
+          \$648  = 1'h1;
     endcase
     if (rst) begin
-      \$748  = 1'h0;
+      \$648  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$749  = 1'h0;
+    \$649  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65151,15 +65270,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          \$749  = 1'h1;
+          \$649  = 1'h1;
     endcase
     if (rst) begin
-      \$749  = 1'h0;
+      \$649  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$750  = 1'h0;
+    \$650  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65256,15 +65375,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          \$750  = 1'h1;
+          \$650  = 1'h1;
     endcase
     if (rst) begin
-      \$750  = 1'h0;
+      \$650  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$751  = 1'h0;
+    \$651  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65363,15 +65482,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          \$751  = 1'h1;
+          \$651  = 1'h1;
     endcase
     if (rst) begin
-      \$751  = 1'h0;
+      \$651  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$752  = 1'h0;
+    \$652  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65472,15 +65591,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          \$752  = 1'h1;
+          \$652  = 1'h1;
     endcase
     if (rst) begin
-      \$752  = 1'h0;
+      \$652  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$753  = 1'h0;
+    \$653  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65583,15 +65702,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          \$753  = 1'h1;
+          \$653  = 1'h1;
     endcase
     if (rst) begin
-      \$753  = 1'h0;
+      \$653  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$754  = 1'h0;
+    \$654  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65696,15 +65815,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          \$754  = 1'h1;
+          \$654  = 1'h1;
     endcase
     if (rst) begin
-      \$754  = 1'h0;
+      \$654  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$755  = 1'h0;
+    \$655  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65811,15 +65930,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          \$755  = 1'h1;
+          \$655  = 1'h1;
     endcase
     if (rst) begin
-      \$755  = 1'h0;
+      \$655  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$756  = 1'h0;
+    \$656  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -65928,15 +66047,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          \$756  = 1'h1;
+          \$656  = 1'h1;
     endcase
     if (rst) begin
-      \$756  = 1'h0;
+      \$656  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$757  = 1'h0;
+    \$657  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66047,15 +66166,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          \$757  = 1'h1;
+          \$657  = 1'h1;
     endcase
     if (rst) begin
-      \$757  = 1'h0;
+      \$657  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$758  = 1'h0;
+    \$658  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66168,15 +66287,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          \$758  = 1'h1;
+          \$658  = 1'h1;
     endcase
     if (rst) begin
-      \$758  = 1'h0;
+      \$658  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$759  = 1'h0;
+    \$659  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66291,15 +66410,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          \$759  = 1'h1;
+          \$659  = 1'h1;
     endcase
     if (rst) begin
-      \$759  = 1'h0;
+      \$659  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$760  = 1'h0;
+    \$660  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66416,15 +66535,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          \$760  = 1'h1;
+          \$660  = 1'h1;
     endcase
     if (rst) begin
-      \$760  = 1'h0;
+      \$660  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$761  = 1'h0;
+    \$661  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66543,15 +66662,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          \$761  = 1'h1;
+          \$661  = 1'h1;
     endcase
     if (rst) begin
-      \$761  = 1'h0;
+      \$661  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$762  = 1'h0;
+    \$662  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66672,15 +66791,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          \$762  = 1'h1;
+          \$662  = 1'h1;
     endcase
     if (rst) begin
-      \$762  = 1'h0;
+      \$662  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$763  = 1'h0;
+    \$663  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66803,15 +66922,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          \$763  = 1'h1;
+          \$663  = 1'h1;
     endcase
     if (rst) begin
-      \$763  = 1'h0;
+      \$663  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$764  = 1'h0;
+    \$664  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -66936,15 +67055,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          \$764  = 1'h1;
+          \$664  = 1'h1;
     endcase
     if (rst) begin
-      \$764  = 1'h0;
+      \$664  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$765  = 1'h0;
+    \$665  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67071,15 +67190,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          \$765  = 1'h1;
+          \$665  = 1'h1;
     endcase
     if (rst) begin
-      \$765  = 1'h0;
+      \$665  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$766  = 1'h0;
+    \$666  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67208,15 +67327,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          \$766  = 1'h1;
+          \$666  = 1'h1;
     endcase
     if (rst) begin
-      \$766  = 1'h0;
+      \$666  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$767  = 1'h0;
+    \$667  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67347,15 +67466,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          \$767  = 1'h1;
+          \$667  = 1'h1;
     endcase
     if (rst) begin
-      \$767  = 1'h0;
+      \$667  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$768  = 1'h0;
+    \$668  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67488,15 +67607,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          \$768  = 1'h1;
+          \$668  = 1'h1;
     endcase
     if (rst) begin
-      \$768  = 1'h0;
+      \$668  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$769  = 1'h0;
+    \$669  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67631,15 +67750,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          \$769  = 1'h1;
+          \$669  = 1'h1;
     endcase
     if (rst) begin
-      \$769  = 1'h0;
+      \$669  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$770  = 1'h0;
+    \$670  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67776,15 +67895,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          \$770  = 1'h1;
+          \$670  = 1'h1;
     endcase
     if (rst) begin
-      \$770  = 1'h0;
+      \$670  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$771  = 1'h0;
+    \$671  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -67923,15 +68042,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          \$771  = 1'h1;
+          \$671  = 1'h1;
     endcase
     if (rst) begin
-      \$771  = 1'h0;
+      \$671  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$772  = 1'h0;
+    \$672  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -68072,15 +68191,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          \$772  = 1'h1;
+          \$672  = 1'h1;
     endcase
     if (rst) begin
-      \$772  = 1'h0;
+      \$672  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$773  = 1'h0;
+    \$673  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -68223,15 +68342,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          \$773  = 1'h1;
+          \$673  = 1'h1;
     endcase
     if (rst) begin
-      \$773  = 1'h0;
+      \$673  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$774  = 1'h0;
+    \$674  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -68376,15 +68495,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          \$774  = 1'h1;
+          \$674  = 1'h1;
     endcase
     if (rst) begin
-      \$774  = 1'h0;
+      \$674  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$775  = 1'h0;
+    \$675  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -68531,15 +68650,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h388:
           /* empty */;
       10'h38c:
-          \$775  = 1'h1;
+          \$675  = 1'h1;
     endcase
     if (rst) begin
-      \$775  = 1'h0;
+      \$675  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$776  = 1'h0;
+    \$676  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -68688,15 +68807,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h38c:
           /* empty */;
       10'h390:
-          \$776  = 1'h1;
+          \$676  = 1'h1;
     endcase
     if (rst) begin
-      \$776  = 1'h0;
+      \$676  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$777  = 1'h0;
+    \$677  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -68847,15 +68966,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h390:
           /* empty */;
       10'h394:
-          \$777  = 1'h1;
+          \$677  = 1'h1;
     endcase
     if (rst) begin
-      \$777  = 1'h0;
+      \$677  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$778  = 1'h0;
+    \$678  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -69008,15 +69127,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h394:
           /* empty */;
       10'h398:
-          \$778  = 1'h1;
+          \$678  = 1'h1;
     endcase
     if (rst) begin
-      \$778  = 1'h0;
+      \$678  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$779  = 1'h0;
+    \$679  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -69171,224 +69290,224 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h398:
           /* empty */;
       10'h39c:
-          \$779  = 1'h1;
+          \$679  = 1'h1;
     endcase
     if (rst) begin
-      \$779  = 1'h0;
+      \$679  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$780  = 1'h0;
+    \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h004:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h008:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h00c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h010:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h040:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h044:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h048:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h04c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h050:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h080:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h084:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h088:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h08c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h090:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h094:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h098:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h100:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h104:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h108:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h10c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h140:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h144:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h148:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h14c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h150:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h154:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h180:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h184:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h188:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h18c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h190:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h194:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h198:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h19c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h1a0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h200:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h204:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h208:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h20c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h210:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h214:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h218:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h21c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h220:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h280:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h284:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h288:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2dc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2e0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h340:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h344:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h348:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h34c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h350:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h380:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h384:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h388:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h38c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h390:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h394:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h398:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h39c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
     endcase
     if (rst) begin
-      \$780  = 1'h0;
+      \$680  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$781  = sweep_at;
+    \$681  = sweep_at;
     if (sweep) begin
-      \$781  = \$1 [7:0];
+      \$681  = \$1 [7:0];
     end
     if (rst) begin
-      \$781  = 8'h00;
+      \$681  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$782  = sweep;
+    \$682  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$782  = 1'h0;
+        \$682  = 1'h0;
       end
     end
     if (rst) begin
-      \$782  = 1'h1;
+      \$682  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$783  = region_program__valid;
+    \$683  = region_program__valid;
     if (\$3 ) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$181 ) begin
+            if (\$147 ) begin
             end else begin
-              \$783  = 1'h1;
+              \$683  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$784  = dma_program__valid;
+    \$684  = dma_program__valid;
     if (\$4 ) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -69396,23 +69515,23 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$196 ) begin
+            if (\$158 ) begin
             end else begin
-              \$784  = 1'h1;
+              \$684  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$785  = tracker_program__valid;
+    \$685  = tracker_program__valid;
     if (\$5 ) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -69424,23 +69543,23 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$209 ) begin
+            if (\$167 ) begin
             end else begin
-              \$785  = 1'h1;
+              \$685  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$786  = arbiter_program__valid;
+    \$686  = arbiter_program__valid;
     if (\$6 ) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -69454,218 +69573,232 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$215 ) begin
+            if (\$171 ) begin
             end else begin
-              \$786  = 1'h1;
+              \$686  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$787  = \$7 ;
+    \$687  = \$7 ;
     if (rst) begin
-      \$787  = 1'h0;
+      \$687  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$788  = region_waiting0;
+    \$688  = region_waiting0;
     if (rst) begin
-      \$788  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$789  = region_waiting1;
+    \$689  = region_waiting1;
     if (rst) begin
-      \$789  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$790  = region_waiting2;
+    \$690  = region_waiting2;
     if (rst) begin
-      \$790  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$791  = region_waiting3;
+    \$691  = region_waiting3;
     if (rst) begin
-      \$791  = 1'h0;
+      \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$792  = region_waiting4;
+    \$692  = region_waiting4;
     if (rst) begin
-      \$792  = 1'h0;
+      \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$793  = region_waiting5;
+    \$693  = region_waiting5;
     if (rst) begin
-      \$793  = 1'h0;
+      \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$794  = region_waiting6;
+    \$694  = region_waiting6;
     if (rst) begin
-      \$794  = 1'h0;
+      \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$795  = region_waiting7;
+    \$695  = region_waiting7;
     if (rst) begin
-      \$795  = 1'h0;
+      \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$796  = region_waiting8;
+    \$696  = region_waiting8;
     if (rst) begin
-      \$796  = 1'h0;
+      \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$797  = region_waiting9;
+    \$697  = region_waiting9;
     if (rst) begin
-      \$797  = 1'h0;
+      \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$798  = region_waiting10;
+    \$698  = region_waiting10;
     if (rst) begin
-      \$798  = 1'h0;
+      \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$799  = region_waiting11;
+    \$699  = region_waiting11;
     if (rst) begin
-      \$799  = 1'h0;
+      \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$800  = 1'h0;
-    if (\$174 ) begin
+    \$700  = \$9 ;
+    if (rst) begin
+      \$700  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$701  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$188 ) begin
+            if (\$152 ) begin
             end else begin
-              \$800  = 1'h1;
+              \$701  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$800  = 1'h0;
+      \$701  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$801  = region_fetch;
+    \$702  = region_fetch;
     if (rst) begin
-      \$801  = 1'h0;
+      \$702  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$802  = region_program__payload;
+    \$703  = region_program__payload;
     if (region_load) begin
-      \$802 [3] = region_got[0];
-      \$802 [5:4] = region_got[2:1];
-      \$802 [10:6] = region_got[7:3];
-      \$802 [58:11] = region_got[55:8];
-      \$802 [106:59] = region_got[103:56];
-      \$802 [154:107] = region_got[151:104];
+      \$703 [3] = region_got[0];
+      \$703 [5:4] = region_got[2:1];
+      \$703 [10:6] = region_got[7:3];
+      \$703 [58:11] = region_got[55:8];
+      \$703 [106:59] = region_got[103:56];
+      \$703 [154:107] = region_got[151:104];
     end
-    if (\$17 ) begin
-    end else if (\$18 ) begin
-      \$802 [2:0] = req_w_data[2:0];
-      \$802 [3] = req_w_data[3];
-      \$802 [5:4] = req_w_data[5:4];
-      \$802 [10:6] = req_w_data[10:6];
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$703 [2:0] = req_w_data[2:0];
+      \$703 [3] = req_w_data[3];
+      \$703 [5:4] = req_w_data[5:4];
+      \$703 [10:6] = req_w_data[10:6];
     end
     if (\$26 ) begin
     end else if (\$27 ) begin
-      \$802 [42:11] = req_w_data;
+      \$703 [42:11] = req_w_data;
     end
-    if (\$35 ) begin
-    end else if (\$36 ) begin
-      \$802 [58:43] = req_w_data[15:0];
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$703 [58:43] = req_w_data[15:0];
     end
-    if (\$44 ) begin
-    end else if (\$45 ) begin
-      \$802 [90:59] = req_w_data;
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$703 [90:59] = req_w_data;
     end
-    if (\$53 ) begin
-    end else if (\$54 ) begin
-      \$802 [106:91] = req_w_data[15:0];
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$703 [106:91] = req_w_data[15:0];
     end
-    if (\$62 ) begin
-    end else if (\$63 ) begin
-      \$802 [138:107] = req_w_data;
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$703 [138:107] = req_w_data;
     end
-    if (\$71 ) begin
-    end else if (\$72 ) begin
-      \$802 [154:139] = req_w_data[15:0];
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$703 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$802  = 155'h000000000000000000000000000000000000000;
+      \$703  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$803  = \$8 ;
+    \$704  = \$10 ;
     if (rst) begin
-      \$803  = 1'h0;
+      \$704  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$804  = desc_waiting0;
+    \$705  = desc_waiting0;
     if (rst) begin
-      \$804  = 1'h0;
+      \$705  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$805  = desc_waiting1;
+    \$706  = desc_waiting1;
     if (rst) begin
-      \$805  = 1'h0;
+      \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$806  = desc_waiting2;
+    \$707  = desc_waiting2;
     if (rst) begin
-      \$806  = 1'h0;
+      \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$807  = desc_waiting3;
+    \$708  = desc_waiting3;
     if (rst) begin
-      \$807  = 1'h0;
+      \$708  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$808  = 1'h0;
-    if (\$174 ) begin
+    \$709  = \$12 ;
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$710  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -69675,463 +69808,493 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$203 ) begin
+            if (\$163 ) begin
             end else begin
-              \$808  = 1'h1;
+              \$710  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$808  = 1'h0;
+      \$710  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$809  = desc_fetch;
+    \$711  = desc_fetch;
     if (rst) begin
-      \$809  = 1'h0;
+      \$711  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$810  = dma_program__payload;
+    \$712  = dma_program__payload;
     if (desc_load) begin
-      \$810 [8] = desc_got[0];
-      \$810 [9] = desc_got[1];
-      \$810 [14:10] = desc_got[6:2];
-      \$810 [30:15] = desc_got[22:7];
-      \$810 [42:31] = desc_got[34:23];
-      \$810 [58:43] = desc_got[50:35];
-      \$810 [82:59] = desc_got[74:51];
-      \$810 [130:83] = desc_got[122:75];
-      \$810 [178:131] = desc_got[170:123];
+      \$712 [8] = desc_got[0];
+      \$712 [9] = desc_got[1];
+      \$712 [14:10] = desc_got[6:2];
+      \$712 [30:15] = desc_got[22:7];
+      \$712 [42:31] = desc_got[34:23];
+      \$712 [58:43] = desc_got[50:35];
+      \$712 [82:59] = desc_got[74:51];
+      \$712 [130:83] = desc_got[122:75];
+      \$712 [178:131] = desc_got[170:123];
     end
-    if (\$80 ) begin
-    end else if (\$81 ) begin
-      \$810 [7:0] = req_w_data[7:0];
-      \$810 [8] = req_w_data[8];
-      \$810 [9] = req_w_data[9];
-      \$810 [14:10] = req_w_data[14:10];
-      \$810 [30:15] = req_w_data[30:15];
+    if (\$68 ) begin
+    end else if (\$69 ) begin
+      \$712 [7:0] = req_w_data[7:0];
+      \$712 [8] = req_w_data[8];
+      \$712 [9] = req_w_data[9];
+      \$712 [14:10] = req_w_data[14:10];
+      \$712 [30:15] = req_w_data[30:15];
+    end
+    if (\$75 ) begin
+    end else if (\$76 ) begin
+      \$712 [42:31] = req_w_data[11:0];
+      \$712 [58:43] = req_w_data[27:12];
+    end
+    if (\$82 ) begin
+    end else if (\$83 ) begin
+      \$712 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$810 [42:31] = req_w_data[11:0];
-      \$810 [58:43] = req_w_data[27:12];
+      \$712 [114:83] = req_w_data;
     end
-    if (\$98 ) begin
-    end else if (\$99 ) begin
-      \$810 [82:59] = req_w_data[23:0];
+    if (\$96 ) begin
+    end else if (\$97 ) begin
+      \$712 [130:115] = req_w_data[15:0];
     end
-    if (\$107 ) begin
-    end else if (\$108 ) begin
-      \$810 [114:83] = req_w_data;
+    if (\$103 ) begin
+    end else if (\$104 ) begin
+      \$712 [162:131] = req_w_data;
     end
+    if (\$110 ) begin
+    end else if (\$111 ) begin
+      \$712 [178:163] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$712  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$713  = track_result;
+    if (tracker_result__valid) begin
+      \$713  = tracker_result__payload;
+    end
+    if (rst) begin
+      \$713  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$714  = track_answer;
+    if (tracker_result__valid) begin
+      \$714  = 1'h0;
+    end else if (\$13 ) begin
+      \$714  = 1'h1;
+    end
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$715  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$810 [130:115] = req_w_data[15:0];
+      \$715 [1:0] = req_w_data[1:0];
+      \$715 [17:2] = req_w_data[17:2];
+      \$715 [29:18] = req_w_data[29:18];
     end
-    if (\$125 ) begin
-    end else if (\$126 ) begin
-      \$810 [162:131] = req_w_data;
+    if (\$122 ) begin
+    end else if (\$123 ) begin
+      \$715 [37:30] = req_w_data[7:0];
+      \$715 [38] = req_w_data[8];
+    end
+    if (rst) begin
+      \$715  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$716  = arbiter_program__payload;
+    if (\$128 ) begin
+    end else if (\$129 ) begin
+      \$716 [1:0] = req_w_data[1:0];
+      \$716 [9:2] = req_w_data[9:2];
+      \$716 [17:10] = req_w_data[17:10];
+      \$716 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$810 [178:163] = req_w_data[15:0];
+      \$716 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$810  = 179'h000000000000000000000000000000000000000000000;
+      \$716  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$811  = track_result;
-    if (tracker_result__valid) begin
-      \$811  = tracker_result__payload;
+    \$717  = device_id;
+    if (\$136 ) begin
+      \$717  = req_w_data[4:0];
     end
     if (rst) begin
-      \$811  = 59'h000000000000000;
+      \$717  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$812  = track_answer;
-    if (tracker_result__valid) begin
-      \$812  = 1'h0;
-    end else if (\$9 ) begin
-      \$812  = 1'h1;
+    \$718  = csr_irq_enable;
+    if (\$137 ) begin
+      \$718 [0] = req_w_data[0];
+      \$718 [1] = req_w_data[1];
+      \$718 [2] = req_w_data[2];
+      \$718 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$812  = 1'h0;
+      \$718  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$813  = tracker_program__payload;
-    if (\$142 ) begin
-    end else if (\$143 ) begin
-      \$813 [1:0] = req_w_data[1:0];
-      \$813 [17:2] = req_w_data[17:2];
-      \$813 [29:18] = req_w_data[29:18];
-    end
-    if (\$150 ) begin
-    end else if (\$151 ) begin
-      \$813 [37:30] = req_w_data[7:0];
-      \$813 [38] = req_w_data[8];
+    \$719  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$719 [0] = req_w_data[0];
+      \$719 [1] = req_w_data[1];
+      \$719 [2] = req_w_data[2];
+      \$719 [3] = req_w_data[3];
+      \$719 [4] = req_w_data[4];
+      \$719 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$813  = 39'h0000000000;
+      \$719  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$814  = arbiter_program__payload;
-    if (\$158 ) begin
-    end else if (\$159 ) begin
-      \$814 [1:0] = req_w_data[1:0];
-      \$814 [9:2] = req_w_data[9:2];
-      \$814 [17:10] = req_w_data[17:10];
-      \$814 [22:18] = req_w_data[22:18];
-    end
-    if (\$166 ) begin
-    end else if (\$167 ) begin
-      \$814 [38:23] = req_w_data[15:0];
+    \$720  = dma_irq_enable;
+    if (\$139 ) begin
+      \$720 [0] = req_w_data[0];
+      \$720 [1] = req_w_data[1];
+      \$720 [2] = req_w_data[2];
+      \$720 [3] = req_w_data[3];
+      \$720 [4] = req_w_data[4];
+      \$720 [5] = req_w_data[5];
+      \$720 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$814  = 39'h0200388002;
+      \$720  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$815  = device_id;
-    if (\$168 ) begin
-      \$815  = req_w_data[4:0];
+    \$721  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$721 [0] = req_w_data[0];
+      \$721 [1] = req_w_data[1];
+      \$721 [2] = req_w_data[2];
+      \$721 [3] = req_w_data[3];
+      \$721 [4] = req_w_data[4];
+      \$721 [5] = req_w_data[5];
+      \$721 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$815  = 5'h00;
+      \$721  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$816  = csr_irq_enable;
-    if (\$169 ) begin
-      \$816 [0] = req_w_data[0];
-      \$816 [1] = req_w_data[1];
-      \$816 [2] = req_w_data[2];
-      \$816 [3] = req_w_data[3];
+    \$722  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$722 [0] = req_w_data[0];
+      \$722 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$816  = 4'h0;
+      \$722  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$817  = tracker_irq_enable;
-    if (\$170 ) begin
-      \$817 [0] = req_w_data[0];
-      \$817 [1] = req_w_data[1];
-      \$817 [2] = req_w_data[2];
-      \$817 [3] = req_w_data[3];
-      \$817 [4] = req_w_data[4];
-      \$817 [5] = req_w_data[5];
-    end
+    \$723  = \$174 ;
     if (rst) begin
-      \$817  = 6'h00;
+      \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$818  = dma_irq_enable;
-    if (\$171 ) begin
-      \$818 [0] = req_w_data[0];
-      \$818 [1] = req_w_data[1];
-      \$818 [2] = req_w_data[2];
-      \$818 [3] = req_w_data[3];
-      \$818 [4] = req_w_data[4];
-      \$818 [5] = req_w_data[5];
-      \$818 [6] = req_w_data[6];
-    end
+    \$724  = \$177 ;
     if (rst) begin
-      \$818  = 7'h00;
+      \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$819  = addrmap_irq_enable;
-    if (\$172 ) begin
-      \$819 [0] = req_w_data[0];
-      \$819 [1] = req_w_data[1];
-      \$819 [2] = req_w_data[2];
-      \$819 [3] = req_w_data[3];
-      \$819 [4] = req_w_data[4];
-      \$819 [5] = req_w_data[5];
-      \$819 [6] = req_w_data[6];
-    end
+    \$725  = \$180 ;
     if (rst) begin
-      \$819  = 7'h00;
+      \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$820  = arbiter_irq_enable;
-    if (\$173 ) begin
-      \$820 [0] = req_w_data[0];
-      \$820 [1] = req_w_data[1];
-    end
+    \$726  = \$183 ;
     if (rst) begin
-      \$820  = 2'h0;
+      \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$821  = \$218 ;
+    \$727  = \$186 ;
     if (rst) begin
-      \$821  = 4'h0;
+      \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$822  = \$221 ;
+    \$728  = tracker_capture;
+    if (\$192 ) begin
+      \$728 [15:0] = \tracker_capture$157 [15:0];
+      \$728 [23:16] = \tracker_capture$157 [23:16];
+      \$728 [29:24] = tracker_errors;
+    end
     if (rst) begin
-      \$822  = 6'h00;
+      \$728  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$823  = \$224 ;
+    \$729  = dma_capture;
+    if (\$198 ) begin
+      \$729 [7:0] = \dma_capture$159 [7:0];
+      \$729 [23:8] = \dma_capture$159 [23:8];
+      \$729 [71:24] = \dma_capture$159 [71:24];
+      \$729 [78:72] = dma_errors;
+    end
     if (rst) begin
-      \$823  = 7'h00;
+      \$729  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$824  = \$227 ;
+    \$730  = addrmap_capture;
+    if (\$204 ) begin
+      \$730 [47:0] = \addrmap_capture$161 [47:0];
+      \$730 [52:48] = \addrmap_capture$161 [52:48];
+      \$730 [68:53] = \addrmap_capture$161 [68:53];
+      \$730 [75:69] = addrmap_errors;
+    end
     if (rst) begin
-      \$824  = 7'h00;
+      \$730  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$825  = \$230 ;
+    \$731  = \$215 ;
     if (rst) begin
-      \$825  = 2'h0;
+      \$731  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$826  = tracker_capture;
-    if (\$236 ) begin
-      \$826 [15:0] = \tracker_capture$155 [15:0];
-      \$826 [23:16] = \tracker_capture$155 [23:16];
-      \$826 [29:24] = tracker_errors;
-    end
-    if (rst) begin
-      \$826  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$827  = dma_capture;
-    if (\$242 ) begin
-      \$827 [7:0] = \dma_capture$157 [7:0];
-      \$827 [23:8] = \dma_capture$157 [23:8];
-      \$827 [71:24] = \dma_capture$157 [71:24];
-      \$827 [78:72] = dma_errors;
-    end
-    if (rst) begin
-      \$827  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$828  = addrmap_capture;
-    if (\$248 ) begin
-      \$828 [47:0] = \addrmap_capture$159 [47:0];
-      \$828 [52:48] = \addrmap_capture$159 [52:48];
-      \$828 [68:53] = \addrmap_capture$159 [68:53];
-      \$828 [75:69] = addrmap_errors;
-    end
-    if (rst) begin
-      \$828  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$829  = \$259 ;
-    if (rst) begin
-      \$829  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$830  = read_part0;
+    \$732  = read_part0;
     if (req_r_stb) begin
-      \$830  = \$266 ;
+      \$732  = \$222 ;
     end
     if (rst) begin
-      \$830  = 32'd0;
+      \$732  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$831  = read_part1;
+    \$733  = read_part1;
     if (req_r_stb) begin
-      \$831  = \$273 ;
+      \$733  = \$229 ;
     end
     if (rst) begin
-      \$831  = 32'd0;
+      \$733  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$832  = read_part2;
+    \$734  = read_part2;
     if (req_r_stb) begin
-      \$832  = \$281 ;
+      \$734  = \$237 ;
     end
     if (rst) begin
-      \$832  = 32'd0;
+      \$734  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$833  = read_part3;
+    \$735  = read_part3;
     if (req_r_stb) begin
-      \$833  = \$289 ;
+      \$735  = \$245 ;
     end
     if (rst) begin
-      \$833  = 32'd0;
+      \$735  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$834  = read_part4;
+    \$736  = read_part4;
     if (req_r_stb) begin
-      \$834  = \$294 ;
+      \$736  = \$250 ;
     end
     if (rst) begin
-      \$834  = 32'd0;
+      \$736  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$835  = read_part5;
+    \$737  = read_part5;
     if (req_r_stb) begin
-      \$835  = \$301 ;
+      \$737  = \$257 ;
     end
     if (rst) begin
-      \$835  = 32'd0;
+      \$737  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$836  = read_part6;
+    \$738  = read_part6;
     if (req_r_stb) begin
-      \$836  = \$312 ;
+      \$738  = \$268 ;
     end
     if (rst) begin
-      \$836  = 32'd0;
+      \$738  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$837  = read_part8;
+    \$739  = read_part8;
     if (req_r_stb) begin
-      \$837  = \$323 ;
+      \$739  = \$279 ;
     end
     if (rst) begin
-      \$837  = 32'd0;
+      \$739  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$838  = read_part10;
+    \$740  = read_part10;
     if (req_r_stb) begin
-      \$838  = \$328 ;
+      \$740  = \$284 ;
     end
     if (rst) begin
-      \$838  = 32'd0;
+      \$740  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$839  = read_part11;
+    \$741  = read_part11;
     if (req_r_stb) begin
-      \$839  = \$339 ;
+      \$741  = \$295 ;
     end
     if (rst) begin
-      \$839  = 32'd0;
+      \$741  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$840  = read_part13;
+    \$742  = read_part13;
     if (req_r_stb) begin
-      \$840  = \$346 ;
+      \$742  = \$302 ;
     end
     if (rst) begin
-      \$840  = 32'd0;
+      \$742  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$841  = read_part14;
+    \$743  = read_part14;
     if (req_r_stb) begin
-      \$841  = \$354 ;
+      \$743  = \$310 ;
     end
     if (rst) begin
-      \$841  = 32'd0;
+      \$743  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$842  = req_r_stb;
+    \$744  = req_r_stb;
     if (rst) begin
-      \$842  = 1'h0;
+      \$744  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$843  = read_section;
+    \$745  = read_section;
     if (req_r_stb) begin
-      \$843  = req_addr[9:6];
+      \$745  = req_addr[9:6];
     end
     if (rst) begin
-      \$843  = 4'h0;
+      \$745  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$844  = read_unaligned;
+    \$746  = read_unaligned;
     if (req_r_stb) begin
-      \$844  = \$355 ;
+      \$746  = \$311 ;
     end
     if (rst) begin
-      \$844  = 1'h0;
+      \$746  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$845  = bus__r_data;
+    \$747  = bus__r_data;
     if (read_pending) begin
-      \$845  = \$371 ;
+      \$747  = \$327 ;
     end
     if (rst) begin
-      \$845  = 32'd0;
+      \$747  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$437 ) begin
+    if (\$391 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$395 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$401 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$405 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$411 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$415 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$421 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$425 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$431 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$435 ) begin
       set_err[3] = 1'h1;
     end
     if (\$441 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$449 ) begin
+    if (\$445 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$453 ) begin
+    if (\$451 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$455 ) begin
       set_err[3] = 1'h1;
     end
     if (\$461 ) begin
@@ -70140,28 +70303,34 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$473 ) begin
+    if (\$471 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$477 ) begin
+    if (\$475 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$481 ) begin
       set_err[3] = 1'h1;
     end
     if (\$485 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$489 ) begin
+    if (\$491 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$497 ) begin
+    if (\$495 ) begin
       set_err[3] = 1'h1;
     end
     if (\$501 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$509 ) begin
+    if (\$505 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$513 ) begin
+    if (\$511 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$515 ) begin
       set_err[3] = 1'h1;
     end
     if (\$521 ) begin
@@ -70170,79 +70339,43 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$533 ) begin
+    if (\$530 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$537 ) begin
+    if (\$536 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$545 ) begin
+    if (\$542 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$549 ) begin
+    if (\$548 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$557 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$561 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$569 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$573 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$581 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$585 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$593 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$597 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$604 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$612 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$620 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$628 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$630 ) begin
+    if (\$550 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$637 ) begin
+            if (\$555 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$644 ) begin
+            if (\$560 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$652 ) begin
+            if (\$566 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$659 ) begin
+            if (\$571 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$665 ) begin
+            if (\$575 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$671 ) begin
+            if (\$579 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -70277,50 +70410,50 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$423 ;
+      wp__en = \$379 ;
     end else begin
-      wp__en = \$426 ;
+      wp__en = \$382 ;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$187  = sweep_at;
+      \wp__addr$189  = sweep_at;
     end else begin
-      \wp__addr$187  = dma_program__payload[7:0];
+      \wp__addr$189  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$188  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$188 [0] = dma_program__payload[8];
-      \wp__data$188 [1] = dma_program__payload[9];
-      \wp__data$188 [6:2] = dma_program__payload[14:10];
-      \wp__data$188 [22:7] = dma_program__payload[30:15];
-      \wp__data$188 [34:23] = dma_program__payload[42:31];
-      \wp__data$188 [50:35] = dma_program__payload[58:43];
-      \wp__data$188 [74:51] = dma_program__payload[82:59];
-      \wp__data$188 [122:75] = dma_program__payload[130:83];
-      \wp__data$188 [170:123] = dma_program__payload[178:131];
+      \wp__data$190 [0] = dma_program__payload[8];
+      \wp__data$190 [1] = dma_program__payload[9];
+      \wp__data$190 [6:2] = dma_program__payload[14:10];
+      \wp__data$190 [22:7] = dma_program__payload[30:15];
+      \wp__data$190 [34:23] = dma_program__payload[42:31];
+      \wp__data$190 [50:35] = dma_program__payload[58:43];
+      \wp__data$190 [74:51] = dma_program__payload[82:59];
+      \wp__data$190 [122:75] = dma_program__payload[130:83];
+      \wp__data$190 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$189  = 1'h1;
+      \wp__en$191  = 1'h1;
     end else begin
-      \wp__en$189  = \$429 ;
+      \wp__en$191  = \$385 ;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$672 ) begin
+    if (\$580 ) begin
       csr_errors_clear[0] = req_w_data[0];
       csr_errors_clear[1] = req_w_data[1];
       csr_errors_clear[2] = req_w_data[2];
@@ -70330,7 +70463,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_45 ) begin end
     tracker_errors_clear = 6'h00;
-    if (\$673 ) begin
+    if (\$581 ) begin
       tracker_errors_clear[0] = req_w_data[0];
       tracker_errors_clear[1] = req_w_data[1];
       tracker_errors_clear[2] = req_w_data[2];
@@ -70342,7 +70475,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_45 ) begin end
     dma_errors_clear = 7'h00;
-    if (\$674 ) begin
+    if (\$582 ) begin
       dma_errors_clear[0] = req_w_data[0];
       dma_errors_clear[1] = req_w_data[1];
       dma_errors_clear[2] = req_w_data[2];
@@ -70355,7 +70488,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_45 ) begin end
     addrmap_errors_clear = 7'h00;
-    if (\$675 ) begin
+    if (\$583 ) begin
       addrmap_errors_clear[0] = req_w_data[0];
       addrmap_errors_clear[1] = req_w_data[1];
       addrmap_errors_clear[2] = req_w_data[2];
@@ -70368,14 +70501,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_45 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$676 ) begin
+    if (\$584 ) begin
       arbiter_errors_clear[0] = req_w_data[0];
       arbiter_errors_clear[1] = req_w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$190  = dma_program__payload[7:0];
-  assign \device_id$191  = device_id;
+  assign \rp__addr$192  = dma_program__payload[7:0];
+  assign \device_id$193  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -70408,15 +70541,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$121__valid  = \rp__data$121 [0];
-  assign rp__data$121__op  = \rp__data$121 [1];
-  assign rp__data$121__device  = \rp__data$121 [6:2];
-  assign rp__data$121__tile  = \rp__data$121 [22:7];
-  assign rp__data$121__rows  = \rp__data$121 [34:23];
-  assign rp__data$121__row_bytes  = \rp__data$121 [50:35];
-  assign rp__data$121__pitch  = \rp__data$121 [74:51];
-  assign rp__data$121__src  = \rp__data$121 [122:75];
-  assign rp__data$121__dst  = \rp__data$121 [170:123];
+  assign rp__data$123__valid  = \rp__data$123 [0];
+  assign rp__data$123__op  = \rp__data$123 [1];
+  assign rp__data$123__device  = \rp__data$123 [6:2];
+  assign rp__data$123__tile  = \rp__data$123 [22:7];
+  assign rp__data$123__rows  = \rp__data$123 [34:23];
+  assign rp__data$123__row_bytes  = \rp__data$123 [50:35];
+  assign rp__data$123__pitch  = \rp__data$123 [74:51];
+  assign rp__data$123__src  = \rp__data$123 [122:75];
+  assign rp__data$123__dst  = \rp__data$123 [170:123];
   assign dma_program__payload__index  = dma_program__payload[7:0];
   assign dma_program__payload__valid  = dma_program__payload[8];
   assign dma_program__payload__op  = dma_program__payload[9];
@@ -70543,8 +70676,8 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$155__tile  = \tracker_capture$155 [15:0];
-  assign tracker_capture$155__cmd  = \tracker_capture$155 [23:16];
+  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
+  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -70556,9 +70689,9 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$157__index  = \dma_capture$157 [7:0];
-  assign dma_capture$157__tile  = \dma_capture$157 [23:8];
-  assign dma_capture$157__addr  = \dma_capture$157 [71:24];
+  assign dma_capture$159__index  = \dma_capture$159 [7:0];
+  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
+  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -70570,9 +70703,9 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$159__addr  = \addrmap_capture$159 [47:0];
-  assign addrmap_capture$159__device  = \addrmap_capture$159 [52:48];
-  assign addrmap_capture$159__tile  = \addrmap_capture$159 [68:53];
+  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
+  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
+  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -70624,15 +70757,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$188__valid  = \wp__data$188 [0];
-  assign wp__data$188__op  = \wp__data$188 [1];
-  assign wp__data$188__device  = \wp__data$188 [6:2];
-  assign wp__data$188__tile  = \wp__data$188 [22:7];
-  assign wp__data$188__rows  = \wp__data$188 [34:23];
-  assign wp__data$188__row_bytes  = \wp__data$188 [50:35];
-  assign wp__data$188__pitch  = \wp__data$188 [74:51];
-  assign wp__data$188__src  = \wp__data$188 [122:75];
-  assign wp__data$188__dst  = \wp__data$188 [170:123];
+  assign wp__data$190__valid  = \wp__data$190 [0];
+  assign wp__data$190__op  = \wp__data$190 [1];
+  assign wp__data$190__device  = \wp__data$190 [6:2];
+  assign wp__data$190__tile  = \wp__data$190 [22:7];
+  assign wp__data$190__rows  = \wp__data$190 [34:23];
+  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
+  assign wp__data$190__pitch  = \wp__data$190 [74:51];
+  assign wp__data$190__src  = \wp__data$190 [122:75];
+  assign wp__data$190__dst  = \wp__data$190 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -70656,122 +70789,94 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$698 ;
-  assign status[6] = \$693 ;
-  assign status[5] = \$688 ;
-  assign status[4] = \$682 ;
+  assign status[7] = \$598 ;
+  assign status[6] = \$595 ;
+  assign status[5] = \$592 ;
+  assign status[4] = \$588 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$422 ;
+    set_err[1] = \$378 ;
   always @*
-    set_err[0] = \$374 ;
+    set_err[0] = \$330 ;
   assign \$6  = arbiter_program__valid;
-  assign \$16  = \$15 ;
+  assign \$18  = \$17 ;
   assign \$25  = \$24 ;
-  assign \$34  = \$33 ;
-  assign \$43  = \$42 ;
-  assign \$52  = \$51 ;
-  assign \$61  = \$60 ;
-  assign \$70  = \$69 ;
-  assign \$79  = \$78 ;
+  assign \$32  = \$31 ;
+  assign \$39  = \$38 ;
+  assign \$46  = \$45 ;
+  assign \$53  = \$52 ;
+  assign \$60  = \$59 ;
+  assign \$67  = \$66 ;
+  assign \$74  = \$73 ;
+  assign \$81  = \$80 ;
   assign \$88  = \$87 ;
-  assign \$97  = \$96 ;
-  assign \$106  = \$105 ;
-  assign \$115  = \$114 ;
-  assign \$124  = \$123 ;
-  assign \$133  = \$132 ;
-  assign \$137  = tracker_program__valid;
-  assign \$138  = 1'h0;
-  assign \$139  = tracker_program__valid;
-  assign \$140  = tracker_program__valid;
-  assign \$145  = tracker_program__valid;
-  assign \$146  = 1'h0;
-  assign \$147  = tracker_program__valid;
-  assign \$148  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = 1'h0;
-  assign \$155  = arbiter_program__valid;
-  assign \$156  = arbiter_program__valid;
-  assign \$157  = arbiter_program__valid;
-  assign \$161  = arbiter_program__valid;
-  assign \$162  = 1'h0;
-  assign \$163  = arbiter_program__valid;
-  assign \$164  = arbiter_program__valid;
-  assign \$165  = arbiter_program__valid;
-  assign \$180  = \$179 ;
-  assign \$187  = \$186 ;
-  assign \$194  = \$193 ;
-  assign \$202  = \$201 ;
-  assign \$204  = tracker_program__valid;
-  assign \$205  = 1'h0;
-  assign \$206  = tracker_program__valid;
-  assign \$207  = tracker_program__valid;
-  assign \$210  = arbiter_program__valid;
-  assign \$211  = 1'h0;
-  assign \$212  = arbiter_program__valid;
-  assign \$213  = arbiter_program__valid;
-  assign \$214  = arbiter_program__valid;
-  assign \$215  = arbiter_program__valid;
-  assign \$682  = \$681 ;
-  assign \$688  = \$687 ;
-  assign \$689  = tracker_program__valid;
-  assign \$690  = 1'h0;
-  assign \$691  = tracker_program__valid;
-  assign \$692  = tracker_program__valid;
-  assign \$694  = arbiter_program__valid;
-  assign \$695  = 1'h0;
-  assign \$696  = arbiter_program__valid;
-  assign \$697  = arbiter_program__valid;
-  assign \$698  = arbiter_program__valid;
-  assign \$436  = \$435 ;
-  assign \$448  = \$447 ;
-  assign \$460  = \$459 ;
-  assign \$472  = \$471 ;
-  assign \$484  = \$483 ;
-  assign \$496  = \$495 ;
-  assign \$508  = \$507 ;
-  assign \$520  = \$519 ;
-  assign \$532  = \$531 ;
-  assign \$544  = \$543 ;
-  assign \$556  = \$555 ;
-  assign \$568  = \$567 ;
-  assign \$580  = \$579 ;
+  assign \$95  = \$94 ;
+  assign \$102  = \$101 ;
+  assign \$109  = \$108 ;
+  assign \$113  = tracker_program__valid;
+  assign \$114  = tracker_program__valid;
+  assign \$119  = tracker_program__valid;
+  assign \$120  = tracker_program__valid;
+  assign \$125  = arbiter_program__valid;
+  assign \$126  = arbiter_program__valid;
+  assign \$127  = arbiter_program__valid;
+  assign \$131  = arbiter_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = arbiter_program__valid;
+  assign \$146  = \$145 ;
+  assign \$151  = \$150 ;
+  assign \$156  = \$155 ;
+  assign \$162  = \$161 ;
+  assign \$164  = tracker_program__valid;
+  assign \$165  = tracker_program__valid;
+  assign \$168  = arbiter_program__valid;
+  assign \$169  = arbiter_program__valid;
+  assign \$170  = arbiter_program__valid;
+  assign \$171  = arbiter_program__valid;
+  assign \$588  = \$587 ;
   assign \$592  = \$591 ;
-  assign \$599  = tracker_program__valid;
-  assign \$600  = 1'h0;
-  assign \$601  = tracker_program__valid;
-  assign \$602  = tracker_program__valid;
-  assign \$607  = tracker_program__valid;
-  assign \$608  = 1'h0;
-  assign \$609  = tracker_program__valid;
-  assign \$610  = tracker_program__valid;
-  assign \$615  = arbiter_program__valid;
-  assign \$616  = 1'h0;
-  assign \$617  = arbiter_program__valid;
-  assign \$618  = arbiter_program__valid;
-  assign \$619  = arbiter_program__valid;
-  assign \$623  = arbiter_program__valid;
-  assign \$624  = 1'h0;
-  assign \$625  = arbiter_program__valid;
-  assign \$626  = arbiter_program__valid;
-  assign \$627  = arbiter_program__valid;
-  assign \$636  = \$635 ;
-  assign \$643  = \$642 ;
-  assign \$650  = \$649 ;
-  assign \$658  = \$657 ;
-  assign \$660  = tracker_program__valid;
-  assign \$661  = 1'h0;
-  assign \$662  = tracker_program__valid;
-  assign \$663  = tracker_program__valid;
-  assign \$666  = arbiter_program__valid;
-  assign \$667  = 1'h0;
-  assign \$668  = arbiter_program__valid;
-  assign \$669  = arbiter_program__valid;
-  assign \$670  = arbiter_program__valid;
-  assign \$671  = arbiter_program__valid;
+  assign \$593  = tracker_program__valid;
+  assign \$594  = tracker_program__valid;
+  assign \$596  = arbiter_program__valid;
+  assign \$597  = arbiter_program__valid;
+  assign \$598  = arbiter_program__valid;
+  assign \$390  = \$389 ;
+  assign \$400  = \$399 ;
+  assign \$410  = \$409 ;
+  assign \$420  = \$419 ;
+  assign \$430  = \$429 ;
+  assign \$440  = \$439 ;
+  assign \$450  = \$449 ;
+  assign \$460  = \$459 ;
+  assign \$470  = \$469 ;
+  assign \$480  = \$479 ;
+  assign \$490  = \$489 ;
+  assign \$500  = \$499 ;
+  assign \$510  = \$509 ;
+  assign \$520  = \$519 ;
+  assign \$527  = tracker_program__valid;
+  assign \$528  = tracker_program__valid;
+  assign \$533  = tracker_program__valid;
+  assign \$534  = tracker_program__valid;
+  assign \$539  = arbiter_program__valid;
+  assign \$540  = arbiter_program__valid;
+  assign \$541  = arbiter_program__valid;
+  assign \$545  = arbiter_program__valid;
+  assign \$546  = arbiter_program__valid;
+  assign \$547  = arbiter_program__valid;
+  assign \$554  = \$553 ;
+  assign \$559  = \$558 ;
+  assign \$564  = \$563 ;
+  assign \$570  = \$569 ;
+  assign \$572  = tracker_program__valid;
+  assign \$573  = tracker_program__valid;
+  assign \$576  = arbiter_program__valid;
+  assign \$577  = arbiter_program__valid;
+  assign \$578  = arbiter_program__valid;
+  assign \$579  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -71258,7 +71363,7 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   reg _init_strobe_47  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
-  wire [48:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
@@ -71287,18 +71392,18 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [3:0] \$39 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
-  wire [12:0] \$40 ;
+  wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire \$43 ;
+  wire \$42 ;
+  wire [16:0] \$43 ;
   wire [16:0] \$44 ;
-  wire [16:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire [4:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -71309,33 +71414,43 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  reg \$58 ;
-  reg [57:0] \$59 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [2:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [11:0] \$62 ;
-  reg [47:0] \$63 ;
-  reg [47:0] \$64 ;
-  reg [15:0] \$65 ;
+  wire \$60 ;
+  wire [3:0] \$61 ;
+  wire \$62 ;
+  wire [4:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [170:0] \$69 ;
+  reg [57:0] \$67 ;
+  reg [2:0] \$68 ;
+  reg [15:0] \$69 ;
   wire \$7 ;
-  reg [7:0] \$70 ;
-  reg [3:0] \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [76:0] \$74 ;
+  reg [11:0] \$70 ;
+  reg [47:0] \$71 ;
+  reg [47:0] \$72 ;
+  reg [15:0] \$73 ;
+  reg \$74 ;
   reg \$75 ;
-  reg [3:0] \$76 ;
+  reg \$76 ;
+  reg [170:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
-  wire \$9 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [76:0] \$82 ;
+  reg \$83 ;
+  reg [3:0] \$84 ;
+  reg \$85 ;
+  wire [48:0] \$9 ;
   reg \$signal  = 1'h0;
   wire \$signal$29 ;
-  wire \$signal$31 ;
-  reg [3:0] \$signal$8  = 4'h0;
+  reg [3:0] \$signal$31  = 4'h0;
+  wire \$signal$32 ;
+  reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
@@ -71479,113 +71594,123 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$17  = \$16  & o__valid;
-  assign \$18  = ~ \$signal$29 ;
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = o__payload[79:77] != response__payload[2:0];
-  assign \$21  = response__payload[3] | \$20 ;
-  assign \$22  = ~ \$21 ;
-  assign \$signal$31  = \$19  & \$22 ;
-  assign \$23  = response__valid & response__ready;
-  assign \$24  = \$23  & o__valid;
-  assign \$25  = ~ \$signal$29 ;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = o__payload[79:77] != response__payload[2:0];
-  assign \$28  = response__payload[3] | \$27 ;
-  assign abort = \$26  & \$28 ;
-  assign \$29  = response__valid & response__ready;
-  assign \$30  = ~ o__valid;
-  assign \$31  = o__payload[79:77] != response__payload[2:0];
-  assign \$32  = \$30  | \$31 ;
-  assign bad_response = \$29  & \$32 ;
-  assign \$33  = response__valid & response__ready;
-  assign \$34  = \$33  & o__valid;
-  assign read_error = \$34  & response__payload[3];
-  assign \$35  = ~ active;
-  assign \$36  = ~ o__valid;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ packet__valid;
-  assign idle = \$37  & \$38 ;
-  assign \$39  = tag + 1'h1;
-  assign \$40  = rows_left - 1'h1;
-  assign \$41  = src_row + cur[74:51];
-  assign \$42  = dst_row + cur[74:51];
-  assign \$43  = rows_left == 2'h2;
-  assign \$44  = col + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
+  assign \$12  = issue & last;
+  assign descriptor__ready = \$11  | \$12 ;
+  assign \$13  = ~ packet__valid;
+  assign response__ready = \$13  | packet__ready;
+  assign o__ready = response__valid & response__ready;
+  assign \$14  = o__payload[83:80] == \$signal$31 ;
+  assign \$signal$29  = \$signal  & \$14 ;
+  assign \$15  = response__valid & response__ready;
+  assign \$16  = \$15  & o__valid;
+  assign \$17  = ~ \$signal$29 ;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = o__payload[79:77] != response__payload[2:0];
+  assign \$20  = response__payload[3] | \$19 ;
+  assign \$21  = ~ \$20 ;
+  assign \$signal$32  = \$18  & \$21 ;
+  assign \$22  = response__valid & response__ready;
+  assign \$23  = \$22  & o__valid;
+  assign \$24  = ~ \$signal$29 ;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = o__payload[79:77] != response__payload[2:0];
+  assign \$27  = response__payload[3] | \$26 ;
+  assign abort = \$25  & \$27 ;
+  assign \$28  = response__valid & response__ready;
+  assign \$29  = ~ o__valid;
+  assign \$30  = o__payload[79:77] != response__payload[2:0];
+  assign \$31  = \$29  | \$30 ;
+  assign bad_response = \$28  & \$31 ;
+  assign \$32  = response__valid & response__ready;
+  assign \$33  = \$32  & o__valid;
+  assign read_error = \$33  & response__payload[3];
+  assign \$34  = ~ active;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ packet__valid;
+  assign idle = \$36  & \$37 ;
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
+  assign \$40  = src_row + cur[74:51];
+  assign \$41  = dst_row + cur[74:51];
+  assign \$42  = rows_left == 2'h2;
+  assign \$43  = col + 7'h40;
+  assign \$44  = remaining - 7'h40;
+  assign \$45  = remaining <= 8'h80;
+  assign \$46  = descriptor__valid & descriptor__ready;
+  assign \$47  = run + 1'h1;
+  assign \$48  = descriptor__payload[58:43] <= 7'h40;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$29 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
+  assign \$50  = descriptor__payload[42:31] == 1'h1;
+  assign \$51  = response__valid & response__ready;
+  assign \$52  = \$51  & o__valid;
+  assign \$53  = ~ \$signal$29 ;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = o__payload[79:77] != response__payload[2:0];
+  assign \$56  = response__payload[3] | \$55 ;
+  assign \$57  = response__valid & response__ready;
+  assign \$58  = \$57  & o__valid;
+  assign \$59  = ~ \$signal$29 ;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
+  assign \$62  = descriptor__valid & descriptor__ready;
+  assign \$63  = run + 1'h1;
+  assign \$64  = \$62  ? \$63  : { 1'h0, run };
+  assign \$65  = \$61  == \$64 ;
   always @(posedge clk)
-    read__valid <= \$58 ;
+    read__valid <= \$66 ;
   always @(posedge clk)
-    read__payload <= \$59 ;
+    read__payload <= \$67 ;
   always @(posedge clk)
-    tag <= \$60 ;
+    tag <= \$68 ;
   always @(posedge clk)
-    col <= \$61 ;
+    col <= \$69 ;
   always @(posedge clk)
-    rows_left <= \$62 ;
+    rows_left <= \$70 ;
   always @(posedge clk)
-    src_row <= \$63 ;
+    src_row <= \$71 ;
   always @(posedge clk)
-    dst_row <= \$64 ;
+    dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$65 ;
+    remaining <= \$73 ;
   always @(posedge clk)
-    row_end <= \$66 ;
+    row_end <= \$74 ;
   always @(posedge clk)
-    one_row <= \$67 ;
+    one_row <= \$75 ;
   always @(posedge clk)
-    active <= \$68 ;
+    active <= \$76 ;
   always @(posedge clk)
-    cur <= \$69 ;
+    cur <= \$77 ;
   always @(posedge clk)
-    index <= \$70 ;
+    index <= \$78 ;
   always @(posedge clk)
-    run <= \$71 ;
+    run <= \$79 ;
   always @(posedge clk)
-    short_row <= \$72 ;
+    short_row <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$73 ;
+    packet__valid <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$74 ;
+    packet__payload <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$75 ;
+    \$signal  <= \$83 ;
   always @(posedge clk)
-    \$signal$8  <= \$76 ;
+    \$signal$31  <= \$84 ;
+  always @(posedge clk)
+    \$signal$8  <= \$85 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
-  assign \$3  = \$signal$8  == run;
-  assign stop = \$2  & \$3 ;
-  assign \$4  = ~ stop;
-  assign \$5  = active & \$4 ;
-  assign \$6  = ~ read__valid;
-  assign \$7  = \$6  | read__ready;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = ~ full;
-  assign issue = \$8  & \$9 ;
-  assign \$10  = dst_row + col;
-  assign \$11  = src_row + col;
-  assign \$12  = ~ active;
-  assign \$13  = issue & last;
-  assign descriptor__ready = \$12  | \$13 ;
-  assign \$14  = ~ packet__valid;
-  assign response__ready = \$14  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$15  = o__payload[83:80] == \$signal$8 ;
-  assign \$signal$29  = \$signal  & \$15 ;
-  assign \$16  = response__valid & response__ready;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
+  assign \$4  = active & \$3 ;
+  assign \$5  = ~ read__valid;
+  assign \$6  = \$5  | read__ready;
+  assign \$7  = \$4  & \$6 ;
+  assign \$8  = ~ full;
+  assign issue = \$7  & \$8 ;
+  assign \$9  = dst_row + col;
+  assign \$10  = src_row + col;
+  assign \$11  = ~ active;
   t3hw_system__e2__dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -71607,227 +71732,234 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$58  = read__valid;
+    \$66  = read__valid;
     if (read__ready) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
     if (issue) begin
-      \$58  = 1'h1;
+      \$66  = 1'h1;
     end
     if (rst) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$59  = read__payload;
+    \$67  = read__payload;
     if (issue) begin
-      \$59 [47:0] = meta[139:92];
-      \$59 [54:48] = \$1 [6:0];
-      \$59 [57:55] = tag;
+      \$67 [47:0] = meta[139:92];
+      \$67 [54:48] = \$1 [6:0];
+      \$67 [57:55] = tag;
     end
     if (rst) begin
-      \$59  = 58'h000000000000000;
+      \$67  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$60  = tag;
+    \$68  = tag;
     if (issue) begin
-      \$60  = \$39 [2:0];
+      \$68  = \$38 [2:0];
     end
     if (rst) begin
-      \$60  = 3'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$61  = col;
+    \$69  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$61  = 16'h0000;
+        \$69  = 16'h0000;
       end else begin
-        \$61  = \$44 [15:0];
+        \$69  = \$43 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$61  = 16'h0000;
+    if (\$46 ) begin
+      \$69  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$62  = rows_left;
+    \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$62  = \$40 [11:0];
+        \$70  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$62  = descriptor__payload[42:31];
+    if (\$46 ) begin
+      \$70  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$63  = src_row;
+    \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$63  = \$41 [47:0];
+        \$71  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$63  = descriptor__payload[130:83];
+    if (\$46 ) begin
+      \$71  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$64  = dst_row;
+    \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$64  = \$42 [47:0];
+        \$72  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$64  = descriptor__payload[178:131];
+    if (\$46 ) begin
+      \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$65  = remaining;
+    \$73  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$65  = cur[50:35];
+        \$73  = cur[50:35];
       end else begin
-        \$65  = \$45 [15:0];
+        \$73  = \$44 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$65  = descriptor__payload[58:43];
+    if (\$46 ) begin
+      \$73  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$66  = row_end;
+    \$74  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$66  = short_row;
+        \$74  = short_row;
       end else begin
-        \$66  = \$46 ;
+        \$74  = \$45 ;
       end
     end
-    if (\$47 ) begin
-      \$66  = \$49 ;
+    if (\$46 ) begin
+      \$74  = \$48 ;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$67  = one_row;
+    \$75  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$67  = \$43 ;
+        \$75  = \$42 ;
       end
     end
-    if (\$47 ) begin
-      \$67  = \$51 ;
+    if (\$46 ) begin
+      \$75  = \$50 ;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$68  = active;
+    \$76  = active;
     if (issue) begin
       if (last) begin
-        \$68  = 1'h0;
+        \$76  = 1'h0;
       end
     end
     if (stop) begin
-      \$68  = 1'h0;
+      \$76  = 1'h0;
     end
-    if (\$47 ) begin
-      \$68  = 1'h1;
-    end
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$69  = cur;
-    if (\$47 ) begin
-      \$69 [0] = descriptor__payload[8];
-      \$69 [1] = descriptor__payload[9];
-      \$69 [6:2] = descriptor__payload[14:10];
-      \$69 [22:7] = descriptor__payload[30:15];
-      \$69 [34:23] = descriptor__payload[42:31];
-      \$69 [50:35] = descriptor__payload[58:43];
-      \$69 [74:51] = descriptor__payload[82:59];
-      \$69 [122:75] = descriptor__payload[130:83];
-      \$69 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$70  = index;
-    if (\$47 ) begin
-      \$70  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$71  = run;
-    if (\$47 ) begin
-      \$71  = \$48 [3:0];
+    if (\$46 ) begin
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$71  = 4'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$72  = short_row;
-    if (\$47 ) begin
-      \$72  = \$50 ;
+    \$77  = cur;
+    if (\$46 ) begin
+      \$77 [0] = descriptor__payload[8];
+      \$77 [1] = descriptor__payload[9];
+      \$77 [6:2] = descriptor__payload[14:10];
+      \$77 [22:7] = descriptor__payload[30:15];
+      \$77 [34:23] = descriptor__payload[42:31];
+      \$77 [50:35] = descriptor__payload[58:43];
+      \$77 [74:51] = descriptor__payload[82:59];
+      \$77 [122:75] = descriptor__payload[130:83];
+      \$77 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$73  = packet__valid;
+    \$78  = index;
+    if (\$46 ) begin
+      \$78  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$79  = run;
+    if (\$46 ) begin
+      \$79  = \$47 [3:0];
+    end
+    if (rst) begin
+      \$79  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$80  = short_row;
+    if (\$46 ) begin
+      \$80  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$81  = packet__valid;
     if (packet__ready) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$signal$31 ) begin
-      \$73  = 1'h1;
+    if (\$signal$32 ) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$74  = packet__payload;
+    \$82  = packet__payload;
     if (response__ready) begin
-      \$74  = o__payload[76:0];
+      \$82  = o__payload[76:0];
     end
     if (rst) begin
-      \$74  = 77'h00000000000000000000;
+      \$82  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$75  = \$signal ;
-    if (\$55 ) begin
-      \$75  = \$57 ;
+    \$83  = \$signal ;
+    if (\$54 ) begin
+      \$83  = \$56 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$76  = \$signal$8 ;
-    if (\$55 ) begin
-      \$76  = o__payload[83:80];
+    \$84  = \$signal$31 ;
+    if (\$54 ) begin
+      \$84  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$85  = \$65 ;
+    if (rst) begin
+      \$85  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -71896,26 +72028,26 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$11 [47:0];
+  assign meta[139:92] = \$10 [47:0];
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$10 [47:0];
+  assign meta[52:5] = \$9 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__valid, full, clk);
+module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
   reg _init_strobe_48  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -71942,26 +72074,55 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [3:0] \$47 ;
-  wire [3:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [2:0] \$53 ;
-  reg [2:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -71984,9 +72145,24 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, o__payload, w
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -72043,7 +72219,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -72052,127 +72228,186 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, o__payload, w
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 4'h0 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 3'h7;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 4'h0 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 3'h7;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [2:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 3'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [2:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
     end
     if (rst) begin
-      \$54  = 3'h0;
+      \$82  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_48 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -72193,26 +72428,16 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, o__payload, w
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
 module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
@@ -76428,7 +76653,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e2__slice_store (rst, i__valid, data, o__ready, i__ready, o__payload, o__valid, clk);
+module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -76521,7 +76746,7 @@ module t3hw_system__e2__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__slice_store__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_56  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -76949,10 +77174,16 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$245 ;
   reg \$246 ;
   reg [5:0] \$247 ;
-  reg [191:0] \$248 ;
-  reg \$249 ;
+  reg \$248 ;
+  reg [191:0] \$249 ;
   wire \$25 ;
-  reg [2:0] \$250 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [2:0] \$256 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -77102,6 +77333,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
+  reg dropped_event = 1'h0;
   reg [28:0] ent = 29'h00000000;
   wire [7:0] ent__cmd ;
   wire ent__rearm ;
@@ -77365,6 +77597,8 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
+  reg triggers_event = 1'h0;
+  reg unprogrammed_event = 1'h0;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
   wire [7:0] \wr__addr$82 ;
@@ -77395,6 +77629,9 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  reg writes_compute_event = 1'h0;
+  reg writes_dma_event = 1'h0;
+  reg writes_remote_event = 1'h0;
   (* t3hw_rd_collision = "forwarded" *)
   reg [45:0] entries [255:0];
   initial begin
@@ -78281,11 +78518,23 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     errors <= \$247 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    writes_compute_event <= \$248 ;
   always @(posedge clk)
-    hold <= \$249 ;
+    stats <= \$249 ;
   always @(posedge clk)
-    \wait  <= \$250 ;
+    writes_dma_event <= \$250 ;
+  always @(posedge clk)
+    writes_remote_event <= \$251 ;
+  always @(posedge clk)
+    unprogrammed_event <= \$252 ;
+  always @(posedge clk)
+    triggers_event <= \$253 ;
+  always @(posedge clk)
+    dropped_event <= \$254 ;
+  always @(posedge clk)
+    hold <= \$255 ;
+  always @(posedge clk)
+    \wait  <= \$256 ;
   t3hw_system__e2__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -78601,46 +78850,88 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$248  = stats;
-    if (\$183 ) begin
-      \$248 [31:0] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$248 [63:32] = \$187 [31:0];
-    end
-    if (\$189 ) begin
-      \$248 [95:64] = \$190 [31:0];
-    end
-    if (set_err[0]) begin
-      \$248 [127:96] = \$191 [31:0];
-    end
-    if (\$193 ) begin
-      \$248 [159:128] = \$194 [31:0];
-    end
-    if (lost) begin
-      \$248 [191:160] = \$195 [31:0];
-    end
+    \$248  = \$183 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$249  = \$201 ;
+    \$249  = stats;
+    if (writes_compute_event) begin
+      \$249 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$249 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$249 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$249 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$249 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$249 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$250  = \wait ;
+    \$250  = \$186 ;
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$251  = \$189 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$252  = set_err[0];
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$253  = \$193 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$254  = lost;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$255  = \$201 ;
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$256  = \wait ;
     if (\$207 ) begin
-      \$250  = 3'h7;
+      \$256  = 3'h7;
     end else if (\$208 ) begin
-      \$250  = \$209 [2:0];
+      \$256  = \$209 [2:0];
     end
     if (rst) begin
-      \$250  = 3'h0;
+      \$256  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -81029,7 +81320,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e3__csr  csr (
-    .\addrmap_capture$159 (addrmap_capture),
+    .\addrmap_capture$161 (addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -81045,7 +81336,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$157 (dma_capture),
+    .\dma_capture$159 (dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -81058,7 +81349,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$155 (tracker_capture),
+    .\tracker_capture$157 (tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -81712,8 +82003,8 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign status__measuring  = arbiter_status[10];
 endmodule
 
-module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, mem__payload, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors
-, capture, rx_mem__valid, store__payload);
+module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
+, mem__payload, rx_mem__valid, store__payload);
   reg _init_strobe_61  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -84011,15 +84302,15 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
-module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__payload, wr__data, o__valid, clk);
+module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_62  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -84046,26 +84337,55 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [4:0] \$68 ;
+  wire [4:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [78:0] \$81 ;
+  reg [3:0] \$82 ;
+  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -84085,9 +84405,22 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   reg full = 1'h0;
   (* init = 4'h0 *)
   wire [3:0] head;
+  (* init = 79'h00000000000000000000 *)
+  wire [78:0] head_reg;
+  wire [4:0] head_reg__device ;
+  wire head_reg__remote ;
+  wire [72:0] head_reg__store ;
+  wire [47:0] head_reg__store__addr ;
+  wire [6:0] head_reg__store__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__store__kind ;
+  wire [15:0] head_reg__store__tile ;
+  wire head_reg__store__tracked ;
   reg [3:0] level = 4'h0;
   output [78:0] o__payload;
-  wire [78:0] o__payload;
+  reg [78:0] o__payload = 79'h00000000000000000000;
   wire [4:0] o__payload__device ;
   wire o__payload__remote ;
   wire [72:0] o__payload__store ;
@@ -84138,7 +84471,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [10:0];
+  reg [78:0] storage [9:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -84150,127 +84483,182 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
-    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 4'ha;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 4'h9;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 5'h00 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 4'h9;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 5'h00 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 4'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$82  = 4'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [3:0];
+    end
+    if (rst) begin
+      \$83  = 4'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__remote  = o__payload[0];
+  assign o__payload__device  = o__payload[5:1];
+  assign o__payload__store  = o__payload[78:6];
+  assign o__payload__store__addr  = o__payload[53:6];
+  assign o__payload__store__tile  = o__payload[69:54];
+  assign o__payload__store__bytes  = o__payload[76:70];
+  assign o__payload__store__kind  = o__payload[77];
+  assign o__payload__store__tracked  = o__payload[78];
+  assign head_reg__remote  = o__payload[0];
+  assign head_reg__device  = o__payload[5:1];
+  assign head_reg__store  = o__payload[78:6];
+  assign head_reg__store__addr  = o__payload[53:6];
+  assign head_reg__store__tile  = o__payload[69:54];
+  assign head_reg__store__bytes  = o__payload[76:70];
+  assign head_reg__store__kind  = o__payload[77];
+  assign head_reg__store__tracked  = o__payload[78];
   assign wr__data__remote  = wr__data[0];
   assign wr__data__device  = wr__data[5:1];
   assign wr__data__store  = wr__data[78:6];
@@ -84287,22 +84675,14 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, o__payload, wr_
   assign data__store__bytes  = wr__data[76:70];
   assign data__store__kind  = wr__data[77];
   assign data__store__tracked  = wr__data[78];
-  assign o__payload__remote  = o__payload[0];
-  assign o__payload__device  = o__payload[5:1];
-  assign o__payload__store  = o__payload[78:6];
-  assign o__payload__store__addr  = o__payload[53:6];
-  assign o__payload__store__tile  = o__payload[69:54];
-  assign o__payload__store__bytes  = o__payload[76:70];
-  assign o__payload__store__kind  = o__payload[77];
-  assign o__payload__store__tracked  = o__payload[78];
-  assign rd__data__remote  = o__payload[0];
-  assign rd__data__device  = o__payload[5:1];
-  assign rd__data__store  = o__payload[78:6];
-  assign rd__data__store__addr  = o__payload[53:6];
-  assign rd__data__store__tile  = o__payload[69:54];
-  assign rd__data__store__bytes  = o__payload[76:70];
-  assign rd__data__store__kind  = o__payload[77];
-  assign rd__data__store__tracked  = o__payload[78];
+  assign rd__data__remote  = rd__data[0];
+  assign rd__data__device  = rd__data[5:1];
+  assign rd__data__store  = rd__data[78:6];
+  assign rd__data__store__addr  = rd__data[53:6];
+  assign rd__data__store__tile  = rd__data[69:54];
+  assign rd__data__store__bytes  = rd__data[76:70];
+  assign rd__data__store__kind  = rd__data[77];
+  assign rd__data__store__tracked  = rd__data[78];
 endmodule
 
 module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
@@ -86167,7 +86547,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$159 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$155 , tracker_errors, tracker_stats, dma_errors, \dma_capture$157 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
   reg _init_strobe_65  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -86250,103 +86630,103 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire \$179 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
+  wire [3:0] \$174 ;
+  wire [5:0] \$175 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
+  wire [6:0] \$178 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [6:0] \$182 ;
+  wire [6:0] \$183 ;
+  wire [1:0] \$184 ;
+  wire [1:0] \$185 ;
+  wire [1:0] \$186 ;
   wire \$187 ;
-  wire \$188 ;
-  wire \$189 ;
+  wire [5:0] \$188 ;
+  wire [5:0] \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [6:0] \$194 ;
+  wire [6:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
+  wire [6:0] \$200 ;
+  wire [6:0] \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire \$205 ;
+  wire [3:0] \$205 ;
   wire \$206 ;
-  wire \$207 ;
+  wire [5:0] \$207 ;
   wire \$208 ;
-  wire \$209 ;
+  wire [6:0] \$209 ;
   wire \$21 ;
   wire \$210 ;
-  wire \$211 ;
+  wire [6:0] \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire \$215 ;
-  wire [3:0] \$216 ;
-  wire [3:0] \$217 ;
-  wire [3:0] \$218 ;
-  wire [5:0] \$219 ;
+  wire [31:0] \$216 ;
+  wire [31:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [31:0] \$219 ;
   wire \$22 ;
-  wire [5:0] \$220 ;
-  wire [5:0] \$221 ;
-  wire [6:0] \$222 ;
-  wire [6:0] \$223 ;
-  wire [6:0] \$224 ;
-  wire [6:0] \$225 ;
-  wire [6:0] \$226 ;
-  wire [6:0] \$227 ;
-  wire [1:0] \$228 ;
-  wire [1:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [31:0] \$221 ;
+  wire [31:0] \$222 ;
+  wire [31:0] \$223 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
-  wire \$231 ;
-  wire [5:0] \$232 ;
-  wire [5:0] \$233 ;
-  wire \$234 ;
-  wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
-  wire [6:0] \$238 ;
-  wire [6:0] \$239 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
+  wire [31:0] \$234 ;
+  wire [31:0] \$235 ;
+  wire [31:0] \$236 ;
+  wire [31:0] \$237 ;
+  wire [31:0] \$238 ;
+  wire [31:0] \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
-  wire [6:0] \$244 ;
-  wire [6:0] \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire [3:0] \$249 ;
+  wire [31:0] \$240 ;
+  wire [31:0] \$241 ;
+  wire [31:0] \$242 ;
+  wire [31:0] \$243 ;
+  wire [31:0] \$244 ;
+  wire [31:0] \$245 ;
+  wire [31:0] \$246 ;
+  wire [31:0] \$247 ;
+  wire [31:0] \$248 ;
+  wire [31:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
-  wire [5:0] \$251 ;
-  wire \$252 ;
-  wire [6:0] \$253 ;
-  wire \$254 ;
-  wire [6:0] \$255 ;
-  wire \$256 ;
-  wire [1:0] \$257 ;
-  wire \$258 ;
-  wire \$259 ;
+  wire [31:0] \$250 ;
+  wire [31:0] \$251 ;
+  wire [31:0] \$252 ;
+  wire [31:0] \$253 ;
+  wire [31:0] \$254 ;
+  wire [31:0] \$255 ;
+  wire [31:0] \$256 ;
+  wire [31:0] \$257 ;
+  wire [31:0] \$258 ;
+  wire [31:0] \$259 ;
   wire \$26 ;
   wire [31:0] \$260 ;
   wire [31:0] \$261 ;
@@ -86405,7 +86785,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
+  wire \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -86423,55 +86803,55 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
-  wire [31:0] \$329 ;
+  wire \$328 ;
+  wire \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
-  wire [31:0] \$346 ;
-  wire [31:0] \$347 ;
-  wire [31:0] \$348 ;
-  wire [31:0] \$349 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire \$347 ;
+  wire \$348 ;
+  wire \$349 ;
   wire \$35 ;
-  wire [31:0] \$350 ;
-  wire [31:0] \$351 ;
-  wire [31:0] \$352 ;
-  wire [31:0] \$353 ;
-  wire [31:0] \$354 ;
+  wire \$350 ;
+  wire \$351 ;
+  wire \$352 ;
+  wire \$353 ;
+  wire \$354 ;
   wire \$355 ;
-  wire [31:0] \$356 ;
-  wire [31:0] \$357 ;
-  wire [31:0] \$358 ;
-  wire [31:0] \$359 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
   wire \$36 ;
-  wire [31:0] \$360 ;
-  wire [31:0] \$361 ;
-  wire [31:0] \$362 ;
-  wire [31:0] \$363 ;
-  wire [31:0] \$364 ;
-  wire [31:0] \$365 ;
-  wire [31:0] \$366 ;
-  wire [31:0] \$367 ;
-  wire [31:0] \$368 ;
-  wire [31:0] \$369 ;
+  wire \$360 ;
+  wire \$361 ;
+  wire \$362 ;
+  wire \$363 ;
+  wire \$364 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
+  wire \$368 ;
+  wire \$369 ;
   wire \$37 ;
-  wire [31:0] \$370 ;
-  wire [31:0] \$371 ;
+  wire \$370 ;
+  wire \$371 ;
   wire \$372 ;
   wire \$373 ;
   wire \$374 ;
@@ -86723,124 +87103,124 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  wire \$599 ;
+  reg [9:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire \$609 ;
+  reg [31:0] \$600 ;
+  reg \$601 ;
+  reg \$602 ;
+  reg \$603 ;
+  reg \$604 ;
+  reg \$605 ;
+  reg \$606 ;
+  reg \$607 ;
+  reg \$608 ;
+  reg \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  reg \$610 ;
+  reg \$611 ;
+  reg \$612 ;
+  reg \$613 ;
+  reg \$614 ;
+  reg \$615 ;
+  reg \$616 ;
+  reg \$617 ;
+  reg \$618 ;
+  reg \$619 ;
   wire \$62 ;
-  wire \$620 ;
-  wire \$621 ;
-  wire \$622 ;
-  wire \$623 ;
-  wire \$624 ;
-  wire \$625 ;
-  wire \$626 ;
-  wire \$627 ;
-  wire \$628 ;
-  wire \$629 ;
+  reg \$620 ;
+  reg \$621 ;
+  reg \$622 ;
+  reg \$623 ;
+  reg \$624 ;
+  reg \$625 ;
+  reg \$626 ;
+  reg \$627 ;
+  reg \$628 ;
+  reg \$629 ;
   wire \$63 ;
-  wire \$630 ;
-  wire \$631 ;
-  wire \$632 ;
-  wire \$633 ;
-  wire \$634 ;
-  wire \$635 ;
-  wire \$636 ;
-  wire \$637 ;
-  wire \$638 ;
-  wire \$639 ;
+  reg \$630 ;
+  reg \$631 ;
+  reg \$632 ;
+  reg \$633 ;
+  reg \$634 ;
+  reg \$635 ;
+  reg \$636 ;
+  reg \$637 ;
+  reg \$638 ;
+  reg \$639 ;
   wire \$64 ;
-  wire \$640 ;
-  wire \$641 ;
-  wire \$642 ;
-  wire \$643 ;
-  wire \$644 ;
-  wire \$645 ;
-  wire \$646 ;
-  wire \$647 ;
-  wire \$648 ;
-  wire \$649 ;
+  reg \$640 ;
+  reg \$641 ;
+  reg \$642 ;
+  reg \$643 ;
+  reg \$644 ;
+  reg \$645 ;
+  reg \$646 ;
+  reg \$647 ;
+  reg \$648 ;
+  reg \$649 ;
   wire \$65 ;
-  wire \$650 ;
-  wire \$651 ;
-  wire \$652 ;
-  wire \$653 ;
-  wire \$654 ;
-  wire \$655 ;
-  wire \$656 ;
-  wire \$657 ;
-  wire \$658 ;
-  wire \$659 ;
+  reg \$650 ;
+  reg \$651 ;
+  reg \$652 ;
+  reg \$653 ;
+  reg \$654 ;
+  reg \$655 ;
+  reg \$656 ;
+  reg \$657 ;
+  reg \$658 ;
+  reg \$659 ;
   wire \$66 ;
-  wire \$660 ;
-  wire \$661 ;
-  wire \$662 ;
-  wire \$663 ;
-  wire \$664 ;
-  wire \$665 ;
-  wire \$666 ;
-  wire \$667 ;
-  wire \$668 ;
-  wire \$669 ;
+  reg \$660 ;
+  reg \$661 ;
+  reg \$662 ;
+  reg \$663 ;
+  reg \$664 ;
+  reg \$665 ;
+  reg \$666 ;
+  reg \$667 ;
+  reg \$668 ;
+  reg \$669 ;
   wire \$67 ;
-  wire \$670 ;
-  wire \$671 ;
-  wire \$672 ;
-  wire \$673 ;
-  wire \$674 ;
-  wire \$675 ;
-  wire \$676 ;
-  wire \$677 ;
-  wire \$678 ;
-  wire \$679 ;
+  reg \$670 ;
+  reg \$671 ;
+  reg \$672 ;
+  reg \$673 ;
+  reg \$674 ;
+  reg \$675 ;
+  reg \$676 ;
+  reg \$677 ;
+  reg \$678 ;
+  reg \$679 ;
   wire \$68 ;
-  wire \$680 ;
-  wire \$681 ;
-  wire \$682 ;
-  wire \$683 ;
-  wire \$684 ;
-  wire \$685 ;
-  wire \$686 ;
-  wire \$687 ;
-  wire \$688 ;
-  wire \$689 ;
+  reg \$680 ;
+  reg [7:0] \$681 ;
+  reg \$682 ;
+  reg \$683 ;
+  reg \$684 ;
+  reg \$685 ;
+  reg \$686 ;
+  reg \$687 ;
+  reg \$688 ;
+  reg \$689 ;
   wire \$69 ;
-  wire \$690 ;
-  wire \$691 ;
-  wire \$692 ;
-  wire \$693 ;
-  wire \$694 ;
-  wire \$695 ;
-  wire \$696 ;
-  wire \$697 ;
-  wire \$698 ;
-  reg [9:0] \$699 ;
+  reg \$690 ;
+  reg \$691 ;
+  reg \$692 ;
+  reg \$693 ;
+  reg \$694 ;
+  reg \$695 ;
+  reg \$696 ;
+  reg \$697 ;
+  reg \$698 ;
+  reg \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg [31:0] \$700 ;
+  reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg \$703 ;
+  reg [154:0] \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
@@ -86850,154 +87230,56 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg \$712 ;
-  reg \$713 ;
+  reg [178:0] \$712 ;
+  reg [58:0] \$713 ;
   reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg \$718 ;
-  reg \$719 ;
+  reg [38:0] \$715 ;
+  reg [38:0] \$716 ;
+  reg [4:0] \$717 ;
+  reg [3:0] \$718 ;
+  reg [5:0] \$719 ;
   wire \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg \$724 ;
-  reg \$725 ;
-  reg \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
+  reg [6:0] \$720 ;
+  reg [6:0] \$721 ;
+  reg [1:0] \$722 ;
+  reg [3:0] \$723 ;
+  reg [5:0] \$724 ;
+  reg [6:0] \$725 ;
+  reg [6:0] \$726 ;
+  reg [1:0] \$727 ;
+  reg [29:0] \$728 ;
+  reg [78:0] \$729 ;
   wire \$73 ;
-  reg \$730 ;
+  reg [75:0] \$730 ;
   reg \$731 ;
-  reg \$732 ;
-  reg \$733 ;
-  reg \$734 ;
-  reg \$735 ;
-  reg \$736 ;
-  reg \$737 ;
-  reg \$738 ;
-  reg \$739 ;
+  reg [31:0] \$732 ;
+  reg [31:0] \$733 ;
+  reg [31:0] \$734 ;
+  reg [31:0] \$735 ;
+  reg [31:0] \$736 ;
+  reg [31:0] \$737 ;
+  reg [31:0] \$738 ;
+  reg [31:0] \$739 ;
   wire \$74 ;
-  reg \$740 ;
-  reg \$741 ;
-  reg \$742 ;
-  reg \$743 ;
+  reg [31:0] \$740 ;
+  reg [31:0] \$741 ;
+  reg [31:0] \$742 ;
+  reg [31:0] \$743 ;
   reg \$744 ;
-  reg \$745 ;
+  reg [3:0] \$745 ;
   reg \$746 ;
-  reg \$747 ;
-  reg \$748 ;
-  reg \$749 ;
+  reg [31:0] \$747 ;
   wire \$75 ;
-  reg \$750 ;
-  reg \$751 ;
-  reg \$752 ;
-  reg \$753 ;
-  reg \$754 ;
-  reg \$755 ;
-  reg \$756 ;
-  reg \$757 ;
-  reg \$758 ;
-  reg \$759 ;
   wire \$76 ;
-  reg \$760 ;
-  reg \$761 ;
-  reg \$762 ;
-  reg \$763 ;
-  reg \$764 ;
-  reg \$765 ;
-  reg \$766 ;
-  reg \$767 ;
-  reg \$768 ;
-  reg \$769 ;
   wire \$77 ;
-  reg \$770 ;
-  reg \$771 ;
-  reg \$772 ;
-  reg \$773 ;
-  reg \$774 ;
-  reg \$775 ;
-  reg \$776 ;
-  reg \$777 ;
-  reg \$778 ;
-  reg \$779 ;
   wire \$78 ;
-  reg \$780 ;
-  reg [7:0] \$781 ;
-  reg \$782 ;
-  reg \$783 ;
-  reg \$784 ;
-  reg \$785 ;
-  reg \$786 ;
-  reg \$787 ;
-  reg \$788 ;
-  reg \$789 ;
   wire \$79 ;
-  reg \$790 ;
-  reg \$791 ;
-  reg \$792 ;
-  reg \$793 ;
-  reg \$794 ;
-  reg \$795 ;
-  reg \$796 ;
-  reg \$797 ;
-  reg \$798 ;
-  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg \$800 ;
-  reg \$801 ;
-  reg [154:0] \$802 ;
-  reg \$803 ;
-  reg \$804 ;
-  reg \$805 ;
-  reg \$806 ;
-  reg \$807 ;
-  reg \$808 ;
-  reg \$809 ;
   wire \$81 ;
-  reg [178:0] \$810 ;
-  reg [58:0] \$811 ;
-  reg \$812 ;
-  reg [38:0] \$813 ;
-  reg [38:0] \$814 ;
-  reg [4:0] \$815 ;
-  reg [3:0] \$816 ;
-  reg [5:0] \$817 ;
-  reg [6:0] \$818 ;
-  reg [6:0] \$819 ;
   wire \$82 ;
-  reg [1:0] \$820 ;
-  reg [3:0] \$821 ;
-  reg [5:0] \$822 ;
-  reg [6:0] \$823 ;
-  reg [6:0] \$824 ;
-  reg [1:0] \$825 ;
-  reg [29:0] \$826 ;
-  reg [78:0] \$827 ;
-  reg [75:0] \$828 ;
-  reg \$829 ;
   wire \$83 ;
-  reg [31:0] \$830 ;
-  reg [31:0] \$831 ;
-  reg [31:0] \$832 ;
-  reg [31:0] \$833 ;
-  reg [31:0] \$834 ;
-  reg [31:0] \$835 ;
-  reg [31:0] \$836 ;
-  reg [31:0] \$837 ;
-  reg [31:0] \$838 ;
-  reg [31:0] \$839 ;
   wire \$84 ;
-  reg [31:0] \$840 ;
-  reg [31:0] \$841 ;
-  reg \$842 ;
-  reg [3:0] \$843 ;
-  reg \$844 ;
-  reg [31:0] \$845 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -87015,11 +87297,11 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$98 ;
   wire \$99 ;
   reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$159 ;
-  wire [68:0] \addrmap_capture$159 ;
-  wire [47:0] addrmap_capture$159__addr ;
-  wire [4:0] addrmap_capture$159__device ;
-  wire [15:0] addrmap_capture$159__tile ;
+  input [68:0] \addrmap_capture$161 ;
+  wire [68:0] \addrmap_capture$161 ;
+  wire [47:0] addrmap_capture$161__addr ;
+  wire [4:0] addrmap_capture$161__device ;
+  wire [15:0] addrmap_capture$161__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [6:0] addrmap_capture__events ;
@@ -87157,6 +87439,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] desc_got__src ;
   wire [15:0] desc_got__tile ;
   wire desc_got__valid ;
+  reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
   reg desc_verdict = 1'h0;
   reg desc_waiting0 = 1'h0;
@@ -87166,16 +87449,16 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$191 ;
+  wire [4:0] \device_id$193 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$157 ;
-  wire [71:0] \dma_capture$157 ;
-  wire [47:0] dma_capture$157__addr ;
-  wire [7:0] dma_capture$157__index ;
-  wire [15:0] dma_capture$157__tile ;
+  input [71:0] \dma_capture$159 ;
+  wire [71:0] \dma_capture$159 ;
+  wire [47:0] dma_capture$159__addr ;
+  wire [7:0] dma_capture$159__index ;
+  wire [15:0] dma_capture$159__tile ;
   wire [47:0] dma_capture__addr ;
   wire [6:0] dma_capture__events ;
   wire dma_capture__events__bad_descriptor ;
@@ -87288,6 +87571,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] region_got__remote_base ;
   wire [47:0] region_got__size ;
   wire region_got__valid ;
+  reg region_judging = 1'h0;
   reg region_load = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
@@ -87324,21 +87608,21 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$190 ;
+  wire [7:0] \rp__addr$192 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$121 ;
-  wire [4:0] rp__data$121__device ;
-  wire [47:0] rp__data$121__dst ;
+  wire [170:0] \rp__data$123 ;
+  wire [4:0] rp__data$123__device ;
+  wire [47:0] rp__data$123__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$121__op ;
-  wire [23:0] rp__data$121__pitch ;
-  wire [15:0] rp__data$121__row_bytes ;
-  wire [11:0] rp__data$121__rows ;
-  wire [47:0] rp__data$121__src ;
-  wire [15:0] rp__data$121__tile ;
-  wire rp__data$121__valid ;
+  wire rp__data$123__op ;
+  wire [23:0] rp__data$123__pitch ;
+  wire [15:0] rp__data$123__row_bytes ;
+  wire [11:0] rp__data$123__rows ;
+  wire [47:0] rp__data$123__src ;
+  wire [15:0] rp__data$123__tile ;
+  wire rp__data$123__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -87469,10 +87753,10 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   input tracker_busy;
   wire tracker_busy;
   reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$155 ;
-  wire [23:0] \tracker_capture$155 ;
-  wire [7:0] tracker_capture$155__cmd ;
-  wire [15:0] tracker_capture$155__tile ;
+  input [23:0] \tracker_capture$157 ;
+  wire [23:0] \tracker_capture$157 ;
+  wire [7:0] tracker_capture$157__cmd ;
+  wire [15:0] tracker_capture$157__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [5:0] tracker_capture__events ;
   wire tracker_capture__events__bad_op ;
@@ -87559,21 +87843,21 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$187 ;
+  reg [7:0] \wp__addr$189 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$188 ;
-  wire [4:0] wp__data$188__device ;
-  wire [47:0] wp__data$188__dst ;
+  reg [170:0] \wp__data$190 ;
+  wire [4:0] wp__data$190__device ;
+  wire [47:0] wp__data$190__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$188__op ;
-  wire [23:0] wp__data$188__pitch ;
-  wire [15:0] wp__data$188__row_bytes ;
-  wire [11:0] wp__data$188__rows ;
-  wire [47:0] wp__data$188__src ;
-  wire [15:0] wp__data$188__tile ;
-  wire wp__data$188__valid ;
+  wire wp__data$190__op ;
+  wire [23:0] wp__data$190__pitch ;
+  wire [15:0] wp__data$190__row_bytes ;
+  wire [11:0] wp__data$190__rows ;
+  wire [47:0] wp__data$190__src ;
+  wire [15:0] wp__data$190__tile ;
+  wire wp__data$190__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -87585,7 +87869,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$189 ;
+  reg \wp__en$191 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -87847,14 +88131,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$189 )
-      desc_table[\wp__addr$187 ] <= \wp__data$188 ;
+    if (\wp__en$191 )
+      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$121  = _0_;
+  assign \rp__data$123  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -87876,968 +88160,900 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$158  = \$152  & \$157 ;
-  assign \$159  = req_w_stb & sel_arb_policy;
-  assign \$160  = req_w_stb & sel_arb_starvation_limit;
-  assign \$166  = \$160  & \$165 ;
-  assign \$167  = req_w_stb & sel_arb_starvation_limit;
-  assign \$168  = req_w_stb & sel_device_id;
-  assign \$169  = req_w_stb & sel_csr_irq_enable;
-  assign \$170  = req_w_stb & sel_tracker_irq_enable;
-  assign \$171  = req_w_stb & sel_dma_irq_enable;
-  assign \$172  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$173  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$174  = req_w_stb & sel_command;
-  assign \$175  = region_program__valid | region_verdict;
-  assign \$176  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$177  = \$175  | \$176 ;
-  assign \$178  = region_fetch | region_load;
-  assign \$179  = \$177  | \$178 ;
-  assign \$181  = \$180  | sweep;
-  assign \$182  = region_program__valid | region_verdict;
-  assign \$183  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$184  = \$182  | \$183 ;
-  assign \$185  = region_fetch | region_load;
-  assign \$186  = \$184  | \$185 ;
-  assign \$188  = \$187  | sweep;
-  assign \$189  = dma_program__valid | desc_verdict;
-  assign \$190  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$191  = \$189  | \$190 ;
-  assign \$192  = desc_fetch | desc_load;
-  assign \$193  = \$191  | \$192 ;
-  assign \$195  = sweep | dma_busy;
-  assign \$196  = \$194  | \$195 ;
-  assign \$197  = dma_program__valid | desc_verdict;
-  assign \$198  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$199  = \$197  | \$198 ;
-  assign \$200  = desc_fetch | desc_load;
-  assign \$201  = \$199  | \$200 ;
-  assign \$203  = \$202  | sweep;
-  assign \$208  = \$207  | track_answer;
-  assign \$209  = \$208  | tracker_busy;
-  assign \$216  = ~ csr_errors_clear;
-  assign \$217  = errors & \$216 ;
-  assign \$218  = \$217  | set_err;
-  assign \$219  = ~ tracker_errors_clear;
-  assign \$220  = tracker_sticky & \$219 ;
-  assign \$221  = \$220  | tracker_errors;
-  assign \$222  = ~ dma_errors_clear;
-  assign \$223  = dma_sticky & \$222 ;
-  assign \$224  = \$223  | dma_errors;
-  assign \$225  = ~ addrmap_errors_clear;
-  assign \$226  = addrmap_sticky & \$225 ;
-  assign \$227  = \$226  | addrmap_errors;
-  assign \$228  = ~ arbiter_errors_clear;
-  assign \$229  = arbiter_sticky & \$228 ;
-  assign \$230  = \$229  | arbiter_errors;
-  assign \$231  = | tracker_errors;
-  assign \$232  = ~ tracker_errors_clear;
-  assign \$233  = tracker_sticky & \$232 ;
-  assign \$234  = | \$233 ;
-  assign \$235  = ~ \$234 ;
-  assign \$236  = \$231  & \$235 ;
-  assign \$237  = | dma_errors;
-  assign \$238  = ~ dma_errors_clear;
-  assign \$239  = dma_sticky & \$238 ;
-  assign \$240  = | \$239 ;
-  assign \$241  = ~ \$240 ;
-  assign \$242  = \$237  & \$241 ;
-  assign \$243  = | addrmap_errors;
-  assign \$244  = ~ addrmap_errors_clear;
-  assign \$245  = addrmap_sticky & \$244 ;
-  assign \$246  = | \$245 ;
-  assign \$247  = ~ \$246 ;
-  assign \$248  = \$243  & \$247 ;
-  assign \$249  = errors & csr_irq_enable;
-  assign \$250  = | \$249 ;
-  assign \$251  = tracker_sticky & tracker_irq_enable;
-  assign \$252  = | \$251 ;
-  assign \$253  = dma_sticky & dma_irq_enable;
-  assign \$254  = | \$253 ;
-  assign \$255  = addrmap_sticky & addrmap_irq_enable;
-  assign \$256  = | \$255 ;
-  assign \$257  = arbiter_sticky & arbiter_irq_enable;
-  assign \$258  = | \$257 ;
-  assign \$259  = | { \$258 , \$256 , \$254 , \$252 , \$250  };
-  assign \$260  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$261  = req_addr[3] ? 32'd0 : \$260 ;
-  assign \$262  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$263  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$264  = req_addr[3] ? \$262  : \$263 ;
-  assign \$265  = req_addr[4] ? \$261  : \$264 ;
-  assign \$266  = req_addr[5] ? 32'd0 : \$265 ;
-  assign \$267  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$268  = req_addr[3] ? 32'd0 : \$267 ;
-  assign \$269  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$270  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$271  = req_addr[3] ? \$269  : \$270 ;
-  assign \$272  = req_addr[4] ? \$268  : \$271 ;
-  assign \$273  = req_addr[5] ? 32'd0 : \$272 ;
-  assign \$274  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$275  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$276  = req_addr[3] ? \$274  : \$275 ;
-  assign \$277  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$278  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$279  = req_addr[3] ? \$277  : \$278 ;
-  assign \$280  = req_addr[4] ? \$276  : \$279 ;
-  assign \$281  = req_addr[5] ? 32'd0 : \$280 ;
-  assign \$282  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$283  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$286  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$287  = req_addr[3] ? \$285  : \$286 ;
-  assign \$288  = req_addr[4] ? \$284  : \$287 ;
-  assign \$289  = req_addr[5] ? 32'd0 : \$288 ;
-  assign \$290  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$291  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
-  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
-  assign \$295  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
-  assign \$297  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$298  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$299  = req_addr[3] ? \$297  : \$298 ;
-  assign \$300  = req_addr[4] ? \$296  : \$299 ;
-  assign \$301  = req_addr[5] ? 32'd0 : \$300 ;
-  assign \$302  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$303  = req_addr[3] ? 32'd0 : \$302 ;
-  assign \$304  = req_addr[4] ? 32'd0 : \$303 ;
-  assign \$305  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$306  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$307  = req_addr[3] ? \$305  : \$306 ;
-  assign \$308  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$309  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$310  = req_addr[3] ? \$308  : \$309 ;
-  assign \$311  = req_addr[4] ? \$307  : \$310 ;
-  assign \$312  = req_addr[5] ? \$304  : \$311 ;
-  assign \$313  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$314  = req_addr[3] ? 32'd0 : \$313 ;
-  assign \$315  = req_addr[4] ? 32'd0 : \$314 ;
-  assign \$316  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$317  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$318  = req_addr[3] ? \$316  : \$317 ;
-  assign \$319  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$320  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$321  = req_addr[3] ? \$319  : \$320 ;
-  assign \$322  = req_addr[4] ? \$318  : \$321 ;
-  assign \$323  = req_addr[5] ? \$315  : \$322 ;
-  assign \$324  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$325  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$326  = req_addr[3] ? \$324  : \$325 ;
-  assign \$327  = req_addr[4] ? 32'd0 : \$326 ;
-  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
-  assign \$329  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$330  = req_addr[3] ? 32'd0 : \$329 ;
-  assign \$331  = req_addr[4] ? 32'd0 : \$330 ;
-  assign \$332  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$333  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$334  = req_addr[3] ? \$332  : \$333 ;
-  assign \$335  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$336  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$337  = req_addr[3] ? \$335  : \$336 ;
-  assign \$338  = req_addr[4] ? \$334  : \$337 ;
-  assign \$339  = req_addr[5] ? \$331  : \$338 ;
-  assign \$340  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$341  = req_addr[3] ? 32'd0 : \$340 ;
-  assign \$342  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$343  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$344  = req_addr[3] ? \$342  : \$343 ;
-  assign \$345  = req_addr[4] ? \$341  : \$344 ;
-  assign \$346  = req_addr[5] ? 32'd0 : \$345 ;
-  assign \$347  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$348  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$349  = req_addr[3] ? \$347  : \$348 ;
-  assign \$350  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$351  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$352  = req_addr[3] ? \$350  : \$351 ;
-  assign \$353  = req_addr[4] ? \$349  : \$352 ;
-  assign \$354  = req_addr[5] ? 32'd0 : \$353 ;
-  assign \$355  = | req_addr[1:0];
-  assign \$356  = read_section[0] ? 32'd0 : read_part14;
-  assign \$357  = read_section[0] ? read_part13 : 32'd0;
-  assign \$358  = read_section[1] ? \$356  : \$357 ;
-  assign \$359  = read_section[0] ? read_part11 : read_part10;
-  assign \$360  = read_section[0] ? 32'd0 : read_part8;
-  assign \$361  = read_section[1] ? \$359  : \$360 ;
-  assign \$362  = read_section[2] ? \$358  : \$361 ;
-  assign \$363  = read_section[0] ? 32'd0 : read_part6;
-  assign \$364  = read_section[0] ? read_part5 : read_part4;
-  assign \$365  = read_section[1] ? \$363  : \$364 ;
-  assign \$366  = read_section[0] ? read_part3 : read_part2;
-  assign \$367  = read_section[0] ? read_part1 : read_part0;
-  assign \$368  = read_section[1] ? \$366  : \$367 ;
-  assign \$369  = read_section[2] ? \$365  : \$368 ;
-  assign \$370  = read_section[3] ? \$362  : \$369 ;
-  assign \$371  = read_unaligned ? 32'd0 : \$370 ;
-  assign \$372  = req_r_stb | req_w_stb;
-  assign \$373  = ~ mapped;
-  assign \$374  = \$372  & \$373 ;
-  assign \$375  = req_w_stb & sel_id;
-  assign \$376  = req_w_stb & sel_config;
-  assign \$377  = req_w_stb & sel_status;
-  assign \$378  = req_w_stb & sel_track_result_op;
-  assign \$379  = req_w_stb & sel_track_result_threshold;
-  assign \$380  = req_w_stb & sel_tracker_writes_compute;
-  assign \$381  = req_w_stb & sel_tracker_writes_dma;
-  assign \$382  = req_w_stb & sel_tracker_writes_remote;
-  assign \$383  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$384  = req_w_stb & sel_tracker_triggers;
-  assign \$385  = req_w_stb & sel_tracker_dropped;
-  assign \$386  = req_w_stb & sel_dma_triggers;
-  assign \$387  = req_w_stb & sel_dma_rejected;
-  assign \$388  = req_w_stb & sel_dma_reads;
-  assign \$389  = req_w_stb & sel_dma_packets;
-  assign \$390  = req_w_stb & sel_dma_bad_program;
-  assign \$391  = req_w_stb & sel_dma_bad_range;
-  assign \$392  = req_w_stb & sel_dma_bad_pitch;
-  assign \$393  = req_w_stb & sel_dma_desc_busy;
-  assign \$394  = req_w_stb & sel_dma_aborted;
-  assign \$395  = req_w_stb & sel_addrmap_local;
-  assign \$396  = req_w_stb & sel_addrmap_tracked;
-  assign \$397  = req_w_stb & sel_addrmap_remote;
-  assign \$398  = req_w_stb & sel_addrmap_unmapped;
-  assign \$399  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$400  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$401  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$402  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$403  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$404  = req_w_stb & sel_arb_status;
-  assign \$405  = req_w_stb & sel_arbiter_grants_load;
-  assign \$406  = req_w_stb & sel_arbiter_grants_store;
-  assign \$407  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$408  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$409  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$410  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$411  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$412  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$413  = req_w_stb & sel_arbiter_starved;
-  assign \$414  = req_w_stb & sel_tracker_capture;
-  assign \$415  = req_w_stb & sel_dma_capture_index;
-  assign \$416  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$417  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$418  = req_w_stb & sel_dma_capture_events;
-  assign \$419  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$420  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$421  = req_w_stb & sel_addrmap_capture_device;
-  assign \$422  = | { \$421 , \$420 , \$419 , \$418 , \$417 , \$416 , \$415 , \$414 , \$413 , \$412 , \$411 , \$410 , \$409 , \$408 , \$407 , \$406 , \$405 , \$404 , \$403 , \$402 , \$401 , \$400 , \$399 , \$398 , \$397 , \$396 , \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375  };
-  assign \$423  = sweep_at < 4'h8;
-  assign \$424  = | addrmap_errors[1:0];
-  assign \$425  = ~ \$424 ;
-  assign \$426  = region_verdict & \$425 ;
-  assign \$427  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$428  = ~ \$427 ;
-  assign \$429  = desc_verdict & \$428 ;
-  assign \$430  = req_w_stb & sel_region_index;
-  assign \$431  = region_program__valid | region_verdict;
-  assign \$432  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$433  = \$431  | \$432 ;
+  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$255  = req_addr[3] ? \$253  : \$254 ;
+  assign \$256  = req_addr[4] ? \$252  : \$255 ;
+  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
+  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$263  = req_addr[3] ? \$261  : \$262 ;
+  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$266  = req_addr[3] ? \$264  : \$265 ;
+  assign \$267  = req_addr[4] ? \$263  : \$266 ;
+  assign \$268  = req_addr[5] ? \$260  : \$267 ;
+  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
+  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$274  = req_addr[3] ? \$272  : \$273 ;
+  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$277  = req_addr[3] ? \$275  : \$276 ;
+  assign \$278  = req_addr[4] ? \$274  : \$277 ;
+  assign \$279  = req_addr[5] ? \$271  : \$278 ;
+  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$282  = req_addr[3] ? \$280  : \$281 ;
+  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
+  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
+  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
+  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
+  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$290  = req_addr[3] ? \$288  : \$289 ;
+  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$293  = req_addr[3] ? \$291  : \$292 ;
+  assign \$294  = req_addr[4] ? \$290  : \$293 ;
+  assign \$295  = req_addr[5] ? \$287  : \$294 ;
+  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$300  = req_addr[3] ? \$298  : \$299 ;
+  assign \$301  = req_addr[4] ? \$297  : \$300 ;
+  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
+  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
+  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
+  assign \$305  = req_addr[3] ? \$303  : \$304 ;
+  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
+  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
+  assign \$308  = req_addr[3] ? \$306  : \$307 ;
+  assign \$309  = req_addr[4] ? \$305  : \$308 ;
+  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
+  assign \$311  = | req_addr[1:0];
+  assign \$312  = read_section[0] ? 32'd0 : read_part14;
+  assign \$313  = read_section[0] ? read_part13 : 32'd0;
+  assign \$314  = read_section[1] ? \$312  : \$313 ;
+  assign \$315  = read_section[0] ? read_part11 : read_part10;
+  assign \$316  = read_section[0] ? 32'd0 : read_part8;
+  assign \$317  = read_section[1] ? \$315  : \$316 ;
+  assign \$318  = read_section[2] ? \$314  : \$317 ;
+  assign \$319  = read_section[0] ? 32'd0 : read_part6;
+  assign \$320  = read_section[0] ? read_part5 : read_part4;
+  assign \$321  = read_section[1] ? \$319  : \$320 ;
+  assign \$322  = read_section[0] ? read_part3 : read_part2;
+  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$324  = read_section[1] ? \$322  : \$323 ;
+  assign \$325  = read_section[2] ? \$321  : \$324 ;
+  assign \$326  = read_section[3] ? \$318  : \$325 ;
+  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
+  assign \$328  = req_r_stb | req_w_stb;
+  assign \$329  = ~ mapped;
+  assign \$330  = \$328  & \$329 ;
+  assign \$331  = req_w_stb & sel_id;
+  assign \$332  = req_w_stb & sel_config;
+  assign \$333  = req_w_stb & sel_status;
+  assign \$334  = req_w_stb & sel_track_result_op;
+  assign \$335  = req_w_stb & sel_track_result_threshold;
+  assign \$336  = req_w_stb & sel_tracker_writes_compute;
+  assign \$337  = req_w_stb & sel_tracker_writes_dma;
+  assign \$338  = req_w_stb & sel_tracker_writes_remote;
+  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$340  = req_w_stb & sel_tracker_triggers;
+  assign \$341  = req_w_stb & sel_tracker_dropped;
+  assign \$342  = req_w_stb & sel_dma_triggers;
+  assign \$343  = req_w_stb & sel_dma_rejected;
+  assign \$344  = req_w_stb & sel_dma_reads;
+  assign \$345  = req_w_stb & sel_dma_packets;
+  assign \$346  = req_w_stb & sel_dma_bad_program;
+  assign \$347  = req_w_stb & sel_dma_bad_range;
+  assign \$348  = req_w_stb & sel_dma_bad_pitch;
+  assign \$349  = req_w_stb & sel_dma_desc_busy;
+  assign \$350  = req_w_stb & sel_dma_aborted;
+  assign \$351  = req_w_stb & sel_addrmap_local;
+  assign \$352  = req_w_stb & sel_addrmap_tracked;
+  assign \$353  = req_w_stb & sel_addrmap_remote;
+  assign \$354  = req_w_stb & sel_addrmap_unmapped;
+  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$360  = req_w_stb & sel_arb_status;
+  assign \$361  = req_w_stb & sel_arbiter_grants_load;
+  assign \$362  = req_w_stb & sel_arbiter_grants_store;
+  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$369  = req_w_stb & sel_arbiter_starved;
+  assign \$370  = req_w_stb & sel_tracker_capture;
+  assign \$371  = req_w_stb & sel_dma_capture_index;
+  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$374  = req_w_stb & sel_dma_capture_events;
+  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$377  = req_w_stb & sel_addrmap_capture_device;
+  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
+  assign \$379  = sweep_at < 4'h8;
+  assign \$380  = | addrmap_errors[1:0];
+  assign \$381  = ~ \$380 ;
+  assign \$382  = region_verdict & \$381 ;
+  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$384  = ~ \$383 ;
+  assign \$385  = desc_verdict & \$384 ;
+  assign \$386  = req_w_stb & sel_region_index;
+  assign \$387  = region_program__valid | region_judging;
+  assign \$388  = region_fetch | region_load;
+  assign \$389  = \$387  | \$388 ;
+  assign \$391  = \$386  & \$390 ;
+  assign \$392  = req_w_stb & sel_region_index;
+  assign \$393  = req_r_stb & sel_region_index;
+  assign \$394  = region_fetch | region_load;
+  assign \$395  = \$393  & \$394 ;
+  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$397  = region_program__valid | region_judging;
+  assign \$398  = region_fetch | region_load;
+  assign \$399  = \$397  | \$398 ;
+  assign \$401  = \$396  & \$400 ;
+  assign \$402  = req_w_stb & sel_region_base_lo;
+  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$404  = region_fetch | region_load;
+  assign \$405  = \$403  & \$404 ;
+  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$407  = region_program__valid | region_judging;
+  assign \$408  = region_fetch | region_load;
+  assign \$409  = \$407  | \$408 ;
+  assign \$411  = \$406  & \$410 ;
+  assign \$412  = req_w_stb & sel_region_base_hi;
+  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$414  = region_fetch | region_load;
+  assign \$415  = \$413  & \$414 ;
+  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$417  = region_program__valid | region_judging;
+  assign \$418  = region_fetch | region_load;
+  assign \$419  = \$417  | \$418 ;
+  assign \$421  = \$416  & \$420 ;
+  assign \$422  = req_w_stb & sel_region_size_lo;
+  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$424  = region_fetch | region_load;
+  assign \$425  = \$423  & \$424 ;
+  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$427  = region_program__valid | region_judging;
+  assign \$428  = region_fetch | region_load;
+  assign \$429  = \$427  | \$428 ;
+  assign \$431  = \$426  & \$430 ;
+  assign \$432  = req_w_stb & sel_region_size_hi;
+  assign \$433  = req_r_stb & sel_region_size_hi;
   assign \$434  = region_fetch | region_load;
-  assign \$435  = \$433  | \$434 ;
-  assign \$437  = \$430  & \$436 ;
-  assign \$438  = req_w_stb & sel_region_index;
-  assign \$439  = req_r_stb & sel_region_index;
-  assign \$440  = region_fetch | region_load;
-  assign \$441  = \$439  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_base_lo;
-  assign \$443  = region_program__valid | region_verdict;
-  assign \$444  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$445  = \$443  | \$444 ;
-  assign \$446  = region_fetch | region_load;
-  assign \$447  = \$445  | \$446 ;
-  assign \$449  = \$442  & \$448 ;
-  assign \$450  = req_w_stb & sel_region_base_lo;
-  assign \$451  = req_r_stb & sel_region_base_lo;
-  assign \$452  = region_fetch | region_load;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = req_w_stb & sel_region_base_hi;
-  assign \$455  = region_program__valid | region_verdict;
-  assign \$456  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$457  = \$455  | \$456 ;
-  assign \$458  = region_fetch | region_load;
+  assign \$435  = \$433  & \$434 ;
+  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$437  = region_program__valid | region_judging;
+  assign \$438  = region_fetch | region_load;
+  assign \$439  = \$437  | \$438 ;
+  assign \$441  = \$436  & \$440 ;
+  assign \$442  = req_w_stb & sel_region_remote_base_lo;
+  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$444  = region_fetch | region_load;
+  assign \$445  = \$443  & \$444 ;
+  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$447  = region_program__valid | region_judging;
+  assign \$448  = region_fetch | region_load;
+  assign \$449  = \$447  | \$448 ;
+  assign \$451  = \$446  & \$450 ;
+  assign \$452  = req_w_stb & sel_region_remote_base_hi;
+  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$454  = region_fetch | region_load;
+  assign \$455  = \$453  & \$454 ;
+  assign \$456  = req_w_stb & sel_desc_index;
+  assign \$457  = dma_program__valid | desc_judging;
+  assign \$458  = desc_fetch | desc_load;
   assign \$459  = \$457  | \$458 ;
-  assign \$461  = \$454  & \$460 ;
-  assign \$462  = req_w_stb & sel_region_base_hi;
-  assign \$463  = req_r_stb & sel_region_base_hi;
-  assign \$464  = region_fetch | region_load;
+  assign \$461  = \$456  & \$460 ;
+  assign \$462  = req_w_stb & sel_desc_index;
+  assign \$463  = req_r_stb & sel_desc_index;
+  assign \$464  = desc_fetch | desc_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_region_size_lo;
-  assign \$467  = region_program__valid | region_verdict;
-  assign \$468  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$467  = dma_program__valid | desc_judging;
+  assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
-  assign \$470  = region_fetch | region_load;
-  assign \$471  = \$469  | \$470 ;
-  assign \$473  = \$466  & \$472 ;
-  assign \$474  = req_w_stb & sel_region_size_lo;
-  assign \$475  = req_r_stb & sel_region_size_lo;
-  assign \$476  = region_fetch | region_load;
-  assign \$477  = \$475  & \$476 ;
-  assign \$478  = req_w_stb & sel_region_size_hi;
-  assign \$479  = region_program__valid | region_verdict;
-  assign \$480  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$481  = \$479  | \$480 ;
-  assign \$482  = region_fetch | region_load;
-  assign \$483  = \$481  | \$482 ;
-  assign \$485  = \$478  & \$484 ;
-  assign \$486  = req_w_stb & sel_region_size_hi;
-  assign \$487  = req_r_stb & sel_region_size_hi;
-  assign \$488  = region_fetch | region_load;
-  assign \$489  = \$487  & \$488 ;
-  assign \$490  = req_w_stb & sel_region_remote_base_lo;
-  assign \$491  = region_program__valid | region_verdict;
-  assign \$492  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$493  = \$491  | \$492 ;
-  assign \$494  = region_fetch | region_load;
-  assign \$495  = \$493  | \$494 ;
-  assign \$497  = \$490  & \$496 ;
-  assign \$498  = req_w_stb & sel_region_remote_base_lo;
-  assign \$499  = req_r_stb & sel_region_remote_base_lo;
-  assign \$500  = region_fetch | region_load;
-  assign \$501  = \$499  & \$500 ;
-  assign \$502  = req_w_stb & sel_region_remote_base_hi;
-  assign \$503  = region_program__valid | region_verdict;
-  assign \$504  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$505  = \$503  | \$504 ;
-  assign \$506  = region_fetch | region_load;
-  assign \$507  = \$505  | \$506 ;
-  assign \$509  = \$502  & \$508 ;
-  assign \$510  = req_w_stb & sel_region_remote_base_hi;
-  assign \$511  = req_r_stb & sel_region_remote_base_hi;
-  assign \$512  = region_fetch | region_load;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = req_w_stb & sel_desc_index;
-  assign \$515  = dma_program__valid | desc_verdict;
-  assign \$516  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$517  = \$515  | \$516 ;
+  assign \$471  = \$466  & \$470 ;
+  assign \$472  = req_w_stb & sel_desc_rows;
+  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$474  = desc_fetch | desc_load;
+  assign \$475  = \$473  & \$474 ;
+  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$477  = dma_program__valid | desc_judging;
+  assign \$478  = desc_fetch | desc_load;
+  assign \$479  = \$477  | \$478 ;
+  assign \$481  = \$476  & \$480 ;
+  assign \$482  = req_w_stb & sel_desc_pitch;
+  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$484  = desc_fetch | desc_load;
+  assign \$485  = \$483  & \$484 ;
+  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$487  = dma_program__valid | desc_judging;
+  assign \$488  = desc_fetch | desc_load;
+  assign \$489  = \$487  | \$488 ;
+  assign \$491  = \$486  & \$490 ;
+  assign \$492  = req_w_stb & sel_desc_src_lo;
+  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$494  = desc_fetch | desc_load;
+  assign \$495  = \$493  & \$494 ;
+  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$497  = dma_program__valid | desc_judging;
+  assign \$498  = desc_fetch | desc_load;
+  assign \$499  = \$497  | \$498 ;
+  assign \$501  = \$496  & \$500 ;
+  assign \$502  = req_w_stb & sel_desc_src_hi;
+  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$504  = desc_fetch | desc_load;
+  assign \$505  = \$503  & \$504 ;
+  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$507  = dma_program__valid | desc_judging;
+  assign \$508  = desc_fetch | desc_load;
+  assign \$509  = \$507  | \$508 ;
+  assign \$511  = \$506  & \$510 ;
+  assign \$512  = req_w_stb & sel_desc_dst_lo;
+  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$514  = desc_fetch | desc_load;
+  assign \$515  = \$513  & \$514 ;
+  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
-  assign \$521  = \$514  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_index;
-  assign \$523  = req_r_stb & sel_desc_index;
+  assign \$521  = \$516  & \$520 ;
+  assign \$522  = req_w_stb & sel_desc_dst_hi;
+  assign \$523  = req_r_stb & sel_desc_dst_hi;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_desc_rows;
-  assign \$527  = dma_program__valid | desc_verdict;
-  assign \$528  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$529  = \$527  | \$528 ;
-  assign \$530  = desc_fetch | desc_load;
-  assign \$531  = \$529  | \$530 ;
-  assign \$533  = \$526  & \$532 ;
-  assign \$534  = req_w_stb & sel_desc_rows;
-  assign \$535  = req_r_stb & sel_desc_rows;
-  assign \$536  = desc_fetch | desc_load;
-  assign \$537  = \$535  & \$536 ;
-  assign \$538  = req_w_stb & sel_desc_pitch;
-  assign \$539  = dma_program__valid | desc_verdict;
-  assign \$540  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$541  = \$539  | \$540 ;
-  assign \$542  = desc_fetch | desc_load;
-  assign \$543  = \$541  | \$542 ;
-  assign \$545  = \$538  & \$544 ;
-  assign \$546  = req_w_stb & sel_desc_pitch;
-  assign \$547  = req_r_stb & sel_desc_pitch;
-  assign \$548  = desc_fetch | desc_load;
-  assign \$549  = \$547  & \$548 ;
-  assign \$550  = req_w_stb & sel_desc_src_lo;
-  assign \$551  = dma_program__valid | desc_verdict;
-  assign \$552  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$526  = req_w_stb & sel_track_op;
+  assign \$529  = \$528  | track_answer;
+  assign \$530  = \$526  & \$529 ;
+  assign \$531  = req_w_stb & sel_track_op;
+  assign \$532  = req_w_stb & sel_track_cmd;
+  assign \$535  = \$534  | track_answer;
+  assign \$536  = \$532  & \$535 ;
+  assign \$537  = req_w_stb & sel_track_cmd;
+  assign \$538  = req_w_stb & sel_arb_policy;
+  assign \$542  = \$538  & \$541 ;
+  assign \$543  = req_w_stb & sel_arb_policy;
+  assign \$544  = req_w_stb & sel_arb_starvation_limit;
+  assign \$548  = \$544  & \$547 ;
+  assign \$549  = req_w_stb & sel_arb_starvation_limit;
+  assign \$550  = req_w_stb & sel_command;
+  assign \$551  = region_program__valid | region_judging;
+  assign \$552  = region_fetch | region_load;
   assign \$553  = \$551  | \$552 ;
-  assign \$554  = desc_fetch | desc_load;
-  assign \$555  = \$553  | \$554 ;
-  assign \$557  = \$550  & \$556 ;
-  assign \$558  = req_w_stb & sel_desc_src_lo;
-  assign \$559  = req_r_stb & sel_desc_src_lo;
-  assign \$560  = desc_fetch | desc_load;
-  assign \$561  = \$559  & \$560 ;
-  assign \$562  = req_w_stb & sel_desc_src_hi;
-  assign \$563  = dma_program__valid | desc_verdict;
-  assign \$564  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$565  = \$563  | \$564 ;
-  assign \$566  = desc_fetch | desc_load;
-  assign \$567  = \$565  | \$566 ;
-  assign \$569  = \$562  & \$568 ;
-  assign \$570  = req_w_stb & sel_desc_src_hi;
-  assign \$571  = req_r_stb & sel_desc_src_hi;
-  assign \$572  = desc_fetch | desc_load;
-  assign \$573  = \$571  & \$572 ;
-  assign \$574  = req_w_stb & sel_desc_dst_lo;
-  assign \$575  = dma_program__valid | desc_verdict;
-  assign \$576  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$577  = \$575  | \$576 ;
-  assign \$578  = desc_fetch | desc_load;
-  assign \$579  = \$577  | \$578 ;
-  assign \$581  = \$574  & \$580 ;
-  assign \$582  = req_w_stb & sel_desc_dst_lo;
-  assign \$583  = req_r_stb & sel_desc_dst_lo;
-  assign \$584  = desc_fetch | desc_load;
-  assign \$585  = \$583  & \$584 ;
-  assign \$586  = req_w_stb & sel_desc_dst_hi;
-  assign \$587  = dma_program__valid | desc_verdict;
-  assign \$588  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$589  = \$587  | \$588 ;
+  assign \$555  = \$554  | sweep;
+  assign \$556  = region_program__valid | region_judging;
+  assign \$557  = region_fetch | region_load;
+  assign \$558  = \$556  | \$557 ;
+  assign \$560  = \$559  | sweep;
+  assign \$561  = dma_program__valid | desc_judging;
+  assign \$562  = desc_fetch | desc_load;
+  assign \$563  = \$561  | \$562 ;
+  assign \$565  = sweep | dma_busy;
+  assign \$566  = \$564  | \$565 ;
+  assign \$567  = dma_program__valid | desc_judging;
+  assign \$568  = desc_fetch | desc_load;
+  assign \$569  = \$567  | \$568 ;
+  assign \$571  = \$570  | sweep;
+  assign \$574  = \$573  | track_answer;
+  assign \$575  = \$574  | tracker_busy;
+  assign \$580  = req_w_stb & sel_csr_errors;
+  assign \$581  = req_w_stb & sel_tracker_errors;
+  assign \$582  = req_w_stb & sel_dma_errors;
+  assign \$583  = req_w_stb & sel_addrmap_errors;
+  assign \$584  = req_w_stb & sel_arbiter_errors;
+  assign \$585  = region_program__valid | region_judging;
+  assign \$586  = region_fetch | region_load;
+  assign \$587  = \$585  | \$586 ;
+  assign \$589  = dma_program__valid | desc_judging;
   assign \$590  = desc_fetch | desc_load;
   assign \$591  = \$589  | \$590 ;
-  assign \$593  = \$586  & \$592 ;
-  assign \$594  = req_w_stb & sel_desc_dst_hi;
-  assign \$595  = req_r_stb & sel_desc_dst_hi;
-  assign \$596  = desc_fetch | desc_load;
-  assign \$597  = \$595  & \$596 ;
-  assign \$598  = req_w_stb & sel_track_op;
-  assign \$603  = \$602  | track_answer;
-  assign \$604  = \$598  & \$603 ;
-  assign \$605  = req_w_stb & sel_track_op;
-  assign \$606  = req_w_stb & sel_track_cmd;
-  assign \$611  = \$610  | track_answer;
-  assign \$612  = \$606  & \$611 ;
-  assign \$613  = req_w_stb & sel_track_cmd;
-  assign \$614  = req_w_stb & sel_arb_policy;
-  assign \$620  = \$614  & \$619 ;
-  assign \$621  = req_w_stb & sel_arb_policy;
-  assign \$622  = req_w_stb & sel_arb_starvation_limit;
-  assign \$628  = \$622  & \$627 ;
-  assign \$629  = req_w_stb & sel_arb_starvation_limit;
-  assign \$630  = req_w_stb & sel_command;
-  assign \$631  = region_program__valid | region_verdict;
-  assign \$632  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$633  = \$631  | \$632 ;
-  assign \$634  = region_fetch | region_load;
-  assign \$635  = \$633  | \$634 ;
-  assign \$637  = \$636  | sweep;
-  assign \$638  = region_program__valid | region_verdict;
-  assign \$639  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$640  = \$638  | \$639 ;
-  assign \$641  = region_fetch | region_load;
-  assign \$642  = \$640  | \$641 ;
-  assign \$644  = \$643  | sweep;
-  assign \$645  = dma_program__valid | desc_verdict;
-  assign \$646  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$647  = \$645  | \$646 ;
-  assign \$648  = desc_fetch | desc_load;
-  assign \$649  = \$647  | \$648 ;
-  assign \$651  = sweep | dma_busy;
-  assign \$652  = \$650  | \$651 ;
-  assign \$653  = dma_program__valid | desc_verdict;
-  assign \$654  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$655  = \$653  | \$654 ;
-  assign \$656  = desc_fetch | desc_load;
-  assign \$657  = \$655  | \$656 ;
-  assign \$659  = \$658  | sweep;
-  assign \$664  = \$663  | track_answer;
-  assign \$665  = \$664  | tracker_busy;
-  assign \$672  = req_w_stb & sel_csr_errors;
-  assign \$673  = req_w_stb & sel_tracker_errors;
-  assign \$674  = req_w_stb & sel_dma_errors;
-  assign \$675  = req_w_stb & sel_addrmap_errors;
-  assign \$676  = req_w_stb & sel_arbiter_errors;
-  assign \$677  = region_program__valid | region_verdict;
-  assign \$678  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$679  = \$677  | \$678 ;
-  assign \$680  = region_fetch | region_load;
-  assign \$681  = \$679  | \$680 ;
-  assign \$683  = dma_program__valid | desc_verdict;
-  assign \$684  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$685  = \$683  | \$684 ;
-  assign \$686  = desc_fetch | desc_load;
-  assign \$687  = \$685  | \$686 ;
-  assign \$693  = \$692  | track_answer;
+  assign \$595  = \$594  | track_answer;
   always @(posedge clk)
-    req_addr <= \$699 ;
+    req_addr <= \$599 ;
   always @(posedge clk)
-    req_w_data <= \$700 ;
+    req_w_data <= \$600 ;
   always @(posedge clk)
-    req_w_stb <= \$701 ;
+    req_w_stb <= \$601 ;
   always @(posedge clk)
-    req_r_stb <= \$702 ;
+    req_r_stb <= \$602 ;
   always @(posedge clk)
-    sel_id <= \$703 ;
+    sel_id <= \$603 ;
   always @(posedge clk)
-    sel_config <= \$704 ;
+    sel_config <= \$604 ;
   always @(posedge clk)
-    sel_status <= \$705 ;
+    sel_status <= \$605 ;
   always @(posedge clk)
-    sel_command <= \$706 ;
+    sel_command <= \$606 ;
   always @(posedge clk)
-    sel_device_id <= \$707 ;
+    sel_device_id <= \$607 ;
   always @(posedge clk)
-    sel_csr_errors <= \$708 ;
+    sel_csr_errors <= \$608 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$709 ;
+    sel_tracker_errors <= \$609 ;
   always @(posedge clk)
-    sel_dma_errors <= \$710 ;
+    sel_dma_errors <= \$610 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$711 ;
+    sel_addrmap_errors <= \$611 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$712 ;
+    sel_arbiter_errors <= \$612 ;
   always @(posedge clk)
-    sel_region_index <= \$713 ;
+    sel_region_index <= \$613 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$714 ;
+    sel_region_base_lo <= \$614 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$715 ;
+    sel_region_base_hi <= \$615 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$716 ;
+    sel_region_size_lo <= \$616 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$717 ;
+    sel_region_size_hi <= \$617 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$718 ;
+    sel_region_remote_base_lo <= \$618 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$719 ;
+    sel_region_remote_base_hi <= \$619 ;
   always @(posedge clk)
-    sel_desc_index <= \$720 ;
+    sel_desc_index <= \$620 ;
   always @(posedge clk)
-    sel_desc_rows <= \$721 ;
+    sel_desc_rows <= \$621 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$722 ;
+    sel_desc_pitch <= \$622 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$723 ;
+    sel_desc_src_lo <= \$623 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$724 ;
+    sel_desc_src_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$725 ;
+    sel_desc_dst_lo <= \$625 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$726 ;
+    sel_desc_dst_hi <= \$626 ;
   always @(posedge clk)
-    sel_track_op <= \$727 ;
+    sel_track_op <= \$627 ;
   always @(posedge clk)
-    sel_track_cmd <= \$728 ;
+    sel_track_cmd <= \$628 ;
   always @(posedge clk)
-    sel_track_result_op <= \$729 ;
+    sel_track_result_op <= \$629 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$730 ;
+    sel_track_result_threshold <= \$630 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$731 ;
+    sel_tracker_writes_compute <= \$631 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$732 ;
+    sel_tracker_writes_dma <= \$632 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$733 ;
+    sel_tracker_writes_remote <= \$633 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$734 ;
+    sel_tracker_unprogrammed <= \$634 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$735 ;
+    sel_tracker_triggers <= \$635 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$736 ;
+    sel_tracker_dropped <= \$636 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$737 ;
+    sel_dma_triggers <= \$637 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$738 ;
+    sel_dma_rejected <= \$638 ;
   always @(posedge clk)
-    sel_dma_reads <= \$739 ;
+    sel_dma_reads <= \$639 ;
   always @(posedge clk)
-    sel_dma_packets <= \$740 ;
+    sel_dma_packets <= \$640 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$741 ;
+    sel_dma_bad_program <= \$641 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$742 ;
+    sel_dma_bad_range <= \$642 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$743 ;
+    sel_dma_bad_pitch <= \$643 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$744 ;
+    sel_dma_desc_busy <= \$644 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$745 ;
+    sel_dma_aborted <= \$645 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$746 ;
+    sel_addrmap_local <= \$646 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$747 ;
+    sel_addrmap_tracked <= \$647 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$748 ;
+    sel_addrmap_remote <= \$648 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$749 ;
+    sel_addrmap_unmapped <= \$649 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$750 ;
+    sel_addrmap_store_crosses <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$751 ;
+    sel_addrmap_rx_misrouted <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$752 ;
+    sel_addrmap_rx_remote <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$753 ;
+    sel_addrmap_rx_unmapped <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$754 ;
+    sel_addrmap_rx_crosses <= \$654 ;
   always @(posedge clk)
-    sel_arb_policy <= \$755 ;
+    sel_arb_policy <= \$655 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$756 ;
+    sel_arb_starvation_limit <= \$656 ;
   always @(posedge clk)
-    sel_arb_status <= \$757 ;
+    sel_arb_status <= \$657 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$758 ;
+    sel_arbiter_grants_load <= \$658 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$759 ;
+    sel_arbiter_grants_store <= \$659 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$760 ;
+    sel_arbiter_grants_dma <= \$660 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$761 ;
+    sel_arbiter_grants_remote <= \$661 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$762 ;
+    sel_arbiter_stalls_load <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$763 ;
+    sel_arbiter_stalls_store <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$764 ;
+    sel_arbiter_stalls_dma <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$765 ;
+    sel_arbiter_stalls_remote <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$766 ;
+    sel_arbiter_starved <= \$666 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$767 ;
+    sel_csr_irq_enable <= \$667 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$768 ;
+    sel_tracker_irq_enable <= \$668 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$769 ;
+    sel_dma_irq_enable <= \$669 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$770 ;
+    sel_addrmap_irq_enable <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$771 ;
+    sel_arbiter_irq_enable <= \$671 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$772 ;
+    sel_tracker_capture <= \$672 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$773 ;
+    sel_dma_capture_index <= \$673 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$774 ;
+    sel_dma_capture_addr_lo <= \$674 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$775 ;
+    sel_dma_capture_addr_hi <= \$675 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$776 ;
+    sel_dma_capture_events <= \$676 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$777 ;
+    sel_addrmap_capture_addr_lo <= \$677 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$778 ;
+    sel_addrmap_capture_addr_hi <= \$678 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$779 ;
+    sel_addrmap_capture_device <= \$679 ;
   always @(posedge clk)
-    mapped <= \$780 ;
+    mapped <= \$680 ;
   always @(posedge clk)
-    sweep_at <= \$781 ;
+    sweep_at <= \$681 ;
   always @(posedge clk)
-    sweep <= \$782 ;
+    sweep <= \$682 ;
   always @(posedge clk)
-    region_program__valid <= \$783 ;
+    region_program__valid <= \$683 ;
   always @(posedge clk)
-    dma_program__valid <= \$784 ;
+    dma_program__valid <= \$684 ;
   always @(posedge clk)
-    tracker_program__valid <= \$785 ;
+    tracker_program__valid <= \$685 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$786 ;
+    arbiter_program__valid <= \$686 ;
   always @(posedge clk)
-    region_waiting0 <= \$787 ;
+    region_waiting0 <= \$687 ;
   always @(posedge clk)
-    region_waiting1 <= \$788 ;
+    region_waiting1 <= \$688 ;
   always @(posedge clk)
-    region_waiting2 <= \$789 ;
+    region_waiting2 <= \$689 ;
   always @(posedge clk)
-    region_waiting3 <= \$790 ;
+    region_waiting3 <= \$690 ;
   always @(posedge clk)
-    region_waiting4 <= \$791 ;
+    region_waiting4 <= \$691 ;
   always @(posedge clk)
-    region_waiting5 <= \$792 ;
+    region_waiting5 <= \$692 ;
   always @(posedge clk)
-    region_waiting6 <= \$793 ;
+    region_waiting6 <= \$693 ;
   always @(posedge clk)
-    region_waiting7 <= \$794 ;
+    region_waiting7 <= \$694 ;
   always @(posedge clk)
-    region_waiting8 <= \$795 ;
+    region_waiting8 <= \$695 ;
   always @(posedge clk)
-    region_waiting9 <= \$796 ;
+    region_waiting9 <= \$696 ;
   always @(posedge clk)
-    region_waiting10 <= \$797 ;
+    region_waiting10 <= \$697 ;
   always @(posedge clk)
-    region_waiting11 <= \$798 ;
+    region_waiting11 <= \$698 ;
   always @(posedge clk)
-    region_verdict <= \$799 ;
+    region_verdict <= \$699 ;
+  always @(posedge clk)
+    region_judging <= \$700 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$800 ;
+    region_fetch <= \$701 ;
   always @(posedge clk)
-    region_load <= \$801 ;
+    region_load <= \$702 ;
   always @(posedge clk)
-    region_program__payload <= \$802 ;
+    region_program__payload <= \$703 ;
   always @(posedge clk)
-    desc_waiting0 <= \$803 ;
+    desc_waiting0 <= \$704 ;
   always @(posedge clk)
-    desc_waiting1 <= \$804 ;
+    desc_waiting1 <= \$705 ;
   always @(posedge clk)
-    desc_waiting2 <= \$805 ;
+    desc_waiting2 <= \$706 ;
   always @(posedge clk)
-    desc_waiting3 <= \$806 ;
+    desc_waiting3 <= \$707 ;
   always @(posedge clk)
-    desc_verdict <= \$807 ;
+    desc_verdict <= \$708 ;
   always @(posedge clk)
-    desc_got <= \rp__data$121 ;
+    desc_judging <= \$709 ;
   always @(posedge clk)
-    desc_fetch <= \$808 ;
+    desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_load <= \$809 ;
+    desc_fetch <= \$710 ;
   always @(posedge clk)
-    dma_program__payload <= \$810 ;
+    desc_load <= \$711 ;
   always @(posedge clk)
-    track_result <= \$811 ;
+    dma_program__payload <= \$712 ;
   always @(posedge clk)
-    track_answer <= \$812 ;
+    track_result <= \$713 ;
   always @(posedge clk)
-    tracker_program__payload <= \$813 ;
+    track_answer <= \$714 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$814 ;
+    tracker_program__payload <= \$715 ;
   always @(posedge clk)
-    device_id <= \$815 ;
+    arbiter_program__payload <= \$716 ;
   always @(posedge clk)
-    csr_irq_enable <= \$816 ;
+    device_id <= \$717 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$817 ;
+    csr_irq_enable <= \$718 ;
   always @(posedge clk)
-    dma_irq_enable <= \$818 ;
+    tracker_irq_enable <= \$719 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$819 ;
+    dma_irq_enable <= \$720 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$820 ;
+    addrmap_irq_enable <= \$721 ;
   always @(posedge clk)
-    errors <= \$821 ;
+    arbiter_irq_enable <= \$722 ;
   always @(posedge clk)
-    tracker_sticky <= \$822 ;
+    errors <= \$723 ;
   always @(posedge clk)
-    dma_sticky <= \$823 ;
+    tracker_sticky <= \$724 ;
   always @(posedge clk)
-    addrmap_sticky <= \$824 ;
+    dma_sticky <= \$725 ;
   always @(posedge clk)
-    arbiter_sticky <= \$825 ;
+    addrmap_sticky <= \$726 ;
   always @(posedge clk)
-    tracker_capture <= \$826 ;
+    arbiter_sticky <= \$727 ;
   always @(posedge clk)
-    dma_capture <= \$827 ;
+    tracker_capture <= \$728 ;
   always @(posedge clk)
-    addrmap_capture <= \$828 ;
+    dma_capture <= \$729 ;
   always @(posedge clk)
-    irq <= \$829 ;
+    addrmap_capture <= \$730 ;
   always @(posedge clk)
-    read_part0 <= \$830 ;
+    irq <= \$731 ;
   always @(posedge clk)
-    read_part1 <= \$831 ;
+    read_part0 <= \$732 ;
   always @(posedge clk)
-    read_part2 <= \$832 ;
+    read_part1 <= \$733 ;
   always @(posedge clk)
-    read_part3 <= \$833 ;
+    read_part2 <= \$734 ;
   always @(posedge clk)
-    read_part4 <= \$834 ;
+    read_part3 <= \$735 ;
   always @(posedge clk)
-    read_part5 <= \$835 ;
+    read_part4 <= \$736 ;
   always @(posedge clk)
-    read_part6 <= \$836 ;
+    read_part5 <= \$737 ;
   always @(posedge clk)
-    read_part8 <= \$837 ;
+    read_part6 <= \$738 ;
   always @(posedge clk)
-    read_part10 <= \$838 ;
+    read_part8 <= \$739 ;
   always @(posedge clk)
-    read_part11 <= \$839 ;
+    read_part10 <= \$740 ;
   always @(posedge clk)
-    read_part13 <= \$840 ;
+    read_part11 <= \$741 ;
   always @(posedge clk)
-    read_part14 <= \$841 ;
+    read_part13 <= \$742 ;
   always @(posedge clk)
-    read_pending <= \$842 ;
+    read_part14 <= \$743 ;
   always @(posedge clk)
-    read_section <= \$843 ;
+    read_pending <= \$744 ;
   always @(posedge clk)
-    read_unaligned <= \$844 ;
+    read_section <= \$745 ;
   always @(posedge clk)
-    bus__r_data <= \$845 ;
+    read_unaligned <= \$746 ;
+  always @(posedge clk)
+    bus__r_data <= \$747 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
   assign \$4  = dma_program__valid & dma_program__ready;
   assign \$5  = tracker_program__valid & tracker_program__ready;
   assign \$7  = region_program__valid & region_program__ready;
-  assign \$8  = dma_program__valid & dma_program__ready;
-  assign \$9  = tracker_program__valid & tracker_program__ready;
-  assign \$10  = req_w_stb & sel_region_index;
-  assign \$11  = region_program__valid | region_verdict;
-  assign \$12  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$13  = \$11  | \$12 ;
-  assign \$14  = region_fetch | region_load;
-  assign \$15  = \$13  | \$14 ;
-  assign \$17  = \$10  & \$16 ;
-  assign \$18  = req_w_stb & sel_region_index;
-  assign \$19  = req_w_stb & sel_region_base_lo;
-  assign \$20  = region_program__valid | region_verdict;
-  assign \$21  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$22  = \$20  | \$21 ;
+  assign \$8  = region_program__valid & region_program__ready;
+  assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
+  assign \$10  = dma_program__valid & dma_program__ready;
+  assign \$11  = dma_program__valid & dma_program__ready;
+  assign \$12  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
+  assign \$13  = tracker_program__valid & tracker_program__ready;
+  assign \$14  = req_w_stb & sel_region_index;
+  assign \$15  = region_program__valid | region_judging;
+  assign \$16  = region_fetch | region_load;
+  assign \$17  = \$15  | \$16 ;
+  assign \$19  = \$14  & \$18 ;
+  assign \$20  = req_w_stb & sel_region_index;
+  assign \$21  = req_w_stb & sel_region_base_lo;
+  assign \$22  = region_program__valid | region_judging;
   assign \$23  = region_fetch | region_load;
   assign \$24  = \$22  | \$23 ;
-  assign \$26  = \$19  & \$25 ;
+  assign \$26  = \$21  & \$25 ;
   assign \$27  = req_w_stb & sel_region_base_lo;
   assign \$28  = req_w_stb & sel_region_base_hi;
-  assign \$29  = region_program__valid | region_verdict;
-  assign \$30  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$29  = region_program__valid | region_judging;
+  assign \$30  = region_fetch | region_load;
   assign \$31  = \$29  | \$30 ;
-  assign \$32  = region_fetch | region_load;
-  assign \$33  = \$31  | \$32 ;
-  assign \$35  = \$28  & \$34 ;
-  assign \$36  = req_w_stb & sel_region_base_hi;
-  assign \$37  = req_w_stb & sel_region_size_lo;
-  assign \$38  = region_program__valid | region_verdict;
-  assign \$39  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$40  = \$38  | \$39 ;
-  assign \$41  = region_fetch | region_load;
-  assign \$42  = \$40  | \$41 ;
-  assign \$44  = \$37  & \$43 ;
-  assign \$45  = req_w_stb & sel_region_size_lo;
-  assign \$46  = req_w_stb & sel_region_size_hi;
-  assign \$47  = region_program__valid | region_verdict;
-  assign \$48  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = region_fetch | region_load;
-  assign \$51  = \$49  | \$50 ;
-  assign \$53  = \$46  & \$52 ;
-  assign \$54  = req_w_stb & sel_region_size_hi;
+  assign \$33  = \$28  & \$32 ;
+  assign \$34  = req_w_stb & sel_region_base_hi;
+  assign \$35  = req_w_stb & sel_region_size_lo;
+  assign \$36  = region_program__valid | region_judging;
+  assign \$37  = region_fetch | region_load;
+  assign \$38  = \$36  | \$37 ;
+  assign \$40  = \$35  & \$39 ;
+  assign \$41  = req_w_stb & sel_region_size_lo;
+  assign \$42  = req_w_stb & sel_region_size_hi;
+  assign \$43  = region_program__valid | region_judging;
+  assign \$44  = region_fetch | region_load;
+  assign \$45  = \$43  | \$44 ;
+  assign \$47  = \$42  & \$46 ;
+  assign \$48  = req_w_stb & sel_region_size_hi;
+  assign \$49  = req_w_stb & sel_region_remote_base_lo;
+  assign \$50  = region_program__valid | region_judging;
+  assign \$51  = region_fetch | region_load;
+  assign \$52  = \$50  | \$51 ;
+  assign \$54  = \$49  & \$53 ;
   assign \$55  = req_w_stb & sel_region_remote_base_lo;
-  assign \$56  = region_program__valid | region_verdict;
-  assign \$57  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$58  = \$56  | \$57 ;
-  assign \$59  = region_fetch | region_load;
-  assign \$60  = \$58  | \$59 ;
-  assign \$62  = \$55  & \$61 ;
-  assign \$63  = req_w_stb & sel_region_remote_base_lo;
-  assign \$64  = req_w_stb & sel_region_remote_base_hi;
-  assign \$65  = region_program__valid | region_verdict;
-  assign \$66  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$67  = \$65  | \$66 ;
-  assign \$68  = region_fetch | region_load;
-  assign \$69  = \$67  | \$68 ;
-  assign \$71  = \$64  & \$70 ;
-  assign \$72  = req_w_stb & sel_region_remote_base_hi;
-  assign \$73  = req_w_stb & sel_desc_index;
-  assign \$74  = dma_program__valid | desc_verdict;
-  assign \$75  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$76  = \$74  | \$75 ;
-  assign \$77  = desc_fetch | desc_load;
-  assign \$78  = \$76  | \$77 ;
-  assign \$80  = \$73  & \$79 ;
-  assign \$81  = req_w_stb & sel_desc_index;
-  assign \$82  = req_w_stb & sel_desc_rows;
-  assign \$83  = dma_program__valid | desc_verdict;
-  assign \$84  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$85  = \$83  | \$84 ;
+  assign \$56  = req_w_stb & sel_region_remote_base_hi;
+  assign \$57  = region_program__valid | region_judging;
+  assign \$58  = region_fetch | region_load;
+  assign \$59  = \$57  | \$58 ;
+  assign \$61  = \$56  & \$60 ;
+  assign \$62  = req_w_stb & sel_region_remote_base_hi;
+  assign \$63  = req_w_stb & sel_desc_index;
+  assign \$64  = dma_program__valid | desc_judging;
+  assign \$65  = desc_fetch | desc_load;
+  assign \$66  = \$64  | \$65 ;
+  assign \$68  = \$63  & \$67 ;
+  assign \$69  = req_w_stb & sel_desc_index;
+  assign \$70  = req_w_stb & sel_desc_rows;
+  assign \$71  = dma_program__valid | desc_judging;
+  assign \$72  = desc_fetch | desc_load;
+  assign \$73  = \$71  | \$72 ;
+  assign \$75  = \$70  & \$74 ;
+  assign \$76  = req_w_stb & sel_desc_rows;
+  assign \$77  = req_w_stb & sel_desc_pitch;
+  assign \$78  = dma_program__valid | desc_judging;
+  assign \$79  = desc_fetch | desc_load;
+  assign \$80  = \$78  | \$79 ;
+  assign \$82  = \$77  & \$81 ;
+  assign \$83  = req_w_stb & sel_desc_pitch;
+  assign \$84  = req_w_stb & sel_desc_src_lo;
+  assign \$85  = dma_program__valid | desc_judging;
   assign \$86  = desc_fetch | desc_load;
   assign \$87  = \$85  | \$86 ;
-  assign \$89  = \$82  & \$88 ;
-  assign \$90  = req_w_stb & sel_desc_rows;
-  assign \$91  = req_w_stb & sel_desc_pitch;
-  assign \$92  = dma_program__valid | desc_verdict;
-  assign \$93  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = req_w_stb & sel_desc_src_lo;
+  assign \$91  = req_w_stb & sel_desc_src_hi;
+  assign \$92  = dma_program__valid | desc_judging;
+  assign \$93  = desc_fetch | desc_load;
   assign \$94  = \$92  | \$93 ;
-  assign \$95  = desc_fetch | desc_load;
-  assign \$96  = \$94  | \$95 ;
-  assign \$98  = \$91  & \$97 ;
-  assign \$99  = req_w_stb & sel_desc_pitch;
-  assign \$100  = req_w_stb & sel_desc_src_lo;
-  assign \$101  = dma_program__valid | desc_verdict;
-  assign \$102  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$103  = \$101  | \$102 ;
-  assign \$104  = desc_fetch | desc_load;
-  assign \$105  = \$103  | \$104 ;
-  assign \$107  = \$100  & \$106 ;
-  assign \$108  = req_w_stb & sel_desc_src_lo;
-  assign \$109  = req_w_stb & sel_desc_src_hi;
-  assign \$110  = dma_program__valid | desc_verdict;
-  assign \$111  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$112  = \$110  | \$111 ;
-  assign \$113  = desc_fetch | desc_load;
-  assign \$114  = \$112  | \$113 ;
-  assign \$116  = \$109  & \$115 ;
-  assign \$117  = req_w_stb & sel_desc_src_hi;
-  assign \$118  = req_w_stb & sel_desc_dst_lo;
-  assign \$119  = dma_program__valid | desc_verdict;
-  assign \$120  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = desc_fetch | desc_load;
-  assign \$123  = \$121  | \$122 ;
-  assign \$125  = \$118  & \$124 ;
-  assign \$126  = req_w_stb & sel_desc_dst_lo;
-  assign \$127  = req_w_stb & sel_desc_dst_hi;
-  assign \$128  = dma_program__valid | desc_verdict;
-  assign \$129  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$130  = \$128  | \$129 ;
-  assign \$131  = desc_fetch | desc_load;
-  assign \$132  = \$130  | \$131 ;
-  assign \$134  = \$127  & \$133 ;
-  assign \$135  = req_w_stb & sel_desc_dst_hi;
-  assign \$136  = req_w_stb & sel_track_op;
-  assign \$141  = \$140  | track_answer;
-  assign \$142  = \$136  & \$141 ;
-  assign \$143  = req_w_stb & sel_track_op;
-  assign \$144  = req_w_stb & sel_track_cmd;
-  assign \$149  = \$148  | track_answer;
-  assign \$150  = \$144  & \$149 ;
-  assign \$151  = req_w_stb & sel_track_cmd;
-  assign \$152  = req_w_stb & sel_arb_policy;
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = req_w_stb & sel_desc_src_hi;
+  assign \$98  = req_w_stb & sel_desc_dst_lo;
+  assign \$99  = dma_program__valid | desc_judging;
+  assign \$100  = desc_fetch | desc_load;
+  assign \$101  = \$99  | \$100 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = req_w_stb & sel_desc_dst_lo;
+  assign \$105  = req_w_stb & sel_desc_dst_hi;
+  assign \$106  = dma_program__valid | desc_judging;
+  assign \$107  = desc_fetch | desc_load;
+  assign \$108  = \$106  | \$107 ;
+  assign \$110  = \$105  & \$109 ;
+  assign \$111  = req_w_stb & sel_desc_dst_hi;
+  assign \$112  = req_w_stb & sel_track_op;
+  assign \$115  = \$114  | track_answer;
+  assign \$116  = \$112  & \$115 ;
+  assign \$117  = req_w_stb & sel_track_op;
+  assign \$118  = req_w_stb & sel_track_cmd;
+  assign \$121  = \$120  | track_answer;
+  assign \$122  = \$118  & \$121 ;
+  assign \$123  = req_w_stb & sel_track_cmd;
+  assign \$124  = req_w_stb & sel_arb_policy;
+  assign \$128  = \$124  & \$127 ;
+  assign \$129  = req_w_stb & sel_arb_policy;
+  assign \$130  = req_w_stb & sel_arb_starvation_limit;
+  assign \$134  = \$130  & \$133 ;
+  assign \$135  = req_w_stb & sel_arb_starvation_limit;
+  assign \$136  = req_w_stb & sel_device_id;
+  assign \$137  = req_w_stb & sel_csr_irq_enable;
+  assign \$138  = req_w_stb & sel_tracker_irq_enable;
+  assign \$139  = req_w_stb & sel_dma_irq_enable;
+  assign \$140  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$141  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$142  = req_w_stb & sel_command;
+  assign \$143  = region_program__valid | region_judging;
+  assign \$144  = region_fetch | region_load;
+  assign \$145  = \$143  | \$144 ;
+  assign \$147  = \$146  | sweep;
+  assign \$148  = region_program__valid | region_judging;
+  assign \$149  = region_fetch | region_load;
+  assign \$150  = \$148  | \$149 ;
+  assign \$152  = \$151  | sweep;
+  assign \$153  = dma_program__valid | desc_judging;
+  assign \$154  = desc_fetch | desc_load;
+  assign \$155  = \$153  | \$154 ;
+  assign \$157  = sweep | dma_busy;
+  assign \$158  = \$156  | \$157 ;
+  assign \$159  = dma_program__valid | desc_judging;
+  assign \$160  = desc_fetch | desc_load;
+  assign \$161  = \$159  | \$160 ;
+  assign \$163  = \$162  | sweep;
+  assign \$166  = \$165  | track_answer;
+  assign \$167  = \$166  | tracker_busy;
+  assign \$172  = ~ csr_errors_clear;
+  assign \$173  = errors & \$172 ;
+  assign \$174  = \$173  | set_err;
+  assign \$175  = ~ tracker_errors_clear;
+  assign \$176  = tracker_sticky & \$175 ;
+  assign \$177  = \$176  | tracker_errors;
+  assign \$178  = ~ dma_errors_clear;
+  assign \$179  = dma_sticky & \$178 ;
+  assign \$180  = \$179  | dma_errors;
+  assign \$181  = ~ addrmap_errors_clear;
+  assign \$182  = addrmap_sticky & \$181 ;
+  assign \$183  = \$182  | addrmap_errors;
+  assign \$184  = ~ arbiter_errors_clear;
+  assign \$185  = arbiter_sticky & \$184 ;
+  assign \$186  = \$185  | arbiter_errors;
+  assign \$187  = | tracker_errors;
+  assign \$188  = ~ tracker_errors_clear;
+  assign \$189  = tracker_sticky & \$188 ;
+  assign \$190  = | \$189 ;
+  assign \$191  = ~ \$190 ;
+  assign \$192  = \$187  & \$191 ;
+  assign \$193  = | dma_errors;
+  assign \$194  = ~ dma_errors_clear;
+  assign \$195  = dma_sticky & \$194 ;
+  assign \$196  = | \$195 ;
+  assign \$197  = ~ \$196 ;
+  assign \$198  = \$193  & \$197 ;
+  assign \$199  = | addrmap_errors;
+  assign \$200  = ~ addrmap_errors_clear;
+  assign \$201  = addrmap_sticky & \$200 ;
+  assign \$202  = | \$201 ;
+  assign \$203  = ~ \$202 ;
+  assign \$204  = \$199  & \$203 ;
+  assign \$205  = errors & csr_irq_enable;
+  assign \$206  = | \$205 ;
+  assign \$207  = tracker_sticky & tracker_irq_enable;
+  assign \$208  = | \$207 ;
+  assign \$209  = dma_sticky & dma_irq_enable;
+  assign \$210  = | \$209 ;
+  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$212  = | \$211 ;
+  assign \$213  = arbiter_sticky & arbiter_irq_enable;
+  assign \$214  = | \$213 ;
+  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
+  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
+  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$220  = req_addr[3] ? \$218  : \$219 ;
+  assign \$221  = req_addr[4] ? \$217  : \$220 ;
+  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
+  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
+  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$227  = req_addr[3] ? \$225  : \$226 ;
+  assign \$228  = req_addr[4] ? \$224  : \$227 ;
+  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
+  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$232  = req_addr[3] ? \$230  : \$231 ;
+  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$235  = req_addr[3] ? \$233  : \$234 ;
+  assign \$236  = req_addr[4] ? \$232  : \$235 ;
+  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
+  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$240  = req_addr[3] ? \$238  : \$239 ;
+  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$243  = req_addr[3] ? \$241  : \$242 ;
+  assign \$244  = req_addr[4] ? \$240  : \$243 ;
+  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
+  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$248  = req_addr[3] ? \$246  : \$247 ;
+  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
+  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
+  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$699  = bus__addr;
+    \$599  = bus__addr;
     if (rst) begin
-      \$699  = 10'h000;
+      \$599  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$700  = bus__w_data;
+    \$600  = bus__w_data;
     if (rst) begin
-      \$700  = 32'd0;
+      \$600  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$701  = bus__w_stb;
+    \$601  = bus__w_stb;
     if (rst) begin
-      \$701  = 1'h0;
+      \$601  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$702  = bus__r_stb;
+    \$602  = bus__r_stb;
     if (rst) begin
-      \$702  = 1'h0;
+      \$602  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$703  = 1'h0;
+    \$603  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$703  = 1'h1;
+          \$603  = 1'h1;
     endcase
     if (rst) begin
-      \$703  = 1'h0;
+      \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$704  = 1'h0;
+    \$604  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
-          \$704  = 1'h1;
+          \$604  = 1'h1;
     endcase
     if (rst) begin
-      \$704  = 1'h0;
+      \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$705  = 1'h0;
+    \$605  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
           /* empty */;
       10'h008:
-          \$705  = 1'h1;
+          \$605  = 1'h1;
     endcase
     if (rst) begin
-      \$705  = 1'h0;
+      \$605  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$706  = 1'h0;
+    \$606  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88846,15 +89062,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          \$706  = 1'h1;
+          \$606  = 1'h1;
     endcase
     if (rst) begin
-      \$706  = 1'h0;
+      \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$707  = 1'h0;
+    \$607  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88865,15 +89081,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          \$707  = 1'h1;
+          \$607  = 1'h1;
     endcase
     if (rst) begin
-      \$707  = 1'h0;
+      \$607  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$708  = 1'h0;
+    \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88886,15 +89102,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          \$708  = 1'h1;
+          \$608  = 1'h1;
     endcase
     if (rst) begin
-      \$708  = 1'h0;
+      \$608  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$709  = 1'h0;
+    \$609  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88909,15 +89125,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          \$709  = 1'h1;
+          \$609  = 1'h1;
     endcase
     if (rst) begin
-      \$709  = 1'h0;
+      \$609  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$710  = 1'h0;
+    \$610  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88934,15 +89150,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          \$710  = 1'h1;
+          \$610  = 1'h1;
     endcase
     if (rst) begin
-      \$710  = 1'h0;
+      \$610  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$711  = 1'h0;
+    \$611  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88961,15 +89177,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          \$711  = 1'h1;
+          \$611  = 1'h1;
     endcase
     if (rst) begin
-      \$711  = 1'h0;
+      \$611  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$712  = 1'h0;
+    \$612  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -88990,15 +89206,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          \$712  = 1'h1;
+          \$612  = 1'h1;
     endcase
     if (rst) begin
-      \$712  = 1'h0;
+      \$612  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$713  = 1'h0;
+    \$613  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89021,15 +89237,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          \$713  = 1'h1;
+          \$613  = 1'h1;
     endcase
     if (rst) begin
-      \$713  = 1'h0;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$714  = 1'h0;
+    \$614  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89054,15 +89270,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          \$714  = 1'h1;
+          \$614  = 1'h1;
     endcase
     if (rst) begin
-      \$714  = 1'h0;
+      \$614  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$715  = 1'h0;
+    \$615  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89089,15 +89305,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          \$715  = 1'h1;
+          \$615  = 1'h1;
     endcase
     if (rst) begin
-      \$715  = 1'h0;
+      \$615  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$716  = 1'h0;
+    \$616  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89126,15 +89342,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          \$716  = 1'h1;
+          \$616  = 1'h1;
     endcase
     if (rst) begin
-      \$716  = 1'h0;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$717  = 1'h0;
+    \$617  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89165,15 +89381,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          \$717  = 1'h1;
+          \$617  = 1'h1;
     endcase
     if (rst) begin
-      \$717  = 1'h0;
+      \$617  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$718  = 1'h0;
+    \$618  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89206,15 +89422,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          \$718  = 1'h1;
+          \$618  = 1'h1;
     endcase
     if (rst) begin
-      \$718  = 1'h0;
+      \$618  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$719  = 1'h0;
+    \$619  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89249,15 +89465,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          \$719  = 1'h1;
+          \$619  = 1'h1;
     endcase
     if (rst) begin
-      \$719  = 1'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$720  = 1'h0;
+    \$620  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89294,15 +89510,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          \$720  = 1'h1;
+          \$620  = 1'h1;
     endcase
     if (rst) begin
-      \$720  = 1'h0;
+      \$620  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$721  = 1'h0;
+    \$621  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89341,15 +89557,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          \$721  = 1'h1;
+          \$621  = 1'h1;
     endcase
     if (rst) begin
-      \$721  = 1'h0;
+      \$621  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$722  = 1'h0;
+    \$622  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89390,15 +89606,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          \$722  = 1'h1;
+          \$622  = 1'h1;
     endcase
     if (rst) begin
-      \$722  = 1'h0;
+      \$622  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$723  = 1'h0;
+    \$623  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89441,15 +89657,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          \$723  = 1'h1;
+          \$623  = 1'h1;
     endcase
     if (rst) begin
-      \$723  = 1'h0;
+      \$623  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$724  = 1'h0;
+    \$624  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89494,15 +89710,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          \$724  = 1'h1;
+          \$624  = 1'h1;
     endcase
     if (rst) begin
-      \$724  = 1'h0;
+      \$624  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$725  = 1'h0;
+    \$625  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89549,15 +89765,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          \$725  = 1'h1;
+          \$625  = 1'h1;
     endcase
     if (rst) begin
-      \$725  = 1'h0;
+      \$625  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$726  = 1'h0;
+    \$626  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89606,15 +89822,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          \$726  = 1'h1;
+          \$626  = 1'h1;
     endcase
     if (rst) begin
-      \$726  = 1'h0;
+      \$626  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$727  = 1'h0;
+    \$627  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89665,15 +89881,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          \$727  = 1'h1;
+          \$627  = 1'h1;
     endcase
     if (rst) begin
-      \$727  = 1'h0;
+      \$627  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$728  = 1'h0;
+    \$628  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89726,15 +89942,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          \$728  = 1'h1;
+          \$628  = 1'h1;
     endcase
     if (rst) begin
-      \$728  = 1'h0;
+      \$628  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$729  = 1'h0;
+    \$629  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89789,15 +90005,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          \$729  = 1'h1;
+          \$629  = 1'h1;
     endcase
     if (rst) begin
-      \$729  = 1'h0;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$730  = 1'h0;
+    \$630  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89854,15 +90070,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          \$730  = 1'h1;
+          \$630  = 1'h1;
     endcase
     if (rst) begin
-      \$730  = 1'h0;
+      \$630  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$731  = 1'h0;
+    \$631  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89921,15 +90137,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          \$731  = 1'h1;
+          \$631  = 1'h1;
     endcase
     if (rst) begin
-      \$731  = 1'h0;
+      \$631  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$732  = 1'h0;
+    \$632  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -89990,15 +90206,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          \$732  = 1'h1;
+          \$632  = 1'h1;
     endcase
     if (rst) begin
-      \$732  = 1'h0;
+      \$632  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$733  = 1'h0;
+    \$633  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90061,15 +90277,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          \$733  = 1'h1;
+          \$633  = 1'h1;
     endcase
     if (rst) begin
-      \$733  = 1'h0;
+      \$633  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$734  = 1'h0;
+    \$634  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90134,15 +90350,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          \$734  = 1'h1;
+          \$634  = 1'h1;
     endcase
     if (rst) begin
-      \$734  = 1'h0;
+      \$634  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$735  = 1'h0;
+    \$635  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90209,15 +90425,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          \$735  = 1'h1;
+          \$635  = 1'h1;
     endcase
     if (rst) begin
-      \$735  = 1'h0;
+      \$635  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$736  = 1'h0;
+    \$636  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90286,15 +90502,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          \$736  = 1'h1;
+          \$636  = 1'h1;
     endcase
     if (rst) begin
-      \$736  = 1'h0;
+      \$636  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$737  = 1'h0;
+    \$637  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90365,15 +90581,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          \$737  = 1'h1;
+          \$637  = 1'h1;
     endcase
     if (rst) begin
-      \$737  = 1'h0;
+      \$637  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$738  = 1'h0;
+    \$638  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90446,15 +90662,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          \$738  = 1'h1;
+          \$638  = 1'h1;
     endcase
     if (rst) begin
-      \$738  = 1'h0;
+      \$638  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$739  = 1'h0;
+    \$639  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90529,15 +90745,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          \$739  = 1'h1;
+          \$639  = 1'h1;
     endcase
     if (rst) begin
-      \$739  = 1'h0;
+      \$639  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$740  = 1'h0;
+    \$640  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90614,15 +90830,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          \$740  = 1'h1;
+          \$640  = 1'h1;
     endcase
     if (rst) begin
-      \$740  = 1'h0;
+      \$640  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$741  = 1'h0;
+    \$641  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90701,15 +90917,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          \$741  = 1'h1;
+          \$641  = 1'h1;
     endcase
     if (rst) begin
-      \$741  = 1'h0;
+      \$641  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$742  = 1'h0;
+    \$642  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90790,15 +91006,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          \$742  = 1'h1;
+          \$642  = 1'h1;
     endcase
     if (rst) begin
-      \$742  = 1'h0;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$743  = 1'h0;
+    \$643  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90881,15 +91097,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          \$743  = 1'h1;
+          \$643  = 1'h1;
     endcase
     if (rst) begin
-      \$743  = 1'h0;
+      \$643  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$744  = 1'h0;
+    \$644  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -90974,15 +91190,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          \$744  = 1'h1;
+          \$644  = 1'h1;
     endcase
     if (rst) begin
-      \$744  = 1'h0;
+      \$644  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$745  = 1'h0;
+    \$645  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91069,15 +91285,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          \$745  = 1'h1;
+          \$645  = 1'h1;
     endcase
     if (rst) begin
-      \$745  = 1'h0;
+      \$645  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$746  = 1'h0;
+    \$646  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91166,15 +91382,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          \$746  = 1'h1;
+          \$646  = 1'h1;
     endcase
     if (rst) begin
-      \$746  = 1'h0;
+      \$646  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$747  = 1'h0;
+    \$647  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91265,15 +91481,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          \$747  = 1'h1;
+          \$647  = 1'h1;
     endcase
     if (rst) begin
-      \$747  = 1'h0;
+      \$647  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$748  = 1'h0;
+    \$648  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91366,15 +91582,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          \$748  = 1'h1;
+          \$648  = 1'h1;
     endcase
     if (rst) begin
-      \$748  = 1'h0;
+      \$648  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$749  = 1'h0;
+    \$649  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91469,15 +91685,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          \$749  = 1'h1;
+          \$649  = 1'h1;
     endcase
     if (rst) begin
-      \$749  = 1'h0;
+      \$649  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$750  = 1'h0;
+    \$650  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91574,15 +91790,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          \$750  = 1'h1;
+          \$650  = 1'h1;
     endcase
     if (rst) begin
-      \$750  = 1'h0;
+      \$650  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$751  = 1'h0;
+    \$651  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91681,15 +91897,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          \$751  = 1'h1;
+          \$651  = 1'h1;
     endcase
     if (rst) begin
-      \$751  = 1'h0;
+      \$651  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$752  = 1'h0;
+    \$652  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91790,15 +92006,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          \$752  = 1'h1;
+          \$652  = 1'h1;
     endcase
     if (rst) begin
-      \$752  = 1'h0;
+      \$652  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$753  = 1'h0;
+    \$653  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -91901,15 +92117,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          \$753  = 1'h1;
+          \$653  = 1'h1;
     endcase
     if (rst) begin
-      \$753  = 1'h0;
+      \$653  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$754  = 1'h0;
+    \$654  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92014,15 +92230,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          \$754  = 1'h1;
+          \$654  = 1'h1;
     endcase
     if (rst) begin
-      \$754  = 1'h0;
+      \$654  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$755  = 1'h0;
+    \$655  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92129,15 +92345,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          \$755  = 1'h1;
+          \$655  = 1'h1;
     endcase
     if (rst) begin
-      \$755  = 1'h0;
+      \$655  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$756  = 1'h0;
+    \$656  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92246,15 +92462,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          \$756  = 1'h1;
+          \$656  = 1'h1;
     endcase
     if (rst) begin
-      \$756  = 1'h0;
+      \$656  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$757  = 1'h0;
+    \$657  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92365,15 +92581,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          \$757  = 1'h1;
+          \$657  = 1'h1;
     endcase
     if (rst) begin
-      \$757  = 1'h0;
+      \$657  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$758  = 1'h0;
+    \$658  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92486,15 +92702,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          \$758  = 1'h1;
+          \$658  = 1'h1;
     endcase
     if (rst) begin
-      \$758  = 1'h0;
+      \$658  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$759  = 1'h0;
+    \$659  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92609,15 +92825,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          \$759  = 1'h1;
+          \$659  = 1'h1;
     endcase
     if (rst) begin
-      \$759  = 1'h0;
+      \$659  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$760  = 1'h0;
+    \$660  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92734,15 +92950,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          \$760  = 1'h1;
+          \$660  = 1'h1;
     endcase
     if (rst) begin
-      \$760  = 1'h0;
+      \$660  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$761  = 1'h0;
+    \$661  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92861,15 +93077,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          \$761  = 1'h1;
+          \$661  = 1'h1;
     endcase
     if (rst) begin
-      \$761  = 1'h0;
+      \$661  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$762  = 1'h0;
+    \$662  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -92990,15 +93206,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          \$762  = 1'h1;
+          \$662  = 1'h1;
     endcase
     if (rst) begin
-      \$762  = 1'h0;
+      \$662  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$763  = 1'h0;
+    \$663  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93121,15 +93337,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          \$763  = 1'h1;
+          \$663  = 1'h1;
     endcase
     if (rst) begin
-      \$763  = 1'h0;
+      \$663  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$764  = 1'h0;
+    \$664  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93254,15 +93470,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          \$764  = 1'h1;
+          \$664  = 1'h1;
     endcase
     if (rst) begin
-      \$764  = 1'h0;
+      \$664  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$765  = 1'h0;
+    \$665  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93389,15 +93605,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          \$765  = 1'h1;
+          \$665  = 1'h1;
     endcase
     if (rst) begin
-      \$765  = 1'h0;
+      \$665  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$766  = 1'h0;
+    \$666  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93526,15 +93742,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          \$766  = 1'h1;
+          \$666  = 1'h1;
     endcase
     if (rst) begin
-      \$766  = 1'h0;
+      \$666  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$767  = 1'h0;
+    \$667  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93665,15 +93881,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          \$767  = 1'h1;
+          \$667  = 1'h1;
     endcase
     if (rst) begin
-      \$767  = 1'h0;
+      \$667  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$768  = 1'h0;
+    \$668  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93806,15 +94022,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          \$768  = 1'h1;
+          \$668  = 1'h1;
     endcase
     if (rst) begin
-      \$768  = 1'h0;
+      \$668  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$769  = 1'h0;
+    \$669  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -93949,15 +94165,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          \$769  = 1'h1;
+          \$669  = 1'h1;
     endcase
     if (rst) begin
-      \$769  = 1'h0;
+      \$669  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$770  = 1'h0;
+    \$670  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -94094,15 +94310,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          \$770  = 1'h1;
+          \$670  = 1'h1;
     endcase
     if (rst) begin
-      \$770  = 1'h0;
+      \$670  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$771  = 1'h0;
+    \$671  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -94241,15 +94457,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          \$771  = 1'h1;
+          \$671  = 1'h1;
     endcase
     if (rst) begin
-      \$771  = 1'h0;
+      \$671  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$772  = 1'h0;
+    \$672  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -94390,15 +94606,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          \$772  = 1'h1;
+          \$672  = 1'h1;
     endcase
     if (rst) begin
-      \$772  = 1'h0;
+      \$672  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$773  = 1'h0;
+    \$673  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -94541,15 +94757,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          \$773  = 1'h1;
+          \$673  = 1'h1;
     endcase
     if (rst) begin
-      \$773  = 1'h0;
+      \$673  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$774  = 1'h0;
+    \$674  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -94694,15 +94910,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          \$774  = 1'h1;
+          \$674  = 1'h1;
     endcase
     if (rst) begin
-      \$774  = 1'h0;
+      \$674  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$775  = 1'h0;
+    \$675  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -94849,15 +95065,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h388:
           /* empty */;
       10'h38c:
-          \$775  = 1'h1;
+          \$675  = 1'h1;
     endcase
     if (rst) begin
-      \$775  = 1'h0;
+      \$675  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$776  = 1'h0;
+    \$676  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -95006,15 +95222,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h38c:
           /* empty */;
       10'h390:
-          \$776  = 1'h1;
+          \$676  = 1'h1;
     endcase
     if (rst) begin
-      \$776  = 1'h0;
+      \$676  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$777  = 1'h0;
+    \$677  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -95165,15 +95381,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h390:
           /* empty */;
       10'h394:
-          \$777  = 1'h1;
+          \$677  = 1'h1;
     endcase
     if (rst) begin
-      \$777  = 1'h0;
+      \$677  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$778  = 1'h0;
+    \$678  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -95326,15 +95542,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h394:
           /* empty */;
       10'h398:
-          \$778  = 1'h1;
+          \$678  = 1'h1;
     endcase
     if (rst) begin
-      \$778  = 1'h0;
+      \$678  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$779  = 1'h0;
+    \$679  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -95489,224 +95705,224 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h398:
           /* empty */;
       10'h39c:
-          \$779  = 1'h1;
+          \$679  = 1'h1;
     endcase
     if (rst) begin
-      \$779  = 1'h0;
+      \$679  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$780  = 1'h0;
+    \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h004:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h008:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h00c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h010:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h040:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h044:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h048:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h04c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h050:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h080:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h084:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h088:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h08c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h090:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h094:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h098:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h0d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h100:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h104:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h108:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h10c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h140:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h144:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h148:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h14c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h150:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h154:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h180:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h184:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h188:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h18c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h190:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h194:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h198:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h19c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h1a0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h200:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h204:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h208:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h20c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h210:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h214:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h218:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h21c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h220:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h280:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h284:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h288:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2c8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2cc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d4:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2d8:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2dc:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h2e0:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h340:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h344:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h348:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h34c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h350:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h380:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h384:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h388:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h38c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h390:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h394:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h398:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
       10'h39c:
-          \$780  = 1'h1;
+          \$680  = 1'h1;
     endcase
     if (rst) begin
-      \$780  = 1'h0;
+      \$680  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$781  = sweep_at;
+    \$681  = sweep_at;
     if (sweep) begin
-      \$781  = \$1 [7:0];
+      \$681  = \$1 [7:0];
     end
     if (rst) begin
-      \$781  = 8'h00;
+      \$681  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$782  = sweep;
+    \$682  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$782  = 1'h0;
+        \$682  = 1'h0;
       end
     end
     if (rst) begin
-      \$782  = 1'h1;
+      \$682  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$783  = region_program__valid;
+    \$683  = region_program__valid;
     if (\$3 ) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$181 ) begin
+            if (\$147 ) begin
             end else begin
-              \$783  = 1'h1;
+              \$683  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$783  = 1'h0;
+      \$683  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$784  = dma_program__valid;
+    \$684  = dma_program__valid;
     if (\$4 ) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -95714,23 +95930,23 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$196 ) begin
+            if (\$158 ) begin
             end else begin
-              \$784  = 1'h1;
+              \$684  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$784  = 1'h0;
+      \$684  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$785  = tracker_program__valid;
+    \$685  = tracker_program__valid;
     if (\$5 ) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -95742,23 +95958,23 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$209 ) begin
+            if (\$167 ) begin
             end else begin
-              \$785  = 1'h1;
+              \$685  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$785  = 1'h0;
+      \$685  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$786  = arbiter_program__valid;
+    \$686  = arbiter_program__valid;
     if (\$6 ) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
-    if (\$174 ) begin
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -95772,218 +95988,232 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$215 ) begin
+            if (\$171 ) begin
             end else begin
-              \$786  = 1'h1;
+              \$686  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$786  = 1'h0;
+      \$686  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$787  = \$7 ;
+    \$687  = \$7 ;
     if (rst) begin
-      \$787  = 1'h0;
+      \$687  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$788  = region_waiting0;
+    \$688  = region_waiting0;
     if (rst) begin
-      \$788  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$789  = region_waiting1;
+    \$689  = region_waiting1;
     if (rst) begin
-      \$789  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$790  = region_waiting2;
+    \$690  = region_waiting2;
     if (rst) begin
-      \$790  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$791  = region_waiting3;
+    \$691  = region_waiting3;
     if (rst) begin
-      \$791  = 1'h0;
+      \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$792  = region_waiting4;
+    \$692  = region_waiting4;
     if (rst) begin
-      \$792  = 1'h0;
+      \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$793  = region_waiting5;
+    \$693  = region_waiting5;
     if (rst) begin
-      \$793  = 1'h0;
+      \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$794  = region_waiting6;
+    \$694  = region_waiting6;
     if (rst) begin
-      \$794  = 1'h0;
+      \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$795  = region_waiting7;
+    \$695  = region_waiting7;
     if (rst) begin
-      \$795  = 1'h0;
+      \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$796  = region_waiting8;
+    \$696  = region_waiting8;
     if (rst) begin
-      \$796  = 1'h0;
+      \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$797  = region_waiting9;
+    \$697  = region_waiting9;
     if (rst) begin
-      \$797  = 1'h0;
+      \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$798  = region_waiting10;
+    \$698  = region_waiting10;
     if (rst) begin
-      \$798  = 1'h0;
+      \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$799  = region_waiting11;
+    \$699  = region_waiting11;
     if (rst) begin
-      \$799  = 1'h0;
+      \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$800  = 1'h0;
-    if (\$174 ) begin
+    \$700  = \$9 ;
+    if (rst) begin
+      \$700  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$701  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$188 ) begin
+            if (\$152 ) begin
             end else begin
-              \$800  = 1'h1;
+              \$701  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$800  = 1'h0;
+      \$701  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$801  = region_fetch;
+    \$702  = region_fetch;
     if (rst) begin
-      \$801  = 1'h0;
+      \$702  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$802  = region_program__payload;
+    \$703  = region_program__payload;
     if (region_load) begin
-      \$802 [3] = region_got[0];
-      \$802 [5:4] = region_got[2:1];
-      \$802 [10:6] = region_got[7:3];
-      \$802 [58:11] = region_got[55:8];
-      \$802 [106:59] = region_got[103:56];
-      \$802 [154:107] = region_got[151:104];
+      \$703 [3] = region_got[0];
+      \$703 [5:4] = region_got[2:1];
+      \$703 [10:6] = region_got[7:3];
+      \$703 [58:11] = region_got[55:8];
+      \$703 [106:59] = region_got[103:56];
+      \$703 [154:107] = region_got[151:104];
     end
-    if (\$17 ) begin
-    end else if (\$18 ) begin
-      \$802 [2:0] = req_w_data[2:0];
-      \$802 [3] = req_w_data[3];
-      \$802 [5:4] = req_w_data[5:4];
-      \$802 [10:6] = req_w_data[10:6];
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$703 [2:0] = req_w_data[2:0];
+      \$703 [3] = req_w_data[3];
+      \$703 [5:4] = req_w_data[5:4];
+      \$703 [10:6] = req_w_data[10:6];
     end
     if (\$26 ) begin
     end else if (\$27 ) begin
-      \$802 [42:11] = req_w_data;
+      \$703 [42:11] = req_w_data;
     end
-    if (\$35 ) begin
-    end else if (\$36 ) begin
-      \$802 [58:43] = req_w_data[15:0];
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$703 [58:43] = req_w_data[15:0];
     end
-    if (\$44 ) begin
-    end else if (\$45 ) begin
-      \$802 [90:59] = req_w_data;
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$703 [90:59] = req_w_data;
     end
-    if (\$53 ) begin
-    end else if (\$54 ) begin
-      \$802 [106:91] = req_w_data[15:0];
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$703 [106:91] = req_w_data[15:0];
     end
-    if (\$62 ) begin
-    end else if (\$63 ) begin
-      \$802 [138:107] = req_w_data;
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$703 [138:107] = req_w_data;
     end
-    if (\$71 ) begin
-    end else if (\$72 ) begin
-      \$802 [154:139] = req_w_data[15:0];
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$703 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$802  = 155'h000000000000000000000000000000000000000;
+      \$703  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$803  = \$8 ;
+    \$704  = \$10 ;
     if (rst) begin
-      \$803  = 1'h0;
+      \$704  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$804  = desc_waiting0;
+    \$705  = desc_waiting0;
     if (rst) begin
-      \$804  = 1'h0;
+      \$705  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$805  = desc_waiting1;
+    \$706  = desc_waiting1;
     if (rst) begin
-      \$805  = 1'h0;
+      \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$806  = desc_waiting2;
+    \$707  = desc_waiting2;
     if (rst) begin
-      \$806  = 1'h0;
+      \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$807  = desc_waiting3;
+    \$708  = desc_waiting3;
     if (rst) begin
-      \$807  = 1'h0;
+      \$708  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$808  = 1'h0;
-    if (\$174 ) begin
+    \$709  = \$12 ;
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$710  = 1'h0;
+    if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -95993,463 +96223,493 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$203 ) begin
+            if (\$163 ) begin
             end else begin
-              \$808  = 1'h1;
+              \$710  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$808  = 1'h0;
+      \$710  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$809  = desc_fetch;
+    \$711  = desc_fetch;
     if (rst) begin
-      \$809  = 1'h0;
+      \$711  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$810  = dma_program__payload;
+    \$712  = dma_program__payload;
     if (desc_load) begin
-      \$810 [8] = desc_got[0];
-      \$810 [9] = desc_got[1];
-      \$810 [14:10] = desc_got[6:2];
-      \$810 [30:15] = desc_got[22:7];
-      \$810 [42:31] = desc_got[34:23];
-      \$810 [58:43] = desc_got[50:35];
-      \$810 [82:59] = desc_got[74:51];
-      \$810 [130:83] = desc_got[122:75];
-      \$810 [178:131] = desc_got[170:123];
+      \$712 [8] = desc_got[0];
+      \$712 [9] = desc_got[1];
+      \$712 [14:10] = desc_got[6:2];
+      \$712 [30:15] = desc_got[22:7];
+      \$712 [42:31] = desc_got[34:23];
+      \$712 [58:43] = desc_got[50:35];
+      \$712 [82:59] = desc_got[74:51];
+      \$712 [130:83] = desc_got[122:75];
+      \$712 [178:131] = desc_got[170:123];
     end
-    if (\$80 ) begin
-    end else if (\$81 ) begin
-      \$810 [7:0] = req_w_data[7:0];
-      \$810 [8] = req_w_data[8];
-      \$810 [9] = req_w_data[9];
-      \$810 [14:10] = req_w_data[14:10];
-      \$810 [30:15] = req_w_data[30:15];
+    if (\$68 ) begin
+    end else if (\$69 ) begin
+      \$712 [7:0] = req_w_data[7:0];
+      \$712 [8] = req_w_data[8];
+      \$712 [9] = req_w_data[9];
+      \$712 [14:10] = req_w_data[14:10];
+      \$712 [30:15] = req_w_data[30:15];
+    end
+    if (\$75 ) begin
+    end else if (\$76 ) begin
+      \$712 [42:31] = req_w_data[11:0];
+      \$712 [58:43] = req_w_data[27:12];
+    end
+    if (\$82 ) begin
+    end else if (\$83 ) begin
+      \$712 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$810 [42:31] = req_w_data[11:0];
-      \$810 [58:43] = req_w_data[27:12];
+      \$712 [114:83] = req_w_data;
     end
-    if (\$98 ) begin
-    end else if (\$99 ) begin
-      \$810 [82:59] = req_w_data[23:0];
+    if (\$96 ) begin
+    end else if (\$97 ) begin
+      \$712 [130:115] = req_w_data[15:0];
     end
-    if (\$107 ) begin
-    end else if (\$108 ) begin
-      \$810 [114:83] = req_w_data;
+    if (\$103 ) begin
+    end else if (\$104 ) begin
+      \$712 [162:131] = req_w_data;
     end
+    if (\$110 ) begin
+    end else if (\$111 ) begin
+      \$712 [178:163] = req_w_data[15:0];
+    end
+    if (rst) begin
+      \$712  = 179'h000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$713  = track_result;
+    if (tracker_result__valid) begin
+      \$713  = tracker_result__payload;
+    end
+    if (rst) begin
+      \$713  = 59'h000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$714  = track_answer;
+    if (tracker_result__valid) begin
+      \$714  = 1'h0;
+    end else if (\$13 ) begin
+      \$714  = 1'h1;
+    end
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$715  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$810 [130:115] = req_w_data[15:0];
+      \$715 [1:0] = req_w_data[1:0];
+      \$715 [17:2] = req_w_data[17:2];
+      \$715 [29:18] = req_w_data[29:18];
     end
-    if (\$125 ) begin
-    end else if (\$126 ) begin
-      \$810 [162:131] = req_w_data;
+    if (\$122 ) begin
+    end else if (\$123 ) begin
+      \$715 [37:30] = req_w_data[7:0];
+      \$715 [38] = req_w_data[8];
+    end
+    if (rst) begin
+      \$715  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$716  = arbiter_program__payload;
+    if (\$128 ) begin
+    end else if (\$129 ) begin
+      \$716 [1:0] = req_w_data[1:0];
+      \$716 [9:2] = req_w_data[9:2];
+      \$716 [17:10] = req_w_data[17:10];
+      \$716 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$810 [178:163] = req_w_data[15:0];
+      \$716 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$810  = 179'h000000000000000000000000000000000000000000000;
+      \$716  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$811  = track_result;
-    if (tracker_result__valid) begin
-      \$811  = tracker_result__payload;
+    \$717  = device_id;
+    if (\$136 ) begin
+      \$717  = req_w_data[4:0];
     end
     if (rst) begin
-      \$811  = 59'h000000000000000;
+      \$717  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$812  = track_answer;
-    if (tracker_result__valid) begin
-      \$812  = 1'h0;
-    end else if (\$9 ) begin
-      \$812  = 1'h1;
+    \$718  = csr_irq_enable;
+    if (\$137 ) begin
+      \$718 [0] = req_w_data[0];
+      \$718 [1] = req_w_data[1];
+      \$718 [2] = req_w_data[2];
+      \$718 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$812  = 1'h0;
+      \$718  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$813  = tracker_program__payload;
-    if (\$142 ) begin
-    end else if (\$143 ) begin
-      \$813 [1:0] = req_w_data[1:0];
-      \$813 [17:2] = req_w_data[17:2];
-      \$813 [29:18] = req_w_data[29:18];
-    end
-    if (\$150 ) begin
-    end else if (\$151 ) begin
-      \$813 [37:30] = req_w_data[7:0];
-      \$813 [38] = req_w_data[8];
+    \$719  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$719 [0] = req_w_data[0];
+      \$719 [1] = req_w_data[1];
+      \$719 [2] = req_w_data[2];
+      \$719 [3] = req_w_data[3];
+      \$719 [4] = req_w_data[4];
+      \$719 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$813  = 39'h0000000000;
+      \$719  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$814  = arbiter_program__payload;
-    if (\$158 ) begin
-    end else if (\$159 ) begin
-      \$814 [1:0] = req_w_data[1:0];
-      \$814 [9:2] = req_w_data[9:2];
-      \$814 [17:10] = req_w_data[17:10];
-      \$814 [22:18] = req_w_data[22:18];
-    end
-    if (\$166 ) begin
-    end else if (\$167 ) begin
-      \$814 [38:23] = req_w_data[15:0];
+    \$720  = dma_irq_enable;
+    if (\$139 ) begin
+      \$720 [0] = req_w_data[0];
+      \$720 [1] = req_w_data[1];
+      \$720 [2] = req_w_data[2];
+      \$720 [3] = req_w_data[3];
+      \$720 [4] = req_w_data[4];
+      \$720 [5] = req_w_data[5];
+      \$720 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$814  = 39'h0200388002;
+      \$720  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$815  = device_id;
-    if (\$168 ) begin
-      \$815  = req_w_data[4:0];
+    \$721  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$721 [0] = req_w_data[0];
+      \$721 [1] = req_w_data[1];
+      \$721 [2] = req_w_data[2];
+      \$721 [3] = req_w_data[3];
+      \$721 [4] = req_w_data[4];
+      \$721 [5] = req_w_data[5];
+      \$721 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$815  = 5'h00;
+      \$721  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$816  = csr_irq_enable;
-    if (\$169 ) begin
-      \$816 [0] = req_w_data[0];
-      \$816 [1] = req_w_data[1];
-      \$816 [2] = req_w_data[2];
-      \$816 [3] = req_w_data[3];
+    \$722  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$722 [0] = req_w_data[0];
+      \$722 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$816  = 4'h0;
+      \$722  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$817  = tracker_irq_enable;
-    if (\$170 ) begin
-      \$817 [0] = req_w_data[0];
-      \$817 [1] = req_w_data[1];
-      \$817 [2] = req_w_data[2];
-      \$817 [3] = req_w_data[3];
-      \$817 [4] = req_w_data[4];
-      \$817 [5] = req_w_data[5];
-    end
+    \$723  = \$174 ;
     if (rst) begin
-      \$817  = 6'h00;
+      \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$818  = dma_irq_enable;
-    if (\$171 ) begin
-      \$818 [0] = req_w_data[0];
-      \$818 [1] = req_w_data[1];
-      \$818 [2] = req_w_data[2];
-      \$818 [3] = req_w_data[3];
-      \$818 [4] = req_w_data[4];
-      \$818 [5] = req_w_data[5];
-      \$818 [6] = req_w_data[6];
-    end
+    \$724  = \$177 ;
     if (rst) begin
-      \$818  = 7'h00;
+      \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$819  = addrmap_irq_enable;
-    if (\$172 ) begin
-      \$819 [0] = req_w_data[0];
-      \$819 [1] = req_w_data[1];
-      \$819 [2] = req_w_data[2];
-      \$819 [3] = req_w_data[3];
-      \$819 [4] = req_w_data[4];
-      \$819 [5] = req_w_data[5];
-      \$819 [6] = req_w_data[6];
-    end
+    \$725  = \$180 ;
     if (rst) begin
-      \$819  = 7'h00;
+      \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$820  = arbiter_irq_enable;
-    if (\$173 ) begin
-      \$820 [0] = req_w_data[0];
-      \$820 [1] = req_w_data[1];
-    end
+    \$726  = \$183 ;
     if (rst) begin
-      \$820  = 2'h0;
+      \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$821  = \$218 ;
+    \$727  = \$186 ;
     if (rst) begin
-      \$821  = 4'h0;
+      \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$822  = \$221 ;
+    \$728  = tracker_capture;
+    if (\$192 ) begin
+      \$728 [15:0] = \tracker_capture$157 [15:0];
+      \$728 [23:16] = \tracker_capture$157 [23:16];
+      \$728 [29:24] = tracker_errors;
+    end
     if (rst) begin
-      \$822  = 6'h00;
+      \$728  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$823  = \$224 ;
+    \$729  = dma_capture;
+    if (\$198 ) begin
+      \$729 [7:0] = \dma_capture$159 [7:0];
+      \$729 [23:8] = \dma_capture$159 [23:8];
+      \$729 [71:24] = \dma_capture$159 [71:24];
+      \$729 [78:72] = dma_errors;
+    end
     if (rst) begin
-      \$823  = 7'h00;
+      \$729  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$824  = \$227 ;
+    \$730  = addrmap_capture;
+    if (\$204 ) begin
+      \$730 [47:0] = \addrmap_capture$161 [47:0];
+      \$730 [52:48] = \addrmap_capture$161 [52:48];
+      \$730 [68:53] = \addrmap_capture$161 [68:53];
+      \$730 [75:69] = addrmap_errors;
+    end
     if (rst) begin
-      \$824  = 7'h00;
+      \$730  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$825  = \$230 ;
+    \$731  = \$215 ;
     if (rst) begin
-      \$825  = 2'h0;
+      \$731  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$826  = tracker_capture;
-    if (\$236 ) begin
-      \$826 [15:0] = \tracker_capture$155 [15:0];
-      \$826 [23:16] = \tracker_capture$155 [23:16];
-      \$826 [29:24] = tracker_errors;
-    end
-    if (rst) begin
-      \$826  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$827  = dma_capture;
-    if (\$242 ) begin
-      \$827 [7:0] = \dma_capture$157 [7:0];
-      \$827 [23:8] = \dma_capture$157 [23:8];
-      \$827 [71:24] = \dma_capture$157 [71:24];
-      \$827 [78:72] = dma_errors;
-    end
-    if (rst) begin
-      \$827  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$828  = addrmap_capture;
-    if (\$248 ) begin
-      \$828 [47:0] = \addrmap_capture$159 [47:0];
-      \$828 [52:48] = \addrmap_capture$159 [52:48];
-      \$828 [68:53] = \addrmap_capture$159 [68:53];
-      \$828 [75:69] = addrmap_errors;
-    end
-    if (rst) begin
-      \$828  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$829  = \$259 ;
-    if (rst) begin
-      \$829  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$830  = read_part0;
+    \$732  = read_part0;
     if (req_r_stb) begin
-      \$830  = \$266 ;
+      \$732  = \$222 ;
     end
     if (rst) begin
-      \$830  = 32'd0;
+      \$732  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$831  = read_part1;
+    \$733  = read_part1;
     if (req_r_stb) begin
-      \$831  = \$273 ;
+      \$733  = \$229 ;
     end
     if (rst) begin
-      \$831  = 32'd0;
+      \$733  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$832  = read_part2;
+    \$734  = read_part2;
     if (req_r_stb) begin
-      \$832  = \$281 ;
+      \$734  = \$237 ;
     end
     if (rst) begin
-      \$832  = 32'd0;
+      \$734  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$833  = read_part3;
+    \$735  = read_part3;
     if (req_r_stb) begin
-      \$833  = \$289 ;
+      \$735  = \$245 ;
     end
     if (rst) begin
-      \$833  = 32'd0;
+      \$735  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$834  = read_part4;
+    \$736  = read_part4;
     if (req_r_stb) begin
-      \$834  = \$294 ;
+      \$736  = \$250 ;
     end
     if (rst) begin
-      \$834  = 32'd0;
+      \$736  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$835  = read_part5;
+    \$737  = read_part5;
     if (req_r_stb) begin
-      \$835  = \$301 ;
+      \$737  = \$257 ;
     end
     if (rst) begin
-      \$835  = 32'd0;
+      \$737  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$836  = read_part6;
+    \$738  = read_part6;
     if (req_r_stb) begin
-      \$836  = \$312 ;
+      \$738  = \$268 ;
     end
     if (rst) begin
-      \$836  = 32'd0;
+      \$738  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$837  = read_part8;
+    \$739  = read_part8;
     if (req_r_stb) begin
-      \$837  = \$323 ;
+      \$739  = \$279 ;
     end
     if (rst) begin
-      \$837  = 32'd0;
+      \$739  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$838  = read_part10;
+    \$740  = read_part10;
     if (req_r_stb) begin
-      \$838  = \$328 ;
+      \$740  = \$284 ;
     end
     if (rst) begin
-      \$838  = 32'd0;
+      \$740  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$839  = read_part11;
+    \$741  = read_part11;
     if (req_r_stb) begin
-      \$839  = \$339 ;
+      \$741  = \$295 ;
     end
     if (rst) begin
-      \$839  = 32'd0;
+      \$741  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$840  = read_part13;
+    \$742  = read_part13;
     if (req_r_stb) begin
-      \$840  = \$346 ;
+      \$742  = \$302 ;
     end
     if (rst) begin
-      \$840  = 32'd0;
+      \$742  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$841  = read_part14;
+    \$743  = read_part14;
     if (req_r_stb) begin
-      \$841  = \$354 ;
+      \$743  = \$310 ;
     end
     if (rst) begin
-      \$841  = 32'd0;
+      \$743  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$842  = req_r_stb;
+    \$744  = req_r_stb;
     if (rst) begin
-      \$842  = 1'h0;
+      \$744  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$843  = read_section;
+    \$745  = read_section;
     if (req_r_stb) begin
-      \$843  = req_addr[9:6];
+      \$745  = req_addr[9:6];
     end
     if (rst) begin
-      \$843  = 4'h0;
+      \$745  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$844  = read_unaligned;
+    \$746  = read_unaligned;
     if (req_r_stb) begin
-      \$844  = \$355 ;
+      \$746  = \$311 ;
     end
     if (rst) begin
-      \$844  = 1'h0;
+      \$746  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$845  = bus__r_data;
+    \$747  = bus__r_data;
     if (read_pending) begin
-      \$845  = \$371 ;
+      \$747  = \$327 ;
     end
     if (rst) begin
-      \$845  = 32'd0;
+      \$747  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$437 ) begin
+    if (\$391 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$395 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$401 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$405 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$411 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$415 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$421 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$425 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$431 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$435 ) begin
       set_err[3] = 1'h1;
     end
     if (\$441 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$449 ) begin
+    if (\$445 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$453 ) begin
+    if (\$451 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$455 ) begin
       set_err[3] = 1'h1;
     end
     if (\$461 ) begin
@@ -96458,28 +96718,34 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$473 ) begin
+    if (\$471 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$477 ) begin
+    if (\$475 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$481 ) begin
       set_err[3] = 1'h1;
     end
     if (\$485 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$489 ) begin
+    if (\$491 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$497 ) begin
+    if (\$495 ) begin
       set_err[3] = 1'h1;
     end
     if (\$501 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$509 ) begin
+    if (\$505 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$513 ) begin
+    if (\$511 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$515 ) begin
       set_err[3] = 1'h1;
     end
     if (\$521 ) begin
@@ -96488,79 +96754,43 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$533 ) begin
+    if (\$530 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$537 ) begin
+    if (\$536 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$545 ) begin
+    if (\$542 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$549 ) begin
+    if (\$548 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$557 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$561 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$569 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$573 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$581 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$585 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$593 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$597 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$604 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$612 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$620 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$628 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$630 ) begin
+    if (\$550 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$637 ) begin
+            if (\$555 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$644 ) begin
+            if (\$560 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$652 ) begin
+            if (\$566 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$659 ) begin
+            if (\$571 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$665 ) begin
+            if (\$575 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$671 ) begin
+            if (\$579 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -96595,50 +96825,50 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$423 ;
+      wp__en = \$379 ;
     end else begin
-      wp__en = \$426 ;
+      wp__en = \$382 ;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$187  = sweep_at;
+      \wp__addr$189  = sweep_at;
     end else begin
-      \wp__addr$187  = dma_program__payload[7:0];
+      \wp__addr$189  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$188  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$188 [0] = dma_program__payload[8];
-      \wp__data$188 [1] = dma_program__payload[9];
-      \wp__data$188 [6:2] = dma_program__payload[14:10];
-      \wp__data$188 [22:7] = dma_program__payload[30:15];
-      \wp__data$188 [34:23] = dma_program__payload[42:31];
-      \wp__data$188 [50:35] = dma_program__payload[58:43];
-      \wp__data$188 [74:51] = dma_program__payload[82:59];
-      \wp__data$188 [122:75] = dma_program__payload[130:83];
-      \wp__data$188 [170:123] = dma_program__payload[178:131];
+      \wp__data$190 [0] = dma_program__payload[8];
+      \wp__data$190 [1] = dma_program__payload[9];
+      \wp__data$190 [6:2] = dma_program__payload[14:10];
+      \wp__data$190 [22:7] = dma_program__payload[30:15];
+      \wp__data$190 [34:23] = dma_program__payload[42:31];
+      \wp__data$190 [50:35] = dma_program__payload[58:43];
+      \wp__data$190 [74:51] = dma_program__payload[82:59];
+      \wp__data$190 [122:75] = dma_program__payload[130:83];
+      \wp__data$190 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$189  = 1'h1;
+      \wp__en$191  = 1'h1;
     end else begin
-      \wp__en$189  = \$429 ;
+      \wp__en$191  = \$385 ;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     csr_errors_clear = 4'h0;
-    if (\$672 ) begin
+    if (\$580 ) begin
       csr_errors_clear[0] = req_w_data[0];
       csr_errors_clear[1] = req_w_data[1];
       csr_errors_clear[2] = req_w_data[2];
@@ -96648,7 +96878,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_65 ) begin end
     tracker_errors_clear = 6'h00;
-    if (\$673 ) begin
+    if (\$581 ) begin
       tracker_errors_clear[0] = req_w_data[0];
       tracker_errors_clear[1] = req_w_data[1];
       tracker_errors_clear[2] = req_w_data[2];
@@ -96660,7 +96890,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_65 ) begin end
     dma_errors_clear = 7'h00;
-    if (\$674 ) begin
+    if (\$582 ) begin
       dma_errors_clear[0] = req_w_data[0];
       dma_errors_clear[1] = req_w_data[1];
       dma_errors_clear[2] = req_w_data[2];
@@ -96673,7 +96903,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_65 ) begin end
     addrmap_errors_clear = 7'h00;
-    if (\$675 ) begin
+    if (\$583 ) begin
       addrmap_errors_clear[0] = req_w_data[0];
       addrmap_errors_clear[1] = req_w_data[1];
       addrmap_errors_clear[2] = req_w_data[2];
@@ -96686,14 +96916,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   always @* begin
     if (_init_strobe_65 ) begin end
     arbiter_errors_clear = 2'h0;
-    if (\$676 ) begin
+    if (\$584 ) begin
       arbiter_errors_clear[0] = req_w_data[0];
       arbiter_errors_clear[1] = req_w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$190  = dma_program__payload[7:0];
-  assign \device_id$191  = device_id;
+  assign \rp__addr$192  = dma_program__payload[7:0];
+  assign \device_id$193  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -96726,15 +96956,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$121__valid  = \rp__data$121 [0];
-  assign rp__data$121__op  = \rp__data$121 [1];
-  assign rp__data$121__device  = \rp__data$121 [6:2];
-  assign rp__data$121__tile  = \rp__data$121 [22:7];
-  assign rp__data$121__rows  = \rp__data$121 [34:23];
-  assign rp__data$121__row_bytes  = \rp__data$121 [50:35];
-  assign rp__data$121__pitch  = \rp__data$121 [74:51];
-  assign rp__data$121__src  = \rp__data$121 [122:75];
-  assign rp__data$121__dst  = \rp__data$121 [170:123];
+  assign rp__data$123__valid  = \rp__data$123 [0];
+  assign rp__data$123__op  = \rp__data$123 [1];
+  assign rp__data$123__device  = \rp__data$123 [6:2];
+  assign rp__data$123__tile  = \rp__data$123 [22:7];
+  assign rp__data$123__rows  = \rp__data$123 [34:23];
+  assign rp__data$123__row_bytes  = \rp__data$123 [50:35];
+  assign rp__data$123__pitch  = \rp__data$123 [74:51];
+  assign rp__data$123__src  = \rp__data$123 [122:75];
+  assign rp__data$123__dst  = \rp__data$123 [170:123];
   assign dma_program__payload__index  = dma_program__payload[7:0];
   assign dma_program__payload__valid  = dma_program__payload[8];
   assign dma_program__payload__op  = dma_program__payload[9];
@@ -96861,8 +97091,8 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_capture__events__bad_threshold  = tracker_capture[27];
   assign tracker_capture__events__overflow  = tracker_capture[28];
   assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$155__tile  = \tracker_capture$155 [15:0];
-  assign tracker_capture$155__cmd  = \tracker_capture$155 [23:16];
+  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
+  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
@@ -96874,9 +97104,9 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_capture__events__bad_pitch  = dma_capture[76];
   assign dma_capture__events__desc_busy  = dma_capture[77];
   assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$157__index  = \dma_capture$157 [7:0];
-  assign dma_capture$157__tile  = \dma_capture$157 [23:8];
-  assign dma_capture$157__addr  = \dma_capture$157 [71:24];
+  assign dma_capture$159__index  = \dma_capture$159 [7:0];
+  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
+  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
@@ -96888,9 +97118,9 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
   assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
   assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$159__addr  = \addrmap_capture$159 [47:0];
-  assign addrmap_capture$159__device  = \addrmap_capture$159 [52:48];
-  assign addrmap_capture$159__tile  = \addrmap_capture$159 [68:53];
+  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
+  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
+  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -96942,15 +97172,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$188__valid  = \wp__data$188 [0];
-  assign wp__data$188__op  = \wp__data$188 [1];
-  assign wp__data$188__device  = \wp__data$188 [6:2];
-  assign wp__data$188__tile  = \wp__data$188 [22:7];
-  assign wp__data$188__rows  = \wp__data$188 [34:23];
-  assign wp__data$188__row_bytes  = \wp__data$188 [50:35];
-  assign wp__data$188__pitch  = \wp__data$188 [74:51];
-  assign wp__data$188__src  = \wp__data$188 [122:75];
-  assign wp__data$188__dst  = \wp__data$188 [170:123];
+  assign wp__data$190__valid  = \wp__data$190 [0];
+  assign wp__data$190__op  = \wp__data$190 [1];
+  assign wp__data$190__device  = \wp__data$190 [6:2];
+  assign wp__data$190__tile  = \wp__data$190 [22:7];
+  assign wp__data$190__rows  = \wp__data$190 [34:23];
+  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
+  assign wp__data$190__pitch  = \wp__data$190 [74:51];
+  assign wp__data$190__src  = \wp__data$190 [122:75];
+  assign wp__data$190__dst  = \wp__data$190 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -96974,122 +97204,94 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$698 ;
-  assign status[6] = \$693 ;
-  assign status[5] = \$688 ;
-  assign status[4] = \$682 ;
+  assign status[7] = \$598 ;
+  assign status[6] = \$595 ;
+  assign status[5] = \$592 ;
+  assign status[4] = \$588 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$422 ;
+    set_err[1] = \$378 ;
   always @*
-    set_err[0] = \$374 ;
+    set_err[0] = \$330 ;
   assign \$6  = arbiter_program__valid;
-  assign \$16  = \$15 ;
+  assign \$18  = \$17 ;
   assign \$25  = \$24 ;
-  assign \$34  = \$33 ;
-  assign \$43  = \$42 ;
-  assign \$52  = \$51 ;
-  assign \$61  = \$60 ;
-  assign \$70  = \$69 ;
-  assign \$79  = \$78 ;
+  assign \$32  = \$31 ;
+  assign \$39  = \$38 ;
+  assign \$46  = \$45 ;
+  assign \$53  = \$52 ;
+  assign \$60  = \$59 ;
+  assign \$67  = \$66 ;
+  assign \$74  = \$73 ;
+  assign \$81  = \$80 ;
   assign \$88  = \$87 ;
-  assign \$97  = \$96 ;
-  assign \$106  = \$105 ;
-  assign \$115  = \$114 ;
-  assign \$124  = \$123 ;
-  assign \$133  = \$132 ;
-  assign \$137  = tracker_program__valid;
-  assign \$138  = 1'h0;
-  assign \$139  = tracker_program__valid;
-  assign \$140  = tracker_program__valid;
-  assign \$145  = tracker_program__valid;
-  assign \$146  = 1'h0;
-  assign \$147  = tracker_program__valid;
-  assign \$148  = tracker_program__valid;
-  assign \$153  = arbiter_program__valid;
-  assign \$154  = 1'h0;
-  assign \$155  = arbiter_program__valid;
-  assign \$156  = arbiter_program__valid;
-  assign \$157  = arbiter_program__valid;
-  assign \$161  = arbiter_program__valid;
-  assign \$162  = 1'h0;
-  assign \$163  = arbiter_program__valid;
-  assign \$164  = arbiter_program__valid;
-  assign \$165  = arbiter_program__valid;
-  assign \$180  = \$179 ;
-  assign \$187  = \$186 ;
-  assign \$194  = \$193 ;
-  assign \$202  = \$201 ;
-  assign \$204  = tracker_program__valid;
-  assign \$205  = 1'h0;
-  assign \$206  = tracker_program__valid;
-  assign \$207  = tracker_program__valid;
-  assign \$210  = arbiter_program__valid;
-  assign \$211  = 1'h0;
-  assign \$212  = arbiter_program__valid;
-  assign \$213  = arbiter_program__valid;
-  assign \$214  = arbiter_program__valid;
-  assign \$215  = arbiter_program__valid;
-  assign \$682  = \$681 ;
-  assign \$688  = \$687 ;
-  assign \$689  = tracker_program__valid;
-  assign \$690  = 1'h0;
-  assign \$691  = tracker_program__valid;
-  assign \$692  = tracker_program__valid;
-  assign \$694  = arbiter_program__valid;
-  assign \$695  = 1'h0;
-  assign \$696  = arbiter_program__valid;
-  assign \$697  = arbiter_program__valid;
-  assign \$698  = arbiter_program__valid;
-  assign \$436  = \$435 ;
-  assign \$448  = \$447 ;
-  assign \$460  = \$459 ;
-  assign \$472  = \$471 ;
-  assign \$484  = \$483 ;
-  assign \$496  = \$495 ;
-  assign \$508  = \$507 ;
-  assign \$520  = \$519 ;
-  assign \$532  = \$531 ;
-  assign \$544  = \$543 ;
-  assign \$556  = \$555 ;
-  assign \$568  = \$567 ;
-  assign \$580  = \$579 ;
+  assign \$95  = \$94 ;
+  assign \$102  = \$101 ;
+  assign \$109  = \$108 ;
+  assign \$113  = tracker_program__valid;
+  assign \$114  = tracker_program__valid;
+  assign \$119  = tracker_program__valid;
+  assign \$120  = tracker_program__valid;
+  assign \$125  = arbiter_program__valid;
+  assign \$126  = arbiter_program__valid;
+  assign \$127  = arbiter_program__valid;
+  assign \$131  = arbiter_program__valid;
+  assign \$132  = arbiter_program__valid;
+  assign \$133  = arbiter_program__valid;
+  assign \$146  = \$145 ;
+  assign \$151  = \$150 ;
+  assign \$156  = \$155 ;
+  assign \$162  = \$161 ;
+  assign \$164  = tracker_program__valid;
+  assign \$165  = tracker_program__valid;
+  assign \$168  = arbiter_program__valid;
+  assign \$169  = arbiter_program__valid;
+  assign \$170  = arbiter_program__valid;
+  assign \$171  = arbiter_program__valid;
+  assign \$588  = \$587 ;
   assign \$592  = \$591 ;
-  assign \$599  = tracker_program__valid;
-  assign \$600  = 1'h0;
-  assign \$601  = tracker_program__valid;
-  assign \$602  = tracker_program__valid;
-  assign \$607  = tracker_program__valid;
-  assign \$608  = 1'h0;
-  assign \$609  = tracker_program__valid;
-  assign \$610  = tracker_program__valid;
-  assign \$615  = arbiter_program__valid;
-  assign \$616  = 1'h0;
-  assign \$617  = arbiter_program__valid;
-  assign \$618  = arbiter_program__valid;
-  assign \$619  = arbiter_program__valid;
-  assign \$623  = arbiter_program__valid;
-  assign \$624  = 1'h0;
-  assign \$625  = arbiter_program__valid;
-  assign \$626  = arbiter_program__valid;
-  assign \$627  = arbiter_program__valid;
-  assign \$636  = \$635 ;
-  assign \$643  = \$642 ;
-  assign \$650  = \$649 ;
-  assign \$658  = \$657 ;
-  assign \$660  = tracker_program__valid;
-  assign \$661  = 1'h0;
-  assign \$662  = tracker_program__valid;
-  assign \$663  = tracker_program__valid;
-  assign \$666  = arbiter_program__valid;
-  assign \$667  = 1'h0;
-  assign \$668  = arbiter_program__valid;
-  assign \$669  = arbiter_program__valid;
-  assign \$670  = arbiter_program__valid;
-  assign \$671  = arbiter_program__valid;
+  assign \$593  = tracker_program__valid;
+  assign \$594  = tracker_program__valid;
+  assign \$596  = arbiter_program__valid;
+  assign \$597  = arbiter_program__valid;
+  assign \$598  = arbiter_program__valid;
+  assign \$390  = \$389 ;
+  assign \$400  = \$399 ;
+  assign \$410  = \$409 ;
+  assign \$420  = \$419 ;
+  assign \$430  = \$429 ;
+  assign \$440  = \$439 ;
+  assign \$450  = \$449 ;
+  assign \$460  = \$459 ;
+  assign \$470  = \$469 ;
+  assign \$480  = \$479 ;
+  assign \$490  = \$489 ;
+  assign \$500  = \$499 ;
+  assign \$510  = \$509 ;
+  assign \$520  = \$519 ;
+  assign \$527  = tracker_program__valid;
+  assign \$528  = tracker_program__valid;
+  assign \$533  = tracker_program__valid;
+  assign \$534  = tracker_program__valid;
+  assign \$539  = arbiter_program__valid;
+  assign \$540  = arbiter_program__valid;
+  assign \$541  = arbiter_program__valid;
+  assign \$545  = arbiter_program__valid;
+  assign \$546  = arbiter_program__valid;
+  assign \$547  = arbiter_program__valid;
+  assign \$554  = \$553 ;
+  assign \$559  = \$558 ;
+  assign \$564  = \$563 ;
+  assign \$570  = \$569 ;
+  assign \$572  = tracker_program__valid;
+  assign \$573  = tracker_program__valid;
+  assign \$576  = arbiter_program__valid;
+  assign \$577  = arbiter_program__valid;
+  assign \$578  = arbiter_program__valid;
+  assign \$579  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -97576,7 +97778,7 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   reg _init_strobe_67  = 0;
   wire [15:0] \$1 ;
   wire [48:0] \$10 ;
-  wire [48:0] \$11 ;
+  wire \$11 ;
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
@@ -97605,18 +97807,18 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire [3:0] \$39 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
-  wire [12:0] \$40 ;
+  wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire \$43 ;
+  wire \$42 ;
+  wire [16:0] \$43 ;
   wire [16:0] \$44 ;
-  wire [16:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire [4:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -97627,33 +97829,43 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  reg \$58 ;
-  reg [57:0] \$59 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [2:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [11:0] \$62 ;
-  reg [47:0] \$63 ;
-  reg [47:0] \$64 ;
-  reg [15:0] \$65 ;
+  wire \$60 ;
+  wire [3:0] \$61 ;
+  wire \$62 ;
+  wire [4:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  reg [170:0] \$69 ;
+  reg [57:0] \$67 ;
+  reg [2:0] \$68 ;
+  reg [15:0] \$69 ;
   wire \$7 ;
-  reg [7:0] \$70 ;
-  reg [3:0] \$71 ;
-  reg \$72 ;
-  reg \$73 ;
-  reg [76:0] \$74 ;
+  reg [11:0] \$70 ;
+  reg [47:0] \$71 ;
+  reg [47:0] \$72 ;
+  reg [15:0] \$73 ;
+  reg \$74 ;
   reg \$75 ;
-  reg [3:0] \$76 ;
+  reg \$76 ;
+  reg [170:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
-  wire \$9 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [76:0] \$82 ;
+  reg \$83 ;
+  reg [3:0] \$84 ;
+  reg \$85 ;
+  wire [48:0] \$9 ;
   reg \$signal  = 1'h0;
   wire \$signal$29 ;
-  wire \$signal$31 ;
-  reg [3:0] \$signal$8  = 4'h0;
+  reg [3:0] \$signal$31  = 4'h0;
+  wire \$signal$32 ;
+  reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
@@ -97797,113 +98009,123 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$17  = \$16  & o__valid;
-  assign \$18  = ~ \$signal$29 ;
-  assign \$19  = \$17  & \$18 ;
-  assign \$20  = o__payload[79:77] != response__payload[2:0];
-  assign \$21  = response__payload[3] | \$20 ;
-  assign \$22  = ~ \$21 ;
-  assign \$signal$31  = \$19  & \$22 ;
-  assign \$23  = response__valid & response__ready;
-  assign \$24  = \$23  & o__valid;
-  assign \$25  = ~ \$signal$29 ;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = o__payload[79:77] != response__payload[2:0];
-  assign \$28  = response__payload[3] | \$27 ;
-  assign abort = \$26  & \$28 ;
-  assign \$29  = response__valid & response__ready;
-  assign \$30  = ~ o__valid;
-  assign \$31  = o__payload[79:77] != response__payload[2:0];
-  assign \$32  = \$30  | \$31 ;
-  assign bad_response = \$29  & \$32 ;
-  assign \$33  = response__valid & response__ready;
-  assign \$34  = \$33  & o__valid;
-  assign read_error = \$34  & response__payload[3];
-  assign \$35  = ~ active;
-  assign \$36  = ~ o__valid;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = ~ packet__valid;
-  assign idle = \$37  & \$38 ;
-  assign \$39  = tag + 1'h1;
-  assign \$40  = rows_left - 1'h1;
-  assign \$41  = src_row + cur[74:51];
-  assign \$42  = dst_row + cur[74:51];
-  assign \$43  = rows_left == 2'h2;
-  assign \$44  = col + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
+  assign \$12  = issue & last;
+  assign descriptor__ready = \$11  | \$12 ;
+  assign \$13  = ~ packet__valid;
+  assign response__ready = \$13  | packet__ready;
+  assign o__ready = response__valid & response__ready;
+  assign \$14  = o__payload[83:80] == \$signal$31 ;
+  assign \$signal$29  = \$signal  & \$14 ;
+  assign \$15  = response__valid & response__ready;
+  assign \$16  = \$15  & o__valid;
+  assign \$17  = ~ \$signal$29 ;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = o__payload[79:77] != response__payload[2:0];
+  assign \$20  = response__payload[3] | \$19 ;
+  assign \$21  = ~ \$20 ;
+  assign \$signal$32  = \$18  & \$21 ;
+  assign \$22  = response__valid & response__ready;
+  assign \$23  = \$22  & o__valid;
+  assign \$24  = ~ \$signal$29 ;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = o__payload[79:77] != response__payload[2:0];
+  assign \$27  = response__payload[3] | \$26 ;
+  assign abort = \$25  & \$27 ;
+  assign \$28  = response__valid & response__ready;
+  assign \$29  = ~ o__valid;
+  assign \$30  = o__payload[79:77] != response__payload[2:0];
+  assign \$31  = \$29  | \$30 ;
+  assign bad_response = \$28  & \$31 ;
+  assign \$32  = response__valid & response__ready;
+  assign \$33  = \$32  & o__valid;
+  assign read_error = \$33  & response__payload[3];
+  assign \$34  = ~ active;
+  assign \$35  = ~ o__valid;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = ~ packet__valid;
+  assign idle = \$36  & \$37 ;
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
+  assign \$40  = src_row + cur[74:51];
+  assign \$41  = dst_row + cur[74:51];
+  assign \$42  = rows_left == 2'h2;
+  assign \$43  = col + 7'h40;
+  assign \$44  = remaining - 7'h40;
+  assign \$45  = remaining <= 8'h80;
+  assign \$46  = descriptor__valid & descriptor__ready;
+  assign \$47  = run + 1'h1;
+  assign \$48  = descriptor__payload[58:43] <= 7'h40;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$29 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
+  assign \$50  = descriptor__payload[42:31] == 1'h1;
+  assign \$51  = response__valid & response__ready;
+  assign \$52  = \$51  & o__valid;
+  assign \$53  = ~ \$signal$29 ;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = o__payload[79:77] != response__payload[2:0];
+  assign \$56  = response__payload[3] | \$55 ;
+  assign \$57  = response__valid & response__ready;
+  assign \$58  = \$57  & o__valid;
+  assign \$59  = ~ \$signal$29 ;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
+  assign \$62  = descriptor__valid & descriptor__ready;
+  assign \$63  = run + 1'h1;
+  assign \$64  = \$62  ? \$63  : { 1'h0, run };
+  assign \$65  = \$61  == \$64 ;
   always @(posedge clk)
-    read__valid <= \$58 ;
+    read__valid <= \$66 ;
   always @(posedge clk)
-    read__payload <= \$59 ;
+    read__payload <= \$67 ;
   always @(posedge clk)
-    tag <= \$60 ;
+    tag <= \$68 ;
   always @(posedge clk)
-    col <= \$61 ;
+    col <= \$69 ;
   always @(posedge clk)
-    rows_left <= \$62 ;
+    rows_left <= \$70 ;
   always @(posedge clk)
-    src_row <= \$63 ;
+    src_row <= \$71 ;
   always @(posedge clk)
-    dst_row <= \$64 ;
+    dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$65 ;
+    remaining <= \$73 ;
   always @(posedge clk)
-    row_end <= \$66 ;
+    row_end <= \$74 ;
   always @(posedge clk)
-    one_row <= \$67 ;
+    one_row <= \$75 ;
   always @(posedge clk)
-    active <= \$68 ;
+    active <= \$76 ;
   always @(posedge clk)
-    cur <= \$69 ;
+    cur <= \$77 ;
   always @(posedge clk)
-    index <= \$70 ;
+    index <= \$78 ;
   always @(posedge clk)
-    run <= \$71 ;
+    run <= \$79 ;
   always @(posedge clk)
-    short_row <= \$72 ;
+    short_row <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$73 ;
+    packet__valid <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$74 ;
+    packet__payload <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$75 ;
+    \$signal  <= \$83 ;
   always @(posedge clk)
-    \$signal$8  <= \$76 ;
+    \$signal$31  <= \$84 ;
+  always @(posedge clk)
+    \$signal$8  <= \$85 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
-  assign \$3  = \$signal$8  == run;
-  assign stop = \$2  & \$3 ;
-  assign \$4  = ~ stop;
-  assign \$5  = active & \$4 ;
-  assign \$6  = ~ read__valid;
-  assign \$7  = \$6  | read__ready;
-  assign \$8  = \$5  & \$7 ;
-  assign \$9  = ~ full;
-  assign issue = \$8  & \$9 ;
-  assign \$10  = dst_row + col;
-  assign \$11  = src_row + col;
-  assign \$12  = ~ active;
-  assign \$13  = issue & last;
-  assign descriptor__ready = \$12  | \$13 ;
-  assign \$14  = ~ packet__valid;
-  assign response__ready = \$14  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$15  = o__payload[83:80] == \$signal$8 ;
-  assign \$signal$29  = \$signal  & \$15 ;
-  assign \$16  = response__valid & response__ready;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
+  assign \$4  = active & \$3 ;
+  assign \$5  = ~ read__valid;
+  assign \$6  = \$5  | read__ready;
+  assign \$7  = \$4  & \$6 ;
+  assign \$8  = ~ full;
+  assign issue = \$7  & \$8 ;
+  assign \$9  = dst_row + col;
+  assign \$10  = src_row + col;
+  assign \$11  = ~ active;
   t3hw_system__e3__dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -97925,227 +98147,234 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$58  = read__valid;
+    \$66  = read__valid;
     if (read__ready) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
     if (issue) begin
-      \$58  = 1'h1;
+      \$66  = 1'h1;
     end
     if (rst) begin
-      \$58  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$59  = read__payload;
+    \$67  = read__payload;
     if (issue) begin
-      \$59 [47:0] = meta[139:92];
-      \$59 [54:48] = \$1 [6:0];
-      \$59 [57:55] = tag;
+      \$67 [47:0] = meta[139:92];
+      \$67 [54:48] = \$1 [6:0];
+      \$67 [57:55] = tag;
     end
     if (rst) begin
-      \$59  = 58'h000000000000000;
+      \$67  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$60  = tag;
+    \$68  = tag;
     if (issue) begin
-      \$60  = \$39 [2:0];
+      \$68  = \$38 [2:0];
     end
     if (rst) begin
-      \$60  = 3'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$61  = col;
+    \$69  = col;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$61  = 16'h0000;
+        \$69  = 16'h0000;
       end else begin
-        \$61  = \$44 [15:0];
+        \$69  = \$43 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$61  = 16'h0000;
+    if (\$46 ) begin
+      \$69  = 16'h0000;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$62  = rows_left;
+    \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$62  = \$40 [11:0];
+        \$70  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$62  = descriptor__payload[42:31];
+    if (\$46 ) begin
+      \$70  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$63  = src_row;
+    \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$63  = \$41 [47:0];
+        \$71  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$63  = descriptor__payload[130:83];
+    if (\$46 ) begin
+      \$71  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$64  = dst_row;
+    \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$64  = \$42 [47:0];
+        \$72  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$64  = descriptor__payload[178:131];
+    if (\$46 ) begin
+      \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$65  = remaining;
+    \$73  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$65  = cur[50:35];
+        \$73  = cur[50:35];
       end else begin
-        \$65  = \$45 [15:0];
+        \$73  = \$44 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$65  = descriptor__payload[58:43];
+    if (\$46 ) begin
+      \$73  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$66  = row_end;
+    \$74  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$66  = short_row;
+        \$74  = short_row;
       end else begin
-        \$66  = \$46 ;
+        \$74  = \$45 ;
       end
     end
-    if (\$47 ) begin
-      \$66  = \$49 ;
+    if (\$46 ) begin
+      \$74  = \$48 ;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$67  = one_row;
+    \$75  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$67  = \$43 ;
+        \$75  = \$42 ;
       end
     end
-    if (\$47 ) begin
-      \$67  = \$51 ;
+    if (\$46 ) begin
+      \$75  = \$50 ;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$68  = active;
+    \$76  = active;
     if (issue) begin
       if (last) begin
-        \$68  = 1'h0;
+        \$76  = 1'h0;
       end
     end
     if (stop) begin
-      \$68  = 1'h0;
+      \$76  = 1'h0;
     end
-    if (\$47 ) begin
-      \$68  = 1'h1;
-    end
-    if (rst) begin
-      \$68  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$69  = cur;
-    if (\$47 ) begin
-      \$69 [0] = descriptor__payload[8];
-      \$69 [1] = descriptor__payload[9];
-      \$69 [6:2] = descriptor__payload[14:10];
-      \$69 [22:7] = descriptor__payload[30:15];
-      \$69 [34:23] = descriptor__payload[42:31];
-      \$69 [50:35] = descriptor__payload[58:43];
-      \$69 [74:51] = descriptor__payload[82:59];
-      \$69 [122:75] = descriptor__payload[130:83];
-      \$69 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$70  = index;
-    if (\$47 ) begin
-      \$70  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$71  = run;
-    if (\$47 ) begin
-      \$71  = \$48 [3:0];
+    if (\$46 ) begin
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$71  = 4'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$72  = short_row;
-    if (\$47 ) begin
-      \$72  = \$50 ;
+    \$77  = cur;
+    if (\$46 ) begin
+      \$77 [0] = descriptor__payload[8];
+      \$77 [1] = descriptor__payload[9];
+      \$77 [6:2] = descriptor__payload[14:10];
+      \$77 [22:7] = descriptor__payload[30:15];
+      \$77 [34:23] = descriptor__payload[42:31];
+      \$77 [50:35] = descriptor__payload[58:43];
+      \$77 [74:51] = descriptor__payload[82:59];
+      \$77 [122:75] = descriptor__payload[130:83];
+      \$77 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$73  = packet__valid;
+    \$78  = index;
+    if (\$46 ) begin
+      \$78  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_67 ) begin end
+    \$79  = run;
+    if (\$46 ) begin
+      \$79  = \$47 [3:0];
+    end
+    if (rst) begin
+      \$79  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_67 ) begin end
+    \$80  = short_row;
+    if (\$46 ) begin
+      \$80  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_67 ) begin end
+    \$81  = packet__valid;
     if (packet__ready) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$signal$31 ) begin
-      \$73  = 1'h1;
+    if (\$signal$32 ) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$74  = packet__payload;
+    \$82  = packet__payload;
     if (response__ready) begin
-      \$74  = o__payload[76:0];
+      \$82  = o__payload[76:0];
     end
     if (rst) begin
-      \$74  = 77'h00000000000000000000;
+      \$82  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$75  = \$signal ;
-    if (\$55 ) begin
-      \$75  = \$57 ;
+    \$83  = \$signal ;
+    if (\$54 ) begin
+      \$83  = \$56 ;
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_67 ) begin end
-    \$76  = \$signal$8 ;
-    if (\$55 ) begin
-      \$76  = o__payload[83:80];
+    \$84  = \$signal$31 ;
+    if (\$54 ) begin
+      \$84  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_67 ) begin end
+    \$85  = \$65 ;
+    if (rst) begin
+      \$85  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -98214,26 +98443,26 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$11 [47:0];
+  assign meta[139:92] = \$10 [47:0];
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$10 [47:0];
+  assign meta[52:5] = \$9 [47:0];
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, o__payload, wr__data, o__valid, full, clk);
+module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
   reg _init_strobe_68  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire \$13 ;
+  wire [4:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
+  wire [5:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -98260,26 +98489,55 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [3:0] \$47 ;
-  wire [3:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [2:0] \$53 ;
-  reg [2:0] \$54 ;
-  wire [5:0] \$6 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire [3:0] \$68 ;
+  wire [3:0] \$69 ;
   wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [3:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  reg [3:0] \$77 ;
+  reg \$78 ;
+  reg \$79 ;
   wire \$8 ;
+  reg \$80 ;
+  reg [139:0] \$81 ;
+  reg [2:0] \$82 ;
+  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -98302,9 +98560,24 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, o__payload, w
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
+  (* init = 140'h00000000000000000000000000000000000 *)
+  wire [139:0] head_reg;
+  wire [7:0] head_reg__index ;
+  wire [76:0] head_reg__packet ;
+  wire [47:0] head_reg__packet__addr ;
+  wire [6:0] head_reg__packet__bytes ;
+  wire [4:0] head_reg__packet__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__packet__kind ;
+  wire [15:0] head_reg__packet__tile ;
+  wire [3:0] head_reg__run ;
+  wire [47:0] head_reg__src ;
+  wire [2:0] head_reg__tag ;
   reg [3:0] level = 4'h0;
   output [139:0] o__payload;
-  wire [139:0] o__payload;
+  reg [139:0] o__payload = 140'h00000000000000000000000000000000000;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -98361,7 +98634,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, o__payload, w
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [7:0];
+  reg [139:0] storage [6:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -98370,127 +98643,186 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, o__payload, w
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
-    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
       storage[wr__addr] <= wr__data;
   end
-  assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 4'h0 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 3'h7;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 4'h0 : \$47 ;
+  assign rd__data = storage[rd__addr];
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
+  assign \$19  = \$16  & \$18 ;
+  assign \$20  = o__valid & o__ready;
+  assign \$21  = push & accept;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = \$20  & \$22 ;
+  assign \$24  = \$23  ? waiting : o__valid;
+  assign \$25  = \$19  ? 1'h1 : \$24 ;
+  assign \$26  = push & accept;
+  assign \$27  = o__valid & o__ready;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$26  & \$28 ;
+  assign \$30  = level == 3'h7;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = push & accept;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = \$31  & \$33 ;
+  assign \$35  = ~ \$34 ;
+  assign \$36  = \$35  & full;
+  assign \$37  = \$29  ? \$30  : \$36 ;
+  assign \$38  = push & accept;
+  assign \$39  = o__valid & o__ready;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = \$38  & \$40 ;
+  assign \$42  = level >= 1'h1;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = push & accept;
+  assign \$45  = ~ \$44 ;
+  assign \$46  = \$43  & \$45 ;
+  assign \$47  = level >= 2'h3;
+  assign \$48  = \$46  ? \$47  : waiting;
+  assign \$49  = \$41  ? \$42  : \$48 ;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = push & accept;
+  assign \$58  = push & accept;
+  assign \$59  = ~ o__valid;
+  assign \$60  = o__valid & o__ready;
+  assign \$61  = ~ waiting;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$59  | \$62 ;
+  assign \$64  = \$58  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$57  & \$65 ;
+  assign \$67  = wr__addr == 3'h6;
+  assign \$68  = wr__addr + 1'h1;
+  assign \$69  = \$67  ? 4'h0 : \$68 ;
+  assign \$70  = o__valid & o__ready;
+  assign \$71  = \$70  & waiting;
+  assign \$72  = rd__addr == 3'h6;
+  assign \$73  = rd__addr + 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 ;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = \$75  & waiting;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$77 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$78 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$79 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$80 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    o__payload <= \$81 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    wr__addr <= \$82 ;
+  always @(posedge clk)
+    rd__addr <= \$83 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
+  assign \$4  = push & accept;
+  assign \$5  = ~ o__valid;
+  assign \$6  = o__valid & o__ready;
+  assign \$7  = ~ waiting;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \$5  | \$8 ;
+  assign \$10  = \$4  & \$9 ;
+  assign \$11  = ~ \$10 ;
+  assign wr__en = \$3  & \$11 ;
   assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 3'h7;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$13  = level + \$12 ;
+  assign \$14  = o__valid & o__ready;
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$49  = \$6 [3:0];
+    \$77  = \$15 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$50  = \$16 ;
+    \$78  = \$25 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$51  = \$28 ;
+    \$79  = \$37 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$52  = \$40 ;
+    \$80  = \$49 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [2:0];
+    \$81  = o__payload;
+    if (\$56 ) begin
+      \$81  = wr__data;
     end
-    if (rst) begin
-      \$53  = 3'h0;
+    if (\$76 ) begin
+      \$81  = rd__data;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [2:0];
+    \$82  = wr__addr;
+    if (\$66 ) begin
+      \$82  = \$69 [2:0];
     end
     if (rst) begin
-      \$54  = 3'h0;
+      \$82  = 3'h0;
     end
   end
+  always @* begin
+    if (_init_strobe_68 ) begin end
+    \$83  = rd__addr;
+    if (\$71 ) begin
+      \$83  = \$74 [2:0];
+    end
+    if (rst) begin
+      \$83  = 3'h0;
+    end
+  end
+  assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
   assign head = rd__addr;
-  assign rd__data = o__payload;
+  assign o__payload__packet  = o__payload[76:0];
+  assign o__payload__packet__device  = o__payload[4:0];
+  assign o__payload__packet__addr  = o__payload[52:5];
+  assign o__payload__packet__kind  = o__payload[53];
+  assign o__payload__packet__tile  = o__payload[69:54];
+  assign o__payload__packet__bytes  = o__payload[76:70];
+  assign o__payload__tag  = o__payload[79:77];
+  assign o__payload__run  = o__payload[83:80];
+  assign o__payload__index  = o__payload[91:84];
+  assign o__payload__src  = o__payload[139:92];
+  assign head_reg__packet  = o__payload[76:0];
+  assign head_reg__packet__device  = o__payload[4:0];
+  assign head_reg__packet__addr  = o__payload[52:5];
+  assign head_reg__packet__kind  = o__payload[53];
+  assign head_reg__packet__tile  = o__payload[69:54];
+  assign head_reg__packet__bytes  = o__payload[76:70];
+  assign head_reg__tag  = o__payload[79:77];
+  assign head_reg__run  = o__payload[83:80];
+  assign head_reg__index  = o__payload[91:84];
+  assign head_reg__src  = o__payload[139:92];
   assign wr__data__packet  = wr__data[76:0];
   assign wr__data__packet__device  = wr__data[4:0];
   assign wr__data__packet__addr  = wr__data[52:5];
@@ -98511,26 +98843,16 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, o__payload, w
   assign data__run  = wr__data[83:80];
   assign data__index  = wr__data[91:84];
   assign data__src  = wr__data[139:92];
-  assign o__payload__packet  = o__payload[76:0];
-  assign o__payload__packet__device  = o__payload[4:0];
-  assign o__payload__packet__addr  = o__payload[52:5];
-  assign o__payload__packet__kind  = o__payload[53];
-  assign o__payload__packet__tile  = o__payload[69:54];
-  assign o__payload__packet__bytes  = o__payload[76:70];
-  assign o__payload__tag  = o__payload[79:77];
-  assign o__payload__run  = o__payload[83:80];
-  assign o__payload__index  = o__payload[91:84];
-  assign o__payload__src  = o__payload[139:92];
-  assign rd__data__packet  = o__payload[76:0];
-  assign rd__data__packet__device  = o__payload[4:0];
-  assign rd__data__packet__addr  = o__payload[52:5];
-  assign rd__data__packet__kind  = o__payload[53];
-  assign rd__data__packet__tile  = o__payload[69:54];
-  assign rd__data__packet__bytes  = o__payload[76:70];
-  assign rd__data__tag  = o__payload[79:77];
-  assign rd__data__run  = o__payload[83:80];
-  assign rd__data__index  = o__payload[91:84];
-  assign rd__data__src  = o__payload[139:92];
+  assign rd__data__packet  = rd__data[76:0];
+  assign rd__data__packet__device  = rd__data[4:0];
+  assign rd__data__packet__addr  = rd__data[52:5];
+  assign rd__data__packet__kind  = rd__data[53];
+  assign rd__data__packet__tile  = rd__data[69:54];
+  assign rd__data__packet__bytes  = rd__data[76:70];
+  assign rd__data__tag  = rd__data[79:77];
+  assign rd__data__run  = rd__data[83:80];
+  assign rd__data__index  = rd__data[91:84];
+  assign rd__data__src  = rd__data[139:92];
 endmodule
 
 module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
@@ -102746,7 +103068,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e3__slice_store (rst, i__valid, data, o__ready, i__ready, o__payload, o__valid, clk);
+module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -102839,7 +103161,7 @@ module t3hw_system__e3__slice_store (rst, i__valid, data, o__ready, i__ready, o_
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__slice_store__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_76  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -103267,10 +103589,16 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$245 ;
   reg \$246 ;
   reg [5:0] \$247 ;
-  reg [191:0] \$248 ;
-  reg \$249 ;
+  reg \$248 ;
+  reg [191:0] \$249 ;
   wire \$25 ;
-  reg [2:0] \$250 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [2:0] \$256 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -103420,6 +103748,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
+  reg dropped_event = 1'h0;
   reg [28:0] ent = 29'h00000000;
   wire [7:0] ent__cmd ;
   wire ent__rearm ;
@@ -103683,6 +104012,8 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
+  reg triggers_event = 1'h0;
+  reg unprogrammed_event = 1'h0;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
   wire [7:0] \wr__addr$82 ;
@@ -103713,6 +104044,9 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  reg writes_compute_event = 1'h0;
+  reg writes_dma_event = 1'h0;
+  reg writes_remote_event = 1'h0;
   (* t3hw_rd_collision = "forwarded" *)
   reg [45:0] entries [255:0];
   initial begin
@@ -104599,11 +104933,23 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     errors <= \$247 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    writes_compute_event <= \$248 ;
   always @(posedge clk)
-    hold <= \$249 ;
+    stats <= \$249 ;
   always @(posedge clk)
-    \wait  <= \$250 ;
+    writes_dma_event <= \$250 ;
+  always @(posedge clk)
+    writes_remote_event <= \$251 ;
+  always @(posedge clk)
+    unprogrammed_event <= \$252 ;
+  always @(posedge clk)
+    triggers_event <= \$253 ;
+  always @(posedge clk)
+    dropped_event <= \$254 ;
+  always @(posedge clk)
+    hold <= \$255 ;
+  always @(posedge clk)
+    \wait  <= \$256 ;
   t3hw_system__e3__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -104919,46 +105265,88 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$248  = stats;
-    if (\$183 ) begin
-      \$248 [31:0] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$248 [63:32] = \$187 [31:0];
-    end
-    if (\$189 ) begin
-      \$248 [95:64] = \$190 [31:0];
-    end
-    if (set_err[0]) begin
-      \$248 [127:96] = \$191 [31:0];
-    end
-    if (\$193 ) begin
-      \$248 [159:128] = \$194 [31:0];
-    end
-    if (lost) begin
-      \$248 [191:160] = \$195 [31:0];
-    end
+    \$248  = \$183 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$249  = \$201 ;
+    \$249  = stats;
+    if (writes_compute_event) begin
+      \$249 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$249 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$249 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$249 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$249 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$249 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$250  = \wait ;
+    \$250  = \$186 ;
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$251  = \$189 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$252  = set_err[0];
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$253  = \$193 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$254  = lost;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$255  = \$201 ;
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$256  = \wait ;
     if (\$207 ) begin
-      \$250  = 3'h7;
+      \$256  = 3'h7;
     end else if (\$208 ) begin
-      \$250  = \$209 [2:0];
+      \$256  = \$209 [2:0];
     end
     if (rst) begin
-      \$250  = 3'h0;
+      \$256  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;

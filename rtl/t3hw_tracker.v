@@ -169,10 +169,16 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$245 ;
   reg \$246 ;
   reg [5:0] \$247 ;
-  reg [191:0] \$248 ;
-  reg \$249 ;
+  reg \$248 ;
+  reg [191:0] \$249 ;
   wire \$25 ;
-  reg [2:0] \$250 ;
+  reg \$250 ;
+  reg \$251 ;
+  reg \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg \$255 ;
+  reg [2:0] \$256 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -324,6 +330,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
+  reg dropped_event = 1'h0;
   reg [28:0] ent = 29'h00000000;
   wire [7:0] ent__cmd ;
   wire ent__rearm ;
@@ -586,6 +593,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire trigger__ready;
   output trigger__valid;
   wire trigger__valid;
+  reg triggers_event = 1'h0;
+  reg unprogrammed_event = 1'h0;
   reg [2:0] \wait  = 3'h0;
   reg [7:0] wr__addr = 8'h00;
   wire [7:0] \wr__addr$92 ;
@@ -616,6 +625,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [15:0] write__payload__tile ;
   input write__valid;
   wire write__valid;
+  reg writes_compute_event = 1'h0;
+  reg writes_dma_event = 1'h0;
+  reg writes_remote_event = 1'h0;
   (* t3hw_rd_collision = "forwarded" *)
   reg [45:0] entries [255:0];
   initial begin
@@ -1505,11 +1517,23 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     errors <= \$247 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    writes_compute_event <= \$248 ;
   always @(posedge clk)
-    hold <= \$249 ;
+    stats <= \$249 ;
   always @(posedge clk)
-    \wait  <= \$250 ;
+    writes_dma_event <= \$250 ;
+  always @(posedge clk)
+    writes_remote_event <= \$251 ;
+  always @(posedge clk)
+    unprogrammed_event <= \$252 ;
+  always @(posedge clk)
+    triggers_event <= \$253 ;
+  always @(posedge clk)
+    dropped_event <= \$254 ;
+  always @(posedge clk)
+    hold <= \$255 ;
+  always @(posedge clk)
+    \wait  <= \$256 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$28 ),
@@ -1825,46 +1849,88 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$248  = stats;
-    if (\$183 ) begin
-      \$248 [31:0] = \$184 [31:0];
-    end
-    if (\$186 ) begin
-      \$248 [63:32] = \$187 [31:0];
-    end
-    if (\$189 ) begin
-      \$248 [95:64] = \$190 [31:0];
-    end
-    if (set_err[0]) begin
-      \$248 [127:96] = \$191 [31:0];
-    end
-    if (\$193 ) begin
-      \$248 [159:128] = \$194 [31:0];
-    end
-    if (lost) begin
-      \$248 [191:160] = \$195 [31:0];
-    end
+    \$248  = \$183 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$249  = \$201 ;
+    \$249  = stats;
+    if (writes_compute_event) begin
+      \$249 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$249 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$249 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$249 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$249 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$249 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = \wait ;
+    \$250  = \$186 ;
+    if (rst) begin
+      \$250  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$251  = \$189 ;
+    if (rst) begin
+      \$251  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$252  = set_err[0];
+    if (rst) begin
+      \$252  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$253  = \$193 ;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$254  = lost;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$255  = \$201 ;
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$256  = \wait ;
     if (\$207 ) begin
-      \$250  = 3'h7;
+      \$256  = 3'h7;
     end else if (\$208 ) begin
-      \$250  = \$209 [2:0];
+      \$256  = \$209 [2:0];
     end
     if (rst) begin
-      \$250  = 3'h0;
+      \$256  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;

@@ -338,10 +338,7 @@ class AddrMap(wiring.Component):
         # kind UPDATE), and where it goes.
         item_layout = data.StructLayout({"remote": 1, "device": p.device_width,
                                          "store": mem_store_layout(p)})
-        # The items in LUT RAM read at the head pointer: the pop (from the output's ``ready``)
-        # moves a pointer, and enables no register as wide as an item.
-        m.submodules.out_queue = q = Queue(item_layout, depth=addrmap_queue_depth(p),
-                                           head="memory")
+        m.submodules.out_queue = q = Queue(item_layout, depth=addrmap_queue_depth(p))
         local, remote, tracked, crosses = (Signal(name=n) for n in
                                            ("local", "remote", "tracked", "crosses"))
         ok = f.hit & f.fits
@@ -390,6 +387,8 @@ class AddrMap(wiring.Component):
     def _rx_class(self, m, f):
         """C of the rx path: the checks, the refusals and the push into ``rx_mem``'s queue."""
         p = self._p
+        # The items in LUT RAM read at the head pointer (``head="memory"``): the pop (from
+        # ``rx_mem.ready``) moves a pointer and enables no register as wide as an item.
         m.submodules.rx_queue = q = Queue(mem_store_layout(p), depth=addrmap_queue_depth(p),
                                           head="memory")
         in_receive, in_remote, accept = (Signal(name=f"rx_{n}") for n in

@@ -351,10 +351,15 @@ class Csr(wiring.Component):
         loading = {g: fetch[g] | load[g] for g in tables}
         # TRACK, from the tracker taking the request to its answer on ``tracker_result``.
         answer  = {"TRACK": Signal(name="track_answer")}
-        locked  = {g: s.valid | verdict.get(g, 0) | Cat(waiting.get(g, [])).any()
-                      | loading.get(g, 0) | answer.get(g, 0)
+        # ``judging``: a write waits for its verdict (some ``waiting`` or ``verdict`` is set),
+        # a register of its own (next value: the OR of the chain's next values), so that
+        # ``locked``, which gates every write of the group's staging registers, is an OR of
+        # four flip-flops, not of the whole chain.
+        judging = {g: Signal(name=f"{g.lower()}_judging") for g in tables}
+        locked  = {g: s.valid | judging.get(g, 0) | loading.get(g, 0) | answer.get(g, 0)
                    for g, s in stage.items()}
         return SimpleNamespace(stage=stage, tables=tables, verdict=verdict, waiting=waiting,
+                               judging=judging,
                                fetch=fetch, load=load, loading=loading, answer=answer,
                                locked=locked)
 
@@ -369,6 +374,7 @@ class Csr(wiring.Component):
             payload = grp.stage[g].payload
             chain = [grp.stage[g].valid & grp.stage[g].ready, *grp.waiting[g], grp.verdict[g]]
             m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
+            m.d.sync += grp.judging[g].eq(Cat(chain[:-1]).any())
             # The target takes the write in cycle t and reports a rejection in
             # t + csr_verdict_delay.
             wp = table.write_port()

@@ -104,13 +104,15 @@ class DmaEngine(wiring.Component):
         # Every read from the cycle it is loaded into the `read` register until its response
         # holds one entry of `pending`: the queue's depth is the outstanding limit, and its
         # head is the packet of the next response.
-        # Its items stay in LUT RAM read at the head pointer (``head="memory"``), so that a
-        # response's pop moves a pointer instead of enabling a register as wide as an item.
-        m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding,
-                                               head="memory")
-        kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True))
-        active, run, stop = self._walk(m, pending, meta_layout, kill)
-        send, abort, dead = self._respond(m, pending, active, kill)
+        m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
+        # ``match``: ``kill.run == run``, a register of its own (its next value the compare of
+        # the two registers' next values), so that the walker's ``stop`` is one gate.
+        kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True),
+                               match=Signal(init=1))
+        active, run, stop, take = self._walk(m, pending, meta_layout, kill)
+        send, abort, dead, live = self._respond(m, pending, active, kill)
+        m.d.sync += kill.match.eq(Mux(live, pending.o.payload.run, kill.run)
+                                  == Mux(take, run + 1, run))
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.
             self.formal_view = SimpleNamespace(pending=pending, kill=kill, run=run,
@@ -121,7 +123,8 @@ class DmaEngine(wiring.Component):
     def _walk(self, m, pending, meta_layout, kill):
         """The walker: its state, the ``read`` register and the push into ``pending`` of each
         burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
-        in progress), its run number and ``stop`` (it stops on an abort)."""
+        in progress), its run number, ``stop`` (it stops on an abort) and ``take`` (it takes
+        a descriptor this cycle)."""
         p = self._p
 
         # --- walker state ------------------------------------------------------------------
@@ -158,7 +161,7 @@ class DmaEngine(wiring.Component):
         # follows the response handshake of the same cycle. A place freed in ``pending``
         # while it is full counts from the cycle after.
         m.d.comb += [
-            stop.eq(active & kill.valid & (kill.run == run)),
+            stop.eq(active & kill.valid & kill.match),
             issue.eq(active & ~stop & (~req.valid | req.ready) & ~pending.full),
         ]
 
@@ -226,13 +229,14 @@ class DmaEngine(wiring.Component):
                 short_row.eq(d.row_bytes <= p.burst_bytes),
                 one_row.eq(d.rows == 1),
             ]
-        return active, run, stop
+        return active, run, stop, desc.valid & desc.ready
 
     def _respond(self, m, pending, active, kill):
         """The response side: each response pops ``pending``'s head into the ``packet``
         register, or drops it (aborted run, bad response); the abort mark, the events,
-        ``detail`` and ``idle``. Returns ``send``, ``abort`` and ``dead`` (this cycle's
-        response makes a packet, aborts its run, belongs to an aborted run)."""
+        ``detail`` and ``idle``. Returns ``send``, ``abort``, ``dead`` and ``live`` (this
+        cycle's response makes a packet, aborts its run, belongs to an aborted run, is taken
+        for a run not aborted: it sets ``kill``)."""
         pkt  = self.packet
         resp = self.response
         m.d.comb += resp.ready.eq(~pkt.valid | pkt.ready)
@@ -269,4 +273,4 @@ class DmaEngine(wiring.Component):
         with m.If(pending.o.valid):
             m.d.comb += [self.detail.index.eq(head.index), self.detail.tile.eq(head.packet.tile),
                          self.detail.addr.eq(head.src)]
-        return send, abort, dead
+        return send, abort, dead, got & ~dead

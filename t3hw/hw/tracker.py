@@ -157,7 +157,7 @@ class Tracker(wiring.Component):
     capture : Out(tracker_capture_layout)
         The tile and command of the request whose error events ``errors`` shows this cycle.
     stats : Out(tracker_stats_layout)
-        Wrapping statistics counters.
+        Wrapping statistics counters; an event shows two cycles after it.
     desc_query : In(cmd_width)
         A descriptor index (the DMA's descriptor write, in the engine).
     desc_held : Out(1)
@@ -577,14 +577,17 @@ class Tracker(wiring.Component):
                                          & ~(match & s4_dec & (query.data == 1))))
 
     def _stats(self, m, out):
-        """The statistics: writes by source, unprogrammed writes, firings and lost firings."""
-        st = self.stats
-        for source in (WriteSource.COMPUTE, WriteSource.DMA, WriteSource.REMOTE):
-            count(m, st[f"writes_{source.name.lower()}"],
-                  self.write.valid & (self.write.payload.source == source))
-        count(m, st.unprogrammed, out.set_err.unprogrammed)
-        count(m, st.triggers, out.complete & ~out.lost)
-        count(m, st.dropped, out.lost)
+        """The statistics: writes by source, unprogrammed writes, firings and lost firings;
+        each event registered and counted the cycle after (it drives one flip-flop, not the
+        enable of a counter)."""
+        events = {f"writes_{s.name.lower()}": self.write.valid & (self.write.payload.source == s)
+                  for s in (WriteSource.COMPUTE, WriteSource.DMA, WriteSource.REMOTE)}
+        events.update(unprogrammed=out.set_err.unprogrammed,
+                      triggers=out.complete & ~out.lost, dropped=out.lost)
+        for name, event in events.items():
+            late = Signal(name=f"{name}_event")
+            m.d.sync += late.eq(event)
+            count(m, self.stats[name], late)
 
     def _hold(self, m, acks):
         """``hold``: a one-cycle request for a cycle without a write, raised when a

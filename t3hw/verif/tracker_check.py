@@ -131,11 +131,12 @@ class TrackerCheck:
         return not (m.queue or m.acks or m.s1 or m.s2 or m.s3 or m.s4)
 
     async def drain(self, cycle, get):
-        """Idle cycles (``cycle()``, the driver's) until :meth:`drained`, two more for the
-        last request's errors and counters to be registered, then :meth:`check_state`."""
+        """Idle cycles (``cycle()``, the driver's) until :meth:`drained`, three more for the
+        last request's errors and counters to be registered (a counter counts an event the
+        cycle after it), then :meth:`check_state`."""
         while not self.drained():
             await cycle()
-        for _ in range(2):
+        for _ in range(3):
             await cycle()
         self.check_state(get)
 

@@ -22,6 +22,7 @@ from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT
                      DEFAULT_SEEDS, DEFAULT_TIMEOUT_S, ECP5, ECP5_COLLISIONS, ICE40, MAX_JOBS,
                      PARAM_SETS, choose, entry_name, script_template, tracker_storage,
                      tracker_storage_bits)
+from . import sta
 from .docs import update_docs
 from .netlist import absorb_ram_output_registers
 from .reports import (ecp5_figures, generic_figures, ice40_figures, parse_memories,
@@ -220,19 +221,20 @@ class _Job:
         name = entry_name(self.block, self.set_name)
         report = self.dir / f"nextpnr_seed{seed}.json"
         stamp = self.dir / f"nextpnr_seed{seed}.stamp.json"
+        sdf = self.dir / f"nextpnr_seed{seed}.sdf"
         args = ECP5["nextpnr_args"] + ["--json", "ecp5.json", "--freq", f"{self.freq:g}",
                                        "--seed", str(seed), "--timing-allow-fail",
-                                       "--report", report.name]
+                                       "--report", report.name, "--sdf", sdf.name]
         # A report made from the same netlist with the same arguments and tool is reused:
         # place and route is deterministic for a seed, and takes minutes to hours.
         key = {"netlist_sha256": hashlib.sha256((self.dir / "ecp5.json").read_bytes())
                .hexdigest(), "args": args, "tool": metadata.version(_TOOLS["nextpnr-ecp5"])}
         old = json.loads(stamp.read_text()) if stamp.is_file() else {}
-        if report.is_file() and {k: old.get(k) for k in key} == key:
+        if report.is_file() and sdf.is_file() and {k: old.get(k) for k in key} == key:
             took, cached = old["seconds"], True
         else:
-            report.unlink(missing_ok=True)
-            stamp.unlink(missing_ok=True)
+            for old_file in (report, stamp, sdf):
+                old_file.unlink(missing_ok=True)
             try:
                 took = _run_tool("nextpnr-ecp5", args, self.dir / f"nextpnr_seed{seed}.log",
                                  cwd=self.dir, timeout=self.pnr_timeout)
@@ -258,6 +260,8 @@ class _Job:
             stamp.write_text(json.dumps({**key, "seconds": round(took, 2)}, indent=1) + "\n")
             cached = False
         result = parse_nextpnr_report(report.read_text())
+        # Every failing endpoint, grouped (nextpnr's report names one path per clock).
+        result["endpoints"] = sta.summary(sta.analyse(str(sdf), 1e6 / self.freq), top=12)
         with self._lock:
             self.pnr[seed] = result
             self.times[f"nextpnr_seed{seed}"] = round(took, 2)
@@ -299,7 +303,8 @@ class _Job:
                 path = {"seed": rep, **path,
                         "verilog": source_lines(path["sources"], self.dir)}
             ecp5.update(fmax_mhz=round(median, 2), critical_path=path,
-                        wrapped_utilization=self.pnr[rep]["utilization"])
+                        wrapped_utilization=self.pnr[rep]["utilization"],
+                        failing_endpoints={"seed": rep, **self.pnr[rep]["endpoints"]})
         ecp5["by_type"] = by_type
         return ecp5
 

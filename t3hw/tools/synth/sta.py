@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every failing endpoint of a placed and routed design, from nextpnr's SDF.
+
+nextpnr's report names one critical path per clock. Timing closure needs the others too:
+which registers miss the clock, by how much, and which register each one's worst path
+starts from. This module reads the SDF that ``nextpnr-ecp5 --sdf`` writes (the routed
+design's cell delays, ``IOPATH``, its interconnect delays, ``INTERCONNECT``, and its setup
+checks, ``SETUPHOLD``) and propagates the latest arrival time from every clocked output
+(a flip-flop's ``CLK -> Q``, a block RAM's ``CLKA/CLKB -> DO``) through the combinational
+cells to every input with a setup check. Paths are single-clock and register to register,
+as nextpnr times them (the timing wrapper puts a register on every block port); a
+``SETUPHOLD`` entry's larger figure is taken as the setup time, so a slack here may be a
+little below nextpnr's (the worst endpoint of the engine, seed 1: -3.01 ns here, -2.82 ns in
+nextpnr's report).
+
+:func:`analyse` gives every endpoint's slack and the start of its worst path;
+:func:`summary` groups the failing ones by (start register, end register), named after
+the netlist's cells with the packer's suffixes removed (``dut.arbiter.wait1``), which is
+what ``docs/synthesis.md`` lists per change.
+"""
+
+import re
+from collections import Counter, defaultdict
+
+
+__all__ = ["analyse", "summary", "register_name"]
+
+#: Pins whose ``IOPATH`` starts a path (a clocked output), not a combinational arc.
+CLOCK_PINS = frozenset({"CLK", "CLKA", "CLKB", "WCK"})
+
+_TRIPLE = re.compile(r"\((-?\d+(?:\.\d+)?):(-?\d+(?:\.\d+)?):(-?\d+(?:\.\d+)?)\)")
+_CHECK = re.compile(r"\(SETUPHOLD \((?:posedge|negedge) (\S+?)\)|\(SETUPHOLD (\S+?) ")
+
+
+def _max_delay(text):
+    """The largest max figure of the ``(min:typ:max)`` triples in ``text``."""
+    return max(float(t[2]) for t in _TRIPLE.findall(text))
+
+
+def _parse(lines):
+    arcs = defaultdict(list)            # pin -> [(next pin, delay)]
+    starts = {}                         # clocked output pin -> clock-to-out
+    setup = {}                          # checked input pin -> setup
+    instance = None
+    for line in lines:
+        s = line.strip()
+        if s.startswith("(INTERCONNECT"):
+            _, src, dst, *_ = s.split()
+            arcs[src].append((dst, _max_delay(s)))
+        elif s.startswith("(INSTANCE"):
+            instance = s[len("(INSTANCE"):].rstrip(")").strip()
+        elif s.startswith("(IOPATH"):
+            _, a, z, *_ = s.split()
+            if a in CLOCK_PINS:
+                starts[f"{instance}/{z}"] = _max_delay(s)
+            else:
+                arcs[f"{instance}/{a}"].append((f"{instance}/{z}", _max_delay(s)))
+        elif s.startswith("(SETUPHOLD"):
+            match = _CHECK.match(s)
+            pin = f"{instance}/{match.group(1) or match.group(2)}"
+            setup[pin] = max(setup.get(pin, 0.0), _max_delay(s))
+    return arcs, starts, setup
+
+
+def analyse(sdf, period_ps):
+    """Every endpoint of the SDF ``sdf`` (a path or an iterable of lines) at a clock period
+    of ``period_ps``.
+
+    Returns
+    -------
+    list of (float, str, str)
+        ``(slack_ps, endpoint pin, start pin of its worst path)``, worst first. Endpoints
+        that no clocked output reaches are left out.
+    """
+    if isinstance(sdf, str):
+        with open(sdf) as f:
+            arcs, starts, setup = _parse(f)
+    else:
+        arcs, starts, setup = _parse(sdf)
+    indegree = Counter(v for targets in arcs.values() for v, _ in targets)
+    arrival = dict(starts)
+    origin = {pin: pin for pin in starts}
+    ready = [pin for pin in set(arcs) | set(starts) if indegree[pin] == 0]
+    while ready:                        # Kahn's order: every pin after all its drivers
+        pin = ready.pop()
+        for nxt, delay in arcs.get(pin, ()):
+            if pin in arrival and arrival[pin] + delay > arrival.get(nxt, float("-inf")):
+                arrival[nxt] = arrival[pin] + delay
+                origin[nxt] = origin[pin]
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                ready.append(nxt)
+    result = [(period_ps - arrival[pin] - t, pin, origin[pin])
+              for pin, t in setup.items() if pin in arrival]
+    return sorted(result)
+
+
+def register_name(pin):
+    """The register (or RAM) a cell pin belongs to, without the packer's suffixes:
+    ``dut.arbiter.wait1_TRELLIS_FF_Q_3/Q`` is ``dut.arbiter.wait1``."""
+    cell = pin.rsplit("/", 1)[0].replace("\\", "")
+    cell = re.sub(r"_TRELLIS_FF_Q(_\d+)?$", "", cell)
+    return re.sub(r"\$.*$", "", cell)
+
+
+def summary(endpoints, *, top=40):
+    """The failing endpoints of :func:`analyse` grouped by (start register, end register):
+    ``{"failing": n, "worst_ps": s, "groups": [{"from", "to", "endpoints", "worst_ps"},
+    ...]}``, the largest groups first (at most ``top``)."""
+    failing = [e for e in endpoints if e[0] < 0]
+    groups = defaultdict(list)
+    for slack, pin, start in failing:
+        groups[(register_name(start), register_name(pin))].append(slack)
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))[:top]
+    return {"endpoints": len(endpoints), "failing": len(failing),
+            "worst_ps": round(endpoints[0][0]) if endpoints else None,
+            "groups": [{"from": a, "to": b, "endpoints": len(s), "worst_ps": round(min(s))}
+                       for (a, b), s in ranked]}
