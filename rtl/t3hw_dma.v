@@ -13,10 +13,14 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   wire [32:0] \$14 ;
   wire [32:0] \$15 ;
   wire [32:0] \$16 ;
-  reg [6:0] \$17 ;
-  reg [71:0] \$18 ;
-  reg [287:0] \$19 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire [6:0] \$2 ;
+  reg [71:0] \$20 ;
+  reg [6:0] \$21 ;
+  reg [71:0] \$22 ;
+  reg [287:0] \$23 ;
   wire [6:0] \$3 ;
   wire \$4 ;
   wire \$5 ;
@@ -86,10 +90,10 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   wire descriptor__valid;
   wire \descriptor__valid$36 ;
   wire [71:0] detail;
-  wire [71:0] \detail$58 ;
-  wire [47:0] detail$58__addr ;
-  wire [7:0] detail$58__index ;
-  wire [15:0] detail$58__tile ;
+  wire [71:0] \detail$63 ;
+  wire [47:0] detail$63__addr ;
+  wire [7:0] detail$63__index ;
+  wire [15:0] detail$63__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -183,6 +187,13 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   wire read__valid;
   wire \read__valid$39 ;
   wire read_error;
+  reg resp_aborted = 1'h0;
+  reg resp_bad_response = 1'h0;
+  reg [71:0] resp_detail = 72'h000000000000000000;
+  wire [47:0] resp_detail__addr ;
+  wire [7:0] resp_detail__index ;
+  wire [15:0] resp_detail__tile ;
+  reg resp_read_error = 1'h0;
   input [3:0] response__payload;
   wire [3:0] response__payload;
   wire [3:0] \response__payload$40 ;
@@ -234,7 +245,7 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   assign \$1  = ~ clear;
   assign \$2  = errors & \$1 ;
   assign \$3  = \$2  | set_err;
-  assign \$4  = bad_response | read_error;
+  assign \$4  = resp_bad_response | resp_read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
   assign \$7  = stats[63:32] + 1'h1;
@@ -248,11 +259,19 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   assign \$15  = stats[255:224] + 1'h1;
   assign \$16  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    errors <= \$17 ;
+    resp_bad_response <= \$17 ;
   always @(posedge clk)
-    capture <= \$18 ;
+    resp_read_error <= \$18 ;
   always @(posedge clk)
-    stats <= \$19 ;
+    resp_aborted <= \$19 ;
+  always @(posedge clk)
+    resp_detail <= \$20 ;
+  always @(posedge clk)
+    errors <= \$21 ;
+  always @(posedge clk)
+    capture <= \$22 ;
+  always @(posedge clk)
+    stats <= \$23 ;
   t3hw_dma__engine  engine (
     .abort(aborted),
     .bad_response(bad_response),
@@ -287,7 +306,7 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$58 ),
+    .detail(\detail$63 ),
     .idle(\idle$47 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
@@ -299,55 +318,83 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   );
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$17  = \$3 ;
+    \$17  = bad_response;
     if (rst) begin
-      \$17  = 7'h00;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$18  = capture;
+    \$18  = read_error;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$19  = aborted;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$20  = detail;
+    if (rst) begin
+      \$20  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$21  = \$3 ;
+    if (rst) begin
+      \$21  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$22  = capture;
     if (\$4 ) begin
-      \$18  = detail;
+      \$22  = resp_detail;
     end else if (\$5 ) begin
-      \$18  = \detail$58 ;
+      \$22  = \detail$63 ;
     end
     if (rst) begin
-      \$18  = 72'h000000000000000000;
+      \$22  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$19  = stats;
+    \$23  = stats;
     if (enqueued) begin
-      \$19 [31:0] = \$6 [31:0];
+      \$23 [31:0] = \$6 [31:0];
     end
     if (bad_descriptor) begin
-      \$19 [63:32] = \$7 [31:0];
+      \$23 [63:32] = \$7 [31:0];
     end
     if (\$8 ) begin
-      \$19 [95:64] = \$9 [31:0];
+      \$23 [95:64] = \$9 [31:0];
     end
     if (\$10 ) begin
-      \$19 [127:96] = \$11 [31:0];
+      \$23 [127:96] = \$11 [31:0];
     end
     if (bad_program) begin
-      \$19 [159:128] = \$12 [31:0];
+      \$23 [159:128] = \$12 [31:0];
     end
     if (bad_range) begin
-      \$19 [191:160] = \$13 [31:0];
+      \$23 [191:160] = \$13 [31:0];
     end
     if (bad_pitch) begin
-      \$19 [223:192] = \$14 [31:0];
+      \$23 [223:192] = \$14 [31:0];
     end
     if (desc_busy) begin
-      \$19 [255:224] = \$15 [31:0];
+      \$23 [255:224] = \$15 [31:0];
     end
-    if (aborted) begin
-      \$19 [287:256] = \$16 [31:0];
+    if (resp_aborted) begin
+      \$23 [287:256] = \$16 [31:0];
     end
     if (rst) begin
-      \$19  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$23  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   assign \program__payload$24  = program__payload;
@@ -467,14 +514,17 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   assign set_err__bad_pitch  = set_err[4];
   assign set_err__desc_busy  = set_err[5];
   assign set_err__read_error  = set_err[6];
+  assign resp_detail__index  = resp_detail[7:0];
+  assign resp_detail__tile  = resp_detail[23:8];
+  assign resp_detail__addr  = resp_detail[71:24];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
-  assign detail$58__index  = \detail$58 [7:0];
-  assign detail$58__tile  = \detail$58 [23:8];
-  assign detail$58__addr  = \detail$58 [71:24];
-  assign set_err[6] = read_error;
-  assign set_err[2] = bad_response;
+  assign detail$63__index  = \detail$63 [7:0];
+  assign detail$63__tile  = \detail$63 [23:8];
+  assign detail$63__addr  = \detail$63 [71:24];
+  assign set_err[6] = resp_read_error;
+  assign set_err[2] = resp_bad_response;
   assign set_err[5] = desc_busy;
   assign set_err[4] = bad_pitch;
   assign set_err[3] = bad_range;
@@ -1221,31 +1271,27 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [3:0] \$61 ;
+  wire [3:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire [3:0] \$66 ;
+  wire [3:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [139:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [139:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -1357,10 +1403,6 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -1393,46 +1435,42 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 3'h6;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 4'h0 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 3'h6;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 4'h0 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -1449,62 +1487,63 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$77  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [2:0];
+    end
+    if (rst) begin
+      \$78  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [2:0];
-    end
-    if (rst) begin
-      \$83  = 3'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -3900,31 +3939,27 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [4:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [7:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg [7:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -3978,10 +4013,6 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -4014,46 +4045,42 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'he;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'he;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'he;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'he;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -4070,62 +4097,63 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$77  = \$15 [4:0];
+    \$73  = \$15 [4:0];
     if (rst) begin
-      \$77  = 5'h00;
+      \$73  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;

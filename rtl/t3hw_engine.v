@@ -888,7 +888,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .track_hold(track_hold)
   );
   t3hw_engine__csr  csr (
-    .\addrmap_capture$161 (addrmap_capture),
+    .addrmap_capture(addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -904,7 +904,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$159 (dma_capture),
+    .dma_capture(dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$147 ),
@@ -917,7 +917,7 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$157 (tracker_capture),
+    .tracker_capture(tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$156 ),
     .tracker_program__ready(tracker_program__ready),
@@ -3929,31 +3929,27 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [78:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
   reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  reg [3:0] \$78 ;
+  reg [78:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [78:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -4057,10 +4053,6 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -4093,46 +4085,42 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'h9;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'h9;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -4149,62 +4137,63 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
+    if (rst) begin
+      \$73  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$74  = \$25 ;
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$75  = \$37 ;
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$76  = \$49 ;
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
+    end
     if (rst) begin
       \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = \$25 ;
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$79  = \$37 ;
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$80  = \$49 ;
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$78  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = rd__addr;
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -6115,7 +6104,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -6198,66 +6187,66 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
+  wire \$172 ;
+  wire \$173 ;
   wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [6:0] \$178 ;
-  wire [6:0] \$179 ;
+  wire [3:0] \$175 ;
+  wire [3:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
-  wire [6:0] \$181 ;
-  wire [6:0] \$182 ;
-  wire [6:0] \$183 ;
-  wire [1:0] \$184 ;
-  wire [1:0] \$185 ;
-  wire [1:0] \$186 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire [6:0] \$184 ;
+  wire [6:0] \$185 ;
+  wire [6:0] \$186 ;
   wire \$187 ;
-  wire [5:0] \$188 ;
-  wire [5:0] \$189 ;
+  wire \$188 ;
+  wire [6:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [6:0] \$190 ;
+  wire [6:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
+  wire [1:0] \$194 ;
+  wire [1:0] \$195 ;
+  wire [1:0] \$196 ;
   wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [5:0] \$198 ;
+  wire [5:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
+  wire \$200 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire \$204 ;
-  wire [3:0] \$205 ;
+  wire [6:0] \$204 ;
+  wire [6:0] \$205 ;
   wire \$206 ;
-  wire [5:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [6:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
+  wire [6:0] \$210 ;
   wire [6:0] \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
+  wire \$213 ;
   wire \$214 ;
-  wire \$215 ;
-  wire [31:0] \$216 ;
-  wire [31:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [31:0] \$219 ;
+  wire [3:0] \$215 ;
+  wire \$216 ;
+  wire [5:0] \$217 ;
+  wire \$218 ;
+  wire [6:0] \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [31:0] \$221 ;
-  wire [31:0] \$222 ;
-  wire [31:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [31:0] \$225 ;
+  wire \$220 ;
+  wire [6:0] \$221 ;
+  wire \$222 ;
+  wire [1:0] \$223 ;
+  wire \$224 ;
+  wire \$225 ;
   wire [31:0] \$226 ;
   wire [31:0] \$227 ;
   wire [31:0] \$228 ;
@@ -6353,7 +6342,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire \$311 ;
+  wire [31:0] \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -6364,24 +6353,24 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
+  wire \$321 ;
   wire [31:0] \$322 ;
   wire [31:0] \$323 ;
   wire [31:0] \$324 ;
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
   wire \$338 ;
   wire \$339 ;
   wire \$34 ;
@@ -6671,15 +6660,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  reg [9:0] \$599 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  reg [31:0] \$600 ;
-  reg \$601 ;
-  reg \$602 ;
-  reg \$603 ;
-  reg \$604 ;
-  reg \$605 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  reg [9:0] \$604 ;
+  reg [31:0] \$605 ;
   reg \$606 ;
   reg \$607 ;
   reg \$608 ;
@@ -6763,12 +6752,12 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$679 ;
   wire \$68 ;
   reg \$680 ;
-  reg [7:0] \$681 ;
+  reg \$681 ;
   reg \$682 ;
   reg \$683 ;
   reg \$684 ;
   reg \$685 ;
-  reg \$686 ;
+  reg [7:0] \$686 ;
   reg \$687 ;
   reg \$688 ;
   reg \$689 ;
@@ -6788,57 +6777,74 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg [154:0] \$703 ;
+  reg \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
   reg \$707 ;
-  reg \$708 ;
+  reg [154:0] \$708 ;
   reg \$709 ;
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg [178:0] \$712 ;
-  reg [58:0] \$713 ;
+  reg \$712 ;
+  reg \$713 ;
   reg \$714 ;
-  reg [38:0] \$715 ;
-  reg [38:0] \$716 ;
-  reg [4:0] \$717 ;
-  reg [3:0] \$718 ;
-  reg [5:0] \$719 ;
+  reg \$715 ;
+  reg \$716 ;
+  reg [178:0] \$717 ;
+  reg [58:0] \$718 ;
+  reg \$719 ;
   wire \$72 ;
-  reg [6:0] \$720 ;
-  reg [6:0] \$721 ;
-  reg [1:0] \$722 ;
+  reg [38:0] \$720 ;
+  reg [38:0] \$721 ;
+  reg [4:0] \$722 ;
   reg [3:0] \$723 ;
   reg [5:0] \$724 ;
   reg [6:0] \$725 ;
   reg [6:0] \$726 ;
   reg [1:0] \$727 ;
-  reg [29:0] \$728 ;
-  reg [78:0] \$729 ;
+  reg [5:0] \$728 ;
+  reg [6:0] \$729 ;
   wire \$73 ;
-  reg [75:0] \$730 ;
-  reg \$731 ;
-  reg [31:0] \$732 ;
-  reg [31:0] \$733 ;
-  reg [31:0] \$734 ;
-  reg [31:0] \$735 ;
-  reg [31:0] \$736 ;
-  reg [31:0] \$737 ;
-  reg [31:0] \$738 ;
-  reg [31:0] \$739 ;
+  reg [6:0] \$730 ;
+  reg [1:0] \$731 ;
+  reg [3:0] \$732 ;
+  reg [3:0] \$733 ;
+  reg [5:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
+  reg [6:0] \$737 ;
+  reg [6:0] \$738 ;
+  reg [6:0] \$739 ;
   wire \$74 ;
-  reg [31:0] \$740 ;
-  reg [31:0] \$741 ;
-  reg [31:0] \$742 ;
-  reg [31:0] \$743 ;
-  reg \$744 ;
-  reg [3:0] \$745 ;
-  reg \$746 ;
-  reg [31:0] \$747 ;
+  reg [1:0] \$740 ;
+  reg [1:0] \$741 ;
+  reg [23:0] \$742 ;
+  reg [29:0] \$743 ;
+  reg [71:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [68:0] \$746 ;
+  reg [75:0] \$747 ;
+  reg \$748 ;
+  reg [31:0] \$749 ;
   wire \$75 ;
+  reg [31:0] \$750 ;
+  reg [31:0] \$751 ;
+  reg [31:0] \$752 ;
+  reg [31:0] \$753 ;
+  reg [31:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg [31:0] \$756 ;
+  reg [31:0] \$757 ;
+  reg [31:0] \$758 ;
+  reg [31:0] \$759 ;
   wire \$76 ;
+  reg [31:0] \$760 ;
+  reg \$761 ;
+  reg [3:0] \$762 ;
+  reg \$763 ;
+  reg [31:0] \$764 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -6864,22 +6870,22 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$161 ;
-  wire [68:0] \addrmap_capture$161 ;
-  wire [47:0] addrmap_capture$161__addr ;
-  wire [4:0] addrmap_capture$161__device ;
-  wire [15:0] addrmap_capture$161__tile ;
+  input [68:0] addrmap_capture;
+  wire [68:0] addrmap_capture;
+  reg [75:0] \addrmap_capture$168  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$168__addr ;
+  wire [4:0] addrmap_capture$168__device ;
+  wire [6:0] addrmap_capture$168__events ;
+  wire addrmap_capture$168__events__bad_region ;
+  wire addrmap_capture$168__events__overlap ;
+  wire addrmap_capture$168__events__rx_crosses ;
+  wire addrmap_capture$168__events__rx_misrouted ;
+  wire addrmap_capture$168__events__rx_remote ;
+  wire addrmap_capture$168__events__rx_unmapped ;
+  wire addrmap_capture$168__events__store_crosses ;
+  wire [15:0] addrmap_capture$168__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
-  wire [6:0] addrmap_capture__events ;
-  wire addrmap_capture__events__bad_region ;
-  wire addrmap_capture__events__overlap ;
-  wire addrmap_capture__events__rx_crosses ;
-  wire addrmap_capture__events__rx_misrouted ;
-  wire addrmap_capture__events__rx_remote ;
-  wire addrmap_capture__events__rx_unmapped ;
-  wire addrmap_capture__events__store_crosses ;
   wire [15:0] addrmap_capture__tile ;
   wire [6:0] addrmap_clear;
   wire addrmap_clear__bad_region ;
@@ -6898,7 +6904,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire addrmap_errors__rx_remote ;
   wire addrmap_errors__rx_unmapped ;
   wire addrmap_errors__store_crosses ;
-  reg [6:0] addrmap_errors_clear;
+  reg [6:0] addrmap_errors_clear = 7'h00;
+  reg [6:0] addrmap_events = 7'h00;
+  wire addrmap_events__bad_region ;
+  wire addrmap_events__overlap ;
+  wire addrmap_events__rx_crosses ;
+  wire addrmap_events__rx_misrouted ;
+  wire addrmap_events__rx_remote ;
+  wire addrmap_events__rx_unmapped ;
+  wire addrmap_events__store_crosses ;
+  reg [68:0] addrmap_given = 69'h000000000000000000;
+  wire [47:0] addrmap_given__addr ;
+  wire [4:0] addrmap_given__device ;
+  wire [15:0] addrmap_given__tile ;
   reg [6:0] addrmap_irq_enable = 7'h00;
   wire addrmap_irq_enable__bad_region ;
   wire addrmap_irq_enable__overlap ;
@@ -6933,7 +6951,10 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [1:0] arbiter_errors;
   wire arbiter_errors__bad_config ;
   wire arbiter_errors__bad_response ;
-  reg [1:0] arbiter_errors_clear;
+  reg [1:0] arbiter_errors_clear = 2'h0;
+  reg [1:0] arbiter_events = 2'h0;
+  wire arbiter_events__bad_config ;
+  wire arbiter_events__bad_response ;
   reg [1:0] arbiter_irq_enable = 2'h0;
   wire arbiter_irq_enable__bad_config ;
   wire arbiter_irq_enable__bad_response ;
@@ -6987,7 +7008,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire bus__w_stb;
   input clk;
   wire clk;
-  reg [3:0] csr_errors_clear;
+  reg [3:0] csr_errors_clear = 4'h0;
   reg [3:0] csr_irq_enable = 4'h0;
   wire csr_irq_enable__bad_command ;
   wire csr_irq_enable__busy ;
@@ -7017,25 +7038,25 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$193 ;
+  wire [4:0] \device_id$200 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
-  reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$159 ;
-  wire [71:0] \dma_capture$159 ;
-  wire [47:0] dma_capture$159__addr ;
-  wire [7:0] dma_capture$159__index ;
-  wire [15:0] dma_capture$159__tile ;
+  input [71:0] dma_capture;
+  wire [71:0] dma_capture;
+  reg [78:0] \dma_capture$165  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$165__addr ;
+  wire [6:0] dma_capture$165__events ;
+  wire dma_capture$165__events__bad_descriptor ;
+  wire dma_capture$165__events__bad_pitch ;
+  wire dma_capture$165__events__bad_program ;
+  wire dma_capture$165__events__bad_range ;
+  wire dma_capture$165__events__bad_response ;
+  wire dma_capture$165__events__desc_busy ;
+  wire dma_capture$165__events__read_error ;
+  wire [7:0] dma_capture$165__index ;
+  wire [15:0] dma_capture$165__tile ;
   wire [47:0] dma_capture__addr ;
-  wire [6:0] dma_capture__events ;
-  wire dma_capture__events__bad_descriptor ;
-  wire dma_capture__events__bad_pitch ;
-  wire dma_capture__events__bad_program ;
-  wire dma_capture__events__bad_range ;
-  wire dma_capture__events__bad_response ;
-  wire dma_capture__events__desc_busy ;
-  wire dma_capture__events__read_error ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
   wire [6:0] dma_clear;
@@ -7055,7 +7076,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire dma_errors__bad_response ;
   wire dma_errors__desc_busy ;
   wire dma_errors__read_error ;
-  reg [6:0] dma_errors_clear;
+  reg [6:0] dma_errors_clear = 7'h00;
+  reg [6:0] dma_events = 7'h00;
+  wire dma_events__bad_descriptor ;
+  wire dma_events__bad_pitch ;
+  wire dma_events__bad_program ;
+  wire dma_events__bad_range ;
+  wire dma_events__bad_response ;
+  wire dma_events__desc_busy ;
+  wire dma_events__read_error ;
+  reg [71:0] dma_given = 72'h000000000000000000;
+  wire [47:0] dma_given__addr ;
+  wire [7:0] dma_given__index ;
+  wire [15:0] dma_given__tile ;
   input dma_idle;
   wire dma_idle;
   reg [6:0] dma_irq_enable = 7'h00;
@@ -7176,7 +7209,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$192 ;
+  wire [7:0] \rp__addr$199 ;
   wire [151:0] rp__data;
   wire [170:0] \rp__data$123 ;
   wire [4:0] rp__data$123__device ;
@@ -7320,19 +7353,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire track_result__valid ;
   input tracker_busy;
   wire tracker_busy;
-  reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$157 ;
-  wire [23:0] \tracker_capture$157 ;
-  wire [7:0] tracker_capture$157__cmd ;
-  wire [15:0] tracker_capture$157__tile ;
+  input [23:0] tracker_capture;
+  wire [23:0] tracker_capture;
+  reg [29:0] \tracker_capture$162  = 30'h00000000;
+  wire [7:0] tracker_capture$162__cmd ;
+  wire [5:0] tracker_capture$162__events ;
+  wire tracker_capture$162__events__bad_op ;
+  wire tracker_capture$162__events__bad_threshold ;
+  wire tracker_capture$162__events__overcount ;
+  wire tracker_capture$162__events__overflow ;
+  wire tracker_capture$162__events__reprogram ;
+  wire tracker_capture$162__events__unprogrammed ;
+  wire [15:0] tracker_capture$162__tile ;
   wire [7:0] tracker_capture__cmd ;
-  wire [5:0] tracker_capture__events ;
-  wire tracker_capture__events__bad_op ;
-  wire tracker_capture__events__bad_threshold ;
-  wire tracker_capture__events__overcount ;
-  wire tracker_capture__events__overflow ;
-  wire tracker_capture__events__reprogram ;
-  wire tracker_capture__events__unprogrammed ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
   wire tracker_clear__bad_op ;
@@ -7349,7 +7382,17 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_errors__overflow ;
   wire tracker_errors__reprogram ;
   wire tracker_errors__unprogrammed ;
-  reg [5:0] tracker_errors_clear;
+  reg [5:0] tracker_errors_clear = 6'h00;
+  reg [5:0] tracker_events = 6'h00;
+  wire tracker_events__bad_op ;
+  wire tracker_events__bad_threshold ;
+  wire tracker_events__overcount ;
+  wire tracker_events__overflow ;
+  wire tracker_events__reprogram ;
+  wire tracker_events__unprogrammed ;
+  reg [23:0] tracker_given = 24'h000000;
+  wire [7:0] tracker_given__cmd ;
+  wire [15:0] tracker_given__tile ;
   reg [5:0] tracker_irq_enable = 6'h00;
   wire tracker_irq_enable__bad_op ;
   wire tracker_irq_enable__bad_threshold ;
@@ -7411,21 +7454,21 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$189 ;
+  reg [7:0] \wp__addr$196 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$190 ;
-  wire [4:0] wp__data$190__device ;
-  wire [47:0] wp__data$190__dst ;
+  reg [170:0] \wp__data$197 ;
+  wire [4:0] wp__data$197__device ;
+  wire [47:0] wp__data$197__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$190__op ;
-  wire [23:0] wp__data$190__pitch ;
-  wire [15:0] wp__data$190__row_bytes ;
-  wire [11:0] wp__data$190__rows ;
-  wire [47:0] wp__data$190__src ;
-  wire [15:0] wp__data$190__tile ;
-  wire wp__data$190__valid ;
+  wire wp__data$197__op ;
+  wire [23:0] wp__data$197__pitch ;
+  wire [15:0] wp__data$197__row_bytes ;
+  wire [11:0] wp__data$197__rows ;
+  wire [47:0] wp__data$197__src ;
+  wire [15:0] wp__data$197__tile ;
+  wire wp__data$197__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7437,7 +7480,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$191 ;
+  reg \wp__en$198 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -7699,8 +7742,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$191 )
-      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
+    if (\wp__en$198 )
+      desc_table[\wp__addr$196 ] <= \wp__data$197 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
@@ -7728,613 +7771,659 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$255  = req_addr[3] ? \$253  : \$254 ;
-  assign \$256  = req_addr[4] ? \$252  : \$255 ;
-  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
-  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
-  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
-  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$263  = req_addr[3] ? \$261  : \$262 ;
-  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? \$263  : \$266 ;
-  assign \$268  = req_addr[5] ? \$260  : \$267 ;
-  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
-  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$274  = req_addr[3] ? \$272  : \$273 ;
-  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$277  = req_addr[3] ? \$275  : \$276 ;
-  assign \$278  = req_addr[4] ? \$274  : \$277 ;
-  assign \$279  = req_addr[5] ? \$271  : \$278 ;
-  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$282  = req_addr[3] ? \$280  : \$281 ;
-  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
-  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
-  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
-  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
-  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$290  = req_addr[3] ? \$288  : \$289 ;
-  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$293  = req_addr[3] ? \$291  : \$292 ;
-  assign \$294  = req_addr[4] ? \$290  : \$293 ;
-  assign \$295  = req_addr[5] ? \$287  : \$294 ;
-  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
-  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$236  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$237  = req_addr[3] ? \$235  : \$236 ;
+  assign \$238  = req_addr[4] ? \$234  : \$237 ;
+  assign \$239  = req_addr[5] ? 32'd0 : \$238 ;
+  assign \$240  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$241  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$242  = req_addr[3] ? \$240  : \$241 ;
+  assign \$243  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$244  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$245  = req_addr[3] ? \$243  : \$244 ;
+  assign \$246  = req_addr[4] ? \$242  : \$245 ;
+  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
+  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$249  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$250  = req_addr[3] ? \$248  : \$249 ;
+  assign \$251  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$252  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$253  = req_addr[3] ? \$251  : \$252 ;
+  assign \$254  = req_addr[4] ? \$250  : \$253 ;
+  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
+  assign \$256  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$257  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$258  = req_addr[3] ? \$256  : \$257 ;
+  assign \$259  = req_addr[4] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[5] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$262  = req_addr[3] ? 32'd0 : \$261 ;
+  assign \$263  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$264  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$265  = req_addr[3] ? \$263  : \$264 ;
+  assign \$266  = req_addr[4] ? \$262  : \$265 ;
+  assign \$267  = req_addr[5] ? 32'd0 : \$266 ;
+  assign \$268  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$269  = req_addr[3] ? 32'd0 : \$268 ;
+  assign \$270  = req_addr[4] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$272  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$273  = req_addr[3] ? \$271  : \$272 ;
+  assign \$274  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$275  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[4] ? \$273  : \$276 ;
+  assign \$278  = req_addr[5] ? \$270  : \$277 ;
+  assign \$279  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$280  = req_addr[3] ? 32'd0 : \$279 ;
+  assign \$281  = req_addr[4] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$283  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$286  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? \$281  : \$288 ;
+  assign \$290  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$291  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[4] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$299  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
   assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? \$297  : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$305  = req_addr[3] ? \$303  : \$304 ;
-  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[4] ? \$305  : \$308 ;
-  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
-  assign \$311  = | req_addr[1:0];
-  assign \$312  = read_section[0] ? 32'd0 : read_part14;
-  assign \$313  = read_section[0] ? read_part13 : 32'd0;
-  assign \$314  = read_section[1] ? \$312  : \$313 ;
-  assign \$315  = read_section[0] ? read_part11 : read_part10;
-  assign \$316  = read_section[0] ? 32'd0 : read_part8;
-  assign \$317  = read_section[1] ? \$315  : \$316 ;
-  assign \$318  = read_section[2] ? \$314  : \$317 ;
-  assign \$319  = read_section[0] ? 32'd0 : read_part6;
-  assign \$320  = read_section[0] ? read_part5 : read_part4;
-  assign \$321  = read_section[1] ? \$319  : \$320 ;
-  assign \$322  = read_section[0] ? read_part3 : read_part2;
-  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$301  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$302  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$303  = req_addr[3] ? \$301  : \$302 ;
+  assign \$304  = req_addr[4] ? \$300  : \$303 ;
+  assign \$305  = req_addr[5] ? \$297  : \$304 ;
+  assign \$306  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$307  = req_addr[3] ? 32'd0 : \$306 ;
+  assign \$308  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$309  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? 32'd0 : \$311 ;
+  assign \$313  = req_addr[2] ? { 4'h0, \addrmap_capture$168 [75:48] } : { 16'h0000, \addrmap_capture$168 [47:32] };
+  assign \$314  = req_addr[2] ? \addrmap_capture$168 [31:0] : { 25'h0000000, \dma_capture$165 [78:72] };
+  assign \$315  = req_addr[3] ? \$313  : \$314 ;
+  assign \$316  = req_addr[2] ? { 16'h0000, \dma_capture$165 [71:56] } : \dma_capture$165 [55:24];
+  assign \$317  = req_addr[2] ? { 8'h00, \dma_capture$165 [23:0] } : { 2'h0, \tracker_capture$162  };
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[4] ? \$315  : \$318 ;
+  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
+  assign \$321  = | req_addr[1:0];
+  assign \$322  = read_section[0] ? 32'd0 : read_part14;
+  assign \$323  = read_section[0] ? read_part13 : 32'd0;
   assign \$324  = read_section[1] ? \$322  : \$323 ;
-  assign \$325  = read_section[2] ? \$321  : \$324 ;
-  assign \$326  = read_section[3] ? \$318  : \$325 ;
-  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
-  assign \$328  = req_r_stb | req_w_stb;
-  assign \$329  = ~ mapped;
-  assign \$330  = \$328  & \$329 ;
-  assign \$331  = req_w_stb & sel_id;
-  assign \$332  = req_w_stb & sel_config;
-  assign \$333  = req_w_stb & sel_status;
-  assign \$334  = req_w_stb & sel_track_result_op;
-  assign \$335  = req_w_stb & sel_track_result_threshold;
-  assign \$336  = req_w_stb & sel_tracker_writes_compute;
-  assign \$337  = req_w_stb & sel_tracker_writes_dma;
-  assign \$338  = req_w_stb & sel_tracker_writes_remote;
-  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$340  = req_w_stb & sel_tracker_triggers;
-  assign \$341  = req_w_stb & sel_tracker_dropped;
-  assign \$342  = req_w_stb & sel_dma_triggers;
-  assign \$343  = req_w_stb & sel_dma_rejected;
-  assign \$344  = req_w_stb & sel_dma_reads;
-  assign \$345  = req_w_stb & sel_dma_packets;
-  assign \$346  = req_w_stb & sel_dma_bad_program;
-  assign \$347  = req_w_stb & sel_dma_bad_range;
-  assign \$348  = req_w_stb & sel_dma_bad_pitch;
-  assign \$349  = req_w_stb & sel_dma_desc_busy;
-  assign \$350  = req_w_stb & sel_dma_aborted;
-  assign \$351  = req_w_stb & sel_addrmap_local;
-  assign \$352  = req_w_stb & sel_addrmap_tracked;
-  assign \$353  = req_w_stb & sel_addrmap_remote;
-  assign \$354  = req_w_stb & sel_addrmap_unmapped;
-  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$360  = req_w_stb & sel_arb_status;
-  assign \$361  = req_w_stb & sel_arbiter_grants_load;
-  assign \$362  = req_w_stb & sel_arbiter_grants_store;
-  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$369  = req_w_stb & sel_arbiter_starved;
-  assign \$370  = req_w_stb & sel_tracker_capture;
-  assign \$371  = req_w_stb & sel_dma_capture_index;
-  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$374  = req_w_stb & sel_dma_capture_events;
-  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$377  = req_w_stb & sel_addrmap_capture_device;
-  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
-  assign \$379  = sweep_at < 4'h8;
-  assign \$380  = | addrmap_errors[1:0];
-  assign \$381  = ~ \$380 ;
-  assign \$382  = region_verdict & \$381 ;
-  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$384  = ~ \$383 ;
-  assign \$385  = desc_verdict & \$384 ;
-  assign \$386  = req_w_stb & sel_region_index;
-  assign \$387  = region_program__valid | region_judging;
-  assign \$388  = region_fetch | region_load;
-  assign \$389  = \$387  | \$388 ;
-  assign \$391  = \$386  & \$390 ;
-  assign \$392  = req_w_stb & sel_region_index;
-  assign \$393  = req_r_stb & sel_region_index;
-  assign \$394  = region_fetch | region_load;
-  assign \$395  = \$393  & \$394 ;
-  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$325  = read_section[0] ? read_part11 : read_part10;
+  assign \$326  = read_section[0] ? 32'd0 : read_part8;
+  assign \$327  = read_section[1] ? \$325  : \$326 ;
+  assign \$328  = read_section[2] ? \$324  : \$327 ;
+  assign \$329  = read_section[0] ? 32'd0 : read_part6;
+  assign \$330  = read_section[0] ? read_part5 : read_part4;
+  assign \$331  = read_section[1] ? \$329  : \$330 ;
+  assign \$332  = read_section[0] ? read_part3 : read_part2;
+  assign \$333  = read_section[0] ? read_part1 : read_part0;
+  assign \$334  = read_section[1] ? \$332  : \$333 ;
+  assign \$335  = read_section[2] ? \$331  : \$334 ;
+  assign \$336  = read_section[3] ? \$328  : \$335 ;
+  assign \$337  = read_unaligned ? 32'd0 : \$336 ;
+  assign \$338  = req_r_stb | req_w_stb;
+  assign \$339  = ~ mapped;
+  assign \$340  = \$338  & \$339 ;
+  assign \$341  = req_w_stb & sel_id;
+  assign \$342  = req_w_stb & sel_config;
+  assign \$343  = req_w_stb & sel_status;
+  assign \$344  = req_w_stb & sel_track_result_op;
+  assign \$345  = req_w_stb & sel_track_result_threshold;
+  assign \$346  = req_w_stb & sel_tracker_writes_compute;
+  assign \$347  = req_w_stb & sel_tracker_writes_dma;
+  assign \$348  = req_w_stb & sel_tracker_writes_remote;
+  assign \$349  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$350  = req_w_stb & sel_tracker_triggers;
+  assign \$351  = req_w_stb & sel_tracker_dropped;
+  assign \$352  = req_w_stb & sel_dma_triggers;
+  assign \$353  = req_w_stb & sel_dma_rejected;
+  assign \$354  = req_w_stb & sel_dma_reads;
+  assign \$355  = req_w_stb & sel_dma_packets;
+  assign \$356  = req_w_stb & sel_dma_bad_program;
+  assign \$357  = req_w_stb & sel_dma_bad_range;
+  assign \$358  = req_w_stb & sel_dma_bad_pitch;
+  assign \$359  = req_w_stb & sel_dma_desc_busy;
+  assign \$360  = req_w_stb & sel_dma_aborted;
+  assign \$361  = req_w_stb & sel_addrmap_local;
+  assign \$362  = req_w_stb & sel_addrmap_tracked;
+  assign \$363  = req_w_stb & sel_addrmap_remote;
+  assign \$364  = req_w_stb & sel_addrmap_unmapped;
+  assign \$365  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$366  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$367  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$368  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$369  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$370  = req_w_stb & sel_arb_status;
+  assign \$371  = req_w_stb & sel_arbiter_grants_load;
+  assign \$372  = req_w_stb & sel_arbiter_grants_store;
+  assign \$373  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$374  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$375  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$376  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$377  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$378  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$379  = req_w_stb & sel_arbiter_starved;
+  assign \$380  = req_w_stb & sel_tracker_capture;
+  assign \$381  = req_w_stb & sel_dma_capture_index;
+  assign \$382  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$383  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$384  = req_w_stb & sel_dma_capture_events;
+  assign \$385  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$386  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$387  = req_w_stb & sel_addrmap_capture_device;
+  assign \$388  = | { \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341  };
+  assign \$389  = sweep_at < 4'h8;
+  assign \$390  = | addrmap_errors[1:0];
+  assign \$391  = ~ \$390 ;
+  assign \$392  = region_verdict & \$391 ;
+  assign \$393  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$394  = ~ \$393 ;
+  assign \$395  = desc_verdict & \$394 ;
+  assign \$396  = req_w_stb & sel_region_index;
   assign \$397  = region_program__valid | region_judging;
   assign \$398  = region_fetch | region_load;
   assign \$399  = \$397  | \$398 ;
   assign \$401  = \$396  & \$400 ;
-  assign \$402  = req_w_stb & sel_region_base_lo;
-  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$402  = req_w_stb & sel_region_index;
+  assign \$403  = req_r_stb & sel_region_index;
   assign \$404  = region_fetch | region_load;
   assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$406  = req_w_stb & sel_region_base_lo;
   assign \$407  = region_program__valid | region_judging;
   assign \$408  = region_fetch | region_load;
   assign \$409  = \$407  | \$408 ;
   assign \$411  = \$406  & \$410 ;
-  assign \$412  = req_w_stb & sel_region_base_hi;
-  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$412  = req_w_stb & sel_region_base_lo;
+  assign \$413  = req_r_stb & sel_region_base_lo;
   assign \$414  = region_fetch | region_load;
   assign \$415  = \$413  & \$414 ;
-  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$416  = req_w_stb & sel_region_base_hi;
   assign \$417  = region_program__valid | region_judging;
   assign \$418  = region_fetch | region_load;
   assign \$419  = \$417  | \$418 ;
   assign \$421  = \$416  & \$420 ;
-  assign \$422  = req_w_stb & sel_region_size_lo;
-  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$422  = req_w_stb & sel_region_base_hi;
+  assign \$423  = req_r_stb & sel_region_base_hi;
   assign \$424  = region_fetch | region_load;
   assign \$425  = \$423  & \$424 ;
-  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$426  = req_w_stb & sel_region_size_lo;
   assign \$427  = region_program__valid | region_judging;
   assign \$428  = region_fetch | region_load;
   assign \$429  = \$427  | \$428 ;
   assign \$431  = \$426  & \$430 ;
-  assign \$432  = req_w_stb & sel_region_size_hi;
-  assign \$433  = req_r_stb & sel_region_size_hi;
+  assign \$432  = req_w_stb & sel_region_size_lo;
+  assign \$433  = req_r_stb & sel_region_size_lo;
   assign \$434  = region_fetch | region_load;
   assign \$435  = \$433  & \$434 ;
-  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$436  = req_w_stb & sel_region_size_hi;
   assign \$437  = region_program__valid | region_judging;
   assign \$438  = region_fetch | region_load;
   assign \$439  = \$437  | \$438 ;
   assign \$441  = \$436  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_remote_base_lo;
-  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$442  = req_w_stb & sel_region_size_hi;
+  assign \$443  = req_r_stb & sel_region_size_hi;
   assign \$444  = region_fetch | region_load;
   assign \$445  = \$443  & \$444 ;
-  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$446  = req_w_stb & sel_region_remote_base_lo;
   assign \$447  = region_program__valid | region_judging;
   assign \$448  = region_fetch | region_load;
   assign \$449  = \$447  | \$448 ;
   assign \$451  = \$446  & \$450 ;
-  assign \$452  = req_w_stb & sel_region_remote_base_hi;
-  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$452  = req_w_stb & sel_region_remote_base_lo;
+  assign \$453  = req_r_stb & sel_region_remote_base_lo;
   assign \$454  = region_fetch | region_load;
   assign \$455  = \$453  & \$454 ;
-  assign \$456  = req_w_stb & sel_desc_index;
-  assign \$457  = dma_program__valid | desc_judging;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$456  = req_w_stb & sel_region_remote_base_hi;
+  assign \$457  = region_program__valid | region_judging;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$456  & \$460 ;
-  assign \$462  = req_w_stb & sel_desc_index;
-  assign \$463  = req_r_stb & sel_desc_index;
-  assign \$464  = desc_fetch | desc_load;
+  assign \$462  = req_w_stb & sel_region_remote_base_hi;
+  assign \$463  = req_r_stb & sel_region_remote_base_hi;
+  assign \$464  = region_fetch | region_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$466  = req_w_stb & sel_desc_index;
   assign \$467  = dma_program__valid | desc_judging;
   assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
   assign \$471  = \$466  & \$470 ;
-  assign \$472  = req_w_stb & sel_desc_rows;
-  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$472  = req_w_stb & sel_desc_index;
+  assign \$473  = req_r_stb & sel_desc_index;
   assign \$474  = desc_fetch | desc_load;
   assign \$475  = \$473  & \$474 ;
-  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$476  = req_w_stb & sel_desc_rows;
   assign \$477  = dma_program__valid | desc_judging;
   assign \$478  = desc_fetch | desc_load;
   assign \$479  = \$477  | \$478 ;
   assign \$481  = \$476  & \$480 ;
-  assign \$482  = req_w_stb & sel_desc_pitch;
-  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$482  = req_w_stb & sel_desc_rows;
+  assign \$483  = req_r_stb & sel_desc_rows;
   assign \$484  = desc_fetch | desc_load;
   assign \$485  = \$483  & \$484 ;
-  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$486  = req_w_stb & sel_desc_pitch;
   assign \$487  = dma_program__valid | desc_judging;
   assign \$488  = desc_fetch | desc_load;
   assign \$489  = \$487  | \$488 ;
   assign \$491  = \$486  & \$490 ;
-  assign \$492  = req_w_stb & sel_desc_src_lo;
-  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$492  = req_w_stb & sel_desc_pitch;
+  assign \$493  = req_r_stb & sel_desc_pitch;
   assign \$494  = desc_fetch | desc_load;
   assign \$495  = \$493  & \$494 ;
-  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$496  = req_w_stb & sel_desc_src_lo;
   assign \$497  = dma_program__valid | desc_judging;
   assign \$498  = desc_fetch | desc_load;
   assign \$499  = \$497  | \$498 ;
   assign \$501  = \$496  & \$500 ;
-  assign \$502  = req_w_stb & sel_desc_src_hi;
-  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$502  = req_w_stb & sel_desc_src_lo;
+  assign \$503  = req_r_stb & sel_desc_src_lo;
   assign \$504  = desc_fetch | desc_load;
   assign \$505  = \$503  & \$504 ;
-  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$506  = req_w_stb & sel_desc_src_hi;
   assign \$507  = dma_program__valid | desc_judging;
   assign \$508  = desc_fetch | desc_load;
   assign \$509  = \$507  | \$508 ;
   assign \$511  = \$506  & \$510 ;
-  assign \$512  = req_w_stb & sel_desc_dst_lo;
-  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$512  = req_w_stb & sel_desc_src_hi;
+  assign \$513  = req_r_stb & sel_desc_src_hi;
   assign \$514  = desc_fetch | desc_load;
   assign \$515  = \$513  & \$514 ;
-  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$516  = req_w_stb & sel_desc_dst_lo;
   assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
   assign \$521  = \$516  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_dst_hi;
-  assign \$523  = req_r_stb & sel_desc_dst_hi;
+  assign \$522  = req_w_stb & sel_desc_dst_lo;
+  assign \$523  = req_r_stb & sel_desc_dst_lo;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_track_op;
-  assign \$529  = \$528  | track_answer;
-  assign \$530  = \$526  & \$529 ;
-  assign \$531  = req_w_stb & sel_track_op;
-  assign \$532  = req_w_stb & sel_track_cmd;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$532  & \$535 ;
-  assign \$537  = req_w_stb & sel_track_cmd;
-  assign \$538  = req_w_stb & sel_arb_policy;
-  assign \$542  = \$538  & \$541 ;
-  assign \$543  = req_w_stb & sel_arb_policy;
-  assign \$544  = req_w_stb & sel_arb_starvation_limit;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_arb_starvation_limit;
-  assign \$550  = req_w_stb & sel_command;
-  assign \$551  = region_program__valid | region_judging;
-  assign \$552  = region_fetch | region_load;
-  assign \$553  = \$551  | \$552 ;
-  assign \$555  = \$554  | sweep;
-  assign \$556  = region_program__valid | region_judging;
-  assign \$557  = region_fetch | region_load;
-  assign \$558  = \$556  | \$557 ;
-  assign \$560  = \$559  | sweep;
-  assign \$561  = dma_program__valid | desc_judging;
-  assign \$562  = desc_fetch | desc_load;
+  assign \$526  = req_w_stb & sel_desc_dst_hi;
+  assign \$527  = dma_program__valid | desc_judging;
+  assign \$528  = desc_fetch | desc_load;
+  assign \$529  = \$527  | \$528 ;
+  assign \$531  = \$526  & \$530 ;
+  assign \$532  = req_w_stb & sel_desc_dst_hi;
+  assign \$533  = req_r_stb & sel_desc_dst_hi;
+  assign \$534  = desc_fetch | desc_load;
+  assign \$535  = \$533  & \$534 ;
+  assign \$536  = req_w_stb & sel_track_op;
+  assign \$539  = \$538  | track_answer;
+  assign \$540  = \$536  & \$539 ;
+  assign \$541  = req_w_stb & sel_track_op;
+  assign \$542  = req_w_stb & sel_track_cmd;
+  assign \$545  = \$544  | track_answer;
+  assign \$546  = \$542  & \$545 ;
+  assign \$547  = req_w_stb & sel_track_cmd;
+  assign \$548  = req_w_stb & sel_arb_policy;
+  assign \$552  = \$548  & \$551 ;
+  assign \$553  = req_w_stb & sel_arb_policy;
+  assign \$554  = req_w_stb & sel_arb_starvation_limit;
+  assign \$558  = \$554  & \$557 ;
+  assign \$559  = req_w_stb & sel_arb_starvation_limit;
+  assign \$560  = req_w_stb & sel_command;
+  assign \$561  = region_program__valid | region_judging;
+  assign \$562  = region_fetch | region_load;
   assign \$563  = \$561  | \$562 ;
-  assign \$565  = sweep | dma_busy;
-  assign \$566  = \$564  | \$565 ;
-  assign \$567  = dma_program__valid | desc_judging;
-  assign \$568  = desc_fetch | desc_load;
-  assign \$569  = \$567  | \$568 ;
-  assign \$571  = \$570  | sweep;
-  assign \$574  = \$573  | track_answer;
-  assign \$575  = \$574  | tracker_busy;
-  assign \$580  = req_w_stb & sel_csr_errors;
-  assign \$581  = req_w_stb & sel_tracker_errors;
-  assign \$582  = req_w_stb & sel_dma_errors;
-  assign \$583  = req_w_stb & sel_addrmap_errors;
-  assign \$584  = req_w_stb & sel_arbiter_errors;
-  assign \$585  = region_program__valid | region_judging;
-  assign \$586  = region_fetch | region_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = dma_program__valid | desc_judging;
-  assign \$590  = desc_fetch | desc_load;
-  assign \$591  = \$589  | \$590 ;
-  assign \$595  = \$594  | track_answer;
+  assign \$565  = \$564  | sweep;
+  assign \$566  = region_program__valid | region_judging;
+  assign \$567  = region_fetch | region_load;
+  assign \$568  = \$566  | \$567 ;
+  assign \$570  = \$569  | sweep;
+  assign \$571  = dma_program__valid | desc_judging;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  | \$572 ;
+  assign \$575  = sweep | dma_busy;
+  assign \$576  = \$574  | \$575 ;
+  assign \$577  = dma_program__valid | desc_judging;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$580  | sweep;
+  assign \$584  = \$583  | track_answer;
+  assign \$585  = \$584  | tracker_busy;
+  assign \$590  = region_program__valid | region_judging;
+  assign \$591  = region_fetch | region_load;
+  assign \$592  = \$590  | \$591 ;
+  assign \$594  = dma_program__valid | desc_judging;
+  assign \$595  = desc_fetch | desc_load;
+  assign \$596  = \$594  | \$595 ;
+  assign \$600  = \$599  | track_answer;
   always @(posedge clk)
-    req_addr <= \$599 ;
+    req_addr <= \$604 ;
   always @(posedge clk)
-    req_w_data <= \$600 ;
+    req_w_data <= \$605 ;
   always @(posedge clk)
-    req_w_stb <= \$601 ;
+    req_w_stb <= \$606 ;
   always @(posedge clk)
-    req_r_stb <= \$602 ;
+    req_r_stb <= \$607 ;
   always @(posedge clk)
-    sel_id <= \$603 ;
+    sel_id <= \$608 ;
   always @(posedge clk)
-    sel_config <= \$604 ;
+    sel_config <= \$609 ;
   always @(posedge clk)
-    sel_status <= \$605 ;
+    sel_status <= \$610 ;
   always @(posedge clk)
-    sel_command <= \$606 ;
+    sel_command <= \$611 ;
   always @(posedge clk)
-    sel_device_id <= \$607 ;
+    sel_device_id <= \$612 ;
   always @(posedge clk)
-    sel_csr_errors <= \$608 ;
+    sel_csr_errors <= \$613 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$609 ;
+    sel_tracker_errors <= \$614 ;
   always @(posedge clk)
-    sel_dma_errors <= \$610 ;
+    sel_dma_errors <= \$615 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$611 ;
+    sel_addrmap_errors <= \$616 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$612 ;
+    sel_arbiter_errors <= \$617 ;
   always @(posedge clk)
-    sel_region_index <= \$613 ;
+    sel_region_index <= \$618 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$614 ;
+    sel_region_base_lo <= \$619 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$615 ;
+    sel_region_base_hi <= \$620 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$616 ;
+    sel_region_size_lo <= \$621 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$617 ;
+    sel_region_size_hi <= \$622 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$618 ;
+    sel_region_remote_base_lo <= \$623 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$619 ;
+    sel_region_remote_base_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_index <= \$620 ;
+    sel_desc_index <= \$625 ;
   always @(posedge clk)
-    sel_desc_rows <= \$621 ;
+    sel_desc_rows <= \$626 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$622 ;
+    sel_desc_pitch <= \$627 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$623 ;
+    sel_desc_src_lo <= \$628 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$624 ;
+    sel_desc_src_hi <= \$629 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$625 ;
+    sel_desc_dst_lo <= \$630 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$626 ;
+    sel_desc_dst_hi <= \$631 ;
   always @(posedge clk)
-    sel_track_op <= \$627 ;
+    sel_track_op <= \$632 ;
   always @(posedge clk)
-    sel_track_cmd <= \$628 ;
+    sel_track_cmd <= \$633 ;
   always @(posedge clk)
-    sel_track_result_op <= \$629 ;
+    sel_track_result_op <= \$634 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$630 ;
+    sel_track_result_threshold <= \$635 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$631 ;
+    sel_tracker_writes_compute <= \$636 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$632 ;
+    sel_tracker_writes_dma <= \$637 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$633 ;
+    sel_tracker_writes_remote <= \$638 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$634 ;
+    sel_tracker_unprogrammed <= \$639 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$635 ;
+    sel_tracker_triggers <= \$640 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$636 ;
+    sel_tracker_dropped <= \$641 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$637 ;
+    sel_dma_triggers <= \$642 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$638 ;
+    sel_dma_rejected <= \$643 ;
   always @(posedge clk)
-    sel_dma_reads <= \$639 ;
+    sel_dma_reads <= \$644 ;
   always @(posedge clk)
-    sel_dma_packets <= \$640 ;
+    sel_dma_packets <= \$645 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$641 ;
+    sel_dma_bad_program <= \$646 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$642 ;
+    sel_dma_bad_range <= \$647 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$643 ;
+    sel_dma_bad_pitch <= \$648 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$644 ;
+    sel_dma_desc_busy <= \$649 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$645 ;
+    sel_dma_aborted <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$646 ;
+    sel_addrmap_local <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$647 ;
+    sel_addrmap_tracked <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$648 ;
+    sel_addrmap_remote <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$649 ;
+    sel_addrmap_unmapped <= \$654 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$650 ;
+    sel_addrmap_store_crosses <= \$655 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$651 ;
+    sel_addrmap_rx_misrouted <= \$656 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$652 ;
+    sel_addrmap_rx_remote <= \$657 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$653 ;
+    sel_addrmap_rx_unmapped <= \$658 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$654 ;
+    sel_addrmap_rx_crosses <= \$659 ;
   always @(posedge clk)
-    sel_arb_policy <= \$655 ;
+    sel_arb_policy <= \$660 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$656 ;
+    sel_arb_starvation_limit <= \$661 ;
   always @(posedge clk)
-    sel_arb_status <= \$657 ;
+    sel_arb_status <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$658 ;
+    sel_arbiter_grants_load <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$659 ;
+    sel_arbiter_grants_store <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$660 ;
+    sel_arbiter_grants_dma <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$661 ;
+    sel_arbiter_grants_remote <= \$666 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$662 ;
+    sel_arbiter_stalls_load <= \$667 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$663 ;
+    sel_arbiter_stalls_store <= \$668 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$664 ;
+    sel_arbiter_stalls_dma <= \$669 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$665 ;
+    sel_arbiter_stalls_remote <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$666 ;
+    sel_arbiter_starved <= \$671 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$667 ;
+    sel_csr_irq_enable <= \$672 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$668 ;
+    sel_tracker_irq_enable <= \$673 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$669 ;
+    sel_dma_irq_enable <= \$674 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$670 ;
+    sel_addrmap_irq_enable <= \$675 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$671 ;
+    sel_arbiter_irq_enable <= \$676 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$672 ;
+    sel_tracker_capture <= \$677 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$673 ;
+    sel_dma_capture_index <= \$678 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$674 ;
+    sel_dma_capture_addr_lo <= \$679 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$675 ;
+    sel_dma_capture_addr_hi <= \$680 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$676 ;
+    sel_dma_capture_events <= \$681 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$677 ;
+    sel_addrmap_capture_addr_lo <= \$682 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$678 ;
+    sel_addrmap_capture_addr_hi <= \$683 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$679 ;
+    sel_addrmap_capture_device <= \$684 ;
   always @(posedge clk)
-    mapped <= \$680 ;
+    mapped <= \$685 ;
   always @(posedge clk)
-    sweep_at <= \$681 ;
+    sweep_at <= \$686 ;
   always @(posedge clk)
-    sweep <= \$682 ;
+    sweep <= \$687 ;
   always @(posedge clk)
-    region_program__valid <= \$683 ;
+    region_program__valid <= \$688 ;
   always @(posedge clk)
-    dma_program__valid <= \$684 ;
+    dma_program__valid <= \$689 ;
   always @(posedge clk)
-    tracker_program__valid <= \$685 ;
+    tracker_program__valid <= \$690 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$686 ;
+    arbiter_program__valid <= \$691 ;
   always @(posedge clk)
-    region_waiting0 <= \$687 ;
+    region_waiting0 <= \$692 ;
   always @(posedge clk)
-    region_waiting1 <= \$688 ;
+    region_waiting1 <= \$693 ;
   always @(posedge clk)
-    region_waiting2 <= \$689 ;
+    region_waiting2 <= \$694 ;
   always @(posedge clk)
-    region_waiting3 <= \$690 ;
+    region_waiting3 <= \$695 ;
   always @(posedge clk)
-    region_waiting4 <= \$691 ;
+    region_waiting4 <= \$696 ;
   always @(posedge clk)
-    region_waiting5 <= \$692 ;
+    region_waiting5 <= \$697 ;
   always @(posedge clk)
-    region_waiting6 <= \$693 ;
+    region_waiting6 <= \$698 ;
   always @(posedge clk)
-    region_waiting7 <= \$694 ;
+    region_waiting7 <= \$699 ;
   always @(posedge clk)
-    region_waiting8 <= \$695 ;
+    region_waiting8 <= \$700 ;
   always @(posedge clk)
-    region_waiting9 <= \$696 ;
+    region_waiting9 <= \$701 ;
   always @(posedge clk)
-    region_waiting10 <= \$697 ;
+    region_waiting10 <= \$702 ;
   always @(posedge clk)
-    region_waiting11 <= \$698 ;
+    region_waiting11 <= \$703 ;
   always @(posedge clk)
-    region_verdict <= \$699 ;
+    region_verdict <= \$704 ;
   always @(posedge clk)
-    region_judging <= \$700 ;
+    region_judging <= \$705 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$701 ;
+    region_fetch <= \$706 ;
   always @(posedge clk)
-    region_load <= \$702 ;
+    region_load <= \$707 ;
   always @(posedge clk)
-    region_program__payload <= \$703 ;
+    region_program__payload <= \$708 ;
   always @(posedge clk)
-    desc_waiting0 <= \$704 ;
+    desc_waiting0 <= \$709 ;
   always @(posedge clk)
-    desc_waiting1 <= \$705 ;
+    desc_waiting1 <= \$710 ;
   always @(posedge clk)
-    desc_waiting2 <= \$706 ;
+    desc_waiting2 <= \$711 ;
   always @(posedge clk)
-    desc_waiting3 <= \$707 ;
+    desc_waiting3 <= \$712 ;
   always @(posedge clk)
-    desc_verdict <= \$708 ;
+    desc_verdict <= \$713 ;
   always @(posedge clk)
-    desc_judging <= \$709 ;
+    desc_judging <= \$714 ;
   always @(posedge clk)
     desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_fetch <= \$710 ;
+    desc_fetch <= \$715 ;
   always @(posedge clk)
-    desc_load <= \$711 ;
+    desc_load <= \$716 ;
   always @(posedge clk)
-    dma_program__payload <= \$712 ;
+    dma_program__payload <= \$717 ;
   always @(posedge clk)
-    track_result <= \$713 ;
+    track_result <= \$718 ;
   always @(posedge clk)
-    track_answer <= \$714 ;
+    track_answer <= \$719 ;
   always @(posedge clk)
-    tracker_program__payload <= \$715 ;
+    tracker_program__payload <= \$720 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$716 ;
+    arbiter_program__payload <= \$721 ;
   always @(posedge clk)
-    device_id <= \$717 ;
+    device_id <= \$722 ;
   always @(posedge clk)
-    csr_irq_enable <= \$718 ;
+    csr_irq_enable <= \$723 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$719 ;
+    tracker_irq_enable <= \$724 ;
   always @(posedge clk)
-    dma_irq_enable <= \$720 ;
+    dma_irq_enable <= \$725 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$721 ;
+    addrmap_irq_enable <= \$726 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$722 ;
+    arbiter_irq_enable <= \$727 ;
   always @(posedge clk)
-    errors <= \$723 ;
+    tracker_events <= \$728 ;
   always @(posedge clk)
-    tracker_sticky <= \$724 ;
+    dma_events <= \$729 ;
   always @(posedge clk)
-    dma_sticky <= \$725 ;
+    addrmap_events <= \$730 ;
   always @(posedge clk)
-    addrmap_sticky <= \$726 ;
+    arbiter_events <= \$731 ;
   always @(posedge clk)
-    arbiter_sticky <= \$727 ;
+    csr_errors_clear <= \$732 ;
   always @(posedge clk)
-    tracker_capture <= \$728 ;
+    errors <= \$733 ;
   always @(posedge clk)
-    dma_capture <= \$729 ;
+    tracker_errors_clear <= \$734 ;
   always @(posedge clk)
-    addrmap_capture <= \$730 ;
+    tracker_sticky <= \$735 ;
   always @(posedge clk)
-    irq <= \$731 ;
+    dma_errors_clear <= \$736 ;
   always @(posedge clk)
-    read_part0 <= \$732 ;
+    dma_sticky <= \$737 ;
   always @(posedge clk)
-    read_part1 <= \$733 ;
+    addrmap_errors_clear <= \$738 ;
   always @(posedge clk)
-    read_part2 <= \$734 ;
+    addrmap_sticky <= \$739 ;
   always @(posedge clk)
-    read_part3 <= \$735 ;
+    arbiter_errors_clear <= \$740 ;
   always @(posedge clk)
-    read_part4 <= \$736 ;
+    arbiter_sticky <= \$741 ;
   always @(posedge clk)
-    read_part5 <= \$737 ;
+    tracker_given <= \$742 ;
   always @(posedge clk)
-    read_part6 <= \$738 ;
+    \tracker_capture$162  <= \$743 ;
   always @(posedge clk)
-    read_part8 <= \$739 ;
+    dma_given <= \$744 ;
   always @(posedge clk)
-    read_part10 <= \$740 ;
+    \dma_capture$165  <= \$745 ;
   always @(posedge clk)
-    read_part11 <= \$741 ;
+    addrmap_given <= \$746 ;
   always @(posedge clk)
-    read_part13 <= \$742 ;
+    \addrmap_capture$168  <= \$747 ;
   always @(posedge clk)
-    read_part14 <= \$743 ;
+    irq <= \$748 ;
   always @(posedge clk)
-    read_pending <= \$744 ;
+    read_part0 <= \$749 ;
   always @(posedge clk)
-    read_section <= \$745 ;
+    read_part1 <= \$750 ;
   always @(posedge clk)
-    read_unaligned <= \$746 ;
+    read_part2 <= \$751 ;
   always @(posedge clk)
-    bus__r_data <= \$747 ;
+    read_part3 <= \$752 ;
+  always @(posedge clk)
+    read_part4 <= \$753 ;
+  always @(posedge clk)
+    read_part5 <= \$754 ;
+  always @(posedge clk)
+    read_part6 <= \$755 ;
+  always @(posedge clk)
+    read_part8 <= \$756 ;
+  always @(posedge clk)
+    read_part10 <= \$757 ;
+  always @(posedge clk)
+    read_part11 <= \$758 ;
+  always @(posedge clk)
+    read_part13 <= \$759 ;
+  always @(posedge clk)
+    read_part14 <= \$760 ;
+  always @(posedge clk)
+    read_pending <= \$761 ;
+  always @(posedge clk)
+    read_section <= \$762 ;
+  always @(posedge clk)
+    read_unaligned <= \$763 ;
+  always @(posedge clk)
+    bus__r_data <= \$764 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -8471,186 +8560,94 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$163  = \$162  | sweep;
   assign \$166  = \$165  | track_answer;
   assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_errors;
-  assign \$178  = ~ dma_errors_clear;
-  assign \$179  = dma_sticky & \$178 ;
-  assign \$180  = \$179  | dma_errors;
-  assign \$181  = ~ addrmap_errors_clear;
-  assign \$182  = addrmap_sticky & \$181 ;
-  assign \$183  = \$182  | addrmap_errors;
-  assign \$184  = ~ arbiter_errors_clear;
-  assign \$185  = arbiter_sticky & \$184 ;
-  assign \$186  = \$185  | arbiter_errors;
-  assign \$187  = | tracker_errors;
-  assign \$188  = ~ tracker_errors_clear;
-  assign \$189  = tracker_sticky & \$188 ;
-  assign \$190  = | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = | dma_errors;
-  assign \$194  = ~ dma_errors_clear;
-  assign \$195  = dma_sticky & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$193  & \$197 ;
-  assign \$199  = | addrmap_errors;
-  assign \$200  = ~ addrmap_errors_clear;
-  assign \$201  = addrmap_sticky & \$200 ;
-  assign \$202  = | \$201 ;
-  assign \$203  = ~ \$202 ;
-  assign \$204  = \$199  & \$203 ;
-  assign \$205  = errors & csr_irq_enable;
+  assign \$172  = bus__addr == 7'h40;
+  assign \$173  = bus__w_stb & \$172 ;
+  assign \$174  = ~ csr_errors_clear;
+  assign \$175  = errors & \$174 ;
+  assign \$176  = \$175  | set_err;
+  assign \$177  = bus__addr == 7'h44;
+  assign \$178  = bus__w_stb & \$177 ;
+  assign \$179  = ~ tracker_errors_clear;
+  assign \$180  = tracker_sticky & \$179 ;
+  assign \$181  = \$180  | tracker_events;
+  assign \$182  = bus__addr == 7'h48;
+  assign \$183  = bus__w_stb & \$182 ;
+  assign \$184  = ~ dma_errors_clear;
+  assign \$185  = dma_sticky & \$184 ;
+  assign \$186  = \$185  | dma_events;
+  assign \$187  = bus__addr == 7'h4c;
+  assign \$188  = bus__w_stb & \$187 ;
+  assign \$189  = ~ addrmap_errors_clear;
+  assign \$190  = addrmap_sticky & \$189 ;
+  assign \$191  = \$190  | addrmap_events;
+  assign \$192  = bus__addr == 7'h50;
+  assign \$193  = bus__w_stb & \$192 ;
+  assign \$194  = ~ arbiter_errors_clear;
+  assign \$195  = arbiter_sticky & \$194 ;
+  assign \$196  = \$195  | arbiter_events;
+  assign \$197  = | tracker_events;
+  assign \$198  = ~ tracker_errors_clear;
+  assign \$199  = tracker_sticky & \$198 ;
+  assign \$200  = | \$199 ;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$197  & \$201 ;
+  assign \$203  = | dma_events;
+  assign \$204  = ~ dma_errors_clear;
+  assign \$205  = dma_sticky & \$204 ;
   assign \$206  = | \$205 ;
-  assign \$207  = tracker_sticky & tracker_irq_enable;
-  assign \$208  = | \$207 ;
-  assign \$209  = dma_sticky & dma_irq_enable;
-  assign \$210  = | \$209 ;
-  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$207  = ~ \$206 ;
+  assign \$208  = \$203  & \$207 ;
+  assign \$209  = | addrmap_events;
+  assign \$210  = ~ addrmap_errors_clear;
+  assign \$211  = addrmap_sticky & \$210 ;
   assign \$212  = | \$211 ;
-  assign \$213  = arbiter_sticky & arbiter_irq_enable;
-  assign \$214  = | \$213 ;
-  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
-  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
-  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$220  = req_addr[3] ? \$218  : \$219 ;
-  assign \$221  = req_addr[4] ? \$217  : \$220 ;
-  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
-  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
-  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$227  = req_addr[3] ? \$225  : \$226 ;
-  assign \$228  = req_addr[4] ? \$224  : \$227 ;
-  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
-  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$232  = req_addr[3] ? \$230  : \$231 ;
-  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$235  = req_addr[3] ? \$233  : \$234 ;
-  assign \$236  = req_addr[4] ? \$232  : \$235 ;
-  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
-  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$240  = req_addr[3] ? \$238  : \$239 ;
-  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$243  = req_addr[3] ? \$241  : \$242 ;
-  assign \$244  = req_addr[4] ? \$240  : \$243 ;
-  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
-  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$248  = req_addr[3] ? \$246  : \$247 ;
-  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
-  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
-  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$209  & \$213 ;
+  assign \$215  = errors & csr_irq_enable;
+  assign \$216  = | \$215 ;
+  assign \$217  = tracker_sticky & tracker_irq_enable;
+  assign \$218  = | \$217 ;
+  assign \$219  = dma_sticky & dma_irq_enable;
+  assign \$220  = | \$219 ;
+  assign \$221  = addrmap_sticky & addrmap_irq_enable;
+  assign \$222  = | \$221 ;
+  assign \$223  = arbiter_sticky & arbiter_irq_enable;
+  assign \$224  = | \$223 ;
+  assign \$225  = | { \$224 , \$222 , \$220 , \$218 , \$216  };
+  assign \$226  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$227  = req_addr[3] ? 32'd0 : \$226 ;
+  assign \$228  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$229  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$230  = req_addr[3] ? \$228  : \$229 ;
+  assign \$231  = req_addr[4] ? \$227  : \$230 ;
+  assign \$232  = req_addr[5] ? 32'd0 : \$231 ;
+  assign \$233  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$234  = req_addr[3] ? 32'd0 : \$233 ;
+  assign \$235  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$599  = bus__addr;
+    \$604  = bus__addr;
     if (rst) begin
-      \$599  = 10'h000;
+      \$604  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$600  = bus__w_data;
+    \$605  = bus__w_data;
     if (rst) begin
-      \$600  = 32'd0;
+      \$605  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$601  = bus__w_stb;
-    if (rst) begin
-      \$601  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$602  = bus__r_stb;
-    if (rst) begin
-      \$602  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$603  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$603  = 1'h1;
-    endcase
-    if (rst) begin
-      \$603  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$604  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$604  = 1'h1;
-    endcase
-    if (rst) begin
-      \$604  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$605  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$605  = 1'h1;
-    endcase
-    if (rst) begin
-      \$605  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$606  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$606  = 1'h1;
-    endcase
+    \$606  = bus__w_stb;
     if (rst) begin
       \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$607  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$607  = 1'h1;
-    endcase
+    \$607  = bus__r_stb;
     if (rst) begin
       \$607  = 1'h0;
     end
@@ -8660,16 +8657,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
           \$608  = 1'h1;
     endcase
     if (rst) begin
@@ -8683,16 +8670,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
           \$609  = 1'h1;
     endcase
     if (rst) begin
@@ -8708,16 +8685,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
           \$610  = 1'h1;
     endcase
     if (rst) begin
@@ -8735,16 +8702,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
           \$611  = 1'h1;
     endcase
     if (rst) begin
@@ -8764,16 +8721,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
           \$612  = 1'h1;
     endcase
     if (rst) begin
@@ -8795,16 +8742,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
           \$613  = 1'h1;
     endcase
     if (rst) begin
@@ -8828,16 +8765,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
           \$614  = 1'h1;
     endcase
     if (rst) begin
@@ -8863,16 +8790,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
           \$615  = 1'h1;
     endcase
     if (rst) begin
@@ -8900,16 +8817,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
           \$616  = 1'h1;
     endcase
     if (rst) begin
@@ -8939,16 +8846,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
           \$617  = 1'h1;
     endcase
     if (rst) begin
@@ -8980,16 +8877,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
           \$618  = 1'h1;
     endcase
     if (rst) begin
@@ -9023,16 +8910,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
           \$619  = 1'h1;
     endcase
     if (rst) begin
@@ -9068,16 +8945,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
           \$620  = 1'h1;
     endcase
     if (rst) begin
@@ -9115,16 +8982,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
           \$621  = 1'h1;
     endcase
     if (rst) begin
@@ -9164,16 +9021,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
           \$622  = 1'h1;
     endcase
     if (rst) begin
@@ -9215,16 +9062,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
           \$623  = 1'h1;
     endcase
     if (rst) begin
@@ -9268,16 +9105,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
           \$624  = 1'h1;
     endcase
     if (rst) begin
@@ -9323,16 +9150,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
           \$625  = 1'h1;
     endcase
     if (rst) begin
@@ -9380,16 +9197,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
           \$626  = 1'h1;
     endcase
     if (rst) begin
@@ -9439,16 +9246,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
           \$627  = 1'h1;
     endcase
     if (rst) begin
@@ -9500,16 +9297,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
           \$628  = 1'h1;
     endcase
     if (rst) begin
@@ -9563,16 +9350,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
           \$629  = 1'h1;
     endcase
     if (rst) begin
@@ -9628,16 +9405,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
           \$630  = 1'h1;
     endcase
     if (rst) begin
@@ -9695,16 +9462,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
           \$631  = 1'h1;
     endcase
     if (rst) begin
@@ -9764,16 +9521,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
           \$632  = 1'h1;
     endcase
     if (rst) begin
@@ -9835,16 +9582,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
           \$633  = 1'h1;
     endcase
     if (rst) begin
@@ -9908,16 +9645,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
           \$634  = 1'h1;
     endcase
     if (rst) begin
@@ -9983,16 +9710,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
           \$635  = 1'h1;
     endcase
     if (rst) begin
@@ -10060,16 +9777,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
           \$636  = 1'h1;
     endcase
     if (rst) begin
@@ -10139,16 +9846,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
           \$637  = 1'h1;
     endcase
     if (rst) begin
@@ -10220,16 +9917,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h144:
           /* empty */;
       10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
           \$638  = 1'h1;
     endcase
     if (rst) begin
@@ -10303,16 +9990,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h148:
           /* empty */;
       10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
           \$639  = 1'h1;
     endcase
     if (rst) begin
@@ -10388,16 +10065,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h14c:
           /* empty */;
       10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
           \$640  = 1'h1;
     endcase
     if (rst) begin
@@ -10475,16 +10142,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h150:
           /* empty */;
       10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
           \$641  = 1'h1;
     endcase
     if (rst) begin
@@ -10564,16 +10221,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h154:
           /* empty */;
       10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
           \$642  = 1'h1;
     endcase
     if (rst) begin
@@ -10655,16 +10302,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h180:
           /* empty */;
       10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
           \$643  = 1'h1;
     endcase
     if (rst) begin
@@ -10748,16 +10385,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h184:
           /* empty */;
       10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
           \$644  = 1'h1;
     endcase
     if (rst) begin
@@ -10843,16 +10470,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h188:
           /* empty */;
       10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
           \$645  = 1'h1;
     endcase
     if (rst) begin
@@ -10940,16 +10557,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h18c:
           /* empty */;
       10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
           \$646  = 1'h1;
     endcase
     if (rst) begin
@@ -11039,16 +10646,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h190:
           /* empty */;
       10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
           \$647  = 1'h1;
     endcase
     if (rst) begin
@@ -11140,16 +10737,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h194:
           /* empty */;
       10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
           \$648  = 1'h1;
     endcase
     if (rst) begin
@@ -11243,16 +10830,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h198:
           /* empty */;
       10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
           \$649  = 1'h1;
     endcase
     if (rst) begin
@@ -11348,16 +10925,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h19c:
           /* empty */;
       10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$650  = 1'h1;
     endcase
     if (rst) begin
@@ -11455,16 +11022,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h1a0:
           /* empty */;
       10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$651  = 1'h1;
     endcase
     if (rst) begin
@@ -11564,16 +11121,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h200:
           /* empty */;
       10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$652  = 1'h1;
     endcase
     if (rst) begin
@@ -11675,16 +11222,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h204:
           /* empty */;
       10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$653  = 1'h1;
     endcase
     if (rst) begin
@@ -11788,16 +11325,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h208:
           /* empty */;
       10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$654  = 1'h1;
     endcase
     if (rst) begin
@@ -11903,16 +11430,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h20c:
           /* empty */;
       10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$655  = 1'h1;
     endcase
     if (rst) begin
@@ -12020,16 +11537,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h210:
           /* empty */;
       10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$656  = 1'h1;
     endcase
     if (rst) begin
@@ -12139,16 +11646,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h214:
           /* empty */;
       10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$657  = 1'h1;
     endcase
     if (rst) begin
@@ -12260,16 +11757,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h218:
           /* empty */;
       10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$658  = 1'h1;
     endcase
     if (rst) begin
@@ -12383,16 +11870,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h21c:
           /* empty */;
       10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$659  = 1'h1;
     endcase
     if (rst) begin
@@ -12508,16 +11985,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h220:
           /* empty */;
       10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$660  = 1'h1;
     endcase
     if (rst) begin
@@ -12635,16 +12102,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h280:
           /* empty */;
       10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$661  = 1'h1;
     endcase
     if (rst) begin
@@ -12764,16 +12221,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h284:
           /* empty */;
       10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$662  = 1'h1;
     endcase
     if (rst) begin
@@ -12895,16 +12342,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h288:
           /* empty */;
       10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$663  = 1'h1;
     endcase
     if (rst) begin
@@ -13028,16 +12465,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c0:
           /* empty */;
       10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$664  = 1'h1;
     endcase
     if (rst) begin
@@ -13163,16 +12590,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c4:
           /* empty */;
       10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$665  = 1'h1;
     endcase
     if (rst) begin
@@ -13300,16 +12717,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c8:
           /* empty */;
       10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$666  = 1'h1;
     endcase
     if (rst) begin
@@ -13439,16 +12846,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2cc:
           /* empty */;
       10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$667  = 1'h1;
     endcase
     if (rst) begin
@@ -13580,16 +12977,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2d0:
           /* empty */;
       10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$668  = 1'h1;
     endcase
     if (rst) begin
@@ -13723,16 +13110,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2d4:
           /* empty */;
       10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$669  = 1'h1;
     endcase
     if (rst) begin
@@ -13868,16 +13245,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2d8:
           /* empty */;
       10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$670  = 1'h1;
     endcase
     if (rst) begin
@@ -14015,16 +13382,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2dc:
           /* empty */;
       10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$671  = 1'h1;
     endcase
     if (rst) begin
@@ -14164,16 +13521,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2e0:
           /* empty */;
       10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$672  = 1'h1;
     endcase
     if (rst) begin
@@ -14315,16 +13662,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h340:
           /* empty */;
       10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$673  = 1'h1;
     endcase
     if (rst) begin
@@ -14468,16 +13805,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h344:
           /* empty */;
       10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$674  = 1'h1;
     endcase
     if (rst) begin
@@ -14623,16 +13950,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h348:
           /* empty */;
       10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$675  = 1'h1;
     endcase
     if (rst) begin
@@ -14780,16 +14097,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h34c:
           /* empty */;
       10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$676  = 1'h1;
     endcase
     if (rst) begin
@@ -14939,16 +14246,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h350:
           /* empty */;
       10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$677  = 1'h1;
     endcase
     if (rst) begin
@@ -15100,16 +14397,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h380:
           /* empty */;
       10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$678  = 1'h1;
     endcase
     if (rst) begin
@@ -15263,16 +14550,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h384:
           /* empty */;
       10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$679  = 1'h1;
     endcase
     if (rst) begin
@@ -15284,158 +14561,150 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$680  = 1'h1;
+          /* empty */;
       10'h004:
-          \$680  = 1'h1;
+          /* empty */;
       10'h008:
-          \$680  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h010:
-          \$680  = 1'h1;
+          /* empty */;
       10'h040:
-          \$680  = 1'h1;
+          /* empty */;
       10'h044:
-          \$680  = 1'h1;
+          /* empty */;
       10'h048:
-          \$680  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h050:
-          \$680  = 1'h1;
+          /* empty */;
       10'h080:
-          \$680  = 1'h1;
+          /* empty */;
       10'h084:
-          \$680  = 1'h1;
+          /* empty */;
       10'h088:
-          \$680  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h090:
-          \$680  = 1'h1;
+          /* empty */;
       10'h094:
-          \$680  = 1'h1;
+          /* empty */;
       10'h098:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h100:
-          \$680  = 1'h1;
+          /* empty */;
       10'h104:
-          \$680  = 1'h1;
+          /* empty */;
       10'h108:
-          \$680  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h140:
-          \$680  = 1'h1;
+          /* empty */;
       10'h144:
-          \$680  = 1'h1;
+          /* empty */;
       10'h148:
-          \$680  = 1'h1;
+          /* empty */;
       10'h14c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h150:
-          \$680  = 1'h1;
+          /* empty */;
       10'h154:
-          \$680  = 1'h1;
+          /* empty */;
       10'h180:
-          \$680  = 1'h1;
+          /* empty */;
       10'h184:
-          \$680  = 1'h1;
+          /* empty */;
       10'h188:
-          \$680  = 1'h1;
+          /* empty */;
       10'h18c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h190:
-          \$680  = 1'h1;
+          /* empty */;
       10'h194:
-          \$680  = 1'h1;
+          /* empty */;
       10'h198:
-          \$680  = 1'h1;
+          /* empty */;
       10'h19c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h1a0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h200:
-          \$680  = 1'h1;
+          /* empty */;
       10'h204:
-          \$680  = 1'h1;
+          /* empty */;
       10'h208:
-          \$680  = 1'h1;
+          /* empty */;
       10'h20c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h210:
-          \$680  = 1'h1;
+          /* empty */;
       10'h214:
-          \$680  = 1'h1;
+          /* empty */;
       10'h218:
-          \$680  = 1'h1;
+          /* empty */;
       10'h21c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h220:
-          \$680  = 1'h1;
+          /* empty */;
       10'h280:
-          \$680  = 1'h1;
+          /* empty */;
       10'h284:
-          \$680  = 1'h1;
+          /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2dc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2e0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h340:
-          \$680  = 1'h1;
+          /* empty */;
       10'h344:
-          \$680  = 1'h1;
+          /* empty */;
       10'h348:
-          \$680  = 1'h1;
+          /* empty */;
       10'h34c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h350:
-          \$680  = 1'h1;
+          /* empty */;
       10'h380:
-          \$680  = 1'h1;
+          /* empty */;
       10'h384:
-          \$680  = 1'h1;
+          /* empty */;
       10'h388:
-          \$680  = 1'h1;
+          /* empty */;
       10'h38c:
-          \$680  = 1'h1;
-      10'h390:
-          \$680  = 1'h1;
-      10'h394:
-          \$680  = 1'h1;
-      10'h398:
-          \$680  = 1'h1;
-      10'h39c:
           \$680  = 1'h1;
     endcase
     if (rst) begin
@@ -15444,31 +14713,834 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$681  = sweep_at;
-    if (sweep) begin
-      \$681  = \$1 [7:0];
-    end
+    \$681  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$681  = 1'h1;
+    endcase
     if (rst) begin
-      \$681  = 8'h00;
+      \$681  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$682  = sweep;
+    \$682  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$682  = 1'h1;
+    endcase
+    if (rst) begin
+      \$682  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$683  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$683  = 1'h1;
+    endcase
+    if (rst) begin
+      \$683  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$684  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$684  = 1'h1;
+    endcase
+    if (rst) begin
+      \$684  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$685  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$685  = 1'h1;
+      10'h004:
+          \$685  = 1'h1;
+      10'h008:
+          \$685  = 1'h1;
+      10'h00c:
+          \$685  = 1'h1;
+      10'h010:
+          \$685  = 1'h1;
+      10'h040:
+          \$685  = 1'h1;
+      10'h044:
+          \$685  = 1'h1;
+      10'h048:
+          \$685  = 1'h1;
+      10'h04c:
+          \$685  = 1'h1;
+      10'h050:
+          \$685  = 1'h1;
+      10'h080:
+          \$685  = 1'h1;
+      10'h084:
+          \$685  = 1'h1;
+      10'h088:
+          \$685  = 1'h1;
+      10'h08c:
+          \$685  = 1'h1;
+      10'h090:
+          \$685  = 1'h1;
+      10'h094:
+          \$685  = 1'h1;
+      10'h098:
+          \$685  = 1'h1;
+      10'h0c0:
+          \$685  = 1'h1;
+      10'h0c4:
+          \$685  = 1'h1;
+      10'h0c8:
+          \$685  = 1'h1;
+      10'h0cc:
+          \$685  = 1'h1;
+      10'h0d0:
+          \$685  = 1'h1;
+      10'h0d4:
+          \$685  = 1'h1;
+      10'h0d8:
+          \$685  = 1'h1;
+      10'h100:
+          \$685  = 1'h1;
+      10'h104:
+          \$685  = 1'h1;
+      10'h108:
+          \$685  = 1'h1;
+      10'h10c:
+          \$685  = 1'h1;
+      10'h140:
+          \$685  = 1'h1;
+      10'h144:
+          \$685  = 1'h1;
+      10'h148:
+          \$685  = 1'h1;
+      10'h14c:
+          \$685  = 1'h1;
+      10'h150:
+          \$685  = 1'h1;
+      10'h154:
+          \$685  = 1'h1;
+      10'h180:
+          \$685  = 1'h1;
+      10'h184:
+          \$685  = 1'h1;
+      10'h188:
+          \$685  = 1'h1;
+      10'h18c:
+          \$685  = 1'h1;
+      10'h190:
+          \$685  = 1'h1;
+      10'h194:
+          \$685  = 1'h1;
+      10'h198:
+          \$685  = 1'h1;
+      10'h19c:
+          \$685  = 1'h1;
+      10'h1a0:
+          \$685  = 1'h1;
+      10'h200:
+          \$685  = 1'h1;
+      10'h204:
+          \$685  = 1'h1;
+      10'h208:
+          \$685  = 1'h1;
+      10'h20c:
+          \$685  = 1'h1;
+      10'h210:
+          \$685  = 1'h1;
+      10'h214:
+          \$685  = 1'h1;
+      10'h218:
+          \$685  = 1'h1;
+      10'h21c:
+          \$685  = 1'h1;
+      10'h220:
+          \$685  = 1'h1;
+      10'h280:
+          \$685  = 1'h1;
+      10'h284:
+          \$685  = 1'h1;
+      10'h288:
+          \$685  = 1'h1;
+      10'h2c0:
+          \$685  = 1'h1;
+      10'h2c4:
+          \$685  = 1'h1;
+      10'h2c8:
+          \$685  = 1'h1;
+      10'h2cc:
+          \$685  = 1'h1;
+      10'h2d0:
+          \$685  = 1'h1;
+      10'h2d4:
+          \$685  = 1'h1;
+      10'h2d8:
+          \$685  = 1'h1;
+      10'h2dc:
+          \$685  = 1'h1;
+      10'h2e0:
+          \$685  = 1'h1;
+      10'h340:
+          \$685  = 1'h1;
+      10'h344:
+          \$685  = 1'h1;
+      10'h348:
+          \$685  = 1'h1;
+      10'h34c:
+          \$685  = 1'h1;
+      10'h350:
+          \$685  = 1'h1;
+      10'h380:
+          \$685  = 1'h1;
+      10'h384:
+          \$685  = 1'h1;
+      10'h388:
+          \$685  = 1'h1;
+      10'h38c:
+          \$685  = 1'h1;
+      10'h390:
+          \$685  = 1'h1;
+      10'h394:
+          \$685  = 1'h1;
+      10'h398:
+          \$685  = 1'h1;
+      10'h39c:
+          \$685  = 1'h1;
+    endcase
+    if (rst) begin
+      \$685  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$686  = sweep_at;
+    if (sweep) begin
+      \$686  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$686  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$687  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$682  = 1'h0;
+        \$687  = 1'h0;
       end
     end
     if (rst) begin
-      \$682  = 1'h1;
+      \$687  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$683  = region_program__valid;
+    \$688  = region_program__valid;
     if (\$3 ) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15476,19 +15548,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$147 ) begin
             end else begin
-              \$683  = 1'h1;
+              \$688  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$684  = dma_program__valid;
+    \$689  = dma_program__valid;
     if (\$4 ) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15500,19 +15572,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$158 ) begin
             end else begin
-              \$684  = 1'h1;
+              \$689  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$685  = tracker_program__valid;
+    \$690  = tracker_program__valid;
     if (\$5 ) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15528,19 +15600,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$167 ) begin
             end else begin
-              \$685  = 1'h1;
+              \$690  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$686  = arbiter_program__valid;
+    \$691  = arbiter_program__valid;
     if (\$6 ) begin
-      \$686  = 1'h0;
+      \$691  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15558,115 +15630,115 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$171 ) begin
             end else begin
-              \$686  = 1'h1;
+              \$691  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$686  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$687  = \$7 ;
-    if (rst) begin
-      \$687  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$688  = region_waiting0;
-    if (rst) begin
-      \$688  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$689  = region_waiting1;
-    if (rst) begin
-      \$689  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$690  = region_waiting2;
-    if (rst) begin
-      \$690  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$691  = region_waiting3;
     if (rst) begin
       \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$692  = region_waiting4;
+    \$692  = \$7 ;
     if (rst) begin
       \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$693  = region_waiting5;
+    \$693  = region_waiting0;
     if (rst) begin
       \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$694  = region_waiting6;
+    \$694  = region_waiting1;
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$695  = region_waiting7;
+    \$695  = region_waiting2;
     if (rst) begin
       \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$696  = region_waiting8;
+    \$696  = region_waiting3;
     if (rst) begin
       \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$697  = region_waiting9;
+    \$697  = region_waiting4;
     if (rst) begin
       \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$698  = region_waiting10;
+    \$698  = region_waiting5;
     if (rst) begin
       \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$699  = region_waiting11;
+    \$699  = region_waiting6;
     if (rst) begin
       \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$700  = \$9 ;
+    \$700  = region_waiting7;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$701  = 1'h0;
+    \$701  = region_waiting8;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$702  = region_waiting9;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$703  = region_waiting10;
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$704  = region_waiting11;
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$705  = \$9 ;
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$706  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -15675,112 +15747,112 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$152 ) begin
             end else begin
-              \$701  = 1'h1;
+              \$706  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$702  = region_fetch;
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$703  = region_program__payload;
-    if (region_load) begin
-      \$703 [3] = region_got[0];
-      \$703 [5:4] = region_got[2:1];
-      \$703 [10:6] = region_got[7:3];
-      \$703 [58:11] = region_got[55:8];
-      \$703 [106:59] = region_got[103:56];
-      \$703 [154:107] = region_got[151:104];
-    end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$703 [2:0] = req_w_data[2:0];
-      \$703 [3] = req_w_data[3];
-      \$703 [5:4] = req_w_data[5:4];
-      \$703 [10:6] = req_w_data[10:6];
-    end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$703 [42:11] = req_w_data;
-    end
-    if (\$33 ) begin
-    end else if (\$34 ) begin
-      \$703 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$703 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$703 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$703 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$703 [154:139] = req_w_data[15:0];
-    end
-    if (rst) begin
-      \$703  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$704  = \$10 ;
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$705  = desc_waiting0;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$706  = desc_waiting1;
     if (rst) begin
       \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$707  = desc_waiting2;
+    \$707  = region_fetch;
     if (rst) begin
       \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$708  = desc_waiting3;
+    \$708  = region_program__payload;
+    if (region_load) begin
+      \$708 [3] = region_got[0];
+      \$708 [5:4] = region_got[2:1];
+      \$708 [10:6] = region_got[7:3];
+      \$708 [58:11] = region_got[55:8];
+      \$708 [106:59] = region_got[103:56];
+      \$708 [154:107] = region_got[151:104];
+    end
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$708 [2:0] = req_w_data[2:0];
+      \$708 [3] = req_w_data[3];
+      \$708 [5:4] = req_w_data[5:4];
+      \$708 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$708 [42:11] = req_w_data;
+    end
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$708 [58:43] = req_w_data[15:0];
+    end
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$708 [90:59] = req_w_data;
+    end
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$708 [106:91] = req_w_data[15:0];
+    end
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$708 [138:107] = req_w_data;
+    end
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$708 [154:139] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$708  = 1'h0;
+      \$708  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$709  = \$12 ;
+    \$709  = \$10 ;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$710  = 1'h0;
+    \$710  = desc_waiting0;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$711  = desc_waiting1;
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$712  = desc_waiting2;
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$713  = desc_waiting3;
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$714  = \$12 ;
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$715  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -15793,457 +15865,571 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$163 ) begin
             end else begin
-              \$710  = 1'h1;
+              \$715  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$710  = 1'h0;
+      \$715  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$711  = desc_fetch;
+    \$716  = desc_fetch;
     if (rst) begin
-      \$711  = 1'h0;
+      \$716  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$712  = dma_program__payload;
+    \$717  = dma_program__payload;
     if (desc_load) begin
-      \$712 [8] = desc_got[0];
-      \$712 [9] = desc_got[1];
-      \$712 [14:10] = desc_got[6:2];
-      \$712 [30:15] = desc_got[22:7];
-      \$712 [42:31] = desc_got[34:23];
-      \$712 [58:43] = desc_got[50:35];
-      \$712 [82:59] = desc_got[74:51];
-      \$712 [130:83] = desc_got[122:75];
-      \$712 [178:131] = desc_got[170:123];
+      \$717 [8] = desc_got[0];
+      \$717 [9] = desc_got[1];
+      \$717 [14:10] = desc_got[6:2];
+      \$717 [30:15] = desc_got[22:7];
+      \$717 [42:31] = desc_got[34:23];
+      \$717 [58:43] = desc_got[50:35];
+      \$717 [82:59] = desc_got[74:51];
+      \$717 [130:83] = desc_got[122:75];
+      \$717 [178:131] = desc_got[170:123];
     end
     if (\$68 ) begin
     end else if (\$69 ) begin
-      \$712 [7:0] = req_w_data[7:0];
-      \$712 [8] = req_w_data[8];
-      \$712 [9] = req_w_data[9];
-      \$712 [14:10] = req_w_data[14:10];
-      \$712 [30:15] = req_w_data[30:15];
+      \$717 [7:0] = req_w_data[7:0];
+      \$717 [8] = req_w_data[8];
+      \$717 [9] = req_w_data[9];
+      \$717 [14:10] = req_w_data[14:10];
+      \$717 [30:15] = req_w_data[30:15];
     end
     if (\$75 ) begin
     end else if (\$76 ) begin
-      \$712 [42:31] = req_w_data[11:0];
-      \$712 [58:43] = req_w_data[27:12];
+      \$717 [42:31] = req_w_data[11:0];
+      \$717 [58:43] = req_w_data[27:12];
     end
     if (\$82 ) begin
     end else if (\$83 ) begin
-      \$712 [82:59] = req_w_data[23:0];
+      \$717 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$712 [114:83] = req_w_data;
+      \$717 [114:83] = req_w_data;
     end
     if (\$96 ) begin
     end else if (\$97 ) begin
-      \$712 [130:115] = req_w_data[15:0];
+      \$717 [130:115] = req_w_data[15:0];
     end
     if (\$103 ) begin
     end else if (\$104 ) begin
-      \$712 [162:131] = req_w_data;
+      \$717 [162:131] = req_w_data;
     end
     if (\$110 ) begin
     end else if (\$111 ) begin
-      \$712 [178:163] = req_w_data[15:0];
+      \$717 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$712  = 179'h000000000000000000000000000000000000000000000;
+      \$717  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$713  = track_result;
+    \$718  = track_result;
     if (tracker_result__valid) begin
-      \$713  = tracker_result__payload;
+      \$718  = tracker_result__payload;
     end
     if (rst) begin
-      \$713  = 59'h000000000000000;
+      \$718  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$714  = track_answer;
+    \$719  = track_answer;
     if (tracker_result__valid) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end else if (\$13 ) begin
-      \$714  = 1'h1;
+      \$719  = 1'h1;
     end
     if (rst) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$715  = tracker_program__payload;
+    \$720  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$715 [1:0] = req_w_data[1:0];
-      \$715 [17:2] = req_w_data[17:2];
-      \$715 [29:18] = req_w_data[29:18];
+      \$720 [1:0] = req_w_data[1:0];
+      \$720 [17:2] = req_w_data[17:2];
+      \$720 [29:18] = req_w_data[29:18];
     end
     if (\$122 ) begin
     end else if (\$123 ) begin
-      \$715 [37:30] = req_w_data[7:0];
-      \$715 [38] = req_w_data[8];
+      \$720 [37:30] = req_w_data[7:0];
+      \$720 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$715  = 39'h0000000000;
+      \$720  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$716  = arbiter_program__payload;
+    \$721  = arbiter_program__payload;
     if (\$128 ) begin
     end else if (\$129 ) begin
-      \$716 [1:0] = req_w_data[1:0];
-      \$716 [9:2] = req_w_data[9:2];
-      \$716 [17:10] = req_w_data[17:10];
-      \$716 [22:18] = req_w_data[22:18];
+      \$721 [1:0] = req_w_data[1:0];
+      \$721 [9:2] = req_w_data[9:2];
+      \$721 [17:10] = req_w_data[17:10];
+      \$721 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$716 [38:23] = req_w_data[15:0];
+      \$721 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$716  = 39'h0200388002;
+      \$721  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$717  = device_id;
+    \$722  = device_id;
     if (\$136 ) begin
-      \$717  = req_w_data[4:0];
+      \$722  = req_w_data[4:0];
     end
     if (rst) begin
-      \$717  = 5'h00;
+      \$722  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$718  = csr_irq_enable;
+    \$723  = csr_irq_enable;
     if (\$137 ) begin
-      \$718 [0] = req_w_data[0];
-      \$718 [1] = req_w_data[1];
-      \$718 [2] = req_w_data[2];
-      \$718 [3] = req_w_data[3];
+      \$723 [0] = req_w_data[0];
+      \$723 [1] = req_w_data[1];
+      \$723 [2] = req_w_data[2];
+      \$723 [3] = req_w_data[3];
     end
-    if (rst) begin
-      \$718  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$719  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$719 [0] = req_w_data[0];
-      \$719 [1] = req_w_data[1];
-      \$719 [2] = req_w_data[2];
-      \$719 [3] = req_w_data[3];
-      \$719 [4] = req_w_data[4];
-      \$719 [5] = req_w_data[5];
-    end
-    if (rst) begin
-      \$719  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$720  = dma_irq_enable;
-    if (\$139 ) begin
-      \$720 [0] = req_w_data[0];
-      \$720 [1] = req_w_data[1];
-      \$720 [2] = req_w_data[2];
-      \$720 [3] = req_w_data[3];
-      \$720 [4] = req_w_data[4];
-      \$720 [5] = req_w_data[5];
-      \$720 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$720  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$721  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$721 [0] = req_w_data[0];
-      \$721 [1] = req_w_data[1];
-      \$721 [2] = req_w_data[2];
-      \$721 [3] = req_w_data[3];
-      \$721 [4] = req_w_data[4];
-      \$721 [5] = req_w_data[5];
-      \$721 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$721  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$722  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$722 [0] = req_w_data[0];
-      \$722 [1] = req_w_data[1];
-    end
-    if (rst) begin
-      \$722  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$723  = \$174 ;
     if (rst) begin
       \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$724  = \$177 ;
+    \$724  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$724 [0] = req_w_data[0];
+      \$724 [1] = req_w_data[1];
+      \$724 [2] = req_w_data[2];
+      \$724 [3] = req_w_data[3];
+      \$724 [4] = req_w_data[4];
+      \$724 [5] = req_w_data[5];
+    end
     if (rst) begin
       \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$725  = \$180 ;
+    \$725  = dma_irq_enable;
+    if (\$139 ) begin
+      \$725 [0] = req_w_data[0];
+      \$725 [1] = req_w_data[1];
+      \$725 [2] = req_w_data[2];
+      \$725 [3] = req_w_data[3];
+      \$725 [4] = req_w_data[4];
+      \$725 [5] = req_w_data[5];
+      \$725 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$726  = \$183 ;
+    \$726  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$726 [0] = req_w_data[0];
+      \$726 [1] = req_w_data[1];
+      \$726 [2] = req_w_data[2];
+      \$726 [3] = req_w_data[3];
+      \$726 [4] = req_w_data[4];
+      \$726 [5] = req_w_data[5];
+      \$726 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$727  = \$186 ;
+    \$727  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$727 [0] = req_w_data[0];
+      \$727 [1] = req_w_data[1];
+    end
     if (rst) begin
       \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$728  = tracker_capture;
-    if (\$192 ) begin
-      \$728 [15:0] = \tracker_capture$157 [15:0];
-      \$728 [23:16] = \tracker_capture$157 [23:16];
-      \$728 [29:24] = tracker_errors;
-    end
+    \$728  = tracker_errors;
     if (rst) begin
-      \$728  = 30'h00000000;
+      \$728  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$729  = dma_capture;
-    if (\$198 ) begin
-      \$729 [7:0] = \dma_capture$159 [7:0];
-      \$729 [23:8] = \dma_capture$159 [23:8];
-      \$729 [71:24] = \dma_capture$159 [71:24];
-      \$729 [78:72] = dma_errors;
-    end
+    \$729  = dma_errors;
     if (rst) begin
-      \$729  = 79'h00000000000000000000;
+      \$729  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$730  = addrmap_capture;
-    if (\$204 ) begin
-      \$730 [47:0] = \addrmap_capture$161 [47:0];
-      \$730 [52:48] = \addrmap_capture$161 [52:48];
-      \$730 [68:53] = \addrmap_capture$161 [68:53];
-      \$730 [75:69] = addrmap_errors;
-    end
+    \$730  = addrmap_errors;
     if (rst) begin
-      \$730  = 76'h0000000000000000000;
+      \$730  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$731  = \$215 ;
+    \$731  = arbiter_errors;
     if (rst) begin
-      \$731  = 1'h0;
+      \$731  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$732  = read_part0;
+    \$732  = 4'h0;
+    if (\$173 ) begin
+      \$732 [0] = bus__w_data[0];
+      \$732 [1] = bus__w_data[1];
+      \$732 [2] = bus__w_data[2];
+      \$732 [3] = bus__w_data[3];
+    end
+    if (rst) begin
+      \$732  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$733  = \$176 ;
+    if (rst) begin
+      \$733  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$734  = 6'h00;
+    if (\$178 ) begin
+      \$734 [0] = bus__w_data[0];
+      \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
+      \$734 [4] = bus__w_data[4];
+      \$734 [5] = bus__w_data[5];
+    end
+    if (rst) begin
+      \$734  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$735  = \$181 ;
+    if (rst) begin
+      \$735  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$736  = 7'h00;
+    if (\$183 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$736  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$737  = \$186 ;
+    if (rst) begin
+      \$737  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$738  = 7'h00;
+    if (\$188 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+      \$738 [2] = bus__w_data[2];
+      \$738 [3] = bus__w_data[3];
+      \$738 [4] = bus__w_data[4];
+      \$738 [5] = bus__w_data[5];
+      \$738 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$738  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$739  = \$191 ;
+    if (rst) begin
+      \$739  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$740  = 2'h0;
+    if (\$193 ) begin
+      \$740 [0] = bus__w_data[0];
+      \$740 [1] = bus__w_data[1];
+    end
+    if (rst) begin
+      \$740  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$741  = \$196 ;
+    if (rst) begin
+      \$741  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$742  = tracker_capture;
+    if (rst) begin
+      \$742  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$743  = \tracker_capture$162 ;
+    if (\$202 ) begin
+      \$743 [15:0] = tracker_given[15:0];
+      \$743 [23:16] = tracker_given[23:16];
+      \$743 [29:24] = tracker_events;
+    end
+    if (rst) begin
+      \$743  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$744  = dma_capture;
+    if (rst) begin
+      \$744  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$745  = \dma_capture$165 ;
+    if (\$208 ) begin
+      \$745 [7:0] = dma_given[7:0];
+      \$745 [23:8] = dma_given[23:8];
+      \$745 [71:24] = dma_given[71:24];
+      \$745 [78:72] = dma_events;
+    end
+    if (rst) begin
+      \$745  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$746  = addrmap_capture;
+    if (rst) begin
+      \$746  = 69'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$747  = \addrmap_capture$168 ;
+    if (\$214 ) begin
+      \$747 [47:0] = addrmap_given[47:0];
+      \$747 [52:48] = addrmap_given[52:48];
+      \$747 [68:53] = addrmap_given[68:53];
+      \$747 [75:69] = addrmap_events;
+    end
+    if (rst) begin
+      \$747  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$748  = \$225 ;
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$749  = read_part0;
     if (req_r_stb) begin
-      \$732  = \$222 ;
+      \$749  = \$232 ;
     end
     if (rst) begin
-      \$732  = 32'd0;
+      \$749  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$733  = read_part1;
+    \$750  = read_part1;
     if (req_r_stb) begin
-      \$733  = \$229 ;
+      \$750  = \$239 ;
     end
     if (rst) begin
-      \$733  = 32'd0;
+      \$750  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$734  = read_part2;
+    \$751  = read_part2;
     if (req_r_stb) begin
-      \$734  = \$237 ;
+      \$751  = \$247 ;
     end
     if (rst) begin
-      \$734  = 32'd0;
+      \$751  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$735  = read_part3;
+    \$752  = read_part3;
     if (req_r_stb) begin
-      \$735  = \$245 ;
+      \$752  = \$255 ;
     end
     if (rst) begin
-      \$735  = 32'd0;
+      \$752  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$736  = read_part4;
+    \$753  = read_part4;
     if (req_r_stb) begin
-      \$736  = \$250 ;
+      \$753  = \$260 ;
     end
     if (rst) begin
-      \$736  = 32'd0;
+      \$753  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$737  = read_part5;
+    \$754  = read_part5;
     if (req_r_stb) begin
-      \$737  = \$257 ;
+      \$754  = \$267 ;
     end
     if (rst) begin
-      \$737  = 32'd0;
+      \$754  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$738  = read_part6;
+    \$755  = read_part6;
     if (req_r_stb) begin
-      \$738  = \$268 ;
+      \$755  = \$278 ;
     end
     if (rst) begin
-      \$738  = 32'd0;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$739  = read_part8;
+    \$756  = read_part8;
     if (req_r_stb) begin
-      \$739  = \$279 ;
+      \$756  = \$289 ;
     end
     if (rst) begin
-      \$739  = 32'd0;
+      \$756  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$740  = read_part10;
+    \$757  = read_part10;
     if (req_r_stb) begin
-      \$740  = \$284 ;
+      \$757  = \$294 ;
     end
     if (rst) begin
-      \$740  = 32'd0;
+      \$757  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$741  = read_part11;
+    \$758  = read_part11;
     if (req_r_stb) begin
-      \$741  = \$295 ;
+      \$758  = \$305 ;
     end
     if (rst) begin
-      \$741  = 32'd0;
+      \$758  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$742  = read_part13;
+    \$759  = read_part13;
     if (req_r_stb) begin
-      \$742  = \$302 ;
+      \$759  = \$312 ;
     end
     if (rst) begin
-      \$742  = 32'd0;
+      \$759  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$743  = read_part14;
+    \$760  = read_part14;
     if (req_r_stb) begin
-      \$743  = \$310 ;
+      \$760  = \$320 ;
     end
     if (rst) begin
-      \$743  = 32'd0;
+      \$760  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$744  = req_r_stb;
+    \$761  = req_r_stb;
     if (rst) begin
-      \$744  = 1'h0;
+      \$761  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$745  = read_section;
+    \$762  = read_section;
     if (req_r_stb) begin
-      \$745  = req_addr[9:6];
+      \$762  = req_addr[9:6];
     end
     if (rst) begin
-      \$745  = 4'h0;
+      \$762  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$746  = read_unaligned;
+    \$763  = read_unaligned;
     if (req_r_stb) begin
-      \$746  = \$311 ;
+      \$763  = \$321 ;
     end
     if (rst) begin
-      \$746  = 1'h0;
+      \$763  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$747  = bus__r_data;
+    \$764  = bus__r_data;
     if (read_pending) begin
-      \$747  = \$327 ;
+      \$764  = \$337 ;
     end
     if (rst) begin
-      \$747  = 32'd0;
+      \$764  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$391 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$395 ) begin
-      set_err[3] = 1'h1;
-    end
     if (\$401 ) begin
       set_err[3] = 1'h1;
     end
@@ -16322,43 +16508,49 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$530 ) begin
+    if (\$531 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$536 ) begin
+    if (\$535 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$542 ) begin
+    if (\$540 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$548 ) begin
+    if (\$546 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$550 ) begin
+    if (\$552 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$558 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$560 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$555 ) begin
+            if (\$565 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$560 ) begin
+            if (\$570 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$566 ) begin
+            if (\$576 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$571 ) begin
+            if (\$581 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$575 ) begin
+            if (\$585 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$579 ) begin
+            if (\$589 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -16393,105 +16585,49 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$379 ;
+      wp__en = \$389 ;
     end else begin
-      wp__en = \$382 ;
+      wp__en = \$392 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$189  = sweep_at;
+      \wp__addr$196  = sweep_at;
     end else begin
-      \wp__addr$189  = dma_program__payload[7:0];
+      \wp__addr$196  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$197  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$190 [0] = dma_program__payload[8];
-      \wp__data$190 [1] = dma_program__payload[9];
-      \wp__data$190 [6:2] = dma_program__payload[14:10];
-      \wp__data$190 [22:7] = dma_program__payload[30:15];
-      \wp__data$190 [34:23] = dma_program__payload[42:31];
-      \wp__data$190 [50:35] = dma_program__payload[58:43];
-      \wp__data$190 [74:51] = dma_program__payload[82:59];
-      \wp__data$190 [122:75] = dma_program__payload[130:83];
-      \wp__data$190 [170:123] = dma_program__payload[178:131];
+      \wp__data$197 [0] = dma_program__payload[8];
+      \wp__data$197 [1] = dma_program__payload[9];
+      \wp__data$197 [6:2] = dma_program__payload[14:10];
+      \wp__data$197 [22:7] = dma_program__payload[30:15];
+      \wp__data$197 [34:23] = dma_program__payload[42:31];
+      \wp__data$197 [50:35] = dma_program__payload[58:43];
+      \wp__data$197 [74:51] = dma_program__payload[82:59];
+      \wp__data$197 [122:75] = dma_program__payload[130:83];
+      \wp__data$197 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$191  = 1'h1;
+      \wp__en$198  = 1'h1;
     end else begin
-      \wp__en$191  = \$385 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    csr_errors_clear = 4'h0;
-    if (\$580 ) begin
-      csr_errors_clear[0] = req_w_data[0];
-      csr_errors_clear[1] = req_w_data[1];
-      csr_errors_clear[2] = req_w_data[2];
-      csr_errors_clear[3] = req_w_data[3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    tracker_errors_clear = 6'h00;
-    if (\$581 ) begin
-      tracker_errors_clear[0] = req_w_data[0];
-      tracker_errors_clear[1] = req_w_data[1];
-      tracker_errors_clear[2] = req_w_data[2];
-      tracker_errors_clear[3] = req_w_data[3];
-      tracker_errors_clear[4] = req_w_data[4];
-      tracker_errors_clear[5] = req_w_data[5];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    dma_errors_clear = 7'h00;
-    if (\$582 ) begin
-      dma_errors_clear[0] = req_w_data[0];
-      dma_errors_clear[1] = req_w_data[1];
-      dma_errors_clear[2] = req_w_data[2];
-      dma_errors_clear[3] = req_w_data[3];
-      dma_errors_clear[4] = req_w_data[4];
-      dma_errors_clear[5] = req_w_data[5];
-      dma_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    addrmap_errors_clear = 7'h00;
-    if (\$583 ) begin
-      addrmap_errors_clear[0] = req_w_data[0];
-      addrmap_errors_clear[1] = req_w_data[1];
-      addrmap_errors_clear[2] = req_w_data[2];
-      addrmap_errors_clear[3] = req_w_data[3];
-      addrmap_errors_clear[4] = req_w_data[4];
-      addrmap_errors_clear[5] = req_w_data[5];
-      addrmap_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    arbiter_errors_clear = 2'h0;
-    if (\$584 ) begin
-      arbiter_errors_clear[0] = req_w_data[0];
-      arbiter_errors_clear[1] = req_w_data[1];
+      \wp__en$198  = \$395 ;
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$192  = dma_program__payload[7:0];
-  assign \device_id$193  = device_id;
+  assign \rp__addr$199  = dma_program__payload[7:0];
+  assign \device_id$200  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -16598,6 +16734,50 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign addrmap_irq_enable__rx_crosses  = addrmap_irq_enable[6];
   assign arbiter_irq_enable__bad_config  = arbiter_irq_enable[0];
   assign arbiter_irq_enable__bad_response  = arbiter_irq_enable[1];
+  assign tracker_events__unprogrammed  = tracker_events[0];
+  assign tracker_events__overcount  = tracker_events[1];
+  assign tracker_events__reprogram  = tracker_events[2];
+  assign tracker_events__bad_threshold  = tracker_events[3];
+  assign tracker_events__overflow  = tracker_events[4];
+  assign tracker_events__bad_op  = tracker_events[5];
+  assign tracker_errors__unprogrammed  = tracker_errors[0];
+  assign tracker_errors__overcount  = tracker_errors[1];
+  assign tracker_errors__reprogram  = tracker_errors[2];
+  assign tracker_errors__bad_threshold  = tracker_errors[3];
+  assign tracker_errors__overflow  = tracker_errors[4];
+  assign tracker_errors__bad_op  = tracker_errors[5];
+  assign dma_events__bad_descriptor  = dma_events[0];
+  assign dma_events__bad_program  = dma_events[1];
+  assign dma_events__bad_response  = dma_events[2];
+  assign dma_events__bad_range  = dma_events[3];
+  assign dma_events__bad_pitch  = dma_events[4];
+  assign dma_events__desc_busy  = dma_events[5];
+  assign dma_events__read_error  = dma_events[6];
+  assign dma_errors__bad_descriptor  = dma_errors[0];
+  assign dma_errors__bad_program  = dma_errors[1];
+  assign dma_errors__bad_response  = dma_errors[2];
+  assign dma_errors__bad_range  = dma_errors[3];
+  assign dma_errors__bad_pitch  = dma_errors[4];
+  assign dma_errors__desc_busy  = dma_errors[5];
+  assign dma_errors__read_error  = dma_errors[6];
+  assign addrmap_events__bad_region  = addrmap_events[0];
+  assign addrmap_events__overlap  = addrmap_events[1];
+  assign addrmap_events__store_crosses  = addrmap_events[2];
+  assign addrmap_events__rx_misrouted  = addrmap_events[3];
+  assign addrmap_events__rx_remote  = addrmap_events[4];
+  assign addrmap_events__rx_unmapped  = addrmap_events[5];
+  assign addrmap_events__rx_crosses  = addrmap_events[6];
+  assign addrmap_errors__bad_region  = addrmap_errors[0];
+  assign addrmap_errors__overlap  = addrmap_errors[1];
+  assign addrmap_errors__store_crosses  = addrmap_errors[2];
+  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
+  assign addrmap_errors__rx_remote  = addrmap_errors[4];
+  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
+  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
+  assign arbiter_events__bad_config  = arbiter_events[0];
+  assign arbiter_events__bad_response  = arbiter_events[1];
+  assign arbiter_errors__bad_config  = arbiter_errors[0];
+  assign arbiter_errors__bad_response  = arbiter_errors[1];
   assign errors__unmapped  = errors[0];
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
@@ -16612,12 +16792,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign tracker_sticky__bad_threshold  = tracker_sticky[3];
   assign tracker_sticky__overflow  = tracker_sticky[4];
   assign tracker_sticky__bad_op  = tracker_sticky[5];
-  assign tracker_errors__unprogrammed  = tracker_errors[0];
-  assign tracker_errors__overcount  = tracker_errors[1];
-  assign tracker_errors__reprogram  = tracker_errors[2];
-  assign tracker_errors__bad_threshold  = tracker_errors[3];
-  assign tracker_errors__overflow  = tracker_errors[4];
-  assign tracker_errors__bad_op  = tracker_errors[5];
   assign dma_sticky__bad_descriptor  = dma_sticky[0];
   assign dma_sticky__bad_program  = dma_sticky[1];
   assign dma_sticky__bad_response  = dma_sticky[2];
@@ -16625,13 +16799,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign dma_sticky__bad_pitch  = dma_sticky[4];
   assign dma_sticky__desc_busy  = dma_sticky[5];
   assign dma_sticky__read_error  = dma_sticky[6];
-  assign dma_errors__bad_descriptor  = dma_errors[0];
-  assign dma_errors__bad_program  = dma_errors[1];
-  assign dma_errors__bad_response  = dma_errors[2];
-  assign dma_errors__bad_range  = dma_errors[3];
-  assign dma_errors__bad_pitch  = dma_errors[4];
-  assign dma_errors__desc_busy  = dma_errors[5];
-  assign dma_errors__read_error  = dma_errors[6];
   assign addrmap_sticky__bad_region  = addrmap_sticky[0];
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign addrmap_sticky__store_crosses  = addrmap_sticky[2];
@@ -16639,56 +16806,55 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign addrmap_sticky__rx_remote  = addrmap_sticky[4];
   assign addrmap_sticky__rx_unmapped  = addrmap_sticky[5];
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
-  assign addrmap_errors__bad_region  = addrmap_errors[0];
-  assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign addrmap_errors__store_crosses  = addrmap_errors[2];
-  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
-  assign addrmap_errors__rx_remote  = addrmap_errors[4];
-  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
-  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign arbiter_errors__bad_config  = arbiter_errors[0];
-  assign arbiter_errors__bad_response  = arbiter_errors[1];
+  assign tracker_given__tile  = tracker_given[15:0];
+  assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture__events  = tracker_capture[29:24];
-  assign tracker_capture__events__unprogrammed  = tracker_capture[24];
-  assign tracker_capture__events__overcount  = tracker_capture[25];
-  assign tracker_capture__events__reprogram  = tracker_capture[26];
-  assign tracker_capture__events__bad_threshold  = tracker_capture[27];
-  assign tracker_capture__events__overflow  = tracker_capture[28];
-  assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
-  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
+  assign tracker_capture$162__tile  = \tracker_capture$162 [15:0];
+  assign tracker_capture$162__cmd  = \tracker_capture$162 [23:16];
+  assign tracker_capture$162__events  = \tracker_capture$162 [29:24];
+  assign tracker_capture$162__events__unprogrammed  = \tracker_capture$162 [24];
+  assign tracker_capture$162__events__overcount  = \tracker_capture$162 [25];
+  assign tracker_capture$162__events__reprogram  = \tracker_capture$162 [26];
+  assign tracker_capture$162__events__bad_threshold  = \tracker_capture$162 [27];
+  assign tracker_capture$162__events__overflow  = \tracker_capture$162 [28];
+  assign tracker_capture$162__events__bad_op  = \tracker_capture$162 [29];
+  assign dma_given__index  = dma_given[7:0];
+  assign dma_given__tile  = dma_given[23:8];
+  assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture__events  = dma_capture[78:72];
-  assign dma_capture__events__bad_descriptor  = dma_capture[72];
-  assign dma_capture__events__bad_program  = dma_capture[73];
-  assign dma_capture__events__bad_response  = dma_capture[74];
-  assign dma_capture__events__bad_range  = dma_capture[75];
-  assign dma_capture__events__bad_pitch  = dma_capture[76];
-  assign dma_capture__events__desc_busy  = dma_capture[77];
-  assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$159__index  = \dma_capture$159 [7:0];
-  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
-  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
+  assign dma_capture$165__index  = \dma_capture$165 [7:0];
+  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
+  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
+  assign dma_capture$165__events  = \dma_capture$165 [78:72];
+  assign dma_capture$165__events__bad_descriptor  = \dma_capture$165 [72];
+  assign dma_capture$165__events__bad_program  = \dma_capture$165 [73];
+  assign dma_capture$165__events__bad_response  = \dma_capture$165 [74];
+  assign dma_capture$165__events__bad_range  = \dma_capture$165 [75];
+  assign dma_capture$165__events__bad_pitch  = \dma_capture$165 [76];
+  assign dma_capture$165__events__desc_busy  = \dma_capture$165 [77];
+  assign dma_capture$165__events__read_error  = \dma_capture$165 [78];
+  assign addrmap_given__addr  = addrmap_given[47:0];
+  assign addrmap_given__device  = addrmap_given[52:48];
+  assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture__events  = addrmap_capture[75:69];
-  assign addrmap_capture__events__bad_region  = addrmap_capture[69];
-  assign addrmap_capture__events__overlap  = addrmap_capture[70];
-  assign addrmap_capture__events__store_crosses  = addrmap_capture[71];
-  assign addrmap_capture__events__rx_misrouted  = addrmap_capture[72];
-  assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
-  assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
-  assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
-  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
-  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
+  assign addrmap_capture$168__addr  = \addrmap_capture$168 [47:0];
+  assign addrmap_capture$168__device  = \addrmap_capture$168 [52:48];
+  assign addrmap_capture$168__tile  = \addrmap_capture$168 [68:53];
+  assign addrmap_capture$168__events  = \addrmap_capture$168 [75:69];
+  assign addrmap_capture$168__events__bad_region  = \addrmap_capture$168 [69];
+  assign addrmap_capture$168__events__overlap  = \addrmap_capture$168 [70];
+  assign addrmap_capture$168__events__store_crosses  = \addrmap_capture$168 [71];
+  assign addrmap_capture$168__events__rx_misrouted  = \addrmap_capture$168 [72];
+  assign addrmap_capture$168__events__rx_remote  = \addrmap_capture$168 [73];
+  assign addrmap_capture$168__events__rx_unmapped  = \addrmap_capture$168 [74];
+  assign addrmap_capture$168__events__rx_crosses  = \addrmap_capture$168 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -16740,15 +16906,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$190__valid  = \wp__data$190 [0];
-  assign wp__data$190__op  = \wp__data$190 [1];
-  assign wp__data$190__device  = \wp__data$190 [6:2];
-  assign wp__data$190__tile  = \wp__data$190 [22:7];
-  assign wp__data$190__rows  = \wp__data$190 [34:23];
-  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
-  assign wp__data$190__pitch  = \wp__data$190 [74:51];
-  assign wp__data$190__src  = \wp__data$190 [122:75];
-  assign wp__data$190__dst  = \wp__data$190 [170:123];
+  assign wp__data$197__valid  = \wp__data$197 [0];
+  assign wp__data$197__op  = \wp__data$197 [1];
+  assign wp__data$197__device  = \wp__data$197 [6:2];
+  assign wp__data$197__tile  = \wp__data$197 [22:7];
+  assign wp__data$197__rows  = \wp__data$197 [34:23];
+  assign wp__data$197__row_bytes  = \wp__data$197 [50:35];
+  assign wp__data$197__pitch  = \wp__data$197 [74:51];
+  assign wp__data$197__src  = \wp__data$197 [122:75];
+  assign wp__data$197__dst  = \wp__data$197 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -16772,18 +16938,18 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$598 ;
-  assign status[6] = \$595 ;
-  assign status[5] = \$592 ;
-  assign status[4] = \$588 ;
+  assign status[7] = \$603 ;
+  assign status[6] = \$600 ;
+  assign status[5] = \$597 ;
+  assign status[4] = \$593 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$378 ;
+    set_err[1] = \$388 ;
   always @*
-    set_err[0] = \$330 ;
+    set_err[0] = \$340 ;
   assign \$6  = arbiter_program__valid;
   assign \$18  = \$17 ;
   assign \$25  = \$24 ;
@@ -16819,14 +16985,13 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$169  = arbiter_program__valid;
   assign \$170  = arbiter_program__valid;
   assign \$171  = arbiter_program__valid;
-  assign \$588  = \$587 ;
-  assign \$592  = \$591 ;
-  assign \$593  = tracker_program__valid;
-  assign \$594  = tracker_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
-  assign \$598  = arbiter_program__valid;
-  assign \$390  = \$389 ;
+  assign \$593  = \$592 ;
+  assign \$597  = \$596 ;
+  assign \$598  = tracker_program__valid;
+  assign \$599  = tracker_program__valid;
+  assign \$601  = arbiter_program__valid;
+  assign \$602  = arbiter_program__valid;
+  assign \$603  = arbiter_program__valid;
   assign \$400  = \$399 ;
   assign \$410  = \$409 ;
   assign \$420  = \$419 ;
@@ -16840,26 +17005,27 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$500  = \$499 ;
   assign \$510  = \$509 ;
   assign \$520  = \$519 ;
-  assign \$527  = tracker_program__valid;
-  assign \$528  = tracker_program__valid;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$545  = arbiter_program__valid;
-  assign \$546  = arbiter_program__valid;
-  assign \$547  = arbiter_program__valid;
-  assign \$554  = \$553 ;
-  assign \$559  = \$558 ;
+  assign \$530  = \$529 ;
+  assign \$537  = tracker_program__valid;
+  assign \$538  = tracker_program__valid;
+  assign \$543  = tracker_program__valid;
+  assign \$544  = tracker_program__valid;
+  assign \$549  = arbiter_program__valid;
+  assign \$550  = arbiter_program__valid;
+  assign \$551  = arbiter_program__valid;
+  assign \$555  = arbiter_program__valid;
+  assign \$556  = arbiter_program__valid;
+  assign \$557  = arbiter_program__valid;
   assign \$564  = \$563 ;
-  assign \$570  = \$569 ;
-  assign \$572  = tracker_program__valid;
-  assign \$573  = tracker_program__valid;
-  assign \$576  = arbiter_program__valid;
-  assign \$577  = arbiter_program__valid;
-  assign \$578  = arbiter_program__valid;
-  assign \$579  = arbiter_program__valid;
+  assign \$569  = \$568 ;
+  assign \$574  = \$573 ;
+  assign \$580  = \$579 ;
+  assign \$582  = tracker_program__valid;
+  assign \$583  = tracker_program__valid;
+  assign \$586  = arbiter_program__valid;
+  assign \$587  = arbiter_program__valid;
+  assign \$588  = arbiter_program__valid;
+  assign \$589  = arbiter_program__valid;
 endmodule
 
 module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -16873,10 +17039,14 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   wire [32:0] \$14 ;
   wire [32:0] \$15 ;
   wire [32:0] \$16 ;
-  reg [6:0] \$17 ;
-  reg [71:0] \$18 ;
-  reg [287:0] \$19 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire [6:0] \$2 ;
+  reg [71:0] \$20 ;
+  reg [6:0] \$21 ;
+  reg [71:0] \$22 ;
+  reg [287:0] \$23 ;
   wire [6:0] \$3 ;
   wire \$4 ;
   wire \$5 ;
@@ -16945,10 +17115,10 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   wire descriptor__valid;
   wire \descriptor__valid$19 ;
   wire [71:0] detail;
-  wire [71:0] \detail$57 ;
-  wire [47:0] detail$57__addr ;
-  wire [7:0] detail$57__index ;
-  wire [15:0] detail$57__tile ;
+  wire [71:0] \detail$62 ;
+  wire [47:0] detail$62__addr ;
+  wire [7:0] detail$62__index ;
+  wire [15:0] detail$62__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -17042,6 +17212,13 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   wire read__valid;
   wire \read__valid$25 ;
   wire read_error;
+  reg resp_aborted = 1'h0;
+  reg resp_bad_response = 1'h0;
+  reg [71:0] resp_detail = 72'h000000000000000000;
+  wire [47:0] resp_detail__addr ;
+  wire [7:0] resp_detail__index ;
+  wire [15:0] resp_detail__tile ;
+  reg resp_read_error = 1'h0;
   input [3:0] response__payload;
   wire [3:0] response__payload;
   wire [3:0] \response__payload$27 ;
@@ -17090,7 +17267,7 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$41  & \idle$42 ;
-  assign \$4  = bad_response | read_error;
+  assign \$4  = resp_bad_response | resp_read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
   assign \$7  = stats[63:32] + 1'h1;
@@ -17104,11 +17281,19 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign \$15  = stats[255:224] + 1'h1;
   assign \$16  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    errors <= \$17 ;
+    resp_bad_response <= \$17 ;
   always @(posedge clk)
-    capture <= \$18 ;
+    resp_read_error <= \$18 ;
   always @(posedge clk)
-    stats <= \$19 ;
+    resp_aborted <= \$19 ;
+  always @(posedge clk)
+    resp_detail <= \$20 ;
+  always @(posedge clk)
+    errors <= \$21 ;
+  always @(posedge clk)
+    capture <= \$22 ;
+  always @(posedge clk)
+    stats <= \$23 ;
   t3hw_engine__dma__engine  engine (
     .abort(aborted),
     .bad_response(bad_response),
@@ -17143,7 +17328,7 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$57 ),
+    .detail(\detail$62 ),
     .idle(\idle$41 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
@@ -17155,55 +17340,83 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   );
   always @* begin
     if (_init_strobe_6 ) begin end
-    \$17  = \$3 ;
+    \$17  = bad_response;
     if (rst) begin
-      \$17  = 7'h00;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_6 ) begin end
-    \$18  = capture;
+    \$18  = read_error;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$19  = aborted;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$20  = detail;
+    if (rst) begin
+      \$20  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$21  = \$3 ;
+    if (rst) begin
+      \$21  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$22  = capture;
     if (\$4 ) begin
-      \$18  = detail;
+      \$22  = resp_detail;
     end else if (\$5 ) begin
-      \$18  = \detail$57 ;
+      \$22  = \detail$62 ;
     end
     if (rst) begin
-      \$18  = 72'h000000000000000000;
+      \$22  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_6 ) begin end
-    \$19  = stats;
+    \$23  = stats;
     if (enqueued) begin
-      \$19 [31:0] = \$6 [31:0];
+      \$23 [31:0] = \$6 [31:0];
     end
     if (bad_descriptor) begin
-      \$19 [63:32] = \$7 [31:0];
+      \$23 [63:32] = \$7 [31:0];
     end
     if (\$8 ) begin
-      \$19 [95:64] = \$9 [31:0];
+      \$23 [95:64] = \$9 [31:0];
     end
     if (\$10 ) begin
-      \$19 [127:96] = \$11 [31:0];
+      \$23 [127:96] = \$11 [31:0];
     end
     if (bad_program) begin
-      \$19 [159:128] = \$12 [31:0];
+      \$23 [159:128] = \$12 [31:0];
     end
     if (bad_range) begin
-      \$19 [191:160] = \$13 [31:0];
+      \$23 [191:160] = \$13 [31:0];
     end
     if (bad_pitch) begin
-      \$19 [223:192] = \$14 [31:0];
+      \$23 [223:192] = \$14 [31:0];
     end
     if (desc_busy) begin
-      \$19 [255:224] = \$15 [31:0];
+      \$23 [255:224] = \$15 [31:0];
     end
-    if (aborted) begin
-      \$19 [287:256] = \$16 [31:0];
+    if (resp_aborted) begin
+      \$23 [287:256] = \$16 [31:0];
     end
     if (rst) begin
-      \$19  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$23  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -17298,6 +17511,12 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign set_err__bad_pitch  = set_err[4];
   assign set_err__desc_busy  = set_err[5];
   assign set_err__read_error  = set_err[6];
+  assign resp_detail__index  = resp_detail[7:0];
+  assign resp_detail__tile  = resp_detail[23:8];
+  assign resp_detail__addr  = resp_detail[71:24];
+  assign detail__index  = detail[7:0];
+  assign detail__tile  = detail[23:8];
+  assign detail__addr  = detail[71:24];
   assign errors__bad_descriptor  = errors[0];
   assign errors__bad_program  = errors[1];
   assign errors__bad_response  = errors[2];
@@ -17315,12 +17534,9 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign capture__index  = capture[7:0];
   assign capture__tile  = capture[23:8];
   assign capture__addr  = capture[71:24];
-  assign detail__index  = detail[7:0];
-  assign detail__tile  = detail[23:8];
-  assign detail__addr  = detail[71:24];
-  assign detail$57__index  = \detail$57 [7:0];
-  assign detail$57__tile  = \detail$57 [23:8];
-  assign detail$57__addr  = \detail$57 [71:24];
+  assign detail$62__index  = \detail$62 [7:0];
+  assign detail$62__tile  = \detail$62 [23:8];
+  assign detail$62__addr  = \detail$62 [71:24];
   assign stats__triggers  = stats[31:0];
   assign stats__rejected  = stats[63:32];
   assign stats__reads  = stats[95:64];
@@ -17330,8 +17546,8 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign stats__bad_pitch  = stats[223:192];
   assign stats__desc_busy  = stats[255:224];
   assign stats__aborted  = stats[287:256];
-  assign set_err[6] = read_error;
-  assign set_err[2] = bad_response;
+  assign set_err[6] = resp_read_error;
+  assign set_err[2] = resp_bad_response;
   assign set_err[5] = desc_busy;
   assign set_err[4] = bad_pitch;
   assign set_err[3] = bad_range;
@@ -17339,7 +17555,7 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign set_err[0] = bad_descriptor;
   assign \$1  = 7'h00;
   assign \$2  = 7'h00;
-  assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
+  assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
 module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
@@ -18081,31 +18297,27 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [3:0] \$61 ;
+  wire [3:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire [3:0] \$66 ;
+  wire [3:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [139:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [139:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -18217,10 +18429,6 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -18253,46 +18461,42 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 3'h6;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 4'h0 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 3'h6;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 4'h0 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -18309,62 +18513,63 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$77  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [2:0];
+    end
+    if (rst) begin
+      \$78  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [2:0];
-    end
-    if (rst) begin
-      \$83  = 3'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -20760,31 +20965,27 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [4:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [7:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg [7:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -20838,10 +21039,6 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -20874,46 +21071,42 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'he;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'he;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'he;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'he;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -20930,62 +21123,63 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$77  = \$15 [4:0];
+    \$73  = \$15 [4:0];
     if (rst) begin
-      \$77  = 5'h00;
+      \$73  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -25179,31 +25373,27 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [15:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [15:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [15:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -25497,10 +25687,6 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -25533,46 +25719,42 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -25589,62 +25771,63 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -25712,31 +25895,27 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [23:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [23:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -26040,10 +26219,6 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -26076,46 +26251,42 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -26132,62 +26303,63 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_19 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;

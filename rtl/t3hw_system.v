@@ -2075,7 +2075,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e0__csr  csr (
-    .\addrmap_capture$161 (addrmap_capture),
+    .addrmap_capture(addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -2091,7 +2091,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$159 (dma_capture),
+    .dma_capture(dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -2104,7 +2104,7 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$157 (tracker_capture),
+    .tracker_capture(tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -5116,31 +5116,27 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [78:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
   reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  reg [3:0] \$78 ;
+  reg [78:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [78:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -5244,10 +5240,6 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -5280,46 +5272,42 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'h9;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'h9;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -5336,62 +5324,63 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
+    if (rst) begin
+      \$73  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$74  = \$25 ;
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$75  = \$37 ;
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$76  = \$49 ;
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
+    end
     if (rst) begin
       \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = \$25 ;
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$79  = \$37 ;
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$80  = \$49 ;
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$78  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = rd__addr;
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -7302,7 +7291,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
   reg _init_strobe_5  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -7385,66 +7374,66 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
+  wire \$172 ;
+  wire \$173 ;
   wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [6:0] \$178 ;
-  wire [6:0] \$179 ;
+  wire [3:0] \$175 ;
+  wire [3:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
-  wire [6:0] \$181 ;
-  wire [6:0] \$182 ;
-  wire [6:0] \$183 ;
-  wire [1:0] \$184 ;
-  wire [1:0] \$185 ;
-  wire [1:0] \$186 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire [6:0] \$184 ;
+  wire [6:0] \$185 ;
+  wire [6:0] \$186 ;
   wire \$187 ;
-  wire [5:0] \$188 ;
-  wire [5:0] \$189 ;
+  wire \$188 ;
+  wire [6:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [6:0] \$190 ;
+  wire [6:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
+  wire [1:0] \$194 ;
+  wire [1:0] \$195 ;
+  wire [1:0] \$196 ;
   wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [5:0] \$198 ;
+  wire [5:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
+  wire \$200 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire \$204 ;
-  wire [3:0] \$205 ;
+  wire [6:0] \$204 ;
+  wire [6:0] \$205 ;
   wire \$206 ;
-  wire [5:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [6:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
+  wire [6:0] \$210 ;
   wire [6:0] \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
+  wire \$213 ;
   wire \$214 ;
-  wire \$215 ;
-  wire [31:0] \$216 ;
-  wire [31:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [31:0] \$219 ;
+  wire [3:0] \$215 ;
+  wire \$216 ;
+  wire [5:0] \$217 ;
+  wire \$218 ;
+  wire [6:0] \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [31:0] \$221 ;
-  wire [31:0] \$222 ;
-  wire [31:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [31:0] \$225 ;
+  wire \$220 ;
+  wire [6:0] \$221 ;
+  wire \$222 ;
+  wire [1:0] \$223 ;
+  wire \$224 ;
+  wire \$225 ;
   wire [31:0] \$226 ;
   wire [31:0] \$227 ;
   wire [31:0] \$228 ;
@@ -7540,7 +7529,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire \$311 ;
+  wire [31:0] \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -7551,24 +7540,24 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
+  wire \$321 ;
   wire [31:0] \$322 ;
   wire [31:0] \$323 ;
   wire [31:0] \$324 ;
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
   wire \$338 ;
   wire \$339 ;
   wire \$34 ;
@@ -7858,15 +7847,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  reg [9:0] \$599 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  reg [31:0] \$600 ;
-  reg \$601 ;
-  reg \$602 ;
-  reg \$603 ;
-  reg \$604 ;
-  reg \$605 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  reg [9:0] \$604 ;
+  reg [31:0] \$605 ;
   reg \$606 ;
   reg \$607 ;
   reg \$608 ;
@@ -7950,12 +7939,12 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$679 ;
   wire \$68 ;
   reg \$680 ;
-  reg [7:0] \$681 ;
+  reg \$681 ;
   reg \$682 ;
   reg \$683 ;
   reg \$684 ;
   reg \$685 ;
-  reg \$686 ;
+  reg [7:0] \$686 ;
   reg \$687 ;
   reg \$688 ;
   reg \$689 ;
@@ -7975,57 +7964,74 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg [154:0] \$703 ;
+  reg \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
   reg \$707 ;
-  reg \$708 ;
+  reg [154:0] \$708 ;
   reg \$709 ;
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg [178:0] \$712 ;
-  reg [58:0] \$713 ;
+  reg \$712 ;
+  reg \$713 ;
   reg \$714 ;
-  reg [38:0] \$715 ;
-  reg [38:0] \$716 ;
-  reg [4:0] \$717 ;
-  reg [3:0] \$718 ;
-  reg [5:0] \$719 ;
+  reg \$715 ;
+  reg \$716 ;
+  reg [178:0] \$717 ;
+  reg [58:0] \$718 ;
+  reg \$719 ;
   wire \$72 ;
-  reg [6:0] \$720 ;
-  reg [6:0] \$721 ;
-  reg [1:0] \$722 ;
+  reg [38:0] \$720 ;
+  reg [38:0] \$721 ;
+  reg [4:0] \$722 ;
   reg [3:0] \$723 ;
   reg [5:0] \$724 ;
   reg [6:0] \$725 ;
   reg [6:0] \$726 ;
   reg [1:0] \$727 ;
-  reg [29:0] \$728 ;
-  reg [78:0] \$729 ;
+  reg [5:0] \$728 ;
+  reg [6:0] \$729 ;
   wire \$73 ;
-  reg [75:0] \$730 ;
-  reg \$731 ;
-  reg [31:0] \$732 ;
-  reg [31:0] \$733 ;
-  reg [31:0] \$734 ;
-  reg [31:0] \$735 ;
-  reg [31:0] \$736 ;
-  reg [31:0] \$737 ;
-  reg [31:0] \$738 ;
-  reg [31:0] \$739 ;
+  reg [6:0] \$730 ;
+  reg [1:0] \$731 ;
+  reg [3:0] \$732 ;
+  reg [3:0] \$733 ;
+  reg [5:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
+  reg [6:0] \$737 ;
+  reg [6:0] \$738 ;
+  reg [6:0] \$739 ;
   wire \$74 ;
-  reg [31:0] \$740 ;
-  reg [31:0] \$741 ;
-  reg [31:0] \$742 ;
-  reg [31:0] \$743 ;
-  reg \$744 ;
-  reg [3:0] \$745 ;
-  reg \$746 ;
-  reg [31:0] \$747 ;
+  reg [1:0] \$740 ;
+  reg [1:0] \$741 ;
+  reg [23:0] \$742 ;
+  reg [29:0] \$743 ;
+  reg [71:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [68:0] \$746 ;
+  reg [75:0] \$747 ;
+  reg \$748 ;
+  reg [31:0] \$749 ;
   wire \$75 ;
+  reg [31:0] \$750 ;
+  reg [31:0] \$751 ;
+  reg [31:0] \$752 ;
+  reg [31:0] \$753 ;
+  reg [31:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg [31:0] \$756 ;
+  reg [31:0] \$757 ;
+  reg [31:0] \$758 ;
+  reg [31:0] \$759 ;
   wire \$76 ;
+  reg [31:0] \$760 ;
+  reg \$761 ;
+  reg [3:0] \$762 ;
+  reg \$763 ;
+  reg [31:0] \$764 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -8051,22 +8057,22 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$161 ;
-  wire [68:0] \addrmap_capture$161 ;
-  wire [47:0] addrmap_capture$161__addr ;
-  wire [4:0] addrmap_capture$161__device ;
-  wire [15:0] addrmap_capture$161__tile ;
+  input [68:0] addrmap_capture;
+  wire [68:0] addrmap_capture;
+  reg [75:0] \addrmap_capture$168  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$168__addr ;
+  wire [4:0] addrmap_capture$168__device ;
+  wire [6:0] addrmap_capture$168__events ;
+  wire addrmap_capture$168__events__bad_region ;
+  wire addrmap_capture$168__events__overlap ;
+  wire addrmap_capture$168__events__rx_crosses ;
+  wire addrmap_capture$168__events__rx_misrouted ;
+  wire addrmap_capture$168__events__rx_remote ;
+  wire addrmap_capture$168__events__rx_unmapped ;
+  wire addrmap_capture$168__events__store_crosses ;
+  wire [15:0] addrmap_capture$168__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
-  wire [6:0] addrmap_capture__events ;
-  wire addrmap_capture__events__bad_region ;
-  wire addrmap_capture__events__overlap ;
-  wire addrmap_capture__events__rx_crosses ;
-  wire addrmap_capture__events__rx_misrouted ;
-  wire addrmap_capture__events__rx_remote ;
-  wire addrmap_capture__events__rx_unmapped ;
-  wire addrmap_capture__events__store_crosses ;
   wire [15:0] addrmap_capture__tile ;
   wire [6:0] addrmap_clear;
   wire addrmap_clear__bad_region ;
@@ -8085,7 +8091,19 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire addrmap_errors__rx_remote ;
   wire addrmap_errors__rx_unmapped ;
   wire addrmap_errors__store_crosses ;
-  reg [6:0] addrmap_errors_clear;
+  reg [6:0] addrmap_errors_clear = 7'h00;
+  reg [6:0] addrmap_events = 7'h00;
+  wire addrmap_events__bad_region ;
+  wire addrmap_events__overlap ;
+  wire addrmap_events__rx_crosses ;
+  wire addrmap_events__rx_misrouted ;
+  wire addrmap_events__rx_remote ;
+  wire addrmap_events__rx_unmapped ;
+  wire addrmap_events__store_crosses ;
+  reg [68:0] addrmap_given = 69'h000000000000000000;
+  wire [47:0] addrmap_given__addr ;
+  wire [4:0] addrmap_given__device ;
+  wire [15:0] addrmap_given__tile ;
   reg [6:0] addrmap_irq_enable = 7'h00;
   wire addrmap_irq_enable__bad_region ;
   wire addrmap_irq_enable__overlap ;
@@ -8120,7 +8138,10 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [1:0] arbiter_errors;
   wire arbiter_errors__bad_config ;
   wire arbiter_errors__bad_response ;
-  reg [1:0] arbiter_errors_clear;
+  reg [1:0] arbiter_errors_clear = 2'h0;
+  reg [1:0] arbiter_events = 2'h0;
+  wire arbiter_events__bad_config ;
+  wire arbiter_events__bad_response ;
   reg [1:0] arbiter_irq_enable = 2'h0;
   wire arbiter_irq_enable__bad_config ;
   wire arbiter_irq_enable__bad_response ;
@@ -8174,7 +8195,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire bus__w_stb;
   input clk;
   wire clk;
-  reg [3:0] csr_errors_clear;
+  reg [3:0] csr_errors_clear = 4'h0;
   reg [3:0] csr_irq_enable = 4'h0;
   wire csr_irq_enable__bad_command ;
   wire csr_irq_enable__busy ;
@@ -8204,25 +8225,25 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$193 ;
+  wire [4:0] \device_id$200 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
-  reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$159 ;
-  wire [71:0] \dma_capture$159 ;
-  wire [47:0] dma_capture$159__addr ;
-  wire [7:0] dma_capture$159__index ;
-  wire [15:0] dma_capture$159__tile ;
+  input [71:0] dma_capture;
+  wire [71:0] dma_capture;
+  reg [78:0] \dma_capture$165  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$165__addr ;
+  wire [6:0] dma_capture$165__events ;
+  wire dma_capture$165__events__bad_descriptor ;
+  wire dma_capture$165__events__bad_pitch ;
+  wire dma_capture$165__events__bad_program ;
+  wire dma_capture$165__events__bad_range ;
+  wire dma_capture$165__events__bad_response ;
+  wire dma_capture$165__events__desc_busy ;
+  wire dma_capture$165__events__read_error ;
+  wire [7:0] dma_capture$165__index ;
+  wire [15:0] dma_capture$165__tile ;
   wire [47:0] dma_capture__addr ;
-  wire [6:0] dma_capture__events ;
-  wire dma_capture__events__bad_descriptor ;
-  wire dma_capture__events__bad_pitch ;
-  wire dma_capture__events__bad_program ;
-  wire dma_capture__events__bad_range ;
-  wire dma_capture__events__bad_response ;
-  wire dma_capture__events__desc_busy ;
-  wire dma_capture__events__read_error ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
   wire [6:0] dma_clear;
@@ -8242,7 +8263,19 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire dma_errors__bad_response ;
   wire dma_errors__desc_busy ;
   wire dma_errors__read_error ;
-  reg [6:0] dma_errors_clear;
+  reg [6:0] dma_errors_clear = 7'h00;
+  reg [6:0] dma_events = 7'h00;
+  wire dma_events__bad_descriptor ;
+  wire dma_events__bad_pitch ;
+  wire dma_events__bad_program ;
+  wire dma_events__bad_range ;
+  wire dma_events__bad_response ;
+  wire dma_events__desc_busy ;
+  wire dma_events__read_error ;
+  reg [71:0] dma_given = 72'h000000000000000000;
+  wire [47:0] dma_given__addr ;
+  wire [7:0] dma_given__index ;
+  wire [15:0] dma_given__tile ;
   input dma_idle;
   wire dma_idle;
   reg [6:0] dma_irq_enable = 7'h00;
@@ -8363,7 +8396,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$192 ;
+  wire [7:0] \rp__addr$199 ;
   wire [151:0] rp__data;
   wire [170:0] \rp__data$123 ;
   wire [4:0] rp__data$123__device ;
@@ -8507,19 +8540,19 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire track_result__valid ;
   input tracker_busy;
   wire tracker_busy;
-  reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$157 ;
-  wire [23:0] \tracker_capture$157 ;
-  wire [7:0] tracker_capture$157__cmd ;
-  wire [15:0] tracker_capture$157__tile ;
+  input [23:0] tracker_capture;
+  wire [23:0] tracker_capture;
+  reg [29:0] \tracker_capture$162  = 30'h00000000;
+  wire [7:0] tracker_capture$162__cmd ;
+  wire [5:0] tracker_capture$162__events ;
+  wire tracker_capture$162__events__bad_op ;
+  wire tracker_capture$162__events__bad_threshold ;
+  wire tracker_capture$162__events__overcount ;
+  wire tracker_capture$162__events__overflow ;
+  wire tracker_capture$162__events__reprogram ;
+  wire tracker_capture$162__events__unprogrammed ;
+  wire [15:0] tracker_capture$162__tile ;
   wire [7:0] tracker_capture__cmd ;
-  wire [5:0] tracker_capture__events ;
-  wire tracker_capture__events__bad_op ;
-  wire tracker_capture__events__bad_threshold ;
-  wire tracker_capture__events__overcount ;
-  wire tracker_capture__events__overflow ;
-  wire tracker_capture__events__reprogram ;
-  wire tracker_capture__events__unprogrammed ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
   wire tracker_clear__bad_op ;
@@ -8536,7 +8569,17 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_errors__overflow ;
   wire tracker_errors__reprogram ;
   wire tracker_errors__unprogrammed ;
-  reg [5:0] tracker_errors_clear;
+  reg [5:0] tracker_errors_clear = 6'h00;
+  reg [5:0] tracker_events = 6'h00;
+  wire tracker_events__bad_op ;
+  wire tracker_events__bad_threshold ;
+  wire tracker_events__overcount ;
+  wire tracker_events__overflow ;
+  wire tracker_events__reprogram ;
+  wire tracker_events__unprogrammed ;
+  reg [23:0] tracker_given = 24'h000000;
+  wire [7:0] tracker_given__cmd ;
+  wire [15:0] tracker_given__tile ;
   reg [5:0] tracker_irq_enable = 6'h00;
   wire tracker_irq_enable__bad_op ;
   wire tracker_irq_enable__bad_threshold ;
@@ -8598,21 +8641,21 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$189 ;
+  reg [7:0] \wp__addr$196 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$190 ;
-  wire [4:0] wp__data$190__device ;
-  wire [47:0] wp__data$190__dst ;
+  reg [170:0] \wp__data$197 ;
+  wire [4:0] wp__data$197__device ;
+  wire [47:0] wp__data$197__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$190__op ;
-  wire [23:0] wp__data$190__pitch ;
-  wire [15:0] wp__data$190__row_bytes ;
-  wire [11:0] wp__data$190__rows ;
-  wire [47:0] wp__data$190__src ;
-  wire [15:0] wp__data$190__tile ;
-  wire wp__data$190__valid ;
+  wire wp__data$197__op ;
+  wire [23:0] wp__data$197__pitch ;
+  wire [15:0] wp__data$197__row_bytes ;
+  wire [11:0] wp__data$197__rows ;
+  wire [47:0] wp__data$197__src ;
+  wire [15:0] wp__data$197__tile ;
+  wire wp__data$197__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -8624,7 +8667,7 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$191 ;
+  reg \wp__en$198 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -8886,8 +8929,8 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$191 )
-      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
+    if (\wp__en$198 )
+      desc_table[\wp__addr$196 ] <= \wp__data$197 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
@@ -8915,613 +8958,659 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$255  = req_addr[3] ? \$253  : \$254 ;
-  assign \$256  = req_addr[4] ? \$252  : \$255 ;
-  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
-  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
-  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
-  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$263  = req_addr[3] ? \$261  : \$262 ;
-  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? \$263  : \$266 ;
-  assign \$268  = req_addr[5] ? \$260  : \$267 ;
-  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
-  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$274  = req_addr[3] ? \$272  : \$273 ;
-  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$277  = req_addr[3] ? \$275  : \$276 ;
-  assign \$278  = req_addr[4] ? \$274  : \$277 ;
-  assign \$279  = req_addr[5] ? \$271  : \$278 ;
-  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$282  = req_addr[3] ? \$280  : \$281 ;
-  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
-  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
-  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
-  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
-  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$290  = req_addr[3] ? \$288  : \$289 ;
-  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$293  = req_addr[3] ? \$291  : \$292 ;
-  assign \$294  = req_addr[4] ? \$290  : \$293 ;
-  assign \$295  = req_addr[5] ? \$287  : \$294 ;
-  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
-  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$236  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$237  = req_addr[3] ? \$235  : \$236 ;
+  assign \$238  = req_addr[4] ? \$234  : \$237 ;
+  assign \$239  = req_addr[5] ? 32'd0 : \$238 ;
+  assign \$240  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$241  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$242  = req_addr[3] ? \$240  : \$241 ;
+  assign \$243  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$244  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$245  = req_addr[3] ? \$243  : \$244 ;
+  assign \$246  = req_addr[4] ? \$242  : \$245 ;
+  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
+  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$249  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$250  = req_addr[3] ? \$248  : \$249 ;
+  assign \$251  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$252  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$253  = req_addr[3] ? \$251  : \$252 ;
+  assign \$254  = req_addr[4] ? \$250  : \$253 ;
+  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
+  assign \$256  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$257  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$258  = req_addr[3] ? \$256  : \$257 ;
+  assign \$259  = req_addr[4] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[5] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$262  = req_addr[3] ? 32'd0 : \$261 ;
+  assign \$263  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$264  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$265  = req_addr[3] ? \$263  : \$264 ;
+  assign \$266  = req_addr[4] ? \$262  : \$265 ;
+  assign \$267  = req_addr[5] ? 32'd0 : \$266 ;
+  assign \$268  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$269  = req_addr[3] ? 32'd0 : \$268 ;
+  assign \$270  = req_addr[4] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$272  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$273  = req_addr[3] ? \$271  : \$272 ;
+  assign \$274  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$275  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[4] ? \$273  : \$276 ;
+  assign \$278  = req_addr[5] ? \$270  : \$277 ;
+  assign \$279  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$280  = req_addr[3] ? 32'd0 : \$279 ;
+  assign \$281  = req_addr[4] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$283  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$286  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? \$281  : \$288 ;
+  assign \$290  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$291  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[4] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$299  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
   assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? \$297  : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$305  = req_addr[3] ? \$303  : \$304 ;
-  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[4] ? \$305  : \$308 ;
-  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
-  assign \$311  = | req_addr[1:0];
-  assign \$312  = read_section[0] ? 32'd0 : read_part14;
-  assign \$313  = read_section[0] ? read_part13 : 32'd0;
-  assign \$314  = read_section[1] ? \$312  : \$313 ;
-  assign \$315  = read_section[0] ? read_part11 : read_part10;
-  assign \$316  = read_section[0] ? 32'd0 : read_part8;
-  assign \$317  = read_section[1] ? \$315  : \$316 ;
-  assign \$318  = read_section[2] ? \$314  : \$317 ;
-  assign \$319  = read_section[0] ? 32'd0 : read_part6;
-  assign \$320  = read_section[0] ? read_part5 : read_part4;
-  assign \$321  = read_section[1] ? \$319  : \$320 ;
-  assign \$322  = read_section[0] ? read_part3 : read_part2;
-  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$301  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$302  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$303  = req_addr[3] ? \$301  : \$302 ;
+  assign \$304  = req_addr[4] ? \$300  : \$303 ;
+  assign \$305  = req_addr[5] ? \$297  : \$304 ;
+  assign \$306  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$307  = req_addr[3] ? 32'd0 : \$306 ;
+  assign \$308  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$309  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? 32'd0 : \$311 ;
+  assign \$313  = req_addr[2] ? { 4'h0, \addrmap_capture$168 [75:48] } : { 16'h0000, \addrmap_capture$168 [47:32] };
+  assign \$314  = req_addr[2] ? \addrmap_capture$168 [31:0] : { 25'h0000000, \dma_capture$165 [78:72] };
+  assign \$315  = req_addr[3] ? \$313  : \$314 ;
+  assign \$316  = req_addr[2] ? { 16'h0000, \dma_capture$165 [71:56] } : \dma_capture$165 [55:24];
+  assign \$317  = req_addr[2] ? { 8'h00, \dma_capture$165 [23:0] } : { 2'h0, \tracker_capture$162  };
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[4] ? \$315  : \$318 ;
+  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
+  assign \$321  = | req_addr[1:0];
+  assign \$322  = read_section[0] ? 32'd0 : read_part14;
+  assign \$323  = read_section[0] ? read_part13 : 32'd0;
   assign \$324  = read_section[1] ? \$322  : \$323 ;
-  assign \$325  = read_section[2] ? \$321  : \$324 ;
-  assign \$326  = read_section[3] ? \$318  : \$325 ;
-  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
-  assign \$328  = req_r_stb | req_w_stb;
-  assign \$329  = ~ mapped;
-  assign \$330  = \$328  & \$329 ;
-  assign \$331  = req_w_stb & sel_id;
-  assign \$332  = req_w_stb & sel_config;
-  assign \$333  = req_w_stb & sel_status;
-  assign \$334  = req_w_stb & sel_track_result_op;
-  assign \$335  = req_w_stb & sel_track_result_threshold;
-  assign \$336  = req_w_stb & sel_tracker_writes_compute;
-  assign \$337  = req_w_stb & sel_tracker_writes_dma;
-  assign \$338  = req_w_stb & sel_tracker_writes_remote;
-  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$340  = req_w_stb & sel_tracker_triggers;
-  assign \$341  = req_w_stb & sel_tracker_dropped;
-  assign \$342  = req_w_stb & sel_dma_triggers;
-  assign \$343  = req_w_stb & sel_dma_rejected;
-  assign \$344  = req_w_stb & sel_dma_reads;
-  assign \$345  = req_w_stb & sel_dma_packets;
-  assign \$346  = req_w_stb & sel_dma_bad_program;
-  assign \$347  = req_w_stb & sel_dma_bad_range;
-  assign \$348  = req_w_stb & sel_dma_bad_pitch;
-  assign \$349  = req_w_stb & sel_dma_desc_busy;
-  assign \$350  = req_w_stb & sel_dma_aborted;
-  assign \$351  = req_w_stb & sel_addrmap_local;
-  assign \$352  = req_w_stb & sel_addrmap_tracked;
-  assign \$353  = req_w_stb & sel_addrmap_remote;
-  assign \$354  = req_w_stb & sel_addrmap_unmapped;
-  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$360  = req_w_stb & sel_arb_status;
-  assign \$361  = req_w_stb & sel_arbiter_grants_load;
-  assign \$362  = req_w_stb & sel_arbiter_grants_store;
-  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$369  = req_w_stb & sel_arbiter_starved;
-  assign \$370  = req_w_stb & sel_tracker_capture;
-  assign \$371  = req_w_stb & sel_dma_capture_index;
-  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$374  = req_w_stb & sel_dma_capture_events;
-  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$377  = req_w_stb & sel_addrmap_capture_device;
-  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
-  assign \$379  = sweep_at < 4'h8;
-  assign \$380  = | addrmap_errors[1:0];
-  assign \$381  = ~ \$380 ;
-  assign \$382  = region_verdict & \$381 ;
-  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$384  = ~ \$383 ;
-  assign \$385  = desc_verdict & \$384 ;
-  assign \$386  = req_w_stb & sel_region_index;
-  assign \$387  = region_program__valid | region_judging;
-  assign \$388  = region_fetch | region_load;
-  assign \$389  = \$387  | \$388 ;
-  assign \$391  = \$386  & \$390 ;
-  assign \$392  = req_w_stb & sel_region_index;
-  assign \$393  = req_r_stb & sel_region_index;
-  assign \$394  = region_fetch | region_load;
-  assign \$395  = \$393  & \$394 ;
-  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$325  = read_section[0] ? read_part11 : read_part10;
+  assign \$326  = read_section[0] ? 32'd0 : read_part8;
+  assign \$327  = read_section[1] ? \$325  : \$326 ;
+  assign \$328  = read_section[2] ? \$324  : \$327 ;
+  assign \$329  = read_section[0] ? 32'd0 : read_part6;
+  assign \$330  = read_section[0] ? read_part5 : read_part4;
+  assign \$331  = read_section[1] ? \$329  : \$330 ;
+  assign \$332  = read_section[0] ? read_part3 : read_part2;
+  assign \$333  = read_section[0] ? read_part1 : read_part0;
+  assign \$334  = read_section[1] ? \$332  : \$333 ;
+  assign \$335  = read_section[2] ? \$331  : \$334 ;
+  assign \$336  = read_section[3] ? \$328  : \$335 ;
+  assign \$337  = read_unaligned ? 32'd0 : \$336 ;
+  assign \$338  = req_r_stb | req_w_stb;
+  assign \$339  = ~ mapped;
+  assign \$340  = \$338  & \$339 ;
+  assign \$341  = req_w_stb & sel_id;
+  assign \$342  = req_w_stb & sel_config;
+  assign \$343  = req_w_stb & sel_status;
+  assign \$344  = req_w_stb & sel_track_result_op;
+  assign \$345  = req_w_stb & sel_track_result_threshold;
+  assign \$346  = req_w_stb & sel_tracker_writes_compute;
+  assign \$347  = req_w_stb & sel_tracker_writes_dma;
+  assign \$348  = req_w_stb & sel_tracker_writes_remote;
+  assign \$349  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$350  = req_w_stb & sel_tracker_triggers;
+  assign \$351  = req_w_stb & sel_tracker_dropped;
+  assign \$352  = req_w_stb & sel_dma_triggers;
+  assign \$353  = req_w_stb & sel_dma_rejected;
+  assign \$354  = req_w_stb & sel_dma_reads;
+  assign \$355  = req_w_stb & sel_dma_packets;
+  assign \$356  = req_w_stb & sel_dma_bad_program;
+  assign \$357  = req_w_stb & sel_dma_bad_range;
+  assign \$358  = req_w_stb & sel_dma_bad_pitch;
+  assign \$359  = req_w_stb & sel_dma_desc_busy;
+  assign \$360  = req_w_stb & sel_dma_aborted;
+  assign \$361  = req_w_stb & sel_addrmap_local;
+  assign \$362  = req_w_stb & sel_addrmap_tracked;
+  assign \$363  = req_w_stb & sel_addrmap_remote;
+  assign \$364  = req_w_stb & sel_addrmap_unmapped;
+  assign \$365  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$366  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$367  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$368  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$369  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$370  = req_w_stb & sel_arb_status;
+  assign \$371  = req_w_stb & sel_arbiter_grants_load;
+  assign \$372  = req_w_stb & sel_arbiter_grants_store;
+  assign \$373  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$374  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$375  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$376  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$377  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$378  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$379  = req_w_stb & sel_arbiter_starved;
+  assign \$380  = req_w_stb & sel_tracker_capture;
+  assign \$381  = req_w_stb & sel_dma_capture_index;
+  assign \$382  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$383  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$384  = req_w_stb & sel_dma_capture_events;
+  assign \$385  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$386  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$387  = req_w_stb & sel_addrmap_capture_device;
+  assign \$388  = | { \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341  };
+  assign \$389  = sweep_at < 4'h8;
+  assign \$390  = | addrmap_errors[1:0];
+  assign \$391  = ~ \$390 ;
+  assign \$392  = region_verdict & \$391 ;
+  assign \$393  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$394  = ~ \$393 ;
+  assign \$395  = desc_verdict & \$394 ;
+  assign \$396  = req_w_stb & sel_region_index;
   assign \$397  = region_program__valid | region_judging;
   assign \$398  = region_fetch | region_load;
   assign \$399  = \$397  | \$398 ;
   assign \$401  = \$396  & \$400 ;
-  assign \$402  = req_w_stb & sel_region_base_lo;
-  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$402  = req_w_stb & sel_region_index;
+  assign \$403  = req_r_stb & sel_region_index;
   assign \$404  = region_fetch | region_load;
   assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$406  = req_w_stb & sel_region_base_lo;
   assign \$407  = region_program__valid | region_judging;
   assign \$408  = region_fetch | region_load;
   assign \$409  = \$407  | \$408 ;
   assign \$411  = \$406  & \$410 ;
-  assign \$412  = req_w_stb & sel_region_base_hi;
-  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$412  = req_w_stb & sel_region_base_lo;
+  assign \$413  = req_r_stb & sel_region_base_lo;
   assign \$414  = region_fetch | region_load;
   assign \$415  = \$413  & \$414 ;
-  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$416  = req_w_stb & sel_region_base_hi;
   assign \$417  = region_program__valid | region_judging;
   assign \$418  = region_fetch | region_load;
   assign \$419  = \$417  | \$418 ;
   assign \$421  = \$416  & \$420 ;
-  assign \$422  = req_w_stb & sel_region_size_lo;
-  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$422  = req_w_stb & sel_region_base_hi;
+  assign \$423  = req_r_stb & sel_region_base_hi;
   assign \$424  = region_fetch | region_load;
   assign \$425  = \$423  & \$424 ;
-  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$426  = req_w_stb & sel_region_size_lo;
   assign \$427  = region_program__valid | region_judging;
   assign \$428  = region_fetch | region_load;
   assign \$429  = \$427  | \$428 ;
   assign \$431  = \$426  & \$430 ;
-  assign \$432  = req_w_stb & sel_region_size_hi;
-  assign \$433  = req_r_stb & sel_region_size_hi;
+  assign \$432  = req_w_stb & sel_region_size_lo;
+  assign \$433  = req_r_stb & sel_region_size_lo;
   assign \$434  = region_fetch | region_load;
   assign \$435  = \$433  & \$434 ;
-  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$436  = req_w_stb & sel_region_size_hi;
   assign \$437  = region_program__valid | region_judging;
   assign \$438  = region_fetch | region_load;
   assign \$439  = \$437  | \$438 ;
   assign \$441  = \$436  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_remote_base_lo;
-  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$442  = req_w_stb & sel_region_size_hi;
+  assign \$443  = req_r_stb & sel_region_size_hi;
   assign \$444  = region_fetch | region_load;
   assign \$445  = \$443  & \$444 ;
-  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$446  = req_w_stb & sel_region_remote_base_lo;
   assign \$447  = region_program__valid | region_judging;
   assign \$448  = region_fetch | region_load;
   assign \$449  = \$447  | \$448 ;
   assign \$451  = \$446  & \$450 ;
-  assign \$452  = req_w_stb & sel_region_remote_base_hi;
-  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$452  = req_w_stb & sel_region_remote_base_lo;
+  assign \$453  = req_r_stb & sel_region_remote_base_lo;
   assign \$454  = region_fetch | region_load;
   assign \$455  = \$453  & \$454 ;
-  assign \$456  = req_w_stb & sel_desc_index;
-  assign \$457  = dma_program__valid | desc_judging;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$456  = req_w_stb & sel_region_remote_base_hi;
+  assign \$457  = region_program__valid | region_judging;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$456  & \$460 ;
-  assign \$462  = req_w_stb & sel_desc_index;
-  assign \$463  = req_r_stb & sel_desc_index;
-  assign \$464  = desc_fetch | desc_load;
+  assign \$462  = req_w_stb & sel_region_remote_base_hi;
+  assign \$463  = req_r_stb & sel_region_remote_base_hi;
+  assign \$464  = region_fetch | region_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$466  = req_w_stb & sel_desc_index;
   assign \$467  = dma_program__valid | desc_judging;
   assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
   assign \$471  = \$466  & \$470 ;
-  assign \$472  = req_w_stb & sel_desc_rows;
-  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$472  = req_w_stb & sel_desc_index;
+  assign \$473  = req_r_stb & sel_desc_index;
   assign \$474  = desc_fetch | desc_load;
   assign \$475  = \$473  & \$474 ;
-  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$476  = req_w_stb & sel_desc_rows;
   assign \$477  = dma_program__valid | desc_judging;
   assign \$478  = desc_fetch | desc_load;
   assign \$479  = \$477  | \$478 ;
   assign \$481  = \$476  & \$480 ;
-  assign \$482  = req_w_stb & sel_desc_pitch;
-  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$482  = req_w_stb & sel_desc_rows;
+  assign \$483  = req_r_stb & sel_desc_rows;
   assign \$484  = desc_fetch | desc_load;
   assign \$485  = \$483  & \$484 ;
-  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$486  = req_w_stb & sel_desc_pitch;
   assign \$487  = dma_program__valid | desc_judging;
   assign \$488  = desc_fetch | desc_load;
   assign \$489  = \$487  | \$488 ;
   assign \$491  = \$486  & \$490 ;
-  assign \$492  = req_w_stb & sel_desc_src_lo;
-  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$492  = req_w_stb & sel_desc_pitch;
+  assign \$493  = req_r_stb & sel_desc_pitch;
   assign \$494  = desc_fetch | desc_load;
   assign \$495  = \$493  & \$494 ;
-  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$496  = req_w_stb & sel_desc_src_lo;
   assign \$497  = dma_program__valid | desc_judging;
   assign \$498  = desc_fetch | desc_load;
   assign \$499  = \$497  | \$498 ;
   assign \$501  = \$496  & \$500 ;
-  assign \$502  = req_w_stb & sel_desc_src_hi;
-  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$502  = req_w_stb & sel_desc_src_lo;
+  assign \$503  = req_r_stb & sel_desc_src_lo;
   assign \$504  = desc_fetch | desc_load;
   assign \$505  = \$503  & \$504 ;
-  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$506  = req_w_stb & sel_desc_src_hi;
   assign \$507  = dma_program__valid | desc_judging;
   assign \$508  = desc_fetch | desc_load;
   assign \$509  = \$507  | \$508 ;
   assign \$511  = \$506  & \$510 ;
-  assign \$512  = req_w_stb & sel_desc_dst_lo;
-  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$512  = req_w_stb & sel_desc_src_hi;
+  assign \$513  = req_r_stb & sel_desc_src_hi;
   assign \$514  = desc_fetch | desc_load;
   assign \$515  = \$513  & \$514 ;
-  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$516  = req_w_stb & sel_desc_dst_lo;
   assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
   assign \$521  = \$516  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_dst_hi;
-  assign \$523  = req_r_stb & sel_desc_dst_hi;
+  assign \$522  = req_w_stb & sel_desc_dst_lo;
+  assign \$523  = req_r_stb & sel_desc_dst_lo;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_track_op;
-  assign \$529  = \$528  | track_answer;
-  assign \$530  = \$526  & \$529 ;
-  assign \$531  = req_w_stb & sel_track_op;
-  assign \$532  = req_w_stb & sel_track_cmd;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$532  & \$535 ;
-  assign \$537  = req_w_stb & sel_track_cmd;
-  assign \$538  = req_w_stb & sel_arb_policy;
-  assign \$542  = \$538  & \$541 ;
-  assign \$543  = req_w_stb & sel_arb_policy;
-  assign \$544  = req_w_stb & sel_arb_starvation_limit;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_arb_starvation_limit;
-  assign \$550  = req_w_stb & sel_command;
-  assign \$551  = region_program__valid | region_judging;
-  assign \$552  = region_fetch | region_load;
-  assign \$553  = \$551  | \$552 ;
-  assign \$555  = \$554  | sweep;
-  assign \$556  = region_program__valid | region_judging;
-  assign \$557  = region_fetch | region_load;
-  assign \$558  = \$556  | \$557 ;
-  assign \$560  = \$559  | sweep;
-  assign \$561  = dma_program__valid | desc_judging;
-  assign \$562  = desc_fetch | desc_load;
+  assign \$526  = req_w_stb & sel_desc_dst_hi;
+  assign \$527  = dma_program__valid | desc_judging;
+  assign \$528  = desc_fetch | desc_load;
+  assign \$529  = \$527  | \$528 ;
+  assign \$531  = \$526  & \$530 ;
+  assign \$532  = req_w_stb & sel_desc_dst_hi;
+  assign \$533  = req_r_stb & sel_desc_dst_hi;
+  assign \$534  = desc_fetch | desc_load;
+  assign \$535  = \$533  & \$534 ;
+  assign \$536  = req_w_stb & sel_track_op;
+  assign \$539  = \$538  | track_answer;
+  assign \$540  = \$536  & \$539 ;
+  assign \$541  = req_w_stb & sel_track_op;
+  assign \$542  = req_w_stb & sel_track_cmd;
+  assign \$545  = \$544  | track_answer;
+  assign \$546  = \$542  & \$545 ;
+  assign \$547  = req_w_stb & sel_track_cmd;
+  assign \$548  = req_w_stb & sel_arb_policy;
+  assign \$552  = \$548  & \$551 ;
+  assign \$553  = req_w_stb & sel_arb_policy;
+  assign \$554  = req_w_stb & sel_arb_starvation_limit;
+  assign \$558  = \$554  & \$557 ;
+  assign \$559  = req_w_stb & sel_arb_starvation_limit;
+  assign \$560  = req_w_stb & sel_command;
+  assign \$561  = region_program__valid | region_judging;
+  assign \$562  = region_fetch | region_load;
   assign \$563  = \$561  | \$562 ;
-  assign \$565  = sweep | dma_busy;
-  assign \$566  = \$564  | \$565 ;
-  assign \$567  = dma_program__valid | desc_judging;
-  assign \$568  = desc_fetch | desc_load;
-  assign \$569  = \$567  | \$568 ;
-  assign \$571  = \$570  | sweep;
-  assign \$574  = \$573  | track_answer;
-  assign \$575  = \$574  | tracker_busy;
-  assign \$580  = req_w_stb & sel_csr_errors;
-  assign \$581  = req_w_stb & sel_tracker_errors;
-  assign \$582  = req_w_stb & sel_dma_errors;
-  assign \$583  = req_w_stb & sel_addrmap_errors;
-  assign \$584  = req_w_stb & sel_arbiter_errors;
-  assign \$585  = region_program__valid | region_judging;
-  assign \$586  = region_fetch | region_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = dma_program__valid | desc_judging;
-  assign \$590  = desc_fetch | desc_load;
-  assign \$591  = \$589  | \$590 ;
-  assign \$595  = \$594  | track_answer;
+  assign \$565  = \$564  | sweep;
+  assign \$566  = region_program__valid | region_judging;
+  assign \$567  = region_fetch | region_load;
+  assign \$568  = \$566  | \$567 ;
+  assign \$570  = \$569  | sweep;
+  assign \$571  = dma_program__valid | desc_judging;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  | \$572 ;
+  assign \$575  = sweep | dma_busy;
+  assign \$576  = \$574  | \$575 ;
+  assign \$577  = dma_program__valid | desc_judging;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$580  | sweep;
+  assign \$584  = \$583  | track_answer;
+  assign \$585  = \$584  | tracker_busy;
+  assign \$590  = region_program__valid | region_judging;
+  assign \$591  = region_fetch | region_load;
+  assign \$592  = \$590  | \$591 ;
+  assign \$594  = dma_program__valid | desc_judging;
+  assign \$595  = desc_fetch | desc_load;
+  assign \$596  = \$594  | \$595 ;
+  assign \$600  = \$599  | track_answer;
   always @(posedge clk)
-    req_addr <= \$599 ;
+    req_addr <= \$604 ;
   always @(posedge clk)
-    req_w_data <= \$600 ;
+    req_w_data <= \$605 ;
   always @(posedge clk)
-    req_w_stb <= \$601 ;
+    req_w_stb <= \$606 ;
   always @(posedge clk)
-    req_r_stb <= \$602 ;
+    req_r_stb <= \$607 ;
   always @(posedge clk)
-    sel_id <= \$603 ;
+    sel_id <= \$608 ;
   always @(posedge clk)
-    sel_config <= \$604 ;
+    sel_config <= \$609 ;
   always @(posedge clk)
-    sel_status <= \$605 ;
+    sel_status <= \$610 ;
   always @(posedge clk)
-    sel_command <= \$606 ;
+    sel_command <= \$611 ;
   always @(posedge clk)
-    sel_device_id <= \$607 ;
+    sel_device_id <= \$612 ;
   always @(posedge clk)
-    sel_csr_errors <= \$608 ;
+    sel_csr_errors <= \$613 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$609 ;
+    sel_tracker_errors <= \$614 ;
   always @(posedge clk)
-    sel_dma_errors <= \$610 ;
+    sel_dma_errors <= \$615 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$611 ;
+    sel_addrmap_errors <= \$616 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$612 ;
+    sel_arbiter_errors <= \$617 ;
   always @(posedge clk)
-    sel_region_index <= \$613 ;
+    sel_region_index <= \$618 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$614 ;
+    sel_region_base_lo <= \$619 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$615 ;
+    sel_region_base_hi <= \$620 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$616 ;
+    sel_region_size_lo <= \$621 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$617 ;
+    sel_region_size_hi <= \$622 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$618 ;
+    sel_region_remote_base_lo <= \$623 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$619 ;
+    sel_region_remote_base_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_index <= \$620 ;
+    sel_desc_index <= \$625 ;
   always @(posedge clk)
-    sel_desc_rows <= \$621 ;
+    sel_desc_rows <= \$626 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$622 ;
+    sel_desc_pitch <= \$627 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$623 ;
+    sel_desc_src_lo <= \$628 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$624 ;
+    sel_desc_src_hi <= \$629 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$625 ;
+    sel_desc_dst_lo <= \$630 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$626 ;
+    sel_desc_dst_hi <= \$631 ;
   always @(posedge clk)
-    sel_track_op <= \$627 ;
+    sel_track_op <= \$632 ;
   always @(posedge clk)
-    sel_track_cmd <= \$628 ;
+    sel_track_cmd <= \$633 ;
   always @(posedge clk)
-    sel_track_result_op <= \$629 ;
+    sel_track_result_op <= \$634 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$630 ;
+    sel_track_result_threshold <= \$635 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$631 ;
+    sel_tracker_writes_compute <= \$636 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$632 ;
+    sel_tracker_writes_dma <= \$637 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$633 ;
+    sel_tracker_writes_remote <= \$638 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$634 ;
+    sel_tracker_unprogrammed <= \$639 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$635 ;
+    sel_tracker_triggers <= \$640 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$636 ;
+    sel_tracker_dropped <= \$641 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$637 ;
+    sel_dma_triggers <= \$642 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$638 ;
+    sel_dma_rejected <= \$643 ;
   always @(posedge clk)
-    sel_dma_reads <= \$639 ;
+    sel_dma_reads <= \$644 ;
   always @(posedge clk)
-    sel_dma_packets <= \$640 ;
+    sel_dma_packets <= \$645 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$641 ;
+    sel_dma_bad_program <= \$646 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$642 ;
+    sel_dma_bad_range <= \$647 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$643 ;
+    sel_dma_bad_pitch <= \$648 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$644 ;
+    sel_dma_desc_busy <= \$649 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$645 ;
+    sel_dma_aborted <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$646 ;
+    sel_addrmap_local <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$647 ;
+    sel_addrmap_tracked <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$648 ;
+    sel_addrmap_remote <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$649 ;
+    sel_addrmap_unmapped <= \$654 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$650 ;
+    sel_addrmap_store_crosses <= \$655 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$651 ;
+    sel_addrmap_rx_misrouted <= \$656 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$652 ;
+    sel_addrmap_rx_remote <= \$657 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$653 ;
+    sel_addrmap_rx_unmapped <= \$658 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$654 ;
+    sel_addrmap_rx_crosses <= \$659 ;
   always @(posedge clk)
-    sel_arb_policy <= \$655 ;
+    sel_arb_policy <= \$660 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$656 ;
+    sel_arb_starvation_limit <= \$661 ;
   always @(posedge clk)
-    sel_arb_status <= \$657 ;
+    sel_arb_status <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$658 ;
+    sel_arbiter_grants_load <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$659 ;
+    sel_arbiter_grants_store <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$660 ;
+    sel_arbiter_grants_dma <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$661 ;
+    sel_arbiter_grants_remote <= \$666 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$662 ;
+    sel_arbiter_stalls_load <= \$667 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$663 ;
+    sel_arbiter_stalls_store <= \$668 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$664 ;
+    sel_arbiter_stalls_dma <= \$669 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$665 ;
+    sel_arbiter_stalls_remote <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$666 ;
+    sel_arbiter_starved <= \$671 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$667 ;
+    sel_csr_irq_enable <= \$672 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$668 ;
+    sel_tracker_irq_enable <= \$673 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$669 ;
+    sel_dma_irq_enable <= \$674 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$670 ;
+    sel_addrmap_irq_enable <= \$675 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$671 ;
+    sel_arbiter_irq_enable <= \$676 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$672 ;
+    sel_tracker_capture <= \$677 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$673 ;
+    sel_dma_capture_index <= \$678 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$674 ;
+    sel_dma_capture_addr_lo <= \$679 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$675 ;
+    sel_dma_capture_addr_hi <= \$680 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$676 ;
+    sel_dma_capture_events <= \$681 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$677 ;
+    sel_addrmap_capture_addr_lo <= \$682 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$678 ;
+    sel_addrmap_capture_addr_hi <= \$683 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$679 ;
+    sel_addrmap_capture_device <= \$684 ;
   always @(posedge clk)
-    mapped <= \$680 ;
+    mapped <= \$685 ;
   always @(posedge clk)
-    sweep_at <= \$681 ;
+    sweep_at <= \$686 ;
   always @(posedge clk)
-    sweep <= \$682 ;
+    sweep <= \$687 ;
   always @(posedge clk)
-    region_program__valid <= \$683 ;
+    region_program__valid <= \$688 ;
   always @(posedge clk)
-    dma_program__valid <= \$684 ;
+    dma_program__valid <= \$689 ;
   always @(posedge clk)
-    tracker_program__valid <= \$685 ;
+    tracker_program__valid <= \$690 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$686 ;
+    arbiter_program__valid <= \$691 ;
   always @(posedge clk)
-    region_waiting0 <= \$687 ;
+    region_waiting0 <= \$692 ;
   always @(posedge clk)
-    region_waiting1 <= \$688 ;
+    region_waiting1 <= \$693 ;
   always @(posedge clk)
-    region_waiting2 <= \$689 ;
+    region_waiting2 <= \$694 ;
   always @(posedge clk)
-    region_waiting3 <= \$690 ;
+    region_waiting3 <= \$695 ;
   always @(posedge clk)
-    region_waiting4 <= \$691 ;
+    region_waiting4 <= \$696 ;
   always @(posedge clk)
-    region_waiting5 <= \$692 ;
+    region_waiting5 <= \$697 ;
   always @(posedge clk)
-    region_waiting6 <= \$693 ;
+    region_waiting6 <= \$698 ;
   always @(posedge clk)
-    region_waiting7 <= \$694 ;
+    region_waiting7 <= \$699 ;
   always @(posedge clk)
-    region_waiting8 <= \$695 ;
+    region_waiting8 <= \$700 ;
   always @(posedge clk)
-    region_waiting9 <= \$696 ;
+    region_waiting9 <= \$701 ;
   always @(posedge clk)
-    region_waiting10 <= \$697 ;
+    region_waiting10 <= \$702 ;
   always @(posedge clk)
-    region_waiting11 <= \$698 ;
+    region_waiting11 <= \$703 ;
   always @(posedge clk)
-    region_verdict <= \$699 ;
+    region_verdict <= \$704 ;
   always @(posedge clk)
-    region_judging <= \$700 ;
+    region_judging <= \$705 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$701 ;
+    region_fetch <= \$706 ;
   always @(posedge clk)
-    region_load <= \$702 ;
+    region_load <= \$707 ;
   always @(posedge clk)
-    region_program__payload <= \$703 ;
+    region_program__payload <= \$708 ;
   always @(posedge clk)
-    desc_waiting0 <= \$704 ;
+    desc_waiting0 <= \$709 ;
   always @(posedge clk)
-    desc_waiting1 <= \$705 ;
+    desc_waiting1 <= \$710 ;
   always @(posedge clk)
-    desc_waiting2 <= \$706 ;
+    desc_waiting2 <= \$711 ;
   always @(posedge clk)
-    desc_waiting3 <= \$707 ;
+    desc_waiting3 <= \$712 ;
   always @(posedge clk)
-    desc_verdict <= \$708 ;
+    desc_verdict <= \$713 ;
   always @(posedge clk)
-    desc_judging <= \$709 ;
+    desc_judging <= \$714 ;
   always @(posedge clk)
     desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_fetch <= \$710 ;
+    desc_fetch <= \$715 ;
   always @(posedge clk)
-    desc_load <= \$711 ;
+    desc_load <= \$716 ;
   always @(posedge clk)
-    dma_program__payload <= \$712 ;
+    dma_program__payload <= \$717 ;
   always @(posedge clk)
-    track_result <= \$713 ;
+    track_result <= \$718 ;
   always @(posedge clk)
-    track_answer <= \$714 ;
+    track_answer <= \$719 ;
   always @(posedge clk)
-    tracker_program__payload <= \$715 ;
+    tracker_program__payload <= \$720 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$716 ;
+    arbiter_program__payload <= \$721 ;
   always @(posedge clk)
-    device_id <= \$717 ;
+    device_id <= \$722 ;
   always @(posedge clk)
-    csr_irq_enable <= \$718 ;
+    csr_irq_enable <= \$723 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$719 ;
+    tracker_irq_enable <= \$724 ;
   always @(posedge clk)
-    dma_irq_enable <= \$720 ;
+    dma_irq_enable <= \$725 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$721 ;
+    addrmap_irq_enable <= \$726 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$722 ;
+    arbiter_irq_enable <= \$727 ;
   always @(posedge clk)
-    errors <= \$723 ;
+    tracker_events <= \$728 ;
   always @(posedge clk)
-    tracker_sticky <= \$724 ;
+    dma_events <= \$729 ;
   always @(posedge clk)
-    dma_sticky <= \$725 ;
+    addrmap_events <= \$730 ;
   always @(posedge clk)
-    addrmap_sticky <= \$726 ;
+    arbiter_events <= \$731 ;
   always @(posedge clk)
-    arbiter_sticky <= \$727 ;
+    csr_errors_clear <= \$732 ;
   always @(posedge clk)
-    tracker_capture <= \$728 ;
+    errors <= \$733 ;
   always @(posedge clk)
-    dma_capture <= \$729 ;
+    tracker_errors_clear <= \$734 ;
   always @(posedge clk)
-    addrmap_capture <= \$730 ;
+    tracker_sticky <= \$735 ;
   always @(posedge clk)
-    irq <= \$731 ;
+    dma_errors_clear <= \$736 ;
   always @(posedge clk)
-    read_part0 <= \$732 ;
+    dma_sticky <= \$737 ;
   always @(posedge clk)
-    read_part1 <= \$733 ;
+    addrmap_errors_clear <= \$738 ;
   always @(posedge clk)
-    read_part2 <= \$734 ;
+    addrmap_sticky <= \$739 ;
   always @(posedge clk)
-    read_part3 <= \$735 ;
+    arbiter_errors_clear <= \$740 ;
   always @(posedge clk)
-    read_part4 <= \$736 ;
+    arbiter_sticky <= \$741 ;
   always @(posedge clk)
-    read_part5 <= \$737 ;
+    tracker_given <= \$742 ;
   always @(posedge clk)
-    read_part6 <= \$738 ;
+    \tracker_capture$162  <= \$743 ;
   always @(posedge clk)
-    read_part8 <= \$739 ;
+    dma_given <= \$744 ;
   always @(posedge clk)
-    read_part10 <= \$740 ;
+    \dma_capture$165  <= \$745 ;
   always @(posedge clk)
-    read_part11 <= \$741 ;
+    addrmap_given <= \$746 ;
   always @(posedge clk)
-    read_part13 <= \$742 ;
+    \addrmap_capture$168  <= \$747 ;
   always @(posedge clk)
-    read_part14 <= \$743 ;
+    irq <= \$748 ;
   always @(posedge clk)
-    read_pending <= \$744 ;
+    read_part0 <= \$749 ;
   always @(posedge clk)
-    read_section <= \$745 ;
+    read_part1 <= \$750 ;
   always @(posedge clk)
-    read_unaligned <= \$746 ;
+    read_part2 <= \$751 ;
   always @(posedge clk)
-    bus__r_data <= \$747 ;
+    read_part3 <= \$752 ;
+  always @(posedge clk)
+    read_part4 <= \$753 ;
+  always @(posedge clk)
+    read_part5 <= \$754 ;
+  always @(posedge clk)
+    read_part6 <= \$755 ;
+  always @(posedge clk)
+    read_part8 <= \$756 ;
+  always @(posedge clk)
+    read_part10 <= \$757 ;
+  always @(posedge clk)
+    read_part11 <= \$758 ;
+  always @(posedge clk)
+    read_part13 <= \$759 ;
+  always @(posedge clk)
+    read_part14 <= \$760 ;
+  always @(posedge clk)
+    read_pending <= \$761 ;
+  always @(posedge clk)
+    read_section <= \$762 ;
+  always @(posedge clk)
+    read_unaligned <= \$763 ;
+  always @(posedge clk)
+    bus__r_data <= \$764 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -9658,186 +9747,94 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$163  = \$162  | sweep;
   assign \$166  = \$165  | track_answer;
   assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_errors;
-  assign \$178  = ~ dma_errors_clear;
-  assign \$179  = dma_sticky & \$178 ;
-  assign \$180  = \$179  | dma_errors;
-  assign \$181  = ~ addrmap_errors_clear;
-  assign \$182  = addrmap_sticky & \$181 ;
-  assign \$183  = \$182  | addrmap_errors;
-  assign \$184  = ~ arbiter_errors_clear;
-  assign \$185  = arbiter_sticky & \$184 ;
-  assign \$186  = \$185  | arbiter_errors;
-  assign \$187  = | tracker_errors;
-  assign \$188  = ~ tracker_errors_clear;
-  assign \$189  = tracker_sticky & \$188 ;
-  assign \$190  = | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = | dma_errors;
-  assign \$194  = ~ dma_errors_clear;
-  assign \$195  = dma_sticky & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$193  & \$197 ;
-  assign \$199  = | addrmap_errors;
-  assign \$200  = ~ addrmap_errors_clear;
-  assign \$201  = addrmap_sticky & \$200 ;
-  assign \$202  = | \$201 ;
-  assign \$203  = ~ \$202 ;
-  assign \$204  = \$199  & \$203 ;
-  assign \$205  = errors & csr_irq_enable;
+  assign \$172  = bus__addr == 7'h40;
+  assign \$173  = bus__w_stb & \$172 ;
+  assign \$174  = ~ csr_errors_clear;
+  assign \$175  = errors & \$174 ;
+  assign \$176  = \$175  | set_err;
+  assign \$177  = bus__addr == 7'h44;
+  assign \$178  = bus__w_stb & \$177 ;
+  assign \$179  = ~ tracker_errors_clear;
+  assign \$180  = tracker_sticky & \$179 ;
+  assign \$181  = \$180  | tracker_events;
+  assign \$182  = bus__addr == 7'h48;
+  assign \$183  = bus__w_stb & \$182 ;
+  assign \$184  = ~ dma_errors_clear;
+  assign \$185  = dma_sticky & \$184 ;
+  assign \$186  = \$185  | dma_events;
+  assign \$187  = bus__addr == 7'h4c;
+  assign \$188  = bus__w_stb & \$187 ;
+  assign \$189  = ~ addrmap_errors_clear;
+  assign \$190  = addrmap_sticky & \$189 ;
+  assign \$191  = \$190  | addrmap_events;
+  assign \$192  = bus__addr == 7'h50;
+  assign \$193  = bus__w_stb & \$192 ;
+  assign \$194  = ~ arbiter_errors_clear;
+  assign \$195  = arbiter_sticky & \$194 ;
+  assign \$196  = \$195  | arbiter_events;
+  assign \$197  = | tracker_events;
+  assign \$198  = ~ tracker_errors_clear;
+  assign \$199  = tracker_sticky & \$198 ;
+  assign \$200  = | \$199 ;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$197  & \$201 ;
+  assign \$203  = | dma_events;
+  assign \$204  = ~ dma_errors_clear;
+  assign \$205  = dma_sticky & \$204 ;
   assign \$206  = | \$205 ;
-  assign \$207  = tracker_sticky & tracker_irq_enable;
-  assign \$208  = | \$207 ;
-  assign \$209  = dma_sticky & dma_irq_enable;
-  assign \$210  = | \$209 ;
-  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$207  = ~ \$206 ;
+  assign \$208  = \$203  & \$207 ;
+  assign \$209  = | addrmap_events;
+  assign \$210  = ~ addrmap_errors_clear;
+  assign \$211  = addrmap_sticky & \$210 ;
   assign \$212  = | \$211 ;
-  assign \$213  = arbiter_sticky & arbiter_irq_enable;
-  assign \$214  = | \$213 ;
-  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
-  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
-  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$220  = req_addr[3] ? \$218  : \$219 ;
-  assign \$221  = req_addr[4] ? \$217  : \$220 ;
-  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
-  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
-  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$227  = req_addr[3] ? \$225  : \$226 ;
-  assign \$228  = req_addr[4] ? \$224  : \$227 ;
-  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
-  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$232  = req_addr[3] ? \$230  : \$231 ;
-  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$235  = req_addr[3] ? \$233  : \$234 ;
-  assign \$236  = req_addr[4] ? \$232  : \$235 ;
-  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
-  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$240  = req_addr[3] ? \$238  : \$239 ;
-  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$243  = req_addr[3] ? \$241  : \$242 ;
-  assign \$244  = req_addr[4] ? \$240  : \$243 ;
-  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
-  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$248  = req_addr[3] ? \$246  : \$247 ;
-  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
-  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
-  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$209  & \$213 ;
+  assign \$215  = errors & csr_irq_enable;
+  assign \$216  = | \$215 ;
+  assign \$217  = tracker_sticky & tracker_irq_enable;
+  assign \$218  = | \$217 ;
+  assign \$219  = dma_sticky & dma_irq_enable;
+  assign \$220  = | \$219 ;
+  assign \$221  = addrmap_sticky & addrmap_irq_enable;
+  assign \$222  = | \$221 ;
+  assign \$223  = arbiter_sticky & arbiter_irq_enable;
+  assign \$224  = | \$223 ;
+  assign \$225  = | { \$224 , \$222 , \$220 , \$218 , \$216  };
+  assign \$226  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$227  = req_addr[3] ? 32'd0 : \$226 ;
+  assign \$228  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$229  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$230  = req_addr[3] ? \$228  : \$229 ;
+  assign \$231  = req_addr[4] ? \$227  : \$230 ;
+  assign \$232  = req_addr[5] ? 32'd0 : \$231 ;
+  assign \$233  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$234  = req_addr[3] ? 32'd0 : \$233 ;
+  assign \$235  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$599  = bus__addr;
+    \$604  = bus__addr;
     if (rst) begin
-      \$599  = 10'h000;
+      \$604  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$600  = bus__w_data;
+    \$605  = bus__w_data;
     if (rst) begin
-      \$600  = 32'd0;
+      \$605  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$601  = bus__w_stb;
-    if (rst) begin
-      \$601  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$602  = bus__r_stb;
-    if (rst) begin
-      \$602  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$603  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$603  = 1'h1;
-    endcase
-    if (rst) begin
-      \$603  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$604  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$604  = 1'h1;
-    endcase
-    if (rst) begin
-      \$604  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$605  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$605  = 1'h1;
-    endcase
-    if (rst) begin
-      \$605  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$606  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$606  = 1'h1;
-    endcase
+    \$606  = bus__w_stb;
     if (rst) begin
       \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$607  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$607  = 1'h1;
-    endcase
+    \$607  = bus__r_stb;
     if (rst) begin
       \$607  = 1'h0;
     end
@@ -9847,16 +9844,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
           \$608  = 1'h1;
     endcase
     if (rst) begin
@@ -9870,16 +9857,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
           \$609  = 1'h1;
     endcase
     if (rst) begin
@@ -9895,16 +9872,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
           \$610  = 1'h1;
     endcase
     if (rst) begin
@@ -9922,16 +9889,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
           \$611  = 1'h1;
     endcase
     if (rst) begin
@@ -9951,16 +9908,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
           \$612  = 1'h1;
     endcase
     if (rst) begin
@@ -9982,16 +9929,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
           \$613  = 1'h1;
     endcase
     if (rst) begin
@@ -10015,16 +9952,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
           \$614  = 1'h1;
     endcase
     if (rst) begin
@@ -10050,16 +9977,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
           \$615  = 1'h1;
     endcase
     if (rst) begin
@@ -10087,16 +10004,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
           \$616  = 1'h1;
     endcase
     if (rst) begin
@@ -10126,16 +10033,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
           \$617  = 1'h1;
     endcase
     if (rst) begin
@@ -10167,16 +10064,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
           \$618  = 1'h1;
     endcase
     if (rst) begin
@@ -10210,16 +10097,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
           \$619  = 1'h1;
     endcase
     if (rst) begin
@@ -10255,16 +10132,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
           \$620  = 1'h1;
     endcase
     if (rst) begin
@@ -10302,16 +10169,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
           \$621  = 1'h1;
     endcase
     if (rst) begin
@@ -10351,16 +10208,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
           \$622  = 1'h1;
     endcase
     if (rst) begin
@@ -10402,16 +10249,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
           \$623  = 1'h1;
     endcase
     if (rst) begin
@@ -10455,16 +10292,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
           \$624  = 1'h1;
     endcase
     if (rst) begin
@@ -10510,16 +10337,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
           \$625  = 1'h1;
     endcase
     if (rst) begin
@@ -10567,16 +10384,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
           \$626  = 1'h1;
     endcase
     if (rst) begin
@@ -10626,16 +10433,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
           \$627  = 1'h1;
     endcase
     if (rst) begin
@@ -10687,16 +10484,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
           \$628  = 1'h1;
     endcase
     if (rst) begin
@@ -10750,16 +10537,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
           \$629  = 1'h1;
     endcase
     if (rst) begin
@@ -10815,16 +10592,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
           \$630  = 1'h1;
     endcase
     if (rst) begin
@@ -10882,16 +10649,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
           \$631  = 1'h1;
     endcase
     if (rst) begin
@@ -10951,16 +10708,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
           \$632  = 1'h1;
     endcase
     if (rst) begin
@@ -11022,16 +10769,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
           \$633  = 1'h1;
     endcase
     if (rst) begin
@@ -11095,16 +10832,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
           \$634  = 1'h1;
     endcase
     if (rst) begin
@@ -11170,16 +10897,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
           \$635  = 1'h1;
     endcase
     if (rst) begin
@@ -11247,16 +10964,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
           \$636  = 1'h1;
     endcase
     if (rst) begin
@@ -11326,16 +11033,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
           \$637  = 1'h1;
     endcase
     if (rst) begin
@@ -11407,16 +11104,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
           \$638  = 1'h1;
     endcase
     if (rst) begin
@@ -11490,16 +11177,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
           \$639  = 1'h1;
     endcase
     if (rst) begin
@@ -11575,16 +11252,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
           \$640  = 1'h1;
     endcase
     if (rst) begin
@@ -11662,16 +11329,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
           \$641  = 1'h1;
     endcase
     if (rst) begin
@@ -11751,16 +11408,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
           \$642  = 1'h1;
     endcase
     if (rst) begin
@@ -11842,16 +11489,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
           \$643  = 1'h1;
     endcase
     if (rst) begin
@@ -11935,16 +11572,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
           \$644  = 1'h1;
     endcase
     if (rst) begin
@@ -12030,16 +11657,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
           \$645  = 1'h1;
     endcase
     if (rst) begin
@@ -12127,16 +11744,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
           \$646  = 1'h1;
     endcase
     if (rst) begin
@@ -12226,16 +11833,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
           \$647  = 1'h1;
     endcase
     if (rst) begin
@@ -12327,16 +11924,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
           \$648  = 1'h1;
     endcase
     if (rst) begin
@@ -12430,16 +12017,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
           \$649  = 1'h1;
     endcase
     if (rst) begin
@@ -12535,16 +12112,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$650  = 1'h1;
     endcase
     if (rst) begin
@@ -12642,16 +12209,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$651  = 1'h1;
     endcase
     if (rst) begin
@@ -12751,16 +12308,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$652  = 1'h1;
     endcase
     if (rst) begin
@@ -12862,16 +12409,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$653  = 1'h1;
     endcase
     if (rst) begin
@@ -12975,16 +12512,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$654  = 1'h1;
     endcase
     if (rst) begin
@@ -13090,16 +12617,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$655  = 1'h1;
     endcase
     if (rst) begin
@@ -13207,16 +12724,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$656  = 1'h1;
     endcase
     if (rst) begin
@@ -13326,16 +12833,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$657  = 1'h1;
     endcase
     if (rst) begin
@@ -13447,16 +12944,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$658  = 1'h1;
     endcase
     if (rst) begin
@@ -13570,16 +13057,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$659  = 1'h1;
     endcase
     if (rst) begin
@@ -13695,16 +13172,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$660  = 1'h1;
     endcase
     if (rst) begin
@@ -13822,16 +13289,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$661  = 1'h1;
     endcase
     if (rst) begin
@@ -13951,16 +13408,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$662  = 1'h1;
     endcase
     if (rst) begin
@@ -14082,16 +13529,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$663  = 1'h1;
     endcase
     if (rst) begin
@@ -14215,16 +13652,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$664  = 1'h1;
     endcase
     if (rst) begin
@@ -14350,16 +13777,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$665  = 1'h1;
     endcase
     if (rst) begin
@@ -14487,16 +13904,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$666  = 1'h1;
     endcase
     if (rst) begin
@@ -14626,16 +14033,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$667  = 1'h1;
     endcase
     if (rst) begin
@@ -14767,16 +14164,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$668  = 1'h1;
     endcase
     if (rst) begin
@@ -14910,16 +14297,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$669  = 1'h1;
     endcase
     if (rst) begin
@@ -15055,16 +14432,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$670  = 1'h1;
     endcase
     if (rst) begin
@@ -15202,16 +14569,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$671  = 1'h1;
     endcase
     if (rst) begin
@@ -15351,16 +14708,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$672  = 1'h1;
     endcase
     if (rst) begin
@@ -15502,16 +14849,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$673  = 1'h1;
     endcase
     if (rst) begin
@@ -15655,16 +14992,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$674  = 1'h1;
     endcase
     if (rst) begin
@@ -15810,16 +15137,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$675  = 1'h1;
     endcase
     if (rst) begin
@@ -15967,16 +15284,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$676  = 1'h1;
     endcase
     if (rst) begin
@@ -16126,16 +15433,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$677  = 1'h1;
     endcase
     if (rst) begin
@@ -16287,16 +15584,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$678  = 1'h1;
     endcase
     if (rst) begin
@@ -16450,16 +15737,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$679  = 1'h1;
     endcase
     if (rst) begin
@@ -16471,158 +15748,150 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$680  = 1'h1;
+          /* empty */;
       10'h004:
-          \$680  = 1'h1;
+          /* empty */;
       10'h008:
-          \$680  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h010:
-          \$680  = 1'h1;
+          /* empty */;
       10'h040:
-          \$680  = 1'h1;
+          /* empty */;
       10'h044:
-          \$680  = 1'h1;
+          /* empty */;
       10'h048:
-          \$680  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h050:
-          \$680  = 1'h1;
+          /* empty */;
       10'h080:
-          \$680  = 1'h1;
+          /* empty */;
       10'h084:
-          \$680  = 1'h1;
+          /* empty */;
       10'h088:
-          \$680  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h090:
-          \$680  = 1'h1;
+          /* empty */;
       10'h094:
-          \$680  = 1'h1;
+          /* empty */;
       10'h098:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h100:
-          \$680  = 1'h1;
+          /* empty */;
       10'h104:
-          \$680  = 1'h1;
+          /* empty */;
       10'h108:
-          \$680  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h140:
-          \$680  = 1'h1;
+          /* empty */;
       10'h144:
-          \$680  = 1'h1;
+          /* empty */;
       10'h148:
-          \$680  = 1'h1;
+          /* empty */;
       10'h14c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h150:
-          \$680  = 1'h1;
+          /* empty */;
       10'h154:
-          \$680  = 1'h1;
+          /* empty */;
       10'h180:
-          \$680  = 1'h1;
+          /* empty */;
       10'h184:
-          \$680  = 1'h1;
+          /* empty */;
       10'h188:
-          \$680  = 1'h1;
+          /* empty */;
       10'h18c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h190:
-          \$680  = 1'h1;
+          /* empty */;
       10'h194:
-          \$680  = 1'h1;
+          /* empty */;
       10'h198:
-          \$680  = 1'h1;
+          /* empty */;
       10'h19c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h1a0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h200:
-          \$680  = 1'h1;
+          /* empty */;
       10'h204:
-          \$680  = 1'h1;
+          /* empty */;
       10'h208:
-          \$680  = 1'h1;
+          /* empty */;
       10'h20c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h210:
-          \$680  = 1'h1;
+          /* empty */;
       10'h214:
-          \$680  = 1'h1;
+          /* empty */;
       10'h218:
-          \$680  = 1'h1;
+          /* empty */;
       10'h21c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h220:
-          \$680  = 1'h1;
+          /* empty */;
       10'h280:
-          \$680  = 1'h1;
+          /* empty */;
       10'h284:
-          \$680  = 1'h1;
+          /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2dc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2e0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h340:
-          \$680  = 1'h1;
+          /* empty */;
       10'h344:
-          \$680  = 1'h1;
+          /* empty */;
       10'h348:
-          \$680  = 1'h1;
+          /* empty */;
       10'h34c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h350:
-          \$680  = 1'h1;
+          /* empty */;
       10'h380:
-          \$680  = 1'h1;
+          /* empty */;
       10'h384:
-          \$680  = 1'h1;
+          /* empty */;
       10'h388:
-          \$680  = 1'h1;
+          /* empty */;
       10'h38c:
-          \$680  = 1'h1;
-      10'h390:
-          \$680  = 1'h1;
-      10'h394:
-          \$680  = 1'h1;
-      10'h398:
-          \$680  = 1'h1;
-      10'h39c:
           \$680  = 1'h1;
     endcase
     if (rst) begin
@@ -16631,31 +15900,834 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$681  = sweep_at;
-    if (sweep) begin
-      \$681  = \$1 [7:0];
-    end
+    \$681  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$681  = 1'h1;
+    endcase
     if (rst) begin
-      \$681  = 8'h00;
+      \$681  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$682  = sweep;
+    \$682  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$682  = 1'h1;
+    endcase
+    if (rst) begin
+      \$682  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$683  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$683  = 1'h1;
+    endcase
+    if (rst) begin
+      \$683  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$684  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$684  = 1'h1;
+    endcase
+    if (rst) begin
+      \$684  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$685  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$685  = 1'h1;
+      10'h004:
+          \$685  = 1'h1;
+      10'h008:
+          \$685  = 1'h1;
+      10'h00c:
+          \$685  = 1'h1;
+      10'h010:
+          \$685  = 1'h1;
+      10'h040:
+          \$685  = 1'h1;
+      10'h044:
+          \$685  = 1'h1;
+      10'h048:
+          \$685  = 1'h1;
+      10'h04c:
+          \$685  = 1'h1;
+      10'h050:
+          \$685  = 1'h1;
+      10'h080:
+          \$685  = 1'h1;
+      10'h084:
+          \$685  = 1'h1;
+      10'h088:
+          \$685  = 1'h1;
+      10'h08c:
+          \$685  = 1'h1;
+      10'h090:
+          \$685  = 1'h1;
+      10'h094:
+          \$685  = 1'h1;
+      10'h098:
+          \$685  = 1'h1;
+      10'h0c0:
+          \$685  = 1'h1;
+      10'h0c4:
+          \$685  = 1'h1;
+      10'h0c8:
+          \$685  = 1'h1;
+      10'h0cc:
+          \$685  = 1'h1;
+      10'h0d0:
+          \$685  = 1'h1;
+      10'h0d4:
+          \$685  = 1'h1;
+      10'h0d8:
+          \$685  = 1'h1;
+      10'h100:
+          \$685  = 1'h1;
+      10'h104:
+          \$685  = 1'h1;
+      10'h108:
+          \$685  = 1'h1;
+      10'h10c:
+          \$685  = 1'h1;
+      10'h140:
+          \$685  = 1'h1;
+      10'h144:
+          \$685  = 1'h1;
+      10'h148:
+          \$685  = 1'h1;
+      10'h14c:
+          \$685  = 1'h1;
+      10'h150:
+          \$685  = 1'h1;
+      10'h154:
+          \$685  = 1'h1;
+      10'h180:
+          \$685  = 1'h1;
+      10'h184:
+          \$685  = 1'h1;
+      10'h188:
+          \$685  = 1'h1;
+      10'h18c:
+          \$685  = 1'h1;
+      10'h190:
+          \$685  = 1'h1;
+      10'h194:
+          \$685  = 1'h1;
+      10'h198:
+          \$685  = 1'h1;
+      10'h19c:
+          \$685  = 1'h1;
+      10'h1a0:
+          \$685  = 1'h1;
+      10'h200:
+          \$685  = 1'h1;
+      10'h204:
+          \$685  = 1'h1;
+      10'h208:
+          \$685  = 1'h1;
+      10'h20c:
+          \$685  = 1'h1;
+      10'h210:
+          \$685  = 1'h1;
+      10'h214:
+          \$685  = 1'h1;
+      10'h218:
+          \$685  = 1'h1;
+      10'h21c:
+          \$685  = 1'h1;
+      10'h220:
+          \$685  = 1'h1;
+      10'h280:
+          \$685  = 1'h1;
+      10'h284:
+          \$685  = 1'h1;
+      10'h288:
+          \$685  = 1'h1;
+      10'h2c0:
+          \$685  = 1'h1;
+      10'h2c4:
+          \$685  = 1'h1;
+      10'h2c8:
+          \$685  = 1'h1;
+      10'h2cc:
+          \$685  = 1'h1;
+      10'h2d0:
+          \$685  = 1'h1;
+      10'h2d4:
+          \$685  = 1'h1;
+      10'h2d8:
+          \$685  = 1'h1;
+      10'h2dc:
+          \$685  = 1'h1;
+      10'h2e0:
+          \$685  = 1'h1;
+      10'h340:
+          \$685  = 1'h1;
+      10'h344:
+          \$685  = 1'h1;
+      10'h348:
+          \$685  = 1'h1;
+      10'h34c:
+          \$685  = 1'h1;
+      10'h350:
+          \$685  = 1'h1;
+      10'h380:
+          \$685  = 1'h1;
+      10'h384:
+          \$685  = 1'h1;
+      10'h388:
+          \$685  = 1'h1;
+      10'h38c:
+          \$685  = 1'h1;
+      10'h390:
+          \$685  = 1'h1;
+      10'h394:
+          \$685  = 1'h1;
+      10'h398:
+          \$685  = 1'h1;
+      10'h39c:
+          \$685  = 1'h1;
+    endcase
+    if (rst) begin
+      \$685  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$686  = sweep_at;
+    if (sweep) begin
+      \$686  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$686  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$687  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$682  = 1'h0;
+        \$687  = 1'h0;
       end
     end
     if (rst) begin
-      \$682  = 1'h1;
+      \$687  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$683  = region_program__valid;
+    \$688  = region_program__valid;
     if (\$3 ) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -16663,19 +16735,19 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$147 ) begin
             end else begin
-              \$683  = 1'h1;
+              \$688  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$684  = dma_program__valid;
+    \$689  = dma_program__valid;
     if (\$4 ) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -16687,19 +16759,19 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$158 ) begin
             end else begin
-              \$684  = 1'h1;
+              \$689  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$685  = tracker_program__valid;
+    \$690  = tracker_program__valid;
     if (\$5 ) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -16715,19 +16787,19 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$167 ) begin
             end else begin
-              \$685  = 1'h1;
+              \$690  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$686  = arbiter_program__valid;
+    \$691  = arbiter_program__valid;
     if (\$6 ) begin
-      \$686  = 1'h0;
+      \$691  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -16745,115 +16817,115 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$171 ) begin
             end else begin
-              \$686  = 1'h1;
+              \$691  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$686  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$687  = \$7 ;
-    if (rst) begin
-      \$687  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$688  = region_waiting0;
-    if (rst) begin
-      \$688  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$689  = region_waiting1;
-    if (rst) begin
-      \$689  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$690  = region_waiting2;
-    if (rst) begin
-      \$690  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$691  = region_waiting3;
     if (rst) begin
       \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$692  = region_waiting4;
+    \$692  = \$7 ;
     if (rst) begin
       \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$693  = region_waiting5;
+    \$693  = region_waiting0;
     if (rst) begin
       \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$694  = region_waiting6;
+    \$694  = region_waiting1;
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$695  = region_waiting7;
+    \$695  = region_waiting2;
     if (rst) begin
       \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$696  = region_waiting8;
+    \$696  = region_waiting3;
     if (rst) begin
       \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$697  = region_waiting9;
+    \$697  = region_waiting4;
     if (rst) begin
       \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$698  = region_waiting10;
+    \$698  = region_waiting5;
     if (rst) begin
       \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$699  = region_waiting11;
+    \$699  = region_waiting6;
     if (rst) begin
       \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$700  = \$9 ;
+    \$700  = region_waiting7;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$701  = 1'h0;
+    \$701  = region_waiting8;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$702  = region_waiting9;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$703  = region_waiting10;
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$704  = region_waiting11;
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$705  = \$9 ;
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$706  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -16862,112 +16934,112 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$152 ) begin
             end else begin
-              \$701  = 1'h1;
+              \$706  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$702  = region_fetch;
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$703  = region_program__payload;
-    if (region_load) begin
-      \$703 [3] = region_got[0];
-      \$703 [5:4] = region_got[2:1];
-      \$703 [10:6] = region_got[7:3];
-      \$703 [58:11] = region_got[55:8];
-      \$703 [106:59] = region_got[103:56];
-      \$703 [154:107] = region_got[151:104];
-    end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$703 [2:0] = req_w_data[2:0];
-      \$703 [3] = req_w_data[3];
-      \$703 [5:4] = req_w_data[5:4];
-      \$703 [10:6] = req_w_data[10:6];
-    end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$703 [42:11] = req_w_data;
-    end
-    if (\$33 ) begin
-    end else if (\$34 ) begin
-      \$703 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$703 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$703 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$703 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$703 [154:139] = req_w_data[15:0];
-    end
-    if (rst) begin
-      \$703  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$704  = \$10 ;
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$705  = desc_waiting0;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$706  = desc_waiting1;
     if (rst) begin
       \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$707  = desc_waiting2;
+    \$707  = region_fetch;
     if (rst) begin
       \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$708  = desc_waiting3;
+    \$708  = region_program__payload;
+    if (region_load) begin
+      \$708 [3] = region_got[0];
+      \$708 [5:4] = region_got[2:1];
+      \$708 [10:6] = region_got[7:3];
+      \$708 [58:11] = region_got[55:8];
+      \$708 [106:59] = region_got[103:56];
+      \$708 [154:107] = region_got[151:104];
+    end
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$708 [2:0] = req_w_data[2:0];
+      \$708 [3] = req_w_data[3];
+      \$708 [5:4] = req_w_data[5:4];
+      \$708 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$708 [42:11] = req_w_data;
+    end
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$708 [58:43] = req_w_data[15:0];
+    end
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$708 [90:59] = req_w_data;
+    end
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$708 [106:91] = req_w_data[15:0];
+    end
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$708 [138:107] = req_w_data;
+    end
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$708 [154:139] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$708  = 1'h0;
+      \$708  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$709  = \$12 ;
+    \$709  = \$10 ;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$710  = 1'h0;
+    \$710  = desc_waiting0;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$711  = desc_waiting1;
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$712  = desc_waiting2;
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$713  = desc_waiting3;
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$714  = \$12 ;
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$715  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -16980,457 +17052,571 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$163 ) begin
             end else begin
-              \$710  = 1'h1;
+              \$715  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$710  = 1'h0;
+      \$715  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$711  = desc_fetch;
+    \$716  = desc_fetch;
     if (rst) begin
-      \$711  = 1'h0;
+      \$716  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$712  = dma_program__payload;
+    \$717  = dma_program__payload;
     if (desc_load) begin
-      \$712 [8] = desc_got[0];
-      \$712 [9] = desc_got[1];
-      \$712 [14:10] = desc_got[6:2];
-      \$712 [30:15] = desc_got[22:7];
-      \$712 [42:31] = desc_got[34:23];
-      \$712 [58:43] = desc_got[50:35];
-      \$712 [82:59] = desc_got[74:51];
-      \$712 [130:83] = desc_got[122:75];
-      \$712 [178:131] = desc_got[170:123];
+      \$717 [8] = desc_got[0];
+      \$717 [9] = desc_got[1];
+      \$717 [14:10] = desc_got[6:2];
+      \$717 [30:15] = desc_got[22:7];
+      \$717 [42:31] = desc_got[34:23];
+      \$717 [58:43] = desc_got[50:35];
+      \$717 [82:59] = desc_got[74:51];
+      \$717 [130:83] = desc_got[122:75];
+      \$717 [178:131] = desc_got[170:123];
     end
     if (\$68 ) begin
     end else if (\$69 ) begin
-      \$712 [7:0] = req_w_data[7:0];
-      \$712 [8] = req_w_data[8];
-      \$712 [9] = req_w_data[9];
-      \$712 [14:10] = req_w_data[14:10];
-      \$712 [30:15] = req_w_data[30:15];
+      \$717 [7:0] = req_w_data[7:0];
+      \$717 [8] = req_w_data[8];
+      \$717 [9] = req_w_data[9];
+      \$717 [14:10] = req_w_data[14:10];
+      \$717 [30:15] = req_w_data[30:15];
     end
     if (\$75 ) begin
     end else if (\$76 ) begin
-      \$712 [42:31] = req_w_data[11:0];
-      \$712 [58:43] = req_w_data[27:12];
+      \$717 [42:31] = req_w_data[11:0];
+      \$717 [58:43] = req_w_data[27:12];
     end
     if (\$82 ) begin
     end else if (\$83 ) begin
-      \$712 [82:59] = req_w_data[23:0];
+      \$717 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$712 [114:83] = req_w_data;
+      \$717 [114:83] = req_w_data;
     end
     if (\$96 ) begin
     end else if (\$97 ) begin
-      \$712 [130:115] = req_w_data[15:0];
+      \$717 [130:115] = req_w_data[15:0];
     end
     if (\$103 ) begin
     end else if (\$104 ) begin
-      \$712 [162:131] = req_w_data;
+      \$717 [162:131] = req_w_data;
     end
     if (\$110 ) begin
     end else if (\$111 ) begin
-      \$712 [178:163] = req_w_data[15:0];
+      \$717 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$712  = 179'h000000000000000000000000000000000000000000000;
+      \$717  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$713  = track_result;
+    \$718  = track_result;
     if (tracker_result__valid) begin
-      \$713  = tracker_result__payload;
+      \$718  = tracker_result__payload;
     end
     if (rst) begin
-      \$713  = 59'h000000000000000;
+      \$718  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$714  = track_answer;
+    \$719  = track_answer;
     if (tracker_result__valid) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end else if (\$13 ) begin
-      \$714  = 1'h1;
+      \$719  = 1'h1;
     end
     if (rst) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$715  = tracker_program__payload;
+    \$720  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$715 [1:0] = req_w_data[1:0];
-      \$715 [17:2] = req_w_data[17:2];
-      \$715 [29:18] = req_w_data[29:18];
+      \$720 [1:0] = req_w_data[1:0];
+      \$720 [17:2] = req_w_data[17:2];
+      \$720 [29:18] = req_w_data[29:18];
     end
     if (\$122 ) begin
     end else if (\$123 ) begin
-      \$715 [37:30] = req_w_data[7:0];
-      \$715 [38] = req_w_data[8];
+      \$720 [37:30] = req_w_data[7:0];
+      \$720 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$715  = 39'h0000000000;
+      \$720  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$716  = arbiter_program__payload;
+    \$721  = arbiter_program__payload;
     if (\$128 ) begin
     end else if (\$129 ) begin
-      \$716 [1:0] = req_w_data[1:0];
-      \$716 [9:2] = req_w_data[9:2];
-      \$716 [17:10] = req_w_data[17:10];
-      \$716 [22:18] = req_w_data[22:18];
+      \$721 [1:0] = req_w_data[1:0];
+      \$721 [9:2] = req_w_data[9:2];
+      \$721 [17:10] = req_w_data[17:10];
+      \$721 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$716 [38:23] = req_w_data[15:0];
+      \$721 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$716  = 39'h0200388002;
+      \$721  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$717  = device_id;
+    \$722  = device_id;
     if (\$136 ) begin
-      \$717  = req_w_data[4:0];
+      \$722  = req_w_data[4:0];
     end
     if (rst) begin
-      \$717  = 5'h00;
+      \$722  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$718  = csr_irq_enable;
+    \$723  = csr_irq_enable;
     if (\$137 ) begin
-      \$718 [0] = req_w_data[0];
-      \$718 [1] = req_w_data[1];
-      \$718 [2] = req_w_data[2];
-      \$718 [3] = req_w_data[3];
+      \$723 [0] = req_w_data[0];
+      \$723 [1] = req_w_data[1];
+      \$723 [2] = req_w_data[2];
+      \$723 [3] = req_w_data[3];
     end
-    if (rst) begin
-      \$718  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$719  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$719 [0] = req_w_data[0];
-      \$719 [1] = req_w_data[1];
-      \$719 [2] = req_w_data[2];
-      \$719 [3] = req_w_data[3];
-      \$719 [4] = req_w_data[4];
-      \$719 [5] = req_w_data[5];
-    end
-    if (rst) begin
-      \$719  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$720  = dma_irq_enable;
-    if (\$139 ) begin
-      \$720 [0] = req_w_data[0];
-      \$720 [1] = req_w_data[1];
-      \$720 [2] = req_w_data[2];
-      \$720 [3] = req_w_data[3];
-      \$720 [4] = req_w_data[4];
-      \$720 [5] = req_w_data[5];
-      \$720 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$720  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$721  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$721 [0] = req_w_data[0];
-      \$721 [1] = req_w_data[1];
-      \$721 [2] = req_w_data[2];
-      \$721 [3] = req_w_data[3];
-      \$721 [4] = req_w_data[4];
-      \$721 [5] = req_w_data[5];
-      \$721 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$721  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$722  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$722 [0] = req_w_data[0];
-      \$722 [1] = req_w_data[1];
-    end
-    if (rst) begin
-      \$722  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$723  = \$174 ;
     if (rst) begin
       \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$724  = \$177 ;
+    \$724  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$724 [0] = req_w_data[0];
+      \$724 [1] = req_w_data[1];
+      \$724 [2] = req_w_data[2];
+      \$724 [3] = req_w_data[3];
+      \$724 [4] = req_w_data[4];
+      \$724 [5] = req_w_data[5];
+    end
     if (rst) begin
       \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$725  = \$180 ;
+    \$725  = dma_irq_enable;
+    if (\$139 ) begin
+      \$725 [0] = req_w_data[0];
+      \$725 [1] = req_w_data[1];
+      \$725 [2] = req_w_data[2];
+      \$725 [3] = req_w_data[3];
+      \$725 [4] = req_w_data[4];
+      \$725 [5] = req_w_data[5];
+      \$725 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$726  = \$183 ;
+    \$726  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$726 [0] = req_w_data[0];
+      \$726 [1] = req_w_data[1];
+      \$726 [2] = req_w_data[2];
+      \$726 [3] = req_w_data[3];
+      \$726 [4] = req_w_data[4];
+      \$726 [5] = req_w_data[5];
+      \$726 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$727  = \$186 ;
+    \$727  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$727 [0] = req_w_data[0];
+      \$727 [1] = req_w_data[1];
+    end
     if (rst) begin
       \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$728  = tracker_capture;
-    if (\$192 ) begin
-      \$728 [15:0] = \tracker_capture$157 [15:0];
-      \$728 [23:16] = \tracker_capture$157 [23:16];
-      \$728 [29:24] = tracker_errors;
-    end
+    \$728  = tracker_errors;
     if (rst) begin
-      \$728  = 30'h00000000;
+      \$728  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$729  = dma_capture;
-    if (\$198 ) begin
-      \$729 [7:0] = \dma_capture$159 [7:0];
-      \$729 [23:8] = \dma_capture$159 [23:8];
-      \$729 [71:24] = \dma_capture$159 [71:24];
-      \$729 [78:72] = dma_errors;
-    end
+    \$729  = dma_errors;
     if (rst) begin
-      \$729  = 79'h00000000000000000000;
+      \$729  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$730  = addrmap_capture;
-    if (\$204 ) begin
-      \$730 [47:0] = \addrmap_capture$161 [47:0];
-      \$730 [52:48] = \addrmap_capture$161 [52:48];
-      \$730 [68:53] = \addrmap_capture$161 [68:53];
-      \$730 [75:69] = addrmap_errors;
-    end
+    \$730  = addrmap_errors;
     if (rst) begin
-      \$730  = 76'h0000000000000000000;
+      \$730  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$731  = \$215 ;
+    \$731  = arbiter_errors;
     if (rst) begin
-      \$731  = 1'h0;
+      \$731  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$732  = read_part0;
+    \$732  = 4'h0;
+    if (\$173 ) begin
+      \$732 [0] = bus__w_data[0];
+      \$732 [1] = bus__w_data[1];
+      \$732 [2] = bus__w_data[2];
+      \$732 [3] = bus__w_data[3];
+    end
+    if (rst) begin
+      \$732  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$733  = \$176 ;
+    if (rst) begin
+      \$733  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$734  = 6'h00;
+    if (\$178 ) begin
+      \$734 [0] = bus__w_data[0];
+      \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
+      \$734 [4] = bus__w_data[4];
+      \$734 [5] = bus__w_data[5];
+    end
+    if (rst) begin
+      \$734  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$735  = \$181 ;
+    if (rst) begin
+      \$735  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$736  = 7'h00;
+    if (\$183 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$736  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$737  = \$186 ;
+    if (rst) begin
+      \$737  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$738  = 7'h00;
+    if (\$188 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+      \$738 [2] = bus__w_data[2];
+      \$738 [3] = bus__w_data[3];
+      \$738 [4] = bus__w_data[4];
+      \$738 [5] = bus__w_data[5];
+      \$738 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$738  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$739  = \$191 ;
+    if (rst) begin
+      \$739  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$740  = 2'h0;
+    if (\$193 ) begin
+      \$740 [0] = bus__w_data[0];
+      \$740 [1] = bus__w_data[1];
+    end
+    if (rst) begin
+      \$740  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$741  = \$196 ;
+    if (rst) begin
+      \$741  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$742  = tracker_capture;
+    if (rst) begin
+      \$742  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$743  = \tracker_capture$162 ;
+    if (\$202 ) begin
+      \$743 [15:0] = tracker_given[15:0];
+      \$743 [23:16] = tracker_given[23:16];
+      \$743 [29:24] = tracker_events;
+    end
+    if (rst) begin
+      \$743  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$744  = dma_capture;
+    if (rst) begin
+      \$744  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$745  = \dma_capture$165 ;
+    if (\$208 ) begin
+      \$745 [7:0] = dma_given[7:0];
+      \$745 [23:8] = dma_given[23:8];
+      \$745 [71:24] = dma_given[71:24];
+      \$745 [78:72] = dma_events;
+    end
+    if (rst) begin
+      \$745  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$746  = addrmap_capture;
+    if (rst) begin
+      \$746  = 69'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$747  = \addrmap_capture$168 ;
+    if (\$214 ) begin
+      \$747 [47:0] = addrmap_given[47:0];
+      \$747 [52:48] = addrmap_given[52:48];
+      \$747 [68:53] = addrmap_given[68:53];
+      \$747 [75:69] = addrmap_events;
+    end
+    if (rst) begin
+      \$747  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$748  = \$225 ;
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$749  = read_part0;
     if (req_r_stb) begin
-      \$732  = \$222 ;
+      \$749  = \$232 ;
     end
     if (rst) begin
-      \$732  = 32'd0;
+      \$749  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$733  = read_part1;
+    \$750  = read_part1;
     if (req_r_stb) begin
-      \$733  = \$229 ;
+      \$750  = \$239 ;
     end
     if (rst) begin
-      \$733  = 32'd0;
+      \$750  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$734  = read_part2;
+    \$751  = read_part2;
     if (req_r_stb) begin
-      \$734  = \$237 ;
+      \$751  = \$247 ;
     end
     if (rst) begin
-      \$734  = 32'd0;
+      \$751  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$735  = read_part3;
+    \$752  = read_part3;
     if (req_r_stb) begin
-      \$735  = \$245 ;
+      \$752  = \$255 ;
     end
     if (rst) begin
-      \$735  = 32'd0;
+      \$752  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$736  = read_part4;
+    \$753  = read_part4;
     if (req_r_stb) begin
-      \$736  = \$250 ;
+      \$753  = \$260 ;
     end
     if (rst) begin
-      \$736  = 32'd0;
+      \$753  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$737  = read_part5;
+    \$754  = read_part5;
     if (req_r_stb) begin
-      \$737  = \$257 ;
+      \$754  = \$267 ;
     end
     if (rst) begin
-      \$737  = 32'd0;
+      \$754  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$738  = read_part6;
+    \$755  = read_part6;
     if (req_r_stb) begin
-      \$738  = \$268 ;
+      \$755  = \$278 ;
     end
     if (rst) begin
-      \$738  = 32'd0;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$739  = read_part8;
+    \$756  = read_part8;
     if (req_r_stb) begin
-      \$739  = \$279 ;
+      \$756  = \$289 ;
     end
     if (rst) begin
-      \$739  = 32'd0;
+      \$756  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$740  = read_part10;
+    \$757  = read_part10;
     if (req_r_stb) begin
-      \$740  = \$284 ;
+      \$757  = \$294 ;
     end
     if (rst) begin
-      \$740  = 32'd0;
+      \$757  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$741  = read_part11;
+    \$758  = read_part11;
     if (req_r_stb) begin
-      \$741  = \$295 ;
+      \$758  = \$305 ;
     end
     if (rst) begin
-      \$741  = 32'd0;
+      \$758  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$742  = read_part13;
+    \$759  = read_part13;
     if (req_r_stb) begin
-      \$742  = \$302 ;
+      \$759  = \$312 ;
     end
     if (rst) begin
-      \$742  = 32'd0;
+      \$759  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$743  = read_part14;
+    \$760  = read_part14;
     if (req_r_stb) begin
-      \$743  = \$310 ;
+      \$760  = \$320 ;
     end
     if (rst) begin
-      \$743  = 32'd0;
+      \$760  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$744  = req_r_stb;
+    \$761  = req_r_stb;
     if (rst) begin
-      \$744  = 1'h0;
+      \$761  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$745  = read_section;
+    \$762  = read_section;
     if (req_r_stb) begin
-      \$745  = req_addr[9:6];
+      \$762  = req_addr[9:6];
     end
     if (rst) begin
-      \$745  = 4'h0;
+      \$762  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$746  = read_unaligned;
+    \$763  = read_unaligned;
     if (req_r_stb) begin
-      \$746  = \$311 ;
+      \$763  = \$321 ;
     end
     if (rst) begin
-      \$746  = 1'h0;
+      \$763  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$747  = bus__r_data;
+    \$764  = bus__r_data;
     if (read_pending) begin
-      \$747  = \$327 ;
+      \$764  = \$337 ;
     end
     if (rst) begin
-      \$747  = 32'd0;
+      \$764  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$391 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$395 ) begin
-      set_err[3] = 1'h1;
-    end
     if (\$401 ) begin
       set_err[3] = 1'h1;
     end
@@ -17509,43 +17695,49 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$530 ) begin
+    if (\$531 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$536 ) begin
+    if (\$535 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$542 ) begin
+    if (\$540 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$548 ) begin
+    if (\$546 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$550 ) begin
+    if (\$552 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$558 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$560 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$555 ) begin
+            if (\$565 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$560 ) begin
+            if (\$570 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$566 ) begin
+            if (\$576 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$571 ) begin
+            if (\$581 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$575 ) begin
+            if (\$585 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$579 ) begin
+            if (\$589 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -17580,105 +17772,49 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$379 ;
+      wp__en = \$389 ;
     end else begin
-      wp__en = \$382 ;
+      wp__en = \$392 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$189  = sweep_at;
+      \wp__addr$196  = sweep_at;
     end else begin
-      \wp__addr$189  = dma_program__payload[7:0];
+      \wp__addr$196  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$197  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$190 [0] = dma_program__payload[8];
-      \wp__data$190 [1] = dma_program__payload[9];
-      \wp__data$190 [6:2] = dma_program__payload[14:10];
-      \wp__data$190 [22:7] = dma_program__payload[30:15];
-      \wp__data$190 [34:23] = dma_program__payload[42:31];
-      \wp__data$190 [50:35] = dma_program__payload[58:43];
-      \wp__data$190 [74:51] = dma_program__payload[82:59];
-      \wp__data$190 [122:75] = dma_program__payload[130:83];
-      \wp__data$190 [170:123] = dma_program__payload[178:131];
+      \wp__data$197 [0] = dma_program__payload[8];
+      \wp__data$197 [1] = dma_program__payload[9];
+      \wp__data$197 [6:2] = dma_program__payload[14:10];
+      \wp__data$197 [22:7] = dma_program__payload[30:15];
+      \wp__data$197 [34:23] = dma_program__payload[42:31];
+      \wp__data$197 [50:35] = dma_program__payload[58:43];
+      \wp__data$197 [74:51] = dma_program__payload[82:59];
+      \wp__data$197 [122:75] = dma_program__payload[130:83];
+      \wp__data$197 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$191  = 1'h1;
+      \wp__en$198  = 1'h1;
     end else begin
-      \wp__en$191  = \$385 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    csr_errors_clear = 4'h0;
-    if (\$580 ) begin
-      csr_errors_clear[0] = req_w_data[0];
-      csr_errors_clear[1] = req_w_data[1];
-      csr_errors_clear[2] = req_w_data[2];
-      csr_errors_clear[3] = req_w_data[3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    tracker_errors_clear = 6'h00;
-    if (\$581 ) begin
-      tracker_errors_clear[0] = req_w_data[0];
-      tracker_errors_clear[1] = req_w_data[1];
-      tracker_errors_clear[2] = req_w_data[2];
-      tracker_errors_clear[3] = req_w_data[3];
-      tracker_errors_clear[4] = req_w_data[4];
-      tracker_errors_clear[5] = req_w_data[5];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    dma_errors_clear = 7'h00;
-    if (\$582 ) begin
-      dma_errors_clear[0] = req_w_data[0];
-      dma_errors_clear[1] = req_w_data[1];
-      dma_errors_clear[2] = req_w_data[2];
-      dma_errors_clear[3] = req_w_data[3];
-      dma_errors_clear[4] = req_w_data[4];
-      dma_errors_clear[5] = req_w_data[5];
-      dma_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    addrmap_errors_clear = 7'h00;
-    if (\$583 ) begin
-      addrmap_errors_clear[0] = req_w_data[0];
-      addrmap_errors_clear[1] = req_w_data[1];
-      addrmap_errors_clear[2] = req_w_data[2];
-      addrmap_errors_clear[3] = req_w_data[3];
-      addrmap_errors_clear[4] = req_w_data[4];
-      addrmap_errors_clear[5] = req_w_data[5];
-      addrmap_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    arbiter_errors_clear = 2'h0;
-    if (\$584 ) begin
-      arbiter_errors_clear[0] = req_w_data[0];
-      arbiter_errors_clear[1] = req_w_data[1];
+      \wp__en$198  = \$395 ;
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$192  = dma_program__payload[7:0];
-  assign \device_id$193  = device_id;
+  assign \rp__addr$199  = dma_program__payload[7:0];
+  assign \device_id$200  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -17785,6 +17921,50 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_irq_enable__rx_crosses  = addrmap_irq_enable[6];
   assign arbiter_irq_enable__bad_config  = arbiter_irq_enable[0];
   assign arbiter_irq_enable__bad_response  = arbiter_irq_enable[1];
+  assign tracker_events__unprogrammed  = tracker_events[0];
+  assign tracker_events__overcount  = tracker_events[1];
+  assign tracker_events__reprogram  = tracker_events[2];
+  assign tracker_events__bad_threshold  = tracker_events[3];
+  assign tracker_events__overflow  = tracker_events[4];
+  assign tracker_events__bad_op  = tracker_events[5];
+  assign tracker_errors__unprogrammed  = tracker_errors[0];
+  assign tracker_errors__overcount  = tracker_errors[1];
+  assign tracker_errors__reprogram  = tracker_errors[2];
+  assign tracker_errors__bad_threshold  = tracker_errors[3];
+  assign tracker_errors__overflow  = tracker_errors[4];
+  assign tracker_errors__bad_op  = tracker_errors[5];
+  assign dma_events__bad_descriptor  = dma_events[0];
+  assign dma_events__bad_program  = dma_events[1];
+  assign dma_events__bad_response  = dma_events[2];
+  assign dma_events__bad_range  = dma_events[3];
+  assign dma_events__bad_pitch  = dma_events[4];
+  assign dma_events__desc_busy  = dma_events[5];
+  assign dma_events__read_error  = dma_events[6];
+  assign dma_errors__bad_descriptor  = dma_errors[0];
+  assign dma_errors__bad_program  = dma_errors[1];
+  assign dma_errors__bad_response  = dma_errors[2];
+  assign dma_errors__bad_range  = dma_errors[3];
+  assign dma_errors__bad_pitch  = dma_errors[4];
+  assign dma_errors__desc_busy  = dma_errors[5];
+  assign dma_errors__read_error  = dma_errors[6];
+  assign addrmap_events__bad_region  = addrmap_events[0];
+  assign addrmap_events__overlap  = addrmap_events[1];
+  assign addrmap_events__store_crosses  = addrmap_events[2];
+  assign addrmap_events__rx_misrouted  = addrmap_events[3];
+  assign addrmap_events__rx_remote  = addrmap_events[4];
+  assign addrmap_events__rx_unmapped  = addrmap_events[5];
+  assign addrmap_events__rx_crosses  = addrmap_events[6];
+  assign addrmap_errors__bad_region  = addrmap_errors[0];
+  assign addrmap_errors__overlap  = addrmap_errors[1];
+  assign addrmap_errors__store_crosses  = addrmap_errors[2];
+  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
+  assign addrmap_errors__rx_remote  = addrmap_errors[4];
+  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
+  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
+  assign arbiter_events__bad_config  = arbiter_events[0];
+  assign arbiter_events__bad_response  = arbiter_events[1];
+  assign arbiter_errors__bad_config  = arbiter_errors[0];
+  assign arbiter_errors__bad_response  = arbiter_errors[1];
   assign errors__unmapped  = errors[0];
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
@@ -17799,12 +17979,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_sticky__bad_threshold  = tracker_sticky[3];
   assign tracker_sticky__overflow  = tracker_sticky[4];
   assign tracker_sticky__bad_op  = tracker_sticky[5];
-  assign tracker_errors__unprogrammed  = tracker_errors[0];
-  assign tracker_errors__overcount  = tracker_errors[1];
-  assign tracker_errors__reprogram  = tracker_errors[2];
-  assign tracker_errors__bad_threshold  = tracker_errors[3];
-  assign tracker_errors__overflow  = tracker_errors[4];
-  assign tracker_errors__bad_op  = tracker_errors[5];
   assign dma_sticky__bad_descriptor  = dma_sticky[0];
   assign dma_sticky__bad_program  = dma_sticky[1];
   assign dma_sticky__bad_response  = dma_sticky[2];
@@ -17812,13 +17986,6 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_sticky__bad_pitch  = dma_sticky[4];
   assign dma_sticky__desc_busy  = dma_sticky[5];
   assign dma_sticky__read_error  = dma_sticky[6];
-  assign dma_errors__bad_descriptor  = dma_errors[0];
-  assign dma_errors__bad_program  = dma_errors[1];
-  assign dma_errors__bad_response  = dma_errors[2];
-  assign dma_errors__bad_range  = dma_errors[3];
-  assign dma_errors__bad_pitch  = dma_errors[4];
-  assign dma_errors__desc_busy  = dma_errors[5];
-  assign dma_errors__read_error  = dma_errors[6];
   assign addrmap_sticky__bad_region  = addrmap_sticky[0];
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign addrmap_sticky__store_crosses  = addrmap_sticky[2];
@@ -17826,56 +17993,55 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_sticky__rx_remote  = addrmap_sticky[4];
   assign addrmap_sticky__rx_unmapped  = addrmap_sticky[5];
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
-  assign addrmap_errors__bad_region  = addrmap_errors[0];
-  assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign addrmap_errors__store_crosses  = addrmap_errors[2];
-  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
-  assign addrmap_errors__rx_remote  = addrmap_errors[4];
-  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
-  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign arbiter_errors__bad_config  = arbiter_errors[0];
-  assign arbiter_errors__bad_response  = arbiter_errors[1];
+  assign tracker_given__tile  = tracker_given[15:0];
+  assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture__events  = tracker_capture[29:24];
-  assign tracker_capture__events__unprogrammed  = tracker_capture[24];
-  assign tracker_capture__events__overcount  = tracker_capture[25];
-  assign tracker_capture__events__reprogram  = tracker_capture[26];
-  assign tracker_capture__events__bad_threshold  = tracker_capture[27];
-  assign tracker_capture__events__overflow  = tracker_capture[28];
-  assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
-  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
+  assign tracker_capture$162__tile  = \tracker_capture$162 [15:0];
+  assign tracker_capture$162__cmd  = \tracker_capture$162 [23:16];
+  assign tracker_capture$162__events  = \tracker_capture$162 [29:24];
+  assign tracker_capture$162__events__unprogrammed  = \tracker_capture$162 [24];
+  assign tracker_capture$162__events__overcount  = \tracker_capture$162 [25];
+  assign tracker_capture$162__events__reprogram  = \tracker_capture$162 [26];
+  assign tracker_capture$162__events__bad_threshold  = \tracker_capture$162 [27];
+  assign tracker_capture$162__events__overflow  = \tracker_capture$162 [28];
+  assign tracker_capture$162__events__bad_op  = \tracker_capture$162 [29];
+  assign dma_given__index  = dma_given[7:0];
+  assign dma_given__tile  = dma_given[23:8];
+  assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture__events  = dma_capture[78:72];
-  assign dma_capture__events__bad_descriptor  = dma_capture[72];
-  assign dma_capture__events__bad_program  = dma_capture[73];
-  assign dma_capture__events__bad_response  = dma_capture[74];
-  assign dma_capture__events__bad_range  = dma_capture[75];
-  assign dma_capture__events__bad_pitch  = dma_capture[76];
-  assign dma_capture__events__desc_busy  = dma_capture[77];
-  assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$159__index  = \dma_capture$159 [7:0];
-  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
-  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
+  assign dma_capture$165__index  = \dma_capture$165 [7:0];
+  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
+  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
+  assign dma_capture$165__events  = \dma_capture$165 [78:72];
+  assign dma_capture$165__events__bad_descriptor  = \dma_capture$165 [72];
+  assign dma_capture$165__events__bad_program  = \dma_capture$165 [73];
+  assign dma_capture$165__events__bad_response  = \dma_capture$165 [74];
+  assign dma_capture$165__events__bad_range  = \dma_capture$165 [75];
+  assign dma_capture$165__events__bad_pitch  = \dma_capture$165 [76];
+  assign dma_capture$165__events__desc_busy  = \dma_capture$165 [77];
+  assign dma_capture$165__events__read_error  = \dma_capture$165 [78];
+  assign addrmap_given__addr  = addrmap_given[47:0];
+  assign addrmap_given__device  = addrmap_given[52:48];
+  assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture__events  = addrmap_capture[75:69];
-  assign addrmap_capture__events__bad_region  = addrmap_capture[69];
-  assign addrmap_capture__events__overlap  = addrmap_capture[70];
-  assign addrmap_capture__events__store_crosses  = addrmap_capture[71];
-  assign addrmap_capture__events__rx_misrouted  = addrmap_capture[72];
-  assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
-  assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
-  assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
-  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
-  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
+  assign addrmap_capture$168__addr  = \addrmap_capture$168 [47:0];
+  assign addrmap_capture$168__device  = \addrmap_capture$168 [52:48];
+  assign addrmap_capture$168__tile  = \addrmap_capture$168 [68:53];
+  assign addrmap_capture$168__events  = \addrmap_capture$168 [75:69];
+  assign addrmap_capture$168__events__bad_region  = \addrmap_capture$168 [69];
+  assign addrmap_capture$168__events__overlap  = \addrmap_capture$168 [70];
+  assign addrmap_capture$168__events__store_crosses  = \addrmap_capture$168 [71];
+  assign addrmap_capture$168__events__rx_misrouted  = \addrmap_capture$168 [72];
+  assign addrmap_capture$168__events__rx_remote  = \addrmap_capture$168 [73];
+  assign addrmap_capture$168__events__rx_unmapped  = \addrmap_capture$168 [74];
+  assign addrmap_capture$168__events__rx_crosses  = \addrmap_capture$168 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -17927,15 +18093,15 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$190__valid  = \wp__data$190 [0];
-  assign wp__data$190__op  = \wp__data$190 [1];
-  assign wp__data$190__device  = \wp__data$190 [6:2];
-  assign wp__data$190__tile  = \wp__data$190 [22:7];
-  assign wp__data$190__rows  = \wp__data$190 [34:23];
-  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
-  assign wp__data$190__pitch  = \wp__data$190 [74:51];
-  assign wp__data$190__src  = \wp__data$190 [122:75];
-  assign wp__data$190__dst  = \wp__data$190 [170:123];
+  assign wp__data$197__valid  = \wp__data$197 [0];
+  assign wp__data$197__op  = \wp__data$197 [1];
+  assign wp__data$197__device  = \wp__data$197 [6:2];
+  assign wp__data$197__tile  = \wp__data$197 [22:7];
+  assign wp__data$197__rows  = \wp__data$197 [34:23];
+  assign wp__data$197__row_bytes  = \wp__data$197 [50:35];
+  assign wp__data$197__pitch  = \wp__data$197 [74:51];
+  assign wp__data$197__src  = \wp__data$197 [122:75];
+  assign wp__data$197__dst  = \wp__data$197 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -17959,18 +18125,18 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$598 ;
-  assign status[6] = \$595 ;
-  assign status[5] = \$592 ;
-  assign status[4] = \$588 ;
+  assign status[7] = \$603 ;
+  assign status[6] = \$600 ;
+  assign status[5] = \$597 ;
+  assign status[4] = \$593 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$378 ;
+    set_err[1] = \$388 ;
   always @*
-    set_err[0] = \$330 ;
+    set_err[0] = \$340 ;
   assign \$6  = arbiter_program__valid;
   assign \$18  = \$17 ;
   assign \$25  = \$24 ;
@@ -18006,14 +18172,13 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$169  = arbiter_program__valid;
   assign \$170  = arbiter_program__valid;
   assign \$171  = arbiter_program__valid;
-  assign \$588  = \$587 ;
-  assign \$592  = \$591 ;
-  assign \$593  = tracker_program__valid;
-  assign \$594  = tracker_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
-  assign \$598  = arbiter_program__valid;
-  assign \$390  = \$389 ;
+  assign \$593  = \$592 ;
+  assign \$597  = \$596 ;
+  assign \$598  = tracker_program__valid;
+  assign \$599  = tracker_program__valid;
+  assign \$601  = arbiter_program__valid;
+  assign \$602  = arbiter_program__valid;
+  assign \$603  = arbiter_program__valid;
   assign \$400  = \$399 ;
   assign \$410  = \$409 ;
   assign \$420  = \$419 ;
@@ -18027,26 +18192,27 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$500  = \$499 ;
   assign \$510  = \$509 ;
   assign \$520  = \$519 ;
-  assign \$527  = tracker_program__valid;
-  assign \$528  = tracker_program__valid;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$545  = arbiter_program__valid;
-  assign \$546  = arbiter_program__valid;
-  assign \$547  = arbiter_program__valid;
-  assign \$554  = \$553 ;
-  assign \$559  = \$558 ;
+  assign \$530  = \$529 ;
+  assign \$537  = tracker_program__valid;
+  assign \$538  = tracker_program__valid;
+  assign \$543  = tracker_program__valid;
+  assign \$544  = tracker_program__valid;
+  assign \$549  = arbiter_program__valid;
+  assign \$550  = arbiter_program__valid;
+  assign \$551  = arbiter_program__valid;
+  assign \$555  = arbiter_program__valid;
+  assign \$556  = arbiter_program__valid;
+  assign \$557  = arbiter_program__valid;
   assign \$564  = \$563 ;
-  assign \$570  = \$569 ;
-  assign \$572  = tracker_program__valid;
-  assign \$573  = tracker_program__valid;
-  assign \$576  = arbiter_program__valid;
-  assign \$577  = arbiter_program__valid;
-  assign \$578  = arbiter_program__valid;
-  assign \$579  = arbiter_program__valid;
+  assign \$569  = \$568 ;
+  assign \$574  = \$573 ;
+  assign \$580  = \$579 ;
+  assign \$582  = tracker_program__valid;
+  assign \$583  = tracker_program__valid;
+  assign \$586  = arbiter_program__valid;
+  assign \$587  = arbiter_program__valid;
+  assign \$588  = arbiter_program__valid;
+  assign \$589  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -18060,10 +18226,14 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   wire [32:0] \$14 ;
   wire [32:0] \$15 ;
   wire [32:0] \$16 ;
-  reg [6:0] \$17 ;
-  reg [71:0] \$18 ;
-  reg [287:0] \$19 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire [6:0] \$2 ;
+  reg [71:0] \$20 ;
+  reg [6:0] \$21 ;
+  reg [71:0] \$22 ;
+  reg [287:0] \$23 ;
   wire [6:0] \$3 ;
   wire \$4 ;
   wire \$5 ;
@@ -18132,10 +18302,10 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   wire descriptor__valid;
   wire \descriptor__valid$19 ;
   wire [71:0] detail;
-  wire [71:0] \detail$57 ;
-  wire [47:0] detail$57__addr ;
-  wire [7:0] detail$57__index ;
-  wire [15:0] detail$57__tile ;
+  wire [71:0] \detail$62 ;
+  wire [47:0] detail$62__addr ;
+  wire [7:0] detail$62__index ;
+  wire [15:0] detail$62__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -18229,6 +18399,13 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   wire read__valid;
   wire \read__valid$25 ;
   wire read_error;
+  reg resp_aborted = 1'h0;
+  reg resp_bad_response = 1'h0;
+  reg [71:0] resp_detail = 72'h000000000000000000;
+  wire [47:0] resp_detail__addr ;
+  wire [7:0] resp_detail__index ;
+  wire [15:0] resp_detail__tile ;
+  reg resp_read_error = 1'h0;
   input [3:0] response__payload;
   wire [3:0] response__payload;
   wire [3:0] \response__payload$27 ;
@@ -18277,7 +18454,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$41  & \idle$42 ;
-  assign \$4  = bad_response | read_error;
+  assign \$4  = resp_bad_response | resp_read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
   assign \$7  = stats[63:32] + 1'h1;
@@ -18291,11 +18468,19 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign \$15  = stats[255:224] + 1'h1;
   assign \$16  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    errors <= \$17 ;
+    resp_bad_response <= \$17 ;
   always @(posedge clk)
-    capture <= \$18 ;
+    resp_read_error <= \$18 ;
   always @(posedge clk)
-    stats <= \$19 ;
+    resp_aborted <= \$19 ;
+  always @(posedge clk)
+    resp_detail <= \$20 ;
+  always @(posedge clk)
+    errors <= \$21 ;
+  always @(posedge clk)
+    capture <= \$22 ;
+  always @(posedge clk)
+    stats <= \$23 ;
   t3hw_system__e0__dma__engine  engine (
     .abort(aborted),
     .bad_response(bad_response),
@@ -18330,7 +18515,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$57 ),
+    .detail(\detail$62 ),
     .idle(\idle$41 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
@@ -18342,55 +18527,83 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   );
   always @* begin
     if (_init_strobe_6 ) begin end
-    \$17  = \$3 ;
+    \$17  = bad_response;
     if (rst) begin
-      \$17  = 7'h00;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_6 ) begin end
-    \$18  = capture;
+    \$18  = read_error;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$19  = aborted;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$20  = detail;
+    if (rst) begin
+      \$20  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$21  = \$3 ;
+    if (rst) begin
+      \$21  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_6 ) begin end
+    \$22  = capture;
     if (\$4 ) begin
-      \$18  = detail;
+      \$22  = resp_detail;
     end else if (\$5 ) begin
-      \$18  = \detail$57 ;
+      \$22  = \detail$62 ;
     end
     if (rst) begin
-      \$18  = 72'h000000000000000000;
+      \$22  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_6 ) begin end
-    \$19  = stats;
+    \$23  = stats;
     if (enqueued) begin
-      \$19 [31:0] = \$6 [31:0];
+      \$23 [31:0] = \$6 [31:0];
     end
     if (bad_descriptor) begin
-      \$19 [63:32] = \$7 [31:0];
+      \$23 [63:32] = \$7 [31:0];
     end
     if (\$8 ) begin
-      \$19 [95:64] = \$9 [31:0];
+      \$23 [95:64] = \$9 [31:0];
     end
     if (\$10 ) begin
-      \$19 [127:96] = \$11 [31:0];
+      \$23 [127:96] = \$11 [31:0];
     end
     if (bad_program) begin
-      \$19 [159:128] = \$12 [31:0];
+      \$23 [159:128] = \$12 [31:0];
     end
     if (bad_range) begin
-      \$19 [191:160] = \$13 [31:0];
+      \$23 [191:160] = \$13 [31:0];
     end
     if (bad_pitch) begin
-      \$19 [223:192] = \$14 [31:0];
+      \$23 [223:192] = \$14 [31:0];
     end
     if (desc_busy) begin
-      \$19 [255:224] = \$15 [31:0];
+      \$23 [255:224] = \$15 [31:0];
     end
-    if (aborted) begin
-      \$19 [287:256] = \$16 [31:0];
+    if (resp_aborted) begin
+      \$23 [287:256] = \$16 [31:0];
     end
     if (rst) begin
-      \$19  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$23  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -18485,6 +18698,12 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err__bad_pitch  = set_err[4];
   assign set_err__desc_busy  = set_err[5];
   assign set_err__read_error  = set_err[6];
+  assign resp_detail__index  = resp_detail[7:0];
+  assign resp_detail__tile  = resp_detail[23:8];
+  assign resp_detail__addr  = resp_detail[71:24];
+  assign detail__index  = detail[7:0];
+  assign detail__tile  = detail[23:8];
+  assign detail__addr  = detail[71:24];
   assign errors__bad_descriptor  = errors[0];
   assign errors__bad_program  = errors[1];
   assign errors__bad_response  = errors[2];
@@ -18502,12 +18721,9 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign capture__index  = capture[7:0];
   assign capture__tile  = capture[23:8];
   assign capture__addr  = capture[71:24];
-  assign detail__index  = detail[7:0];
-  assign detail__tile  = detail[23:8];
-  assign detail__addr  = detail[71:24];
-  assign detail$57__index  = \detail$57 [7:0];
-  assign detail$57__tile  = \detail$57 [23:8];
-  assign detail$57__addr  = \detail$57 [71:24];
+  assign detail$62__index  = \detail$62 [7:0];
+  assign detail$62__tile  = \detail$62 [23:8];
+  assign detail$62__addr  = \detail$62 [71:24];
   assign stats__triggers  = stats[31:0];
   assign stats__rejected  = stats[63:32];
   assign stats__reads  = stats[95:64];
@@ -18517,8 +18733,8 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign stats__bad_pitch  = stats[223:192];
   assign stats__desc_busy  = stats[255:224];
   assign stats__aborted  = stats[287:256];
-  assign set_err[6] = read_error;
-  assign set_err[2] = bad_response;
+  assign set_err[6] = resp_read_error;
+  assign set_err[2] = resp_bad_response;
   assign set_err[5] = desc_busy;
   assign set_err[4] = bad_pitch;
   assign set_err[3] = bad_range;
@@ -18526,7 +18742,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err[0] = bad_descriptor;
   assign \$1  = 7'h00;
   assign \$2  = 7'h00;
-  assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
+  assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
 module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
@@ -19268,31 +19484,27 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [3:0] \$61 ;
+  wire [3:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire [3:0] \$66 ;
+  wire [3:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [139:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [139:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -19404,10 +19616,6 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -19440,46 +19648,42 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 3'h6;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 4'h0 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 3'h6;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 4'h0 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -19496,62 +19700,63 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$77  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [2:0];
+    end
+    if (rst) begin
+      \$78  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [2:0];
-    end
-    if (rst) begin
-      \$83  = 3'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -21947,31 +22152,27 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [4:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [7:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg [7:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -22025,10 +22226,6 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -22061,46 +22258,42 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'he;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'he;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'he;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'he;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -22117,62 +22310,63 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$77  = \$15 [4:0];
+    \$73  = \$15 [4:0];
     if (rst) begin
-      \$77  = 5'h00;
+      \$73  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -26366,31 +26560,27 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [15:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [15:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [15:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -26684,10 +26874,6 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -26720,46 +26906,42 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -26776,62 +26958,63 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -26899,31 +27082,27 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [23:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [23:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -27227,10 +27406,6 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -27263,46 +27438,42 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -27319,62 +27490,63 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_19 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -28490,7 +28662,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e1__csr  csr (
-    .\addrmap_capture$161 (addrmap_capture),
+    .addrmap_capture(addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -28506,7 +28678,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$159 (dma_capture),
+    .dma_capture(dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -28519,7 +28691,7 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$157 (tracker_capture),
+    .tracker_capture(tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -31531,31 +31703,27 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [78:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
   reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  reg [3:0] \$78 ;
+  reg [78:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [78:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -31659,10 +31827,6 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -31695,46 +31859,42 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'h9;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'h9;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -31751,62 +31911,63 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
+    if (rst) begin
+      \$73  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$74  = \$25 ;
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$75  = \$37 ;
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$76  = \$49 ;
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_22 ) begin end
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
+    end
     if (rst) begin
       \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$78  = \$25 ;
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_22 ) begin end
-    \$79  = \$37 ;
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_22 ) begin end
-    \$80  = \$49 ;
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_22 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_22 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$78  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_22 ) begin end
-    \$83  = rd__addr;
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -33717,7 +33878,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
   reg _init_strobe_25  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -33800,66 +33961,66 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
+  wire \$172 ;
+  wire \$173 ;
   wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [6:0] \$178 ;
-  wire [6:0] \$179 ;
+  wire [3:0] \$175 ;
+  wire [3:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
-  wire [6:0] \$181 ;
-  wire [6:0] \$182 ;
-  wire [6:0] \$183 ;
-  wire [1:0] \$184 ;
-  wire [1:0] \$185 ;
-  wire [1:0] \$186 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire [6:0] \$184 ;
+  wire [6:0] \$185 ;
+  wire [6:0] \$186 ;
   wire \$187 ;
-  wire [5:0] \$188 ;
-  wire [5:0] \$189 ;
+  wire \$188 ;
+  wire [6:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [6:0] \$190 ;
+  wire [6:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
+  wire [1:0] \$194 ;
+  wire [1:0] \$195 ;
+  wire [1:0] \$196 ;
   wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [5:0] \$198 ;
+  wire [5:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
+  wire \$200 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire \$204 ;
-  wire [3:0] \$205 ;
+  wire [6:0] \$204 ;
+  wire [6:0] \$205 ;
   wire \$206 ;
-  wire [5:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [6:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
+  wire [6:0] \$210 ;
   wire [6:0] \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
+  wire \$213 ;
   wire \$214 ;
-  wire \$215 ;
-  wire [31:0] \$216 ;
-  wire [31:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [31:0] \$219 ;
+  wire [3:0] \$215 ;
+  wire \$216 ;
+  wire [5:0] \$217 ;
+  wire \$218 ;
+  wire [6:0] \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [31:0] \$221 ;
-  wire [31:0] \$222 ;
-  wire [31:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [31:0] \$225 ;
+  wire \$220 ;
+  wire [6:0] \$221 ;
+  wire \$222 ;
+  wire [1:0] \$223 ;
+  wire \$224 ;
+  wire \$225 ;
   wire [31:0] \$226 ;
   wire [31:0] \$227 ;
   wire [31:0] \$228 ;
@@ -33955,7 +34116,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire \$311 ;
+  wire [31:0] \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -33966,24 +34127,24 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
+  wire \$321 ;
   wire [31:0] \$322 ;
   wire [31:0] \$323 ;
   wire [31:0] \$324 ;
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
   wire \$338 ;
   wire \$339 ;
   wire \$34 ;
@@ -34273,15 +34434,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  reg [9:0] \$599 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  reg [31:0] \$600 ;
-  reg \$601 ;
-  reg \$602 ;
-  reg \$603 ;
-  reg \$604 ;
-  reg \$605 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  reg [9:0] \$604 ;
+  reg [31:0] \$605 ;
   reg \$606 ;
   reg \$607 ;
   reg \$608 ;
@@ -34365,12 +34526,12 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$679 ;
   wire \$68 ;
   reg \$680 ;
-  reg [7:0] \$681 ;
+  reg \$681 ;
   reg \$682 ;
   reg \$683 ;
   reg \$684 ;
   reg \$685 ;
-  reg \$686 ;
+  reg [7:0] \$686 ;
   reg \$687 ;
   reg \$688 ;
   reg \$689 ;
@@ -34390,57 +34551,74 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg [154:0] \$703 ;
+  reg \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
   reg \$707 ;
-  reg \$708 ;
+  reg [154:0] \$708 ;
   reg \$709 ;
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg [178:0] \$712 ;
-  reg [58:0] \$713 ;
+  reg \$712 ;
+  reg \$713 ;
   reg \$714 ;
-  reg [38:0] \$715 ;
-  reg [38:0] \$716 ;
-  reg [4:0] \$717 ;
-  reg [3:0] \$718 ;
-  reg [5:0] \$719 ;
+  reg \$715 ;
+  reg \$716 ;
+  reg [178:0] \$717 ;
+  reg [58:0] \$718 ;
+  reg \$719 ;
   wire \$72 ;
-  reg [6:0] \$720 ;
-  reg [6:0] \$721 ;
-  reg [1:0] \$722 ;
+  reg [38:0] \$720 ;
+  reg [38:0] \$721 ;
+  reg [4:0] \$722 ;
   reg [3:0] \$723 ;
   reg [5:0] \$724 ;
   reg [6:0] \$725 ;
   reg [6:0] \$726 ;
   reg [1:0] \$727 ;
-  reg [29:0] \$728 ;
-  reg [78:0] \$729 ;
+  reg [5:0] \$728 ;
+  reg [6:0] \$729 ;
   wire \$73 ;
-  reg [75:0] \$730 ;
-  reg \$731 ;
-  reg [31:0] \$732 ;
-  reg [31:0] \$733 ;
-  reg [31:0] \$734 ;
-  reg [31:0] \$735 ;
-  reg [31:0] \$736 ;
-  reg [31:0] \$737 ;
-  reg [31:0] \$738 ;
-  reg [31:0] \$739 ;
+  reg [6:0] \$730 ;
+  reg [1:0] \$731 ;
+  reg [3:0] \$732 ;
+  reg [3:0] \$733 ;
+  reg [5:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
+  reg [6:0] \$737 ;
+  reg [6:0] \$738 ;
+  reg [6:0] \$739 ;
   wire \$74 ;
-  reg [31:0] \$740 ;
-  reg [31:0] \$741 ;
-  reg [31:0] \$742 ;
-  reg [31:0] \$743 ;
-  reg \$744 ;
-  reg [3:0] \$745 ;
-  reg \$746 ;
-  reg [31:0] \$747 ;
+  reg [1:0] \$740 ;
+  reg [1:0] \$741 ;
+  reg [23:0] \$742 ;
+  reg [29:0] \$743 ;
+  reg [71:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [68:0] \$746 ;
+  reg [75:0] \$747 ;
+  reg \$748 ;
+  reg [31:0] \$749 ;
   wire \$75 ;
+  reg [31:0] \$750 ;
+  reg [31:0] \$751 ;
+  reg [31:0] \$752 ;
+  reg [31:0] \$753 ;
+  reg [31:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg [31:0] \$756 ;
+  reg [31:0] \$757 ;
+  reg [31:0] \$758 ;
+  reg [31:0] \$759 ;
   wire \$76 ;
+  reg [31:0] \$760 ;
+  reg \$761 ;
+  reg [3:0] \$762 ;
+  reg \$763 ;
+  reg [31:0] \$764 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -34466,22 +34644,22 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$161 ;
-  wire [68:0] \addrmap_capture$161 ;
-  wire [47:0] addrmap_capture$161__addr ;
-  wire [4:0] addrmap_capture$161__device ;
-  wire [15:0] addrmap_capture$161__tile ;
+  input [68:0] addrmap_capture;
+  wire [68:0] addrmap_capture;
+  reg [75:0] \addrmap_capture$168  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$168__addr ;
+  wire [4:0] addrmap_capture$168__device ;
+  wire [6:0] addrmap_capture$168__events ;
+  wire addrmap_capture$168__events__bad_region ;
+  wire addrmap_capture$168__events__overlap ;
+  wire addrmap_capture$168__events__rx_crosses ;
+  wire addrmap_capture$168__events__rx_misrouted ;
+  wire addrmap_capture$168__events__rx_remote ;
+  wire addrmap_capture$168__events__rx_unmapped ;
+  wire addrmap_capture$168__events__store_crosses ;
+  wire [15:0] addrmap_capture$168__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
-  wire [6:0] addrmap_capture__events ;
-  wire addrmap_capture__events__bad_region ;
-  wire addrmap_capture__events__overlap ;
-  wire addrmap_capture__events__rx_crosses ;
-  wire addrmap_capture__events__rx_misrouted ;
-  wire addrmap_capture__events__rx_remote ;
-  wire addrmap_capture__events__rx_unmapped ;
-  wire addrmap_capture__events__store_crosses ;
   wire [15:0] addrmap_capture__tile ;
   wire [6:0] addrmap_clear;
   wire addrmap_clear__bad_region ;
@@ -34500,7 +34678,19 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire addrmap_errors__rx_remote ;
   wire addrmap_errors__rx_unmapped ;
   wire addrmap_errors__store_crosses ;
-  reg [6:0] addrmap_errors_clear;
+  reg [6:0] addrmap_errors_clear = 7'h00;
+  reg [6:0] addrmap_events = 7'h00;
+  wire addrmap_events__bad_region ;
+  wire addrmap_events__overlap ;
+  wire addrmap_events__rx_crosses ;
+  wire addrmap_events__rx_misrouted ;
+  wire addrmap_events__rx_remote ;
+  wire addrmap_events__rx_unmapped ;
+  wire addrmap_events__store_crosses ;
+  reg [68:0] addrmap_given = 69'h000000000000000000;
+  wire [47:0] addrmap_given__addr ;
+  wire [4:0] addrmap_given__device ;
+  wire [15:0] addrmap_given__tile ;
   reg [6:0] addrmap_irq_enable = 7'h00;
   wire addrmap_irq_enable__bad_region ;
   wire addrmap_irq_enable__overlap ;
@@ -34535,7 +34725,10 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [1:0] arbiter_errors;
   wire arbiter_errors__bad_config ;
   wire arbiter_errors__bad_response ;
-  reg [1:0] arbiter_errors_clear;
+  reg [1:0] arbiter_errors_clear = 2'h0;
+  reg [1:0] arbiter_events = 2'h0;
+  wire arbiter_events__bad_config ;
+  wire arbiter_events__bad_response ;
   reg [1:0] arbiter_irq_enable = 2'h0;
   wire arbiter_irq_enable__bad_config ;
   wire arbiter_irq_enable__bad_response ;
@@ -34589,7 +34782,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire bus__w_stb;
   input clk;
   wire clk;
-  reg [3:0] csr_errors_clear;
+  reg [3:0] csr_errors_clear = 4'h0;
   reg [3:0] csr_irq_enable = 4'h0;
   wire csr_irq_enable__bad_command ;
   wire csr_irq_enable__busy ;
@@ -34619,25 +34812,25 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$193 ;
+  wire [4:0] \device_id$200 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
-  reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$159 ;
-  wire [71:0] \dma_capture$159 ;
-  wire [47:0] dma_capture$159__addr ;
-  wire [7:0] dma_capture$159__index ;
-  wire [15:0] dma_capture$159__tile ;
+  input [71:0] dma_capture;
+  wire [71:0] dma_capture;
+  reg [78:0] \dma_capture$165  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$165__addr ;
+  wire [6:0] dma_capture$165__events ;
+  wire dma_capture$165__events__bad_descriptor ;
+  wire dma_capture$165__events__bad_pitch ;
+  wire dma_capture$165__events__bad_program ;
+  wire dma_capture$165__events__bad_range ;
+  wire dma_capture$165__events__bad_response ;
+  wire dma_capture$165__events__desc_busy ;
+  wire dma_capture$165__events__read_error ;
+  wire [7:0] dma_capture$165__index ;
+  wire [15:0] dma_capture$165__tile ;
   wire [47:0] dma_capture__addr ;
-  wire [6:0] dma_capture__events ;
-  wire dma_capture__events__bad_descriptor ;
-  wire dma_capture__events__bad_pitch ;
-  wire dma_capture__events__bad_program ;
-  wire dma_capture__events__bad_range ;
-  wire dma_capture__events__bad_response ;
-  wire dma_capture__events__desc_busy ;
-  wire dma_capture__events__read_error ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
   wire [6:0] dma_clear;
@@ -34657,7 +34850,19 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire dma_errors__bad_response ;
   wire dma_errors__desc_busy ;
   wire dma_errors__read_error ;
-  reg [6:0] dma_errors_clear;
+  reg [6:0] dma_errors_clear = 7'h00;
+  reg [6:0] dma_events = 7'h00;
+  wire dma_events__bad_descriptor ;
+  wire dma_events__bad_pitch ;
+  wire dma_events__bad_program ;
+  wire dma_events__bad_range ;
+  wire dma_events__bad_response ;
+  wire dma_events__desc_busy ;
+  wire dma_events__read_error ;
+  reg [71:0] dma_given = 72'h000000000000000000;
+  wire [47:0] dma_given__addr ;
+  wire [7:0] dma_given__index ;
+  wire [15:0] dma_given__tile ;
   input dma_idle;
   wire dma_idle;
   reg [6:0] dma_irq_enable = 7'h00;
@@ -34778,7 +34983,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$192 ;
+  wire [7:0] \rp__addr$199 ;
   wire [151:0] rp__data;
   wire [170:0] \rp__data$123 ;
   wire [4:0] rp__data$123__device ;
@@ -34922,19 +35127,19 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire track_result__valid ;
   input tracker_busy;
   wire tracker_busy;
-  reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$157 ;
-  wire [23:0] \tracker_capture$157 ;
-  wire [7:0] tracker_capture$157__cmd ;
-  wire [15:0] tracker_capture$157__tile ;
+  input [23:0] tracker_capture;
+  wire [23:0] tracker_capture;
+  reg [29:0] \tracker_capture$162  = 30'h00000000;
+  wire [7:0] tracker_capture$162__cmd ;
+  wire [5:0] tracker_capture$162__events ;
+  wire tracker_capture$162__events__bad_op ;
+  wire tracker_capture$162__events__bad_threshold ;
+  wire tracker_capture$162__events__overcount ;
+  wire tracker_capture$162__events__overflow ;
+  wire tracker_capture$162__events__reprogram ;
+  wire tracker_capture$162__events__unprogrammed ;
+  wire [15:0] tracker_capture$162__tile ;
   wire [7:0] tracker_capture__cmd ;
-  wire [5:0] tracker_capture__events ;
-  wire tracker_capture__events__bad_op ;
-  wire tracker_capture__events__bad_threshold ;
-  wire tracker_capture__events__overcount ;
-  wire tracker_capture__events__overflow ;
-  wire tracker_capture__events__reprogram ;
-  wire tracker_capture__events__unprogrammed ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
   wire tracker_clear__bad_op ;
@@ -34951,7 +35156,17 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_errors__overflow ;
   wire tracker_errors__reprogram ;
   wire tracker_errors__unprogrammed ;
-  reg [5:0] tracker_errors_clear;
+  reg [5:0] tracker_errors_clear = 6'h00;
+  reg [5:0] tracker_events = 6'h00;
+  wire tracker_events__bad_op ;
+  wire tracker_events__bad_threshold ;
+  wire tracker_events__overcount ;
+  wire tracker_events__overflow ;
+  wire tracker_events__reprogram ;
+  wire tracker_events__unprogrammed ;
+  reg [23:0] tracker_given = 24'h000000;
+  wire [7:0] tracker_given__cmd ;
+  wire [15:0] tracker_given__tile ;
   reg [5:0] tracker_irq_enable = 6'h00;
   wire tracker_irq_enable__bad_op ;
   wire tracker_irq_enable__bad_threshold ;
@@ -35013,21 +35228,21 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$189 ;
+  reg [7:0] \wp__addr$196 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$190 ;
-  wire [4:0] wp__data$190__device ;
-  wire [47:0] wp__data$190__dst ;
+  reg [170:0] \wp__data$197 ;
+  wire [4:0] wp__data$197__device ;
+  wire [47:0] wp__data$197__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$190__op ;
-  wire [23:0] wp__data$190__pitch ;
-  wire [15:0] wp__data$190__row_bytes ;
-  wire [11:0] wp__data$190__rows ;
-  wire [47:0] wp__data$190__src ;
-  wire [15:0] wp__data$190__tile ;
-  wire wp__data$190__valid ;
+  wire wp__data$197__op ;
+  wire [23:0] wp__data$197__pitch ;
+  wire [15:0] wp__data$197__row_bytes ;
+  wire [11:0] wp__data$197__rows ;
+  wire [47:0] wp__data$197__src ;
+  wire [15:0] wp__data$197__tile ;
+  wire wp__data$197__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -35039,7 +35254,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$191 ;
+  reg \wp__en$198 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -35301,8 +35516,8 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$191 )
-      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
+    if (\wp__en$198 )
+      desc_table[\wp__addr$196 ] <= \wp__data$197 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
@@ -35330,613 +35545,659 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$255  = req_addr[3] ? \$253  : \$254 ;
-  assign \$256  = req_addr[4] ? \$252  : \$255 ;
-  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
-  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
-  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
-  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$263  = req_addr[3] ? \$261  : \$262 ;
-  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? \$263  : \$266 ;
-  assign \$268  = req_addr[5] ? \$260  : \$267 ;
-  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
-  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$274  = req_addr[3] ? \$272  : \$273 ;
-  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$277  = req_addr[3] ? \$275  : \$276 ;
-  assign \$278  = req_addr[4] ? \$274  : \$277 ;
-  assign \$279  = req_addr[5] ? \$271  : \$278 ;
-  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$282  = req_addr[3] ? \$280  : \$281 ;
-  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
-  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
-  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
-  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
-  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$290  = req_addr[3] ? \$288  : \$289 ;
-  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$293  = req_addr[3] ? \$291  : \$292 ;
-  assign \$294  = req_addr[4] ? \$290  : \$293 ;
-  assign \$295  = req_addr[5] ? \$287  : \$294 ;
-  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
-  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$236  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$237  = req_addr[3] ? \$235  : \$236 ;
+  assign \$238  = req_addr[4] ? \$234  : \$237 ;
+  assign \$239  = req_addr[5] ? 32'd0 : \$238 ;
+  assign \$240  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$241  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$242  = req_addr[3] ? \$240  : \$241 ;
+  assign \$243  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$244  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$245  = req_addr[3] ? \$243  : \$244 ;
+  assign \$246  = req_addr[4] ? \$242  : \$245 ;
+  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
+  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$249  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$250  = req_addr[3] ? \$248  : \$249 ;
+  assign \$251  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$252  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$253  = req_addr[3] ? \$251  : \$252 ;
+  assign \$254  = req_addr[4] ? \$250  : \$253 ;
+  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
+  assign \$256  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$257  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$258  = req_addr[3] ? \$256  : \$257 ;
+  assign \$259  = req_addr[4] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[5] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$262  = req_addr[3] ? 32'd0 : \$261 ;
+  assign \$263  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$264  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$265  = req_addr[3] ? \$263  : \$264 ;
+  assign \$266  = req_addr[4] ? \$262  : \$265 ;
+  assign \$267  = req_addr[5] ? 32'd0 : \$266 ;
+  assign \$268  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$269  = req_addr[3] ? 32'd0 : \$268 ;
+  assign \$270  = req_addr[4] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$272  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$273  = req_addr[3] ? \$271  : \$272 ;
+  assign \$274  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$275  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[4] ? \$273  : \$276 ;
+  assign \$278  = req_addr[5] ? \$270  : \$277 ;
+  assign \$279  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$280  = req_addr[3] ? 32'd0 : \$279 ;
+  assign \$281  = req_addr[4] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$283  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$286  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? \$281  : \$288 ;
+  assign \$290  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$291  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[4] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$299  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
   assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? \$297  : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$305  = req_addr[3] ? \$303  : \$304 ;
-  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[4] ? \$305  : \$308 ;
-  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
-  assign \$311  = | req_addr[1:0];
-  assign \$312  = read_section[0] ? 32'd0 : read_part14;
-  assign \$313  = read_section[0] ? read_part13 : 32'd0;
-  assign \$314  = read_section[1] ? \$312  : \$313 ;
-  assign \$315  = read_section[0] ? read_part11 : read_part10;
-  assign \$316  = read_section[0] ? 32'd0 : read_part8;
-  assign \$317  = read_section[1] ? \$315  : \$316 ;
-  assign \$318  = read_section[2] ? \$314  : \$317 ;
-  assign \$319  = read_section[0] ? 32'd0 : read_part6;
-  assign \$320  = read_section[0] ? read_part5 : read_part4;
-  assign \$321  = read_section[1] ? \$319  : \$320 ;
-  assign \$322  = read_section[0] ? read_part3 : read_part2;
-  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$301  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$302  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$303  = req_addr[3] ? \$301  : \$302 ;
+  assign \$304  = req_addr[4] ? \$300  : \$303 ;
+  assign \$305  = req_addr[5] ? \$297  : \$304 ;
+  assign \$306  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$307  = req_addr[3] ? 32'd0 : \$306 ;
+  assign \$308  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$309  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? 32'd0 : \$311 ;
+  assign \$313  = req_addr[2] ? { 4'h0, \addrmap_capture$168 [75:48] } : { 16'h0000, \addrmap_capture$168 [47:32] };
+  assign \$314  = req_addr[2] ? \addrmap_capture$168 [31:0] : { 25'h0000000, \dma_capture$165 [78:72] };
+  assign \$315  = req_addr[3] ? \$313  : \$314 ;
+  assign \$316  = req_addr[2] ? { 16'h0000, \dma_capture$165 [71:56] } : \dma_capture$165 [55:24];
+  assign \$317  = req_addr[2] ? { 8'h00, \dma_capture$165 [23:0] } : { 2'h0, \tracker_capture$162  };
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[4] ? \$315  : \$318 ;
+  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
+  assign \$321  = | req_addr[1:0];
+  assign \$322  = read_section[0] ? 32'd0 : read_part14;
+  assign \$323  = read_section[0] ? read_part13 : 32'd0;
   assign \$324  = read_section[1] ? \$322  : \$323 ;
-  assign \$325  = read_section[2] ? \$321  : \$324 ;
-  assign \$326  = read_section[3] ? \$318  : \$325 ;
-  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
-  assign \$328  = req_r_stb | req_w_stb;
-  assign \$329  = ~ mapped;
-  assign \$330  = \$328  & \$329 ;
-  assign \$331  = req_w_stb & sel_id;
-  assign \$332  = req_w_stb & sel_config;
-  assign \$333  = req_w_stb & sel_status;
-  assign \$334  = req_w_stb & sel_track_result_op;
-  assign \$335  = req_w_stb & sel_track_result_threshold;
-  assign \$336  = req_w_stb & sel_tracker_writes_compute;
-  assign \$337  = req_w_stb & sel_tracker_writes_dma;
-  assign \$338  = req_w_stb & sel_tracker_writes_remote;
-  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$340  = req_w_stb & sel_tracker_triggers;
-  assign \$341  = req_w_stb & sel_tracker_dropped;
-  assign \$342  = req_w_stb & sel_dma_triggers;
-  assign \$343  = req_w_stb & sel_dma_rejected;
-  assign \$344  = req_w_stb & sel_dma_reads;
-  assign \$345  = req_w_stb & sel_dma_packets;
-  assign \$346  = req_w_stb & sel_dma_bad_program;
-  assign \$347  = req_w_stb & sel_dma_bad_range;
-  assign \$348  = req_w_stb & sel_dma_bad_pitch;
-  assign \$349  = req_w_stb & sel_dma_desc_busy;
-  assign \$350  = req_w_stb & sel_dma_aborted;
-  assign \$351  = req_w_stb & sel_addrmap_local;
-  assign \$352  = req_w_stb & sel_addrmap_tracked;
-  assign \$353  = req_w_stb & sel_addrmap_remote;
-  assign \$354  = req_w_stb & sel_addrmap_unmapped;
-  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$360  = req_w_stb & sel_arb_status;
-  assign \$361  = req_w_stb & sel_arbiter_grants_load;
-  assign \$362  = req_w_stb & sel_arbiter_grants_store;
-  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$369  = req_w_stb & sel_arbiter_starved;
-  assign \$370  = req_w_stb & sel_tracker_capture;
-  assign \$371  = req_w_stb & sel_dma_capture_index;
-  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$374  = req_w_stb & sel_dma_capture_events;
-  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$377  = req_w_stb & sel_addrmap_capture_device;
-  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
-  assign \$379  = sweep_at < 4'h8;
-  assign \$380  = | addrmap_errors[1:0];
-  assign \$381  = ~ \$380 ;
-  assign \$382  = region_verdict & \$381 ;
-  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$384  = ~ \$383 ;
-  assign \$385  = desc_verdict & \$384 ;
-  assign \$386  = req_w_stb & sel_region_index;
-  assign \$387  = region_program__valid | region_judging;
-  assign \$388  = region_fetch | region_load;
-  assign \$389  = \$387  | \$388 ;
-  assign \$391  = \$386  & \$390 ;
-  assign \$392  = req_w_stb & sel_region_index;
-  assign \$393  = req_r_stb & sel_region_index;
-  assign \$394  = region_fetch | region_load;
-  assign \$395  = \$393  & \$394 ;
-  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$325  = read_section[0] ? read_part11 : read_part10;
+  assign \$326  = read_section[0] ? 32'd0 : read_part8;
+  assign \$327  = read_section[1] ? \$325  : \$326 ;
+  assign \$328  = read_section[2] ? \$324  : \$327 ;
+  assign \$329  = read_section[0] ? 32'd0 : read_part6;
+  assign \$330  = read_section[0] ? read_part5 : read_part4;
+  assign \$331  = read_section[1] ? \$329  : \$330 ;
+  assign \$332  = read_section[0] ? read_part3 : read_part2;
+  assign \$333  = read_section[0] ? read_part1 : read_part0;
+  assign \$334  = read_section[1] ? \$332  : \$333 ;
+  assign \$335  = read_section[2] ? \$331  : \$334 ;
+  assign \$336  = read_section[3] ? \$328  : \$335 ;
+  assign \$337  = read_unaligned ? 32'd0 : \$336 ;
+  assign \$338  = req_r_stb | req_w_stb;
+  assign \$339  = ~ mapped;
+  assign \$340  = \$338  & \$339 ;
+  assign \$341  = req_w_stb & sel_id;
+  assign \$342  = req_w_stb & sel_config;
+  assign \$343  = req_w_stb & sel_status;
+  assign \$344  = req_w_stb & sel_track_result_op;
+  assign \$345  = req_w_stb & sel_track_result_threshold;
+  assign \$346  = req_w_stb & sel_tracker_writes_compute;
+  assign \$347  = req_w_stb & sel_tracker_writes_dma;
+  assign \$348  = req_w_stb & sel_tracker_writes_remote;
+  assign \$349  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$350  = req_w_stb & sel_tracker_triggers;
+  assign \$351  = req_w_stb & sel_tracker_dropped;
+  assign \$352  = req_w_stb & sel_dma_triggers;
+  assign \$353  = req_w_stb & sel_dma_rejected;
+  assign \$354  = req_w_stb & sel_dma_reads;
+  assign \$355  = req_w_stb & sel_dma_packets;
+  assign \$356  = req_w_stb & sel_dma_bad_program;
+  assign \$357  = req_w_stb & sel_dma_bad_range;
+  assign \$358  = req_w_stb & sel_dma_bad_pitch;
+  assign \$359  = req_w_stb & sel_dma_desc_busy;
+  assign \$360  = req_w_stb & sel_dma_aborted;
+  assign \$361  = req_w_stb & sel_addrmap_local;
+  assign \$362  = req_w_stb & sel_addrmap_tracked;
+  assign \$363  = req_w_stb & sel_addrmap_remote;
+  assign \$364  = req_w_stb & sel_addrmap_unmapped;
+  assign \$365  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$366  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$367  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$368  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$369  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$370  = req_w_stb & sel_arb_status;
+  assign \$371  = req_w_stb & sel_arbiter_grants_load;
+  assign \$372  = req_w_stb & sel_arbiter_grants_store;
+  assign \$373  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$374  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$375  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$376  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$377  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$378  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$379  = req_w_stb & sel_arbiter_starved;
+  assign \$380  = req_w_stb & sel_tracker_capture;
+  assign \$381  = req_w_stb & sel_dma_capture_index;
+  assign \$382  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$383  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$384  = req_w_stb & sel_dma_capture_events;
+  assign \$385  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$386  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$387  = req_w_stb & sel_addrmap_capture_device;
+  assign \$388  = | { \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341  };
+  assign \$389  = sweep_at < 4'h8;
+  assign \$390  = | addrmap_errors[1:0];
+  assign \$391  = ~ \$390 ;
+  assign \$392  = region_verdict & \$391 ;
+  assign \$393  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$394  = ~ \$393 ;
+  assign \$395  = desc_verdict & \$394 ;
+  assign \$396  = req_w_stb & sel_region_index;
   assign \$397  = region_program__valid | region_judging;
   assign \$398  = region_fetch | region_load;
   assign \$399  = \$397  | \$398 ;
   assign \$401  = \$396  & \$400 ;
-  assign \$402  = req_w_stb & sel_region_base_lo;
-  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$402  = req_w_stb & sel_region_index;
+  assign \$403  = req_r_stb & sel_region_index;
   assign \$404  = region_fetch | region_load;
   assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$406  = req_w_stb & sel_region_base_lo;
   assign \$407  = region_program__valid | region_judging;
   assign \$408  = region_fetch | region_load;
   assign \$409  = \$407  | \$408 ;
   assign \$411  = \$406  & \$410 ;
-  assign \$412  = req_w_stb & sel_region_base_hi;
-  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$412  = req_w_stb & sel_region_base_lo;
+  assign \$413  = req_r_stb & sel_region_base_lo;
   assign \$414  = region_fetch | region_load;
   assign \$415  = \$413  & \$414 ;
-  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$416  = req_w_stb & sel_region_base_hi;
   assign \$417  = region_program__valid | region_judging;
   assign \$418  = region_fetch | region_load;
   assign \$419  = \$417  | \$418 ;
   assign \$421  = \$416  & \$420 ;
-  assign \$422  = req_w_stb & sel_region_size_lo;
-  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$422  = req_w_stb & sel_region_base_hi;
+  assign \$423  = req_r_stb & sel_region_base_hi;
   assign \$424  = region_fetch | region_load;
   assign \$425  = \$423  & \$424 ;
-  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$426  = req_w_stb & sel_region_size_lo;
   assign \$427  = region_program__valid | region_judging;
   assign \$428  = region_fetch | region_load;
   assign \$429  = \$427  | \$428 ;
   assign \$431  = \$426  & \$430 ;
-  assign \$432  = req_w_stb & sel_region_size_hi;
-  assign \$433  = req_r_stb & sel_region_size_hi;
+  assign \$432  = req_w_stb & sel_region_size_lo;
+  assign \$433  = req_r_stb & sel_region_size_lo;
   assign \$434  = region_fetch | region_load;
   assign \$435  = \$433  & \$434 ;
-  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$436  = req_w_stb & sel_region_size_hi;
   assign \$437  = region_program__valid | region_judging;
   assign \$438  = region_fetch | region_load;
   assign \$439  = \$437  | \$438 ;
   assign \$441  = \$436  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_remote_base_lo;
-  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$442  = req_w_stb & sel_region_size_hi;
+  assign \$443  = req_r_stb & sel_region_size_hi;
   assign \$444  = region_fetch | region_load;
   assign \$445  = \$443  & \$444 ;
-  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$446  = req_w_stb & sel_region_remote_base_lo;
   assign \$447  = region_program__valid | region_judging;
   assign \$448  = region_fetch | region_load;
   assign \$449  = \$447  | \$448 ;
   assign \$451  = \$446  & \$450 ;
-  assign \$452  = req_w_stb & sel_region_remote_base_hi;
-  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$452  = req_w_stb & sel_region_remote_base_lo;
+  assign \$453  = req_r_stb & sel_region_remote_base_lo;
   assign \$454  = region_fetch | region_load;
   assign \$455  = \$453  & \$454 ;
-  assign \$456  = req_w_stb & sel_desc_index;
-  assign \$457  = dma_program__valid | desc_judging;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$456  = req_w_stb & sel_region_remote_base_hi;
+  assign \$457  = region_program__valid | region_judging;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$456  & \$460 ;
-  assign \$462  = req_w_stb & sel_desc_index;
-  assign \$463  = req_r_stb & sel_desc_index;
-  assign \$464  = desc_fetch | desc_load;
+  assign \$462  = req_w_stb & sel_region_remote_base_hi;
+  assign \$463  = req_r_stb & sel_region_remote_base_hi;
+  assign \$464  = region_fetch | region_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$466  = req_w_stb & sel_desc_index;
   assign \$467  = dma_program__valid | desc_judging;
   assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
   assign \$471  = \$466  & \$470 ;
-  assign \$472  = req_w_stb & sel_desc_rows;
-  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$472  = req_w_stb & sel_desc_index;
+  assign \$473  = req_r_stb & sel_desc_index;
   assign \$474  = desc_fetch | desc_load;
   assign \$475  = \$473  & \$474 ;
-  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$476  = req_w_stb & sel_desc_rows;
   assign \$477  = dma_program__valid | desc_judging;
   assign \$478  = desc_fetch | desc_load;
   assign \$479  = \$477  | \$478 ;
   assign \$481  = \$476  & \$480 ;
-  assign \$482  = req_w_stb & sel_desc_pitch;
-  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$482  = req_w_stb & sel_desc_rows;
+  assign \$483  = req_r_stb & sel_desc_rows;
   assign \$484  = desc_fetch | desc_load;
   assign \$485  = \$483  & \$484 ;
-  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$486  = req_w_stb & sel_desc_pitch;
   assign \$487  = dma_program__valid | desc_judging;
   assign \$488  = desc_fetch | desc_load;
   assign \$489  = \$487  | \$488 ;
   assign \$491  = \$486  & \$490 ;
-  assign \$492  = req_w_stb & sel_desc_src_lo;
-  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$492  = req_w_stb & sel_desc_pitch;
+  assign \$493  = req_r_stb & sel_desc_pitch;
   assign \$494  = desc_fetch | desc_load;
   assign \$495  = \$493  & \$494 ;
-  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$496  = req_w_stb & sel_desc_src_lo;
   assign \$497  = dma_program__valid | desc_judging;
   assign \$498  = desc_fetch | desc_load;
   assign \$499  = \$497  | \$498 ;
   assign \$501  = \$496  & \$500 ;
-  assign \$502  = req_w_stb & sel_desc_src_hi;
-  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$502  = req_w_stb & sel_desc_src_lo;
+  assign \$503  = req_r_stb & sel_desc_src_lo;
   assign \$504  = desc_fetch | desc_load;
   assign \$505  = \$503  & \$504 ;
-  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$506  = req_w_stb & sel_desc_src_hi;
   assign \$507  = dma_program__valid | desc_judging;
   assign \$508  = desc_fetch | desc_load;
   assign \$509  = \$507  | \$508 ;
   assign \$511  = \$506  & \$510 ;
-  assign \$512  = req_w_stb & sel_desc_dst_lo;
-  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$512  = req_w_stb & sel_desc_src_hi;
+  assign \$513  = req_r_stb & sel_desc_src_hi;
   assign \$514  = desc_fetch | desc_load;
   assign \$515  = \$513  & \$514 ;
-  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$516  = req_w_stb & sel_desc_dst_lo;
   assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
   assign \$521  = \$516  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_dst_hi;
-  assign \$523  = req_r_stb & sel_desc_dst_hi;
+  assign \$522  = req_w_stb & sel_desc_dst_lo;
+  assign \$523  = req_r_stb & sel_desc_dst_lo;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_track_op;
-  assign \$529  = \$528  | track_answer;
-  assign \$530  = \$526  & \$529 ;
-  assign \$531  = req_w_stb & sel_track_op;
-  assign \$532  = req_w_stb & sel_track_cmd;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$532  & \$535 ;
-  assign \$537  = req_w_stb & sel_track_cmd;
-  assign \$538  = req_w_stb & sel_arb_policy;
-  assign \$542  = \$538  & \$541 ;
-  assign \$543  = req_w_stb & sel_arb_policy;
-  assign \$544  = req_w_stb & sel_arb_starvation_limit;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_arb_starvation_limit;
-  assign \$550  = req_w_stb & sel_command;
-  assign \$551  = region_program__valid | region_judging;
-  assign \$552  = region_fetch | region_load;
-  assign \$553  = \$551  | \$552 ;
-  assign \$555  = \$554  | sweep;
-  assign \$556  = region_program__valid | region_judging;
-  assign \$557  = region_fetch | region_load;
-  assign \$558  = \$556  | \$557 ;
-  assign \$560  = \$559  | sweep;
-  assign \$561  = dma_program__valid | desc_judging;
-  assign \$562  = desc_fetch | desc_load;
+  assign \$526  = req_w_stb & sel_desc_dst_hi;
+  assign \$527  = dma_program__valid | desc_judging;
+  assign \$528  = desc_fetch | desc_load;
+  assign \$529  = \$527  | \$528 ;
+  assign \$531  = \$526  & \$530 ;
+  assign \$532  = req_w_stb & sel_desc_dst_hi;
+  assign \$533  = req_r_stb & sel_desc_dst_hi;
+  assign \$534  = desc_fetch | desc_load;
+  assign \$535  = \$533  & \$534 ;
+  assign \$536  = req_w_stb & sel_track_op;
+  assign \$539  = \$538  | track_answer;
+  assign \$540  = \$536  & \$539 ;
+  assign \$541  = req_w_stb & sel_track_op;
+  assign \$542  = req_w_stb & sel_track_cmd;
+  assign \$545  = \$544  | track_answer;
+  assign \$546  = \$542  & \$545 ;
+  assign \$547  = req_w_stb & sel_track_cmd;
+  assign \$548  = req_w_stb & sel_arb_policy;
+  assign \$552  = \$548  & \$551 ;
+  assign \$553  = req_w_stb & sel_arb_policy;
+  assign \$554  = req_w_stb & sel_arb_starvation_limit;
+  assign \$558  = \$554  & \$557 ;
+  assign \$559  = req_w_stb & sel_arb_starvation_limit;
+  assign \$560  = req_w_stb & sel_command;
+  assign \$561  = region_program__valid | region_judging;
+  assign \$562  = region_fetch | region_load;
   assign \$563  = \$561  | \$562 ;
-  assign \$565  = sweep | dma_busy;
-  assign \$566  = \$564  | \$565 ;
-  assign \$567  = dma_program__valid | desc_judging;
-  assign \$568  = desc_fetch | desc_load;
-  assign \$569  = \$567  | \$568 ;
-  assign \$571  = \$570  | sweep;
-  assign \$574  = \$573  | track_answer;
-  assign \$575  = \$574  | tracker_busy;
-  assign \$580  = req_w_stb & sel_csr_errors;
-  assign \$581  = req_w_stb & sel_tracker_errors;
-  assign \$582  = req_w_stb & sel_dma_errors;
-  assign \$583  = req_w_stb & sel_addrmap_errors;
-  assign \$584  = req_w_stb & sel_arbiter_errors;
-  assign \$585  = region_program__valid | region_judging;
-  assign \$586  = region_fetch | region_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = dma_program__valid | desc_judging;
-  assign \$590  = desc_fetch | desc_load;
-  assign \$591  = \$589  | \$590 ;
-  assign \$595  = \$594  | track_answer;
+  assign \$565  = \$564  | sweep;
+  assign \$566  = region_program__valid | region_judging;
+  assign \$567  = region_fetch | region_load;
+  assign \$568  = \$566  | \$567 ;
+  assign \$570  = \$569  | sweep;
+  assign \$571  = dma_program__valid | desc_judging;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  | \$572 ;
+  assign \$575  = sweep | dma_busy;
+  assign \$576  = \$574  | \$575 ;
+  assign \$577  = dma_program__valid | desc_judging;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$580  | sweep;
+  assign \$584  = \$583  | track_answer;
+  assign \$585  = \$584  | tracker_busy;
+  assign \$590  = region_program__valid | region_judging;
+  assign \$591  = region_fetch | region_load;
+  assign \$592  = \$590  | \$591 ;
+  assign \$594  = dma_program__valid | desc_judging;
+  assign \$595  = desc_fetch | desc_load;
+  assign \$596  = \$594  | \$595 ;
+  assign \$600  = \$599  | track_answer;
   always @(posedge clk)
-    req_addr <= \$599 ;
+    req_addr <= \$604 ;
   always @(posedge clk)
-    req_w_data <= \$600 ;
+    req_w_data <= \$605 ;
   always @(posedge clk)
-    req_w_stb <= \$601 ;
+    req_w_stb <= \$606 ;
   always @(posedge clk)
-    req_r_stb <= \$602 ;
+    req_r_stb <= \$607 ;
   always @(posedge clk)
-    sel_id <= \$603 ;
+    sel_id <= \$608 ;
   always @(posedge clk)
-    sel_config <= \$604 ;
+    sel_config <= \$609 ;
   always @(posedge clk)
-    sel_status <= \$605 ;
+    sel_status <= \$610 ;
   always @(posedge clk)
-    sel_command <= \$606 ;
+    sel_command <= \$611 ;
   always @(posedge clk)
-    sel_device_id <= \$607 ;
+    sel_device_id <= \$612 ;
   always @(posedge clk)
-    sel_csr_errors <= \$608 ;
+    sel_csr_errors <= \$613 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$609 ;
+    sel_tracker_errors <= \$614 ;
   always @(posedge clk)
-    sel_dma_errors <= \$610 ;
+    sel_dma_errors <= \$615 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$611 ;
+    sel_addrmap_errors <= \$616 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$612 ;
+    sel_arbiter_errors <= \$617 ;
   always @(posedge clk)
-    sel_region_index <= \$613 ;
+    sel_region_index <= \$618 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$614 ;
+    sel_region_base_lo <= \$619 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$615 ;
+    sel_region_base_hi <= \$620 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$616 ;
+    sel_region_size_lo <= \$621 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$617 ;
+    sel_region_size_hi <= \$622 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$618 ;
+    sel_region_remote_base_lo <= \$623 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$619 ;
+    sel_region_remote_base_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_index <= \$620 ;
+    sel_desc_index <= \$625 ;
   always @(posedge clk)
-    sel_desc_rows <= \$621 ;
+    sel_desc_rows <= \$626 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$622 ;
+    sel_desc_pitch <= \$627 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$623 ;
+    sel_desc_src_lo <= \$628 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$624 ;
+    sel_desc_src_hi <= \$629 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$625 ;
+    sel_desc_dst_lo <= \$630 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$626 ;
+    sel_desc_dst_hi <= \$631 ;
   always @(posedge clk)
-    sel_track_op <= \$627 ;
+    sel_track_op <= \$632 ;
   always @(posedge clk)
-    sel_track_cmd <= \$628 ;
+    sel_track_cmd <= \$633 ;
   always @(posedge clk)
-    sel_track_result_op <= \$629 ;
+    sel_track_result_op <= \$634 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$630 ;
+    sel_track_result_threshold <= \$635 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$631 ;
+    sel_tracker_writes_compute <= \$636 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$632 ;
+    sel_tracker_writes_dma <= \$637 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$633 ;
+    sel_tracker_writes_remote <= \$638 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$634 ;
+    sel_tracker_unprogrammed <= \$639 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$635 ;
+    sel_tracker_triggers <= \$640 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$636 ;
+    sel_tracker_dropped <= \$641 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$637 ;
+    sel_dma_triggers <= \$642 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$638 ;
+    sel_dma_rejected <= \$643 ;
   always @(posedge clk)
-    sel_dma_reads <= \$639 ;
+    sel_dma_reads <= \$644 ;
   always @(posedge clk)
-    sel_dma_packets <= \$640 ;
+    sel_dma_packets <= \$645 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$641 ;
+    sel_dma_bad_program <= \$646 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$642 ;
+    sel_dma_bad_range <= \$647 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$643 ;
+    sel_dma_bad_pitch <= \$648 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$644 ;
+    sel_dma_desc_busy <= \$649 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$645 ;
+    sel_dma_aborted <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$646 ;
+    sel_addrmap_local <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$647 ;
+    sel_addrmap_tracked <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$648 ;
+    sel_addrmap_remote <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$649 ;
+    sel_addrmap_unmapped <= \$654 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$650 ;
+    sel_addrmap_store_crosses <= \$655 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$651 ;
+    sel_addrmap_rx_misrouted <= \$656 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$652 ;
+    sel_addrmap_rx_remote <= \$657 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$653 ;
+    sel_addrmap_rx_unmapped <= \$658 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$654 ;
+    sel_addrmap_rx_crosses <= \$659 ;
   always @(posedge clk)
-    sel_arb_policy <= \$655 ;
+    sel_arb_policy <= \$660 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$656 ;
+    sel_arb_starvation_limit <= \$661 ;
   always @(posedge clk)
-    sel_arb_status <= \$657 ;
+    sel_arb_status <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$658 ;
+    sel_arbiter_grants_load <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$659 ;
+    sel_arbiter_grants_store <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$660 ;
+    sel_arbiter_grants_dma <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$661 ;
+    sel_arbiter_grants_remote <= \$666 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$662 ;
+    sel_arbiter_stalls_load <= \$667 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$663 ;
+    sel_arbiter_stalls_store <= \$668 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$664 ;
+    sel_arbiter_stalls_dma <= \$669 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$665 ;
+    sel_arbiter_stalls_remote <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$666 ;
+    sel_arbiter_starved <= \$671 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$667 ;
+    sel_csr_irq_enable <= \$672 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$668 ;
+    sel_tracker_irq_enable <= \$673 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$669 ;
+    sel_dma_irq_enable <= \$674 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$670 ;
+    sel_addrmap_irq_enable <= \$675 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$671 ;
+    sel_arbiter_irq_enable <= \$676 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$672 ;
+    sel_tracker_capture <= \$677 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$673 ;
+    sel_dma_capture_index <= \$678 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$674 ;
+    sel_dma_capture_addr_lo <= \$679 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$675 ;
+    sel_dma_capture_addr_hi <= \$680 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$676 ;
+    sel_dma_capture_events <= \$681 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$677 ;
+    sel_addrmap_capture_addr_lo <= \$682 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$678 ;
+    sel_addrmap_capture_addr_hi <= \$683 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$679 ;
+    sel_addrmap_capture_device <= \$684 ;
   always @(posedge clk)
-    mapped <= \$680 ;
+    mapped <= \$685 ;
   always @(posedge clk)
-    sweep_at <= \$681 ;
+    sweep_at <= \$686 ;
   always @(posedge clk)
-    sweep <= \$682 ;
+    sweep <= \$687 ;
   always @(posedge clk)
-    region_program__valid <= \$683 ;
+    region_program__valid <= \$688 ;
   always @(posedge clk)
-    dma_program__valid <= \$684 ;
+    dma_program__valid <= \$689 ;
   always @(posedge clk)
-    tracker_program__valid <= \$685 ;
+    tracker_program__valid <= \$690 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$686 ;
+    arbiter_program__valid <= \$691 ;
   always @(posedge clk)
-    region_waiting0 <= \$687 ;
+    region_waiting0 <= \$692 ;
   always @(posedge clk)
-    region_waiting1 <= \$688 ;
+    region_waiting1 <= \$693 ;
   always @(posedge clk)
-    region_waiting2 <= \$689 ;
+    region_waiting2 <= \$694 ;
   always @(posedge clk)
-    region_waiting3 <= \$690 ;
+    region_waiting3 <= \$695 ;
   always @(posedge clk)
-    region_waiting4 <= \$691 ;
+    region_waiting4 <= \$696 ;
   always @(posedge clk)
-    region_waiting5 <= \$692 ;
+    region_waiting5 <= \$697 ;
   always @(posedge clk)
-    region_waiting6 <= \$693 ;
+    region_waiting6 <= \$698 ;
   always @(posedge clk)
-    region_waiting7 <= \$694 ;
+    region_waiting7 <= \$699 ;
   always @(posedge clk)
-    region_waiting8 <= \$695 ;
+    region_waiting8 <= \$700 ;
   always @(posedge clk)
-    region_waiting9 <= \$696 ;
+    region_waiting9 <= \$701 ;
   always @(posedge clk)
-    region_waiting10 <= \$697 ;
+    region_waiting10 <= \$702 ;
   always @(posedge clk)
-    region_waiting11 <= \$698 ;
+    region_waiting11 <= \$703 ;
   always @(posedge clk)
-    region_verdict <= \$699 ;
+    region_verdict <= \$704 ;
   always @(posedge clk)
-    region_judging <= \$700 ;
+    region_judging <= \$705 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$701 ;
+    region_fetch <= \$706 ;
   always @(posedge clk)
-    region_load <= \$702 ;
+    region_load <= \$707 ;
   always @(posedge clk)
-    region_program__payload <= \$703 ;
+    region_program__payload <= \$708 ;
   always @(posedge clk)
-    desc_waiting0 <= \$704 ;
+    desc_waiting0 <= \$709 ;
   always @(posedge clk)
-    desc_waiting1 <= \$705 ;
+    desc_waiting1 <= \$710 ;
   always @(posedge clk)
-    desc_waiting2 <= \$706 ;
+    desc_waiting2 <= \$711 ;
   always @(posedge clk)
-    desc_waiting3 <= \$707 ;
+    desc_waiting3 <= \$712 ;
   always @(posedge clk)
-    desc_verdict <= \$708 ;
+    desc_verdict <= \$713 ;
   always @(posedge clk)
-    desc_judging <= \$709 ;
+    desc_judging <= \$714 ;
   always @(posedge clk)
     desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_fetch <= \$710 ;
+    desc_fetch <= \$715 ;
   always @(posedge clk)
-    desc_load <= \$711 ;
+    desc_load <= \$716 ;
   always @(posedge clk)
-    dma_program__payload <= \$712 ;
+    dma_program__payload <= \$717 ;
   always @(posedge clk)
-    track_result <= \$713 ;
+    track_result <= \$718 ;
   always @(posedge clk)
-    track_answer <= \$714 ;
+    track_answer <= \$719 ;
   always @(posedge clk)
-    tracker_program__payload <= \$715 ;
+    tracker_program__payload <= \$720 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$716 ;
+    arbiter_program__payload <= \$721 ;
   always @(posedge clk)
-    device_id <= \$717 ;
+    device_id <= \$722 ;
   always @(posedge clk)
-    csr_irq_enable <= \$718 ;
+    csr_irq_enable <= \$723 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$719 ;
+    tracker_irq_enable <= \$724 ;
   always @(posedge clk)
-    dma_irq_enable <= \$720 ;
+    dma_irq_enable <= \$725 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$721 ;
+    addrmap_irq_enable <= \$726 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$722 ;
+    arbiter_irq_enable <= \$727 ;
   always @(posedge clk)
-    errors <= \$723 ;
+    tracker_events <= \$728 ;
   always @(posedge clk)
-    tracker_sticky <= \$724 ;
+    dma_events <= \$729 ;
   always @(posedge clk)
-    dma_sticky <= \$725 ;
+    addrmap_events <= \$730 ;
   always @(posedge clk)
-    addrmap_sticky <= \$726 ;
+    arbiter_events <= \$731 ;
   always @(posedge clk)
-    arbiter_sticky <= \$727 ;
+    csr_errors_clear <= \$732 ;
   always @(posedge clk)
-    tracker_capture <= \$728 ;
+    errors <= \$733 ;
   always @(posedge clk)
-    dma_capture <= \$729 ;
+    tracker_errors_clear <= \$734 ;
   always @(posedge clk)
-    addrmap_capture <= \$730 ;
+    tracker_sticky <= \$735 ;
   always @(posedge clk)
-    irq <= \$731 ;
+    dma_errors_clear <= \$736 ;
   always @(posedge clk)
-    read_part0 <= \$732 ;
+    dma_sticky <= \$737 ;
   always @(posedge clk)
-    read_part1 <= \$733 ;
+    addrmap_errors_clear <= \$738 ;
   always @(posedge clk)
-    read_part2 <= \$734 ;
+    addrmap_sticky <= \$739 ;
   always @(posedge clk)
-    read_part3 <= \$735 ;
+    arbiter_errors_clear <= \$740 ;
   always @(posedge clk)
-    read_part4 <= \$736 ;
+    arbiter_sticky <= \$741 ;
   always @(posedge clk)
-    read_part5 <= \$737 ;
+    tracker_given <= \$742 ;
   always @(posedge clk)
-    read_part6 <= \$738 ;
+    \tracker_capture$162  <= \$743 ;
   always @(posedge clk)
-    read_part8 <= \$739 ;
+    dma_given <= \$744 ;
   always @(posedge clk)
-    read_part10 <= \$740 ;
+    \dma_capture$165  <= \$745 ;
   always @(posedge clk)
-    read_part11 <= \$741 ;
+    addrmap_given <= \$746 ;
   always @(posedge clk)
-    read_part13 <= \$742 ;
+    \addrmap_capture$168  <= \$747 ;
   always @(posedge clk)
-    read_part14 <= \$743 ;
+    irq <= \$748 ;
   always @(posedge clk)
-    read_pending <= \$744 ;
+    read_part0 <= \$749 ;
   always @(posedge clk)
-    read_section <= \$745 ;
+    read_part1 <= \$750 ;
   always @(posedge clk)
-    read_unaligned <= \$746 ;
+    read_part2 <= \$751 ;
   always @(posedge clk)
-    bus__r_data <= \$747 ;
+    read_part3 <= \$752 ;
+  always @(posedge clk)
+    read_part4 <= \$753 ;
+  always @(posedge clk)
+    read_part5 <= \$754 ;
+  always @(posedge clk)
+    read_part6 <= \$755 ;
+  always @(posedge clk)
+    read_part8 <= \$756 ;
+  always @(posedge clk)
+    read_part10 <= \$757 ;
+  always @(posedge clk)
+    read_part11 <= \$758 ;
+  always @(posedge clk)
+    read_part13 <= \$759 ;
+  always @(posedge clk)
+    read_part14 <= \$760 ;
+  always @(posedge clk)
+    read_pending <= \$761 ;
+  always @(posedge clk)
+    read_section <= \$762 ;
+  always @(posedge clk)
+    read_unaligned <= \$763 ;
+  always @(posedge clk)
+    bus__r_data <= \$764 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -36073,186 +36334,94 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$163  = \$162  | sweep;
   assign \$166  = \$165  | track_answer;
   assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_errors;
-  assign \$178  = ~ dma_errors_clear;
-  assign \$179  = dma_sticky & \$178 ;
-  assign \$180  = \$179  | dma_errors;
-  assign \$181  = ~ addrmap_errors_clear;
-  assign \$182  = addrmap_sticky & \$181 ;
-  assign \$183  = \$182  | addrmap_errors;
-  assign \$184  = ~ arbiter_errors_clear;
-  assign \$185  = arbiter_sticky & \$184 ;
-  assign \$186  = \$185  | arbiter_errors;
-  assign \$187  = | tracker_errors;
-  assign \$188  = ~ tracker_errors_clear;
-  assign \$189  = tracker_sticky & \$188 ;
-  assign \$190  = | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = | dma_errors;
-  assign \$194  = ~ dma_errors_clear;
-  assign \$195  = dma_sticky & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$193  & \$197 ;
-  assign \$199  = | addrmap_errors;
-  assign \$200  = ~ addrmap_errors_clear;
-  assign \$201  = addrmap_sticky & \$200 ;
-  assign \$202  = | \$201 ;
-  assign \$203  = ~ \$202 ;
-  assign \$204  = \$199  & \$203 ;
-  assign \$205  = errors & csr_irq_enable;
+  assign \$172  = bus__addr == 7'h40;
+  assign \$173  = bus__w_stb & \$172 ;
+  assign \$174  = ~ csr_errors_clear;
+  assign \$175  = errors & \$174 ;
+  assign \$176  = \$175  | set_err;
+  assign \$177  = bus__addr == 7'h44;
+  assign \$178  = bus__w_stb & \$177 ;
+  assign \$179  = ~ tracker_errors_clear;
+  assign \$180  = tracker_sticky & \$179 ;
+  assign \$181  = \$180  | tracker_events;
+  assign \$182  = bus__addr == 7'h48;
+  assign \$183  = bus__w_stb & \$182 ;
+  assign \$184  = ~ dma_errors_clear;
+  assign \$185  = dma_sticky & \$184 ;
+  assign \$186  = \$185  | dma_events;
+  assign \$187  = bus__addr == 7'h4c;
+  assign \$188  = bus__w_stb & \$187 ;
+  assign \$189  = ~ addrmap_errors_clear;
+  assign \$190  = addrmap_sticky & \$189 ;
+  assign \$191  = \$190  | addrmap_events;
+  assign \$192  = bus__addr == 7'h50;
+  assign \$193  = bus__w_stb & \$192 ;
+  assign \$194  = ~ arbiter_errors_clear;
+  assign \$195  = arbiter_sticky & \$194 ;
+  assign \$196  = \$195  | arbiter_events;
+  assign \$197  = | tracker_events;
+  assign \$198  = ~ tracker_errors_clear;
+  assign \$199  = tracker_sticky & \$198 ;
+  assign \$200  = | \$199 ;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$197  & \$201 ;
+  assign \$203  = | dma_events;
+  assign \$204  = ~ dma_errors_clear;
+  assign \$205  = dma_sticky & \$204 ;
   assign \$206  = | \$205 ;
-  assign \$207  = tracker_sticky & tracker_irq_enable;
-  assign \$208  = | \$207 ;
-  assign \$209  = dma_sticky & dma_irq_enable;
-  assign \$210  = | \$209 ;
-  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$207  = ~ \$206 ;
+  assign \$208  = \$203  & \$207 ;
+  assign \$209  = | addrmap_events;
+  assign \$210  = ~ addrmap_errors_clear;
+  assign \$211  = addrmap_sticky & \$210 ;
   assign \$212  = | \$211 ;
-  assign \$213  = arbiter_sticky & arbiter_irq_enable;
-  assign \$214  = | \$213 ;
-  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
-  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
-  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$220  = req_addr[3] ? \$218  : \$219 ;
-  assign \$221  = req_addr[4] ? \$217  : \$220 ;
-  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
-  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
-  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$227  = req_addr[3] ? \$225  : \$226 ;
-  assign \$228  = req_addr[4] ? \$224  : \$227 ;
-  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
-  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$232  = req_addr[3] ? \$230  : \$231 ;
-  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$235  = req_addr[3] ? \$233  : \$234 ;
-  assign \$236  = req_addr[4] ? \$232  : \$235 ;
-  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
-  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$240  = req_addr[3] ? \$238  : \$239 ;
-  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$243  = req_addr[3] ? \$241  : \$242 ;
-  assign \$244  = req_addr[4] ? \$240  : \$243 ;
-  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
-  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$248  = req_addr[3] ? \$246  : \$247 ;
-  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
-  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
-  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$209  & \$213 ;
+  assign \$215  = errors & csr_irq_enable;
+  assign \$216  = | \$215 ;
+  assign \$217  = tracker_sticky & tracker_irq_enable;
+  assign \$218  = | \$217 ;
+  assign \$219  = dma_sticky & dma_irq_enable;
+  assign \$220  = | \$219 ;
+  assign \$221  = addrmap_sticky & addrmap_irq_enable;
+  assign \$222  = | \$221 ;
+  assign \$223  = arbiter_sticky & arbiter_irq_enable;
+  assign \$224  = | \$223 ;
+  assign \$225  = | { \$224 , \$222 , \$220 , \$218 , \$216  };
+  assign \$226  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$227  = req_addr[3] ? 32'd0 : \$226 ;
+  assign \$228  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$229  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$230  = req_addr[3] ? \$228  : \$229 ;
+  assign \$231  = req_addr[4] ? \$227  : \$230 ;
+  assign \$232  = req_addr[5] ? 32'd0 : \$231 ;
+  assign \$233  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$234  = req_addr[3] ? 32'd0 : \$233 ;
+  assign \$235  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$599  = bus__addr;
+    \$604  = bus__addr;
     if (rst) begin
-      \$599  = 10'h000;
+      \$604  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$600  = bus__w_data;
+    \$605  = bus__w_data;
     if (rst) begin
-      \$600  = 32'd0;
+      \$605  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$601  = bus__w_stb;
-    if (rst) begin
-      \$601  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$602  = bus__r_stb;
-    if (rst) begin
-      \$602  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$603  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$603  = 1'h1;
-    endcase
-    if (rst) begin
-      \$603  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$604  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$604  = 1'h1;
-    endcase
-    if (rst) begin
-      \$604  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$605  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$605  = 1'h1;
-    endcase
-    if (rst) begin
-      \$605  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$606  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$606  = 1'h1;
-    endcase
+    \$606  = bus__w_stb;
     if (rst) begin
       \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$607  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$607  = 1'h1;
-    endcase
+    \$607  = bus__r_stb;
     if (rst) begin
       \$607  = 1'h0;
     end
@@ -36262,16 +36431,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
           \$608  = 1'h1;
     endcase
     if (rst) begin
@@ -36285,16 +36444,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
           \$609  = 1'h1;
     endcase
     if (rst) begin
@@ -36310,16 +36459,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
           \$610  = 1'h1;
     endcase
     if (rst) begin
@@ -36337,16 +36476,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
           \$611  = 1'h1;
     endcase
     if (rst) begin
@@ -36366,16 +36495,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
           \$612  = 1'h1;
     endcase
     if (rst) begin
@@ -36397,16 +36516,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
           \$613  = 1'h1;
     endcase
     if (rst) begin
@@ -36430,16 +36539,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
           \$614  = 1'h1;
     endcase
     if (rst) begin
@@ -36465,16 +36564,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
           \$615  = 1'h1;
     endcase
     if (rst) begin
@@ -36502,16 +36591,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
           \$616  = 1'h1;
     endcase
     if (rst) begin
@@ -36541,16 +36620,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
           \$617  = 1'h1;
     endcase
     if (rst) begin
@@ -36582,16 +36651,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
           \$618  = 1'h1;
     endcase
     if (rst) begin
@@ -36625,16 +36684,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
           \$619  = 1'h1;
     endcase
     if (rst) begin
@@ -36670,16 +36719,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
           \$620  = 1'h1;
     endcase
     if (rst) begin
@@ -36717,16 +36756,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
           \$621  = 1'h1;
     endcase
     if (rst) begin
@@ -36766,16 +36795,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
           \$622  = 1'h1;
     endcase
     if (rst) begin
@@ -36817,16 +36836,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
           \$623  = 1'h1;
     endcase
     if (rst) begin
@@ -36870,16 +36879,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
           \$624  = 1'h1;
     endcase
     if (rst) begin
@@ -36925,16 +36924,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
           \$625  = 1'h1;
     endcase
     if (rst) begin
@@ -36982,16 +36971,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
           \$626  = 1'h1;
     endcase
     if (rst) begin
@@ -37041,16 +37020,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
           \$627  = 1'h1;
     endcase
     if (rst) begin
@@ -37102,16 +37071,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
           \$628  = 1'h1;
     endcase
     if (rst) begin
@@ -37165,16 +37124,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
           \$629  = 1'h1;
     endcase
     if (rst) begin
@@ -37230,16 +37179,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
           \$630  = 1'h1;
     endcase
     if (rst) begin
@@ -37297,16 +37236,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
           \$631  = 1'h1;
     endcase
     if (rst) begin
@@ -37366,16 +37295,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
           \$632  = 1'h1;
     endcase
     if (rst) begin
@@ -37437,16 +37356,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
           \$633  = 1'h1;
     endcase
     if (rst) begin
@@ -37510,16 +37419,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
           \$634  = 1'h1;
     endcase
     if (rst) begin
@@ -37585,16 +37484,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
           \$635  = 1'h1;
     endcase
     if (rst) begin
@@ -37662,16 +37551,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
           \$636  = 1'h1;
     endcase
     if (rst) begin
@@ -37741,16 +37620,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
           \$637  = 1'h1;
     endcase
     if (rst) begin
@@ -37822,16 +37691,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
           \$638  = 1'h1;
     endcase
     if (rst) begin
@@ -37905,16 +37764,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
           \$639  = 1'h1;
     endcase
     if (rst) begin
@@ -37990,16 +37839,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
           \$640  = 1'h1;
     endcase
     if (rst) begin
@@ -38077,16 +37916,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
           \$641  = 1'h1;
     endcase
     if (rst) begin
@@ -38166,16 +37995,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
           \$642  = 1'h1;
     endcase
     if (rst) begin
@@ -38257,16 +38076,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
           \$643  = 1'h1;
     endcase
     if (rst) begin
@@ -38350,16 +38159,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
           \$644  = 1'h1;
     endcase
     if (rst) begin
@@ -38445,16 +38244,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
           \$645  = 1'h1;
     endcase
     if (rst) begin
@@ -38542,16 +38331,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
           \$646  = 1'h1;
     endcase
     if (rst) begin
@@ -38641,16 +38420,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
           \$647  = 1'h1;
     endcase
     if (rst) begin
@@ -38742,16 +38511,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
           \$648  = 1'h1;
     endcase
     if (rst) begin
@@ -38845,16 +38604,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
           \$649  = 1'h1;
     endcase
     if (rst) begin
@@ -38950,16 +38699,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$650  = 1'h1;
     endcase
     if (rst) begin
@@ -39057,16 +38796,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$651  = 1'h1;
     endcase
     if (rst) begin
@@ -39166,16 +38895,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$652  = 1'h1;
     endcase
     if (rst) begin
@@ -39277,16 +38996,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$653  = 1'h1;
     endcase
     if (rst) begin
@@ -39390,16 +39099,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$654  = 1'h1;
     endcase
     if (rst) begin
@@ -39505,16 +39204,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$655  = 1'h1;
     endcase
     if (rst) begin
@@ -39622,16 +39311,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$656  = 1'h1;
     endcase
     if (rst) begin
@@ -39741,16 +39420,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$657  = 1'h1;
     endcase
     if (rst) begin
@@ -39862,16 +39531,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$658  = 1'h1;
     endcase
     if (rst) begin
@@ -39985,16 +39644,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$659  = 1'h1;
     endcase
     if (rst) begin
@@ -40110,16 +39759,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$660  = 1'h1;
     endcase
     if (rst) begin
@@ -40237,16 +39876,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$661  = 1'h1;
     endcase
     if (rst) begin
@@ -40366,16 +39995,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$662  = 1'h1;
     endcase
     if (rst) begin
@@ -40497,16 +40116,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$663  = 1'h1;
     endcase
     if (rst) begin
@@ -40630,16 +40239,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$664  = 1'h1;
     endcase
     if (rst) begin
@@ -40765,16 +40364,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$665  = 1'h1;
     endcase
     if (rst) begin
@@ -40902,16 +40491,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$666  = 1'h1;
     endcase
     if (rst) begin
@@ -41041,16 +40620,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$667  = 1'h1;
     endcase
     if (rst) begin
@@ -41182,16 +40751,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$668  = 1'h1;
     endcase
     if (rst) begin
@@ -41325,16 +40884,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$669  = 1'h1;
     endcase
     if (rst) begin
@@ -41470,16 +41019,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$670  = 1'h1;
     endcase
     if (rst) begin
@@ -41617,16 +41156,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$671  = 1'h1;
     endcase
     if (rst) begin
@@ -41766,16 +41295,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$672  = 1'h1;
     endcase
     if (rst) begin
@@ -41917,16 +41436,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$673  = 1'h1;
     endcase
     if (rst) begin
@@ -42070,16 +41579,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$674  = 1'h1;
     endcase
     if (rst) begin
@@ -42225,16 +41724,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$675  = 1'h1;
     endcase
     if (rst) begin
@@ -42382,16 +41871,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$676  = 1'h1;
     endcase
     if (rst) begin
@@ -42541,16 +42020,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$677  = 1'h1;
     endcase
     if (rst) begin
@@ -42702,16 +42171,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$678  = 1'h1;
     endcase
     if (rst) begin
@@ -42865,16 +42324,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$679  = 1'h1;
     endcase
     if (rst) begin
@@ -42886,158 +42335,150 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$680  = 1'h1;
+          /* empty */;
       10'h004:
-          \$680  = 1'h1;
+          /* empty */;
       10'h008:
-          \$680  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h010:
-          \$680  = 1'h1;
+          /* empty */;
       10'h040:
-          \$680  = 1'h1;
+          /* empty */;
       10'h044:
-          \$680  = 1'h1;
+          /* empty */;
       10'h048:
-          \$680  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h050:
-          \$680  = 1'h1;
+          /* empty */;
       10'h080:
-          \$680  = 1'h1;
+          /* empty */;
       10'h084:
-          \$680  = 1'h1;
+          /* empty */;
       10'h088:
-          \$680  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h090:
-          \$680  = 1'h1;
+          /* empty */;
       10'h094:
-          \$680  = 1'h1;
+          /* empty */;
       10'h098:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h100:
-          \$680  = 1'h1;
+          /* empty */;
       10'h104:
-          \$680  = 1'h1;
+          /* empty */;
       10'h108:
-          \$680  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h140:
-          \$680  = 1'h1;
+          /* empty */;
       10'h144:
-          \$680  = 1'h1;
+          /* empty */;
       10'h148:
-          \$680  = 1'h1;
+          /* empty */;
       10'h14c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h150:
-          \$680  = 1'h1;
+          /* empty */;
       10'h154:
-          \$680  = 1'h1;
+          /* empty */;
       10'h180:
-          \$680  = 1'h1;
+          /* empty */;
       10'h184:
-          \$680  = 1'h1;
+          /* empty */;
       10'h188:
-          \$680  = 1'h1;
+          /* empty */;
       10'h18c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h190:
-          \$680  = 1'h1;
+          /* empty */;
       10'h194:
-          \$680  = 1'h1;
+          /* empty */;
       10'h198:
-          \$680  = 1'h1;
+          /* empty */;
       10'h19c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h1a0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h200:
-          \$680  = 1'h1;
+          /* empty */;
       10'h204:
-          \$680  = 1'h1;
+          /* empty */;
       10'h208:
-          \$680  = 1'h1;
+          /* empty */;
       10'h20c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h210:
-          \$680  = 1'h1;
+          /* empty */;
       10'h214:
-          \$680  = 1'h1;
+          /* empty */;
       10'h218:
-          \$680  = 1'h1;
+          /* empty */;
       10'h21c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h220:
-          \$680  = 1'h1;
+          /* empty */;
       10'h280:
-          \$680  = 1'h1;
+          /* empty */;
       10'h284:
-          \$680  = 1'h1;
+          /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2dc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2e0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h340:
-          \$680  = 1'h1;
+          /* empty */;
       10'h344:
-          \$680  = 1'h1;
+          /* empty */;
       10'h348:
-          \$680  = 1'h1;
+          /* empty */;
       10'h34c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h350:
-          \$680  = 1'h1;
+          /* empty */;
       10'h380:
-          \$680  = 1'h1;
+          /* empty */;
       10'h384:
-          \$680  = 1'h1;
+          /* empty */;
       10'h388:
-          \$680  = 1'h1;
+          /* empty */;
       10'h38c:
-          \$680  = 1'h1;
-      10'h390:
-          \$680  = 1'h1;
-      10'h394:
-          \$680  = 1'h1;
-      10'h398:
-          \$680  = 1'h1;
-      10'h39c:
           \$680  = 1'h1;
     endcase
     if (rst) begin
@@ -43046,31 +42487,834 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$681  = sweep_at;
-    if (sweep) begin
-      \$681  = \$1 [7:0];
-    end
+    \$681  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$681  = 1'h1;
+    endcase
     if (rst) begin
-      \$681  = 8'h00;
+      \$681  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$682  = sweep;
+    \$682  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$682  = 1'h1;
+    endcase
+    if (rst) begin
+      \$682  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$683  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$683  = 1'h1;
+    endcase
+    if (rst) begin
+      \$683  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$684  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$684  = 1'h1;
+    endcase
+    if (rst) begin
+      \$684  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$685  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$685  = 1'h1;
+      10'h004:
+          \$685  = 1'h1;
+      10'h008:
+          \$685  = 1'h1;
+      10'h00c:
+          \$685  = 1'h1;
+      10'h010:
+          \$685  = 1'h1;
+      10'h040:
+          \$685  = 1'h1;
+      10'h044:
+          \$685  = 1'h1;
+      10'h048:
+          \$685  = 1'h1;
+      10'h04c:
+          \$685  = 1'h1;
+      10'h050:
+          \$685  = 1'h1;
+      10'h080:
+          \$685  = 1'h1;
+      10'h084:
+          \$685  = 1'h1;
+      10'h088:
+          \$685  = 1'h1;
+      10'h08c:
+          \$685  = 1'h1;
+      10'h090:
+          \$685  = 1'h1;
+      10'h094:
+          \$685  = 1'h1;
+      10'h098:
+          \$685  = 1'h1;
+      10'h0c0:
+          \$685  = 1'h1;
+      10'h0c4:
+          \$685  = 1'h1;
+      10'h0c8:
+          \$685  = 1'h1;
+      10'h0cc:
+          \$685  = 1'h1;
+      10'h0d0:
+          \$685  = 1'h1;
+      10'h0d4:
+          \$685  = 1'h1;
+      10'h0d8:
+          \$685  = 1'h1;
+      10'h100:
+          \$685  = 1'h1;
+      10'h104:
+          \$685  = 1'h1;
+      10'h108:
+          \$685  = 1'h1;
+      10'h10c:
+          \$685  = 1'h1;
+      10'h140:
+          \$685  = 1'h1;
+      10'h144:
+          \$685  = 1'h1;
+      10'h148:
+          \$685  = 1'h1;
+      10'h14c:
+          \$685  = 1'h1;
+      10'h150:
+          \$685  = 1'h1;
+      10'h154:
+          \$685  = 1'h1;
+      10'h180:
+          \$685  = 1'h1;
+      10'h184:
+          \$685  = 1'h1;
+      10'h188:
+          \$685  = 1'h1;
+      10'h18c:
+          \$685  = 1'h1;
+      10'h190:
+          \$685  = 1'h1;
+      10'h194:
+          \$685  = 1'h1;
+      10'h198:
+          \$685  = 1'h1;
+      10'h19c:
+          \$685  = 1'h1;
+      10'h1a0:
+          \$685  = 1'h1;
+      10'h200:
+          \$685  = 1'h1;
+      10'h204:
+          \$685  = 1'h1;
+      10'h208:
+          \$685  = 1'h1;
+      10'h20c:
+          \$685  = 1'h1;
+      10'h210:
+          \$685  = 1'h1;
+      10'h214:
+          \$685  = 1'h1;
+      10'h218:
+          \$685  = 1'h1;
+      10'h21c:
+          \$685  = 1'h1;
+      10'h220:
+          \$685  = 1'h1;
+      10'h280:
+          \$685  = 1'h1;
+      10'h284:
+          \$685  = 1'h1;
+      10'h288:
+          \$685  = 1'h1;
+      10'h2c0:
+          \$685  = 1'h1;
+      10'h2c4:
+          \$685  = 1'h1;
+      10'h2c8:
+          \$685  = 1'h1;
+      10'h2cc:
+          \$685  = 1'h1;
+      10'h2d0:
+          \$685  = 1'h1;
+      10'h2d4:
+          \$685  = 1'h1;
+      10'h2d8:
+          \$685  = 1'h1;
+      10'h2dc:
+          \$685  = 1'h1;
+      10'h2e0:
+          \$685  = 1'h1;
+      10'h340:
+          \$685  = 1'h1;
+      10'h344:
+          \$685  = 1'h1;
+      10'h348:
+          \$685  = 1'h1;
+      10'h34c:
+          \$685  = 1'h1;
+      10'h350:
+          \$685  = 1'h1;
+      10'h380:
+          \$685  = 1'h1;
+      10'h384:
+          \$685  = 1'h1;
+      10'h388:
+          \$685  = 1'h1;
+      10'h38c:
+          \$685  = 1'h1;
+      10'h390:
+          \$685  = 1'h1;
+      10'h394:
+          \$685  = 1'h1;
+      10'h398:
+          \$685  = 1'h1;
+      10'h39c:
+          \$685  = 1'h1;
+    endcase
+    if (rst) begin
+      \$685  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$686  = sweep_at;
+    if (sweep) begin
+      \$686  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$686  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$687  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$682  = 1'h0;
+        \$687  = 1'h0;
       end
     end
     if (rst) begin
-      \$682  = 1'h1;
+      \$687  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$683  = region_program__valid;
+    \$688  = region_program__valid;
     if (\$3 ) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -43078,19 +43322,19 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$147 ) begin
             end else begin
-              \$683  = 1'h1;
+              \$688  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$684  = dma_program__valid;
+    \$689  = dma_program__valid;
     if (\$4 ) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -43102,19 +43346,19 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$158 ) begin
             end else begin
-              \$684  = 1'h1;
+              \$689  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$685  = tracker_program__valid;
+    \$690  = tracker_program__valid;
     if (\$5 ) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -43130,19 +43374,19 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$167 ) begin
             end else begin
-              \$685  = 1'h1;
+              \$690  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$686  = arbiter_program__valid;
+    \$691  = arbiter_program__valid;
     if (\$6 ) begin
-      \$686  = 1'h0;
+      \$691  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -43160,115 +43404,115 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$171 ) begin
             end else begin
-              \$686  = 1'h1;
+              \$691  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$686  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$687  = \$7 ;
-    if (rst) begin
-      \$687  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$688  = region_waiting0;
-    if (rst) begin
-      \$688  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$689  = region_waiting1;
-    if (rst) begin
-      \$689  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$690  = region_waiting2;
-    if (rst) begin
-      \$690  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$691  = region_waiting3;
     if (rst) begin
       \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$692  = region_waiting4;
+    \$692  = \$7 ;
     if (rst) begin
       \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$693  = region_waiting5;
+    \$693  = region_waiting0;
     if (rst) begin
       \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$694  = region_waiting6;
+    \$694  = region_waiting1;
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$695  = region_waiting7;
+    \$695  = region_waiting2;
     if (rst) begin
       \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$696  = region_waiting8;
+    \$696  = region_waiting3;
     if (rst) begin
       \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$697  = region_waiting9;
+    \$697  = region_waiting4;
     if (rst) begin
       \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$698  = region_waiting10;
+    \$698  = region_waiting5;
     if (rst) begin
       \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$699  = region_waiting11;
+    \$699  = region_waiting6;
     if (rst) begin
       \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$700  = \$9 ;
+    \$700  = region_waiting7;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$701  = 1'h0;
+    \$701  = region_waiting8;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$702  = region_waiting9;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$703  = region_waiting10;
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$704  = region_waiting11;
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$705  = \$9 ;
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$706  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -43277,112 +43521,112 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$152 ) begin
             end else begin
-              \$701  = 1'h1;
+              \$706  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$702  = region_fetch;
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$703  = region_program__payload;
-    if (region_load) begin
-      \$703 [3] = region_got[0];
-      \$703 [5:4] = region_got[2:1];
-      \$703 [10:6] = region_got[7:3];
-      \$703 [58:11] = region_got[55:8];
-      \$703 [106:59] = region_got[103:56];
-      \$703 [154:107] = region_got[151:104];
-    end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$703 [2:0] = req_w_data[2:0];
-      \$703 [3] = req_w_data[3];
-      \$703 [5:4] = req_w_data[5:4];
-      \$703 [10:6] = req_w_data[10:6];
-    end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$703 [42:11] = req_w_data;
-    end
-    if (\$33 ) begin
-    end else if (\$34 ) begin
-      \$703 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$703 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$703 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$703 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$703 [154:139] = req_w_data[15:0];
-    end
-    if (rst) begin
-      \$703  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$704  = \$10 ;
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$705  = desc_waiting0;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$706  = desc_waiting1;
     if (rst) begin
       \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$707  = desc_waiting2;
+    \$707  = region_fetch;
     if (rst) begin
       \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$708  = desc_waiting3;
+    \$708  = region_program__payload;
+    if (region_load) begin
+      \$708 [3] = region_got[0];
+      \$708 [5:4] = region_got[2:1];
+      \$708 [10:6] = region_got[7:3];
+      \$708 [58:11] = region_got[55:8];
+      \$708 [106:59] = region_got[103:56];
+      \$708 [154:107] = region_got[151:104];
+    end
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$708 [2:0] = req_w_data[2:0];
+      \$708 [3] = req_w_data[3];
+      \$708 [5:4] = req_w_data[5:4];
+      \$708 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$708 [42:11] = req_w_data;
+    end
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$708 [58:43] = req_w_data[15:0];
+    end
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$708 [90:59] = req_w_data;
+    end
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$708 [106:91] = req_w_data[15:0];
+    end
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$708 [138:107] = req_w_data;
+    end
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$708 [154:139] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$708  = 1'h0;
+      \$708  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$709  = \$12 ;
+    \$709  = \$10 ;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$710  = 1'h0;
+    \$710  = desc_waiting0;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$711  = desc_waiting1;
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$712  = desc_waiting2;
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$713  = desc_waiting3;
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$714  = \$12 ;
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$715  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -43395,457 +43639,571 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$163 ) begin
             end else begin
-              \$710  = 1'h1;
+              \$715  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$710  = 1'h0;
+      \$715  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$711  = desc_fetch;
+    \$716  = desc_fetch;
     if (rst) begin
-      \$711  = 1'h0;
+      \$716  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$712  = dma_program__payload;
+    \$717  = dma_program__payload;
     if (desc_load) begin
-      \$712 [8] = desc_got[0];
-      \$712 [9] = desc_got[1];
-      \$712 [14:10] = desc_got[6:2];
-      \$712 [30:15] = desc_got[22:7];
-      \$712 [42:31] = desc_got[34:23];
-      \$712 [58:43] = desc_got[50:35];
-      \$712 [82:59] = desc_got[74:51];
-      \$712 [130:83] = desc_got[122:75];
-      \$712 [178:131] = desc_got[170:123];
+      \$717 [8] = desc_got[0];
+      \$717 [9] = desc_got[1];
+      \$717 [14:10] = desc_got[6:2];
+      \$717 [30:15] = desc_got[22:7];
+      \$717 [42:31] = desc_got[34:23];
+      \$717 [58:43] = desc_got[50:35];
+      \$717 [82:59] = desc_got[74:51];
+      \$717 [130:83] = desc_got[122:75];
+      \$717 [178:131] = desc_got[170:123];
     end
     if (\$68 ) begin
     end else if (\$69 ) begin
-      \$712 [7:0] = req_w_data[7:0];
-      \$712 [8] = req_w_data[8];
-      \$712 [9] = req_w_data[9];
-      \$712 [14:10] = req_w_data[14:10];
-      \$712 [30:15] = req_w_data[30:15];
+      \$717 [7:0] = req_w_data[7:0];
+      \$717 [8] = req_w_data[8];
+      \$717 [9] = req_w_data[9];
+      \$717 [14:10] = req_w_data[14:10];
+      \$717 [30:15] = req_w_data[30:15];
     end
     if (\$75 ) begin
     end else if (\$76 ) begin
-      \$712 [42:31] = req_w_data[11:0];
-      \$712 [58:43] = req_w_data[27:12];
+      \$717 [42:31] = req_w_data[11:0];
+      \$717 [58:43] = req_w_data[27:12];
     end
     if (\$82 ) begin
     end else if (\$83 ) begin
-      \$712 [82:59] = req_w_data[23:0];
+      \$717 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$712 [114:83] = req_w_data;
+      \$717 [114:83] = req_w_data;
     end
     if (\$96 ) begin
     end else if (\$97 ) begin
-      \$712 [130:115] = req_w_data[15:0];
+      \$717 [130:115] = req_w_data[15:0];
     end
     if (\$103 ) begin
     end else if (\$104 ) begin
-      \$712 [162:131] = req_w_data;
+      \$717 [162:131] = req_w_data;
     end
     if (\$110 ) begin
     end else if (\$111 ) begin
-      \$712 [178:163] = req_w_data[15:0];
+      \$717 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$712  = 179'h000000000000000000000000000000000000000000000;
+      \$717  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$713  = track_result;
+    \$718  = track_result;
     if (tracker_result__valid) begin
-      \$713  = tracker_result__payload;
+      \$718  = tracker_result__payload;
     end
     if (rst) begin
-      \$713  = 59'h000000000000000;
+      \$718  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$714  = track_answer;
+    \$719  = track_answer;
     if (tracker_result__valid) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end else if (\$13 ) begin
-      \$714  = 1'h1;
+      \$719  = 1'h1;
     end
     if (rst) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$715  = tracker_program__payload;
+    \$720  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$715 [1:0] = req_w_data[1:0];
-      \$715 [17:2] = req_w_data[17:2];
-      \$715 [29:18] = req_w_data[29:18];
+      \$720 [1:0] = req_w_data[1:0];
+      \$720 [17:2] = req_w_data[17:2];
+      \$720 [29:18] = req_w_data[29:18];
     end
     if (\$122 ) begin
     end else if (\$123 ) begin
-      \$715 [37:30] = req_w_data[7:0];
-      \$715 [38] = req_w_data[8];
+      \$720 [37:30] = req_w_data[7:0];
+      \$720 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$715  = 39'h0000000000;
+      \$720  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$716  = arbiter_program__payload;
+    \$721  = arbiter_program__payload;
     if (\$128 ) begin
     end else if (\$129 ) begin
-      \$716 [1:0] = req_w_data[1:0];
-      \$716 [9:2] = req_w_data[9:2];
-      \$716 [17:10] = req_w_data[17:10];
-      \$716 [22:18] = req_w_data[22:18];
+      \$721 [1:0] = req_w_data[1:0];
+      \$721 [9:2] = req_w_data[9:2];
+      \$721 [17:10] = req_w_data[17:10];
+      \$721 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$716 [38:23] = req_w_data[15:0];
+      \$721 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$716  = 39'h0200388002;
+      \$721  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$717  = device_id;
+    \$722  = device_id;
     if (\$136 ) begin
-      \$717  = req_w_data[4:0];
+      \$722  = req_w_data[4:0];
     end
     if (rst) begin
-      \$717  = 5'h00;
+      \$722  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$718  = csr_irq_enable;
+    \$723  = csr_irq_enable;
     if (\$137 ) begin
-      \$718 [0] = req_w_data[0];
-      \$718 [1] = req_w_data[1];
-      \$718 [2] = req_w_data[2];
-      \$718 [3] = req_w_data[3];
+      \$723 [0] = req_w_data[0];
+      \$723 [1] = req_w_data[1];
+      \$723 [2] = req_w_data[2];
+      \$723 [3] = req_w_data[3];
     end
-    if (rst) begin
-      \$718  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$719  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$719 [0] = req_w_data[0];
-      \$719 [1] = req_w_data[1];
-      \$719 [2] = req_w_data[2];
-      \$719 [3] = req_w_data[3];
-      \$719 [4] = req_w_data[4];
-      \$719 [5] = req_w_data[5];
-    end
-    if (rst) begin
-      \$719  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$720  = dma_irq_enable;
-    if (\$139 ) begin
-      \$720 [0] = req_w_data[0];
-      \$720 [1] = req_w_data[1];
-      \$720 [2] = req_w_data[2];
-      \$720 [3] = req_w_data[3];
-      \$720 [4] = req_w_data[4];
-      \$720 [5] = req_w_data[5];
-      \$720 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$720  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$721  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$721 [0] = req_w_data[0];
-      \$721 [1] = req_w_data[1];
-      \$721 [2] = req_w_data[2];
-      \$721 [3] = req_w_data[3];
-      \$721 [4] = req_w_data[4];
-      \$721 [5] = req_w_data[5];
-      \$721 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$721  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$722  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$722 [0] = req_w_data[0];
-      \$722 [1] = req_w_data[1];
-    end
-    if (rst) begin
-      \$722  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    \$723  = \$174 ;
     if (rst) begin
       \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$724  = \$177 ;
+    \$724  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$724 [0] = req_w_data[0];
+      \$724 [1] = req_w_data[1];
+      \$724 [2] = req_w_data[2];
+      \$724 [3] = req_w_data[3];
+      \$724 [4] = req_w_data[4];
+      \$724 [5] = req_w_data[5];
+    end
     if (rst) begin
       \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$725  = \$180 ;
+    \$725  = dma_irq_enable;
+    if (\$139 ) begin
+      \$725 [0] = req_w_data[0];
+      \$725 [1] = req_w_data[1];
+      \$725 [2] = req_w_data[2];
+      \$725 [3] = req_w_data[3];
+      \$725 [4] = req_w_data[4];
+      \$725 [5] = req_w_data[5];
+      \$725 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$726  = \$183 ;
+    \$726  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$726 [0] = req_w_data[0];
+      \$726 [1] = req_w_data[1];
+      \$726 [2] = req_w_data[2];
+      \$726 [3] = req_w_data[3];
+      \$726 [4] = req_w_data[4];
+      \$726 [5] = req_w_data[5];
+      \$726 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$727  = \$186 ;
+    \$727  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$727 [0] = req_w_data[0];
+      \$727 [1] = req_w_data[1];
+    end
     if (rst) begin
       \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$728  = tracker_capture;
-    if (\$192 ) begin
-      \$728 [15:0] = \tracker_capture$157 [15:0];
-      \$728 [23:16] = \tracker_capture$157 [23:16];
-      \$728 [29:24] = tracker_errors;
-    end
+    \$728  = tracker_errors;
     if (rst) begin
-      \$728  = 30'h00000000;
+      \$728  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$729  = dma_capture;
-    if (\$198 ) begin
-      \$729 [7:0] = \dma_capture$159 [7:0];
-      \$729 [23:8] = \dma_capture$159 [23:8];
-      \$729 [71:24] = \dma_capture$159 [71:24];
-      \$729 [78:72] = dma_errors;
-    end
+    \$729  = dma_errors;
     if (rst) begin
-      \$729  = 79'h00000000000000000000;
+      \$729  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$730  = addrmap_capture;
-    if (\$204 ) begin
-      \$730 [47:0] = \addrmap_capture$161 [47:0];
-      \$730 [52:48] = \addrmap_capture$161 [52:48];
-      \$730 [68:53] = \addrmap_capture$161 [68:53];
-      \$730 [75:69] = addrmap_errors;
-    end
+    \$730  = addrmap_errors;
     if (rst) begin
-      \$730  = 76'h0000000000000000000;
+      \$730  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$731  = \$215 ;
+    \$731  = arbiter_errors;
     if (rst) begin
-      \$731  = 1'h0;
+      \$731  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$732  = read_part0;
+    \$732  = 4'h0;
+    if (\$173 ) begin
+      \$732 [0] = bus__w_data[0];
+      \$732 [1] = bus__w_data[1];
+      \$732 [2] = bus__w_data[2];
+      \$732 [3] = bus__w_data[3];
+    end
+    if (rst) begin
+      \$732  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$733  = \$176 ;
+    if (rst) begin
+      \$733  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$734  = 6'h00;
+    if (\$178 ) begin
+      \$734 [0] = bus__w_data[0];
+      \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
+      \$734 [4] = bus__w_data[4];
+      \$734 [5] = bus__w_data[5];
+    end
+    if (rst) begin
+      \$734  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$735  = \$181 ;
+    if (rst) begin
+      \$735  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$736  = 7'h00;
+    if (\$183 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$736  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$737  = \$186 ;
+    if (rst) begin
+      \$737  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$738  = 7'h00;
+    if (\$188 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+      \$738 [2] = bus__w_data[2];
+      \$738 [3] = bus__w_data[3];
+      \$738 [4] = bus__w_data[4];
+      \$738 [5] = bus__w_data[5];
+      \$738 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$738  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$739  = \$191 ;
+    if (rst) begin
+      \$739  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$740  = 2'h0;
+    if (\$193 ) begin
+      \$740 [0] = bus__w_data[0];
+      \$740 [1] = bus__w_data[1];
+    end
+    if (rst) begin
+      \$740  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$741  = \$196 ;
+    if (rst) begin
+      \$741  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$742  = tracker_capture;
+    if (rst) begin
+      \$742  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$743  = \tracker_capture$162 ;
+    if (\$202 ) begin
+      \$743 [15:0] = tracker_given[15:0];
+      \$743 [23:16] = tracker_given[23:16];
+      \$743 [29:24] = tracker_events;
+    end
+    if (rst) begin
+      \$743  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$744  = dma_capture;
+    if (rst) begin
+      \$744  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$745  = \dma_capture$165 ;
+    if (\$208 ) begin
+      \$745 [7:0] = dma_given[7:0];
+      \$745 [23:8] = dma_given[23:8];
+      \$745 [71:24] = dma_given[71:24];
+      \$745 [78:72] = dma_events;
+    end
+    if (rst) begin
+      \$745  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$746  = addrmap_capture;
+    if (rst) begin
+      \$746  = 69'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$747  = \addrmap_capture$168 ;
+    if (\$214 ) begin
+      \$747 [47:0] = addrmap_given[47:0];
+      \$747 [52:48] = addrmap_given[52:48];
+      \$747 [68:53] = addrmap_given[68:53];
+      \$747 [75:69] = addrmap_events;
+    end
+    if (rst) begin
+      \$747  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$748  = \$225 ;
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_25 ) begin end
+    \$749  = read_part0;
     if (req_r_stb) begin
-      \$732  = \$222 ;
+      \$749  = \$232 ;
     end
     if (rst) begin
-      \$732  = 32'd0;
+      \$749  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$733  = read_part1;
+    \$750  = read_part1;
     if (req_r_stb) begin
-      \$733  = \$229 ;
+      \$750  = \$239 ;
     end
     if (rst) begin
-      \$733  = 32'd0;
+      \$750  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$734  = read_part2;
+    \$751  = read_part2;
     if (req_r_stb) begin
-      \$734  = \$237 ;
+      \$751  = \$247 ;
     end
     if (rst) begin
-      \$734  = 32'd0;
+      \$751  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$735  = read_part3;
+    \$752  = read_part3;
     if (req_r_stb) begin
-      \$735  = \$245 ;
+      \$752  = \$255 ;
     end
     if (rst) begin
-      \$735  = 32'd0;
+      \$752  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$736  = read_part4;
+    \$753  = read_part4;
     if (req_r_stb) begin
-      \$736  = \$250 ;
+      \$753  = \$260 ;
     end
     if (rst) begin
-      \$736  = 32'd0;
+      \$753  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$737  = read_part5;
+    \$754  = read_part5;
     if (req_r_stb) begin
-      \$737  = \$257 ;
+      \$754  = \$267 ;
     end
     if (rst) begin
-      \$737  = 32'd0;
+      \$754  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$738  = read_part6;
+    \$755  = read_part6;
     if (req_r_stb) begin
-      \$738  = \$268 ;
+      \$755  = \$278 ;
     end
     if (rst) begin
-      \$738  = 32'd0;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$739  = read_part8;
+    \$756  = read_part8;
     if (req_r_stb) begin
-      \$739  = \$279 ;
+      \$756  = \$289 ;
     end
     if (rst) begin
-      \$739  = 32'd0;
+      \$756  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$740  = read_part10;
+    \$757  = read_part10;
     if (req_r_stb) begin
-      \$740  = \$284 ;
+      \$757  = \$294 ;
     end
     if (rst) begin
-      \$740  = 32'd0;
+      \$757  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$741  = read_part11;
+    \$758  = read_part11;
     if (req_r_stb) begin
-      \$741  = \$295 ;
+      \$758  = \$305 ;
     end
     if (rst) begin
-      \$741  = 32'd0;
+      \$758  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$742  = read_part13;
+    \$759  = read_part13;
     if (req_r_stb) begin
-      \$742  = \$302 ;
+      \$759  = \$312 ;
     end
     if (rst) begin
-      \$742  = 32'd0;
+      \$759  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$743  = read_part14;
+    \$760  = read_part14;
     if (req_r_stb) begin
-      \$743  = \$310 ;
+      \$760  = \$320 ;
     end
     if (rst) begin
-      \$743  = 32'd0;
+      \$760  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$744  = req_r_stb;
+    \$761  = req_r_stb;
     if (rst) begin
-      \$744  = 1'h0;
+      \$761  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$745  = read_section;
+    \$762  = read_section;
     if (req_r_stb) begin
-      \$745  = req_addr[9:6];
+      \$762  = req_addr[9:6];
     end
     if (rst) begin
-      \$745  = 4'h0;
+      \$762  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$746  = read_unaligned;
+    \$763  = read_unaligned;
     if (req_r_stb) begin
-      \$746  = \$311 ;
+      \$763  = \$321 ;
     end
     if (rst) begin
-      \$746  = 1'h0;
+      \$763  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
-    \$747  = bus__r_data;
+    \$764  = bus__r_data;
     if (read_pending) begin
-      \$747  = \$327 ;
+      \$764  = \$337 ;
     end
     if (rst) begin
-      \$747  = 32'd0;
+      \$764  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$391 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$395 ) begin
-      set_err[3] = 1'h1;
-    end
     if (\$401 ) begin
       set_err[3] = 1'h1;
     end
@@ -43924,43 +44282,49 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$530 ) begin
+    if (\$531 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$536 ) begin
+    if (\$535 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$542 ) begin
+    if (\$540 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$548 ) begin
+    if (\$546 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$550 ) begin
+    if (\$552 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$558 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$560 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$555 ) begin
+            if (\$565 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$560 ) begin
+            if (\$570 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$566 ) begin
+            if (\$576 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$571 ) begin
+            if (\$581 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$575 ) begin
+            if (\$585 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$579 ) begin
+            if (\$589 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -43995,105 +44359,49 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$379 ;
+      wp__en = \$389 ;
     end else begin
-      wp__en = \$382 ;
+      wp__en = \$392 ;
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$189  = sweep_at;
+      \wp__addr$196  = sweep_at;
     end else begin
-      \wp__addr$189  = dma_program__payload[7:0];
+      \wp__addr$196  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$197  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$190 [0] = dma_program__payload[8];
-      \wp__data$190 [1] = dma_program__payload[9];
-      \wp__data$190 [6:2] = dma_program__payload[14:10];
-      \wp__data$190 [22:7] = dma_program__payload[30:15];
-      \wp__data$190 [34:23] = dma_program__payload[42:31];
-      \wp__data$190 [50:35] = dma_program__payload[58:43];
-      \wp__data$190 [74:51] = dma_program__payload[82:59];
-      \wp__data$190 [122:75] = dma_program__payload[130:83];
-      \wp__data$190 [170:123] = dma_program__payload[178:131];
+      \wp__data$197 [0] = dma_program__payload[8];
+      \wp__data$197 [1] = dma_program__payload[9];
+      \wp__data$197 [6:2] = dma_program__payload[14:10];
+      \wp__data$197 [22:7] = dma_program__payload[30:15];
+      \wp__data$197 [34:23] = dma_program__payload[42:31];
+      \wp__data$197 [50:35] = dma_program__payload[58:43];
+      \wp__data$197 [74:51] = dma_program__payload[82:59];
+      \wp__data$197 [122:75] = dma_program__payload[130:83];
+      \wp__data$197 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_25 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$191  = 1'h1;
+      \wp__en$198  = 1'h1;
     end else begin
-      \wp__en$191  = \$385 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    csr_errors_clear = 4'h0;
-    if (\$580 ) begin
-      csr_errors_clear[0] = req_w_data[0];
-      csr_errors_clear[1] = req_w_data[1];
-      csr_errors_clear[2] = req_w_data[2];
-      csr_errors_clear[3] = req_w_data[3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    tracker_errors_clear = 6'h00;
-    if (\$581 ) begin
-      tracker_errors_clear[0] = req_w_data[0];
-      tracker_errors_clear[1] = req_w_data[1];
-      tracker_errors_clear[2] = req_w_data[2];
-      tracker_errors_clear[3] = req_w_data[3];
-      tracker_errors_clear[4] = req_w_data[4];
-      tracker_errors_clear[5] = req_w_data[5];
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    dma_errors_clear = 7'h00;
-    if (\$582 ) begin
-      dma_errors_clear[0] = req_w_data[0];
-      dma_errors_clear[1] = req_w_data[1];
-      dma_errors_clear[2] = req_w_data[2];
-      dma_errors_clear[3] = req_w_data[3];
-      dma_errors_clear[4] = req_w_data[4];
-      dma_errors_clear[5] = req_w_data[5];
-      dma_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    addrmap_errors_clear = 7'h00;
-    if (\$583 ) begin
-      addrmap_errors_clear[0] = req_w_data[0];
-      addrmap_errors_clear[1] = req_w_data[1];
-      addrmap_errors_clear[2] = req_w_data[2];
-      addrmap_errors_clear[3] = req_w_data[3];
-      addrmap_errors_clear[4] = req_w_data[4];
-      addrmap_errors_clear[5] = req_w_data[5];
-      addrmap_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_25 ) begin end
-    arbiter_errors_clear = 2'h0;
-    if (\$584 ) begin
-      arbiter_errors_clear[0] = req_w_data[0];
-      arbiter_errors_clear[1] = req_w_data[1];
+      \wp__en$198  = \$395 ;
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$192  = dma_program__payload[7:0];
-  assign \device_id$193  = device_id;
+  assign \rp__addr$199  = dma_program__payload[7:0];
+  assign \device_id$200  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -44200,6 +44508,50 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_irq_enable__rx_crosses  = addrmap_irq_enable[6];
   assign arbiter_irq_enable__bad_config  = arbiter_irq_enable[0];
   assign arbiter_irq_enable__bad_response  = arbiter_irq_enable[1];
+  assign tracker_events__unprogrammed  = tracker_events[0];
+  assign tracker_events__overcount  = tracker_events[1];
+  assign tracker_events__reprogram  = tracker_events[2];
+  assign tracker_events__bad_threshold  = tracker_events[3];
+  assign tracker_events__overflow  = tracker_events[4];
+  assign tracker_events__bad_op  = tracker_events[5];
+  assign tracker_errors__unprogrammed  = tracker_errors[0];
+  assign tracker_errors__overcount  = tracker_errors[1];
+  assign tracker_errors__reprogram  = tracker_errors[2];
+  assign tracker_errors__bad_threshold  = tracker_errors[3];
+  assign tracker_errors__overflow  = tracker_errors[4];
+  assign tracker_errors__bad_op  = tracker_errors[5];
+  assign dma_events__bad_descriptor  = dma_events[0];
+  assign dma_events__bad_program  = dma_events[1];
+  assign dma_events__bad_response  = dma_events[2];
+  assign dma_events__bad_range  = dma_events[3];
+  assign dma_events__bad_pitch  = dma_events[4];
+  assign dma_events__desc_busy  = dma_events[5];
+  assign dma_events__read_error  = dma_events[6];
+  assign dma_errors__bad_descriptor  = dma_errors[0];
+  assign dma_errors__bad_program  = dma_errors[1];
+  assign dma_errors__bad_response  = dma_errors[2];
+  assign dma_errors__bad_range  = dma_errors[3];
+  assign dma_errors__bad_pitch  = dma_errors[4];
+  assign dma_errors__desc_busy  = dma_errors[5];
+  assign dma_errors__read_error  = dma_errors[6];
+  assign addrmap_events__bad_region  = addrmap_events[0];
+  assign addrmap_events__overlap  = addrmap_events[1];
+  assign addrmap_events__store_crosses  = addrmap_events[2];
+  assign addrmap_events__rx_misrouted  = addrmap_events[3];
+  assign addrmap_events__rx_remote  = addrmap_events[4];
+  assign addrmap_events__rx_unmapped  = addrmap_events[5];
+  assign addrmap_events__rx_crosses  = addrmap_events[6];
+  assign addrmap_errors__bad_region  = addrmap_errors[0];
+  assign addrmap_errors__overlap  = addrmap_errors[1];
+  assign addrmap_errors__store_crosses  = addrmap_errors[2];
+  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
+  assign addrmap_errors__rx_remote  = addrmap_errors[4];
+  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
+  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
+  assign arbiter_events__bad_config  = arbiter_events[0];
+  assign arbiter_events__bad_response  = arbiter_events[1];
+  assign arbiter_errors__bad_config  = arbiter_errors[0];
+  assign arbiter_errors__bad_response  = arbiter_errors[1];
   assign errors__unmapped  = errors[0];
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
@@ -44214,12 +44566,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_sticky__bad_threshold  = tracker_sticky[3];
   assign tracker_sticky__overflow  = tracker_sticky[4];
   assign tracker_sticky__bad_op  = tracker_sticky[5];
-  assign tracker_errors__unprogrammed  = tracker_errors[0];
-  assign tracker_errors__overcount  = tracker_errors[1];
-  assign tracker_errors__reprogram  = tracker_errors[2];
-  assign tracker_errors__bad_threshold  = tracker_errors[3];
-  assign tracker_errors__overflow  = tracker_errors[4];
-  assign tracker_errors__bad_op  = tracker_errors[5];
   assign dma_sticky__bad_descriptor  = dma_sticky[0];
   assign dma_sticky__bad_program  = dma_sticky[1];
   assign dma_sticky__bad_response  = dma_sticky[2];
@@ -44227,13 +44573,6 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_sticky__bad_pitch  = dma_sticky[4];
   assign dma_sticky__desc_busy  = dma_sticky[5];
   assign dma_sticky__read_error  = dma_sticky[6];
-  assign dma_errors__bad_descriptor  = dma_errors[0];
-  assign dma_errors__bad_program  = dma_errors[1];
-  assign dma_errors__bad_response  = dma_errors[2];
-  assign dma_errors__bad_range  = dma_errors[3];
-  assign dma_errors__bad_pitch  = dma_errors[4];
-  assign dma_errors__desc_busy  = dma_errors[5];
-  assign dma_errors__read_error  = dma_errors[6];
   assign addrmap_sticky__bad_region  = addrmap_sticky[0];
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign addrmap_sticky__store_crosses  = addrmap_sticky[2];
@@ -44241,56 +44580,55 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_sticky__rx_remote  = addrmap_sticky[4];
   assign addrmap_sticky__rx_unmapped  = addrmap_sticky[5];
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
-  assign addrmap_errors__bad_region  = addrmap_errors[0];
-  assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign addrmap_errors__store_crosses  = addrmap_errors[2];
-  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
-  assign addrmap_errors__rx_remote  = addrmap_errors[4];
-  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
-  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign arbiter_errors__bad_config  = arbiter_errors[0];
-  assign arbiter_errors__bad_response  = arbiter_errors[1];
+  assign tracker_given__tile  = tracker_given[15:0];
+  assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture__events  = tracker_capture[29:24];
-  assign tracker_capture__events__unprogrammed  = tracker_capture[24];
-  assign tracker_capture__events__overcount  = tracker_capture[25];
-  assign tracker_capture__events__reprogram  = tracker_capture[26];
-  assign tracker_capture__events__bad_threshold  = tracker_capture[27];
-  assign tracker_capture__events__overflow  = tracker_capture[28];
-  assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
-  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
+  assign tracker_capture$162__tile  = \tracker_capture$162 [15:0];
+  assign tracker_capture$162__cmd  = \tracker_capture$162 [23:16];
+  assign tracker_capture$162__events  = \tracker_capture$162 [29:24];
+  assign tracker_capture$162__events__unprogrammed  = \tracker_capture$162 [24];
+  assign tracker_capture$162__events__overcount  = \tracker_capture$162 [25];
+  assign tracker_capture$162__events__reprogram  = \tracker_capture$162 [26];
+  assign tracker_capture$162__events__bad_threshold  = \tracker_capture$162 [27];
+  assign tracker_capture$162__events__overflow  = \tracker_capture$162 [28];
+  assign tracker_capture$162__events__bad_op  = \tracker_capture$162 [29];
+  assign dma_given__index  = dma_given[7:0];
+  assign dma_given__tile  = dma_given[23:8];
+  assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture__events  = dma_capture[78:72];
-  assign dma_capture__events__bad_descriptor  = dma_capture[72];
-  assign dma_capture__events__bad_program  = dma_capture[73];
-  assign dma_capture__events__bad_response  = dma_capture[74];
-  assign dma_capture__events__bad_range  = dma_capture[75];
-  assign dma_capture__events__bad_pitch  = dma_capture[76];
-  assign dma_capture__events__desc_busy  = dma_capture[77];
-  assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$159__index  = \dma_capture$159 [7:0];
-  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
-  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
+  assign dma_capture$165__index  = \dma_capture$165 [7:0];
+  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
+  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
+  assign dma_capture$165__events  = \dma_capture$165 [78:72];
+  assign dma_capture$165__events__bad_descriptor  = \dma_capture$165 [72];
+  assign dma_capture$165__events__bad_program  = \dma_capture$165 [73];
+  assign dma_capture$165__events__bad_response  = \dma_capture$165 [74];
+  assign dma_capture$165__events__bad_range  = \dma_capture$165 [75];
+  assign dma_capture$165__events__bad_pitch  = \dma_capture$165 [76];
+  assign dma_capture$165__events__desc_busy  = \dma_capture$165 [77];
+  assign dma_capture$165__events__read_error  = \dma_capture$165 [78];
+  assign addrmap_given__addr  = addrmap_given[47:0];
+  assign addrmap_given__device  = addrmap_given[52:48];
+  assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture__events  = addrmap_capture[75:69];
-  assign addrmap_capture__events__bad_region  = addrmap_capture[69];
-  assign addrmap_capture__events__overlap  = addrmap_capture[70];
-  assign addrmap_capture__events__store_crosses  = addrmap_capture[71];
-  assign addrmap_capture__events__rx_misrouted  = addrmap_capture[72];
-  assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
-  assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
-  assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
-  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
-  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
+  assign addrmap_capture$168__addr  = \addrmap_capture$168 [47:0];
+  assign addrmap_capture$168__device  = \addrmap_capture$168 [52:48];
+  assign addrmap_capture$168__tile  = \addrmap_capture$168 [68:53];
+  assign addrmap_capture$168__events  = \addrmap_capture$168 [75:69];
+  assign addrmap_capture$168__events__bad_region  = \addrmap_capture$168 [69];
+  assign addrmap_capture$168__events__overlap  = \addrmap_capture$168 [70];
+  assign addrmap_capture$168__events__store_crosses  = \addrmap_capture$168 [71];
+  assign addrmap_capture$168__events__rx_misrouted  = \addrmap_capture$168 [72];
+  assign addrmap_capture$168__events__rx_remote  = \addrmap_capture$168 [73];
+  assign addrmap_capture$168__events__rx_unmapped  = \addrmap_capture$168 [74];
+  assign addrmap_capture$168__events__rx_crosses  = \addrmap_capture$168 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -44342,15 +44680,15 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$190__valid  = \wp__data$190 [0];
-  assign wp__data$190__op  = \wp__data$190 [1];
-  assign wp__data$190__device  = \wp__data$190 [6:2];
-  assign wp__data$190__tile  = \wp__data$190 [22:7];
-  assign wp__data$190__rows  = \wp__data$190 [34:23];
-  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
-  assign wp__data$190__pitch  = \wp__data$190 [74:51];
-  assign wp__data$190__src  = \wp__data$190 [122:75];
-  assign wp__data$190__dst  = \wp__data$190 [170:123];
+  assign wp__data$197__valid  = \wp__data$197 [0];
+  assign wp__data$197__op  = \wp__data$197 [1];
+  assign wp__data$197__device  = \wp__data$197 [6:2];
+  assign wp__data$197__tile  = \wp__data$197 [22:7];
+  assign wp__data$197__rows  = \wp__data$197 [34:23];
+  assign wp__data$197__row_bytes  = \wp__data$197 [50:35];
+  assign wp__data$197__pitch  = \wp__data$197 [74:51];
+  assign wp__data$197__src  = \wp__data$197 [122:75];
+  assign wp__data$197__dst  = \wp__data$197 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -44374,18 +44712,18 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$598 ;
-  assign status[6] = \$595 ;
-  assign status[5] = \$592 ;
-  assign status[4] = \$588 ;
+  assign status[7] = \$603 ;
+  assign status[6] = \$600 ;
+  assign status[5] = \$597 ;
+  assign status[4] = \$593 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$378 ;
+    set_err[1] = \$388 ;
   always @*
-    set_err[0] = \$330 ;
+    set_err[0] = \$340 ;
   assign \$6  = arbiter_program__valid;
   assign \$18  = \$17 ;
   assign \$25  = \$24 ;
@@ -44421,14 +44759,13 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$169  = arbiter_program__valid;
   assign \$170  = arbiter_program__valid;
   assign \$171  = arbiter_program__valid;
-  assign \$588  = \$587 ;
-  assign \$592  = \$591 ;
-  assign \$593  = tracker_program__valid;
-  assign \$594  = tracker_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
-  assign \$598  = arbiter_program__valid;
-  assign \$390  = \$389 ;
+  assign \$593  = \$592 ;
+  assign \$597  = \$596 ;
+  assign \$598  = tracker_program__valid;
+  assign \$599  = tracker_program__valid;
+  assign \$601  = arbiter_program__valid;
+  assign \$602  = arbiter_program__valid;
+  assign \$603  = arbiter_program__valid;
   assign \$400  = \$399 ;
   assign \$410  = \$409 ;
   assign \$420  = \$419 ;
@@ -44442,26 +44779,27 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$500  = \$499 ;
   assign \$510  = \$509 ;
   assign \$520  = \$519 ;
-  assign \$527  = tracker_program__valid;
-  assign \$528  = tracker_program__valid;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$545  = arbiter_program__valid;
-  assign \$546  = arbiter_program__valid;
-  assign \$547  = arbiter_program__valid;
-  assign \$554  = \$553 ;
-  assign \$559  = \$558 ;
+  assign \$530  = \$529 ;
+  assign \$537  = tracker_program__valid;
+  assign \$538  = tracker_program__valid;
+  assign \$543  = tracker_program__valid;
+  assign \$544  = tracker_program__valid;
+  assign \$549  = arbiter_program__valid;
+  assign \$550  = arbiter_program__valid;
+  assign \$551  = arbiter_program__valid;
+  assign \$555  = arbiter_program__valid;
+  assign \$556  = arbiter_program__valid;
+  assign \$557  = arbiter_program__valid;
   assign \$564  = \$563 ;
-  assign \$570  = \$569 ;
-  assign \$572  = tracker_program__valid;
-  assign \$573  = tracker_program__valid;
-  assign \$576  = arbiter_program__valid;
-  assign \$577  = arbiter_program__valid;
-  assign \$578  = arbiter_program__valid;
-  assign \$579  = arbiter_program__valid;
+  assign \$569  = \$568 ;
+  assign \$574  = \$573 ;
+  assign \$580  = \$579 ;
+  assign \$582  = tracker_program__valid;
+  assign \$583  = tracker_program__valid;
+  assign \$586  = arbiter_program__valid;
+  assign \$587  = arbiter_program__valid;
+  assign \$588  = arbiter_program__valid;
+  assign \$589  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -44475,10 +44813,14 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   wire [32:0] \$14 ;
   wire [32:0] \$15 ;
   wire [32:0] \$16 ;
-  reg [6:0] \$17 ;
-  reg [71:0] \$18 ;
-  reg [287:0] \$19 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire [6:0] \$2 ;
+  reg [71:0] \$20 ;
+  reg [6:0] \$21 ;
+  reg [71:0] \$22 ;
+  reg [287:0] \$23 ;
   wire [6:0] \$3 ;
   wire \$4 ;
   wire \$5 ;
@@ -44547,10 +44889,10 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   wire descriptor__valid;
   wire \descriptor__valid$19 ;
   wire [71:0] detail;
-  wire [71:0] \detail$57 ;
-  wire [47:0] detail$57__addr ;
-  wire [7:0] detail$57__index ;
-  wire [15:0] detail$57__tile ;
+  wire [71:0] \detail$62 ;
+  wire [47:0] detail$62__addr ;
+  wire [7:0] detail$62__index ;
+  wire [15:0] detail$62__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -44644,6 +44986,13 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   wire read__valid;
   wire \read__valid$25 ;
   wire read_error;
+  reg resp_aborted = 1'h0;
+  reg resp_bad_response = 1'h0;
+  reg [71:0] resp_detail = 72'h000000000000000000;
+  wire [47:0] resp_detail__addr ;
+  wire [7:0] resp_detail__index ;
+  wire [15:0] resp_detail__tile ;
+  reg resp_read_error = 1'h0;
   input [3:0] response__payload;
   wire [3:0] response__payload;
   wire [3:0] \response__payload$27 ;
@@ -44692,7 +45041,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$41  & \idle$42 ;
-  assign \$4  = bad_response | read_error;
+  assign \$4  = resp_bad_response | resp_read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
   assign \$7  = stats[63:32] + 1'h1;
@@ -44706,11 +45055,19 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign \$15  = stats[255:224] + 1'h1;
   assign \$16  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    errors <= \$17 ;
+    resp_bad_response <= \$17 ;
   always @(posedge clk)
-    capture <= \$18 ;
+    resp_read_error <= \$18 ;
   always @(posedge clk)
-    stats <= \$19 ;
+    resp_aborted <= \$19 ;
+  always @(posedge clk)
+    resp_detail <= \$20 ;
+  always @(posedge clk)
+    errors <= \$21 ;
+  always @(posedge clk)
+    capture <= \$22 ;
+  always @(posedge clk)
+    stats <= \$23 ;
   t3hw_system__e1__dma__engine  engine (
     .abort(aborted),
     .bad_response(bad_response),
@@ -44745,7 +45102,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$57 ),
+    .detail(\detail$62 ),
     .idle(\idle$41 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
@@ -44757,55 +45114,83 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   );
   always @* begin
     if (_init_strobe_26 ) begin end
-    \$17  = \$3 ;
+    \$17  = bad_response;
     if (rst) begin
-      \$17  = 7'h00;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_26 ) begin end
-    \$18  = capture;
+    \$18  = read_error;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_26 ) begin end
+    \$19  = aborted;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_26 ) begin end
+    \$20  = detail;
+    if (rst) begin
+      \$20  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_26 ) begin end
+    \$21  = \$3 ;
+    if (rst) begin
+      \$21  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_26 ) begin end
+    \$22  = capture;
     if (\$4 ) begin
-      \$18  = detail;
+      \$22  = resp_detail;
     end else if (\$5 ) begin
-      \$18  = \detail$57 ;
+      \$22  = \detail$62 ;
     end
     if (rst) begin
-      \$18  = 72'h000000000000000000;
+      \$22  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_26 ) begin end
-    \$19  = stats;
+    \$23  = stats;
     if (enqueued) begin
-      \$19 [31:0] = \$6 [31:0];
+      \$23 [31:0] = \$6 [31:0];
     end
     if (bad_descriptor) begin
-      \$19 [63:32] = \$7 [31:0];
+      \$23 [63:32] = \$7 [31:0];
     end
     if (\$8 ) begin
-      \$19 [95:64] = \$9 [31:0];
+      \$23 [95:64] = \$9 [31:0];
     end
     if (\$10 ) begin
-      \$19 [127:96] = \$11 [31:0];
+      \$23 [127:96] = \$11 [31:0];
     end
     if (bad_program) begin
-      \$19 [159:128] = \$12 [31:0];
+      \$23 [159:128] = \$12 [31:0];
     end
     if (bad_range) begin
-      \$19 [191:160] = \$13 [31:0];
+      \$23 [191:160] = \$13 [31:0];
     end
     if (bad_pitch) begin
-      \$19 [223:192] = \$14 [31:0];
+      \$23 [223:192] = \$14 [31:0];
     end
     if (desc_busy) begin
-      \$19 [255:224] = \$15 [31:0];
+      \$23 [255:224] = \$15 [31:0];
     end
-    if (aborted) begin
-      \$19 [287:256] = \$16 [31:0];
+    if (resp_aborted) begin
+      \$23 [287:256] = \$16 [31:0];
     end
     if (rst) begin
-      \$19  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$23  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -44900,6 +45285,12 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err__bad_pitch  = set_err[4];
   assign set_err__desc_busy  = set_err[5];
   assign set_err__read_error  = set_err[6];
+  assign resp_detail__index  = resp_detail[7:0];
+  assign resp_detail__tile  = resp_detail[23:8];
+  assign resp_detail__addr  = resp_detail[71:24];
+  assign detail__index  = detail[7:0];
+  assign detail__tile  = detail[23:8];
+  assign detail__addr  = detail[71:24];
   assign errors__bad_descriptor  = errors[0];
   assign errors__bad_program  = errors[1];
   assign errors__bad_response  = errors[2];
@@ -44917,12 +45308,9 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign capture__index  = capture[7:0];
   assign capture__tile  = capture[23:8];
   assign capture__addr  = capture[71:24];
-  assign detail__index  = detail[7:0];
-  assign detail__tile  = detail[23:8];
-  assign detail__addr  = detail[71:24];
-  assign detail$57__index  = \detail$57 [7:0];
-  assign detail$57__tile  = \detail$57 [23:8];
-  assign detail$57__addr  = \detail$57 [71:24];
+  assign detail$62__index  = \detail$62 [7:0];
+  assign detail$62__tile  = \detail$62 [23:8];
+  assign detail$62__addr  = \detail$62 [71:24];
   assign stats__triggers  = stats[31:0];
   assign stats__rejected  = stats[63:32];
   assign stats__reads  = stats[95:64];
@@ -44932,8 +45320,8 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign stats__bad_pitch  = stats[223:192];
   assign stats__desc_busy  = stats[255:224];
   assign stats__aborted  = stats[287:256];
-  assign set_err[6] = read_error;
-  assign set_err[2] = bad_response;
+  assign set_err[6] = resp_read_error;
+  assign set_err[2] = resp_bad_response;
   assign set_err[5] = desc_busy;
   assign set_err[4] = bad_pitch;
   assign set_err[3] = bad_range;
@@ -44941,7 +45329,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err[0] = bad_descriptor;
   assign \$1  = 7'h00;
   assign \$2  = 7'h00;
-  assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
+  assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
 module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
@@ -45683,31 +46071,27 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [3:0] \$61 ;
+  wire [3:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire [3:0] \$66 ;
+  wire [3:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [139:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [139:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -45819,10 +46203,6 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -45855,46 +46235,42 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 3'h6;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 4'h0 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 3'h6;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 4'h0 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -45911,62 +46287,63 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$77  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [2:0];
+    end
+    if (rst) begin
+      \$78  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [2:0];
-    end
-    if (rst) begin
-      \$83  = 3'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -48362,31 +48739,27 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [4:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [7:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg [7:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -48440,10 +48813,6 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -48476,46 +48845,42 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'he;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'he;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'he;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'he;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -48532,62 +48897,63 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$77  = \$15 [4:0];
+    \$73  = \$15 [4:0];
     if (rst) begin
-      \$77  = 5'h00;
+      \$73  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_30 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -52781,31 +53147,27 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [15:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [15:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [15:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -53099,10 +53461,6 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -53135,46 +53493,42 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -53191,62 +53545,63 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_38 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_38 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -53314,31 +53669,27 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [23:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [23:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -53642,10 +53993,6 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -53678,46 +54025,42 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -53734,62 +54077,63 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_39 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -54905,7 +55249,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e2__csr  csr (
-    .\addrmap_capture$161 (addrmap_capture),
+    .addrmap_capture(addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -54921,7 +55265,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$159 (dma_capture),
+    .dma_capture(dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -54934,7 +55278,7 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$157 (tracker_capture),
+    .tracker_capture(tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -57946,31 +58290,27 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [78:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
   reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  reg [3:0] \$78 ;
+  reg [78:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [78:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -58074,10 +58414,6 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -58110,46 +58446,42 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'h9;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'h9;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -58166,62 +58498,63 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
+    if (rst) begin
+      \$73  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$74  = \$25 ;
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$75  = \$37 ;
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$76  = \$49 ;
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_42 ) begin end
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
+    end
     if (rst) begin
       \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$78  = \$25 ;
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$79  = \$37 ;
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$80  = \$49 ;
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_42 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$78  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_42 ) begin end
-    \$83  = rd__addr;
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -60132,7 +60465,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
   reg _init_strobe_45  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -60215,66 +60548,66 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
+  wire \$172 ;
+  wire \$173 ;
   wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [6:0] \$178 ;
-  wire [6:0] \$179 ;
+  wire [3:0] \$175 ;
+  wire [3:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
-  wire [6:0] \$181 ;
-  wire [6:0] \$182 ;
-  wire [6:0] \$183 ;
-  wire [1:0] \$184 ;
-  wire [1:0] \$185 ;
-  wire [1:0] \$186 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire [6:0] \$184 ;
+  wire [6:0] \$185 ;
+  wire [6:0] \$186 ;
   wire \$187 ;
-  wire [5:0] \$188 ;
-  wire [5:0] \$189 ;
+  wire \$188 ;
+  wire [6:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [6:0] \$190 ;
+  wire [6:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
+  wire [1:0] \$194 ;
+  wire [1:0] \$195 ;
+  wire [1:0] \$196 ;
   wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [5:0] \$198 ;
+  wire [5:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
+  wire \$200 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire \$204 ;
-  wire [3:0] \$205 ;
+  wire [6:0] \$204 ;
+  wire [6:0] \$205 ;
   wire \$206 ;
-  wire [5:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [6:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
+  wire [6:0] \$210 ;
   wire [6:0] \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
+  wire \$213 ;
   wire \$214 ;
-  wire \$215 ;
-  wire [31:0] \$216 ;
-  wire [31:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [31:0] \$219 ;
+  wire [3:0] \$215 ;
+  wire \$216 ;
+  wire [5:0] \$217 ;
+  wire \$218 ;
+  wire [6:0] \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [31:0] \$221 ;
-  wire [31:0] \$222 ;
-  wire [31:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [31:0] \$225 ;
+  wire \$220 ;
+  wire [6:0] \$221 ;
+  wire \$222 ;
+  wire [1:0] \$223 ;
+  wire \$224 ;
+  wire \$225 ;
   wire [31:0] \$226 ;
   wire [31:0] \$227 ;
   wire [31:0] \$228 ;
@@ -60370,7 +60703,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire \$311 ;
+  wire [31:0] \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -60381,24 +60714,24 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
+  wire \$321 ;
   wire [31:0] \$322 ;
   wire [31:0] \$323 ;
   wire [31:0] \$324 ;
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
   wire \$338 ;
   wire \$339 ;
   wire \$34 ;
@@ -60688,15 +61021,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  reg [9:0] \$599 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  reg [31:0] \$600 ;
-  reg \$601 ;
-  reg \$602 ;
-  reg \$603 ;
-  reg \$604 ;
-  reg \$605 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  reg [9:0] \$604 ;
+  reg [31:0] \$605 ;
   reg \$606 ;
   reg \$607 ;
   reg \$608 ;
@@ -60780,12 +61113,12 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$679 ;
   wire \$68 ;
   reg \$680 ;
-  reg [7:0] \$681 ;
+  reg \$681 ;
   reg \$682 ;
   reg \$683 ;
   reg \$684 ;
   reg \$685 ;
-  reg \$686 ;
+  reg [7:0] \$686 ;
   reg \$687 ;
   reg \$688 ;
   reg \$689 ;
@@ -60805,57 +61138,74 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg [154:0] \$703 ;
+  reg \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
   reg \$707 ;
-  reg \$708 ;
+  reg [154:0] \$708 ;
   reg \$709 ;
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg [178:0] \$712 ;
-  reg [58:0] \$713 ;
+  reg \$712 ;
+  reg \$713 ;
   reg \$714 ;
-  reg [38:0] \$715 ;
-  reg [38:0] \$716 ;
-  reg [4:0] \$717 ;
-  reg [3:0] \$718 ;
-  reg [5:0] \$719 ;
+  reg \$715 ;
+  reg \$716 ;
+  reg [178:0] \$717 ;
+  reg [58:0] \$718 ;
+  reg \$719 ;
   wire \$72 ;
-  reg [6:0] \$720 ;
-  reg [6:0] \$721 ;
-  reg [1:0] \$722 ;
+  reg [38:0] \$720 ;
+  reg [38:0] \$721 ;
+  reg [4:0] \$722 ;
   reg [3:0] \$723 ;
   reg [5:0] \$724 ;
   reg [6:0] \$725 ;
   reg [6:0] \$726 ;
   reg [1:0] \$727 ;
-  reg [29:0] \$728 ;
-  reg [78:0] \$729 ;
+  reg [5:0] \$728 ;
+  reg [6:0] \$729 ;
   wire \$73 ;
-  reg [75:0] \$730 ;
-  reg \$731 ;
-  reg [31:0] \$732 ;
-  reg [31:0] \$733 ;
-  reg [31:0] \$734 ;
-  reg [31:0] \$735 ;
-  reg [31:0] \$736 ;
-  reg [31:0] \$737 ;
-  reg [31:0] \$738 ;
-  reg [31:0] \$739 ;
+  reg [6:0] \$730 ;
+  reg [1:0] \$731 ;
+  reg [3:0] \$732 ;
+  reg [3:0] \$733 ;
+  reg [5:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
+  reg [6:0] \$737 ;
+  reg [6:0] \$738 ;
+  reg [6:0] \$739 ;
   wire \$74 ;
-  reg [31:0] \$740 ;
-  reg [31:0] \$741 ;
-  reg [31:0] \$742 ;
-  reg [31:0] \$743 ;
-  reg \$744 ;
-  reg [3:0] \$745 ;
-  reg \$746 ;
-  reg [31:0] \$747 ;
+  reg [1:0] \$740 ;
+  reg [1:0] \$741 ;
+  reg [23:0] \$742 ;
+  reg [29:0] \$743 ;
+  reg [71:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [68:0] \$746 ;
+  reg [75:0] \$747 ;
+  reg \$748 ;
+  reg [31:0] \$749 ;
   wire \$75 ;
+  reg [31:0] \$750 ;
+  reg [31:0] \$751 ;
+  reg [31:0] \$752 ;
+  reg [31:0] \$753 ;
+  reg [31:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg [31:0] \$756 ;
+  reg [31:0] \$757 ;
+  reg [31:0] \$758 ;
+  reg [31:0] \$759 ;
   wire \$76 ;
+  reg [31:0] \$760 ;
+  reg \$761 ;
+  reg [3:0] \$762 ;
+  reg \$763 ;
+  reg [31:0] \$764 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -60881,22 +61231,22 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$161 ;
-  wire [68:0] \addrmap_capture$161 ;
-  wire [47:0] addrmap_capture$161__addr ;
-  wire [4:0] addrmap_capture$161__device ;
-  wire [15:0] addrmap_capture$161__tile ;
+  input [68:0] addrmap_capture;
+  wire [68:0] addrmap_capture;
+  reg [75:0] \addrmap_capture$168  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$168__addr ;
+  wire [4:0] addrmap_capture$168__device ;
+  wire [6:0] addrmap_capture$168__events ;
+  wire addrmap_capture$168__events__bad_region ;
+  wire addrmap_capture$168__events__overlap ;
+  wire addrmap_capture$168__events__rx_crosses ;
+  wire addrmap_capture$168__events__rx_misrouted ;
+  wire addrmap_capture$168__events__rx_remote ;
+  wire addrmap_capture$168__events__rx_unmapped ;
+  wire addrmap_capture$168__events__store_crosses ;
+  wire [15:0] addrmap_capture$168__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
-  wire [6:0] addrmap_capture__events ;
-  wire addrmap_capture__events__bad_region ;
-  wire addrmap_capture__events__overlap ;
-  wire addrmap_capture__events__rx_crosses ;
-  wire addrmap_capture__events__rx_misrouted ;
-  wire addrmap_capture__events__rx_remote ;
-  wire addrmap_capture__events__rx_unmapped ;
-  wire addrmap_capture__events__store_crosses ;
   wire [15:0] addrmap_capture__tile ;
   wire [6:0] addrmap_clear;
   wire addrmap_clear__bad_region ;
@@ -60915,7 +61265,19 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire addrmap_errors__rx_remote ;
   wire addrmap_errors__rx_unmapped ;
   wire addrmap_errors__store_crosses ;
-  reg [6:0] addrmap_errors_clear;
+  reg [6:0] addrmap_errors_clear = 7'h00;
+  reg [6:0] addrmap_events = 7'h00;
+  wire addrmap_events__bad_region ;
+  wire addrmap_events__overlap ;
+  wire addrmap_events__rx_crosses ;
+  wire addrmap_events__rx_misrouted ;
+  wire addrmap_events__rx_remote ;
+  wire addrmap_events__rx_unmapped ;
+  wire addrmap_events__store_crosses ;
+  reg [68:0] addrmap_given = 69'h000000000000000000;
+  wire [47:0] addrmap_given__addr ;
+  wire [4:0] addrmap_given__device ;
+  wire [15:0] addrmap_given__tile ;
   reg [6:0] addrmap_irq_enable = 7'h00;
   wire addrmap_irq_enable__bad_region ;
   wire addrmap_irq_enable__overlap ;
@@ -60950,7 +61312,10 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [1:0] arbiter_errors;
   wire arbiter_errors__bad_config ;
   wire arbiter_errors__bad_response ;
-  reg [1:0] arbiter_errors_clear;
+  reg [1:0] arbiter_errors_clear = 2'h0;
+  reg [1:0] arbiter_events = 2'h0;
+  wire arbiter_events__bad_config ;
+  wire arbiter_events__bad_response ;
   reg [1:0] arbiter_irq_enable = 2'h0;
   wire arbiter_irq_enable__bad_config ;
   wire arbiter_irq_enable__bad_response ;
@@ -61004,7 +61369,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire bus__w_stb;
   input clk;
   wire clk;
-  reg [3:0] csr_errors_clear;
+  reg [3:0] csr_errors_clear = 4'h0;
   reg [3:0] csr_irq_enable = 4'h0;
   wire csr_irq_enable__bad_command ;
   wire csr_irq_enable__busy ;
@@ -61034,25 +61399,25 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$193 ;
+  wire [4:0] \device_id$200 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
-  reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$159 ;
-  wire [71:0] \dma_capture$159 ;
-  wire [47:0] dma_capture$159__addr ;
-  wire [7:0] dma_capture$159__index ;
-  wire [15:0] dma_capture$159__tile ;
+  input [71:0] dma_capture;
+  wire [71:0] dma_capture;
+  reg [78:0] \dma_capture$165  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$165__addr ;
+  wire [6:0] dma_capture$165__events ;
+  wire dma_capture$165__events__bad_descriptor ;
+  wire dma_capture$165__events__bad_pitch ;
+  wire dma_capture$165__events__bad_program ;
+  wire dma_capture$165__events__bad_range ;
+  wire dma_capture$165__events__bad_response ;
+  wire dma_capture$165__events__desc_busy ;
+  wire dma_capture$165__events__read_error ;
+  wire [7:0] dma_capture$165__index ;
+  wire [15:0] dma_capture$165__tile ;
   wire [47:0] dma_capture__addr ;
-  wire [6:0] dma_capture__events ;
-  wire dma_capture__events__bad_descriptor ;
-  wire dma_capture__events__bad_pitch ;
-  wire dma_capture__events__bad_program ;
-  wire dma_capture__events__bad_range ;
-  wire dma_capture__events__bad_response ;
-  wire dma_capture__events__desc_busy ;
-  wire dma_capture__events__read_error ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
   wire [6:0] dma_clear;
@@ -61072,7 +61437,19 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire dma_errors__bad_response ;
   wire dma_errors__desc_busy ;
   wire dma_errors__read_error ;
-  reg [6:0] dma_errors_clear;
+  reg [6:0] dma_errors_clear = 7'h00;
+  reg [6:0] dma_events = 7'h00;
+  wire dma_events__bad_descriptor ;
+  wire dma_events__bad_pitch ;
+  wire dma_events__bad_program ;
+  wire dma_events__bad_range ;
+  wire dma_events__bad_response ;
+  wire dma_events__desc_busy ;
+  wire dma_events__read_error ;
+  reg [71:0] dma_given = 72'h000000000000000000;
+  wire [47:0] dma_given__addr ;
+  wire [7:0] dma_given__index ;
+  wire [15:0] dma_given__tile ;
   input dma_idle;
   wire dma_idle;
   reg [6:0] dma_irq_enable = 7'h00;
@@ -61193,7 +61570,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$192 ;
+  wire [7:0] \rp__addr$199 ;
   wire [151:0] rp__data;
   wire [170:0] \rp__data$123 ;
   wire [4:0] rp__data$123__device ;
@@ -61337,19 +61714,19 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire track_result__valid ;
   input tracker_busy;
   wire tracker_busy;
-  reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$157 ;
-  wire [23:0] \tracker_capture$157 ;
-  wire [7:0] tracker_capture$157__cmd ;
-  wire [15:0] tracker_capture$157__tile ;
+  input [23:0] tracker_capture;
+  wire [23:0] tracker_capture;
+  reg [29:0] \tracker_capture$162  = 30'h00000000;
+  wire [7:0] tracker_capture$162__cmd ;
+  wire [5:0] tracker_capture$162__events ;
+  wire tracker_capture$162__events__bad_op ;
+  wire tracker_capture$162__events__bad_threshold ;
+  wire tracker_capture$162__events__overcount ;
+  wire tracker_capture$162__events__overflow ;
+  wire tracker_capture$162__events__reprogram ;
+  wire tracker_capture$162__events__unprogrammed ;
+  wire [15:0] tracker_capture$162__tile ;
   wire [7:0] tracker_capture__cmd ;
-  wire [5:0] tracker_capture__events ;
-  wire tracker_capture__events__bad_op ;
-  wire tracker_capture__events__bad_threshold ;
-  wire tracker_capture__events__overcount ;
-  wire tracker_capture__events__overflow ;
-  wire tracker_capture__events__reprogram ;
-  wire tracker_capture__events__unprogrammed ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
   wire tracker_clear__bad_op ;
@@ -61366,7 +61743,17 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_errors__overflow ;
   wire tracker_errors__reprogram ;
   wire tracker_errors__unprogrammed ;
-  reg [5:0] tracker_errors_clear;
+  reg [5:0] tracker_errors_clear = 6'h00;
+  reg [5:0] tracker_events = 6'h00;
+  wire tracker_events__bad_op ;
+  wire tracker_events__bad_threshold ;
+  wire tracker_events__overcount ;
+  wire tracker_events__overflow ;
+  wire tracker_events__reprogram ;
+  wire tracker_events__unprogrammed ;
+  reg [23:0] tracker_given = 24'h000000;
+  wire [7:0] tracker_given__cmd ;
+  wire [15:0] tracker_given__tile ;
   reg [5:0] tracker_irq_enable = 6'h00;
   wire tracker_irq_enable__bad_op ;
   wire tracker_irq_enable__bad_threshold ;
@@ -61428,21 +61815,21 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$189 ;
+  reg [7:0] \wp__addr$196 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$190 ;
-  wire [4:0] wp__data$190__device ;
-  wire [47:0] wp__data$190__dst ;
+  reg [170:0] \wp__data$197 ;
+  wire [4:0] wp__data$197__device ;
+  wire [47:0] wp__data$197__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$190__op ;
-  wire [23:0] wp__data$190__pitch ;
-  wire [15:0] wp__data$190__row_bytes ;
-  wire [11:0] wp__data$190__rows ;
-  wire [47:0] wp__data$190__src ;
-  wire [15:0] wp__data$190__tile ;
-  wire wp__data$190__valid ;
+  wire wp__data$197__op ;
+  wire [23:0] wp__data$197__pitch ;
+  wire [15:0] wp__data$197__row_bytes ;
+  wire [11:0] wp__data$197__rows ;
+  wire [47:0] wp__data$197__src ;
+  wire [15:0] wp__data$197__tile ;
+  wire wp__data$197__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -61454,7 +61841,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$191 ;
+  reg \wp__en$198 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -61716,8 +62103,8 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$191 )
-      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
+    if (\wp__en$198 )
+      desc_table[\wp__addr$196 ] <= \wp__data$197 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
@@ -61745,613 +62132,659 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$255  = req_addr[3] ? \$253  : \$254 ;
-  assign \$256  = req_addr[4] ? \$252  : \$255 ;
-  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
-  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
-  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
-  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$263  = req_addr[3] ? \$261  : \$262 ;
-  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? \$263  : \$266 ;
-  assign \$268  = req_addr[5] ? \$260  : \$267 ;
-  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
-  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$274  = req_addr[3] ? \$272  : \$273 ;
-  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$277  = req_addr[3] ? \$275  : \$276 ;
-  assign \$278  = req_addr[4] ? \$274  : \$277 ;
-  assign \$279  = req_addr[5] ? \$271  : \$278 ;
-  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$282  = req_addr[3] ? \$280  : \$281 ;
-  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
-  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
-  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
-  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
-  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$290  = req_addr[3] ? \$288  : \$289 ;
-  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$293  = req_addr[3] ? \$291  : \$292 ;
-  assign \$294  = req_addr[4] ? \$290  : \$293 ;
-  assign \$295  = req_addr[5] ? \$287  : \$294 ;
-  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
-  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$236  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$237  = req_addr[3] ? \$235  : \$236 ;
+  assign \$238  = req_addr[4] ? \$234  : \$237 ;
+  assign \$239  = req_addr[5] ? 32'd0 : \$238 ;
+  assign \$240  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$241  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$242  = req_addr[3] ? \$240  : \$241 ;
+  assign \$243  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$244  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$245  = req_addr[3] ? \$243  : \$244 ;
+  assign \$246  = req_addr[4] ? \$242  : \$245 ;
+  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
+  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$249  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$250  = req_addr[3] ? \$248  : \$249 ;
+  assign \$251  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$252  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$253  = req_addr[3] ? \$251  : \$252 ;
+  assign \$254  = req_addr[4] ? \$250  : \$253 ;
+  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
+  assign \$256  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$257  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$258  = req_addr[3] ? \$256  : \$257 ;
+  assign \$259  = req_addr[4] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[5] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$262  = req_addr[3] ? 32'd0 : \$261 ;
+  assign \$263  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$264  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$265  = req_addr[3] ? \$263  : \$264 ;
+  assign \$266  = req_addr[4] ? \$262  : \$265 ;
+  assign \$267  = req_addr[5] ? 32'd0 : \$266 ;
+  assign \$268  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$269  = req_addr[3] ? 32'd0 : \$268 ;
+  assign \$270  = req_addr[4] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$272  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$273  = req_addr[3] ? \$271  : \$272 ;
+  assign \$274  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$275  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[4] ? \$273  : \$276 ;
+  assign \$278  = req_addr[5] ? \$270  : \$277 ;
+  assign \$279  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$280  = req_addr[3] ? 32'd0 : \$279 ;
+  assign \$281  = req_addr[4] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$283  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$286  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? \$281  : \$288 ;
+  assign \$290  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$291  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[4] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$299  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
   assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? \$297  : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$305  = req_addr[3] ? \$303  : \$304 ;
-  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[4] ? \$305  : \$308 ;
-  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
-  assign \$311  = | req_addr[1:0];
-  assign \$312  = read_section[0] ? 32'd0 : read_part14;
-  assign \$313  = read_section[0] ? read_part13 : 32'd0;
-  assign \$314  = read_section[1] ? \$312  : \$313 ;
-  assign \$315  = read_section[0] ? read_part11 : read_part10;
-  assign \$316  = read_section[0] ? 32'd0 : read_part8;
-  assign \$317  = read_section[1] ? \$315  : \$316 ;
-  assign \$318  = read_section[2] ? \$314  : \$317 ;
-  assign \$319  = read_section[0] ? 32'd0 : read_part6;
-  assign \$320  = read_section[0] ? read_part5 : read_part4;
-  assign \$321  = read_section[1] ? \$319  : \$320 ;
-  assign \$322  = read_section[0] ? read_part3 : read_part2;
-  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$301  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$302  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$303  = req_addr[3] ? \$301  : \$302 ;
+  assign \$304  = req_addr[4] ? \$300  : \$303 ;
+  assign \$305  = req_addr[5] ? \$297  : \$304 ;
+  assign \$306  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$307  = req_addr[3] ? 32'd0 : \$306 ;
+  assign \$308  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$309  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? 32'd0 : \$311 ;
+  assign \$313  = req_addr[2] ? { 4'h0, \addrmap_capture$168 [75:48] } : { 16'h0000, \addrmap_capture$168 [47:32] };
+  assign \$314  = req_addr[2] ? \addrmap_capture$168 [31:0] : { 25'h0000000, \dma_capture$165 [78:72] };
+  assign \$315  = req_addr[3] ? \$313  : \$314 ;
+  assign \$316  = req_addr[2] ? { 16'h0000, \dma_capture$165 [71:56] } : \dma_capture$165 [55:24];
+  assign \$317  = req_addr[2] ? { 8'h00, \dma_capture$165 [23:0] } : { 2'h0, \tracker_capture$162  };
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[4] ? \$315  : \$318 ;
+  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
+  assign \$321  = | req_addr[1:0];
+  assign \$322  = read_section[0] ? 32'd0 : read_part14;
+  assign \$323  = read_section[0] ? read_part13 : 32'd0;
   assign \$324  = read_section[1] ? \$322  : \$323 ;
-  assign \$325  = read_section[2] ? \$321  : \$324 ;
-  assign \$326  = read_section[3] ? \$318  : \$325 ;
-  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
-  assign \$328  = req_r_stb | req_w_stb;
-  assign \$329  = ~ mapped;
-  assign \$330  = \$328  & \$329 ;
-  assign \$331  = req_w_stb & sel_id;
-  assign \$332  = req_w_stb & sel_config;
-  assign \$333  = req_w_stb & sel_status;
-  assign \$334  = req_w_stb & sel_track_result_op;
-  assign \$335  = req_w_stb & sel_track_result_threshold;
-  assign \$336  = req_w_stb & sel_tracker_writes_compute;
-  assign \$337  = req_w_stb & sel_tracker_writes_dma;
-  assign \$338  = req_w_stb & sel_tracker_writes_remote;
-  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$340  = req_w_stb & sel_tracker_triggers;
-  assign \$341  = req_w_stb & sel_tracker_dropped;
-  assign \$342  = req_w_stb & sel_dma_triggers;
-  assign \$343  = req_w_stb & sel_dma_rejected;
-  assign \$344  = req_w_stb & sel_dma_reads;
-  assign \$345  = req_w_stb & sel_dma_packets;
-  assign \$346  = req_w_stb & sel_dma_bad_program;
-  assign \$347  = req_w_stb & sel_dma_bad_range;
-  assign \$348  = req_w_stb & sel_dma_bad_pitch;
-  assign \$349  = req_w_stb & sel_dma_desc_busy;
-  assign \$350  = req_w_stb & sel_dma_aborted;
-  assign \$351  = req_w_stb & sel_addrmap_local;
-  assign \$352  = req_w_stb & sel_addrmap_tracked;
-  assign \$353  = req_w_stb & sel_addrmap_remote;
-  assign \$354  = req_w_stb & sel_addrmap_unmapped;
-  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$360  = req_w_stb & sel_arb_status;
-  assign \$361  = req_w_stb & sel_arbiter_grants_load;
-  assign \$362  = req_w_stb & sel_arbiter_grants_store;
-  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$369  = req_w_stb & sel_arbiter_starved;
-  assign \$370  = req_w_stb & sel_tracker_capture;
-  assign \$371  = req_w_stb & sel_dma_capture_index;
-  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$374  = req_w_stb & sel_dma_capture_events;
-  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$377  = req_w_stb & sel_addrmap_capture_device;
-  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
-  assign \$379  = sweep_at < 4'h8;
-  assign \$380  = | addrmap_errors[1:0];
-  assign \$381  = ~ \$380 ;
-  assign \$382  = region_verdict & \$381 ;
-  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$384  = ~ \$383 ;
-  assign \$385  = desc_verdict & \$384 ;
-  assign \$386  = req_w_stb & sel_region_index;
-  assign \$387  = region_program__valid | region_judging;
-  assign \$388  = region_fetch | region_load;
-  assign \$389  = \$387  | \$388 ;
-  assign \$391  = \$386  & \$390 ;
-  assign \$392  = req_w_stb & sel_region_index;
-  assign \$393  = req_r_stb & sel_region_index;
-  assign \$394  = region_fetch | region_load;
-  assign \$395  = \$393  & \$394 ;
-  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$325  = read_section[0] ? read_part11 : read_part10;
+  assign \$326  = read_section[0] ? 32'd0 : read_part8;
+  assign \$327  = read_section[1] ? \$325  : \$326 ;
+  assign \$328  = read_section[2] ? \$324  : \$327 ;
+  assign \$329  = read_section[0] ? 32'd0 : read_part6;
+  assign \$330  = read_section[0] ? read_part5 : read_part4;
+  assign \$331  = read_section[1] ? \$329  : \$330 ;
+  assign \$332  = read_section[0] ? read_part3 : read_part2;
+  assign \$333  = read_section[0] ? read_part1 : read_part0;
+  assign \$334  = read_section[1] ? \$332  : \$333 ;
+  assign \$335  = read_section[2] ? \$331  : \$334 ;
+  assign \$336  = read_section[3] ? \$328  : \$335 ;
+  assign \$337  = read_unaligned ? 32'd0 : \$336 ;
+  assign \$338  = req_r_stb | req_w_stb;
+  assign \$339  = ~ mapped;
+  assign \$340  = \$338  & \$339 ;
+  assign \$341  = req_w_stb & sel_id;
+  assign \$342  = req_w_stb & sel_config;
+  assign \$343  = req_w_stb & sel_status;
+  assign \$344  = req_w_stb & sel_track_result_op;
+  assign \$345  = req_w_stb & sel_track_result_threshold;
+  assign \$346  = req_w_stb & sel_tracker_writes_compute;
+  assign \$347  = req_w_stb & sel_tracker_writes_dma;
+  assign \$348  = req_w_stb & sel_tracker_writes_remote;
+  assign \$349  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$350  = req_w_stb & sel_tracker_triggers;
+  assign \$351  = req_w_stb & sel_tracker_dropped;
+  assign \$352  = req_w_stb & sel_dma_triggers;
+  assign \$353  = req_w_stb & sel_dma_rejected;
+  assign \$354  = req_w_stb & sel_dma_reads;
+  assign \$355  = req_w_stb & sel_dma_packets;
+  assign \$356  = req_w_stb & sel_dma_bad_program;
+  assign \$357  = req_w_stb & sel_dma_bad_range;
+  assign \$358  = req_w_stb & sel_dma_bad_pitch;
+  assign \$359  = req_w_stb & sel_dma_desc_busy;
+  assign \$360  = req_w_stb & sel_dma_aborted;
+  assign \$361  = req_w_stb & sel_addrmap_local;
+  assign \$362  = req_w_stb & sel_addrmap_tracked;
+  assign \$363  = req_w_stb & sel_addrmap_remote;
+  assign \$364  = req_w_stb & sel_addrmap_unmapped;
+  assign \$365  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$366  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$367  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$368  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$369  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$370  = req_w_stb & sel_arb_status;
+  assign \$371  = req_w_stb & sel_arbiter_grants_load;
+  assign \$372  = req_w_stb & sel_arbiter_grants_store;
+  assign \$373  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$374  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$375  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$376  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$377  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$378  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$379  = req_w_stb & sel_arbiter_starved;
+  assign \$380  = req_w_stb & sel_tracker_capture;
+  assign \$381  = req_w_stb & sel_dma_capture_index;
+  assign \$382  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$383  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$384  = req_w_stb & sel_dma_capture_events;
+  assign \$385  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$386  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$387  = req_w_stb & sel_addrmap_capture_device;
+  assign \$388  = | { \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341  };
+  assign \$389  = sweep_at < 4'h8;
+  assign \$390  = | addrmap_errors[1:0];
+  assign \$391  = ~ \$390 ;
+  assign \$392  = region_verdict & \$391 ;
+  assign \$393  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$394  = ~ \$393 ;
+  assign \$395  = desc_verdict & \$394 ;
+  assign \$396  = req_w_stb & sel_region_index;
   assign \$397  = region_program__valid | region_judging;
   assign \$398  = region_fetch | region_load;
   assign \$399  = \$397  | \$398 ;
   assign \$401  = \$396  & \$400 ;
-  assign \$402  = req_w_stb & sel_region_base_lo;
-  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$402  = req_w_stb & sel_region_index;
+  assign \$403  = req_r_stb & sel_region_index;
   assign \$404  = region_fetch | region_load;
   assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$406  = req_w_stb & sel_region_base_lo;
   assign \$407  = region_program__valid | region_judging;
   assign \$408  = region_fetch | region_load;
   assign \$409  = \$407  | \$408 ;
   assign \$411  = \$406  & \$410 ;
-  assign \$412  = req_w_stb & sel_region_base_hi;
-  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$412  = req_w_stb & sel_region_base_lo;
+  assign \$413  = req_r_stb & sel_region_base_lo;
   assign \$414  = region_fetch | region_load;
   assign \$415  = \$413  & \$414 ;
-  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$416  = req_w_stb & sel_region_base_hi;
   assign \$417  = region_program__valid | region_judging;
   assign \$418  = region_fetch | region_load;
   assign \$419  = \$417  | \$418 ;
   assign \$421  = \$416  & \$420 ;
-  assign \$422  = req_w_stb & sel_region_size_lo;
-  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$422  = req_w_stb & sel_region_base_hi;
+  assign \$423  = req_r_stb & sel_region_base_hi;
   assign \$424  = region_fetch | region_load;
   assign \$425  = \$423  & \$424 ;
-  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$426  = req_w_stb & sel_region_size_lo;
   assign \$427  = region_program__valid | region_judging;
   assign \$428  = region_fetch | region_load;
   assign \$429  = \$427  | \$428 ;
   assign \$431  = \$426  & \$430 ;
-  assign \$432  = req_w_stb & sel_region_size_hi;
-  assign \$433  = req_r_stb & sel_region_size_hi;
+  assign \$432  = req_w_stb & sel_region_size_lo;
+  assign \$433  = req_r_stb & sel_region_size_lo;
   assign \$434  = region_fetch | region_load;
   assign \$435  = \$433  & \$434 ;
-  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$436  = req_w_stb & sel_region_size_hi;
   assign \$437  = region_program__valid | region_judging;
   assign \$438  = region_fetch | region_load;
   assign \$439  = \$437  | \$438 ;
   assign \$441  = \$436  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_remote_base_lo;
-  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$442  = req_w_stb & sel_region_size_hi;
+  assign \$443  = req_r_stb & sel_region_size_hi;
   assign \$444  = region_fetch | region_load;
   assign \$445  = \$443  & \$444 ;
-  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$446  = req_w_stb & sel_region_remote_base_lo;
   assign \$447  = region_program__valid | region_judging;
   assign \$448  = region_fetch | region_load;
   assign \$449  = \$447  | \$448 ;
   assign \$451  = \$446  & \$450 ;
-  assign \$452  = req_w_stb & sel_region_remote_base_hi;
-  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$452  = req_w_stb & sel_region_remote_base_lo;
+  assign \$453  = req_r_stb & sel_region_remote_base_lo;
   assign \$454  = region_fetch | region_load;
   assign \$455  = \$453  & \$454 ;
-  assign \$456  = req_w_stb & sel_desc_index;
-  assign \$457  = dma_program__valid | desc_judging;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$456  = req_w_stb & sel_region_remote_base_hi;
+  assign \$457  = region_program__valid | region_judging;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$456  & \$460 ;
-  assign \$462  = req_w_stb & sel_desc_index;
-  assign \$463  = req_r_stb & sel_desc_index;
-  assign \$464  = desc_fetch | desc_load;
+  assign \$462  = req_w_stb & sel_region_remote_base_hi;
+  assign \$463  = req_r_stb & sel_region_remote_base_hi;
+  assign \$464  = region_fetch | region_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$466  = req_w_stb & sel_desc_index;
   assign \$467  = dma_program__valid | desc_judging;
   assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
   assign \$471  = \$466  & \$470 ;
-  assign \$472  = req_w_stb & sel_desc_rows;
-  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$472  = req_w_stb & sel_desc_index;
+  assign \$473  = req_r_stb & sel_desc_index;
   assign \$474  = desc_fetch | desc_load;
   assign \$475  = \$473  & \$474 ;
-  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$476  = req_w_stb & sel_desc_rows;
   assign \$477  = dma_program__valid | desc_judging;
   assign \$478  = desc_fetch | desc_load;
   assign \$479  = \$477  | \$478 ;
   assign \$481  = \$476  & \$480 ;
-  assign \$482  = req_w_stb & sel_desc_pitch;
-  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$482  = req_w_stb & sel_desc_rows;
+  assign \$483  = req_r_stb & sel_desc_rows;
   assign \$484  = desc_fetch | desc_load;
   assign \$485  = \$483  & \$484 ;
-  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$486  = req_w_stb & sel_desc_pitch;
   assign \$487  = dma_program__valid | desc_judging;
   assign \$488  = desc_fetch | desc_load;
   assign \$489  = \$487  | \$488 ;
   assign \$491  = \$486  & \$490 ;
-  assign \$492  = req_w_stb & sel_desc_src_lo;
-  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$492  = req_w_stb & sel_desc_pitch;
+  assign \$493  = req_r_stb & sel_desc_pitch;
   assign \$494  = desc_fetch | desc_load;
   assign \$495  = \$493  & \$494 ;
-  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$496  = req_w_stb & sel_desc_src_lo;
   assign \$497  = dma_program__valid | desc_judging;
   assign \$498  = desc_fetch | desc_load;
   assign \$499  = \$497  | \$498 ;
   assign \$501  = \$496  & \$500 ;
-  assign \$502  = req_w_stb & sel_desc_src_hi;
-  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$502  = req_w_stb & sel_desc_src_lo;
+  assign \$503  = req_r_stb & sel_desc_src_lo;
   assign \$504  = desc_fetch | desc_load;
   assign \$505  = \$503  & \$504 ;
-  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$506  = req_w_stb & sel_desc_src_hi;
   assign \$507  = dma_program__valid | desc_judging;
   assign \$508  = desc_fetch | desc_load;
   assign \$509  = \$507  | \$508 ;
   assign \$511  = \$506  & \$510 ;
-  assign \$512  = req_w_stb & sel_desc_dst_lo;
-  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$512  = req_w_stb & sel_desc_src_hi;
+  assign \$513  = req_r_stb & sel_desc_src_hi;
   assign \$514  = desc_fetch | desc_load;
   assign \$515  = \$513  & \$514 ;
-  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$516  = req_w_stb & sel_desc_dst_lo;
   assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
   assign \$521  = \$516  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_dst_hi;
-  assign \$523  = req_r_stb & sel_desc_dst_hi;
+  assign \$522  = req_w_stb & sel_desc_dst_lo;
+  assign \$523  = req_r_stb & sel_desc_dst_lo;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_track_op;
-  assign \$529  = \$528  | track_answer;
-  assign \$530  = \$526  & \$529 ;
-  assign \$531  = req_w_stb & sel_track_op;
-  assign \$532  = req_w_stb & sel_track_cmd;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$532  & \$535 ;
-  assign \$537  = req_w_stb & sel_track_cmd;
-  assign \$538  = req_w_stb & sel_arb_policy;
-  assign \$542  = \$538  & \$541 ;
-  assign \$543  = req_w_stb & sel_arb_policy;
-  assign \$544  = req_w_stb & sel_arb_starvation_limit;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_arb_starvation_limit;
-  assign \$550  = req_w_stb & sel_command;
-  assign \$551  = region_program__valid | region_judging;
-  assign \$552  = region_fetch | region_load;
-  assign \$553  = \$551  | \$552 ;
-  assign \$555  = \$554  | sweep;
-  assign \$556  = region_program__valid | region_judging;
-  assign \$557  = region_fetch | region_load;
-  assign \$558  = \$556  | \$557 ;
-  assign \$560  = \$559  | sweep;
-  assign \$561  = dma_program__valid | desc_judging;
-  assign \$562  = desc_fetch | desc_load;
+  assign \$526  = req_w_stb & sel_desc_dst_hi;
+  assign \$527  = dma_program__valid | desc_judging;
+  assign \$528  = desc_fetch | desc_load;
+  assign \$529  = \$527  | \$528 ;
+  assign \$531  = \$526  & \$530 ;
+  assign \$532  = req_w_stb & sel_desc_dst_hi;
+  assign \$533  = req_r_stb & sel_desc_dst_hi;
+  assign \$534  = desc_fetch | desc_load;
+  assign \$535  = \$533  & \$534 ;
+  assign \$536  = req_w_stb & sel_track_op;
+  assign \$539  = \$538  | track_answer;
+  assign \$540  = \$536  & \$539 ;
+  assign \$541  = req_w_stb & sel_track_op;
+  assign \$542  = req_w_stb & sel_track_cmd;
+  assign \$545  = \$544  | track_answer;
+  assign \$546  = \$542  & \$545 ;
+  assign \$547  = req_w_stb & sel_track_cmd;
+  assign \$548  = req_w_stb & sel_arb_policy;
+  assign \$552  = \$548  & \$551 ;
+  assign \$553  = req_w_stb & sel_arb_policy;
+  assign \$554  = req_w_stb & sel_arb_starvation_limit;
+  assign \$558  = \$554  & \$557 ;
+  assign \$559  = req_w_stb & sel_arb_starvation_limit;
+  assign \$560  = req_w_stb & sel_command;
+  assign \$561  = region_program__valid | region_judging;
+  assign \$562  = region_fetch | region_load;
   assign \$563  = \$561  | \$562 ;
-  assign \$565  = sweep | dma_busy;
-  assign \$566  = \$564  | \$565 ;
-  assign \$567  = dma_program__valid | desc_judging;
-  assign \$568  = desc_fetch | desc_load;
-  assign \$569  = \$567  | \$568 ;
-  assign \$571  = \$570  | sweep;
-  assign \$574  = \$573  | track_answer;
-  assign \$575  = \$574  | tracker_busy;
-  assign \$580  = req_w_stb & sel_csr_errors;
-  assign \$581  = req_w_stb & sel_tracker_errors;
-  assign \$582  = req_w_stb & sel_dma_errors;
-  assign \$583  = req_w_stb & sel_addrmap_errors;
-  assign \$584  = req_w_stb & sel_arbiter_errors;
-  assign \$585  = region_program__valid | region_judging;
-  assign \$586  = region_fetch | region_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = dma_program__valid | desc_judging;
-  assign \$590  = desc_fetch | desc_load;
-  assign \$591  = \$589  | \$590 ;
-  assign \$595  = \$594  | track_answer;
+  assign \$565  = \$564  | sweep;
+  assign \$566  = region_program__valid | region_judging;
+  assign \$567  = region_fetch | region_load;
+  assign \$568  = \$566  | \$567 ;
+  assign \$570  = \$569  | sweep;
+  assign \$571  = dma_program__valid | desc_judging;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  | \$572 ;
+  assign \$575  = sweep | dma_busy;
+  assign \$576  = \$574  | \$575 ;
+  assign \$577  = dma_program__valid | desc_judging;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$580  | sweep;
+  assign \$584  = \$583  | track_answer;
+  assign \$585  = \$584  | tracker_busy;
+  assign \$590  = region_program__valid | region_judging;
+  assign \$591  = region_fetch | region_load;
+  assign \$592  = \$590  | \$591 ;
+  assign \$594  = dma_program__valid | desc_judging;
+  assign \$595  = desc_fetch | desc_load;
+  assign \$596  = \$594  | \$595 ;
+  assign \$600  = \$599  | track_answer;
   always @(posedge clk)
-    req_addr <= \$599 ;
+    req_addr <= \$604 ;
   always @(posedge clk)
-    req_w_data <= \$600 ;
+    req_w_data <= \$605 ;
   always @(posedge clk)
-    req_w_stb <= \$601 ;
+    req_w_stb <= \$606 ;
   always @(posedge clk)
-    req_r_stb <= \$602 ;
+    req_r_stb <= \$607 ;
   always @(posedge clk)
-    sel_id <= \$603 ;
+    sel_id <= \$608 ;
   always @(posedge clk)
-    sel_config <= \$604 ;
+    sel_config <= \$609 ;
   always @(posedge clk)
-    sel_status <= \$605 ;
+    sel_status <= \$610 ;
   always @(posedge clk)
-    sel_command <= \$606 ;
+    sel_command <= \$611 ;
   always @(posedge clk)
-    sel_device_id <= \$607 ;
+    sel_device_id <= \$612 ;
   always @(posedge clk)
-    sel_csr_errors <= \$608 ;
+    sel_csr_errors <= \$613 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$609 ;
+    sel_tracker_errors <= \$614 ;
   always @(posedge clk)
-    sel_dma_errors <= \$610 ;
+    sel_dma_errors <= \$615 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$611 ;
+    sel_addrmap_errors <= \$616 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$612 ;
+    sel_arbiter_errors <= \$617 ;
   always @(posedge clk)
-    sel_region_index <= \$613 ;
+    sel_region_index <= \$618 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$614 ;
+    sel_region_base_lo <= \$619 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$615 ;
+    sel_region_base_hi <= \$620 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$616 ;
+    sel_region_size_lo <= \$621 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$617 ;
+    sel_region_size_hi <= \$622 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$618 ;
+    sel_region_remote_base_lo <= \$623 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$619 ;
+    sel_region_remote_base_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_index <= \$620 ;
+    sel_desc_index <= \$625 ;
   always @(posedge clk)
-    sel_desc_rows <= \$621 ;
+    sel_desc_rows <= \$626 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$622 ;
+    sel_desc_pitch <= \$627 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$623 ;
+    sel_desc_src_lo <= \$628 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$624 ;
+    sel_desc_src_hi <= \$629 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$625 ;
+    sel_desc_dst_lo <= \$630 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$626 ;
+    sel_desc_dst_hi <= \$631 ;
   always @(posedge clk)
-    sel_track_op <= \$627 ;
+    sel_track_op <= \$632 ;
   always @(posedge clk)
-    sel_track_cmd <= \$628 ;
+    sel_track_cmd <= \$633 ;
   always @(posedge clk)
-    sel_track_result_op <= \$629 ;
+    sel_track_result_op <= \$634 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$630 ;
+    sel_track_result_threshold <= \$635 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$631 ;
+    sel_tracker_writes_compute <= \$636 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$632 ;
+    sel_tracker_writes_dma <= \$637 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$633 ;
+    sel_tracker_writes_remote <= \$638 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$634 ;
+    sel_tracker_unprogrammed <= \$639 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$635 ;
+    sel_tracker_triggers <= \$640 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$636 ;
+    sel_tracker_dropped <= \$641 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$637 ;
+    sel_dma_triggers <= \$642 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$638 ;
+    sel_dma_rejected <= \$643 ;
   always @(posedge clk)
-    sel_dma_reads <= \$639 ;
+    sel_dma_reads <= \$644 ;
   always @(posedge clk)
-    sel_dma_packets <= \$640 ;
+    sel_dma_packets <= \$645 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$641 ;
+    sel_dma_bad_program <= \$646 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$642 ;
+    sel_dma_bad_range <= \$647 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$643 ;
+    sel_dma_bad_pitch <= \$648 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$644 ;
+    sel_dma_desc_busy <= \$649 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$645 ;
+    sel_dma_aborted <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$646 ;
+    sel_addrmap_local <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$647 ;
+    sel_addrmap_tracked <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$648 ;
+    sel_addrmap_remote <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$649 ;
+    sel_addrmap_unmapped <= \$654 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$650 ;
+    sel_addrmap_store_crosses <= \$655 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$651 ;
+    sel_addrmap_rx_misrouted <= \$656 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$652 ;
+    sel_addrmap_rx_remote <= \$657 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$653 ;
+    sel_addrmap_rx_unmapped <= \$658 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$654 ;
+    sel_addrmap_rx_crosses <= \$659 ;
   always @(posedge clk)
-    sel_arb_policy <= \$655 ;
+    sel_arb_policy <= \$660 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$656 ;
+    sel_arb_starvation_limit <= \$661 ;
   always @(posedge clk)
-    sel_arb_status <= \$657 ;
+    sel_arb_status <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$658 ;
+    sel_arbiter_grants_load <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$659 ;
+    sel_arbiter_grants_store <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$660 ;
+    sel_arbiter_grants_dma <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$661 ;
+    sel_arbiter_grants_remote <= \$666 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$662 ;
+    sel_arbiter_stalls_load <= \$667 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$663 ;
+    sel_arbiter_stalls_store <= \$668 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$664 ;
+    sel_arbiter_stalls_dma <= \$669 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$665 ;
+    sel_arbiter_stalls_remote <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$666 ;
+    sel_arbiter_starved <= \$671 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$667 ;
+    sel_csr_irq_enable <= \$672 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$668 ;
+    sel_tracker_irq_enable <= \$673 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$669 ;
+    sel_dma_irq_enable <= \$674 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$670 ;
+    sel_addrmap_irq_enable <= \$675 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$671 ;
+    sel_arbiter_irq_enable <= \$676 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$672 ;
+    sel_tracker_capture <= \$677 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$673 ;
+    sel_dma_capture_index <= \$678 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$674 ;
+    sel_dma_capture_addr_lo <= \$679 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$675 ;
+    sel_dma_capture_addr_hi <= \$680 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$676 ;
+    sel_dma_capture_events <= \$681 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$677 ;
+    sel_addrmap_capture_addr_lo <= \$682 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$678 ;
+    sel_addrmap_capture_addr_hi <= \$683 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$679 ;
+    sel_addrmap_capture_device <= \$684 ;
   always @(posedge clk)
-    mapped <= \$680 ;
+    mapped <= \$685 ;
   always @(posedge clk)
-    sweep_at <= \$681 ;
+    sweep_at <= \$686 ;
   always @(posedge clk)
-    sweep <= \$682 ;
+    sweep <= \$687 ;
   always @(posedge clk)
-    region_program__valid <= \$683 ;
+    region_program__valid <= \$688 ;
   always @(posedge clk)
-    dma_program__valid <= \$684 ;
+    dma_program__valid <= \$689 ;
   always @(posedge clk)
-    tracker_program__valid <= \$685 ;
+    tracker_program__valid <= \$690 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$686 ;
+    arbiter_program__valid <= \$691 ;
   always @(posedge clk)
-    region_waiting0 <= \$687 ;
+    region_waiting0 <= \$692 ;
   always @(posedge clk)
-    region_waiting1 <= \$688 ;
+    region_waiting1 <= \$693 ;
   always @(posedge clk)
-    region_waiting2 <= \$689 ;
+    region_waiting2 <= \$694 ;
   always @(posedge clk)
-    region_waiting3 <= \$690 ;
+    region_waiting3 <= \$695 ;
   always @(posedge clk)
-    region_waiting4 <= \$691 ;
+    region_waiting4 <= \$696 ;
   always @(posedge clk)
-    region_waiting5 <= \$692 ;
+    region_waiting5 <= \$697 ;
   always @(posedge clk)
-    region_waiting6 <= \$693 ;
+    region_waiting6 <= \$698 ;
   always @(posedge clk)
-    region_waiting7 <= \$694 ;
+    region_waiting7 <= \$699 ;
   always @(posedge clk)
-    region_waiting8 <= \$695 ;
+    region_waiting8 <= \$700 ;
   always @(posedge clk)
-    region_waiting9 <= \$696 ;
+    region_waiting9 <= \$701 ;
   always @(posedge clk)
-    region_waiting10 <= \$697 ;
+    region_waiting10 <= \$702 ;
   always @(posedge clk)
-    region_waiting11 <= \$698 ;
+    region_waiting11 <= \$703 ;
   always @(posedge clk)
-    region_verdict <= \$699 ;
+    region_verdict <= \$704 ;
   always @(posedge clk)
-    region_judging <= \$700 ;
+    region_judging <= \$705 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$701 ;
+    region_fetch <= \$706 ;
   always @(posedge clk)
-    region_load <= \$702 ;
+    region_load <= \$707 ;
   always @(posedge clk)
-    region_program__payload <= \$703 ;
+    region_program__payload <= \$708 ;
   always @(posedge clk)
-    desc_waiting0 <= \$704 ;
+    desc_waiting0 <= \$709 ;
   always @(posedge clk)
-    desc_waiting1 <= \$705 ;
+    desc_waiting1 <= \$710 ;
   always @(posedge clk)
-    desc_waiting2 <= \$706 ;
+    desc_waiting2 <= \$711 ;
   always @(posedge clk)
-    desc_waiting3 <= \$707 ;
+    desc_waiting3 <= \$712 ;
   always @(posedge clk)
-    desc_verdict <= \$708 ;
+    desc_verdict <= \$713 ;
   always @(posedge clk)
-    desc_judging <= \$709 ;
+    desc_judging <= \$714 ;
   always @(posedge clk)
     desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_fetch <= \$710 ;
+    desc_fetch <= \$715 ;
   always @(posedge clk)
-    desc_load <= \$711 ;
+    desc_load <= \$716 ;
   always @(posedge clk)
-    dma_program__payload <= \$712 ;
+    dma_program__payload <= \$717 ;
   always @(posedge clk)
-    track_result <= \$713 ;
+    track_result <= \$718 ;
   always @(posedge clk)
-    track_answer <= \$714 ;
+    track_answer <= \$719 ;
   always @(posedge clk)
-    tracker_program__payload <= \$715 ;
+    tracker_program__payload <= \$720 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$716 ;
+    arbiter_program__payload <= \$721 ;
   always @(posedge clk)
-    device_id <= \$717 ;
+    device_id <= \$722 ;
   always @(posedge clk)
-    csr_irq_enable <= \$718 ;
+    csr_irq_enable <= \$723 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$719 ;
+    tracker_irq_enable <= \$724 ;
   always @(posedge clk)
-    dma_irq_enable <= \$720 ;
+    dma_irq_enable <= \$725 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$721 ;
+    addrmap_irq_enable <= \$726 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$722 ;
+    arbiter_irq_enable <= \$727 ;
   always @(posedge clk)
-    errors <= \$723 ;
+    tracker_events <= \$728 ;
   always @(posedge clk)
-    tracker_sticky <= \$724 ;
+    dma_events <= \$729 ;
   always @(posedge clk)
-    dma_sticky <= \$725 ;
+    addrmap_events <= \$730 ;
   always @(posedge clk)
-    addrmap_sticky <= \$726 ;
+    arbiter_events <= \$731 ;
   always @(posedge clk)
-    arbiter_sticky <= \$727 ;
+    csr_errors_clear <= \$732 ;
   always @(posedge clk)
-    tracker_capture <= \$728 ;
+    errors <= \$733 ;
   always @(posedge clk)
-    dma_capture <= \$729 ;
+    tracker_errors_clear <= \$734 ;
   always @(posedge clk)
-    addrmap_capture <= \$730 ;
+    tracker_sticky <= \$735 ;
   always @(posedge clk)
-    irq <= \$731 ;
+    dma_errors_clear <= \$736 ;
   always @(posedge clk)
-    read_part0 <= \$732 ;
+    dma_sticky <= \$737 ;
   always @(posedge clk)
-    read_part1 <= \$733 ;
+    addrmap_errors_clear <= \$738 ;
   always @(posedge clk)
-    read_part2 <= \$734 ;
+    addrmap_sticky <= \$739 ;
   always @(posedge clk)
-    read_part3 <= \$735 ;
+    arbiter_errors_clear <= \$740 ;
   always @(posedge clk)
-    read_part4 <= \$736 ;
+    arbiter_sticky <= \$741 ;
   always @(posedge clk)
-    read_part5 <= \$737 ;
+    tracker_given <= \$742 ;
   always @(posedge clk)
-    read_part6 <= \$738 ;
+    \tracker_capture$162  <= \$743 ;
   always @(posedge clk)
-    read_part8 <= \$739 ;
+    dma_given <= \$744 ;
   always @(posedge clk)
-    read_part10 <= \$740 ;
+    \dma_capture$165  <= \$745 ;
   always @(posedge clk)
-    read_part11 <= \$741 ;
+    addrmap_given <= \$746 ;
   always @(posedge clk)
-    read_part13 <= \$742 ;
+    \addrmap_capture$168  <= \$747 ;
   always @(posedge clk)
-    read_part14 <= \$743 ;
+    irq <= \$748 ;
   always @(posedge clk)
-    read_pending <= \$744 ;
+    read_part0 <= \$749 ;
   always @(posedge clk)
-    read_section <= \$745 ;
+    read_part1 <= \$750 ;
   always @(posedge clk)
-    read_unaligned <= \$746 ;
+    read_part2 <= \$751 ;
   always @(posedge clk)
-    bus__r_data <= \$747 ;
+    read_part3 <= \$752 ;
+  always @(posedge clk)
+    read_part4 <= \$753 ;
+  always @(posedge clk)
+    read_part5 <= \$754 ;
+  always @(posedge clk)
+    read_part6 <= \$755 ;
+  always @(posedge clk)
+    read_part8 <= \$756 ;
+  always @(posedge clk)
+    read_part10 <= \$757 ;
+  always @(posedge clk)
+    read_part11 <= \$758 ;
+  always @(posedge clk)
+    read_part13 <= \$759 ;
+  always @(posedge clk)
+    read_part14 <= \$760 ;
+  always @(posedge clk)
+    read_pending <= \$761 ;
+  always @(posedge clk)
+    read_section <= \$762 ;
+  always @(posedge clk)
+    read_unaligned <= \$763 ;
+  always @(posedge clk)
+    bus__r_data <= \$764 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -62488,186 +62921,94 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$163  = \$162  | sweep;
   assign \$166  = \$165  | track_answer;
   assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_errors;
-  assign \$178  = ~ dma_errors_clear;
-  assign \$179  = dma_sticky & \$178 ;
-  assign \$180  = \$179  | dma_errors;
-  assign \$181  = ~ addrmap_errors_clear;
-  assign \$182  = addrmap_sticky & \$181 ;
-  assign \$183  = \$182  | addrmap_errors;
-  assign \$184  = ~ arbiter_errors_clear;
-  assign \$185  = arbiter_sticky & \$184 ;
-  assign \$186  = \$185  | arbiter_errors;
-  assign \$187  = | tracker_errors;
-  assign \$188  = ~ tracker_errors_clear;
-  assign \$189  = tracker_sticky & \$188 ;
-  assign \$190  = | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = | dma_errors;
-  assign \$194  = ~ dma_errors_clear;
-  assign \$195  = dma_sticky & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$193  & \$197 ;
-  assign \$199  = | addrmap_errors;
-  assign \$200  = ~ addrmap_errors_clear;
-  assign \$201  = addrmap_sticky & \$200 ;
-  assign \$202  = | \$201 ;
-  assign \$203  = ~ \$202 ;
-  assign \$204  = \$199  & \$203 ;
-  assign \$205  = errors & csr_irq_enable;
+  assign \$172  = bus__addr == 7'h40;
+  assign \$173  = bus__w_stb & \$172 ;
+  assign \$174  = ~ csr_errors_clear;
+  assign \$175  = errors & \$174 ;
+  assign \$176  = \$175  | set_err;
+  assign \$177  = bus__addr == 7'h44;
+  assign \$178  = bus__w_stb & \$177 ;
+  assign \$179  = ~ tracker_errors_clear;
+  assign \$180  = tracker_sticky & \$179 ;
+  assign \$181  = \$180  | tracker_events;
+  assign \$182  = bus__addr == 7'h48;
+  assign \$183  = bus__w_stb & \$182 ;
+  assign \$184  = ~ dma_errors_clear;
+  assign \$185  = dma_sticky & \$184 ;
+  assign \$186  = \$185  | dma_events;
+  assign \$187  = bus__addr == 7'h4c;
+  assign \$188  = bus__w_stb & \$187 ;
+  assign \$189  = ~ addrmap_errors_clear;
+  assign \$190  = addrmap_sticky & \$189 ;
+  assign \$191  = \$190  | addrmap_events;
+  assign \$192  = bus__addr == 7'h50;
+  assign \$193  = bus__w_stb & \$192 ;
+  assign \$194  = ~ arbiter_errors_clear;
+  assign \$195  = arbiter_sticky & \$194 ;
+  assign \$196  = \$195  | arbiter_events;
+  assign \$197  = | tracker_events;
+  assign \$198  = ~ tracker_errors_clear;
+  assign \$199  = tracker_sticky & \$198 ;
+  assign \$200  = | \$199 ;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$197  & \$201 ;
+  assign \$203  = | dma_events;
+  assign \$204  = ~ dma_errors_clear;
+  assign \$205  = dma_sticky & \$204 ;
   assign \$206  = | \$205 ;
-  assign \$207  = tracker_sticky & tracker_irq_enable;
-  assign \$208  = | \$207 ;
-  assign \$209  = dma_sticky & dma_irq_enable;
-  assign \$210  = | \$209 ;
-  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$207  = ~ \$206 ;
+  assign \$208  = \$203  & \$207 ;
+  assign \$209  = | addrmap_events;
+  assign \$210  = ~ addrmap_errors_clear;
+  assign \$211  = addrmap_sticky & \$210 ;
   assign \$212  = | \$211 ;
-  assign \$213  = arbiter_sticky & arbiter_irq_enable;
-  assign \$214  = | \$213 ;
-  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
-  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
-  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$220  = req_addr[3] ? \$218  : \$219 ;
-  assign \$221  = req_addr[4] ? \$217  : \$220 ;
-  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
-  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
-  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$227  = req_addr[3] ? \$225  : \$226 ;
-  assign \$228  = req_addr[4] ? \$224  : \$227 ;
-  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
-  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$232  = req_addr[3] ? \$230  : \$231 ;
-  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$235  = req_addr[3] ? \$233  : \$234 ;
-  assign \$236  = req_addr[4] ? \$232  : \$235 ;
-  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
-  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$240  = req_addr[3] ? \$238  : \$239 ;
-  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$243  = req_addr[3] ? \$241  : \$242 ;
-  assign \$244  = req_addr[4] ? \$240  : \$243 ;
-  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
-  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$248  = req_addr[3] ? \$246  : \$247 ;
-  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
-  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
-  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$209  & \$213 ;
+  assign \$215  = errors & csr_irq_enable;
+  assign \$216  = | \$215 ;
+  assign \$217  = tracker_sticky & tracker_irq_enable;
+  assign \$218  = | \$217 ;
+  assign \$219  = dma_sticky & dma_irq_enable;
+  assign \$220  = | \$219 ;
+  assign \$221  = addrmap_sticky & addrmap_irq_enable;
+  assign \$222  = | \$221 ;
+  assign \$223  = arbiter_sticky & arbiter_irq_enable;
+  assign \$224  = | \$223 ;
+  assign \$225  = | { \$224 , \$222 , \$220 , \$218 , \$216  };
+  assign \$226  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$227  = req_addr[3] ? 32'd0 : \$226 ;
+  assign \$228  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$229  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$230  = req_addr[3] ? \$228  : \$229 ;
+  assign \$231  = req_addr[4] ? \$227  : \$230 ;
+  assign \$232  = req_addr[5] ? 32'd0 : \$231 ;
+  assign \$233  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$234  = req_addr[3] ? 32'd0 : \$233 ;
+  assign \$235  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$599  = bus__addr;
+    \$604  = bus__addr;
     if (rst) begin
-      \$599  = 10'h000;
+      \$604  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$600  = bus__w_data;
+    \$605  = bus__w_data;
     if (rst) begin
-      \$600  = 32'd0;
+      \$605  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$601  = bus__w_stb;
-    if (rst) begin
-      \$601  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$602  = bus__r_stb;
-    if (rst) begin
-      \$602  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$603  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$603  = 1'h1;
-    endcase
-    if (rst) begin
-      \$603  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$604  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$604  = 1'h1;
-    endcase
-    if (rst) begin
-      \$604  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$605  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$605  = 1'h1;
-    endcase
-    if (rst) begin
-      \$605  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$606  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$606  = 1'h1;
-    endcase
+    \$606  = bus__w_stb;
     if (rst) begin
       \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$607  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$607  = 1'h1;
-    endcase
+    \$607  = bus__r_stb;
     if (rst) begin
       \$607  = 1'h0;
     end
@@ -62677,16 +63018,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
           \$608  = 1'h1;
     endcase
     if (rst) begin
@@ -62700,16 +63031,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
           \$609  = 1'h1;
     endcase
     if (rst) begin
@@ -62725,16 +63046,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
           \$610  = 1'h1;
     endcase
     if (rst) begin
@@ -62752,16 +63063,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
           \$611  = 1'h1;
     endcase
     if (rst) begin
@@ -62781,16 +63082,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
           \$612  = 1'h1;
     endcase
     if (rst) begin
@@ -62812,16 +63103,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
           \$613  = 1'h1;
     endcase
     if (rst) begin
@@ -62845,16 +63126,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
           \$614  = 1'h1;
     endcase
     if (rst) begin
@@ -62880,16 +63151,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
           \$615  = 1'h1;
     endcase
     if (rst) begin
@@ -62917,16 +63178,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
           \$616  = 1'h1;
     endcase
     if (rst) begin
@@ -62956,16 +63207,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
           \$617  = 1'h1;
     endcase
     if (rst) begin
@@ -62997,16 +63238,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
           \$618  = 1'h1;
     endcase
     if (rst) begin
@@ -63040,16 +63271,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
           \$619  = 1'h1;
     endcase
     if (rst) begin
@@ -63085,16 +63306,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
           \$620  = 1'h1;
     endcase
     if (rst) begin
@@ -63132,16 +63343,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
           \$621  = 1'h1;
     endcase
     if (rst) begin
@@ -63181,16 +63382,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
           \$622  = 1'h1;
     endcase
     if (rst) begin
@@ -63232,16 +63423,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
           \$623  = 1'h1;
     endcase
     if (rst) begin
@@ -63285,16 +63466,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
           \$624  = 1'h1;
     endcase
     if (rst) begin
@@ -63340,16 +63511,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
           \$625  = 1'h1;
     endcase
     if (rst) begin
@@ -63397,16 +63558,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
           \$626  = 1'h1;
     endcase
     if (rst) begin
@@ -63456,16 +63607,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
           \$627  = 1'h1;
     endcase
     if (rst) begin
@@ -63517,16 +63658,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
           \$628  = 1'h1;
     endcase
     if (rst) begin
@@ -63580,16 +63711,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
           \$629  = 1'h1;
     endcase
     if (rst) begin
@@ -63645,16 +63766,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
           \$630  = 1'h1;
     endcase
     if (rst) begin
@@ -63712,16 +63823,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
           \$631  = 1'h1;
     endcase
     if (rst) begin
@@ -63781,16 +63882,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
           \$632  = 1'h1;
     endcase
     if (rst) begin
@@ -63852,16 +63943,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
           \$633  = 1'h1;
     endcase
     if (rst) begin
@@ -63925,16 +64006,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
           \$634  = 1'h1;
     endcase
     if (rst) begin
@@ -64000,16 +64071,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
           \$635  = 1'h1;
     endcase
     if (rst) begin
@@ -64077,16 +64138,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
           \$636  = 1'h1;
     endcase
     if (rst) begin
@@ -64156,16 +64207,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
           \$637  = 1'h1;
     endcase
     if (rst) begin
@@ -64237,16 +64278,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
           \$638  = 1'h1;
     endcase
     if (rst) begin
@@ -64320,16 +64351,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
           \$639  = 1'h1;
     endcase
     if (rst) begin
@@ -64405,16 +64426,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
           \$640  = 1'h1;
     endcase
     if (rst) begin
@@ -64492,16 +64503,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
           \$641  = 1'h1;
     endcase
     if (rst) begin
@@ -64581,16 +64582,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
           \$642  = 1'h1;
     endcase
     if (rst) begin
@@ -64672,16 +64663,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
           \$643  = 1'h1;
     endcase
     if (rst) begin
@@ -64765,16 +64746,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
           \$644  = 1'h1;
     endcase
     if (rst) begin
@@ -64860,16 +64831,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
           \$645  = 1'h1;
     endcase
     if (rst) begin
@@ -64957,16 +64918,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
           \$646  = 1'h1;
     endcase
     if (rst) begin
@@ -65056,16 +65007,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
           \$647  = 1'h1;
     endcase
     if (rst) begin
@@ -65157,16 +65098,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
           \$648  = 1'h1;
     endcase
     if (rst) begin
@@ -65260,16 +65191,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
           \$649  = 1'h1;
     endcase
     if (rst) begin
@@ -65365,16 +65286,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$650  = 1'h1;
     endcase
     if (rst) begin
@@ -65472,16 +65383,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$651  = 1'h1;
     endcase
     if (rst) begin
@@ -65581,16 +65482,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$652  = 1'h1;
     endcase
     if (rst) begin
@@ -65692,16 +65583,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$653  = 1'h1;
     endcase
     if (rst) begin
@@ -65805,16 +65686,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$654  = 1'h1;
     endcase
     if (rst) begin
@@ -65920,16 +65791,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$655  = 1'h1;
     endcase
     if (rst) begin
@@ -66037,16 +65898,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$656  = 1'h1;
     endcase
     if (rst) begin
@@ -66156,16 +66007,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$657  = 1'h1;
     endcase
     if (rst) begin
@@ -66277,16 +66118,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$658  = 1'h1;
     endcase
     if (rst) begin
@@ -66400,16 +66231,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$659  = 1'h1;
     endcase
     if (rst) begin
@@ -66525,16 +66346,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$660  = 1'h1;
     endcase
     if (rst) begin
@@ -66652,16 +66463,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$661  = 1'h1;
     endcase
     if (rst) begin
@@ -66781,16 +66582,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$662  = 1'h1;
     endcase
     if (rst) begin
@@ -66912,16 +66703,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$663  = 1'h1;
     endcase
     if (rst) begin
@@ -67045,16 +66826,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$664  = 1'h1;
     endcase
     if (rst) begin
@@ -67180,16 +66951,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$665  = 1'h1;
     endcase
     if (rst) begin
@@ -67317,16 +67078,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$666  = 1'h1;
     endcase
     if (rst) begin
@@ -67456,16 +67207,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$667  = 1'h1;
     endcase
     if (rst) begin
@@ -67597,16 +67338,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$668  = 1'h1;
     endcase
     if (rst) begin
@@ -67740,16 +67471,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$669  = 1'h1;
     endcase
     if (rst) begin
@@ -67885,16 +67606,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$670  = 1'h1;
     endcase
     if (rst) begin
@@ -68032,16 +67743,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$671  = 1'h1;
     endcase
     if (rst) begin
@@ -68181,16 +67882,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$672  = 1'h1;
     endcase
     if (rst) begin
@@ -68332,16 +68023,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$673  = 1'h1;
     endcase
     if (rst) begin
@@ -68485,16 +68166,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$674  = 1'h1;
     endcase
     if (rst) begin
@@ -68640,16 +68311,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$675  = 1'h1;
     endcase
     if (rst) begin
@@ -68797,16 +68458,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$676  = 1'h1;
     endcase
     if (rst) begin
@@ -68956,16 +68607,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$677  = 1'h1;
     endcase
     if (rst) begin
@@ -69117,16 +68758,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$678  = 1'h1;
     endcase
     if (rst) begin
@@ -69280,16 +68911,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$679  = 1'h1;
     endcase
     if (rst) begin
@@ -69301,158 +68922,150 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$680  = 1'h1;
+          /* empty */;
       10'h004:
-          \$680  = 1'h1;
+          /* empty */;
       10'h008:
-          \$680  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h010:
-          \$680  = 1'h1;
+          /* empty */;
       10'h040:
-          \$680  = 1'h1;
+          /* empty */;
       10'h044:
-          \$680  = 1'h1;
+          /* empty */;
       10'h048:
-          \$680  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h050:
-          \$680  = 1'h1;
+          /* empty */;
       10'h080:
-          \$680  = 1'h1;
+          /* empty */;
       10'h084:
-          \$680  = 1'h1;
+          /* empty */;
       10'h088:
-          \$680  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h090:
-          \$680  = 1'h1;
+          /* empty */;
       10'h094:
-          \$680  = 1'h1;
+          /* empty */;
       10'h098:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h100:
-          \$680  = 1'h1;
+          /* empty */;
       10'h104:
-          \$680  = 1'h1;
+          /* empty */;
       10'h108:
-          \$680  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h140:
-          \$680  = 1'h1;
+          /* empty */;
       10'h144:
-          \$680  = 1'h1;
+          /* empty */;
       10'h148:
-          \$680  = 1'h1;
+          /* empty */;
       10'h14c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h150:
-          \$680  = 1'h1;
+          /* empty */;
       10'h154:
-          \$680  = 1'h1;
+          /* empty */;
       10'h180:
-          \$680  = 1'h1;
+          /* empty */;
       10'h184:
-          \$680  = 1'h1;
+          /* empty */;
       10'h188:
-          \$680  = 1'h1;
+          /* empty */;
       10'h18c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h190:
-          \$680  = 1'h1;
+          /* empty */;
       10'h194:
-          \$680  = 1'h1;
+          /* empty */;
       10'h198:
-          \$680  = 1'h1;
+          /* empty */;
       10'h19c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h1a0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h200:
-          \$680  = 1'h1;
+          /* empty */;
       10'h204:
-          \$680  = 1'h1;
+          /* empty */;
       10'h208:
-          \$680  = 1'h1;
+          /* empty */;
       10'h20c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h210:
-          \$680  = 1'h1;
+          /* empty */;
       10'h214:
-          \$680  = 1'h1;
+          /* empty */;
       10'h218:
-          \$680  = 1'h1;
+          /* empty */;
       10'h21c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h220:
-          \$680  = 1'h1;
+          /* empty */;
       10'h280:
-          \$680  = 1'h1;
+          /* empty */;
       10'h284:
-          \$680  = 1'h1;
+          /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2dc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2e0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h340:
-          \$680  = 1'h1;
+          /* empty */;
       10'h344:
-          \$680  = 1'h1;
+          /* empty */;
       10'h348:
-          \$680  = 1'h1;
+          /* empty */;
       10'h34c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h350:
-          \$680  = 1'h1;
+          /* empty */;
       10'h380:
-          \$680  = 1'h1;
+          /* empty */;
       10'h384:
-          \$680  = 1'h1;
+          /* empty */;
       10'h388:
-          \$680  = 1'h1;
+          /* empty */;
       10'h38c:
-          \$680  = 1'h1;
-      10'h390:
-          \$680  = 1'h1;
-      10'h394:
-          \$680  = 1'h1;
-      10'h398:
-          \$680  = 1'h1;
-      10'h39c:
           \$680  = 1'h1;
     endcase
     if (rst) begin
@@ -69461,31 +69074,834 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$681  = sweep_at;
-    if (sweep) begin
-      \$681  = \$1 [7:0];
-    end
+    \$681  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$681  = 1'h1;
+    endcase
     if (rst) begin
-      \$681  = 8'h00;
+      \$681  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$682  = sweep;
+    \$682  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$682  = 1'h1;
+    endcase
+    if (rst) begin
+      \$682  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$683  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$683  = 1'h1;
+    endcase
+    if (rst) begin
+      \$683  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$684  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$684  = 1'h1;
+    endcase
+    if (rst) begin
+      \$684  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$685  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$685  = 1'h1;
+      10'h004:
+          \$685  = 1'h1;
+      10'h008:
+          \$685  = 1'h1;
+      10'h00c:
+          \$685  = 1'h1;
+      10'h010:
+          \$685  = 1'h1;
+      10'h040:
+          \$685  = 1'h1;
+      10'h044:
+          \$685  = 1'h1;
+      10'h048:
+          \$685  = 1'h1;
+      10'h04c:
+          \$685  = 1'h1;
+      10'h050:
+          \$685  = 1'h1;
+      10'h080:
+          \$685  = 1'h1;
+      10'h084:
+          \$685  = 1'h1;
+      10'h088:
+          \$685  = 1'h1;
+      10'h08c:
+          \$685  = 1'h1;
+      10'h090:
+          \$685  = 1'h1;
+      10'h094:
+          \$685  = 1'h1;
+      10'h098:
+          \$685  = 1'h1;
+      10'h0c0:
+          \$685  = 1'h1;
+      10'h0c4:
+          \$685  = 1'h1;
+      10'h0c8:
+          \$685  = 1'h1;
+      10'h0cc:
+          \$685  = 1'h1;
+      10'h0d0:
+          \$685  = 1'h1;
+      10'h0d4:
+          \$685  = 1'h1;
+      10'h0d8:
+          \$685  = 1'h1;
+      10'h100:
+          \$685  = 1'h1;
+      10'h104:
+          \$685  = 1'h1;
+      10'h108:
+          \$685  = 1'h1;
+      10'h10c:
+          \$685  = 1'h1;
+      10'h140:
+          \$685  = 1'h1;
+      10'h144:
+          \$685  = 1'h1;
+      10'h148:
+          \$685  = 1'h1;
+      10'h14c:
+          \$685  = 1'h1;
+      10'h150:
+          \$685  = 1'h1;
+      10'h154:
+          \$685  = 1'h1;
+      10'h180:
+          \$685  = 1'h1;
+      10'h184:
+          \$685  = 1'h1;
+      10'h188:
+          \$685  = 1'h1;
+      10'h18c:
+          \$685  = 1'h1;
+      10'h190:
+          \$685  = 1'h1;
+      10'h194:
+          \$685  = 1'h1;
+      10'h198:
+          \$685  = 1'h1;
+      10'h19c:
+          \$685  = 1'h1;
+      10'h1a0:
+          \$685  = 1'h1;
+      10'h200:
+          \$685  = 1'h1;
+      10'h204:
+          \$685  = 1'h1;
+      10'h208:
+          \$685  = 1'h1;
+      10'h20c:
+          \$685  = 1'h1;
+      10'h210:
+          \$685  = 1'h1;
+      10'h214:
+          \$685  = 1'h1;
+      10'h218:
+          \$685  = 1'h1;
+      10'h21c:
+          \$685  = 1'h1;
+      10'h220:
+          \$685  = 1'h1;
+      10'h280:
+          \$685  = 1'h1;
+      10'h284:
+          \$685  = 1'h1;
+      10'h288:
+          \$685  = 1'h1;
+      10'h2c0:
+          \$685  = 1'h1;
+      10'h2c4:
+          \$685  = 1'h1;
+      10'h2c8:
+          \$685  = 1'h1;
+      10'h2cc:
+          \$685  = 1'h1;
+      10'h2d0:
+          \$685  = 1'h1;
+      10'h2d4:
+          \$685  = 1'h1;
+      10'h2d8:
+          \$685  = 1'h1;
+      10'h2dc:
+          \$685  = 1'h1;
+      10'h2e0:
+          \$685  = 1'h1;
+      10'h340:
+          \$685  = 1'h1;
+      10'h344:
+          \$685  = 1'h1;
+      10'h348:
+          \$685  = 1'h1;
+      10'h34c:
+          \$685  = 1'h1;
+      10'h350:
+          \$685  = 1'h1;
+      10'h380:
+          \$685  = 1'h1;
+      10'h384:
+          \$685  = 1'h1;
+      10'h388:
+          \$685  = 1'h1;
+      10'h38c:
+          \$685  = 1'h1;
+      10'h390:
+          \$685  = 1'h1;
+      10'h394:
+          \$685  = 1'h1;
+      10'h398:
+          \$685  = 1'h1;
+      10'h39c:
+          \$685  = 1'h1;
+    endcase
+    if (rst) begin
+      \$685  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$686  = sweep_at;
+    if (sweep) begin
+      \$686  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$686  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$687  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$682  = 1'h0;
+        \$687  = 1'h0;
       end
     end
     if (rst) begin
-      \$682  = 1'h1;
+      \$687  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$683  = region_program__valid;
+    \$688  = region_program__valid;
     if (\$3 ) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -69493,19 +69909,19 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$147 ) begin
             end else begin
-              \$683  = 1'h1;
+              \$688  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$684  = dma_program__valid;
+    \$689  = dma_program__valid;
     if (\$4 ) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -69517,19 +69933,19 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$158 ) begin
             end else begin
-              \$684  = 1'h1;
+              \$689  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$685  = tracker_program__valid;
+    \$690  = tracker_program__valid;
     if (\$5 ) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -69545,19 +69961,19 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$167 ) begin
             end else begin
-              \$685  = 1'h1;
+              \$690  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$686  = arbiter_program__valid;
+    \$691  = arbiter_program__valid;
     if (\$6 ) begin
-      \$686  = 1'h0;
+      \$691  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -69575,115 +69991,115 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$171 ) begin
             end else begin
-              \$686  = 1'h1;
+              \$691  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$686  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$687  = \$7 ;
-    if (rst) begin
-      \$687  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$688  = region_waiting0;
-    if (rst) begin
-      \$688  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$689  = region_waiting1;
-    if (rst) begin
-      \$689  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$690  = region_waiting2;
-    if (rst) begin
-      \$690  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$691  = region_waiting3;
     if (rst) begin
       \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$692  = region_waiting4;
+    \$692  = \$7 ;
     if (rst) begin
       \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$693  = region_waiting5;
+    \$693  = region_waiting0;
     if (rst) begin
       \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$694  = region_waiting6;
+    \$694  = region_waiting1;
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$695  = region_waiting7;
+    \$695  = region_waiting2;
     if (rst) begin
       \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$696  = region_waiting8;
+    \$696  = region_waiting3;
     if (rst) begin
       \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$697  = region_waiting9;
+    \$697  = region_waiting4;
     if (rst) begin
       \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$698  = region_waiting10;
+    \$698  = region_waiting5;
     if (rst) begin
       \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$699  = region_waiting11;
+    \$699  = region_waiting6;
     if (rst) begin
       \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$700  = \$9 ;
+    \$700  = region_waiting7;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$701  = 1'h0;
+    \$701  = region_waiting8;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$702  = region_waiting9;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$703  = region_waiting10;
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$704  = region_waiting11;
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$705  = \$9 ;
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$706  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -69692,112 +70108,112 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$152 ) begin
             end else begin
-              \$701  = 1'h1;
+              \$706  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$702  = region_fetch;
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$703  = region_program__payload;
-    if (region_load) begin
-      \$703 [3] = region_got[0];
-      \$703 [5:4] = region_got[2:1];
-      \$703 [10:6] = region_got[7:3];
-      \$703 [58:11] = region_got[55:8];
-      \$703 [106:59] = region_got[103:56];
-      \$703 [154:107] = region_got[151:104];
-    end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$703 [2:0] = req_w_data[2:0];
-      \$703 [3] = req_w_data[3];
-      \$703 [5:4] = req_w_data[5:4];
-      \$703 [10:6] = req_w_data[10:6];
-    end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$703 [42:11] = req_w_data;
-    end
-    if (\$33 ) begin
-    end else if (\$34 ) begin
-      \$703 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$703 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$703 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$703 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$703 [154:139] = req_w_data[15:0];
-    end
-    if (rst) begin
-      \$703  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$704  = \$10 ;
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$705  = desc_waiting0;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$706  = desc_waiting1;
     if (rst) begin
       \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$707  = desc_waiting2;
+    \$707  = region_fetch;
     if (rst) begin
       \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$708  = desc_waiting3;
+    \$708  = region_program__payload;
+    if (region_load) begin
+      \$708 [3] = region_got[0];
+      \$708 [5:4] = region_got[2:1];
+      \$708 [10:6] = region_got[7:3];
+      \$708 [58:11] = region_got[55:8];
+      \$708 [106:59] = region_got[103:56];
+      \$708 [154:107] = region_got[151:104];
+    end
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$708 [2:0] = req_w_data[2:0];
+      \$708 [3] = req_w_data[3];
+      \$708 [5:4] = req_w_data[5:4];
+      \$708 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$708 [42:11] = req_w_data;
+    end
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$708 [58:43] = req_w_data[15:0];
+    end
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$708 [90:59] = req_w_data;
+    end
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$708 [106:91] = req_w_data[15:0];
+    end
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$708 [138:107] = req_w_data;
+    end
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$708 [154:139] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$708  = 1'h0;
+      \$708  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$709  = \$12 ;
+    \$709  = \$10 ;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$710  = 1'h0;
+    \$710  = desc_waiting0;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$711  = desc_waiting1;
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$712  = desc_waiting2;
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$713  = desc_waiting3;
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$714  = \$12 ;
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$715  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -69810,457 +70226,571 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$163 ) begin
             end else begin
-              \$710  = 1'h1;
+              \$715  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$710  = 1'h0;
+      \$715  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$711  = desc_fetch;
+    \$716  = desc_fetch;
     if (rst) begin
-      \$711  = 1'h0;
+      \$716  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$712  = dma_program__payload;
+    \$717  = dma_program__payload;
     if (desc_load) begin
-      \$712 [8] = desc_got[0];
-      \$712 [9] = desc_got[1];
-      \$712 [14:10] = desc_got[6:2];
-      \$712 [30:15] = desc_got[22:7];
-      \$712 [42:31] = desc_got[34:23];
-      \$712 [58:43] = desc_got[50:35];
-      \$712 [82:59] = desc_got[74:51];
-      \$712 [130:83] = desc_got[122:75];
-      \$712 [178:131] = desc_got[170:123];
+      \$717 [8] = desc_got[0];
+      \$717 [9] = desc_got[1];
+      \$717 [14:10] = desc_got[6:2];
+      \$717 [30:15] = desc_got[22:7];
+      \$717 [42:31] = desc_got[34:23];
+      \$717 [58:43] = desc_got[50:35];
+      \$717 [82:59] = desc_got[74:51];
+      \$717 [130:83] = desc_got[122:75];
+      \$717 [178:131] = desc_got[170:123];
     end
     if (\$68 ) begin
     end else if (\$69 ) begin
-      \$712 [7:0] = req_w_data[7:0];
-      \$712 [8] = req_w_data[8];
-      \$712 [9] = req_w_data[9];
-      \$712 [14:10] = req_w_data[14:10];
-      \$712 [30:15] = req_w_data[30:15];
+      \$717 [7:0] = req_w_data[7:0];
+      \$717 [8] = req_w_data[8];
+      \$717 [9] = req_w_data[9];
+      \$717 [14:10] = req_w_data[14:10];
+      \$717 [30:15] = req_w_data[30:15];
     end
     if (\$75 ) begin
     end else if (\$76 ) begin
-      \$712 [42:31] = req_w_data[11:0];
-      \$712 [58:43] = req_w_data[27:12];
+      \$717 [42:31] = req_w_data[11:0];
+      \$717 [58:43] = req_w_data[27:12];
     end
     if (\$82 ) begin
     end else if (\$83 ) begin
-      \$712 [82:59] = req_w_data[23:0];
+      \$717 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$712 [114:83] = req_w_data;
+      \$717 [114:83] = req_w_data;
     end
     if (\$96 ) begin
     end else if (\$97 ) begin
-      \$712 [130:115] = req_w_data[15:0];
+      \$717 [130:115] = req_w_data[15:0];
     end
     if (\$103 ) begin
     end else if (\$104 ) begin
-      \$712 [162:131] = req_w_data;
+      \$717 [162:131] = req_w_data;
     end
     if (\$110 ) begin
     end else if (\$111 ) begin
-      \$712 [178:163] = req_w_data[15:0];
+      \$717 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$712  = 179'h000000000000000000000000000000000000000000000;
+      \$717  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$713  = track_result;
+    \$718  = track_result;
     if (tracker_result__valid) begin
-      \$713  = tracker_result__payload;
+      \$718  = tracker_result__payload;
     end
     if (rst) begin
-      \$713  = 59'h000000000000000;
+      \$718  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$714  = track_answer;
+    \$719  = track_answer;
     if (tracker_result__valid) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end else if (\$13 ) begin
-      \$714  = 1'h1;
+      \$719  = 1'h1;
     end
     if (rst) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$715  = tracker_program__payload;
+    \$720  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$715 [1:0] = req_w_data[1:0];
-      \$715 [17:2] = req_w_data[17:2];
-      \$715 [29:18] = req_w_data[29:18];
+      \$720 [1:0] = req_w_data[1:0];
+      \$720 [17:2] = req_w_data[17:2];
+      \$720 [29:18] = req_w_data[29:18];
     end
     if (\$122 ) begin
     end else if (\$123 ) begin
-      \$715 [37:30] = req_w_data[7:0];
-      \$715 [38] = req_w_data[8];
+      \$720 [37:30] = req_w_data[7:0];
+      \$720 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$715  = 39'h0000000000;
+      \$720  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$716  = arbiter_program__payload;
+    \$721  = arbiter_program__payload;
     if (\$128 ) begin
     end else if (\$129 ) begin
-      \$716 [1:0] = req_w_data[1:0];
-      \$716 [9:2] = req_w_data[9:2];
-      \$716 [17:10] = req_w_data[17:10];
-      \$716 [22:18] = req_w_data[22:18];
+      \$721 [1:0] = req_w_data[1:0];
+      \$721 [9:2] = req_w_data[9:2];
+      \$721 [17:10] = req_w_data[17:10];
+      \$721 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$716 [38:23] = req_w_data[15:0];
+      \$721 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$716  = 39'h0200388002;
+      \$721  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$717  = device_id;
+    \$722  = device_id;
     if (\$136 ) begin
-      \$717  = req_w_data[4:0];
+      \$722  = req_w_data[4:0];
     end
     if (rst) begin
-      \$717  = 5'h00;
+      \$722  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$718  = csr_irq_enable;
+    \$723  = csr_irq_enable;
     if (\$137 ) begin
-      \$718 [0] = req_w_data[0];
-      \$718 [1] = req_w_data[1];
-      \$718 [2] = req_w_data[2];
-      \$718 [3] = req_w_data[3];
+      \$723 [0] = req_w_data[0];
+      \$723 [1] = req_w_data[1];
+      \$723 [2] = req_w_data[2];
+      \$723 [3] = req_w_data[3];
     end
-    if (rst) begin
-      \$718  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$719  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$719 [0] = req_w_data[0];
-      \$719 [1] = req_w_data[1];
-      \$719 [2] = req_w_data[2];
-      \$719 [3] = req_w_data[3];
-      \$719 [4] = req_w_data[4];
-      \$719 [5] = req_w_data[5];
-    end
-    if (rst) begin
-      \$719  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$720  = dma_irq_enable;
-    if (\$139 ) begin
-      \$720 [0] = req_w_data[0];
-      \$720 [1] = req_w_data[1];
-      \$720 [2] = req_w_data[2];
-      \$720 [3] = req_w_data[3];
-      \$720 [4] = req_w_data[4];
-      \$720 [5] = req_w_data[5];
-      \$720 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$720  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$721  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$721 [0] = req_w_data[0];
-      \$721 [1] = req_w_data[1];
-      \$721 [2] = req_w_data[2];
-      \$721 [3] = req_w_data[3];
-      \$721 [4] = req_w_data[4];
-      \$721 [5] = req_w_data[5];
-      \$721 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$721  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$722  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$722 [0] = req_w_data[0];
-      \$722 [1] = req_w_data[1];
-    end
-    if (rst) begin
-      \$722  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    \$723  = \$174 ;
     if (rst) begin
       \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$724  = \$177 ;
+    \$724  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$724 [0] = req_w_data[0];
+      \$724 [1] = req_w_data[1];
+      \$724 [2] = req_w_data[2];
+      \$724 [3] = req_w_data[3];
+      \$724 [4] = req_w_data[4];
+      \$724 [5] = req_w_data[5];
+    end
     if (rst) begin
       \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$725  = \$180 ;
+    \$725  = dma_irq_enable;
+    if (\$139 ) begin
+      \$725 [0] = req_w_data[0];
+      \$725 [1] = req_w_data[1];
+      \$725 [2] = req_w_data[2];
+      \$725 [3] = req_w_data[3];
+      \$725 [4] = req_w_data[4];
+      \$725 [5] = req_w_data[5];
+      \$725 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$726  = \$183 ;
+    \$726  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$726 [0] = req_w_data[0];
+      \$726 [1] = req_w_data[1];
+      \$726 [2] = req_w_data[2];
+      \$726 [3] = req_w_data[3];
+      \$726 [4] = req_w_data[4];
+      \$726 [5] = req_w_data[5];
+      \$726 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$727  = \$186 ;
+    \$727  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$727 [0] = req_w_data[0];
+      \$727 [1] = req_w_data[1];
+    end
     if (rst) begin
       \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$728  = tracker_capture;
-    if (\$192 ) begin
-      \$728 [15:0] = \tracker_capture$157 [15:0];
-      \$728 [23:16] = \tracker_capture$157 [23:16];
-      \$728 [29:24] = tracker_errors;
-    end
+    \$728  = tracker_errors;
     if (rst) begin
-      \$728  = 30'h00000000;
+      \$728  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$729  = dma_capture;
-    if (\$198 ) begin
-      \$729 [7:0] = \dma_capture$159 [7:0];
-      \$729 [23:8] = \dma_capture$159 [23:8];
-      \$729 [71:24] = \dma_capture$159 [71:24];
-      \$729 [78:72] = dma_errors;
-    end
+    \$729  = dma_errors;
     if (rst) begin
-      \$729  = 79'h00000000000000000000;
+      \$729  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$730  = addrmap_capture;
-    if (\$204 ) begin
-      \$730 [47:0] = \addrmap_capture$161 [47:0];
-      \$730 [52:48] = \addrmap_capture$161 [52:48];
-      \$730 [68:53] = \addrmap_capture$161 [68:53];
-      \$730 [75:69] = addrmap_errors;
-    end
+    \$730  = addrmap_errors;
     if (rst) begin
-      \$730  = 76'h0000000000000000000;
+      \$730  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$731  = \$215 ;
+    \$731  = arbiter_errors;
     if (rst) begin
-      \$731  = 1'h0;
+      \$731  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$732  = read_part0;
+    \$732  = 4'h0;
+    if (\$173 ) begin
+      \$732 [0] = bus__w_data[0];
+      \$732 [1] = bus__w_data[1];
+      \$732 [2] = bus__w_data[2];
+      \$732 [3] = bus__w_data[3];
+    end
+    if (rst) begin
+      \$732  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$733  = \$176 ;
+    if (rst) begin
+      \$733  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$734  = 6'h00;
+    if (\$178 ) begin
+      \$734 [0] = bus__w_data[0];
+      \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
+      \$734 [4] = bus__w_data[4];
+      \$734 [5] = bus__w_data[5];
+    end
+    if (rst) begin
+      \$734  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$735  = \$181 ;
+    if (rst) begin
+      \$735  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$736  = 7'h00;
+    if (\$183 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$736  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$737  = \$186 ;
+    if (rst) begin
+      \$737  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$738  = 7'h00;
+    if (\$188 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+      \$738 [2] = bus__w_data[2];
+      \$738 [3] = bus__w_data[3];
+      \$738 [4] = bus__w_data[4];
+      \$738 [5] = bus__w_data[5];
+      \$738 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$738  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$739  = \$191 ;
+    if (rst) begin
+      \$739  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$740  = 2'h0;
+    if (\$193 ) begin
+      \$740 [0] = bus__w_data[0];
+      \$740 [1] = bus__w_data[1];
+    end
+    if (rst) begin
+      \$740  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$741  = \$196 ;
+    if (rst) begin
+      \$741  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$742  = tracker_capture;
+    if (rst) begin
+      \$742  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$743  = \tracker_capture$162 ;
+    if (\$202 ) begin
+      \$743 [15:0] = tracker_given[15:0];
+      \$743 [23:16] = tracker_given[23:16];
+      \$743 [29:24] = tracker_events;
+    end
+    if (rst) begin
+      \$743  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$744  = dma_capture;
+    if (rst) begin
+      \$744  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$745  = \dma_capture$165 ;
+    if (\$208 ) begin
+      \$745 [7:0] = dma_given[7:0];
+      \$745 [23:8] = dma_given[23:8];
+      \$745 [71:24] = dma_given[71:24];
+      \$745 [78:72] = dma_events;
+    end
+    if (rst) begin
+      \$745  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$746  = addrmap_capture;
+    if (rst) begin
+      \$746  = 69'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$747  = \addrmap_capture$168 ;
+    if (\$214 ) begin
+      \$747 [47:0] = addrmap_given[47:0];
+      \$747 [52:48] = addrmap_given[52:48];
+      \$747 [68:53] = addrmap_given[68:53];
+      \$747 [75:69] = addrmap_events;
+    end
+    if (rst) begin
+      \$747  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$748  = \$225 ;
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_45 ) begin end
+    \$749  = read_part0;
     if (req_r_stb) begin
-      \$732  = \$222 ;
+      \$749  = \$232 ;
     end
     if (rst) begin
-      \$732  = 32'd0;
+      \$749  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$733  = read_part1;
+    \$750  = read_part1;
     if (req_r_stb) begin
-      \$733  = \$229 ;
+      \$750  = \$239 ;
     end
     if (rst) begin
-      \$733  = 32'd0;
+      \$750  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$734  = read_part2;
+    \$751  = read_part2;
     if (req_r_stb) begin
-      \$734  = \$237 ;
+      \$751  = \$247 ;
     end
     if (rst) begin
-      \$734  = 32'd0;
+      \$751  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$735  = read_part3;
+    \$752  = read_part3;
     if (req_r_stb) begin
-      \$735  = \$245 ;
+      \$752  = \$255 ;
     end
     if (rst) begin
-      \$735  = 32'd0;
+      \$752  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$736  = read_part4;
+    \$753  = read_part4;
     if (req_r_stb) begin
-      \$736  = \$250 ;
+      \$753  = \$260 ;
     end
     if (rst) begin
-      \$736  = 32'd0;
+      \$753  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$737  = read_part5;
+    \$754  = read_part5;
     if (req_r_stb) begin
-      \$737  = \$257 ;
+      \$754  = \$267 ;
     end
     if (rst) begin
-      \$737  = 32'd0;
+      \$754  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$738  = read_part6;
+    \$755  = read_part6;
     if (req_r_stb) begin
-      \$738  = \$268 ;
+      \$755  = \$278 ;
     end
     if (rst) begin
-      \$738  = 32'd0;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$739  = read_part8;
+    \$756  = read_part8;
     if (req_r_stb) begin
-      \$739  = \$279 ;
+      \$756  = \$289 ;
     end
     if (rst) begin
-      \$739  = 32'd0;
+      \$756  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$740  = read_part10;
+    \$757  = read_part10;
     if (req_r_stb) begin
-      \$740  = \$284 ;
+      \$757  = \$294 ;
     end
     if (rst) begin
-      \$740  = 32'd0;
+      \$757  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$741  = read_part11;
+    \$758  = read_part11;
     if (req_r_stb) begin
-      \$741  = \$295 ;
+      \$758  = \$305 ;
     end
     if (rst) begin
-      \$741  = 32'd0;
+      \$758  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$742  = read_part13;
+    \$759  = read_part13;
     if (req_r_stb) begin
-      \$742  = \$302 ;
+      \$759  = \$312 ;
     end
     if (rst) begin
-      \$742  = 32'd0;
+      \$759  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$743  = read_part14;
+    \$760  = read_part14;
     if (req_r_stb) begin
-      \$743  = \$310 ;
+      \$760  = \$320 ;
     end
     if (rst) begin
-      \$743  = 32'd0;
+      \$760  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$744  = req_r_stb;
+    \$761  = req_r_stb;
     if (rst) begin
-      \$744  = 1'h0;
+      \$761  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$745  = read_section;
+    \$762  = read_section;
     if (req_r_stb) begin
-      \$745  = req_addr[9:6];
+      \$762  = req_addr[9:6];
     end
     if (rst) begin
-      \$745  = 4'h0;
+      \$762  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$746  = read_unaligned;
+    \$763  = read_unaligned;
     if (req_r_stb) begin
-      \$746  = \$311 ;
+      \$763  = \$321 ;
     end
     if (rst) begin
-      \$746  = 1'h0;
+      \$763  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$747  = bus__r_data;
+    \$764  = bus__r_data;
     if (read_pending) begin
-      \$747  = \$327 ;
+      \$764  = \$337 ;
     end
     if (rst) begin
-      \$747  = 32'd0;
+      \$764  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$391 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$395 ) begin
-      set_err[3] = 1'h1;
-    end
     if (\$401 ) begin
       set_err[3] = 1'h1;
     end
@@ -70339,43 +70869,49 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$530 ) begin
+    if (\$531 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$536 ) begin
+    if (\$535 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$542 ) begin
+    if (\$540 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$548 ) begin
+    if (\$546 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$550 ) begin
+    if (\$552 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$558 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$560 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$555 ) begin
+            if (\$565 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$560 ) begin
+            if (\$570 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$566 ) begin
+            if (\$576 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$571 ) begin
+            if (\$581 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$575 ) begin
+            if (\$585 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$579 ) begin
+            if (\$589 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -70410,105 +70946,49 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$379 ;
+      wp__en = \$389 ;
     end else begin
-      wp__en = \$382 ;
+      wp__en = \$392 ;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$189  = sweep_at;
+      \wp__addr$196  = sweep_at;
     end else begin
-      \wp__addr$189  = dma_program__payload[7:0];
+      \wp__addr$196  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$197  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$190 [0] = dma_program__payload[8];
-      \wp__data$190 [1] = dma_program__payload[9];
-      \wp__data$190 [6:2] = dma_program__payload[14:10];
-      \wp__data$190 [22:7] = dma_program__payload[30:15];
-      \wp__data$190 [34:23] = dma_program__payload[42:31];
-      \wp__data$190 [50:35] = dma_program__payload[58:43];
-      \wp__data$190 [74:51] = dma_program__payload[82:59];
-      \wp__data$190 [122:75] = dma_program__payload[130:83];
-      \wp__data$190 [170:123] = dma_program__payload[178:131];
+      \wp__data$197 [0] = dma_program__payload[8];
+      \wp__data$197 [1] = dma_program__payload[9];
+      \wp__data$197 [6:2] = dma_program__payload[14:10];
+      \wp__data$197 [22:7] = dma_program__payload[30:15];
+      \wp__data$197 [34:23] = dma_program__payload[42:31];
+      \wp__data$197 [50:35] = dma_program__payload[58:43];
+      \wp__data$197 [74:51] = dma_program__payload[82:59];
+      \wp__data$197 [122:75] = dma_program__payload[130:83];
+      \wp__data$197 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$191  = 1'h1;
+      \wp__en$198  = 1'h1;
     end else begin
-      \wp__en$191  = \$385 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    csr_errors_clear = 4'h0;
-    if (\$580 ) begin
-      csr_errors_clear[0] = req_w_data[0];
-      csr_errors_clear[1] = req_w_data[1];
-      csr_errors_clear[2] = req_w_data[2];
-      csr_errors_clear[3] = req_w_data[3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    tracker_errors_clear = 6'h00;
-    if (\$581 ) begin
-      tracker_errors_clear[0] = req_w_data[0];
-      tracker_errors_clear[1] = req_w_data[1];
-      tracker_errors_clear[2] = req_w_data[2];
-      tracker_errors_clear[3] = req_w_data[3];
-      tracker_errors_clear[4] = req_w_data[4];
-      tracker_errors_clear[5] = req_w_data[5];
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    dma_errors_clear = 7'h00;
-    if (\$582 ) begin
-      dma_errors_clear[0] = req_w_data[0];
-      dma_errors_clear[1] = req_w_data[1];
-      dma_errors_clear[2] = req_w_data[2];
-      dma_errors_clear[3] = req_w_data[3];
-      dma_errors_clear[4] = req_w_data[4];
-      dma_errors_clear[5] = req_w_data[5];
-      dma_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    addrmap_errors_clear = 7'h00;
-    if (\$583 ) begin
-      addrmap_errors_clear[0] = req_w_data[0];
-      addrmap_errors_clear[1] = req_w_data[1];
-      addrmap_errors_clear[2] = req_w_data[2];
-      addrmap_errors_clear[3] = req_w_data[3];
-      addrmap_errors_clear[4] = req_w_data[4];
-      addrmap_errors_clear[5] = req_w_data[5];
-      addrmap_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_45 ) begin end
-    arbiter_errors_clear = 2'h0;
-    if (\$584 ) begin
-      arbiter_errors_clear[0] = req_w_data[0];
-      arbiter_errors_clear[1] = req_w_data[1];
+      \wp__en$198  = \$395 ;
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$192  = dma_program__payload[7:0];
-  assign \device_id$193  = device_id;
+  assign \rp__addr$199  = dma_program__payload[7:0];
+  assign \device_id$200  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -70615,6 +71095,50 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_irq_enable__rx_crosses  = addrmap_irq_enable[6];
   assign arbiter_irq_enable__bad_config  = arbiter_irq_enable[0];
   assign arbiter_irq_enable__bad_response  = arbiter_irq_enable[1];
+  assign tracker_events__unprogrammed  = tracker_events[0];
+  assign tracker_events__overcount  = tracker_events[1];
+  assign tracker_events__reprogram  = tracker_events[2];
+  assign tracker_events__bad_threshold  = tracker_events[3];
+  assign tracker_events__overflow  = tracker_events[4];
+  assign tracker_events__bad_op  = tracker_events[5];
+  assign tracker_errors__unprogrammed  = tracker_errors[0];
+  assign tracker_errors__overcount  = tracker_errors[1];
+  assign tracker_errors__reprogram  = tracker_errors[2];
+  assign tracker_errors__bad_threshold  = tracker_errors[3];
+  assign tracker_errors__overflow  = tracker_errors[4];
+  assign tracker_errors__bad_op  = tracker_errors[5];
+  assign dma_events__bad_descriptor  = dma_events[0];
+  assign dma_events__bad_program  = dma_events[1];
+  assign dma_events__bad_response  = dma_events[2];
+  assign dma_events__bad_range  = dma_events[3];
+  assign dma_events__bad_pitch  = dma_events[4];
+  assign dma_events__desc_busy  = dma_events[5];
+  assign dma_events__read_error  = dma_events[6];
+  assign dma_errors__bad_descriptor  = dma_errors[0];
+  assign dma_errors__bad_program  = dma_errors[1];
+  assign dma_errors__bad_response  = dma_errors[2];
+  assign dma_errors__bad_range  = dma_errors[3];
+  assign dma_errors__bad_pitch  = dma_errors[4];
+  assign dma_errors__desc_busy  = dma_errors[5];
+  assign dma_errors__read_error  = dma_errors[6];
+  assign addrmap_events__bad_region  = addrmap_events[0];
+  assign addrmap_events__overlap  = addrmap_events[1];
+  assign addrmap_events__store_crosses  = addrmap_events[2];
+  assign addrmap_events__rx_misrouted  = addrmap_events[3];
+  assign addrmap_events__rx_remote  = addrmap_events[4];
+  assign addrmap_events__rx_unmapped  = addrmap_events[5];
+  assign addrmap_events__rx_crosses  = addrmap_events[6];
+  assign addrmap_errors__bad_region  = addrmap_errors[0];
+  assign addrmap_errors__overlap  = addrmap_errors[1];
+  assign addrmap_errors__store_crosses  = addrmap_errors[2];
+  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
+  assign addrmap_errors__rx_remote  = addrmap_errors[4];
+  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
+  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
+  assign arbiter_events__bad_config  = arbiter_events[0];
+  assign arbiter_events__bad_response  = arbiter_events[1];
+  assign arbiter_errors__bad_config  = arbiter_errors[0];
+  assign arbiter_errors__bad_response  = arbiter_errors[1];
   assign errors__unmapped  = errors[0];
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
@@ -70629,12 +71153,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_sticky__bad_threshold  = tracker_sticky[3];
   assign tracker_sticky__overflow  = tracker_sticky[4];
   assign tracker_sticky__bad_op  = tracker_sticky[5];
-  assign tracker_errors__unprogrammed  = tracker_errors[0];
-  assign tracker_errors__overcount  = tracker_errors[1];
-  assign tracker_errors__reprogram  = tracker_errors[2];
-  assign tracker_errors__bad_threshold  = tracker_errors[3];
-  assign tracker_errors__overflow  = tracker_errors[4];
-  assign tracker_errors__bad_op  = tracker_errors[5];
   assign dma_sticky__bad_descriptor  = dma_sticky[0];
   assign dma_sticky__bad_program  = dma_sticky[1];
   assign dma_sticky__bad_response  = dma_sticky[2];
@@ -70642,13 +71160,6 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_sticky__bad_pitch  = dma_sticky[4];
   assign dma_sticky__desc_busy  = dma_sticky[5];
   assign dma_sticky__read_error  = dma_sticky[6];
-  assign dma_errors__bad_descriptor  = dma_errors[0];
-  assign dma_errors__bad_program  = dma_errors[1];
-  assign dma_errors__bad_response  = dma_errors[2];
-  assign dma_errors__bad_range  = dma_errors[3];
-  assign dma_errors__bad_pitch  = dma_errors[4];
-  assign dma_errors__desc_busy  = dma_errors[5];
-  assign dma_errors__read_error  = dma_errors[6];
   assign addrmap_sticky__bad_region  = addrmap_sticky[0];
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign addrmap_sticky__store_crosses  = addrmap_sticky[2];
@@ -70656,56 +71167,55 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_sticky__rx_remote  = addrmap_sticky[4];
   assign addrmap_sticky__rx_unmapped  = addrmap_sticky[5];
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
-  assign addrmap_errors__bad_region  = addrmap_errors[0];
-  assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign addrmap_errors__store_crosses  = addrmap_errors[2];
-  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
-  assign addrmap_errors__rx_remote  = addrmap_errors[4];
-  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
-  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign arbiter_errors__bad_config  = arbiter_errors[0];
-  assign arbiter_errors__bad_response  = arbiter_errors[1];
+  assign tracker_given__tile  = tracker_given[15:0];
+  assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture__events  = tracker_capture[29:24];
-  assign tracker_capture__events__unprogrammed  = tracker_capture[24];
-  assign tracker_capture__events__overcount  = tracker_capture[25];
-  assign tracker_capture__events__reprogram  = tracker_capture[26];
-  assign tracker_capture__events__bad_threshold  = tracker_capture[27];
-  assign tracker_capture__events__overflow  = tracker_capture[28];
-  assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
-  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
+  assign tracker_capture$162__tile  = \tracker_capture$162 [15:0];
+  assign tracker_capture$162__cmd  = \tracker_capture$162 [23:16];
+  assign tracker_capture$162__events  = \tracker_capture$162 [29:24];
+  assign tracker_capture$162__events__unprogrammed  = \tracker_capture$162 [24];
+  assign tracker_capture$162__events__overcount  = \tracker_capture$162 [25];
+  assign tracker_capture$162__events__reprogram  = \tracker_capture$162 [26];
+  assign tracker_capture$162__events__bad_threshold  = \tracker_capture$162 [27];
+  assign tracker_capture$162__events__overflow  = \tracker_capture$162 [28];
+  assign tracker_capture$162__events__bad_op  = \tracker_capture$162 [29];
+  assign dma_given__index  = dma_given[7:0];
+  assign dma_given__tile  = dma_given[23:8];
+  assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture__events  = dma_capture[78:72];
-  assign dma_capture__events__bad_descriptor  = dma_capture[72];
-  assign dma_capture__events__bad_program  = dma_capture[73];
-  assign dma_capture__events__bad_response  = dma_capture[74];
-  assign dma_capture__events__bad_range  = dma_capture[75];
-  assign dma_capture__events__bad_pitch  = dma_capture[76];
-  assign dma_capture__events__desc_busy  = dma_capture[77];
-  assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$159__index  = \dma_capture$159 [7:0];
-  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
-  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
+  assign dma_capture$165__index  = \dma_capture$165 [7:0];
+  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
+  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
+  assign dma_capture$165__events  = \dma_capture$165 [78:72];
+  assign dma_capture$165__events__bad_descriptor  = \dma_capture$165 [72];
+  assign dma_capture$165__events__bad_program  = \dma_capture$165 [73];
+  assign dma_capture$165__events__bad_response  = \dma_capture$165 [74];
+  assign dma_capture$165__events__bad_range  = \dma_capture$165 [75];
+  assign dma_capture$165__events__bad_pitch  = \dma_capture$165 [76];
+  assign dma_capture$165__events__desc_busy  = \dma_capture$165 [77];
+  assign dma_capture$165__events__read_error  = \dma_capture$165 [78];
+  assign addrmap_given__addr  = addrmap_given[47:0];
+  assign addrmap_given__device  = addrmap_given[52:48];
+  assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture__events  = addrmap_capture[75:69];
-  assign addrmap_capture__events__bad_region  = addrmap_capture[69];
-  assign addrmap_capture__events__overlap  = addrmap_capture[70];
-  assign addrmap_capture__events__store_crosses  = addrmap_capture[71];
-  assign addrmap_capture__events__rx_misrouted  = addrmap_capture[72];
-  assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
-  assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
-  assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
-  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
-  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
+  assign addrmap_capture$168__addr  = \addrmap_capture$168 [47:0];
+  assign addrmap_capture$168__device  = \addrmap_capture$168 [52:48];
+  assign addrmap_capture$168__tile  = \addrmap_capture$168 [68:53];
+  assign addrmap_capture$168__events  = \addrmap_capture$168 [75:69];
+  assign addrmap_capture$168__events__bad_region  = \addrmap_capture$168 [69];
+  assign addrmap_capture$168__events__overlap  = \addrmap_capture$168 [70];
+  assign addrmap_capture$168__events__store_crosses  = \addrmap_capture$168 [71];
+  assign addrmap_capture$168__events__rx_misrouted  = \addrmap_capture$168 [72];
+  assign addrmap_capture$168__events__rx_remote  = \addrmap_capture$168 [73];
+  assign addrmap_capture$168__events__rx_unmapped  = \addrmap_capture$168 [74];
+  assign addrmap_capture$168__events__rx_crosses  = \addrmap_capture$168 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -70757,15 +71267,15 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$190__valid  = \wp__data$190 [0];
-  assign wp__data$190__op  = \wp__data$190 [1];
-  assign wp__data$190__device  = \wp__data$190 [6:2];
-  assign wp__data$190__tile  = \wp__data$190 [22:7];
-  assign wp__data$190__rows  = \wp__data$190 [34:23];
-  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
-  assign wp__data$190__pitch  = \wp__data$190 [74:51];
-  assign wp__data$190__src  = \wp__data$190 [122:75];
-  assign wp__data$190__dst  = \wp__data$190 [170:123];
+  assign wp__data$197__valid  = \wp__data$197 [0];
+  assign wp__data$197__op  = \wp__data$197 [1];
+  assign wp__data$197__device  = \wp__data$197 [6:2];
+  assign wp__data$197__tile  = \wp__data$197 [22:7];
+  assign wp__data$197__rows  = \wp__data$197 [34:23];
+  assign wp__data$197__row_bytes  = \wp__data$197 [50:35];
+  assign wp__data$197__pitch  = \wp__data$197 [74:51];
+  assign wp__data$197__src  = \wp__data$197 [122:75];
+  assign wp__data$197__dst  = \wp__data$197 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -70789,18 +71299,18 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$598 ;
-  assign status[6] = \$595 ;
-  assign status[5] = \$592 ;
-  assign status[4] = \$588 ;
+  assign status[7] = \$603 ;
+  assign status[6] = \$600 ;
+  assign status[5] = \$597 ;
+  assign status[4] = \$593 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$378 ;
+    set_err[1] = \$388 ;
   always @*
-    set_err[0] = \$330 ;
+    set_err[0] = \$340 ;
   assign \$6  = arbiter_program__valid;
   assign \$18  = \$17 ;
   assign \$25  = \$24 ;
@@ -70836,14 +71346,13 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$169  = arbiter_program__valid;
   assign \$170  = arbiter_program__valid;
   assign \$171  = arbiter_program__valid;
-  assign \$588  = \$587 ;
-  assign \$592  = \$591 ;
-  assign \$593  = tracker_program__valid;
-  assign \$594  = tracker_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
-  assign \$598  = arbiter_program__valid;
-  assign \$390  = \$389 ;
+  assign \$593  = \$592 ;
+  assign \$597  = \$596 ;
+  assign \$598  = tracker_program__valid;
+  assign \$599  = tracker_program__valid;
+  assign \$601  = arbiter_program__valid;
+  assign \$602  = arbiter_program__valid;
+  assign \$603  = arbiter_program__valid;
   assign \$400  = \$399 ;
   assign \$410  = \$409 ;
   assign \$420  = \$419 ;
@@ -70857,26 +71366,27 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$500  = \$499 ;
   assign \$510  = \$509 ;
   assign \$520  = \$519 ;
-  assign \$527  = tracker_program__valid;
-  assign \$528  = tracker_program__valid;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$545  = arbiter_program__valid;
-  assign \$546  = arbiter_program__valid;
-  assign \$547  = arbiter_program__valid;
-  assign \$554  = \$553 ;
-  assign \$559  = \$558 ;
+  assign \$530  = \$529 ;
+  assign \$537  = tracker_program__valid;
+  assign \$538  = tracker_program__valid;
+  assign \$543  = tracker_program__valid;
+  assign \$544  = tracker_program__valid;
+  assign \$549  = arbiter_program__valid;
+  assign \$550  = arbiter_program__valid;
+  assign \$551  = arbiter_program__valid;
+  assign \$555  = arbiter_program__valid;
+  assign \$556  = arbiter_program__valid;
+  assign \$557  = arbiter_program__valid;
   assign \$564  = \$563 ;
-  assign \$570  = \$569 ;
-  assign \$572  = tracker_program__valid;
-  assign \$573  = tracker_program__valid;
-  assign \$576  = arbiter_program__valid;
-  assign \$577  = arbiter_program__valid;
-  assign \$578  = arbiter_program__valid;
-  assign \$579  = arbiter_program__valid;
+  assign \$569  = \$568 ;
+  assign \$574  = \$573 ;
+  assign \$580  = \$579 ;
+  assign \$582  = tracker_program__valid;
+  assign \$583  = tracker_program__valid;
+  assign \$586  = arbiter_program__valid;
+  assign \$587  = arbiter_program__valid;
+  assign \$588  = arbiter_program__valid;
+  assign \$589  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -70890,10 +71400,14 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   wire [32:0] \$14 ;
   wire [32:0] \$15 ;
   wire [32:0] \$16 ;
-  reg [6:0] \$17 ;
-  reg [71:0] \$18 ;
-  reg [287:0] \$19 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire [6:0] \$2 ;
+  reg [71:0] \$20 ;
+  reg [6:0] \$21 ;
+  reg [71:0] \$22 ;
+  reg [287:0] \$23 ;
   wire [6:0] \$3 ;
   wire \$4 ;
   wire \$5 ;
@@ -70962,10 +71476,10 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   wire descriptor__valid;
   wire \descriptor__valid$19 ;
   wire [71:0] detail;
-  wire [71:0] \detail$57 ;
-  wire [47:0] detail$57__addr ;
-  wire [7:0] detail$57__index ;
-  wire [15:0] detail$57__tile ;
+  wire [71:0] \detail$62 ;
+  wire [47:0] detail$62__addr ;
+  wire [7:0] detail$62__index ;
+  wire [15:0] detail$62__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -71059,6 +71573,13 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   wire read__valid;
   wire \read__valid$25 ;
   wire read_error;
+  reg resp_aborted = 1'h0;
+  reg resp_bad_response = 1'h0;
+  reg [71:0] resp_detail = 72'h000000000000000000;
+  wire [47:0] resp_detail__addr ;
+  wire [7:0] resp_detail__index ;
+  wire [15:0] resp_detail__tile ;
+  reg resp_read_error = 1'h0;
   input [3:0] response__payload;
   wire [3:0] response__payload;
   wire [3:0] \response__payload$27 ;
@@ -71107,7 +71628,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$41  & \idle$42 ;
-  assign \$4  = bad_response | read_error;
+  assign \$4  = resp_bad_response | resp_read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
   assign \$7  = stats[63:32] + 1'h1;
@@ -71121,11 +71642,19 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign \$15  = stats[255:224] + 1'h1;
   assign \$16  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    errors <= \$17 ;
+    resp_bad_response <= \$17 ;
   always @(posedge clk)
-    capture <= \$18 ;
+    resp_read_error <= \$18 ;
   always @(posedge clk)
-    stats <= \$19 ;
+    resp_aborted <= \$19 ;
+  always @(posedge clk)
+    resp_detail <= \$20 ;
+  always @(posedge clk)
+    errors <= \$21 ;
+  always @(posedge clk)
+    capture <= \$22 ;
+  always @(posedge clk)
+    stats <= \$23 ;
   t3hw_system__e2__dma__engine  engine (
     .abort(aborted),
     .bad_response(bad_response),
@@ -71160,7 +71689,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$57 ),
+    .detail(\detail$62 ),
     .idle(\idle$41 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
@@ -71172,55 +71701,83 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   );
   always @* begin
     if (_init_strobe_46 ) begin end
-    \$17  = \$3 ;
+    \$17  = bad_response;
     if (rst) begin
-      \$17  = 7'h00;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_46 ) begin end
-    \$18  = capture;
+    \$18  = read_error;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_46 ) begin end
+    \$19  = aborted;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_46 ) begin end
+    \$20  = detail;
+    if (rst) begin
+      \$20  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_46 ) begin end
+    \$21  = \$3 ;
+    if (rst) begin
+      \$21  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_46 ) begin end
+    \$22  = capture;
     if (\$4 ) begin
-      \$18  = detail;
+      \$22  = resp_detail;
     end else if (\$5 ) begin
-      \$18  = \detail$57 ;
+      \$22  = \detail$62 ;
     end
     if (rst) begin
-      \$18  = 72'h000000000000000000;
+      \$22  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_46 ) begin end
-    \$19  = stats;
+    \$23  = stats;
     if (enqueued) begin
-      \$19 [31:0] = \$6 [31:0];
+      \$23 [31:0] = \$6 [31:0];
     end
     if (bad_descriptor) begin
-      \$19 [63:32] = \$7 [31:0];
+      \$23 [63:32] = \$7 [31:0];
     end
     if (\$8 ) begin
-      \$19 [95:64] = \$9 [31:0];
+      \$23 [95:64] = \$9 [31:0];
     end
     if (\$10 ) begin
-      \$19 [127:96] = \$11 [31:0];
+      \$23 [127:96] = \$11 [31:0];
     end
     if (bad_program) begin
-      \$19 [159:128] = \$12 [31:0];
+      \$23 [159:128] = \$12 [31:0];
     end
     if (bad_range) begin
-      \$19 [191:160] = \$13 [31:0];
+      \$23 [191:160] = \$13 [31:0];
     end
     if (bad_pitch) begin
-      \$19 [223:192] = \$14 [31:0];
+      \$23 [223:192] = \$14 [31:0];
     end
     if (desc_busy) begin
-      \$19 [255:224] = \$15 [31:0];
+      \$23 [255:224] = \$15 [31:0];
     end
-    if (aborted) begin
-      \$19 [287:256] = \$16 [31:0];
+    if (resp_aborted) begin
+      \$23 [287:256] = \$16 [31:0];
     end
     if (rst) begin
-      \$19  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$23  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -71315,6 +71872,12 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err__bad_pitch  = set_err[4];
   assign set_err__desc_busy  = set_err[5];
   assign set_err__read_error  = set_err[6];
+  assign resp_detail__index  = resp_detail[7:0];
+  assign resp_detail__tile  = resp_detail[23:8];
+  assign resp_detail__addr  = resp_detail[71:24];
+  assign detail__index  = detail[7:0];
+  assign detail__tile  = detail[23:8];
+  assign detail__addr  = detail[71:24];
   assign errors__bad_descriptor  = errors[0];
   assign errors__bad_program  = errors[1];
   assign errors__bad_response  = errors[2];
@@ -71332,12 +71895,9 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign capture__index  = capture[7:0];
   assign capture__tile  = capture[23:8];
   assign capture__addr  = capture[71:24];
-  assign detail__index  = detail[7:0];
-  assign detail__tile  = detail[23:8];
-  assign detail__addr  = detail[71:24];
-  assign detail$57__index  = \detail$57 [7:0];
-  assign detail$57__tile  = \detail$57 [23:8];
-  assign detail$57__addr  = \detail$57 [71:24];
+  assign detail$62__index  = \detail$62 [7:0];
+  assign detail$62__tile  = \detail$62 [23:8];
+  assign detail$62__addr  = \detail$62 [71:24];
   assign stats__triggers  = stats[31:0];
   assign stats__rejected  = stats[63:32];
   assign stats__reads  = stats[95:64];
@@ -71347,8 +71907,8 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign stats__bad_pitch  = stats[223:192];
   assign stats__desc_busy  = stats[255:224];
   assign stats__aborted  = stats[287:256];
-  assign set_err[6] = read_error;
-  assign set_err[2] = bad_response;
+  assign set_err[6] = resp_read_error;
+  assign set_err[2] = resp_bad_response;
   assign set_err[5] = desc_busy;
   assign set_err[4] = bad_pitch;
   assign set_err[3] = bad_range;
@@ -71356,7 +71916,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err[0] = bad_descriptor;
   assign \$1  = 7'h00;
   assign \$2  = 7'h00;
-  assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
+  assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
 module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
@@ -72098,31 +72658,27 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [3:0] \$61 ;
+  wire [3:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire [3:0] \$66 ;
+  wire [3:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [139:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [139:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -72234,10 +72790,6 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -72270,46 +72822,42 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 3'h6;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 4'h0 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 3'h6;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 4'h0 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -72326,62 +72874,63 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_48 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$77  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_48 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [2:0];
+    end
+    if (rst) begin
+      \$78  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_48 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [2:0];
-    end
-    if (rst) begin
-      \$83  = 3'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -74777,31 +75326,27 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [4:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [7:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg [7:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -74855,10 +75400,6 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -74891,46 +75432,42 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'he;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'he;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'he;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'he;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -74947,62 +75484,63 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$77  = \$15 [4:0];
+    \$73  = \$15 [4:0];
     if (rst) begin
-      \$77  = 5'h00;
+      \$73  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_50 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -79196,31 +79734,27 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [15:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [15:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [15:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -79514,10 +80048,6 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -79550,46 +80080,42 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -79606,62 +80132,63 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_58 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_58 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -79729,31 +80256,27 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [23:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [23:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -80057,10 +80580,6 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -80093,46 +80612,42 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -80149,62 +80664,63 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_59 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_59 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -81320,7 +81836,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .track_hold(track_hold)
   );
   t3hw_system__e3__csr  csr (
-    .\addrmap_capture$161 (addrmap_capture),
+    .addrmap_capture(addrmap_capture),
     .addrmap_errors(addrmap_errors),
     .addrmap_stats(addrmap_stats),
     .arbiter_errors(arbiter_errors),
@@ -81336,7 +81852,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .clk(clk),
     .device_id(device_id),
     .dma_busy(dma_busy),
-    .\dma_capture$159 (dma_capture),
+    .dma_capture(dma_capture),
     .dma_errors(dma_errors),
     .dma_idle(dma_idle),
     .dma_program__payload(\program__payload$144 ),
@@ -81349,7 +81865,7 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .region_program__valid(program__valid),
     .rst(rst),
     .tracker_busy(tracker_busy),
-    .\tracker_capture$157 (tracker_capture),
+    .tracker_capture(tracker_capture),
     .tracker_errors(tracker_errors),
     .tracker_program__payload(\program__payload$153 ),
     .tracker_program__ready(tracker_program__ready),
@@ -84361,31 +84877,27 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [78:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
   reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  reg [3:0] \$78 ;
+  reg [78:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [78:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -84489,10 +85001,6 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -84525,46 +85033,42 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'h9;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'h9;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'h9;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'h9;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -84581,62 +85085,63 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
+    if (rst) begin
+      \$73  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$74  = \$25 ;
+    if (rst) begin
+      \$74  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$75  = \$37 ;
+    if (rst) begin
+      \$75  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$76  = \$49 ;
+    if (rst) begin
+      \$76  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
+    end
     if (rst) begin
       \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$78  = \$25 ;
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_62 ) begin end
-    \$79  = \$37 ;
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_62 ) begin end
-    \$80  = \$49 ;
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_62 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_62 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$78  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$83  = rd__addr;
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -86547,7 +87052,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
-, addrmap_errors, \addrmap_capture$161 , arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, \tracker_capture$157 , tracker_errors, tracker_stats, dma_errors, \dma_capture$159 , dma_stats, dma_busy, bus__addr);
+, addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
   reg _init_strobe_65  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
@@ -86630,66 +87135,66 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
+  wire \$172 ;
+  wire \$173 ;
   wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [6:0] \$178 ;
-  wire [6:0] \$179 ;
+  wire [3:0] \$175 ;
+  wire [3:0] \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
-  wire [6:0] \$181 ;
-  wire [6:0] \$182 ;
-  wire [6:0] \$183 ;
-  wire [1:0] \$184 ;
-  wire [1:0] \$185 ;
-  wire [1:0] \$186 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire [6:0] \$184 ;
+  wire [6:0] \$185 ;
+  wire [6:0] \$186 ;
   wire \$187 ;
-  wire [5:0] \$188 ;
-  wire [5:0] \$189 ;
+  wire \$188 ;
+  wire [6:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire \$191 ;
+  wire [6:0] \$190 ;
+  wire [6:0] \$191 ;
   wire \$192 ;
   wire \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
+  wire [1:0] \$194 ;
+  wire [1:0] \$195 ;
+  wire [1:0] \$196 ;
   wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [5:0] \$198 ;
+  wire [5:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
+  wire \$200 ;
+  wire \$201 ;
   wire \$202 ;
   wire \$203 ;
-  wire \$204 ;
-  wire [3:0] \$205 ;
+  wire [6:0] \$204 ;
+  wire [6:0] \$205 ;
   wire \$206 ;
-  wire [5:0] \$207 ;
+  wire \$207 ;
   wire \$208 ;
-  wire [6:0] \$209 ;
+  wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
+  wire [6:0] \$210 ;
   wire [6:0] \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
+  wire \$213 ;
   wire \$214 ;
-  wire \$215 ;
-  wire [31:0] \$216 ;
-  wire [31:0] \$217 ;
-  wire [31:0] \$218 ;
-  wire [31:0] \$219 ;
+  wire [3:0] \$215 ;
+  wire \$216 ;
+  wire [5:0] \$217 ;
+  wire \$218 ;
+  wire [6:0] \$219 ;
   wire \$22 ;
-  wire [31:0] \$220 ;
-  wire [31:0] \$221 ;
-  wire [31:0] \$222 ;
-  wire [31:0] \$223 ;
-  wire [31:0] \$224 ;
-  wire [31:0] \$225 ;
+  wire \$220 ;
+  wire [6:0] \$221 ;
+  wire \$222 ;
+  wire [1:0] \$223 ;
+  wire \$224 ;
+  wire \$225 ;
   wire [31:0] \$226 ;
   wire [31:0] \$227 ;
   wire [31:0] \$228 ;
@@ -86785,7 +87290,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$309 ;
   wire \$31 ;
   wire [31:0] \$310 ;
-  wire \$311 ;
+  wire [31:0] \$311 ;
   wire [31:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
@@ -86796,24 +87301,24 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
+  wire \$321 ;
   wire [31:0] \$322 ;
   wire [31:0] \$323 ;
   wire [31:0] \$324 ;
   wire [31:0] \$325 ;
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  wire [31:0] \$328 ;
+  wire [31:0] \$329 ;
   wire \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
+  wire [31:0] \$330 ;
+  wire [31:0] \$331 ;
+  wire [31:0] \$332 ;
+  wire [31:0] \$333 ;
+  wire [31:0] \$334 ;
+  wire [31:0] \$335 ;
+  wire [31:0] \$336 ;
+  wire [31:0] \$337 ;
   wire \$338 ;
   wire \$339 ;
   wire \$34 ;
@@ -87103,15 +87608,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$596 ;
   wire \$597 ;
   wire \$598 ;
-  reg [9:0] \$599 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
-  reg [31:0] \$600 ;
-  reg \$601 ;
-  reg \$602 ;
-  reg \$603 ;
-  reg \$604 ;
-  reg \$605 ;
+  wire \$600 ;
+  wire \$601 ;
+  wire \$602 ;
+  wire \$603 ;
+  reg [9:0] \$604 ;
+  reg [31:0] \$605 ;
   reg \$606 ;
   reg \$607 ;
   reg \$608 ;
@@ -87195,12 +87700,12 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$679 ;
   wire \$68 ;
   reg \$680 ;
-  reg [7:0] \$681 ;
+  reg \$681 ;
   reg \$682 ;
   reg \$683 ;
   reg \$684 ;
   reg \$685 ;
-  reg \$686 ;
+  reg [7:0] \$686 ;
   reg \$687 ;
   reg \$688 ;
   reg \$689 ;
@@ -87220,57 +87725,74 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg \$700 ;
   reg \$701 ;
   reg \$702 ;
-  reg [154:0] \$703 ;
+  reg \$703 ;
   reg \$704 ;
   reg \$705 ;
   reg \$706 ;
   reg \$707 ;
-  reg \$708 ;
+  reg [154:0] \$708 ;
   reg \$709 ;
   wire \$71 ;
   reg \$710 ;
   reg \$711 ;
-  reg [178:0] \$712 ;
-  reg [58:0] \$713 ;
+  reg \$712 ;
+  reg \$713 ;
   reg \$714 ;
-  reg [38:0] \$715 ;
-  reg [38:0] \$716 ;
-  reg [4:0] \$717 ;
-  reg [3:0] \$718 ;
-  reg [5:0] \$719 ;
+  reg \$715 ;
+  reg \$716 ;
+  reg [178:0] \$717 ;
+  reg [58:0] \$718 ;
+  reg \$719 ;
   wire \$72 ;
-  reg [6:0] \$720 ;
-  reg [6:0] \$721 ;
-  reg [1:0] \$722 ;
+  reg [38:0] \$720 ;
+  reg [38:0] \$721 ;
+  reg [4:0] \$722 ;
   reg [3:0] \$723 ;
   reg [5:0] \$724 ;
   reg [6:0] \$725 ;
   reg [6:0] \$726 ;
   reg [1:0] \$727 ;
-  reg [29:0] \$728 ;
-  reg [78:0] \$729 ;
+  reg [5:0] \$728 ;
+  reg [6:0] \$729 ;
   wire \$73 ;
-  reg [75:0] \$730 ;
-  reg \$731 ;
-  reg [31:0] \$732 ;
-  reg [31:0] \$733 ;
-  reg [31:0] \$734 ;
-  reg [31:0] \$735 ;
-  reg [31:0] \$736 ;
-  reg [31:0] \$737 ;
-  reg [31:0] \$738 ;
-  reg [31:0] \$739 ;
+  reg [6:0] \$730 ;
+  reg [1:0] \$731 ;
+  reg [3:0] \$732 ;
+  reg [3:0] \$733 ;
+  reg [5:0] \$734 ;
+  reg [5:0] \$735 ;
+  reg [6:0] \$736 ;
+  reg [6:0] \$737 ;
+  reg [6:0] \$738 ;
+  reg [6:0] \$739 ;
   wire \$74 ;
-  reg [31:0] \$740 ;
-  reg [31:0] \$741 ;
-  reg [31:0] \$742 ;
-  reg [31:0] \$743 ;
-  reg \$744 ;
-  reg [3:0] \$745 ;
-  reg \$746 ;
-  reg [31:0] \$747 ;
+  reg [1:0] \$740 ;
+  reg [1:0] \$741 ;
+  reg [23:0] \$742 ;
+  reg [29:0] \$743 ;
+  reg [71:0] \$744 ;
+  reg [78:0] \$745 ;
+  reg [68:0] \$746 ;
+  reg [75:0] \$747 ;
+  reg \$748 ;
+  reg [31:0] \$749 ;
   wire \$75 ;
+  reg [31:0] \$750 ;
+  reg [31:0] \$751 ;
+  reg [31:0] \$752 ;
+  reg [31:0] \$753 ;
+  reg [31:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg [31:0] \$756 ;
+  reg [31:0] \$757 ;
+  reg [31:0] \$758 ;
+  reg [31:0] \$759 ;
   wire \$76 ;
+  reg [31:0] \$760 ;
+  reg \$761 ;
+  reg [3:0] \$762 ;
+  reg \$763 ;
+  reg [31:0] \$764 ;
   wire \$77 ;
   wire \$78 ;
   wire \$79 ;
@@ -87296,22 +87818,22 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg [75:0] addrmap_capture = 76'h0000000000000000000;
-  input [68:0] \addrmap_capture$161 ;
-  wire [68:0] \addrmap_capture$161 ;
-  wire [47:0] addrmap_capture$161__addr ;
-  wire [4:0] addrmap_capture$161__device ;
-  wire [15:0] addrmap_capture$161__tile ;
+  input [68:0] addrmap_capture;
+  wire [68:0] addrmap_capture;
+  reg [75:0] \addrmap_capture$168  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$168__addr ;
+  wire [4:0] addrmap_capture$168__device ;
+  wire [6:0] addrmap_capture$168__events ;
+  wire addrmap_capture$168__events__bad_region ;
+  wire addrmap_capture$168__events__overlap ;
+  wire addrmap_capture$168__events__rx_crosses ;
+  wire addrmap_capture$168__events__rx_misrouted ;
+  wire addrmap_capture$168__events__rx_remote ;
+  wire addrmap_capture$168__events__rx_unmapped ;
+  wire addrmap_capture$168__events__store_crosses ;
+  wire [15:0] addrmap_capture$168__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
-  wire [6:0] addrmap_capture__events ;
-  wire addrmap_capture__events__bad_region ;
-  wire addrmap_capture__events__overlap ;
-  wire addrmap_capture__events__rx_crosses ;
-  wire addrmap_capture__events__rx_misrouted ;
-  wire addrmap_capture__events__rx_remote ;
-  wire addrmap_capture__events__rx_unmapped ;
-  wire addrmap_capture__events__store_crosses ;
   wire [15:0] addrmap_capture__tile ;
   wire [6:0] addrmap_clear;
   wire addrmap_clear__bad_region ;
@@ -87330,7 +87852,19 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire addrmap_errors__rx_remote ;
   wire addrmap_errors__rx_unmapped ;
   wire addrmap_errors__store_crosses ;
-  reg [6:0] addrmap_errors_clear;
+  reg [6:0] addrmap_errors_clear = 7'h00;
+  reg [6:0] addrmap_events = 7'h00;
+  wire addrmap_events__bad_region ;
+  wire addrmap_events__overlap ;
+  wire addrmap_events__rx_crosses ;
+  wire addrmap_events__rx_misrouted ;
+  wire addrmap_events__rx_remote ;
+  wire addrmap_events__rx_unmapped ;
+  wire addrmap_events__store_crosses ;
+  reg [68:0] addrmap_given = 69'h000000000000000000;
+  wire [47:0] addrmap_given__addr ;
+  wire [4:0] addrmap_given__device ;
+  wire [15:0] addrmap_given__tile ;
   reg [6:0] addrmap_irq_enable = 7'h00;
   wire addrmap_irq_enable__bad_region ;
   wire addrmap_irq_enable__overlap ;
@@ -87365,7 +87899,10 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [1:0] arbiter_errors;
   wire arbiter_errors__bad_config ;
   wire arbiter_errors__bad_response ;
-  reg [1:0] arbiter_errors_clear;
+  reg [1:0] arbiter_errors_clear = 2'h0;
+  reg [1:0] arbiter_events = 2'h0;
+  wire arbiter_events__bad_config ;
+  wire arbiter_events__bad_response ;
   reg [1:0] arbiter_irq_enable = 2'h0;
   wire arbiter_irq_enable__bad_config ;
   wire arbiter_irq_enable__bad_response ;
@@ -87419,7 +87956,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire bus__w_stb;
   input clk;
   wire clk;
-  reg [3:0] csr_errors_clear;
+  reg [3:0] csr_errors_clear = 4'h0;
   reg [3:0] csr_irq_enable = 4'h0;
   wire csr_irq_enable__bad_command ;
   wire csr_irq_enable__busy ;
@@ -87449,25 +87986,25 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$193 ;
+  wire [4:0] \device_id$200 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
-  reg [78:0] dma_capture = 79'h00000000000000000000;
-  input [71:0] \dma_capture$159 ;
-  wire [71:0] \dma_capture$159 ;
-  wire [47:0] dma_capture$159__addr ;
-  wire [7:0] dma_capture$159__index ;
-  wire [15:0] dma_capture$159__tile ;
+  input [71:0] dma_capture;
+  wire [71:0] dma_capture;
+  reg [78:0] \dma_capture$165  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$165__addr ;
+  wire [6:0] dma_capture$165__events ;
+  wire dma_capture$165__events__bad_descriptor ;
+  wire dma_capture$165__events__bad_pitch ;
+  wire dma_capture$165__events__bad_program ;
+  wire dma_capture$165__events__bad_range ;
+  wire dma_capture$165__events__bad_response ;
+  wire dma_capture$165__events__desc_busy ;
+  wire dma_capture$165__events__read_error ;
+  wire [7:0] dma_capture$165__index ;
+  wire [15:0] dma_capture$165__tile ;
   wire [47:0] dma_capture__addr ;
-  wire [6:0] dma_capture__events ;
-  wire dma_capture__events__bad_descriptor ;
-  wire dma_capture__events__bad_pitch ;
-  wire dma_capture__events__bad_program ;
-  wire dma_capture__events__bad_range ;
-  wire dma_capture__events__bad_response ;
-  wire dma_capture__events__desc_busy ;
-  wire dma_capture__events__read_error ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
   wire [6:0] dma_clear;
@@ -87487,7 +88024,19 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire dma_errors__bad_response ;
   wire dma_errors__desc_busy ;
   wire dma_errors__read_error ;
-  reg [6:0] dma_errors_clear;
+  reg [6:0] dma_errors_clear = 7'h00;
+  reg [6:0] dma_events = 7'h00;
+  wire dma_events__bad_descriptor ;
+  wire dma_events__bad_pitch ;
+  wire dma_events__bad_program ;
+  wire dma_events__bad_range ;
+  wire dma_events__bad_response ;
+  wire dma_events__desc_busy ;
+  wire dma_events__read_error ;
+  reg [71:0] dma_given = 72'h000000000000000000;
+  wire [47:0] dma_given__addr ;
+  wire [7:0] dma_given__index ;
+  wire [15:0] dma_given__tile ;
   input dma_idle;
   wire dma_idle;
   reg [6:0] dma_irq_enable = 7'h00;
@@ -87608,7 +88157,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$192 ;
+  wire [7:0] \rp__addr$199 ;
   wire [151:0] rp__data;
   wire [170:0] \rp__data$123 ;
   wire [4:0] rp__data$123__device ;
@@ -87752,19 +88301,19 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire track_result__valid ;
   input tracker_busy;
   wire tracker_busy;
-  reg [29:0] tracker_capture = 30'h00000000;
-  input [23:0] \tracker_capture$157 ;
-  wire [23:0] \tracker_capture$157 ;
-  wire [7:0] tracker_capture$157__cmd ;
-  wire [15:0] tracker_capture$157__tile ;
+  input [23:0] tracker_capture;
+  wire [23:0] tracker_capture;
+  reg [29:0] \tracker_capture$162  = 30'h00000000;
+  wire [7:0] tracker_capture$162__cmd ;
+  wire [5:0] tracker_capture$162__events ;
+  wire tracker_capture$162__events__bad_op ;
+  wire tracker_capture$162__events__bad_threshold ;
+  wire tracker_capture$162__events__overcount ;
+  wire tracker_capture$162__events__overflow ;
+  wire tracker_capture$162__events__reprogram ;
+  wire tracker_capture$162__events__unprogrammed ;
+  wire [15:0] tracker_capture$162__tile ;
   wire [7:0] tracker_capture__cmd ;
-  wire [5:0] tracker_capture__events ;
-  wire tracker_capture__events__bad_op ;
-  wire tracker_capture__events__bad_threshold ;
-  wire tracker_capture__events__overcount ;
-  wire tracker_capture__events__overflow ;
-  wire tracker_capture__events__reprogram ;
-  wire tracker_capture__events__unprogrammed ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
   wire tracker_clear__bad_op ;
@@ -87781,7 +88330,17 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_errors__overflow ;
   wire tracker_errors__reprogram ;
   wire tracker_errors__unprogrammed ;
-  reg [5:0] tracker_errors_clear;
+  reg [5:0] tracker_errors_clear = 6'h00;
+  reg [5:0] tracker_events = 6'h00;
+  wire tracker_events__bad_op ;
+  wire tracker_events__bad_threshold ;
+  wire tracker_events__overcount ;
+  wire tracker_events__overflow ;
+  wire tracker_events__reprogram ;
+  wire tracker_events__unprogrammed ;
+  reg [23:0] tracker_given = 24'h000000;
+  wire [7:0] tracker_given__cmd ;
+  wire [15:0] tracker_given__tile ;
   reg [5:0] tracker_irq_enable = 6'h00;
   wire tracker_irq_enable__bad_op ;
   wire tracker_irq_enable__bad_threshold ;
@@ -87843,21 +88402,21 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$189 ;
+  reg [7:0] \wp__addr$196 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$190 ;
-  wire [4:0] wp__data$190__device ;
-  wire [47:0] wp__data$190__dst ;
+  reg [170:0] \wp__data$197 ;
+  wire [4:0] wp__data$197__device ;
+  wire [47:0] wp__data$197__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$190__op ;
-  wire [23:0] wp__data$190__pitch ;
-  wire [15:0] wp__data$190__row_bytes ;
-  wire [11:0] wp__data$190__rows ;
-  wire [47:0] wp__data$190__src ;
-  wire [15:0] wp__data$190__tile ;
-  wire wp__data$190__valid ;
+  wire wp__data$197__op ;
+  wire [23:0] wp__data$197__pitch ;
+  wire [15:0] wp__data$197__row_bytes ;
+  wire [11:0] wp__data$197__rows ;
+  wire [47:0] wp__data$197__src ;
+  wire [15:0] wp__data$197__tile ;
+  wire wp__data$197__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -87869,7 +88428,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$191 ;
+  reg \wp__en$198 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -88131,8 +88690,8 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$191 )
-      desc_table[\wp__addr$189 ] <= \wp__data$190 ;
+    if (\wp__en$198 )
+      desc_table[\wp__addr$196 ] <= \wp__data$197 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
@@ -88160,613 +88719,659 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$253  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$254  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$255  = req_addr[3] ? \$253  : \$254 ;
-  assign \$256  = req_addr[4] ? \$252  : \$255 ;
-  assign \$257  = req_addr[5] ? 32'd0 : \$256 ;
-  assign \$258  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$259  = req_addr[3] ? 32'd0 : \$258 ;
-  assign \$260  = req_addr[4] ? 32'd0 : \$259 ;
-  assign \$261  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$262  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$263  = req_addr[3] ? \$261  : \$262 ;
-  assign \$264  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$265  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? \$263  : \$266 ;
-  assign \$268  = req_addr[5] ? \$260  : \$267 ;
-  assign \$269  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[4] ? 32'd0 : \$270 ;
-  assign \$272  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$273  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$274  = req_addr[3] ? \$272  : \$273 ;
-  assign \$275  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$276  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$277  = req_addr[3] ? \$275  : \$276 ;
-  assign \$278  = req_addr[4] ? \$274  : \$277 ;
-  assign \$279  = req_addr[5] ? \$271  : \$278 ;
-  assign \$280  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$281  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$282  = req_addr[3] ? \$280  : \$281 ;
-  assign \$283  = req_addr[4] ? 32'd0 : \$282 ;
-  assign \$284  = req_addr[5] ? 32'd0 : \$283 ;
-  assign \$285  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$286  = req_addr[3] ? 32'd0 : \$285 ;
-  assign \$287  = req_addr[4] ? 32'd0 : \$286 ;
-  assign \$288  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$289  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$290  = req_addr[3] ? \$288  : \$289 ;
-  assign \$291  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$292  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$293  = req_addr[3] ? \$291  : \$292 ;
-  assign \$294  = req_addr[4] ? \$290  : \$293 ;
-  assign \$295  = req_addr[5] ? \$287  : \$294 ;
-  assign \$296  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$297  = req_addr[3] ? 32'd0 : \$296 ;
-  assign \$298  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$299  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$236  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$237  = req_addr[3] ? \$235  : \$236 ;
+  assign \$238  = req_addr[4] ? \$234  : \$237 ;
+  assign \$239  = req_addr[5] ? 32'd0 : \$238 ;
+  assign \$240  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$241  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$242  = req_addr[3] ? \$240  : \$241 ;
+  assign \$243  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$244  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$245  = req_addr[3] ? \$243  : \$244 ;
+  assign \$246  = req_addr[4] ? \$242  : \$245 ;
+  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
+  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$249  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$250  = req_addr[3] ? \$248  : \$249 ;
+  assign \$251  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$252  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$253  = req_addr[3] ? \$251  : \$252 ;
+  assign \$254  = req_addr[4] ? \$250  : \$253 ;
+  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
+  assign \$256  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$257  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$258  = req_addr[3] ? \$256  : \$257 ;
+  assign \$259  = req_addr[4] ? 32'd0 : \$258 ;
+  assign \$260  = req_addr[5] ? 32'd0 : \$259 ;
+  assign \$261  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$262  = req_addr[3] ? 32'd0 : \$261 ;
+  assign \$263  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$264  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$265  = req_addr[3] ? \$263  : \$264 ;
+  assign \$266  = req_addr[4] ? \$262  : \$265 ;
+  assign \$267  = req_addr[5] ? 32'd0 : \$266 ;
+  assign \$268  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$269  = req_addr[3] ? 32'd0 : \$268 ;
+  assign \$270  = req_addr[4] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$272  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$273  = req_addr[3] ? \$271  : \$272 ;
+  assign \$274  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$275  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$276  = req_addr[3] ? \$274  : \$275 ;
+  assign \$277  = req_addr[4] ? \$273  : \$276 ;
+  assign \$278  = req_addr[5] ? \$270  : \$277 ;
+  assign \$279  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$280  = req_addr[3] ? 32'd0 : \$279 ;
+  assign \$281  = req_addr[4] ? 32'd0 : \$280 ;
+  assign \$282  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$283  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$284  = req_addr[3] ? \$282  : \$283 ;
+  assign \$285  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$286  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$287  = req_addr[3] ? \$285  : \$286 ;
+  assign \$288  = req_addr[4] ? \$284  : \$287 ;
+  assign \$289  = req_addr[5] ? \$281  : \$288 ;
+  assign \$290  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$291  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$292  = req_addr[3] ? \$290  : \$291 ;
+  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
+  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
+  assign \$295  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
+  assign \$297  = req_addr[4] ? 32'd0 : \$296 ;
+  assign \$298  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$299  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
   assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? \$297  : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? { 4'h0, addrmap_capture[75:48] } : { 16'h0000, addrmap_capture[47:32] };
-  assign \$304  = req_addr[2] ? addrmap_capture[31:0] : { 25'h0000000, dma_capture[78:72] };
-  assign \$305  = req_addr[3] ? \$303  : \$304 ;
-  assign \$306  = req_addr[2] ? { 16'h0000, dma_capture[71:56] } : dma_capture[55:24];
-  assign \$307  = req_addr[2] ? { 8'h00, dma_capture[23:0] } : { 2'h0, tracker_capture };
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[4] ? \$305  : \$308 ;
-  assign \$310  = req_addr[5] ? 32'd0 : \$309 ;
-  assign \$311  = | req_addr[1:0];
-  assign \$312  = read_section[0] ? 32'd0 : read_part14;
-  assign \$313  = read_section[0] ? read_part13 : 32'd0;
-  assign \$314  = read_section[1] ? \$312  : \$313 ;
-  assign \$315  = read_section[0] ? read_part11 : read_part10;
-  assign \$316  = read_section[0] ? 32'd0 : read_part8;
-  assign \$317  = read_section[1] ? \$315  : \$316 ;
-  assign \$318  = read_section[2] ? \$314  : \$317 ;
-  assign \$319  = read_section[0] ? 32'd0 : read_part6;
-  assign \$320  = read_section[0] ? read_part5 : read_part4;
-  assign \$321  = read_section[1] ? \$319  : \$320 ;
-  assign \$322  = read_section[0] ? read_part3 : read_part2;
-  assign \$323  = read_section[0] ? read_part1 : read_part0;
+  assign \$301  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$302  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$303  = req_addr[3] ? \$301  : \$302 ;
+  assign \$304  = req_addr[4] ? \$300  : \$303 ;
+  assign \$305  = req_addr[5] ? \$297  : \$304 ;
+  assign \$306  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$307  = req_addr[3] ? 32'd0 : \$306 ;
+  assign \$308  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$309  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$310  = req_addr[3] ? \$308  : \$309 ;
+  assign \$311  = req_addr[4] ? \$307  : \$310 ;
+  assign \$312  = req_addr[5] ? 32'd0 : \$311 ;
+  assign \$313  = req_addr[2] ? { 4'h0, \addrmap_capture$168 [75:48] } : { 16'h0000, \addrmap_capture$168 [47:32] };
+  assign \$314  = req_addr[2] ? \addrmap_capture$168 [31:0] : { 25'h0000000, \dma_capture$165 [78:72] };
+  assign \$315  = req_addr[3] ? \$313  : \$314 ;
+  assign \$316  = req_addr[2] ? { 16'h0000, \dma_capture$165 [71:56] } : \dma_capture$165 [55:24];
+  assign \$317  = req_addr[2] ? { 8'h00, \dma_capture$165 [23:0] } : { 2'h0, \tracker_capture$162  };
+  assign \$318  = req_addr[3] ? \$316  : \$317 ;
+  assign \$319  = req_addr[4] ? \$315  : \$318 ;
+  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
+  assign \$321  = | req_addr[1:0];
+  assign \$322  = read_section[0] ? 32'd0 : read_part14;
+  assign \$323  = read_section[0] ? read_part13 : 32'd0;
   assign \$324  = read_section[1] ? \$322  : \$323 ;
-  assign \$325  = read_section[2] ? \$321  : \$324 ;
-  assign \$326  = read_section[3] ? \$318  : \$325 ;
-  assign \$327  = read_unaligned ? 32'd0 : \$326 ;
-  assign \$328  = req_r_stb | req_w_stb;
-  assign \$329  = ~ mapped;
-  assign \$330  = \$328  & \$329 ;
-  assign \$331  = req_w_stb & sel_id;
-  assign \$332  = req_w_stb & sel_config;
-  assign \$333  = req_w_stb & sel_status;
-  assign \$334  = req_w_stb & sel_track_result_op;
-  assign \$335  = req_w_stb & sel_track_result_threshold;
-  assign \$336  = req_w_stb & sel_tracker_writes_compute;
-  assign \$337  = req_w_stb & sel_tracker_writes_dma;
-  assign \$338  = req_w_stb & sel_tracker_writes_remote;
-  assign \$339  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$340  = req_w_stb & sel_tracker_triggers;
-  assign \$341  = req_w_stb & sel_tracker_dropped;
-  assign \$342  = req_w_stb & sel_dma_triggers;
-  assign \$343  = req_w_stb & sel_dma_rejected;
-  assign \$344  = req_w_stb & sel_dma_reads;
-  assign \$345  = req_w_stb & sel_dma_packets;
-  assign \$346  = req_w_stb & sel_dma_bad_program;
-  assign \$347  = req_w_stb & sel_dma_bad_range;
-  assign \$348  = req_w_stb & sel_dma_bad_pitch;
-  assign \$349  = req_w_stb & sel_dma_desc_busy;
-  assign \$350  = req_w_stb & sel_dma_aborted;
-  assign \$351  = req_w_stb & sel_addrmap_local;
-  assign \$352  = req_w_stb & sel_addrmap_tracked;
-  assign \$353  = req_w_stb & sel_addrmap_remote;
-  assign \$354  = req_w_stb & sel_addrmap_unmapped;
-  assign \$355  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$356  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$357  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$358  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$359  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$360  = req_w_stb & sel_arb_status;
-  assign \$361  = req_w_stb & sel_arbiter_grants_load;
-  assign \$362  = req_w_stb & sel_arbiter_grants_store;
-  assign \$363  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$364  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$365  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$366  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$367  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$368  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$369  = req_w_stb & sel_arbiter_starved;
-  assign \$370  = req_w_stb & sel_tracker_capture;
-  assign \$371  = req_w_stb & sel_dma_capture_index;
-  assign \$372  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$373  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$374  = req_w_stb & sel_dma_capture_events;
-  assign \$375  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$376  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$377  = req_w_stb & sel_addrmap_capture_device;
-  assign \$378  = | { \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331  };
-  assign \$379  = sweep_at < 4'h8;
-  assign \$380  = | addrmap_errors[1:0];
-  assign \$381  = ~ \$380 ;
-  assign \$382  = region_verdict & \$381 ;
-  assign \$383  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$384  = ~ \$383 ;
-  assign \$385  = desc_verdict & \$384 ;
-  assign \$386  = req_w_stb & sel_region_index;
-  assign \$387  = region_program__valid | region_judging;
-  assign \$388  = region_fetch | region_load;
-  assign \$389  = \$387  | \$388 ;
-  assign \$391  = \$386  & \$390 ;
-  assign \$392  = req_w_stb & sel_region_index;
-  assign \$393  = req_r_stb & sel_region_index;
-  assign \$394  = region_fetch | region_load;
-  assign \$395  = \$393  & \$394 ;
-  assign \$396  = req_w_stb & sel_region_base_lo;
+  assign \$325  = read_section[0] ? read_part11 : read_part10;
+  assign \$326  = read_section[0] ? 32'd0 : read_part8;
+  assign \$327  = read_section[1] ? \$325  : \$326 ;
+  assign \$328  = read_section[2] ? \$324  : \$327 ;
+  assign \$329  = read_section[0] ? 32'd0 : read_part6;
+  assign \$330  = read_section[0] ? read_part5 : read_part4;
+  assign \$331  = read_section[1] ? \$329  : \$330 ;
+  assign \$332  = read_section[0] ? read_part3 : read_part2;
+  assign \$333  = read_section[0] ? read_part1 : read_part0;
+  assign \$334  = read_section[1] ? \$332  : \$333 ;
+  assign \$335  = read_section[2] ? \$331  : \$334 ;
+  assign \$336  = read_section[3] ? \$328  : \$335 ;
+  assign \$337  = read_unaligned ? 32'd0 : \$336 ;
+  assign \$338  = req_r_stb | req_w_stb;
+  assign \$339  = ~ mapped;
+  assign \$340  = \$338  & \$339 ;
+  assign \$341  = req_w_stb & sel_id;
+  assign \$342  = req_w_stb & sel_config;
+  assign \$343  = req_w_stb & sel_status;
+  assign \$344  = req_w_stb & sel_track_result_op;
+  assign \$345  = req_w_stb & sel_track_result_threshold;
+  assign \$346  = req_w_stb & sel_tracker_writes_compute;
+  assign \$347  = req_w_stb & sel_tracker_writes_dma;
+  assign \$348  = req_w_stb & sel_tracker_writes_remote;
+  assign \$349  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$350  = req_w_stb & sel_tracker_triggers;
+  assign \$351  = req_w_stb & sel_tracker_dropped;
+  assign \$352  = req_w_stb & sel_dma_triggers;
+  assign \$353  = req_w_stb & sel_dma_rejected;
+  assign \$354  = req_w_stb & sel_dma_reads;
+  assign \$355  = req_w_stb & sel_dma_packets;
+  assign \$356  = req_w_stb & sel_dma_bad_program;
+  assign \$357  = req_w_stb & sel_dma_bad_range;
+  assign \$358  = req_w_stb & sel_dma_bad_pitch;
+  assign \$359  = req_w_stb & sel_dma_desc_busy;
+  assign \$360  = req_w_stb & sel_dma_aborted;
+  assign \$361  = req_w_stb & sel_addrmap_local;
+  assign \$362  = req_w_stb & sel_addrmap_tracked;
+  assign \$363  = req_w_stb & sel_addrmap_remote;
+  assign \$364  = req_w_stb & sel_addrmap_unmapped;
+  assign \$365  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$366  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$367  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$368  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$369  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$370  = req_w_stb & sel_arb_status;
+  assign \$371  = req_w_stb & sel_arbiter_grants_load;
+  assign \$372  = req_w_stb & sel_arbiter_grants_store;
+  assign \$373  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$374  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$375  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$376  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$377  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$378  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$379  = req_w_stb & sel_arbiter_starved;
+  assign \$380  = req_w_stb & sel_tracker_capture;
+  assign \$381  = req_w_stb & sel_dma_capture_index;
+  assign \$382  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$383  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$384  = req_w_stb & sel_dma_capture_events;
+  assign \$385  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$386  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$387  = req_w_stb & sel_addrmap_capture_device;
+  assign \$388  = | { \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341  };
+  assign \$389  = sweep_at < 4'h8;
+  assign \$390  = | addrmap_errors[1:0];
+  assign \$391  = ~ \$390 ;
+  assign \$392  = region_verdict & \$391 ;
+  assign \$393  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$394  = ~ \$393 ;
+  assign \$395  = desc_verdict & \$394 ;
+  assign \$396  = req_w_stb & sel_region_index;
   assign \$397  = region_program__valid | region_judging;
   assign \$398  = region_fetch | region_load;
   assign \$399  = \$397  | \$398 ;
   assign \$401  = \$396  & \$400 ;
-  assign \$402  = req_w_stb & sel_region_base_lo;
-  assign \$403  = req_r_stb & sel_region_base_lo;
+  assign \$402  = req_w_stb & sel_region_index;
+  assign \$403  = req_r_stb & sel_region_index;
   assign \$404  = region_fetch | region_load;
   assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_region_base_hi;
+  assign \$406  = req_w_stb & sel_region_base_lo;
   assign \$407  = region_program__valid | region_judging;
   assign \$408  = region_fetch | region_load;
   assign \$409  = \$407  | \$408 ;
   assign \$411  = \$406  & \$410 ;
-  assign \$412  = req_w_stb & sel_region_base_hi;
-  assign \$413  = req_r_stb & sel_region_base_hi;
+  assign \$412  = req_w_stb & sel_region_base_lo;
+  assign \$413  = req_r_stb & sel_region_base_lo;
   assign \$414  = region_fetch | region_load;
   assign \$415  = \$413  & \$414 ;
-  assign \$416  = req_w_stb & sel_region_size_lo;
+  assign \$416  = req_w_stb & sel_region_base_hi;
   assign \$417  = region_program__valid | region_judging;
   assign \$418  = region_fetch | region_load;
   assign \$419  = \$417  | \$418 ;
   assign \$421  = \$416  & \$420 ;
-  assign \$422  = req_w_stb & sel_region_size_lo;
-  assign \$423  = req_r_stb & sel_region_size_lo;
+  assign \$422  = req_w_stb & sel_region_base_hi;
+  assign \$423  = req_r_stb & sel_region_base_hi;
   assign \$424  = region_fetch | region_load;
   assign \$425  = \$423  & \$424 ;
-  assign \$426  = req_w_stb & sel_region_size_hi;
+  assign \$426  = req_w_stb & sel_region_size_lo;
   assign \$427  = region_program__valid | region_judging;
   assign \$428  = region_fetch | region_load;
   assign \$429  = \$427  | \$428 ;
   assign \$431  = \$426  & \$430 ;
-  assign \$432  = req_w_stb & sel_region_size_hi;
-  assign \$433  = req_r_stb & sel_region_size_hi;
+  assign \$432  = req_w_stb & sel_region_size_lo;
+  assign \$433  = req_r_stb & sel_region_size_lo;
   assign \$434  = region_fetch | region_load;
   assign \$435  = \$433  & \$434 ;
-  assign \$436  = req_w_stb & sel_region_remote_base_lo;
+  assign \$436  = req_w_stb & sel_region_size_hi;
   assign \$437  = region_program__valid | region_judging;
   assign \$438  = region_fetch | region_load;
   assign \$439  = \$437  | \$438 ;
   assign \$441  = \$436  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_remote_base_lo;
-  assign \$443  = req_r_stb & sel_region_remote_base_lo;
+  assign \$442  = req_w_stb & sel_region_size_hi;
+  assign \$443  = req_r_stb & sel_region_size_hi;
   assign \$444  = region_fetch | region_load;
   assign \$445  = \$443  & \$444 ;
-  assign \$446  = req_w_stb & sel_region_remote_base_hi;
+  assign \$446  = req_w_stb & sel_region_remote_base_lo;
   assign \$447  = region_program__valid | region_judging;
   assign \$448  = region_fetch | region_load;
   assign \$449  = \$447  | \$448 ;
   assign \$451  = \$446  & \$450 ;
-  assign \$452  = req_w_stb & sel_region_remote_base_hi;
-  assign \$453  = req_r_stb & sel_region_remote_base_hi;
+  assign \$452  = req_w_stb & sel_region_remote_base_lo;
+  assign \$453  = req_r_stb & sel_region_remote_base_lo;
   assign \$454  = region_fetch | region_load;
   assign \$455  = \$453  & \$454 ;
-  assign \$456  = req_w_stb & sel_desc_index;
-  assign \$457  = dma_program__valid | desc_judging;
-  assign \$458  = desc_fetch | desc_load;
+  assign \$456  = req_w_stb & sel_region_remote_base_hi;
+  assign \$457  = region_program__valid | region_judging;
+  assign \$458  = region_fetch | region_load;
   assign \$459  = \$457  | \$458 ;
   assign \$461  = \$456  & \$460 ;
-  assign \$462  = req_w_stb & sel_desc_index;
-  assign \$463  = req_r_stb & sel_desc_index;
-  assign \$464  = desc_fetch | desc_load;
+  assign \$462  = req_w_stb & sel_region_remote_base_hi;
+  assign \$463  = req_r_stb & sel_region_remote_base_hi;
+  assign \$464  = region_fetch | region_load;
   assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_desc_rows;
+  assign \$466  = req_w_stb & sel_desc_index;
   assign \$467  = dma_program__valid | desc_judging;
   assign \$468  = desc_fetch | desc_load;
   assign \$469  = \$467  | \$468 ;
   assign \$471  = \$466  & \$470 ;
-  assign \$472  = req_w_stb & sel_desc_rows;
-  assign \$473  = req_r_stb & sel_desc_rows;
+  assign \$472  = req_w_stb & sel_desc_index;
+  assign \$473  = req_r_stb & sel_desc_index;
   assign \$474  = desc_fetch | desc_load;
   assign \$475  = \$473  & \$474 ;
-  assign \$476  = req_w_stb & sel_desc_pitch;
+  assign \$476  = req_w_stb & sel_desc_rows;
   assign \$477  = dma_program__valid | desc_judging;
   assign \$478  = desc_fetch | desc_load;
   assign \$479  = \$477  | \$478 ;
   assign \$481  = \$476  & \$480 ;
-  assign \$482  = req_w_stb & sel_desc_pitch;
-  assign \$483  = req_r_stb & sel_desc_pitch;
+  assign \$482  = req_w_stb & sel_desc_rows;
+  assign \$483  = req_r_stb & sel_desc_rows;
   assign \$484  = desc_fetch | desc_load;
   assign \$485  = \$483  & \$484 ;
-  assign \$486  = req_w_stb & sel_desc_src_lo;
+  assign \$486  = req_w_stb & sel_desc_pitch;
   assign \$487  = dma_program__valid | desc_judging;
   assign \$488  = desc_fetch | desc_load;
   assign \$489  = \$487  | \$488 ;
   assign \$491  = \$486  & \$490 ;
-  assign \$492  = req_w_stb & sel_desc_src_lo;
-  assign \$493  = req_r_stb & sel_desc_src_lo;
+  assign \$492  = req_w_stb & sel_desc_pitch;
+  assign \$493  = req_r_stb & sel_desc_pitch;
   assign \$494  = desc_fetch | desc_load;
   assign \$495  = \$493  & \$494 ;
-  assign \$496  = req_w_stb & sel_desc_src_hi;
+  assign \$496  = req_w_stb & sel_desc_src_lo;
   assign \$497  = dma_program__valid | desc_judging;
   assign \$498  = desc_fetch | desc_load;
   assign \$499  = \$497  | \$498 ;
   assign \$501  = \$496  & \$500 ;
-  assign \$502  = req_w_stb & sel_desc_src_hi;
-  assign \$503  = req_r_stb & sel_desc_src_hi;
+  assign \$502  = req_w_stb & sel_desc_src_lo;
+  assign \$503  = req_r_stb & sel_desc_src_lo;
   assign \$504  = desc_fetch | desc_load;
   assign \$505  = \$503  & \$504 ;
-  assign \$506  = req_w_stb & sel_desc_dst_lo;
+  assign \$506  = req_w_stb & sel_desc_src_hi;
   assign \$507  = dma_program__valid | desc_judging;
   assign \$508  = desc_fetch | desc_load;
   assign \$509  = \$507  | \$508 ;
   assign \$511  = \$506  & \$510 ;
-  assign \$512  = req_w_stb & sel_desc_dst_lo;
-  assign \$513  = req_r_stb & sel_desc_dst_lo;
+  assign \$512  = req_w_stb & sel_desc_src_hi;
+  assign \$513  = req_r_stb & sel_desc_src_hi;
   assign \$514  = desc_fetch | desc_load;
   assign \$515  = \$513  & \$514 ;
-  assign \$516  = req_w_stb & sel_desc_dst_hi;
+  assign \$516  = req_w_stb & sel_desc_dst_lo;
   assign \$517  = dma_program__valid | desc_judging;
   assign \$518  = desc_fetch | desc_load;
   assign \$519  = \$517  | \$518 ;
   assign \$521  = \$516  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_dst_hi;
-  assign \$523  = req_r_stb & sel_desc_dst_hi;
+  assign \$522  = req_w_stb & sel_desc_dst_lo;
+  assign \$523  = req_r_stb & sel_desc_dst_lo;
   assign \$524  = desc_fetch | desc_load;
   assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_track_op;
-  assign \$529  = \$528  | track_answer;
-  assign \$530  = \$526  & \$529 ;
-  assign \$531  = req_w_stb & sel_track_op;
-  assign \$532  = req_w_stb & sel_track_cmd;
-  assign \$535  = \$534  | track_answer;
-  assign \$536  = \$532  & \$535 ;
-  assign \$537  = req_w_stb & sel_track_cmd;
-  assign \$538  = req_w_stb & sel_arb_policy;
-  assign \$542  = \$538  & \$541 ;
-  assign \$543  = req_w_stb & sel_arb_policy;
-  assign \$544  = req_w_stb & sel_arb_starvation_limit;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_arb_starvation_limit;
-  assign \$550  = req_w_stb & sel_command;
-  assign \$551  = region_program__valid | region_judging;
-  assign \$552  = region_fetch | region_load;
-  assign \$553  = \$551  | \$552 ;
-  assign \$555  = \$554  | sweep;
-  assign \$556  = region_program__valid | region_judging;
-  assign \$557  = region_fetch | region_load;
-  assign \$558  = \$556  | \$557 ;
-  assign \$560  = \$559  | sweep;
-  assign \$561  = dma_program__valid | desc_judging;
-  assign \$562  = desc_fetch | desc_load;
+  assign \$526  = req_w_stb & sel_desc_dst_hi;
+  assign \$527  = dma_program__valid | desc_judging;
+  assign \$528  = desc_fetch | desc_load;
+  assign \$529  = \$527  | \$528 ;
+  assign \$531  = \$526  & \$530 ;
+  assign \$532  = req_w_stb & sel_desc_dst_hi;
+  assign \$533  = req_r_stb & sel_desc_dst_hi;
+  assign \$534  = desc_fetch | desc_load;
+  assign \$535  = \$533  & \$534 ;
+  assign \$536  = req_w_stb & sel_track_op;
+  assign \$539  = \$538  | track_answer;
+  assign \$540  = \$536  & \$539 ;
+  assign \$541  = req_w_stb & sel_track_op;
+  assign \$542  = req_w_stb & sel_track_cmd;
+  assign \$545  = \$544  | track_answer;
+  assign \$546  = \$542  & \$545 ;
+  assign \$547  = req_w_stb & sel_track_cmd;
+  assign \$548  = req_w_stb & sel_arb_policy;
+  assign \$552  = \$548  & \$551 ;
+  assign \$553  = req_w_stb & sel_arb_policy;
+  assign \$554  = req_w_stb & sel_arb_starvation_limit;
+  assign \$558  = \$554  & \$557 ;
+  assign \$559  = req_w_stb & sel_arb_starvation_limit;
+  assign \$560  = req_w_stb & sel_command;
+  assign \$561  = region_program__valid | region_judging;
+  assign \$562  = region_fetch | region_load;
   assign \$563  = \$561  | \$562 ;
-  assign \$565  = sweep | dma_busy;
-  assign \$566  = \$564  | \$565 ;
-  assign \$567  = dma_program__valid | desc_judging;
-  assign \$568  = desc_fetch | desc_load;
-  assign \$569  = \$567  | \$568 ;
-  assign \$571  = \$570  | sweep;
-  assign \$574  = \$573  | track_answer;
-  assign \$575  = \$574  | tracker_busy;
-  assign \$580  = req_w_stb & sel_csr_errors;
-  assign \$581  = req_w_stb & sel_tracker_errors;
-  assign \$582  = req_w_stb & sel_dma_errors;
-  assign \$583  = req_w_stb & sel_addrmap_errors;
-  assign \$584  = req_w_stb & sel_arbiter_errors;
-  assign \$585  = region_program__valid | region_judging;
-  assign \$586  = region_fetch | region_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = dma_program__valid | desc_judging;
-  assign \$590  = desc_fetch | desc_load;
-  assign \$591  = \$589  | \$590 ;
-  assign \$595  = \$594  | track_answer;
+  assign \$565  = \$564  | sweep;
+  assign \$566  = region_program__valid | region_judging;
+  assign \$567  = region_fetch | region_load;
+  assign \$568  = \$566  | \$567 ;
+  assign \$570  = \$569  | sweep;
+  assign \$571  = dma_program__valid | desc_judging;
+  assign \$572  = desc_fetch | desc_load;
+  assign \$573  = \$571  | \$572 ;
+  assign \$575  = sweep | dma_busy;
+  assign \$576  = \$574  | \$575 ;
+  assign \$577  = dma_program__valid | desc_judging;
+  assign \$578  = desc_fetch | desc_load;
+  assign \$579  = \$577  | \$578 ;
+  assign \$581  = \$580  | sweep;
+  assign \$584  = \$583  | track_answer;
+  assign \$585  = \$584  | tracker_busy;
+  assign \$590  = region_program__valid | region_judging;
+  assign \$591  = region_fetch | region_load;
+  assign \$592  = \$590  | \$591 ;
+  assign \$594  = dma_program__valid | desc_judging;
+  assign \$595  = desc_fetch | desc_load;
+  assign \$596  = \$594  | \$595 ;
+  assign \$600  = \$599  | track_answer;
   always @(posedge clk)
-    req_addr <= \$599 ;
+    req_addr <= \$604 ;
   always @(posedge clk)
-    req_w_data <= \$600 ;
+    req_w_data <= \$605 ;
   always @(posedge clk)
-    req_w_stb <= \$601 ;
+    req_w_stb <= \$606 ;
   always @(posedge clk)
-    req_r_stb <= \$602 ;
+    req_r_stb <= \$607 ;
   always @(posedge clk)
-    sel_id <= \$603 ;
+    sel_id <= \$608 ;
   always @(posedge clk)
-    sel_config <= \$604 ;
+    sel_config <= \$609 ;
   always @(posedge clk)
-    sel_status <= \$605 ;
+    sel_status <= \$610 ;
   always @(posedge clk)
-    sel_command <= \$606 ;
+    sel_command <= \$611 ;
   always @(posedge clk)
-    sel_device_id <= \$607 ;
+    sel_device_id <= \$612 ;
   always @(posedge clk)
-    sel_csr_errors <= \$608 ;
+    sel_csr_errors <= \$613 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$609 ;
+    sel_tracker_errors <= \$614 ;
   always @(posedge clk)
-    sel_dma_errors <= \$610 ;
+    sel_dma_errors <= \$615 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$611 ;
+    sel_addrmap_errors <= \$616 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$612 ;
+    sel_arbiter_errors <= \$617 ;
   always @(posedge clk)
-    sel_region_index <= \$613 ;
+    sel_region_index <= \$618 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$614 ;
+    sel_region_base_lo <= \$619 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$615 ;
+    sel_region_base_hi <= \$620 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$616 ;
+    sel_region_size_lo <= \$621 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$617 ;
+    sel_region_size_hi <= \$622 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$618 ;
+    sel_region_remote_base_lo <= \$623 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$619 ;
+    sel_region_remote_base_hi <= \$624 ;
   always @(posedge clk)
-    sel_desc_index <= \$620 ;
+    sel_desc_index <= \$625 ;
   always @(posedge clk)
-    sel_desc_rows <= \$621 ;
+    sel_desc_rows <= \$626 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$622 ;
+    sel_desc_pitch <= \$627 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$623 ;
+    sel_desc_src_lo <= \$628 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$624 ;
+    sel_desc_src_hi <= \$629 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$625 ;
+    sel_desc_dst_lo <= \$630 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$626 ;
+    sel_desc_dst_hi <= \$631 ;
   always @(posedge clk)
-    sel_track_op <= \$627 ;
+    sel_track_op <= \$632 ;
   always @(posedge clk)
-    sel_track_cmd <= \$628 ;
+    sel_track_cmd <= \$633 ;
   always @(posedge clk)
-    sel_track_result_op <= \$629 ;
+    sel_track_result_op <= \$634 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$630 ;
+    sel_track_result_threshold <= \$635 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$631 ;
+    sel_tracker_writes_compute <= \$636 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$632 ;
+    sel_tracker_writes_dma <= \$637 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$633 ;
+    sel_tracker_writes_remote <= \$638 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$634 ;
+    sel_tracker_unprogrammed <= \$639 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$635 ;
+    sel_tracker_triggers <= \$640 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$636 ;
+    sel_tracker_dropped <= \$641 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$637 ;
+    sel_dma_triggers <= \$642 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$638 ;
+    sel_dma_rejected <= \$643 ;
   always @(posedge clk)
-    sel_dma_reads <= \$639 ;
+    sel_dma_reads <= \$644 ;
   always @(posedge clk)
-    sel_dma_packets <= \$640 ;
+    sel_dma_packets <= \$645 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$641 ;
+    sel_dma_bad_program <= \$646 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$642 ;
+    sel_dma_bad_range <= \$647 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$643 ;
+    sel_dma_bad_pitch <= \$648 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$644 ;
+    sel_dma_desc_busy <= \$649 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$645 ;
+    sel_dma_aborted <= \$650 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$646 ;
+    sel_addrmap_local <= \$651 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$647 ;
+    sel_addrmap_tracked <= \$652 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$648 ;
+    sel_addrmap_remote <= \$653 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$649 ;
+    sel_addrmap_unmapped <= \$654 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$650 ;
+    sel_addrmap_store_crosses <= \$655 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$651 ;
+    sel_addrmap_rx_misrouted <= \$656 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$652 ;
+    sel_addrmap_rx_remote <= \$657 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$653 ;
+    sel_addrmap_rx_unmapped <= \$658 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$654 ;
+    sel_addrmap_rx_crosses <= \$659 ;
   always @(posedge clk)
-    sel_arb_policy <= \$655 ;
+    sel_arb_policy <= \$660 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$656 ;
+    sel_arb_starvation_limit <= \$661 ;
   always @(posedge clk)
-    sel_arb_status <= \$657 ;
+    sel_arb_status <= \$662 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$658 ;
+    sel_arbiter_grants_load <= \$663 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$659 ;
+    sel_arbiter_grants_store <= \$664 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$660 ;
+    sel_arbiter_grants_dma <= \$665 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$661 ;
+    sel_arbiter_grants_remote <= \$666 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$662 ;
+    sel_arbiter_stalls_load <= \$667 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$663 ;
+    sel_arbiter_stalls_store <= \$668 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$664 ;
+    sel_arbiter_stalls_dma <= \$669 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$665 ;
+    sel_arbiter_stalls_remote <= \$670 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$666 ;
+    sel_arbiter_starved <= \$671 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$667 ;
+    sel_csr_irq_enable <= \$672 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$668 ;
+    sel_tracker_irq_enable <= \$673 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$669 ;
+    sel_dma_irq_enable <= \$674 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$670 ;
+    sel_addrmap_irq_enable <= \$675 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$671 ;
+    sel_arbiter_irq_enable <= \$676 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$672 ;
+    sel_tracker_capture <= \$677 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$673 ;
+    sel_dma_capture_index <= \$678 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$674 ;
+    sel_dma_capture_addr_lo <= \$679 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$675 ;
+    sel_dma_capture_addr_hi <= \$680 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$676 ;
+    sel_dma_capture_events <= \$681 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$677 ;
+    sel_addrmap_capture_addr_lo <= \$682 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$678 ;
+    sel_addrmap_capture_addr_hi <= \$683 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$679 ;
+    sel_addrmap_capture_device <= \$684 ;
   always @(posedge clk)
-    mapped <= \$680 ;
+    mapped <= \$685 ;
   always @(posedge clk)
-    sweep_at <= \$681 ;
+    sweep_at <= \$686 ;
   always @(posedge clk)
-    sweep <= \$682 ;
+    sweep <= \$687 ;
   always @(posedge clk)
-    region_program__valid <= \$683 ;
+    region_program__valid <= \$688 ;
   always @(posedge clk)
-    dma_program__valid <= \$684 ;
+    dma_program__valid <= \$689 ;
   always @(posedge clk)
-    tracker_program__valid <= \$685 ;
+    tracker_program__valid <= \$690 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$686 ;
+    arbiter_program__valid <= \$691 ;
   always @(posedge clk)
-    region_waiting0 <= \$687 ;
+    region_waiting0 <= \$692 ;
   always @(posedge clk)
-    region_waiting1 <= \$688 ;
+    region_waiting1 <= \$693 ;
   always @(posedge clk)
-    region_waiting2 <= \$689 ;
+    region_waiting2 <= \$694 ;
   always @(posedge clk)
-    region_waiting3 <= \$690 ;
+    region_waiting3 <= \$695 ;
   always @(posedge clk)
-    region_waiting4 <= \$691 ;
+    region_waiting4 <= \$696 ;
   always @(posedge clk)
-    region_waiting5 <= \$692 ;
+    region_waiting5 <= \$697 ;
   always @(posedge clk)
-    region_waiting6 <= \$693 ;
+    region_waiting6 <= \$698 ;
   always @(posedge clk)
-    region_waiting7 <= \$694 ;
+    region_waiting7 <= \$699 ;
   always @(posedge clk)
-    region_waiting8 <= \$695 ;
+    region_waiting8 <= \$700 ;
   always @(posedge clk)
-    region_waiting9 <= \$696 ;
+    region_waiting9 <= \$701 ;
   always @(posedge clk)
-    region_waiting10 <= \$697 ;
+    region_waiting10 <= \$702 ;
   always @(posedge clk)
-    region_waiting11 <= \$698 ;
+    region_waiting11 <= \$703 ;
   always @(posedge clk)
-    region_verdict <= \$699 ;
+    region_verdict <= \$704 ;
   always @(posedge clk)
-    region_judging <= \$700 ;
+    region_judging <= \$705 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$701 ;
+    region_fetch <= \$706 ;
   always @(posedge clk)
-    region_load <= \$702 ;
+    region_load <= \$707 ;
   always @(posedge clk)
-    region_program__payload <= \$703 ;
+    region_program__payload <= \$708 ;
   always @(posedge clk)
-    desc_waiting0 <= \$704 ;
+    desc_waiting0 <= \$709 ;
   always @(posedge clk)
-    desc_waiting1 <= \$705 ;
+    desc_waiting1 <= \$710 ;
   always @(posedge clk)
-    desc_waiting2 <= \$706 ;
+    desc_waiting2 <= \$711 ;
   always @(posedge clk)
-    desc_waiting3 <= \$707 ;
+    desc_waiting3 <= \$712 ;
   always @(posedge clk)
-    desc_verdict <= \$708 ;
+    desc_verdict <= \$713 ;
   always @(posedge clk)
-    desc_judging <= \$709 ;
+    desc_judging <= \$714 ;
   always @(posedge clk)
     desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_fetch <= \$710 ;
+    desc_fetch <= \$715 ;
   always @(posedge clk)
-    desc_load <= \$711 ;
+    desc_load <= \$716 ;
   always @(posedge clk)
-    dma_program__payload <= \$712 ;
+    dma_program__payload <= \$717 ;
   always @(posedge clk)
-    track_result <= \$713 ;
+    track_result <= \$718 ;
   always @(posedge clk)
-    track_answer <= \$714 ;
+    track_answer <= \$719 ;
   always @(posedge clk)
-    tracker_program__payload <= \$715 ;
+    tracker_program__payload <= \$720 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$716 ;
+    arbiter_program__payload <= \$721 ;
   always @(posedge clk)
-    device_id <= \$717 ;
+    device_id <= \$722 ;
   always @(posedge clk)
-    csr_irq_enable <= \$718 ;
+    csr_irq_enable <= \$723 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$719 ;
+    tracker_irq_enable <= \$724 ;
   always @(posedge clk)
-    dma_irq_enable <= \$720 ;
+    dma_irq_enable <= \$725 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$721 ;
+    addrmap_irq_enable <= \$726 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$722 ;
+    arbiter_irq_enable <= \$727 ;
   always @(posedge clk)
-    errors <= \$723 ;
+    tracker_events <= \$728 ;
   always @(posedge clk)
-    tracker_sticky <= \$724 ;
+    dma_events <= \$729 ;
   always @(posedge clk)
-    dma_sticky <= \$725 ;
+    addrmap_events <= \$730 ;
   always @(posedge clk)
-    addrmap_sticky <= \$726 ;
+    arbiter_events <= \$731 ;
   always @(posedge clk)
-    arbiter_sticky <= \$727 ;
+    csr_errors_clear <= \$732 ;
   always @(posedge clk)
-    tracker_capture <= \$728 ;
+    errors <= \$733 ;
   always @(posedge clk)
-    dma_capture <= \$729 ;
+    tracker_errors_clear <= \$734 ;
   always @(posedge clk)
-    addrmap_capture <= \$730 ;
+    tracker_sticky <= \$735 ;
   always @(posedge clk)
-    irq <= \$731 ;
+    dma_errors_clear <= \$736 ;
   always @(posedge clk)
-    read_part0 <= \$732 ;
+    dma_sticky <= \$737 ;
   always @(posedge clk)
-    read_part1 <= \$733 ;
+    addrmap_errors_clear <= \$738 ;
   always @(posedge clk)
-    read_part2 <= \$734 ;
+    addrmap_sticky <= \$739 ;
   always @(posedge clk)
-    read_part3 <= \$735 ;
+    arbiter_errors_clear <= \$740 ;
   always @(posedge clk)
-    read_part4 <= \$736 ;
+    arbiter_sticky <= \$741 ;
   always @(posedge clk)
-    read_part5 <= \$737 ;
+    tracker_given <= \$742 ;
   always @(posedge clk)
-    read_part6 <= \$738 ;
+    \tracker_capture$162  <= \$743 ;
   always @(posedge clk)
-    read_part8 <= \$739 ;
+    dma_given <= \$744 ;
   always @(posedge clk)
-    read_part10 <= \$740 ;
+    \dma_capture$165  <= \$745 ;
   always @(posedge clk)
-    read_part11 <= \$741 ;
+    addrmap_given <= \$746 ;
   always @(posedge clk)
-    read_part13 <= \$742 ;
+    \addrmap_capture$168  <= \$747 ;
   always @(posedge clk)
-    read_part14 <= \$743 ;
+    irq <= \$748 ;
   always @(posedge clk)
-    read_pending <= \$744 ;
+    read_part0 <= \$749 ;
   always @(posedge clk)
-    read_section <= \$745 ;
+    read_part1 <= \$750 ;
   always @(posedge clk)
-    read_unaligned <= \$746 ;
+    read_part2 <= \$751 ;
   always @(posedge clk)
-    bus__r_data <= \$747 ;
+    read_part3 <= \$752 ;
+  always @(posedge clk)
+    read_part4 <= \$753 ;
+  always @(posedge clk)
+    read_part5 <= \$754 ;
+  always @(posedge clk)
+    read_part6 <= \$755 ;
+  always @(posedge clk)
+    read_part8 <= \$756 ;
+  always @(posedge clk)
+    read_part10 <= \$757 ;
+  always @(posedge clk)
+    read_part11 <= \$758 ;
+  always @(posedge clk)
+    read_part13 <= \$759 ;
+  always @(posedge clk)
+    read_part14 <= \$760 ;
+  always @(posedge clk)
+    read_pending <= \$761 ;
+  always @(posedge clk)
+    read_section <= \$762 ;
+  always @(posedge clk)
+    read_unaligned <= \$763 ;
+  always @(posedge clk)
+    bus__r_data <= \$764 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -88903,186 +89508,94 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$163  = \$162  | sweep;
   assign \$166  = \$165  | track_answer;
   assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_errors;
-  assign \$178  = ~ dma_errors_clear;
-  assign \$179  = dma_sticky & \$178 ;
-  assign \$180  = \$179  | dma_errors;
-  assign \$181  = ~ addrmap_errors_clear;
-  assign \$182  = addrmap_sticky & \$181 ;
-  assign \$183  = \$182  | addrmap_errors;
-  assign \$184  = ~ arbiter_errors_clear;
-  assign \$185  = arbiter_sticky & \$184 ;
-  assign \$186  = \$185  | arbiter_errors;
-  assign \$187  = | tracker_errors;
-  assign \$188  = ~ tracker_errors_clear;
-  assign \$189  = tracker_sticky & \$188 ;
-  assign \$190  = | \$189 ;
-  assign \$191  = ~ \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = | dma_errors;
-  assign \$194  = ~ dma_errors_clear;
-  assign \$195  = dma_sticky & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$193  & \$197 ;
-  assign \$199  = | addrmap_errors;
-  assign \$200  = ~ addrmap_errors_clear;
-  assign \$201  = addrmap_sticky & \$200 ;
-  assign \$202  = | \$201 ;
-  assign \$203  = ~ \$202 ;
-  assign \$204  = \$199  & \$203 ;
-  assign \$205  = errors & csr_irq_enable;
+  assign \$172  = bus__addr == 7'h40;
+  assign \$173  = bus__w_stb & \$172 ;
+  assign \$174  = ~ csr_errors_clear;
+  assign \$175  = errors & \$174 ;
+  assign \$176  = \$175  | set_err;
+  assign \$177  = bus__addr == 7'h44;
+  assign \$178  = bus__w_stb & \$177 ;
+  assign \$179  = ~ tracker_errors_clear;
+  assign \$180  = tracker_sticky & \$179 ;
+  assign \$181  = \$180  | tracker_events;
+  assign \$182  = bus__addr == 7'h48;
+  assign \$183  = bus__w_stb & \$182 ;
+  assign \$184  = ~ dma_errors_clear;
+  assign \$185  = dma_sticky & \$184 ;
+  assign \$186  = \$185  | dma_events;
+  assign \$187  = bus__addr == 7'h4c;
+  assign \$188  = bus__w_stb & \$187 ;
+  assign \$189  = ~ addrmap_errors_clear;
+  assign \$190  = addrmap_sticky & \$189 ;
+  assign \$191  = \$190  | addrmap_events;
+  assign \$192  = bus__addr == 7'h50;
+  assign \$193  = bus__w_stb & \$192 ;
+  assign \$194  = ~ arbiter_errors_clear;
+  assign \$195  = arbiter_sticky & \$194 ;
+  assign \$196  = \$195  | arbiter_events;
+  assign \$197  = | tracker_events;
+  assign \$198  = ~ tracker_errors_clear;
+  assign \$199  = tracker_sticky & \$198 ;
+  assign \$200  = | \$199 ;
+  assign \$201  = ~ \$200 ;
+  assign \$202  = \$197  & \$201 ;
+  assign \$203  = | dma_events;
+  assign \$204  = ~ dma_errors_clear;
+  assign \$205  = dma_sticky & \$204 ;
   assign \$206  = | \$205 ;
-  assign \$207  = tracker_sticky & tracker_irq_enable;
-  assign \$208  = | \$207 ;
-  assign \$209  = dma_sticky & dma_irq_enable;
-  assign \$210  = | \$209 ;
-  assign \$211  = addrmap_sticky & addrmap_irq_enable;
+  assign \$207  = ~ \$206 ;
+  assign \$208  = \$203  & \$207 ;
+  assign \$209  = | addrmap_events;
+  assign \$210  = ~ addrmap_errors_clear;
+  assign \$211  = addrmap_sticky & \$210 ;
   assign \$212  = | \$211 ;
-  assign \$213  = arbiter_sticky & arbiter_irq_enable;
-  assign \$214  = | \$213 ;
-  assign \$215  = | { \$214 , \$212 , \$210 , \$208 , \$206  };
-  assign \$216  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$217  = req_addr[3] ? 32'd0 : \$216 ;
-  assign \$218  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$219  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$220  = req_addr[3] ? \$218  : \$219 ;
-  assign \$221  = req_addr[4] ? \$217  : \$220 ;
-  assign \$222  = req_addr[5] ? 32'd0 : \$221 ;
-  assign \$223  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
-  assign \$225  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$226  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$227  = req_addr[3] ? \$225  : \$226 ;
-  assign \$228  = req_addr[4] ? \$224  : \$227 ;
-  assign \$229  = req_addr[5] ? 32'd0 : \$228 ;
-  assign \$230  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$231  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$232  = req_addr[3] ? \$230  : \$231 ;
-  assign \$233  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$234  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$235  = req_addr[3] ? \$233  : \$234 ;
-  assign \$236  = req_addr[4] ? \$232  : \$235 ;
-  assign \$237  = req_addr[5] ? 32'd0 : \$236 ;
-  assign \$238  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$239  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$240  = req_addr[3] ? \$238  : \$239 ;
-  assign \$241  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$242  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$243  = req_addr[3] ? \$241  : \$242 ;
-  assign \$244  = req_addr[4] ? \$240  : \$243 ;
-  assign \$245  = req_addr[5] ? 32'd0 : \$244 ;
-  assign \$246  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$247  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$248  = req_addr[3] ? \$246  : \$247 ;
-  assign \$249  = req_addr[4] ? 32'd0 : \$248 ;
-  assign \$250  = req_addr[5] ? 32'd0 : \$249 ;
-  assign \$251  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$252  = req_addr[3] ? 32'd0 : \$251 ;
+  assign \$213  = ~ \$212 ;
+  assign \$214  = \$209  & \$213 ;
+  assign \$215  = errors & csr_irq_enable;
+  assign \$216  = | \$215 ;
+  assign \$217  = tracker_sticky & tracker_irq_enable;
+  assign \$218  = | \$217 ;
+  assign \$219  = dma_sticky & dma_irq_enable;
+  assign \$220  = | \$219 ;
+  assign \$221  = addrmap_sticky & addrmap_irq_enable;
+  assign \$222  = | \$221 ;
+  assign \$223  = arbiter_sticky & arbiter_irq_enable;
+  assign \$224  = | \$223 ;
+  assign \$225  = | { \$224 , \$222 , \$220 , \$218 , \$216  };
+  assign \$226  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$227  = req_addr[3] ? 32'd0 : \$226 ;
+  assign \$228  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$229  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$230  = req_addr[3] ? \$228  : \$229 ;
+  assign \$231  = req_addr[4] ? \$227  : \$230 ;
+  assign \$232  = req_addr[5] ? 32'd0 : \$231 ;
+  assign \$233  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$234  = req_addr[3] ? 32'd0 : \$233 ;
+  assign \$235  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$599  = bus__addr;
+    \$604  = bus__addr;
     if (rst) begin
-      \$599  = 10'h000;
+      \$604  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$600  = bus__w_data;
+    \$605  = bus__w_data;
     if (rst) begin
-      \$600  = 32'd0;
+      \$605  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$601  = bus__w_stb;
-    if (rst) begin
-      \$601  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$602  = bus__r_stb;
-    if (rst) begin
-      \$602  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$603  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$603  = 1'h1;
-    endcase
-    if (rst) begin
-      \$603  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$604  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$604  = 1'h1;
-    endcase
-    if (rst) begin
-      \$604  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$605  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$605  = 1'h1;
-    endcase
-    if (rst) begin
-      \$605  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$606  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$606  = 1'h1;
-    endcase
+    \$606  = bus__w_stb;
     if (rst) begin
       \$606  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$607  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$607  = 1'h1;
-    endcase
+    \$607  = bus__r_stb;
     if (rst) begin
       \$607  = 1'h0;
     end
@@ -89092,16 +89605,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$608  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
           \$608  = 1'h1;
     endcase
     if (rst) begin
@@ -89115,16 +89618,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
           \$609  = 1'h1;
     endcase
     if (rst) begin
@@ -89140,16 +89633,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
           \$610  = 1'h1;
     endcase
     if (rst) begin
@@ -89167,16 +89650,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
           \$611  = 1'h1;
     endcase
     if (rst) begin
@@ -89196,16 +89669,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
           \$612  = 1'h1;
     endcase
     if (rst) begin
@@ -89227,16 +89690,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
           \$613  = 1'h1;
     endcase
     if (rst) begin
@@ -89260,16 +89713,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
           \$614  = 1'h1;
     endcase
     if (rst) begin
@@ -89295,16 +89738,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
           \$615  = 1'h1;
     endcase
     if (rst) begin
@@ -89332,16 +89765,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
           \$616  = 1'h1;
     endcase
     if (rst) begin
@@ -89371,16 +89794,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
           \$617  = 1'h1;
     endcase
     if (rst) begin
@@ -89412,16 +89825,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
           \$618  = 1'h1;
     endcase
     if (rst) begin
@@ -89455,16 +89858,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
           \$619  = 1'h1;
     endcase
     if (rst) begin
@@ -89500,16 +89893,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
           \$620  = 1'h1;
     endcase
     if (rst) begin
@@ -89547,16 +89930,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
           \$621  = 1'h1;
     endcase
     if (rst) begin
@@ -89596,16 +89969,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
           \$622  = 1'h1;
     endcase
     if (rst) begin
@@ -89647,16 +90010,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
           \$623  = 1'h1;
     endcase
     if (rst) begin
@@ -89700,16 +90053,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
           \$624  = 1'h1;
     endcase
     if (rst) begin
@@ -89755,16 +90098,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
           \$625  = 1'h1;
     endcase
     if (rst) begin
@@ -89812,16 +90145,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
           \$626  = 1'h1;
     endcase
     if (rst) begin
@@ -89871,16 +90194,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
           \$627  = 1'h1;
     endcase
     if (rst) begin
@@ -89932,16 +90245,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
           \$628  = 1'h1;
     endcase
     if (rst) begin
@@ -89995,16 +90298,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
           \$629  = 1'h1;
     endcase
     if (rst) begin
@@ -90060,16 +90353,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
           \$630  = 1'h1;
     endcase
     if (rst) begin
@@ -90127,16 +90410,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
           \$631  = 1'h1;
     endcase
     if (rst) begin
@@ -90196,16 +90469,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
           \$632  = 1'h1;
     endcase
     if (rst) begin
@@ -90267,16 +90530,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
           \$633  = 1'h1;
     endcase
     if (rst) begin
@@ -90340,16 +90593,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
           \$634  = 1'h1;
     endcase
     if (rst) begin
@@ -90415,16 +90658,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
           \$635  = 1'h1;
     endcase
     if (rst) begin
@@ -90492,16 +90725,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
           \$636  = 1'h1;
     endcase
     if (rst) begin
@@ -90571,16 +90794,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
           \$637  = 1'h1;
     endcase
     if (rst) begin
@@ -90652,16 +90865,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h144:
           /* empty */;
       10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
           \$638  = 1'h1;
     endcase
     if (rst) begin
@@ -90735,16 +90938,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h148:
           /* empty */;
       10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
           \$639  = 1'h1;
     endcase
     if (rst) begin
@@ -90820,16 +91013,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h14c:
           /* empty */;
       10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
           \$640  = 1'h1;
     endcase
     if (rst) begin
@@ -90907,16 +91090,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h150:
           /* empty */;
       10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
           \$641  = 1'h1;
     endcase
     if (rst) begin
@@ -90996,16 +91169,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h154:
           /* empty */;
       10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
           \$642  = 1'h1;
     endcase
     if (rst) begin
@@ -91087,16 +91250,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h180:
           /* empty */;
       10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
           \$643  = 1'h1;
     endcase
     if (rst) begin
@@ -91180,16 +91333,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h184:
           /* empty */;
       10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
           \$644  = 1'h1;
     endcase
     if (rst) begin
@@ -91275,16 +91418,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h188:
           /* empty */;
       10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
           \$645  = 1'h1;
     endcase
     if (rst) begin
@@ -91372,16 +91505,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h18c:
           /* empty */;
       10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
           \$646  = 1'h1;
     endcase
     if (rst) begin
@@ -91471,16 +91594,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h190:
           /* empty */;
       10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
           \$647  = 1'h1;
     endcase
     if (rst) begin
@@ -91572,16 +91685,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h194:
           /* empty */;
       10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
           \$648  = 1'h1;
     endcase
     if (rst) begin
@@ -91675,16 +91778,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h198:
           /* empty */;
       10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
           \$649  = 1'h1;
     endcase
     if (rst) begin
@@ -91780,16 +91873,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h19c:
           /* empty */;
       10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$650  = 1'h1;
     endcase
     if (rst) begin
@@ -91887,16 +91970,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h1a0:
           /* empty */;
       10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$651  = 1'h1;
     endcase
     if (rst) begin
@@ -91996,16 +92069,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h200:
           /* empty */;
       10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$652  = 1'h1;
     endcase
     if (rst) begin
@@ -92107,16 +92170,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h204:
           /* empty */;
       10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$653  = 1'h1;
     endcase
     if (rst) begin
@@ -92220,16 +92273,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h208:
           /* empty */;
       10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$654  = 1'h1;
     endcase
     if (rst) begin
@@ -92335,16 +92378,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h20c:
           /* empty */;
       10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$655  = 1'h1;
     endcase
     if (rst) begin
@@ -92452,16 +92485,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h210:
           /* empty */;
       10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$656  = 1'h1;
     endcase
     if (rst) begin
@@ -92571,16 +92594,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h214:
           /* empty */;
       10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$657  = 1'h1;
     endcase
     if (rst) begin
@@ -92692,16 +92705,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h218:
           /* empty */;
       10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$658  = 1'h1;
     endcase
     if (rst) begin
@@ -92815,16 +92818,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h21c:
           /* empty */;
       10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$659  = 1'h1;
     endcase
     if (rst) begin
@@ -92940,16 +92933,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h220:
           /* empty */;
       10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$660  = 1'h1;
     endcase
     if (rst) begin
@@ -93067,16 +93050,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h280:
           /* empty */;
       10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$661  = 1'h1;
     endcase
     if (rst) begin
@@ -93196,16 +93169,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h284:
           /* empty */;
       10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$662  = 1'h1;
     endcase
     if (rst) begin
@@ -93327,16 +93290,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h288:
           /* empty */;
       10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$663  = 1'h1;
     endcase
     if (rst) begin
@@ -93460,16 +93413,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c0:
           /* empty */;
       10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$664  = 1'h1;
     endcase
     if (rst) begin
@@ -93595,16 +93538,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c4:
           /* empty */;
       10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$665  = 1'h1;
     endcase
     if (rst) begin
@@ -93732,16 +93665,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2c8:
           /* empty */;
       10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$666  = 1'h1;
     endcase
     if (rst) begin
@@ -93871,16 +93794,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2cc:
           /* empty */;
       10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$667  = 1'h1;
     endcase
     if (rst) begin
@@ -94012,16 +93925,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d0:
           /* empty */;
       10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$668  = 1'h1;
     endcase
     if (rst) begin
@@ -94155,16 +94058,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d4:
           /* empty */;
       10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$669  = 1'h1;
     endcase
     if (rst) begin
@@ -94300,16 +94193,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2d8:
           /* empty */;
       10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$670  = 1'h1;
     endcase
     if (rst) begin
@@ -94447,16 +94330,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2dc:
           /* empty */;
       10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$671  = 1'h1;
     endcase
     if (rst) begin
@@ -94596,16 +94469,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h2e0:
           /* empty */;
       10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$672  = 1'h1;
     endcase
     if (rst) begin
@@ -94747,16 +94610,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h340:
           /* empty */;
       10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$673  = 1'h1;
     endcase
     if (rst) begin
@@ -94900,16 +94753,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h344:
           /* empty */;
       10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$674  = 1'h1;
     endcase
     if (rst) begin
@@ -95055,16 +94898,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h348:
           /* empty */;
       10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$675  = 1'h1;
     endcase
     if (rst) begin
@@ -95212,16 +95045,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h34c:
           /* empty */;
       10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$676  = 1'h1;
     endcase
     if (rst) begin
@@ -95371,16 +95194,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h350:
           /* empty */;
       10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$677  = 1'h1;
     endcase
     if (rst) begin
@@ -95532,16 +95345,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h380:
           /* empty */;
       10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$678  = 1'h1;
     endcase
     if (rst) begin
@@ -95695,16 +95498,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
       10'h384:
           /* empty */;
       10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$679  = 1'h1;
     endcase
     if (rst) begin
@@ -95716,158 +95509,150 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     \$680  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$680  = 1'h1;
+          /* empty */;
       10'h004:
-          \$680  = 1'h1;
+          /* empty */;
       10'h008:
-          \$680  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h010:
-          \$680  = 1'h1;
+          /* empty */;
       10'h040:
-          \$680  = 1'h1;
+          /* empty */;
       10'h044:
-          \$680  = 1'h1;
+          /* empty */;
       10'h048:
-          \$680  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h050:
-          \$680  = 1'h1;
+          /* empty */;
       10'h080:
-          \$680  = 1'h1;
+          /* empty */;
       10'h084:
-          \$680  = 1'h1;
+          /* empty */;
       10'h088:
-          \$680  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h090:
-          \$680  = 1'h1;
+          /* empty */;
       10'h094:
-          \$680  = 1'h1;
+          /* empty */;
       10'h098:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h100:
-          \$680  = 1'h1;
+          /* empty */;
       10'h104:
-          \$680  = 1'h1;
+          /* empty */;
       10'h108:
-          \$680  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h140:
-          \$680  = 1'h1;
+          /* empty */;
       10'h144:
-          \$680  = 1'h1;
+          /* empty */;
       10'h148:
-          \$680  = 1'h1;
+          /* empty */;
       10'h14c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h150:
-          \$680  = 1'h1;
+          /* empty */;
       10'h154:
-          \$680  = 1'h1;
+          /* empty */;
       10'h180:
-          \$680  = 1'h1;
+          /* empty */;
       10'h184:
-          \$680  = 1'h1;
+          /* empty */;
       10'h188:
-          \$680  = 1'h1;
+          /* empty */;
       10'h18c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h190:
-          \$680  = 1'h1;
+          /* empty */;
       10'h194:
-          \$680  = 1'h1;
+          /* empty */;
       10'h198:
-          \$680  = 1'h1;
+          /* empty */;
       10'h19c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h1a0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h200:
-          \$680  = 1'h1;
+          /* empty */;
       10'h204:
-          \$680  = 1'h1;
+          /* empty */;
       10'h208:
-          \$680  = 1'h1;
+          /* empty */;
       10'h20c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h210:
-          \$680  = 1'h1;
+          /* empty */;
       10'h214:
-          \$680  = 1'h1;
+          /* empty */;
       10'h218:
-          \$680  = 1'h1;
+          /* empty */;
       10'h21c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h220:
-          \$680  = 1'h1;
+          /* empty */;
       10'h280:
-          \$680  = 1'h1;
+          /* empty */;
       10'h284:
-          \$680  = 1'h1;
+          /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2c8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2cc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d4:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2d8:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2dc:
-          \$680  = 1'h1;
+          /* empty */;
       10'h2e0:
-          \$680  = 1'h1;
+          /* empty */;
       10'h340:
-          \$680  = 1'h1;
+          /* empty */;
       10'h344:
-          \$680  = 1'h1;
+          /* empty */;
       10'h348:
-          \$680  = 1'h1;
+          /* empty */;
       10'h34c:
-          \$680  = 1'h1;
+          /* empty */;
       10'h350:
-          \$680  = 1'h1;
+          /* empty */;
       10'h380:
-          \$680  = 1'h1;
+          /* empty */;
       10'h384:
-          \$680  = 1'h1;
+          /* empty */;
       10'h388:
-          \$680  = 1'h1;
+          /* empty */;
       10'h38c:
-          \$680  = 1'h1;
-      10'h390:
-          \$680  = 1'h1;
-      10'h394:
-          \$680  = 1'h1;
-      10'h398:
-          \$680  = 1'h1;
-      10'h39c:
           \$680  = 1'h1;
     endcase
     if (rst) begin
@@ -95876,31 +95661,834 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$681  = sweep_at;
-    if (sweep) begin
-      \$681  = \$1 [7:0];
-    end
+    \$681  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$681  = 1'h1;
+    endcase
     if (rst) begin
-      \$681  = 8'h00;
+      \$681  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$682  = sweep;
+    \$682  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$682  = 1'h1;
+    endcase
+    if (rst) begin
+      \$682  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$683  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$683  = 1'h1;
+    endcase
+    if (rst) begin
+      \$683  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$684  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$684  = 1'h1;
+    endcase
+    if (rst) begin
+      \$684  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$685  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$685  = 1'h1;
+      10'h004:
+          \$685  = 1'h1;
+      10'h008:
+          \$685  = 1'h1;
+      10'h00c:
+          \$685  = 1'h1;
+      10'h010:
+          \$685  = 1'h1;
+      10'h040:
+          \$685  = 1'h1;
+      10'h044:
+          \$685  = 1'h1;
+      10'h048:
+          \$685  = 1'h1;
+      10'h04c:
+          \$685  = 1'h1;
+      10'h050:
+          \$685  = 1'h1;
+      10'h080:
+          \$685  = 1'h1;
+      10'h084:
+          \$685  = 1'h1;
+      10'h088:
+          \$685  = 1'h1;
+      10'h08c:
+          \$685  = 1'h1;
+      10'h090:
+          \$685  = 1'h1;
+      10'h094:
+          \$685  = 1'h1;
+      10'h098:
+          \$685  = 1'h1;
+      10'h0c0:
+          \$685  = 1'h1;
+      10'h0c4:
+          \$685  = 1'h1;
+      10'h0c8:
+          \$685  = 1'h1;
+      10'h0cc:
+          \$685  = 1'h1;
+      10'h0d0:
+          \$685  = 1'h1;
+      10'h0d4:
+          \$685  = 1'h1;
+      10'h0d8:
+          \$685  = 1'h1;
+      10'h100:
+          \$685  = 1'h1;
+      10'h104:
+          \$685  = 1'h1;
+      10'h108:
+          \$685  = 1'h1;
+      10'h10c:
+          \$685  = 1'h1;
+      10'h140:
+          \$685  = 1'h1;
+      10'h144:
+          \$685  = 1'h1;
+      10'h148:
+          \$685  = 1'h1;
+      10'h14c:
+          \$685  = 1'h1;
+      10'h150:
+          \$685  = 1'h1;
+      10'h154:
+          \$685  = 1'h1;
+      10'h180:
+          \$685  = 1'h1;
+      10'h184:
+          \$685  = 1'h1;
+      10'h188:
+          \$685  = 1'h1;
+      10'h18c:
+          \$685  = 1'h1;
+      10'h190:
+          \$685  = 1'h1;
+      10'h194:
+          \$685  = 1'h1;
+      10'h198:
+          \$685  = 1'h1;
+      10'h19c:
+          \$685  = 1'h1;
+      10'h1a0:
+          \$685  = 1'h1;
+      10'h200:
+          \$685  = 1'h1;
+      10'h204:
+          \$685  = 1'h1;
+      10'h208:
+          \$685  = 1'h1;
+      10'h20c:
+          \$685  = 1'h1;
+      10'h210:
+          \$685  = 1'h1;
+      10'h214:
+          \$685  = 1'h1;
+      10'h218:
+          \$685  = 1'h1;
+      10'h21c:
+          \$685  = 1'h1;
+      10'h220:
+          \$685  = 1'h1;
+      10'h280:
+          \$685  = 1'h1;
+      10'h284:
+          \$685  = 1'h1;
+      10'h288:
+          \$685  = 1'h1;
+      10'h2c0:
+          \$685  = 1'h1;
+      10'h2c4:
+          \$685  = 1'h1;
+      10'h2c8:
+          \$685  = 1'h1;
+      10'h2cc:
+          \$685  = 1'h1;
+      10'h2d0:
+          \$685  = 1'h1;
+      10'h2d4:
+          \$685  = 1'h1;
+      10'h2d8:
+          \$685  = 1'h1;
+      10'h2dc:
+          \$685  = 1'h1;
+      10'h2e0:
+          \$685  = 1'h1;
+      10'h340:
+          \$685  = 1'h1;
+      10'h344:
+          \$685  = 1'h1;
+      10'h348:
+          \$685  = 1'h1;
+      10'h34c:
+          \$685  = 1'h1;
+      10'h350:
+          \$685  = 1'h1;
+      10'h380:
+          \$685  = 1'h1;
+      10'h384:
+          \$685  = 1'h1;
+      10'h388:
+          \$685  = 1'h1;
+      10'h38c:
+          \$685  = 1'h1;
+      10'h390:
+          \$685  = 1'h1;
+      10'h394:
+          \$685  = 1'h1;
+      10'h398:
+          \$685  = 1'h1;
+      10'h39c:
+          \$685  = 1'h1;
+    endcase
+    if (rst) begin
+      \$685  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$686  = sweep_at;
+    if (sweep) begin
+      \$686  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$686  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$687  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$682  = 1'h0;
+        \$687  = 1'h0;
       end
     end
     if (rst) begin
-      \$682  = 1'h1;
+      \$687  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$683  = region_program__valid;
+    \$688  = region_program__valid;
     if (\$3 ) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -95908,19 +96496,19 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$147 ) begin
             end else begin
-              \$683  = 1'h1;
+              \$688  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$683  = 1'h0;
+      \$688  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$684  = dma_program__valid;
+    \$689  = dma_program__valid;
     if (\$4 ) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -95932,19 +96520,19 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$158 ) begin
             end else begin
-              \$684  = 1'h1;
+              \$689  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$684  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$685  = tracker_program__valid;
+    \$690  = tracker_program__valid;
     if (\$5 ) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -95960,19 +96548,19 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$167 ) begin
             end else begin
-              \$685  = 1'h1;
+              \$690  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$685  = 1'h0;
+      \$690  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$686  = arbiter_program__valid;
+    \$691  = arbiter_program__valid;
     if (\$6 ) begin
-      \$686  = 1'h0;
+      \$691  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -95990,115 +96578,115 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$171 ) begin
             end else begin
-              \$686  = 1'h1;
+              \$691  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$686  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$687  = \$7 ;
-    if (rst) begin
-      \$687  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$688  = region_waiting0;
-    if (rst) begin
-      \$688  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$689  = region_waiting1;
-    if (rst) begin
-      \$689  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$690  = region_waiting2;
-    if (rst) begin
-      \$690  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$691  = region_waiting3;
     if (rst) begin
       \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$692  = region_waiting4;
+    \$692  = \$7 ;
     if (rst) begin
       \$692  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$693  = region_waiting5;
+    \$693  = region_waiting0;
     if (rst) begin
       \$693  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$694  = region_waiting6;
+    \$694  = region_waiting1;
     if (rst) begin
       \$694  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$695  = region_waiting7;
+    \$695  = region_waiting2;
     if (rst) begin
       \$695  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$696  = region_waiting8;
+    \$696  = region_waiting3;
     if (rst) begin
       \$696  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$697  = region_waiting9;
+    \$697  = region_waiting4;
     if (rst) begin
       \$697  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$698  = region_waiting10;
+    \$698  = region_waiting5;
     if (rst) begin
       \$698  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$699  = region_waiting11;
+    \$699  = region_waiting6;
     if (rst) begin
       \$699  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$700  = \$9 ;
+    \$700  = region_waiting7;
     if (rst) begin
       \$700  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$701  = 1'h0;
+    \$701  = region_waiting8;
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$702  = region_waiting9;
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$703  = region_waiting10;
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$704  = region_waiting11;
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$705  = \$9 ;
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$706  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -96107,112 +96695,112 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$152 ) begin
             end else begin
-              \$701  = 1'h1;
+              \$706  = 1'h1;
             end
       endcase
     end
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$702  = region_fetch;
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$703  = region_program__payload;
-    if (region_load) begin
-      \$703 [3] = region_got[0];
-      \$703 [5:4] = region_got[2:1];
-      \$703 [10:6] = region_got[7:3];
-      \$703 [58:11] = region_got[55:8];
-      \$703 [106:59] = region_got[103:56];
-      \$703 [154:107] = region_got[151:104];
-    end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$703 [2:0] = req_w_data[2:0];
-      \$703 [3] = req_w_data[3];
-      \$703 [5:4] = req_w_data[5:4];
-      \$703 [10:6] = req_w_data[10:6];
-    end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$703 [42:11] = req_w_data;
-    end
-    if (\$33 ) begin
-    end else if (\$34 ) begin
-      \$703 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$703 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$703 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$703 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$703 [154:139] = req_w_data[15:0];
-    end
-    if (rst) begin
-      \$703  = 155'h000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$704  = \$10 ;
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$705  = desc_waiting0;
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$706  = desc_waiting1;
     if (rst) begin
       \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$707  = desc_waiting2;
+    \$707  = region_fetch;
     if (rst) begin
       \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$708  = desc_waiting3;
+    \$708  = region_program__payload;
+    if (region_load) begin
+      \$708 [3] = region_got[0];
+      \$708 [5:4] = region_got[2:1];
+      \$708 [10:6] = region_got[7:3];
+      \$708 [58:11] = region_got[55:8];
+      \$708 [106:59] = region_got[103:56];
+      \$708 [154:107] = region_got[151:104];
+    end
+    if (\$19 ) begin
+    end else if (\$20 ) begin
+      \$708 [2:0] = req_w_data[2:0];
+      \$708 [3] = req_w_data[3];
+      \$708 [5:4] = req_w_data[5:4];
+      \$708 [10:6] = req_w_data[10:6];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$708 [42:11] = req_w_data;
+    end
+    if (\$33 ) begin
+    end else if (\$34 ) begin
+      \$708 [58:43] = req_w_data[15:0];
+    end
+    if (\$40 ) begin
+    end else if (\$41 ) begin
+      \$708 [90:59] = req_w_data;
+    end
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$708 [106:91] = req_w_data[15:0];
+    end
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$708 [138:107] = req_w_data;
+    end
+    if (\$61 ) begin
+    end else if (\$62 ) begin
+      \$708 [154:139] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$708  = 1'h0;
+      \$708  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$709  = \$12 ;
+    \$709  = \$10 ;
     if (rst) begin
       \$709  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$710  = 1'h0;
+    \$710  = desc_waiting0;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$711  = desc_waiting1;
+    if (rst) begin
+      \$711  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$712  = desc_waiting2;
+    if (rst) begin
+      \$712  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$713  = desc_waiting3;
+    if (rst) begin
+      \$713  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$714  = \$12 ;
+    if (rst) begin
+      \$714  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$715  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -96225,457 +96813,571 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
             (* full_case = 32'd1 *)
             if (\$163 ) begin
             end else begin
-              \$710  = 1'h1;
+              \$715  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$710  = 1'h0;
+      \$715  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$711  = desc_fetch;
+    \$716  = desc_fetch;
     if (rst) begin
-      \$711  = 1'h0;
+      \$716  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$712  = dma_program__payload;
+    \$717  = dma_program__payload;
     if (desc_load) begin
-      \$712 [8] = desc_got[0];
-      \$712 [9] = desc_got[1];
-      \$712 [14:10] = desc_got[6:2];
-      \$712 [30:15] = desc_got[22:7];
-      \$712 [42:31] = desc_got[34:23];
-      \$712 [58:43] = desc_got[50:35];
-      \$712 [82:59] = desc_got[74:51];
-      \$712 [130:83] = desc_got[122:75];
-      \$712 [178:131] = desc_got[170:123];
+      \$717 [8] = desc_got[0];
+      \$717 [9] = desc_got[1];
+      \$717 [14:10] = desc_got[6:2];
+      \$717 [30:15] = desc_got[22:7];
+      \$717 [42:31] = desc_got[34:23];
+      \$717 [58:43] = desc_got[50:35];
+      \$717 [82:59] = desc_got[74:51];
+      \$717 [130:83] = desc_got[122:75];
+      \$717 [178:131] = desc_got[170:123];
     end
     if (\$68 ) begin
     end else if (\$69 ) begin
-      \$712 [7:0] = req_w_data[7:0];
-      \$712 [8] = req_w_data[8];
-      \$712 [9] = req_w_data[9];
-      \$712 [14:10] = req_w_data[14:10];
-      \$712 [30:15] = req_w_data[30:15];
+      \$717 [7:0] = req_w_data[7:0];
+      \$717 [8] = req_w_data[8];
+      \$717 [9] = req_w_data[9];
+      \$717 [14:10] = req_w_data[14:10];
+      \$717 [30:15] = req_w_data[30:15];
     end
     if (\$75 ) begin
     end else if (\$76 ) begin
-      \$712 [42:31] = req_w_data[11:0];
-      \$712 [58:43] = req_w_data[27:12];
+      \$717 [42:31] = req_w_data[11:0];
+      \$717 [58:43] = req_w_data[27:12];
     end
     if (\$82 ) begin
     end else if (\$83 ) begin
-      \$712 [82:59] = req_w_data[23:0];
+      \$717 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$712 [114:83] = req_w_data;
+      \$717 [114:83] = req_w_data;
     end
     if (\$96 ) begin
     end else if (\$97 ) begin
-      \$712 [130:115] = req_w_data[15:0];
+      \$717 [130:115] = req_w_data[15:0];
     end
     if (\$103 ) begin
     end else if (\$104 ) begin
-      \$712 [162:131] = req_w_data;
+      \$717 [162:131] = req_w_data;
     end
     if (\$110 ) begin
     end else if (\$111 ) begin
-      \$712 [178:163] = req_w_data[15:0];
+      \$717 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$712  = 179'h000000000000000000000000000000000000000000000;
+      \$717  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$713  = track_result;
+    \$718  = track_result;
     if (tracker_result__valid) begin
-      \$713  = tracker_result__payload;
+      \$718  = tracker_result__payload;
     end
     if (rst) begin
-      \$713  = 59'h000000000000000;
+      \$718  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$714  = track_answer;
+    \$719  = track_answer;
     if (tracker_result__valid) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end else if (\$13 ) begin
-      \$714  = 1'h1;
+      \$719  = 1'h1;
     end
     if (rst) begin
-      \$714  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$715  = tracker_program__payload;
+    \$720  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$715 [1:0] = req_w_data[1:0];
-      \$715 [17:2] = req_w_data[17:2];
-      \$715 [29:18] = req_w_data[29:18];
+      \$720 [1:0] = req_w_data[1:0];
+      \$720 [17:2] = req_w_data[17:2];
+      \$720 [29:18] = req_w_data[29:18];
     end
     if (\$122 ) begin
     end else if (\$123 ) begin
-      \$715 [37:30] = req_w_data[7:0];
-      \$715 [38] = req_w_data[8];
+      \$720 [37:30] = req_w_data[7:0];
+      \$720 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$715  = 39'h0000000000;
+      \$720  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$716  = arbiter_program__payload;
+    \$721  = arbiter_program__payload;
     if (\$128 ) begin
     end else if (\$129 ) begin
-      \$716 [1:0] = req_w_data[1:0];
-      \$716 [9:2] = req_w_data[9:2];
-      \$716 [17:10] = req_w_data[17:10];
-      \$716 [22:18] = req_w_data[22:18];
+      \$721 [1:0] = req_w_data[1:0];
+      \$721 [9:2] = req_w_data[9:2];
+      \$721 [17:10] = req_w_data[17:10];
+      \$721 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$716 [38:23] = req_w_data[15:0];
+      \$721 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$716  = 39'h0200388002;
+      \$721  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$717  = device_id;
+    \$722  = device_id;
     if (\$136 ) begin
-      \$717  = req_w_data[4:0];
+      \$722  = req_w_data[4:0];
     end
     if (rst) begin
-      \$717  = 5'h00;
+      \$722  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$718  = csr_irq_enable;
+    \$723  = csr_irq_enable;
     if (\$137 ) begin
-      \$718 [0] = req_w_data[0];
-      \$718 [1] = req_w_data[1];
-      \$718 [2] = req_w_data[2];
-      \$718 [3] = req_w_data[3];
+      \$723 [0] = req_w_data[0];
+      \$723 [1] = req_w_data[1];
+      \$723 [2] = req_w_data[2];
+      \$723 [3] = req_w_data[3];
     end
-    if (rst) begin
-      \$718  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$719  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$719 [0] = req_w_data[0];
-      \$719 [1] = req_w_data[1];
-      \$719 [2] = req_w_data[2];
-      \$719 [3] = req_w_data[3];
-      \$719 [4] = req_w_data[4];
-      \$719 [5] = req_w_data[5];
-    end
-    if (rst) begin
-      \$719  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$720  = dma_irq_enable;
-    if (\$139 ) begin
-      \$720 [0] = req_w_data[0];
-      \$720 [1] = req_w_data[1];
-      \$720 [2] = req_w_data[2];
-      \$720 [3] = req_w_data[3];
-      \$720 [4] = req_w_data[4];
-      \$720 [5] = req_w_data[5];
-      \$720 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$720  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$721  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$721 [0] = req_w_data[0];
-      \$721 [1] = req_w_data[1];
-      \$721 [2] = req_w_data[2];
-      \$721 [3] = req_w_data[3];
-      \$721 [4] = req_w_data[4];
-      \$721 [5] = req_w_data[5];
-      \$721 [6] = req_w_data[6];
-    end
-    if (rst) begin
-      \$721  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$722  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$722 [0] = req_w_data[0];
-      \$722 [1] = req_w_data[1];
-    end
-    if (rst) begin
-      \$722  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    \$723  = \$174 ;
     if (rst) begin
       \$723  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$724  = \$177 ;
+    \$724  = tracker_irq_enable;
+    if (\$138 ) begin
+      \$724 [0] = req_w_data[0];
+      \$724 [1] = req_w_data[1];
+      \$724 [2] = req_w_data[2];
+      \$724 [3] = req_w_data[3];
+      \$724 [4] = req_w_data[4];
+      \$724 [5] = req_w_data[5];
+    end
     if (rst) begin
       \$724  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$725  = \$180 ;
+    \$725  = dma_irq_enable;
+    if (\$139 ) begin
+      \$725 [0] = req_w_data[0];
+      \$725 [1] = req_w_data[1];
+      \$725 [2] = req_w_data[2];
+      \$725 [3] = req_w_data[3];
+      \$725 [4] = req_w_data[4];
+      \$725 [5] = req_w_data[5];
+      \$725 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$725  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$726  = \$183 ;
+    \$726  = addrmap_irq_enable;
+    if (\$140 ) begin
+      \$726 [0] = req_w_data[0];
+      \$726 [1] = req_w_data[1];
+      \$726 [2] = req_w_data[2];
+      \$726 [3] = req_w_data[3];
+      \$726 [4] = req_w_data[4];
+      \$726 [5] = req_w_data[5];
+      \$726 [6] = req_w_data[6];
+    end
     if (rst) begin
       \$726  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$727  = \$186 ;
+    \$727  = arbiter_irq_enable;
+    if (\$141 ) begin
+      \$727 [0] = req_w_data[0];
+      \$727 [1] = req_w_data[1];
+    end
     if (rst) begin
       \$727  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$728  = tracker_capture;
-    if (\$192 ) begin
-      \$728 [15:0] = \tracker_capture$157 [15:0];
-      \$728 [23:16] = \tracker_capture$157 [23:16];
-      \$728 [29:24] = tracker_errors;
-    end
+    \$728  = tracker_errors;
     if (rst) begin
-      \$728  = 30'h00000000;
+      \$728  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$729  = dma_capture;
-    if (\$198 ) begin
-      \$729 [7:0] = \dma_capture$159 [7:0];
-      \$729 [23:8] = \dma_capture$159 [23:8];
-      \$729 [71:24] = \dma_capture$159 [71:24];
-      \$729 [78:72] = dma_errors;
-    end
+    \$729  = dma_errors;
     if (rst) begin
-      \$729  = 79'h00000000000000000000;
+      \$729  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$730  = addrmap_capture;
-    if (\$204 ) begin
-      \$730 [47:0] = \addrmap_capture$161 [47:0];
-      \$730 [52:48] = \addrmap_capture$161 [52:48];
-      \$730 [68:53] = \addrmap_capture$161 [68:53];
-      \$730 [75:69] = addrmap_errors;
-    end
+    \$730  = addrmap_errors;
     if (rst) begin
-      \$730  = 76'h0000000000000000000;
+      \$730  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$731  = \$215 ;
+    \$731  = arbiter_errors;
     if (rst) begin
-      \$731  = 1'h0;
+      \$731  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$732  = read_part0;
+    \$732  = 4'h0;
+    if (\$173 ) begin
+      \$732 [0] = bus__w_data[0];
+      \$732 [1] = bus__w_data[1];
+      \$732 [2] = bus__w_data[2];
+      \$732 [3] = bus__w_data[3];
+    end
+    if (rst) begin
+      \$732  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$733  = \$176 ;
+    if (rst) begin
+      \$733  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$734  = 6'h00;
+    if (\$178 ) begin
+      \$734 [0] = bus__w_data[0];
+      \$734 [1] = bus__w_data[1];
+      \$734 [2] = bus__w_data[2];
+      \$734 [3] = bus__w_data[3];
+      \$734 [4] = bus__w_data[4];
+      \$734 [5] = bus__w_data[5];
+    end
+    if (rst) begin
+      \$734  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$735  = \$181 ;
+    if (rst) begin
+      \$735  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$736  = 7'h00;
+    if (\$183 ) begin
+      \$736 [0] = bus__w_data[0];
+      \$736 [1] = bus__w_data[1];
+      \$736 [2] = bus__w_data[2];
+      \$736 [3] = bus__w_data[3];
+      \$736 [4] = bus__w_data[4];
+      \$736 [5] = bus__w_data[5];
+      \$736 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$736  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$737  = \$186 ;
+    if (rst) begin
+      \$737  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$738  = 7'h00;
+    if (\$188 ) begin
+      \$738 [0] = bus__w_data[0];
+      \$738 [1] = bus__w_data[1];
+      \$738 [2] = bus__w_data[2];
+      \$738 [3] = bus__w_data[3];
+      \$738 [4] = bus__w_data[4];
+      \$738 [5] = bus__w_data[5];
+      \$738 [6] = bus__w_data[6];
+    end
+    if (rst) begin
+      \$738  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$739  = \$191 ;
+    if (rst) begin
+      \$739  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$740  = 2'h0;
+    if (\$193 ) begin
+      \$740 [0] = bus__w_data[0];
+      \$740 [1] = bus__w_data[1];
+    end
+    if (rst) begin
+      \$740  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$741  = \$196 ;
+    if (rst) begin
+      \$741  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$742  = tracker_capture;
+    if (rst) begin
+      \$742  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$743  = \tracker_capture$162 ;
+    if (\$202 ) begin
+      \$743 [15:0] = tracker_given[15:0];
+      \$743 [23:16] = tracker_given[23:16];
+      \$743 [29:24] = tracker_events;
+    end
+    if (rst) begin
+      \$743  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$744  = dma_capture;
+    if (rst) begin
+      \$744  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$745  = \dma_capture$165 ;
+    if (\$208 ) begin
+      \$745 [7:0] = dma_given[7:0];
+      \$745 [23:8] = dma_given[23:8];
+      \$745 [71:24] = dma_given[71:24];
+      \$745 [78:72] = dma_events;
+    end
+    if (rst) begin
+      \$745  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$746  = addrmap_capture;
+    if (rst) begin
+      \$746  = 69'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$747  = \addrmap_capture$168 ;
+    if (\$214 ) begin
+      \$747 [47:0] = addrmap_given[47:0];
+      \$747 [52:48] = addrmap_given[52:48];
+      \$747 [68:53] = addrmap_given[68:53];
+      \$747 [75:69] = addrmap_events;
+    end
+    if (rst) begin
+      \$747  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$748  = \$225 ;
+    if (rst) begin
+      \$748  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_65 ) begin end
+    \$749  = read_part0;
     if (req_r_stb) begin
-      \$732  = \$222 ;
+      \$749  = \$232 ;
     end
     if (rst) begin
-      \$732  = 32'd0;
+      \$749  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$733  = read_part1;
+    \$750  = read_part1;
     if (req_r_stb) begin
-      \$733  = \$229 ;
+      \$750  = \$239 ;
     end
     if (rst) begin
-      \$733  = 32'd0;
+      \$750  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$734  = read_part2;
+    \$751  = read_part2;
     if (req_r_stb) begin
-      \$734  = \$237 ;
+      \$751  = \$247 ;
     end
     if (rst) begin
-      \$734  = 32'd0;
+      \$751  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$735  = read_part3;
+    \$752  = read_part3;
     if (req_r_stb) begin
-      \$735  = \$245 ;
+      \$752  = \$255 ;
     end
     if (rst) begin
-      \$735  = 32'd0;
+      \$752  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$736  = read_part4;
+    \$753  = read_part4;
     if (req_r_stb) begin
-      \$736  = \$250 ;
+      \$753  = \$260 ;
     end
     if (rst) begin
-      \$736  = 32'd0;
+      \$753  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$737  = read_part5;
+    \$754  = read_part5;
     if (req_r_stb) begin
-      \$737  = \$257 ;
+      \$754  = \$267 ;
     end
     if (rst) begin
-      \$737  = 32'd0;
+      \$754  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$738  = read_part6;
+    \$755  = read_part6;
     if (req_r_stb) begin
-      \$738  = \$268 ;
+      \$755  = \$278 ;
     end
     if (rst) begin
-      \$738  = 32'd0;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$739  = read_part8;
+    \$756  = read_part8;
     if (req_r_stb) begin
-      \$739  = \$279 ;
+      \$756  = \$289 ;
     end
     if (rst) begin
-      \$739  = 32'd0;
+      \$756  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$740  = read_part10;
+    \$757  = read_part10;
     if (req_r_stb) begin
-      \$740  = \$284 ;
+      \$757  = \$294 ;
     end
     if (rst) begin
-      \$740  = 32'd0;
+      \$757  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$741  = read_part11;
+    \$758  = read_part11;
     if (req_r_stb) begin
-      \$741  = \$295 ;
+      \$758  = \$305 ;
     end
     if (rst) begin
-      \$741  = 32'd0;
+      \$758  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$742  = read_part13;
+    \$759  = read_part13;
     if (req_r_stb) begin
-      \$742  = \$302 ;
+      \$759  = \$312 ;
     end
     if (rst) begin
-      \$742  = 32'd0;
+      \$759  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$743  = read_part14;
+    \$760  = read_part14;
     if (req_r_stb) begin
-      \$743  = \$310 ;
+      \$760  = \$320 ;
     end
     if (rst) begin
-      \$743  = 32'd0;
+      \$760  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$744  = req_r_stb;
+    \$761  = req_r_stb;
     if (rst) begin
-      \$744  = 1'h0;
+      \$761  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$745  = read_section;
+    \$762  = read_section;
     if (req_r_stb) begin
-      \$745  = req_addr[9:6];
+      \$762  = req_addr[9:6];
     end
     if (rst) begin
-      \$745  = 4'h0;
+      \$762  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$746  = read_unaligned;
+    \$763  = read_unaligned;
     if (req_r_stb) begin
-      \$746  = \$311 ;
+      \$763  = \$321 ;
     end
     if (rst) begin
-      \$746  = 1'h0;
+      \$763  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$747  = bus__r_data;
+    \$764  = bus__r_data;
     if (read_pending) begin
-      \$747  = \$327 ;
+      \$764  = \$337 ;
     end
     if (rst) begin
-      \$747  = 32'd0;
+      \$764  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$391 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$395 ) begin
-      set_err[3] = 1'h1;
-    end
     if (\$401 ) begin
       set_err[3] = 1'h1;
     end
@@ -96754,43 +97456,49 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (\$525 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$530 ) begin
+    if (\$531 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$536 ) begin
+    if (\$535 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$542 ) begin
+    if (\$540 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$548 ) begin
+    if (\$546 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$550 ) begin
+    if (\$552 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$558 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$560 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$555 ) begin
+            if (\$565 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$560 ) begin
+            if (\$570 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$566 ) begin
+            if (\$576 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$571 ) begin
+            if (\$581 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$575 ) begin
+            if (\$585 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$579 ) begin
+            if (\$589 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -96825,105 +97533,49 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$379 ;
+      wp__en = \$389 ;
     end else begin
-      wp__en = \$382 ;
+      wp__en = \$392 ;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$189  = sweep_at;
+      \wp__addr$196  = sweep_at;
     end else begin
-      \wp__addr$189  = dma_program__payload[7:0];
+      \wp__addr$196  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$190  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$197  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$190 [0] = dma_program__payload[8];
-      \wp__data$190 [1] = dma_program__payload[9];
-      \wp__data$190 [6:2] = dma_program__payload[14:10];
-      \wp__data$190 [22:7] = dma_program__payload[30:15];
-      \wp__data$190 [34:23] = dma_program__payload[42:31];
-      \wp__data$190 [50:35] = dma_program__payload[58:43];
-      \wp__data$190 [74:51] = dma_program__payload[82:59];
-      \wp__data$190 [122:75] = dma_program__payload[130:83];
-      \wp__data$190 [170:123] = dma_program__payload[178:131];
+      \wp__data$197 [0] = dma_program__payload[8];
+      \wp__data$197 [1] = dma_program__payload[9];
+      \wp__data$197 [6:2] = dma_program__payload[14:10];
+      \wp__data$197 [22:7] = dma_program__payload[30:15];
+      \wp__data$197 [34:23] = dma_program__payload[42:31];
+      \wp__data$197 [50:35] = dma_program__payload[58:43];
+      \wp__data$197 [74:51] = dma_program__payload[82:59];
+      \wp__data$197 [122:75] = dma_program__payload[130:83];
+      \wp__data$197 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$191  = 1'h1;
+      \wp__en$198  = 1'h1;
     end else begin
-      \wp__en$191  = \$385 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    csr_errors_clear = 4'h0;
-    if (\$580 ) begin
-      csr_errors_clear[0] = req_w_data[0];
-      csr_errors_clear[1] = req_w_data[1];
-      csr_errors_clear[2] = req_w_data[2];
-      csr_errors_clear[3] = req_w_data[3];
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    tracker_errors_clear = 6'h00;
-    if (\$581 ) begin
-      tracker_errors_clear[0] = req_w_data[0];
-      tracker_errors_clear[1] = req_w_data[1];
-      tracker_errors_clear[2] = req_w_data[2];
-      tracker_errors_clear[3] = req_w_data[3];
-      tracker_errors_clear[4] = req_w_data[4];
-      tracker_errors_clear[5] = req_w_data[5];
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    dma_errors_clear = 7'h00;
-    if (\$582 ) begin
-      dma_errors_clear[0] = req_w_data[0];
-      dma_errors_clear[1] = req_w_data[1];
-      dma_errors_clear[2] = req_w_data[2];
-      dma_errors_clear[3] = req_w_data[3];
-      dma_errors_clear[4] = req_w_data[4];
-      dma_errors_clear[5] = req_w_data[5];
-      dma_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    addrmap_errors_clear = 7'h00;
-    if (\$583 ) begin
-      addrmap_errors_clear[0] = req_w_data[0];
-      addrmap_errors_clear[1] = req_w_data[1];
-      addrmap_errors_clear[2] = req_w_data[2];
-      addrmap_errors_clear[3] = req_w_data[3];
-      addrmap_errors_clear[4] = req_w_data[4];
-      addrmap_errors_clear[5] = req_w_data[5];
-      addrmap_errors_clear[6] = req_w_data[6];
-    end
-  end
-  always @* begin
-    if (_init_strobe_65 ) begin end
-    arbiter_errors_clear = 2'h0;
-    if (\$584 ) begin
-      arbiter_errors_clear[0] = req_w_data[0];
-      arbiter_errors_clear[1] = req_w_data[1];
+      \wp__en$198  = \$395 ;
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$192  = dma_program__payload[7:0];
-  assign \device_id$193  = device_id;
+  assign \rp__addr$199  = dma_program__payload[7:0];
+  assign \device_id$200  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -97030,6 +97682,50 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_irq_enable__rx_crosses  = addrmap_irq_enable[6];
   assign arbiter_irq_enable__bad_config  = arbiter_irq_enable[0];
   assign arbiter_irq_enable__bad_response  = arbiter_irq_enable[1];
+  assign tracker_events__unprogrammed  = tracker_events[0];
+  assign tracker_events__overcount  = tracker_events[1];
+  assign tracker_events__reprogram  = tracker_events[2];
+  assign tracker_events__bad_threshold  = tracker_events[3];
+  assign tracker_events__overflow  = tracker_events[4];
+  assign tracker_events__bad_op  = tracker_events[5];
+  assign tracker_errors__unprogrammed  = tracker_errors[0];
+  assign tracker_errors__overcount  = tracker_errors[1];
+  assign tracker_errors__reprogram  = tracker_errors[2];
+  assign tracker_errors__bad_threshold  = tracker_errors[3];
+  assign tracker_errors__overflow  = tracker_errors[4];
+  assign tracker_errors__bad_op  = tracker_errors[5];
+  assign dma_events__bad_descriptor  = dma_events[0];
+  assign dma_events__bad_program  = dma_events[1];
+  assign dma_events__bad_response  = dma_events[2];
+  assign dma_events__bad_range  = dma_events[3];
+  assign dma_events__bad_pitch  = dma_events[4];
+  assign dma_events__desc_busy  = dma_events[5];
+  assign dma_events__read_error  = dma_events[6];
+  assign dma_errors__bad_descriptor  = dma_errors[0];
+  assign dma_errors__bad_program  = dma_errors[1];
+  assign dma_errors__bad_response  = dma_errors[2];
+  assign dma_errors__bad_range  = dma_errors[3];
+  assign dma_errors__bad_pitch  = dma_errors[4];
+  assign dma_errors__desc_busy  = dma_errors[5];
+  assign dma_errors__read_error  = dma_errors[6];
+  assign addrmap_events__bad_region  = addrmap_events[0];
+  assign addrmap_events__overlap  = addrmap_events[1];
+  assign addrmap_events__store_crosses  = addrmap_events[2];
+  assign addrmap_events__rx_misrouted  = addrmap_events[3];
+  assign addrmap_events__rx_remote  = addrmap_events[4];
+  assign addrmap_events__rx_unmapped  = addrmap_events[5];
+  assign addrmap_events__rx_crosses  = addrmap_events[6];
+  assign addrmap_errors__bad_region  = addrmap_errors[0];
+  assign addrmap_errors__overlap  = addrmap_errors[1];
+  assign addrmap_errors__store_crosses  = addrmap_errors[2];
+  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
+  assign addrmap_errors__rx_remote  = addrmap_errors[4];
+  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
+  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
+  assign arbiter_events__bad_config  = arbiter_events[0];
+  assign arbiter_events__bad_response  = arbiter_events[1];
+  assign arbiter_errors__bad_config  = arbiter_errors[0];
+  assign arbiter_errors__bad_response  = arbiter_errors[1];
   assign errors__unmapped  = errors[0];
   assign errors__read_only  = errors[1];
   assign errors__bad_command  = errors[2];
@@ -97044,12 +97740,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign tracker_sticky__bad_threshold  = tracker_sticky[3];
   assign tracker_sticky__overflow  = tracker_sticky[4];
   assign tracker_sticky__bad_op  = tracker_sticky[5];
-  assign tracker_errors__unprogrammed  = tracker_errors[0];
-  assign tracker_errors__overcount  = tracker_errors[1];
-  assign tracker_errors__reprogram  = tracker_errors[2];
-  assign tracker_errors__bad_threshold  = tracker_errors[3];
-  assign tracker_errors__overflow  = tracker_errors[4];
-  assign tracker_errors__bad_op  = tracker_errors[5];
   assign dma_sticky__bad_descriptor  = dma_sticky[0];
   assign dma_sticky__bad_program  = dma_sticky[1];
   assign dma_sticky__bad_response  = dma_sticky[2];
@@ -97057,13 +97747,6 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign dma_sticky__bad_pitch  = dma_sticky[4];
   assign dma_sticky__desc_busy  = dma_sticky[5];
   assign dma_sticky__read_error  = dma_sticky[6];
-  assign dma_errors__bad_descriptor  = dma_errors[0];
-  assign dma_errors__bad_program  = dma_errors[1];
-  assign dma_errors__bad_response  = dma_errors[2];
-  assign dma_errors__bad_range  = dma_errors[3];
-  assign dma_errors__bad_pitch  = dma_errors[4];
-  assign dma_errors__desc_busy  = dma_errors[5];
-  assign dma_errors__read_error  = dma_errors[6];
   assign addrmap_sticky__bad_region  = addrmap_sticky[0];
   assign addrmap_sticky__overlap  = addrmap_sticky[1];
   assign addrmap_sticky__store_crosses  = addrmap_sticky[2];
@@ -97071,56 +97754,55 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign addrmap_sticky__rx_remote  = addrmap_sticky[4];
   assign addrmap_sticky__rx_unmapped  = addrmap_sticky[5];
   assign addrmap_sticky__rx_crosses  = addrmap_sticky[6];
-  assign addrmap_errors__bad_region  = addrmap_errors[0];
-  assign addrmap_errors__overlap  = addrmap_errors[1];
-  assign addrmap_errors__store_crosses  = addrmap_errors[2];
-  assign addrmap_errors__rx_misrouted  = addrmap_errors[3];
-  assign addrmap_errors__rx_remote  = addrmap_errors[4];
-  assign addrmap_errors__rx_unmapped  = addrmap_errors[5];
-  assign addrmap_errors__rx_crosses  = addrmap_errors[6];
   assign arbiter_sticky__bad_config  = arbiter_sticky[0];
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
-  assign arbiter_errors__bad_config  = arbiter_errors[0];
-  assign arbiter_errors__bad_response  = arbiter_errors[1];
+  assign tracker_given__tile  = tracker_given[15:0];
+  assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture__events  = tracker_capture[29:24];
-  assign tracker_capture__events__unprogrammed  = tracker_capture[24];
-  assign tracker_capture__events__overcount  = tracker_capture[25];
-  assign tracker_capture__events__reprogram  = tracker_capture[26];
-  assign tracker_capture__events__bad_threshold  = tracker_capture[27];
-  assign tracker_capture__events__overflow  = tracker_capture[28];
-  assign tracker_capture__events__bad_op  = tracker_capture[29];
-  assign tracker_capture$157__tile  = \tracker_capture$157 [15:0];
-  assign tracker_capture$157__cmd  = \tracker_capture$157 [23:16];
+  assign tracker_capture$162__tile  = \tracker_capture$162 [15:0];
+  assign tracker_capture$162__cmd  = \tracker_capture$162 [23:16];
+  assign tracker_capture$162__events  = \tracker_capture$162 [29:24];
+  assign tracker_capture$162__events__unprogrammed  = \tracker_capture$162 [24];
+  assign tracker_capture$162__events__overcount  = \tracker_capture$162 [25];
+  assign tracker_capture$162__events__reprogram  = \tracker_capture$162 [26];
+  assign tracker_capture$162__events__bad_threshold  = \tracker_capture$162 [27];
+  assign tracker_capture$162__events__overflow  = \tracker_capture$162 [28];
+  assign tracker_capture$162__events__bad_op  = \tracker_capture$162 [29];
+  assign dma_given__index  = dma_given[7:0];
+  assign dma_given__tile  = dma_given[23:8];
+  assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture__events  = dma_capture[78:72];
-  assign dma_capture__events__bad_descriptor  = dma_capture[72];
-  assign dma_capture__events__bad_program  = dma_capture[73];
-  assign dma_capture__events__bad_response  = dma_capture[74];
-  assign dma_capture__events__bad_range  = dma_capture[75];
-  assign dma_capture__events__bad_pitch  = dma_capture[76];
-  assign dma_capture__events__desc_busy  = dma_capture[77];
-  assign dma_capture__events__read_error  = dma_capture[78];
-  assign dma_capture$159__index  = \dma_capture$159 [7:0];
-  assign dma_capture$159__tile  = \dma_capture$159 [23:8];
-  assign dma_capture$159__addr  = \dma_capture$159 [71:24];
+  assign dma_capture$165__index  = \dma_capture$165 [7:0];
+  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
+  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
+  assign dma_capture$165__events  = \dma_capture$165 [78:72];
+  assign dma_capture$165__events__bad_descriptor  = \dma_capture$165 [72];
+  assign dma_capture$165__events__bad_program  = \dma_capture$165 [73];
+  assign dma_capture$165__events__bad_response  = \dma_capture$165 [74];
+  assign dma_capture$165__events__bad_range  = \dma_capture$165 [75];
+  assign dma_capture$165__events__bad_pitch  = \dma_capture$165 [76];
+  assign dma_capture$165__events__desc_busy  = \dma_capture$165 [77];
+  assign dma_capture$165__events__read_error  = \dma_capture$165 [78];
+  assign addrmap_given__addr  = addrmap_given[47:0];
+  assign addrmap_given__device  = addrmap_given[52:48];
+  assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture__events  = addrmap_capture[75:69];
-  assign addrmap_capture__events__bad_region  = addrmap_capture[69];
-  assign addrmap_capture__events__overlap  = addrmap_capture[70];
-  assign addrmap_capture__events__store_crosses  = addrmap_capture[71];
-  assign addrmap_capture__events__rx_misrouted  = addrmap_capture[72];
-  assign addrmap_capture__events__rx_remote  = addrmap_capture[73];
-  assign addrmap_capture__events__rx_unmapped  = addrmap_capture[74];
-  assign addrmap_capture__events__rx_crosses  = addrmap_capture[75];
-  assign addrmap_capture$161__addr  = \addrmap_capture$161 [47:0];
-  assign addrmap_capture$161__device  = \addrmap_capture$161 [52:48];
-  assign addrmap_capture$161__tile  = \addrmap_capture$161 [68:53];
+  assign addrmap_capture$168__addr  = \addrmap_capture$168 [47:0];
+  assign addrmap_capture$168__device  = \addrmap_capture$168 [52:48];
+  assign addrmap_capture$168__tile  = \addrmap_capture$168 [68:53];
+  assign addrmap_capture$168__events  = \addrmap_capture$168 [75:69];
+  assign addrmap_capture$168__events__bad_region  = \addrmap_capture$168 [69];
+  assign addrmap_capture$168__events__overlap  = \addrmap_capture$168 [70];
+  assign addrmap_capture$168__events__store_crosses  = \addrmap_capture$168 [71];
+  assign addrmap_capture$168__events__rx_misrouted  = \addrmap_capture$168 [72];
+  assign addrmap_capture$168__events__rx_remote  = \addrmap_capture$168 [73];
+  assign addrmap_capture$168__events__rx_unmapped  = \addrmap_capture$168 [74];
+  assign addrmap_capture$168__events__rx_crosses  = \addrmap_capture$168 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -97172,15 +97854,15 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$190__valid  = \wp__data$190 [0];
-  assign wp__data$190__op  = \wp__data$190 [1];
-  assign wp__data$190__device  = \wp__data$190 [6:2];
-  assign wp__data$190__tile  = \wp__data$190 [22:7];
-  assign wp__data$190__rows  = \wp__data$190 [34:23];
-  assign wp__data$190__row_bytes  = \wp__data$190 [50:35];
-  assign wp__data$190__pitch  = \wp__data$190 [74:51];
-  assign wp__data$190__src  = \wp__data$190 [122:75];
-  assign wp__data$190__dst  = \wp__data$190 [170:123];
+  assign wp__data$197__valid  = \wp__data$197 [0];
+  assign wp__data$197__op  = \wp__data$197 [1];
+  assign wp__data$197__device  = \wp__data$197 [6:2];
+  assign wp__data$197__tile  = \wp__data$197 [22:7];
+  assign wp__data$197__rows  = \wp__data$197 [34:23];
+  assign wp__data$197__row_bytes  = \wp__data$197 [50:35];
+  assign wp__data$197__pitch  = \wp__data$197 [74:51];
+  assign wp__data$197__src  = \wp__data$197 [122:75];
+  assign wp__data$197__dst  = \wp__data$197 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -97204,18 +97886,18 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$598 ;
-  assign status[6] = \$595 ;
-  assign status[5] = \$592 ;
-  assign status[4] = \$588 ;
+  assign status[7] = \$603 ;
+  assign status[6] = \$600 ;
+  assign status[5] = \$597 ;
+  assign status[4] = \$593 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$378 ;
+    set_err[1] = \$388 ;
   always @*
-    set_err[0] = \$330 ;
+    set_err[0] = \$340 ;
   assign \$6  = arbiter_program__valid;
   assign \$18  = \$17 ;
   assign \$25  = \$24 ;
@@ -97251,14 +97933,13 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$169  = arbiter_program__valid;
   assign \$170  = arbiter_program__valid;
   assign \$171  = arbiter_program__valid;
-  assign \$588  = \$587 ;
-  assign \$592  = \$591 ;
-  assign \$593  = tracker_program__valid;
-  assign \$594  = tracker_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
-  assign \$598  = arbiter_program__valid;
-  assign \$390  = \$389 ;
+  assign \$593  = \$592 ;
+  assign \$597  = \$596 ;
+  assign \$598  = tracker_program__valid;
+  assign \$599  = tracker_program__valid;
+  assign \$601  = arbiter_program__valid;
+  assign \$602  = arbiter_program__valid;
+  assign \$603  = arbiter_program__valid;
   assign \$400  = \$399 ;
   assign \$410  = \$409 ;
   assign \$420  = \$419 ;
@@ -97272,26 +97953,27 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$500  = \$499 ;
   assign \$510  = \$509 ;
   assign \$520  = \$519 ;
-  assign \$527  = tracker_program__valid;
-  assign \$528  = tracker_program__valid;
-  assign \$533  = tracker_program__valid;
-  assign \$534  = tracker_program__valid;
-  assign \$539  = arbiter_program__valid;
-  assign \$540  = arbiter_program__valid;
-  assign \$541  = arbiter_program__valid;
-  assign \$545  = arbiter_program__valid;
-  assign \$546  = arbiter_program__valid;
-  assign \$547  = arbiter_program__valid;
-  assign \$554  = \$553 ;
-  assign \$559  = \$558 ;
+  assign \$530  = \$529 ;
+  assign \$537  = tracker_program__valid;
+  assign \$538  = tracker_program__valid;
+  assign \$543  = tracker_program__valid;
+  assign \$544  = tracker_program__valid;
+  assign \$549  = arbiter_program__valid;
+  assign \$550  = arbiter_program__valid;
+  assign \$551  = arbiter_program__valid;
+  assign \$555  = arbiter_program__valid;
+  assign \$556  = arbiter_program__valid;
+  assign \$557  = arbiter_program__valid;
   assign \$564  = \$563 ;
-  assign \$570  = \$569 ;
-  assign \$572  = tracker_program__valid;
-  assign \$573  = tracker_program__valid;
-  assign \$576  = arbiter_program__valid;
-  assign \$577  = arbiter_program__valid;
-  assign \$578  = arbiter_program__valid;
-  assign \$579  = arbiter_program__valid;
+  assign \$569  = \$568 ;
+  assign \$574  = \$573 ;
+  assign \$580  = \$579 ;
+  assign \$582  = tracker_program__valid;
+  assign \$583  = tracker_program__valid;
+  assign \$586  = arbiter_program__valid;
+  assign \$587  = arbiter_program__valid;
+  assign \$588  = arbiter_program__valid;
+  assign \$589  = arbiter_program__valid;
 endmodule
 
 module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -97305,10 +97987,14 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   wire [32:0] \$14 ;
   wire [32:0] \$15 ;
   wire [32:0] \$16 ;
-  reg [6:0] \$17 ;
-  reg [71:0] \$18 ;
-  reg [287:0] \$19 ;
+  reg \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire [6:0] \$2 ;
+  reg [71:0] \$20 ;
+  reg [6:0] \$21 ;
+  reg [71:0] \$22 ;
+  reg [287:0] \$23 ;
   wire [6:0] \$3 ;
   wire \$4 ;
   wire \$5 ;
@@ -97377,10 +98063,10 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   wire descriptor__valid;
   wire \descriptor__valid$19 ;
   wire [71:0] detail;
-  wire [71:0] \detail$57 ;
-  wire [47:0] detail$57__addr ;
-  wire [7:0] detail$57__index ;
-  wire [15:0] detail$57__tile ;
+  wire [71:0] \detail$62 ;
+  wire [47:0] detail$62__addr ;
+  wire [7:0] detail$62__index ;
+  wire [15:0] detail$62__tile ;
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
@@ -97474,6 +98160,13 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   wire read__valid;
   wire \read__valid$25 ;
   wire read_error;
+  reg resp_aborted = 1'h0;
+  reg resp_bad_response = 1'h0;
+  reg [71:0] resp_detail = 72'h000000000000000000;
+  wire [47:0] resp_detail__addr ;
+  wire [7:0] resp_detail__index ;
+  wire [15:0] resp_detail__tile ;
+  reg resp_read_error = 1'h0;
   input [3:0] response__payload;
   wire [3:0] response__payload;
   wire [3:0] \response__payload$27 ;
@@ -97522,7 +98215,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   wire trigger__valid;
   wire \trigger__valid$11 ;
   assign idle = \idle$41  & \idle$42 ;
-  assign \$4  = bad_response | read_error;
+  assign \$4  = resp_bad_response | resp_read_error;
   assign \$5  = | set_err;
   assign \$6  = stats[31:0] + 1'h1;
   assign \$7  = stats[63:32] + 1'h1;
@@ -97536,11 +98229,19 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign \$15  = stats[255:224] + 1'h1;
   assign \$16  = stats[287:256] + 1'h1;
   always @(posedge clk)
-    errors <= \$17 ;
+    resp_bad_response <= \$17 ;
   always @(posedge clk)
-    capture <= \$18 ;
+    resp_read_error <= \$18 ;
   always @(posedge clk)
-    stats <= \$19 ;
+    resp_aborted <= \$19 ;
+  always @(posedge clk)
+    resp_detail <= \$20 ;
+  always @(posedge clk)
+    errors <= \$21 ;
+  always @(posedge clk)
+    capture <= \$22 ;
+  always @(posedge clk)
+    stats <= \$23 ;
   t3hw_system__e3__dma__engine  engine (
     .abort(aborted),
     .bad_response(bad_response),
@@ -97575,7 +98276,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__payload(descriptor__payload),
     .descriptor__ready(descriptor__ready),
     .descriptor__valid(descriptor__valid),
-    .detail(\detail$57 ),
+    .detail(\detail$62 ),
     .idle(\idle$41 ),
     .program__payload(program__payload),
     .program__ready(program__ready),
@@ -97587,55 +98288,83 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   );
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$17  = \$3 ;
+    \$17  = bad_response;
     if (rst) begin
-      \$17  = 7'h00;
+      \$17  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$18  = capture;
+    \$18  = read_error;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$19  = aborted;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$20  = detail;
+    if (rst) begin
+      \$20  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$21  = \$3 ;
+    if (rst) begin
+      \$21  = 7'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_66 ) begin end
+    \$22  = capture;
     if (\$4 ) begin
-      \$18  = detail;
+      \$22  = resp_detail;
     end else if (\$5 ) begin
-      \$18  = \detail$57 ;
+      \$22  = \detail$62 ;
     end
     if (rst) begin
-      \$18  = 72'h000000000000000000;
+      \$22  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$19  = stats;
+    \$23  = stats;
     if (enqueued) begin
-      \$19 [31:0] = \$6 [31:0];
+      \$23 [31:0] = \$6 [31:0];
     end
     if (bad_descriptor) begin
-      \$19 [63:32] = \$7 [31:0];
+      \$23 [63:32] = \$7 [31:0];
     end
     if (\$8 ) begin
-      \$19 [95:64] = \$9 [31:0];
+      \$23 [95:64] = \$9 [31:0];
     end
     if (\$10 ) begin
-      \$19 [127:96] = \$11 [31:0];
+      \$23 [127:96] = \$11 [31:0];
     end
     if (bad_program) begin
-      \$19 [159:128] = \$12 [31:0];
+      \$23 [159:128] = \$12 [31:0];
     end
     if (bad_range) begin
-      \$19 [191:160] = \$13 [31:0];
+      \$23 [191:160] = \$13 [31:0];
     end
     if (bad_pitch) begin
-      \$19 [223:192] = \$14 [31:0];
+      \$23 [223:192] = \$14 [31:0];
     end
     if (desc_busy) begin
-      \$19 [255:224] = \$15 [31:0];
+      \$23 [255:224] = \$15 [31:0];
     end
-    if (aborted) begin
-      \$19 [287:256] = \$16 [31:0];
+    if (resp_aborted) begin
+      \$23 [287:256] = \$16 [31:0];
     end
     if (rst) begin
-      \$19  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$23  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   assign \program__payload$1  = program__payload;
@@ -97730,6 +98459,12 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err__bad_pitch  = set_err[4];
   assign set_err__desc_busy  = set_err[5];
   assign set_err__read_error  = set_err[6];
+  assign resp_detail__index  = resp_detail[7:0];
+  assign resp_detail__tile  = resp_detail[23:8];
+  assign resp_detail__addr  = resp_detail[71:24];
+  assign detail__index  = detail[7:0];
+  assign detail__tile  = detail[23:8];
+  assign detail__addr  = detail[71:24];
   assign errors__bad_descriptor  = errors[0];
   assign errors__bad_program  = errors[1];
   assign errors__bad_response  = errors[2];
@@ -97747,12 +98482,9 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign capture__index  = capture[7:0];
   assign capture__tile  = capture[23:8];
   assign capture__addr  = capture[71:24];
-  assign detail__index  = detail[7:0];
-  assign detail__tile  = detail[23:8];
-  assign detail__addr  = detail[71:24];
-  assign detail$57__index  = \detail$57 [7:0];
-  assign detail$57__tile  = \detail$57 [23:8];
-  assign detail$57__addr  = \detail$57 [71:24];
+  assign detail$62__index  = \detail$62 [7:0];
+  assign detail$62__tile  = \detail$62 [23:8];
+  assign detail$62__addr  = \detail$62 [71:24];
   assign stats__triggers  = stats[31:0];
   assign stats__rejected  = stats[63:32];
   assign stats__reads  = stats[95:64];
@@ -97762,8 +98494,8 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign stats__bad_pitch  = stats[223:192];
   assign stats__desc_busy  = stats[255:224];
   assign stats__aborted  = stats[287:256];
-  assign set_err[6] = read_error;
-  assign set_err[2] = bad_response;
+  assign set_err[6] = resp_read_error;
+  assign set_err[2] = resp_bad_response;
   assign set_err[5] = desc_busy;
   assign set_err[4] = bad_pitch;
   assign set_err[3] = bad_range;
@@ -97771,7 +98503,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign set_err[0] = bad_descriptor;
   assign \$1  = 7'h00;
   assign \$2  = 7'h00;
-  assign \$3  = { read_error, desc_busy, bad_pitch, bad_range, bad_response, bad_program, bad_descriptor };
+  assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
 module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
@@ -98513,31 +99245,27 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [3:0] \$61 ;
+  wire [3:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [3:0] \$68 ;
-  wire [3:0] \$69 ;
+  wire [3:0] \$66 ;
+  wire [3:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [3:0] \$73 ;
-  wire [3:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [3:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [139:0] \$72 ;
+  reg [3:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [2:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [139:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [139:0] \$81 ;
-  reg [2:0] \$82 ;
-  reg [2:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -98649,10 +99377,6 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -98685,46 +99409,42 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 3'h6;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 4'h0 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 3'h6;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 4'h0 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 3'h6;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 4'h0 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 3'h6;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 4'h0 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -98741,62 +99461,63 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$77  = \$15 [3:0];
+    \$73  = \$15 [3:0];
     if (rst) begin
-      \$77  = 4'h0;
+      \$73  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_68 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [2:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [2:0];
     end
     if (rst) begin
-      \$82  = 3'h0;
+      \$77  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_68 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [2:0];
+    end
+    if (rst) begin
+      \$78  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_68 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [2:0];
-    end
-    if (rst) begin
-      \$83  = 3'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -101192,31 +101913,27 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [4:0] \$61 ;
+  wire [4:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [4:0] \$68 ;
-  wire [4:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [4:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [7:0] \$72 ;
+  reg [4:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [3:0] \$77 ;
+  reg [3:0] \$78 ;
+  reg [7:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
-  reg [3:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -101270,10 +101987,6 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -101306,46 +102019,42 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 4'he;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 5'h00 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 4'he;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 5'h00 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 4'he;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 5'h00 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 4'he;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 5'h00 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -101362,62 +102071,63 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$77  = \$15 [4:0];
+    \$73  = \$15 [4:0];
     if (rst) begin
-      \$77  = 5'h00;
+      \$73  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [3:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [3:0];
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$77  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [3:0];
+    end
+    if (rst) begin
+      \$78  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [3:0];
-    end
-    if (rst) begin
-      \$83  = 4'h0;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -105611,31 +106321,27 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [15:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [15:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [15:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -105929,10 +106635,6 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -105965,46 +106667,42 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -106021,62 +106719,63 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_78 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_78 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -106144,31 +106843,27 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [23:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [23:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -106472,10 +107167,6 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -106508,46 +107199,42 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -106564,62 +107251,63 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_79 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_79 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;

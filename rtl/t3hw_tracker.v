@@ -2191,31 +2191,27 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [15:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [15:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [15:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -2509,10 +2505,6 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -2545,46 +2537,42 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -2601,62 +2589,63 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;
@@ -2724,31 +2713,27 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [8:0] \$61 ;
+  wire [8:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire [8:0] \$68 ;
-  wire [8:0] \$69 ;
+  wire [8:0] \$66 ;
+  wire [8:0] \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire [8:0] \$73 ;
-  wire [8:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  reg [8:0] \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  wire [23:0] \$72 ;
+  reg [8:0] \$73 ;
+  reg \$74 ;
+  reg \$75 ;
+  reg \$76 ;
+  reg [7:0] \$77 ;
+  reg [7:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [23:0] \$81 ;
-  reg [7:0] \$82 ;
-  reg [7:0] \$83 ;
   wire \$9 ;
   wire accept;
   input clk;
@@ -3052,10 +3037,6 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
       storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
   assign \$19  = \$16  & \$18 ;
   assign \$20  = o__valid & o__ready;
   assign \$21  = push & accept;
@@ -3088,46 +3069,42 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$48  = \$46  ? \$47  : waiting;
   assign \$49  = \$41  ? \$42  : \$48 ;
   assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = push & accept;
-  assign \$58  = push & accept;
-  assign \$59  = ~ o__valid;
-  assign \$60  = o__valid & o__ready;
-  assign \$61  = ~ waiting;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$59  | \$62 ;
-  assign \$64  = \$58  & \$63 ;
-  assign \$65  = ~ \$64 ;
-  assign \$66  = \$57  & \$65 ;
-  assign \$67  = wr__addr == 8'hfe;
-  assign \$68  = wr__addr + 1'h1;
-  assign \$69  = \$67  ? 9'h000 : \$68 ;
-  assign \$70  = o__valid & o__ready;
-  assign \$71  = \$70  & waiting;
-  assign \$72  = rd__addr == 8'hfe;
-  assign \$73  = rd__addr + 1'h1;
-  assign \$74  = \$72  ? 9'h000 : \$73 ;
-  assign \$75  = o__valid & o__ready;
-  assign \$76  = \$75  & waiting;
+  assign \$51  = push & accept;
+  assign \$52  = ~ o__valid;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = ~ waiting;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = \$52  | \$55 ;
+  assign \$57  = \$51  & \$56 ;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = \$50  & \$58 ;
+  assign \$60  = wr__addr == 8'hfe;
+  assign \$61  = wr__addr + 1'h1;
+  assign \$62  = \$60  ? 9'h000 : \$61 ;
+  assign \$63  = o__valid & o__ready;
+  assign \$64  = \$63  & waiting;
+  assign \$65  = rd__addr == 8'hfe;
+  assign \$66  = rd__addr + 1'h1;
+  assign \$67  = \$65  ? 9'h000 : \$66 ;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = ~ o__valid;
+  assign \$70  = push & \$69 ;
+  assign \$71  = \$68  | \$70 ;
+  assign \$72  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$77 ;
+    level <= \$73 ;
   always @(posedge clk)
-    o__valid <= \$78 ;
+    o__valid <= \$74 ;
   always @(posedge clk)
-    full <= \$79 ;
+    full <= \$75 ;
   always @(posedge clk)
-    waiting <= \$80 ;
+    waiting <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$81 ;
+    wr__addr <= \$77 ;
   always @(posedge clk)
-    wr__addr <= \$82 ;
+    rd__addr <= \$78 ;
   always @(posedge clk)
-    rd__addr <= \$83 ;
+    o__payload <= \$79 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -3144,62 +3121,63 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$12  = push & accept;
   assign \$13  = level + \$12 ;
   assign \$14  = o__valid & o__ready;
+  assign \$15  = \$13  - \$14 ;
+  assign \$16  = push & accept;
+  assign \$17  = o__valid & o__ready;
+  assign \$18  = ~ \$17 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$77  = \$15 [8:0];
+    \$73  = \$15 [8:0];
     if (rst) begin
-      \$77  = 9'h000;
+      \$73  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$78  = \$25 ;
+    \$74  = \$25 ;
     if (rst) begin
-      \$78  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$79  = \$37 ;
+    \$75  = \$37 ;
     if (rst) begin
-      \$79  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$80  = \$49 ;
+    \$76  = \$49 ;
     if (rst) begin
-      \$80  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$81  = o__payload;
-    if (\$56 ) begin
-      \$81  = wr__data;
-    end
-    if (\$76 ) begin
-      \$81  = rd__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$82  = wr__addr;
-    if (\$66 ) begin
-      \$82  = \$69 [7:0];
+    \$77  = wr__addr;
+    if (\$59 ) begin
+      \$77  = \$62 [7:0];
     end
     if (rst) begin
-      \$82  = 8'h00;
+      \$77  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$83  = rd__addr;
+    \$78  = rd__addr;
+    if (\$64 ) begin
+      \$78  = \$67 [7:0];
+    end
+    if (rst) begin
+      \$78  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$79  = o__payload;
     if (\$71 ) begin
-      \$83  = \$74 [7:0];
-    end
-    if (rst) begin
-      \$83  = 8'h00;
+      \$79  = \$72 ;
     end
   end
   assign head_reg = o__payload;

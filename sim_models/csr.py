@@ -104,6 +104,10 @@ class CsrInputs:
     addrmap_capture: int = 0
 
 
+#: The inputs the block registers before its sticky bits and captures see them.
+_LATE = tuple(port for port in STICKY.values() if port is not None) + tuple(
+    port for port, _ in CAPTURE.values())
+
 #: The bus fields of :class:`CsrInputs` with no access (the bus register after reset).
 _IDLE_BUS = {"addr": 0, "w_data": 0, "w_stb": 0, "r_stb": 0}
 
@@ -178,6 +182,8 @@ class CsrModel:
         self.bus = dict(_IDLE_BUS)
         # The read multiplexer's first stage: the word read in the cycle before, or None.
         self.read_part = None
+        # The targets' error events and captures of the cycle before (the block's registers).
+        self.late = dict.fromkeys(_LATE, 0)
 
     # -- state during the current cycle ----------------------------------------------------
     @property
@@ -197,9 +203,11 @@ class CsrModel:
                 or (group == "TRACK" and self.answer))
 
     def pending(self):
-        """Some command is pending (a load included), or an access is in the bus register."""
+        """Some command is pending (a load included), an access is in the bus register or a
+        read in the multiplexer, or a target's error event in the block's input register."""
         return (any(map(self.locked, STAGING)) or bool(self.bus["w_stb"])
-                or bool(self.bus["r_stb"]) or self.read_part is not None)
+                or bool(self.bus["r_stb"]) or self.read_part is not None
+                or any(self.late[port] for port in STICKY.values() if port is not None))
 
     def status(self, ins):
         """The packed ``STATUS`` register this cycle."""
@@ -329,16 +337,18 @@ class CsrModel:
                 if self.verdict[g] and not rejected:
                     fields = self.codec[g].unpack(self.staging[g])
                     table[fields["index"]] = {n: fields[n] for n in self.entry_names[g]}
+        # The targets' events and captures, as the block registered them the cycle before.
+        late, self.late = self.late, {k: getattr(ins, k) for k in _LATE}
         events = {"CSR_ERRORS": self.codec["CSR_ERRORS"].pack(**dict.fromkeys(errs, 1))}
         for g, port in STICKY.items():
             if port is not None:
-                events[g] = getattr(ins, port)
+                events[g] = late[port]
         # First errors: events while no sticky bit of the group stays set through this cycle.
         for g, (port, errors) in CAPTURE.items():
             if events[errors] and not self.sticky[errors] & ~clear[errors]:
                 # The group's layout is the capture input's, then ``events``.
                 at = self.map.groups[g].layout["events"].offset
-                self.captured[g] = (getattr(ins, port) & ((1 << at) - 1)) | events[errors] << at
+                self.captured[g] = (late[port] & ((1 << at) - 1)) | events[errors] << at
         self.irq = any(self.sticky[g] & self.regs[IRQ_ENABLES[g]] for g in STICKY)
         for g in STICKY:
             self.sticky[g] = (self.sticky[g] & ~clear[g]) | events[g]

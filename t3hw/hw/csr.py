@@ -51,8 +51,10 @@ Errors
 ------
 The block holds every sticky error bit: its own (``CSR_ERRORS``) and the targets'. It drives
 the targets' ``clear`` all-ones, so a target's ``errors`` register shows each error event for
-one cycle, the cycle after it happened; this block ORs the events into its sticky copies, which
-software clears by writing 1s (W1C). That is also how the block tells a rejected region or
+one cycle, the cycle after it happened; this block registers the events as they enter (with the
+target's ``capture``) and ORs them into its sticky copies the cycle after, which software clears
+by writing 1s (W1C): a target's sticky bit is set at the end of the second cycle after its
+event, its own (``CSR_ERRORS``) at the end of the event's cycle. That is also how the block tells a rejected region or
 descriptor write from an accepted one. Its own errors are:
 
 * ``unmapped``: a read or write of an address with no register (or not a multiple of 4);
@@ -256,7 +258,7 @@ class Csr(wiring.Component):
         result = self._track_result(m, grp)
         regs = self._rw_access(m, bus, sel, wr, grp, set_err)
         self._commands(m, bus, wr, tabs, grp, set_err)
-        sticky = self._sticky_errors(m, bus, wr, set_err)
+        sticky = self._sticky_errors(m, set_err)
         captures = self._captures(m, sticky, regs)
         self._read_mux(m, bus, sel, tabs, grp, sticky,
                        {**regs, **captures, "TRACK_RESULT": result.as_value()})
@@ -466,22 +468,32 @@ class Csr(wiring.Component):
                 with m.Default():
                     m.d.comb += set_err.bad_command.eq(1)
 
-    def _sticky_errors(self, m, bus, wr, set_err):
+    def _sticky_errors(self, m, set_err):
         """The sticky error registers (W1C): this block's own (``errors``, from ``set_err``)
         and a copy of each target's, whose ``clear`` is held high. Returns ``{group name:
         (sticky bits, events, the bits software clears this cycle)}``."""
         # --- sticky errors (W1C); the targets' clears are held high -------------------------
+        # A target's events (and its ``capture``, :meth:`_captures`) are registered as they
+        # enter, so the first-error decision and the sticky update start from flip-flops
+        # beside them: a target's event shows here two cycles after it happened. (A write's
+        # refusal is read from the events as they arrive: :meth:`_table_ports`.)
         sticky = {"CSR_ERRORS": (self.errors, set_err)}
         for name in _TARGETS:
-            events = getattr(self, f"{name}_errors")
+            given = getattr(self, f"{name}_errors")
+            events = Signal(given.shape(), name=f"{name}_events")
+            m.d.sync += events.eq(given)
             m.d.comb += getattr(self, f"{name}_clear").as_value().eq(-1)
-            sticky[ERRORS[name]] = (Signal(events.shape(), name=f"{name}_sticky"), events)
+            sticky[ERRORS[name]] = (Signal(given.shape(), name=f"{name}_sticky"), events)
+        # The W1C clear of each group is decoded from the bus as it arrives and registered
+        # (it acts in the cycle after the strobe, as every write), so that the first-error
+        # decision sees a register, not the address decode.
         for g, (bits, events) in sticky.items():
             clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
+            m.d.sync += clear.eq(0)
             for r in self._map.groups[g].registers:
-                with m.If(wr[r.name]):
-                    m.d.comb += [clear[f.bit:f.bit + f.width]
-                                 .eq(bus.w_data[f.offset:f.offset + f.width])
+                with m.If(self.bus.w_stb & (self.bus.addr == r.addr)):
+                    m.d.sync += [clear[f.bit:f.bit + f.width]
+                                 .eq(self.bus.w_data[f.offset:f.offset + f.width])
                                  for f in r.fields]
             sticky_errors(m, bits, clear, events)
             sticky[g] = (bits, events, clear)
@@ -495,7 +507,8 @@ class Csr(wiring.Component):
         captures = {}
         for name, g in CAPTURES.items():
             bits, events, clear = sticky[ERRORS[name]]
-            given = getattr(self, f"{name}_capture")
+            given = Signal.like(getattr(self, f"{name}_capture"), name=f"{name}_given")
+            m.d.sync += given.eq(getattr(self, f"{name}_capture"))    # beside the events
             cap = Signal(self._map.groups[g].layout, name=g.lower())
             with m.If(events.as_value().any() & ~(bits.as_value() & ~clear).any()):
                 m.d.sync += [cap[field].eq(given[field]) for field in given.shape().members]

@@ -97,7 +97,8 @@ class Dma(wiring.Component):
         Network packets, one per good return of a descriptor not aborted.
     errors : Out(dma_errors_layout)
         Sticky error bits; each stays set until the same bit of ``clear`` is pulsed (a bit set
-        in the same cycle as its clear stays set). An event shows the cycle after it happens.
+        in the same cycle as its clear stays set). An event shows the cycle after it happens;
+        a read response's (``bad_response``, ``read_error``), two cycles after.
     clear : In(dma_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     capture : Out(dma_capture_layout)
@@ -158,6 +159,17 @@ class Dma(wiring.Component):
             self.idle.eq(queue.idle & engine.idle),
         ]
 
+        # A read response's events and details (a tag compare behind the response stream)
+        # are registered before they reach the sticky bits, the capture and the counter, so
+        # that the compare drives a few flip-flops, not the enable of every capture bit:
+        # they show two cycles after the response.
+        resp = SimpleNamespace(bad_response=Signal(name="resp_bad_response"),
+                               read_error=Signal(name="resp_read_error"),
+                               aborted=Signal(name="resp_aborted"),
+                               detail=Signal.like(engine.detail, name="resp_detail"))
+        m.d.sync += [resp.bad_response.eq(engine.bad_response),
+                     resp.read_error.eq(engine.read_error), resp.aborted.eq(engine.aborted),
+                     resp.detail.eq(engine.detail)]
         set_err = Signal(dma_errors_layout(p))
         m.d.comb += [
             set_err.bad_descriptor.eq(queue.bad_descriptor),
@@ -165,12 +177,12 @@ class Dma(wiring.Component):
             set_err.bad_range.eq(queue.bad_range),
             set_err.bad_pitch.eq(queue.bad_pitch),
             set_err.desc_busy.eq(queue.desc_busy),
-            set_err.bad_response.eq(engine.bad_response),
-            set_err.read_error.eq(engine.read_error),
+            set_err.bad_response.eq(resp.bad_response),
+            set_err.read_error.eq(resp.read_error),
         ]
         sticky_errors(m, self.errors, self.clear, set_err)
-        with m.If(engine.bad_response | engine.read_error):
-            m.d.sync += self.capture.eq(engine.detail)
+        with m.If(resp.bad_response | resp.read_error):
+            m.d.sync += self.capture.eq(resp.detail)
         with m.Elif(Value.cast(set_err).any()):
             m.d.sync += self.capture.eq(queue.detail)
 
@@ -180,7 +192,7 @@ class Dma(wiring.Component):
                             ("packets", self.packet.valid & self.packet.ready),
                             ("bad_program", queue.bad_program),
                             ("bad_range", queue.bad_range), ("bad_pitch", queue.bad_pitch),
-                            ("desc_busy", queue.desc_busy), ("aborted", engine.aborted)):
+                            ("desc_busy", queue.desc_busy), ("aborted", resp.aborted)):
             count(m, st[name], event)
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.

@@ -145,8 +145,14 @@ class Queue(wiring.Component):
         head_reg = Signal(self._shape, reset_less=True)
         m.d.comb += self.o.payload.eq(head_reg)
         direct = do_push & (~self.o.valid | (pop & ~waiting))
-        with m.If(direct):
-            m.d.sync += head_reg.eq(self.data)
+        # The head register loads on every pop and on a push into an empty queue, from the
+        # oldest waiting item if one waits, else from ``data``: its enable is two gates over
+        # the handshake and its select a register (``waiting``). A pop with nothing waiting
+        # and nothing pushed loads ``data`` into an empty queue's head, which no one reads.
+        load = pop | (self.push & ~self.o.valid)
+        if depth == 1:
+            with m.If(load):
+                m.d.sync += head_reg.eq(self.data)
         if depth > 1:
             behind = depth - 1
             enqueue = do_push & ~direct
@@ -160,9 +166,9 @@ class Queue(wiring.Component):
                 m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=behind,
                                                                init=[])
                 wr = storage.write_port()
-                rd = storage.read_port(domain="comb")
                 head = Signal(range(behind))
                 tail = Signal(range(behind))
+                rd = storage.read_port(domain="comb")
                 m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(enqueue),
                              rd.addr.eq(head)]
                 with m.If(enqueue):
@@ -170,8 +176,8 @@ class Queue(wiring.Component):
                 with m.If(dequeue):
                     m.d.sync += head.eq(Mux(head == behind - 1, 0, head + 1))
                 oldest = rd.data
-            with m.If(dequeue):
-                m.d.sync += head_reg.eq(oldest)
+            with m.If(load):
+                m.d.sync += head_reg.eq(Mux(waiting, oldest, self.data))
         return m
 
     # --- formal properties (docs/formal.md); never part of the generated Verilog -----------

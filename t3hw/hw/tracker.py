@@ -206,27 +206,22 @@ class Tracker(wiring.Component):
         sticky_errors(m, self.errors, self.clear, out.set_err)
         self._stats(m, out)
         self._hold(m, acks)
-        if platform == "formal":
-            # Formal only (`t3hw generate` elaborates with no platform, so never in rtl/): the
-            # internals that tracker_formal checks. `probe` is an extra asynchronous read port.
-            self.formal_view = SimpleNamespace(probe=table.read_port(domain="comb"),
-                                               cur=out.cur, queue=queue, acks=acks,
-                                               push=out.push, s1=s1, s2=s2, s3=s3,
-                                               s4_push=s4_push)
+        if platform == "formal":    # what tracker_formal checks (never in rtl/); `probe`:
+            self.formal_view = SimpleNamespace(      # an extra asynchronous read port
+                probe=table.read_port(domain="comb"), cur=out.cur, queue=queue, acks=acks,
+                push=out.push, s1=s1, s2=s2, s3=s3, s4_push=s4_push)
         return m
 
-    def _tag_of(self, entry):
-        """The tag of table entry ``entry`` (a 0-bit constant when tiles have no tag bits)."""
+    def _tag_of(self, entry):       # a 0-bit constant when tiles have no tag bits
         return entry.tag if self._p.tag_width else C(0, 0)
 
     def _table(self, m):
         """The entry table, its ports ``rd`` and ``wr``, the trigger queue and the queue of
         taken triggers (``acks``), each ``tracker_entries`` deep: an entry has at most one
-        trigger in either (its *token*), so neither can overflow. A read that
-        collides with a write to the same entry is never used: S2 forwards that write
-        (``fwd_old``). The attribute says so to the synthesis flow
-        (``t3hw/tools/synth_scripts/ecp5.ys``), which then needs no read-before-write bypass
-        after the RAM."""
+        trigger in either (its *token*), so neither can overflow. A read that collides with a write to the same
+        entry is never used: S2 forwards that write (``fwd_old``). The attribute says so to
+        the synthesis flow (``t3hw/tools/synth_scripts/ecp5.ys``), which then needs no
+        read-before-write bypass after the RAM."""
         p = self._p
         m.submodules.entries = table = memory.Memory(
             shape=entry_layout(p), depth=p.tracker_entries, init=[],
@@ -577,9 +572,8 @@ class Tracker(wiring.Component):
                                          & ~(match & s4_dec & (query.data == 1))))
 
     def _stats(self, m, out):
-        """The statistics: writes by source, unprogrammed writes, firings and lost firings;
-        each event registered and counted the cycle after (it drives one flip-flop, not the
-        enable of a counter)."""
+        """The statistics (writes by source, unprogrammed writes, firings, lost firings),
+        each event counted the cycle after it (it drives a flip-flop, not a counter's enable)."""
         events = {f"writes_{s.name.lower()}": self.write.valid & (self.write.payload.source == s)
                   for s in (WriteSource.COMPUTE, WriteSource.DMA, WriteSource.REMOTE)}
         events.update(unprogrammed=out.set_err.unprogrammed,

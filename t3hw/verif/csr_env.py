@@ -173,7 +173,9 @@ class CsrEnv(StreamEnv):
         if group == "REGION" and not is_read:
             # ... and until the address map is ready for the next region write
             wait = max(wait, addrmap_program_cycles(self.p) - 1)
-        self.idle(LOAD_CYCLES if is_read else 1 + wait)
+        # (a write: the take, the wait, and the cycle in which the block registers the
+        # target's error events before its sticky bits show them)
+        self.idle(LOAD_CYCLES if is_read else 2 + wait)
 
     def _random_access(self):
         rng, rm = self.rng, self.map

@@ -94,11 +94,10 @@ async def readback(env, cycle):
 
 
 def _clear_as_event(env, target, errors, value, **bits):
-    """Scripted: a W1C write of ``value`` to ``errors`` whose clear acts in the cycle of an
-    error event of ``target`` with ``bits``: the block registers the bus, so a write acts in
-    the cycle after its strobe."""
-    env.write(errors, value)
-    env.event(target, **bits)
+    """Scripted: a W1C write of ``value`` to ``errors`` whose clear acts in the cycle the
+    block sees an error event of ``target`` with ``bits``: the block registers both the bus
+    and the targets' events, so both act in the cycle after; they come in the same cycle."""
+    env.event(target, access=(errors, value, False), **bits)
 
 
 async def first_errors(env, cycle):

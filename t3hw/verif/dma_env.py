@@ -94,7 +94,7 @@ class DmaEnv(StreamEnv):
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
         self.p, self.rng = params, rng
         #: Cycles from a model event to the RTL's ``errors``, and its rank for ``capture``.
-        self.event_delay = {"response": (1, 0), "program": (dma_verdict_cycles(params), 1),
+        self.event_delay = {"response": (2, 0), "program": (dma_verdict_cycles(params), 1),
                             "trigger": (3, 2)}
         self.checked_until = -1     # last cycle of the check of the last write taken
         self._outs = {}             # the outputs of the last cycle
