@@ -535,7 +535,7 @@ endmodule
 module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk, rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, read__ready);
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -563,20 +563,20 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [3:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [48:0] \$38 ;
+  wire [48:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
   wire \$42 ;
-  wire [16:0] \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
+  wire [48:0] \$43 ;
+  wire [48:0] \$44 ;
+  wire [16:0] \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -591,38 +591,40 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire [3:0] \$61 ;
-  wire \$62 ;
-  wire [4:0] \$63 ;
+  wire \$61 ;
+  wire [3:0] \$62 ;
+  wire \$63 ;
   wire [4:0] \$64 ;
-  wire \$65 ;
-  reg \$66 ;
-  reg [57:0] \$67 ;
-  reg [2:0] \$68 ;
-  reg [15:0] \$69 ;
+  wire [4:0] \$65 ;
+  wire \$66 ;
+  reg \$67 ;
+  reg [57:0] \$68 ;
+  reg [2:0] \$69 ;
   wire \$7 ;
   reg [11:0] \$70 ;
   reg [47:0] \$71 ;
   reg [47:0] \$72 ;
-  reg [15:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
+  reg [47:0] \$73 ;
+  reg [47:0] \$74 ;
+  reg [15:0] \$75 ;
   reg \$76 ;
-  reg [170:0] \$77 ;
-  reg [7:0] \$78 ;
-  reg [3:0] \$79 ;
+  reg \$77 ;
+  reg \$78 ;
+  reg [170:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg \$81 ;
-  reg [76:0] \$82 ;
+  reg [7:0] \$80 ;
+  reg [3:0] \$81 ;
+  reg \$82 ;
   reg \$83 ;
-  reg [3:0] \$84 ;
+  reg [76:0] \$84 ;
   reg \$85 ;
-  wire [48:0] \$9 ;
+  reg [3:0] \$86 ;
+  reg \$87 ;
+  wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$29 ;
-  reg [3:0] \$signal$31  = 4'h0;
-  wire \$signal$32 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -632,7 +634,6 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire bad_response;
   input clk;
   wire clk;
-  reg [15:0] col = 16'h0000;
   reg [170:0] cur = 171'h0000000000000000000000000000000000000000000;
   wire [4:0] cur__device ;
   wire [47:0] cur__dst ;
@@ -684,6 +685,7 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
+  reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
   wire full;
   output idle;
@@ -764,80 +766,82 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
+  reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$12  = issue & last;
-  assign descriptor__ready = \$11  | \$12 ;
-  assign \$13  = ~ packet__valid;
-  assign response__ready = \$13  | packet__ready;
+  assign \$10  = issue & last;
+  assign descriptor__ready = \$9  | \$10 ;
+  assign \$11  = ~ packet__valid;
+  assign response__ready = \$11  | packet__ready;
   assign o__ready = response__valid & response__ready;
-  assign \$14  = o__payload[83:80] == \$signal$31 ;
-  assign \$signal$29  = \$signal  & \$14 ;
-  assign \$15  = response__valid & response__ready;
-  assign \$16  = \$15  & o__valid;
-  assign \$17  = ~ \$signal$29 ;
-  assign \$18  = \$16  & \$17 ;
-  assign \$19  = o__payload[79:77] != response__payload[2:0];
-  assign \$20  = response__payload[3] | \$19 ;
-  assign \$21  = ~ \$20 ;
-  assign \$signal$32  = \$18  & \$21 ;
-  assign \$22  = response__valid & response__ready;
-  assign \$23  = \$22  & o__valid;
-  assign \$24  = ~ \$signal$29 ;
-  assign \$25  = \$23  & \$24 ;
-  assign \$26  = o__payload[79:77] != response__payload[2:0];
-  assign \$27  = response__payload[3] | \$26 ;
-  assign abort = \$25  & \$27 ;
-  assign \$28  = response__valid & response__ready;
-  assign \$29  = ~ o__valid;
-  assign \$30  = o__payload[79:77] != response__payload[2:0];
-  assign \$31  = \$29  | \$30 ;
-  assign bad_response = \$28  & \$31 ;
-  assign \$32  = response__valid & response__ready;
-  assign \$33  = \$32  & o__valid;
-  assign read_error = \$33  & response__payload[3];
-  assign \$34  = ~ active;
-  assign \$35  = ~ o__valid;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = ~ packet__valid;
-  assign idle = \$36  & \$37 ;
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = response__valid & response__ready;
+  assign \$14  = \$13  & o__valid;
+  assign \$15  = ~ \$signal$28 ;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = o__payload[79:77] != response__payload[2:0];
+  assign \$18  = response__payload[3] | \$17 ;
+  assign \$19  = ~ \$18 ;
+  assign \$signal$31  = \$16  & \$19 ;
+  assign \$20  = response__valid & response__ready;
+  assign \$21  = \$20  & o__valid;
+  assign \$22  = ~ \$signal$28 ;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = o__payload[79:77] != response__payload[2:0];
+  assign \$25  = response__payload[3] | \$24 ;
+  assign abort = \$23  & \$25 ;
+  assign \$26  = response__valid & response__ready;
+  assign \$27  = ~ o__valid;
+  assign \$28  = o__payload[79:77] != response__payload[2:0];
+  assign \$29  = \$27  | \$28 ;
+  assign bad_response = \$26  & \$29 ;
+  assign \$30  = response__valid & response__ready;
+  assign \$31  = \$30  & o__valid;
+  assign read_error = \$31  & response__payload[3];
+  assign \$32  = ~ active;
+  assign \$33  = ~ o__valid;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ packet__valid;
+  assign idle = \$34  & \$35 ;
+  assign \$36  = tag + 1'h1;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = src_row + cur[74:51];
+  assign \$39  = dst_row + cur[74:51];
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
   assign \$42  = rows_left == 2'h2;
-  assign \$43  = col + 7'h40;
-  assign \$44  = remaining - 7'h40;
-  assign \$45  = remaining <= 8'h80;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = run + 1'h1;
-  assign \$48  = descriptor__payload[58:43] <= 7'h40;
+  assign \$43  = src_at + 7'h40;
+  assign \$44  = dst_at + 7'h40;
+  assign \$45  = remaining - 7'h40;
+  assign \$46  = remaining <= 8'h80;
+  assign \$47  = descriptor__valid & descriptor__ready;
+  assign \$48  = run + 1'h1;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[42:31] == 1'h1;
-  assign \$51  = response__valid & response__ready;
-  assign \$52  = \$51  & o__valid;
-  assign \$53  = ~ \$signal$29 ;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = o__payload[79:77] != response__payload[2:0];
-  assign \$56  = response__payload[3] | \$55 ;
-  assign \$57  = response__valid & response__ready;
-  assign \$58  = \$57  & o__valid;
-  assign \$59  = ~ \$signal$29 ;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
-  assign \$62  = descriptor__valid & descriptor__ready;
-  assign \$63  = run + 1'h1;
-  assign \$64  = \$62  ? \$63  : { 1'h0, run };
-  assign \$65  = \$61  == \$64 ;
+  assign \$50  = descriptor__payload[58:43] <= 7'h40;
+  assign \$51  = descriptor__payload[42:31] == 1'h1;
+  assign \$52  = response__valid & response__ready;
+  assign \$53  = \$52  & o__valid;
+  assign \$54  = ~ \$signal$28 ;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = o__payload[79:77] != response__payload[2:0];
+  assign \$57  = response__payload[3] | \$56 ;
+  assign \$58  = response__valid & response__ready;
+  assign \$59  = \$58  & o__valid;
+  assign \$60  = ~ \$signal$28 ;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
+  assign \$63  = descriptor__valid & descriptor__ready;
+  assign \$64  = run + 1'h1;
+  assign \$65  = \$63  ? \$64  : { 1'h0, run };
+  assign \$66  = \$62  == \$65 ;
   always @(posedge clk)
-    read__valid <= \$66 ;
+    read__valid <= \$67 ;
   always @(posedge clk)
-    read__payload <= \$67 ;
+    read__payload <= \$68 ;
   always @(posedge clk)
-    tag <= \$68 ;
-  always @(posedge clk)
-    col <= \$69 ;
+    tag <= \$69 ;
   always @(posedge clk)
     rows_left <= \$70 ;
   always @(posedge clk)
@@ -845,31 +849,35 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   always @(posedge clk)
     dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$73 ;
+    src_at <= \$73 ;
   always @(posedge clk)
-    row_end <= \$74 ;
+    dst_at <= \$74 ;
   always @(posedge clk)
-    one_row <= \$75 ;
+    remaining <= \$75 ;
   always @(posedge clk)
-    active <= \$76 ;
+    row_end <= \$76 ;
   always @(posedge clk)
-    cur <= \$77 ;
+    one_row <= \$77 ;
   always @(posedge clk)
-    index <= \$78 ;
+    active <= \$78 ;
   always @(posedge clk)
-    run <= \$79 ;
+    cur <= \$79 ;
   always @(posedge clk)
-    short_row <= \$80 ;
+    index <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$81 ;
+    run <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$82 ;
+    short_row <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$83 ;
+    packet__valid <= \$83 ;
   always @(posedge clk)
-    \$signal$31  <= \$84 ;
+    packet__payload <= \$84 ;
   always @(posedge clk)
-    \$signal$8  <= \$85 ;
+    \$signal  <= \$85 ;
+  always @(posedge clk)
+    \$signal$30  <= \$86 ;
+  always @(posedge clk)
+    \$signal$8  <= \$87 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -881,9 +889,7 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ full;
   assign issue = \$7  & \$8 ;
-  assign \$9  = dst_row + col;
-  assign \$10  = src_row + col;
-  assign \$11  = ~ active;
+  assign \$9  = ~ active;
   t3hw_dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -905,52 +911,37 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = read__valid;
+    \$67  = read__valid;
     if (read__ready) begin
-      \$66  = 1'h0;
+      \$67  = 1'h0;
     end
     if (issue) begin
-      \$66  = 1'h1;
+      \$67  = 1'h1;
     end
     if (rst) begin
-      \$66  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = read__payload;
+    \$68  = read__payload;
     if (issue) begin
-      \$67 [47:0] = meta[139:92];
-      \$67 [54:48] = \$1 [6:0];
-      \$67 [57:55] = tag;
+      \$68 [47:0] = meta[139:92];
+      \$68 [54:48] = \$1 [6:0];
+      \$68 [57:55] = tag;
     end
     if (rst) begin
-      \$67  = 58'h000000000000000;
+      \$68  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = tag;
+    \$69  = tag;
     if (issue) begin
-      \$68  = \$38 [2:0];
+      \$69  = \$36 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$69  = col;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$69  = 16'h0000;
-      end else begin
-        \$69  = \$43 [15:0];
-      end
-    end
-    if (\$46 ) begin
-      \$69  = 16'h0000;
+      \$69  = 3'h0;
     end
   end
   always @* begin
@@ -958,10 +949,10 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
     \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$39 [11:0];
+        \$70  = \$37 [11:0];
       end
     end
-    if (\$46 ) begin
+    if (\$47 ) begin
       \$70  = descriptor__payload[42:31];
     end
   end
@@ -970,10 +961,10 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
     \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$40 [47:0];
+        \$71  = \$38 [47:0];
       end
     end
-    if (\$46 ) begin
+    if (\$47 ) begin
       \$71  = descriptor__payload[130:83];
     end
   end
@@ -982,140 +973,150 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
     \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$41 [47:0];
+        \$72  = \$39 [47:0];
       end
     end
-    if (\$46 ) begin
+    if (\$47 ) begin
       \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$73  = remaining;
+    \$73  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$73  = cur[50:35];
+        \$73  = \$40 [47:0];
       end else begin
-        \$73  = \$44 [15:0];
+        \$73  = \$43 [47:0];
       end
     end
-    if (\$46 ) begin
-      \$73  = descriptor__payload[58:43];
+    if (\$47 ) begin
+      \$73  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$74  = row_end;
+    \$74  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = short_row;
+        \$74  = \$41 [47:0];
       end else begin
-        \$74  = \$45 ;
+        \$74  = \$44 [47:0];
       end
     end
-    if (\$46 ) begin
-      \$74  = \$48 ;
+    if (\$47 ) begin
+      \$74  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$75  = one_row;
+    \$75  = remaining;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$75  = cur[50:35];
+      end else begin
+        \$75  = \$45 [15:0];
+      end
+    end
+    if (\$47 ) begin
+      \$75  = descriptor__payload[58:43];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$76  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$76  = short_row;
+      end else begin
+        \$76  = \$46 ;
+      end
+    end
+    if (\$47 ) begin
+      \$76  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$77  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$75  = \$42 ;
+        \$77  = \$42 ;
       end
     end
-    if (\$46 ) begin
-      \$75  = \$50 ;
+    if (\$47 ) begin
+      \$77  = \$51 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = active;
+    \$78  = active;
     if (issue) begin
       if (last) begin
-        \$76  = 1'h0;
+        \$78  = 1'h0;
       end
     end
     if (stop) begin
-      \$76  = 1'h0;
+      \$78  = 1'h0;
     end
-    if (\$46 ) begin
-      \$76  = 1'h1;
-    end
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$77  = cur;
-    if (\$46 ) begin
-      \$77 [0] = descriptor__payload[8];
-      \$77 [1] = descriptor__payload[9];
-      \$77 [6:2] = descriptor__payload[14:10];
-      \$77 [22:7] = descriptor__payload[30:15];
-      \$77 [34:23] = descriptor__payload[42:31];
-      \$77 [50:35] = descriptor__payload[58:43];
-      \$77 [74:51] = descriptor__payload[82:59];
-      \$77 [122:75] = descriptor__payload[130:83];
-      \$77 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$78  = index;
-    if (\$46 ) begin
-      \$78  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$79  = run;
-    if (\$46 ) begin
-      \$79  = \$47 [3:0];
+    if (\$47 ) begin
+      \$78  = 1'h1;
     end
     if (rst) begin
-      \$79  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$80  = short_row;
-    if (\$46 ) begin
-      \$80  = \$49 ;
+    \$79  = cur;
+    if (\$47 ) begin
+      \$79 [0] = descriptor__payload[8];
+      \$79 [1] = descriptor__payload[9];
+      \$79 [6:2] = descriptor__payload[14:10];
+      \$79 [22:7] = descriptor__payload[30:15];
+      \$79 [34:23] = descriptor__payload[42:31];
+      \$79 [50:35] = descriptor__payload[58:43];
+      \$79 [74:51] = descriptor__payload[82:59];
+      \$79 [122:75] = descriptor__payload[130:83];
+      \$79 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = packet__valid;
+    \$80  = index;
+    if (\$47 ) begin
+      \$80  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$81  = run;
+    if (\$47 ) begin
+      \$81  = \$48 [3:0];
+    end
+    if (rst) begin
+      \$81  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$82  = short_row;
+    if (\$47 ) begin
+      \$82  = \$50 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$83  = packet__valid;
     if (packet__ready) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
-    if (\$signal$32 ) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$82  = packet__payload;
-    if (response__ready) begin
-      \$82  = o__payload[76:0];
-    end
-    if (rst) begin
-      \$82  = 77'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$83  = \$signal ;
-    if (\$54 ) begin
-      \$83  = \$56 ;
+    if (\$signal$31 ) begin
+      \$83  = 1'h1;
     end
     if (rst) begin
       \$83  = 1'h0;
@@ -1123,16 +1124,36 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = \$signal$31 ;
-    if (\$54 ) begin
-      \$84  = o__payload[83:80];
+    \$84  = packet__payload;
+    if (response__ready) begin
+      \$84  = o__payload[76:0];
+    end
+    if (rst) begin
+      \$84  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = \$65 ;
+    \$85  = \$signal ;
+    if (\$55 ) begin
+      \$85  = \$57 ;
+    end
     if (rst) begin
-      \$85  = 1'h1;
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$86  = \$signal$30 ;
+    if (\$55 ) begin
+      \$86  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$87  = \$66 ;
+    if (rst) begin
+      \$87  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -1201,14 +1222,14 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$10 [47:0];
+  assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$9 [47:0];
+  assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
 endmodule
 

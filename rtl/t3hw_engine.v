@@ -6187,75 +6187,75 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [3:0] \$172 ;
+  wire [3:0] \$173 ;
   wire [3:0] \$174 ;
-  wire [3:0] \$175 ;
-  wire [3:0] \$176 ;
-  wire \$177 ;
+  wire [5:0] \$175 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
   wire \$178 ;
   wire [5:0] \$179 ;
   wire \$18 ;
   wire [5:0] \$180 ;
   wire [5:0] \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire [6:0] \$184 ;
-  wire [6:0] \$185 ;
-  wire [6:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire [5:0] \$182 ;
+  wire [5:0] \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire \$186 ;
+  wire [6:0] \$187 ;
+  wire [6:0] \$188 ;
   wire [6:0] \$189 ;
   wire \$19 ;
-  wire [6:0] \$190 ;
+  wire \$190 ;
   wire [6:0] \$191 ;
-  wire \$192 ;
-  wire \$193 ;
-  wire [1:0] \$194 ;
-  wire [1:0] \$195 ;
-  wire [1:0] \$196 ;
+  wire [6:0] \$192 ;
+  wire [6:0] \$193 ;
+  wire [6:0] \$194 ;
+  wire [6:0] \$195 ;
+  wire \$196 ;
   wire \$197 ;
-  wire [5:0] \$198 ;
-  wire [5:0] \$199 ;
+  wire \$198 ;
+  wire [6:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
+  wire [6:0] \$200 ;
+  wire [6:0] \$201 ;
   wire \$202 ;
-  wire \$203 ;
+  wire [6:0] \$203 ;
   wire [6:0] \$204 ;
   wire [6:0] \$205 ;
-  wire \$206 ;
-  wire \$207 ;
+  wire [6:0] \$206 ;
+  wire [6:0] \$207 ;
   wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire [6:0] \$210 ;
-  wire [6:0] \$211 ;
-  wire \$212 ;
-  wire \$213 ;
+  wire \$210 ;
+  wire [1:0] \$211 ;
+  wire [1:0] \$212 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
-  wire [3:0] \$215 ;
-  wire \$216 ;
-  wire [5:0] \$217 ;
-  wire \$218 ;
-  wire [6:0] \$219 ;
+  wire [1:0] \$215 ;
+  wire [1:0] \$216 ;
+  wire [1:0] \$217 ;
+  wire [1:0] \$218 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
   wire \$220 ;
-  wire [6:0] \$221 ;
+  wire \$221 ;
   wire \$222 ;
-  wire [1:0] \$223 ;
+  wire [3:0] \$223 ;
   wire \$224 ;
-  wire \$225 ;
-  wire [31:0] \$226 ;
-  wire [31:0] \$227 ;
-  wire [31:0] \$228 ;
-  wire [31:0] \$229 ;
+  wire [5:0] \$225 ;
+  wire \$226 ;
+  wire [6:0] \$227 ;
+  wire \$228 ;
+  wire [6:0] \$229 ;
   wire \$23 ;
-  wire [31:0] \$230 ;
-  wire [31:0] \$231 ;
-  wire [31:0] \$232 ;
-  wire [31:0] \$233 ;
+  wire \$230 ;
+  wire [1:0] \$231 ;
+  wire \$232 ;
+  wire \$233 ;
   wire [31:0] \$234 ;
   wire [31:0] \$235 ;
   wire [31:0] \$236 ;
@@ -6353,7 +6353,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [31:0] \$319 ;
   wire \$32 ;
   wire [31:0] \$320 ;
-  wire \$321 ;
+  wire [31:0] \$321 ;
   wire [31:0] \$322 ;
   wire [31:0] \$323 ;
   wire [31:0] \$324 ;
@@ -6361,7 +6361,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [31:0] \$326 ;
   wire [31:0] \$327 ;
   wire [31:0] \$328 ;
-  wire [31:0] \$329 ;
+  wire \$329 ;
   wire \$33 ;
   wire [31:0] \$330 ;
   wire [31:0] \$331 ;
@@ -6371,15 +6371,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [31:0] \$335 ;
   wire [31:0] \$336 ;
   wire [31:0] \$337 ;
-  wire \$338 ;
-  wire \$339 ;
+  wire [31:0] \$338 ;
+  wire [31:0] \$339 ;
   wire \$34 ;
-  wire \$340 ;
-  wire \$341 ;
-  wire \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
+  wire [31:0] \$340 ;
+  wire [31:0] \$341 ;
+  wire [31:0] \$342 ;
+  wire [31:0] \$343 ;
+  wire [31:0] \$344 ;
+  wire [31:0] \$345 ;
   wire \$346 ;
   wire \$347 ;
   wire \$348 ;
@@ -6667,28 +6667,28 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$601 ;
   wire \$602 ;
   wire \$603 ;
-  reg [9:0] \$604 ;
-  reg [31:0] \$605 ;
-  reg \$606 ;
-  reg \$607 ;
-  reg \$608 ;
-  reg \$609 ;
+  wire \$604 ;
+  wire \$605 ;
+  wire \$606 ;
+  wire \$607 ;
+  wire \$608 ;
+  wire \$609 ;
   wire \$61 ;
-  reg \$610 ;
-  reg \$611 ;
-  reg \$612 ;
-  reg \$613 ;
-  reg \$614 ;
-  reg \$615 ;
-  reg \$616 ;
-  reg \$617 ;
-  reg \$618 ;
-  reg \$619 ;
+  wire \$610 ;
+  wire \$611 ;
+  wire \$612 ;
+  wire \$613 ;
+  wire \$614 ;
+  wire \$615 ;
+  wire \$616 ;
+  wire \$617 ;
+  wire \$618 ;
+  wire \$619 ;
   wire \$62 ;
-  reg \$620 ;
-  reg \$621 ;
-  reg \$622 ;
-  reg \$623 ;
+  wire \$620 ;
+  wire \$621 ;
+  reg [9:0] \$622 ;
+  reg [31:0] \$623 ;
   reg \$624 ;
   reg \$625 ;
   reg \$626 ;
@@ -6757,7 +6757,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$683 ;
   reg \$684 ;
   reg \$685 ;
-  reg [7:0] \$686 ;
+  reg \$686 ;
   reg \$687 ;
   reg \$688 ;
   reg \$689 ;
@@ -6778,11 +6778,11 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$701 ;
   reg \$702 ;
   reg \$703 ;
-  reg \$704 ;
+  reg [7:0] \$704 ;
   reg \$705 ;
   reg \$706 ;
   reg \$707 ;
-  reg [154:0] \$708 ;
+  reg \$708 ;
   reg \$709 ;
   wire \$71 ;
   reg \$710 ;
@@ -6792,61 +6792,83 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg \$714 ;
   reg \$715 ;
   reg \$716 ;
-  reg [178:0] \$717 ;
-  reg [58:0] \$718 ;
+  reg \$717 ;
+  reg \$718 ;
   reg \$719 ;
   wire \$72 ;
-  reg [38:0] \$720 ;
-  reg [38:0] \$721 ;
-  reg [4:0] \$722 ;
-  reg [3:0] \$723 ;
-  reg [5:0] \$724 ;
-  reg [6:0] \$725 ;
-  reg [6:0] \$726 ;
-  reg [1:0] \$727 ;
-  reg [5:0] \$728 ;
-  reg [6:0] \$729 ;
+  reg \$720 ;
+  reg \$721 ;
+  reg \$722 ;
+  reg \$723 ;
+  reg \$724 ;
+  reg \$725 ;
+  reg [154:0] \$726 ;
+  reg \$727 ;
+  reg \$728 ;
+  reg \$729 ;
   wire \$73 ;
-  reg [6:0] \$730 ;
-  reg [1:0] \$731 ;
-  reg [3:0] \$732 ;
-  reg [3:0] \$733 ;
-  reg [5:0] \$734 ;
-  reg [5:0] \$735 ;
-  reg [6:0] \$736 ;
-  reg [6:0] \$737 ;
-  reg [6:0] \$738 ;
-  reg [6:0] \$739 ;
+  reg \$730 ;
+  reg \$731 ;
+  reg \$732 ;
+  reg \$733 ;
+  reg \$734 ;
+  reg [178:0] \$735 ;
+  reg [58:0] \$736 ;
+  reg \$737 ;
+  reg [38:0] \$738 ;
+  reg [38:0] \$739 ;
   wire \$74 ;
-  reg [1:0] \$740 ;
-  reg [1:0] \$741 ;
-  reg [23:0] \$742 ;
-  reg [29:0] \$743 ;
-  reg [71:0] \$744 ;
-  reg [78:0] \$745 ;
-  reg [68:0] \$746 ;
-  reg [75:0] \$747 ;
-  reg \$748 ;
-  reg [31:0] \$749 ;
+  reg [4:0] \$740 ;
+  reg [3:0] \$741 ;
+  reg [5:0] \$742 ;
+  reg [6:0] \$743 ;
+  reg [6:0] \$744 ;
+  reg [1:0] \$745 ;
+  reg [5:0] \$746 ;
+  reg [6:0] \$747 ;
+  reg [6:0] \$748 ;
+  reg [1:0] \$749 ;
   wire \$75 ;
-  reg [31:0] \$750 ;
-  reg [31:0] \$751 ;
-  reg [31:0] \$752 ;
-  reg [31:0] \$753 ;
-  reg [31:0] \$754 ;
-  reg [31:0] \$755 ;
-  reg [31:0] \$756 ;
-  reg [31:0] \$757 ;
-  reg [31:0] \$758 ;
-  reg [31:0] \$759 ;
+  reg [3:0] \$750 ;
+  reg [3:0] \$751 ;
+  reg [5:0] \$752 ;
+  reg [5:0] \$753 ;
+  reg \$754 ;
+  reg [6:0] \$755 ;
+  reg [6:0] \$756 ;
+  reg \$757 ;
+  reg [6:0] \$758 ;
+  reg [6:0] \$759 ;
   wire \$76 ;
-  reg [31:0] \$760 ;
-  reg \$761 ;
-  reg [3:0] \$762 ;
+  reg \$760 ;
+  reg [1:0] \$761 ;
+  reg [1:0] \$762 ;
   reg \$763 ;
-  reg [31:0] \$764 ;
+  reg [23:0] \$764 ;
+  reg [29:0] \$765 ;
+  reg [71:0] \$766 ;
+  reg [78:0] \$767 ;
+  reg [68:0] \$768 ;
+  reg [75:0] \$769 ;
   wire \$77 ;
+  reg \$770 ;
+  reg [31:0] \$771 ;
+  reg [31:0] \$772 ;
+  reg [31:0] \$773 ;
+  reg [31:0] \$774 ;
+  reg [31:0] \$775 ;
+  reg [31:0] \$776 ;
+  reg [31:0] \$777 ;
+  reg [31:0] \$778 ;
+  reg [31:0] \$779 ;
   wire \$78 ;
+  reg [31:0] \$780 ;
+  reg [31:0] \$781 ;
+  reg [31:0] \$782 ;
+  reg \$783 ;
+  reg [3:0] \$784 ;
+  reg \$785 ;
+  reg [31:0] \$786 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
@@ -6872,18 +6894,18 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$99 ;
   input [68:0] addrmap_capture;
   wire [68:0] addrmap_capture;
-  reg [75:0] \addrmap_capture$168  = 76'h0000000000000000000;
-  wire [47:0] addrmap_capture$168__addr ;
-  wire [4:0] addrmap_capture$168__device ;
-  wire [6:0] addrmap_capture$168__events ;
-  wire addrmap_capture$168__events__bad_region ;
-  wire addrmap_capture$168__events__overlap ;
-  wire addrmap_capture$168__events__rx_crosses ;
-  wire addrmap_capture$168__events__rx_misrouted ;
-  wire addrmap_capture$168__events__rx_remote ;
-  wire addrmap_capture$168__events__rx_unmapped ;
-  wire addrmap_capture$168__events__store_crosses ;
-  wire [15:0] addrmap_capture$168__tile ;
+  reg [75:0] \addrmap_capture$177  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$177__addr ;
+  wire [4:0] addrmap_capture$177__device ;
+  wire [6:0] addrmap_capture$177__events ;
+  wire addrmap_capture$177__events__bad_region ;
+  wire addrmap_capture$177__events__overlap ;
+  wire addrmap_capture$177__events__rx_crosses ;
+  wire addrmap_capture$177__events__rx_misrouted ;
+  wire addrmap_capture$177__events__rx_remote ;
+  wire addrmap_capture$177__events__rx_unmapped ;
+  wire addrmap_capture$177__events__store_crosses ;
+  wire [15:0] addrmap_capture$177__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [15:0] addrmap_capture__tile ;
@@ -6905,6 +6927,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire addrmap_errors__rx_unmapped ;
   wire addrmap_errors__store_crosses ;
   reg [6:0] addrmap_errors_clear = 7'h00;
+  reg [6:0] addrmap_errors_clear_next;
+  reg addrmap_errors_first = 1'h0;
   reg [6:0] addrmap_events = 7'h00;
   wire addrmap_events__bad_region ;
   wire addrmap_events__overlap ;
@@ -6952,6 +6976,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire arbiter_errors__bad_config ;
   wire arbiter_errors__bad_response ;
   reg [1:0] arbiter_errors_clear = 2'h0;
+  reg [1:0] arbiter_errors_clear_next;
+  reg arbiter_errors_first = 1'h0;
   reg [1:0] arbiter_events = 2'h0;
   wire arbiter_events__bad_config ;
   wire arbiter_events__bad_response ;
@@ -7009,6 +7035,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   input clk;
   wire clk;
   reg [3:0] csr_errors_clear = 4'h0;
+  reg [3:0] csr_errors_clear_next;
   reg [3:0] csr_irq_enable = 4'h0;
   wire csr_irq_enable__bad_command ;
   wire csr_irq_enable__busy ;
@@ -7038,24 +7065,24 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$200 ;
+  wire [4:0] \device_id$209 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   input [71:0] dma_capture;
   wire [71:0] dma_capture;
-  reg [78:0] \dma_capture$165  = 79'h00000000000000000000;
-  wire [47:0] dma_capture$165__addr ;
-  wire [6:0] dma_capture$165__events ;
-  wire dma_capture$165__events__bad_descriptor ;
-  wire dma_capture$165__events__bad_pitch ;
-  wire dma_capture$165__events__bad_program ;
-  wire dma_capture$165__events__bad_range ;
-  wire dma_capture$165__events__bad_response ;
-  wire dma_capture$165__events__desc_busy ;
-  wire dma_capture$165__events__read_error ;
-  wire [7:0] dma_capture$165__index ;
-  wire [15:0] dma_capture$165__tile ;
+  reg [78:0] \dma_capture$174  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$174__addr ;
+  wire [6:0] dma_capture$174__events ;
+  wire dma_capture$174__events__bad_descriptor ;
+  wire dma_capture$174__events__bad_pitch ;
+  wire dma_capture$174__events__bad_program ;
+  wire dma_capture$174__events__bad_range ;
+  wire dma_capture$174__events__bad_response ;
+  wire dma_capture$174__events__desc_busy ;
+  wire dma_capture$174__events__read_error ;
+  wire [7:0] dma_capture$174__index ;
+  wire [15:0] dma_capture$174__tile ;
   wire [47:0] dma_capture__addr ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
@@ -7077,6 +7104,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire dma_errors__desc_busy ;
   wire dma_errors__read_error ;
   reg [6:0] dma_errors_clear = 7'h00;
+  reg [6:0] dma_errors_clear_next;
+  reg dma_errors_first = 1'h0;
   reg [6:0] dma_events = 7'h00;
   wire dma_events__bad_descriptor ;
   wire dma_events__bad_pitch ;
@@ -7209,7 +7238,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$199 ;
+  wire [7:0] \rp__addr$208 ;
   wire [151:0] rp__data;
   wire [170:0] \rp__data$123 ;
   wire [4:0] rp__data$123__device ;
@@ -7355,16 +7384,16 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_busy;
   input [23:0] tracker_capture;
   wire [23:0] tracker_capture;
-  reg [29:0] \tracker_capture$162  = 30'h00000000;
-  wire [7:0] tracker_capture$162__cmd ;
-  wire [5:0] tracker_capture$162__events ;
-  wire tracker_capture$162__events__bad_op ;
-  wire tracker_capture$162__events__bad_threshold ;
-  wire tracker_capture$162__events__overcount ;
-  wire tracker_capture$162__events__overflow ;
-  wire tracker_capture$162__events__reprogram ;
-  wire tracker_capture$162__events__unprogrammed ;
-  wire [15:0] tracker_capture$162__tile ;
+  reg [29:0] \tracker_capture$171  = 30'h00000000;
+  wire [7:0] tracker_capture$171__cmd ;
+  wire [5:0] tracker_capture$171__events ;
+  wire tracker_capture$171__events__bad_op ;
+  wire tracker_capture$171__events__bad_threshold ;
+  wire tracker_capture$171__events__overcount ;
+  wire tracker_capture$171__events__overflow ;
+  wire tracker_capture$171__events__reprogram ;
+  wire tracker_capture$171__events__unprogrammed ;
+  wire [15:0] tracker_capture$171__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
@@ -7383,6 +7412,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_errors__reprogram ;
   wire tracker_errors__unprogrammed ;
   reg [5:0] tracker_errors_clear = 6'h00;
+  reg [5:0] tracker_errors_clear_next;
+  reg tracker_errors_first = 1'h0;
   reg [5:0] tracker_events = 6'h00;
   wire tracker_events__bad_op ;
   wire tracker_events__bad_threshold ;
@@ -7454,21 +7485,21 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$196 ;
+  reg [7:0] \wp__addr$205 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$197 ;
-  wire [4:0] wp__data$197__device ;
-  wire [47:0] wp__data$197__dst ;
+  reg [170:0] \wp__data$206 ;
+  wire [4:0] wp__data$206__device ;
+  wire [47:0] wp__data$206__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$197__op ;
-  wire [23:0] wp__data$197__pitch ;
-  wire [15:0] wp__data$197__row_bytes ;
-  wire [11:0] wp__data$197__rows ;
-  wire [47:0] wp__data$197__src ;
-  wire [15:0] wp__data$197__tile ;
-  wire wp__data$197__valid ;
+  wire wp__data$206__op ;
+  wire [23:0] wp__data$206__pitch ;
+  wire [15:0] wp__data$206__row_bytes ;
+  wire [11:0] wp__data$206__rows ;
+  wire [47:0] wp__data$206__src ;
+  wire [15:0] wp__data$206__tile ;
+  wire wp__data$206__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7480,7 +7511,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$198 ;
+  reg \wp__en$207 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -7742,8 +7773,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$198 )
-      desc_table[\wp__addr$196 ] <= \wp__data$197 ;
+    if (\wp__en$207 )
+      desc_table[\wp__addr$205 ] <= \wp__data$206 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
@@ -7771,659 +7802,707 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$236  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$237  = req_addr[3] ? \$235  : \$236 ;
-  assign \$238  = req_addr[4] ? \$234  : \$237 ;
-  assign \$239  = req_addr[5] ? 32'd0 : \$238 ;
-  assign \$240  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$241  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$242  = req_addr[3] ? \$240  : \$241 ;
-  assign \$243  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$244  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$214  = | arbiter_errors;
+  assign \$215  = ~ arbiter_errors_clear;
+  assign \$216  = arbiter_sticky & \$215 ;
+  assign \$217  = \$216  | arbiter_events;
+  assign \$218  = ~ arbiter_errors_clear_next;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = | \$219 ;
+  assign \$221  = ~ \$220 ;
+  assign \$222  = \$214  & \$221 ;
+  assign \$223  = errors & csr_irq_enable;
+  assign \$224  = | \$223 ;
+  assign \$225  = tracker_sticky & tracker_irq_enable;
+  assign \$226  = | \$225 ;
+  assign \$227  = dma_sticky & dma_irq_enable;
+  assign \$228  = | \$227 ;
+  assign \$229  = addrmap_sticky & addrmap_irq_enable;
+  assign \$230  = | \$229 ;
+  assign \$231  = arbiter_sticky & arbiter_irq_enable;
+  assign \$232  = | \$231 ;
+  assign \$233  = | { \$232 , \$230 , \$228 , \$226 , \$224  };
+  assign \$234  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$235  = req_addr[3] ? 32'd0 : \$234 ;
+  assign \$236  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$237  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$238  = req_addr[3] ? \$236  : \$237 ;
+  assign \$239  = req_addr[4] ? \$235  : \$238 ;
+  assign \$240  = req_addr[5] ? 32'd0 : \$239 ;
+  assign \$241  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$242  = req_addr[3] ? 32'd0 : \$241 ;
+  assign \$243  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$244  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
   assign \$245  = req_addr[3] ? \$243  : \$244 ;
   assign \$246  = req_addr[4] ? \$242  : \$245 ;
   assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
-  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$249  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$249  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
   assign \$250  = req_addr[3] ? \$248  : \$249 ;
-  assign \$251  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$252  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$251  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$252  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
   assign \$253  = req_addr[3] ? \$251  : \$252 ;
   assign \$254  = req_addr[4] ? \$250  : \$253 ;
   assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
-  assign \$256  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$257  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$256  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$257  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
   assign \$258  = req_addr[3] ? \$256  : \$257 ;
-  assign \$259  = req_addr[4] ? 32'd0 : \$258 ;
-  assign \$260  = req_addr[5] ? 32'd0 : \$259 ;
-  assign \$261  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$262  = req_addr[3] ? 32'd0 : \$261 ;
-  assign \$263  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$264  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$265  = req_addr[3] ? \$263  : \$264 ;
-  assign \$266  = req_addr[4] ? \$262  : \$265 ;
-  assign \$267  = req_addr[5] ? 32'd0 : \$266 ;
-  assign \$268  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$269  = req_addr[3] ? 32'd0 : \$268 ;
-  assign \$270  = req_addr[4] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$272  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$259  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$260  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$261  = req_addr[3] ? \$259  : \$260 ;
+  assign \$262  = req_addr[4] ? \$258  : \$261 ;
+  assign \$263  = req_addr[5] ? 32'd0 : \$262 ;
+  assign \$264  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$265  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$266  = req_addr[3] ? \$264  : \$265 ;
+  assign \$267  = req_addr[4] ? 32'd0 : \$266 ;
+  assign \$268  = req_addr[5] ? 32'd0 : \$267 ;
+  assign \$269  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
+  assign \$271  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$272  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
   assign \$273  = req_addr[3] ? \$271  : \$272 ;
-  assign \$274  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$275  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$276  = req_addr[3] ? \$274  : \$275 ;
-  assign \$277  = req_addr[4] ? \$273  : \$276 ;
-  assign \$278  = req_addr[5] ? \$270  : \$277 ;
-  assign \$279  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$280  = req_addr[3] ? 32'd0 : \$279 ;
-  assign \$281  = req_addr[4] ? 32'd0 : \$280 ;
-  assign \$282  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$283  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$274  = req_addr[4] ? \$270  : \$273 ;
+  assign \$275  = req_addr[5] ? 32'd0 : \$274 ;
+  assign \$276  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$277  = req_addr[3] ? 32'd0 : \$276 ;
+  assign \$278  = req_addr[4] ? 32'd0 : \$277 ;
+  assign \$279  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$280  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$281  = req_addr[3] ? \$279  : \$280 ;
+  assign \$282  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$283  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
   assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$286  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$287  = req_addr[3] ? \$285  : \$286 ;
-  assign \$288  = req_addr[4] ? \$284  : \$287 ;
-  assign \$289  = req_addr[5] ? \$281  : \$288 ;
-  assign \$290  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$291  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$285  = req_addr[4] ? \$281  : \$284 ;
+  assign \$286  = req_addr[5] ? \$278  : \$285 ;
+  assign \$287  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$288  = req_addr[3] ? 32'd0 : \$287 ;
+  assign \$289  = req_addr[4] ? 32'd0 : \$288 ;
+  assign \$290  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$291  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
   assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[4] ? 32'd0 : \$292 ;
-  assign \$294  = req_addr[5] ? 32'd0 : \$293 ;
-  assign \$295  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$296  = req_addr[3] ? 32'd0 : \$295 ;
-  assign \$297  = req_addr[4] ? 32'd0 : \$296 ;
-  assign \$298  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$299  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$293  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$294  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$295  = req_addr[3] ? \$293  : \$294 ;
+  assign \$296  = req_addr[4] ? \$292  : \$295 ;
+  assign \$297  = req_addr[5] ? \$289  : \$296 ;
+  assign \$298  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$299  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
   assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$302  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$303  = req_addr[3] ? \$301  : \$302 ;
-  assign \$304  = req_addr[4] ? \$300  : \$303 ;
-  assign \$305  = req_addr[5] ? \$297  : \$304 ;
-  assign \$306  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$307  = req_addr[3] ? 32'd0 : \$306 ;
-  assign \$308  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$309  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$310  = req_addr[3] ? \$308  : \$309 ;
-  assign \$311  = req_addr[4] ? \$307  : \$310 ;
-  assign \$312  = req_addr[5] ? 32'd0 : \$311 ;
-  assign \$313  = req_addr[2] ? { 4'h0, \addrmap_capture$168 [75:48] } : { 16'h0000, \addrmap_capture$168 [47:32] };
-  assign \$314  = req_addr[2] ? \addrmap_capture$168 [31:0] : { 25'h0000000, \dma_capture$165 [78:72] };
-  assign \$315  = req_addr[3] ? \$313  : \$314 ;
-  assign \$316  = req_addr[2] ? { 16'h0000, \dma_capture$165 [71:56] } : \dma_capture$165 [55:24];
-  assign \$317  = req_addr[2] ? { 8'h00, \dma_capture$165 [23:0] } : { 2'h0, \tracker_capture$162  };
+  assign \$301  = req_addr[4] ? 32'd0 : \$300 ;
+  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
+  assign \$303  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$304  = req_addr[3] ? 32'd0 : \$303 ;
+  assign \$305  = req_addr[4] ? 32'd0 : \$304 ;
+  assign \$306  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$307  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$308  = req_addr[3] ? \$306  : \$307 ;
+  assign \$309  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$310  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$311  = req_addr[3] ? \$309  : \$310 ;
+  assign \$312  = req_addr[4] ? \$308  : \$311 ;
+  assign \$313  = req_addr[5] ? \$305  : \$312 ;
+  assign \$314  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$315  = req_addr[3] ? 32'd0 : \$314 ;
+  assign \$316  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$317  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
   assign \$318  = req_addr[3] ? \$316  : \$317 ;
   assign \$319  = req_addr[4] ? \$315  : \$318 ;
   assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
-  assign \$321  = | req_addr[1:0];
-  assign \$322  = read_section[0] ? 32'd0 : read_part14;
-  assign \$323  = read_section[0] ? read_part13 : 32'd0;
-  assign \$324  = read_section[1] ? \$322  : \$323 ;
-  assign \$325  = read_section[0] ? read_part11 : read_part10;
-  assign \$326  = read_section[0] ? 32'd0 : read_part8;
-  assign \$327  = read_section[1] ? \$325  : \$326 ;
-  assign \$328  = read_section[2] ? \$324  : \$327 ;
-  assign \$329  = read_section[0] ? 32'd0 : read_part6;
-  assign \$330  = read_section[0] ? read_part5 : read_part4;
-  assign \$331  = read_section[1] ? \$329  : \$330 ;
-  assign \$332  = read_section[0] ? read_part3 : read_part2;
-  assign \$333  = read_section[0] ? read_part1 : read_part0;
-  assign \$334  = read_section[1] ? \$332  : \$333 ;
-  assign \$335  = read_section[2] ? \$331  : \$334 ;
-  assign \$336  = read_section[3] ? \$328  : \$335 ;
-  assign \$337  = read_unaligned ? 32'd0 : \$336 ;
-  assign \$338  = req_r_stb | req_w_stb;
-  assign \$339  = ~ mapped;
-  assign \$340  = \$338  & \$339 ;
-  assign \$341  = req_w_stb & sel_id;
-  assign \$342  = req_w_stb & sel_config;
-  assign \$343  = req_w_stb & sel_status;
-  assign \$344  = req_w_stb & sel_track_result_op;
-  assign \$345  = req_w_stb & sel_track_result_threshold;
-  assign \$346  = req_w_stb & sel_tracker_writes_compute;
-  assign \$347  = req_w_stb & sel_tracker_writes_dma;
-  assign \$348  = req_w_stb & sel_tracker_writes_remote;
-  assign \$349  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$350  = req_w_stb & sel_tracker_triggers;
-  assign \$351  = req_w_stb & sel_tracker_dropped;
-  assign \$352  = req_w_stb & sel_dma_triggers;
-  assign \$353  = req_w_stb & sel_dma_rejected;
-  assign \$354  = req_w_stb & sel_dma_reads;
-  assign \$355  = req_w_stb & sel_dma_packets;
-  assign \$356  = req_w_stb & sel_dma_bad_program;
-  assign \$357  = req_w_stb & sel_dma_bad_range;
-  assign \$358  = req_w_stb & sel_dma_bad_pitch;
-  assign \$359  = req_w_stb & sel_dma_desc_busy;
-  assign \$360  = req_w_stb & sel_dma_aborted;
-  assign \$361  = req_w_stb & sel_addrmap_local;
-  assign \$362  = req_w_stb & sel_addrmap_tracked;
-  assign \$363  = req_w_stb & sel_addrmap_remote;
-  assign \$364  = req_w_stb & sel_addrmap_unmapped;
-  assign \$365  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$366  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$367  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$368  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$369  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$370  = req_w_stb & sel_arb_status;
-  assign \$371  = req_w_stb & sel_arbiter_grants_load;
-  assign \$372  = req_w_stb & sel_arbiter_grants_store;
-  assign \$373  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$374  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$375  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$376  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$377  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$378  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$379  = req_w_stb & sel_arbiter_starved;
-  assign \$380  = req_w_stb & sel_tracker_capture;
-  assign \$381  = req_w_stb & sel_dma_capture_index;
-  assign \$382  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$383  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$384  = req_w_stb & sel_dma_capture_events;
-  assign \$385  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$386  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$387  = req_w_stb & sel_addrmap_capture_device;
-  assign \$388  = | { \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341  };
-  assign \$389  = sweep_at < 4'h8;
-  assign \$390  = | addrmap_errors[1:0];
-  assign \$391  = ~ \$390 ;
-  assign \$392  = region_verdict & \$391 ;
-  assign \$393  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$394  = ~ \$393 ;
-  assign \$395  = desc_verdict & \$394 ;
-  assign \$396  = req_w_stb & sel_region_index;
-  assign \$397  = region_program__valid | region_judging;
-  assign \$398  = region_fetch | region_load;
-  assign \$399  = \$397  | \$398 ;
-  assign \$401  = \$396  & \$400 ;
-  assign \$402  = req_w_stb & sel_region_index;
-  assign \$403  = req_r_stb & sel_region_index;
-  assign \$404  = region_fetch | region_load;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_region_base_lo;
-  assign \$407  = region_program__valid | region_judging;
-  assign \$408  = region_fetch | region_load;
-  assign \$409  = \$407  | \$408 ;
-  assign \$411  = \$406  & \$410 ;
-  assign \$412  = req_w_stb & sel_region_base_lo;
-  assign \$413  = req_r_stb & sel_region_base_lo;
-  assign \$414  = region_fetch | region_load;
-  assign \$415  = \$413  & \$414 ;
-  assign \$416  = req_w_stb & sel_region_base_hi;
-  assign \$417  = region_program__valid | region_judging;
-  assign \$418  = region_fetch | region_load;
-  assign \$419  = \$417  | \$418 ;
-  assign \$421  = \$416  & \$420 ;
-  assign \$422  = req_w_stb & sel_region_base_hi;
-  assign \$423  = req_r_stb & sel_region_base_hi;
-  assign \$424  = region_fetch | region_load;
-  assign \$425  = \$423  & \$424 ;
-  assign \$426  = req_w_stb & sel_region_size_lo;
-  assign \$427  = region_program__valid | region_judging;
-  assign \$428  = region_fetch | region_load;
-  assign \$429  = \$427  | \$428 ;
-  assign \$431  = \$426  & \$430 ;
-  assign \$432  = req_w_stb & sel_region_size_lo;
-  assign \$433  = req_r_stb & sel_region_size_lo;
-  assign \$434  = region_fetch | region_load;
-  assign \$435  = \$433  & \$434 ;
-  assign \$436  = req_w_stb & sel_region_size_hi;
-  assign \$437  = region_program__valid | region_judging;
-  assign \$438  = region_fetch | region_load;
-  assign \$439  = \$437  | \$438 ;
-  assign \$441  = \$436  & \$440 ;
-  assign \$442  = req_w_stb & sel_region_size_hi;
-  assign \$443  = req_r_stb & sel_region_size_hi;
-  assign \$444  = region_fetch | region_load;
-  assign \$445  = \$443  & \$444 ;
-  assign \$446  = req_w_stb & sel_region_remote_base_lo;
-  assign \$447  = region_program__valid | region_judging;
-  assign \$448  = region_fetch | region_load;
-  assign \$449  = \$447  | \$448 ;
-  assign \$451  = \$446  & \$450 ;
-  assign \$452  = req_w_stb & sel_region_remote_base_lo;
-  assign \$453  = req_r_stb & sel_region_remote_base_lo;
-  assign \$454  = region_fetch | region_load;
-  assign \$455  = \$453  & \$454 ;
-  assign \$456  = req_w_stb & sel_region_remote_base_hi;
-  assign \$457  = region_program__valid | region_judging;
-  assign \$458  = region_fetch | region_load;
-  assign \$459  = \$457  | \$458 ;
-  assign \$461  = \$456  & \$460 ;
-  assign \$462  = req_w_stb & sel_region_remote_base_hi;
-  assign \$463  = req_r_stb & sel_region_remote_base_hi;
-  assign \$464  = region_fetch | region_load;
-  assign \$465  = \$463  & \$464 ;
-  assign \$466  = req_w_stb & sel_desc_index;
-  assign \$467  = dma_program__valid | desc_judging;
-  assign \$468  = desc_fetch | desc_load;
-  assign \$469  = \$467  | \$468 ;
-  assign \$471  = \$466  & \$470 ;
-  assign \$472  = req_w_stb & sel_desc_index;
-  assign \$473  = req_r_stb & sel_desc_index;
-  assign \$474  = desc_fetch | desc_load;
-  assign \$475  = \$473  & \$474 ;
-  assign \$476  = req_w_stb & sel_desc_rows;
-  assign \$477  = dma_program__valid | desc_judging;
-  assign \$478  = desc_fetch | desc_load;
-  assign \$479  = \$477  | \$478 ;
-  assign \$481  = \$476  & \$480 ;
-  assign \$482  = req_w_stb & sel_desc_rows;
-  assign \$483  = req_r_stb & sel_desc_rows;
-  assign \$484  = desc_fetch | desc_load;
-  assign \$485  = \$483  & \$484 ;
-  assign \$486  = req_w_stb & sel_desc_pitch;
-  assign \$487  = dma_program__valid | desc_judging;
-  assign \$488  = desc_fetch | desc_load;
-  assign \$489  = \$487  | \$488 ;
-  assign \$491  = \$486  & \$490 ;
-  assign \$492  = req_w_stb & sel_desc_pitch;
-  assign \$493  = req_r_stb & sel_desc_pitch;
-  assign \$494  = desc_fetch | desc_load;
-  assign \$495  = \$493  & \$494 ;
-  assign \$496  = req_w_stb & sel_desc_src_lo;
-  assign \$497  = dma_program__valid | desc_judging;
-  assign \$498  = desc_fetch | desc_load;
-  assign \$499  = \$497  | \$498 ;
-  assign \$501  = \$496  & \$500 ;
-  assign \$502  = req_w_stb & sel_desc_src_lo;
-  assign \$503  = req_r_stb & sel_desc_src_lo;
-  assign \$504  = desc_fetch | desc_load;
-  assign \$505  = \$503  & \$504 ;
-  assign \$506  = req_w_stb & sel_desc_src_hi;
-  assign \$507  = dma_program__valid | desc_judging;
-  assign \$508  = desc_fetch | desc_load;
-  assign \$509  = \$507  | \$508 ;
-  assign \$511  = \$506  & \$510 ;
-  assign \$512  = req_w_stb & sel_desc_src_hi;
-  assign \$513  = req_r_stb & sel_desc_src_hi;
-  assign \$514  = desc_fetch | desc_load;
-  assign \$515  = \$513  & \$514 ;
-  assign \$516  = req_w_stb & sel_desc_dst_lo;
-  assign \$517  = dma_program__valid | desc_judging;
-  assign \$518  = desc_fetch | desc_load;
-  assign \$519  = \$517  | \$518 ;
-  assign \$521  = \$516  & \$520 ;
-  assign \$522  = req_w_stb & sel_desc_dst_lo;
-  assign \$523  = req_r_stb & sel_desc_dst_lo;
-  assign \$524  = desc_fetch | desc_load;
-  assign \$525  = \$523  & \$524 ;
-  assign \$526  = req_w_stb & sel_desc_dst_hi;
-  assign \$527  = dma_program__valid | desc_judging;
-  assign \$528  = desc_fetch | desc_load;
-  assign \$529  = \$527  | \$528 ;
-  assign \$531  = \$526  & \$530 ;
-  assign \$532  = req_w_stb & sel_desc_dst_hi;
-  assign \$533  = req_r_stb & sel_desc_dst_hi;
-  assign \$534  = desc_fetch | desc_load;
-  assign \$535  = \$533  & \$534 ;
-  assign \$536  = req_w_stb & sel_track_op;
-  assign \$539  = \$538  | track_answer;
-  assign \$540  = \$536  & \$539 ;
-  assign \$541  = req_w_stb & sel_track_op;
-  assign \$542  = req_w_stb & sel_track_cmd;
-  assign \$545  = \$544  | track_answer;
-  assign \$546  = \$542  & \$545 ;
-  assign \$547  = req_w_stb & sel_track_cmd;
-  assign \$548  = req_w_stb & sel_arb_policy;
-  assign \$552  = \$548  & \$551 ;
-  assign \$553  = req_w_stb & sel_arb_policy;
-  assign \$554  = req_w_stb & sel_arb_starvation_limit;
-  assign \$558  = \$554  & \$557 ;
-  assign \$559  = req_w_stb & sel_arb_starvation_limit;
-  assign \$560  = req_w_stb & sel_command;
-  assign \$561  = region_program__valid | region_judging;
-  assign \$562  = region_fetch | region_load;
-  assign \$563  = \$561  | \$562 ;
-  assign \$565  = \$564  | sweep;
-  assign \$566  = region_program__valid | region_judging;
-  assign \$567  = region_fetch | region_load;
-  assign \$568  = \$566  | \$567 ;
-  assign \$570  = \$569  | sweep;
-  assign \$571  = dma_program__valid | desc_judging;
-  assign \$572  = desc_fetch | desc_load;
-  assign \$573  = \$571  | \$572 ;
-  assign \$575  = sweep | dma_busy;
+  assign \$321  = req_addr[2] ? { 4'h0, \addrmap_capture$177 [75:48] } : { 16'h0000, \addrmap_capture$177 [47:32] };
+  assign \$322  = req_addr[2] ? \addrmap_capture$177 [31:0] : { 25'h0000000, \dma_capture$174 [78:72] };
+  assign \$323  = req_addr[3] ? \$321  : \$322 ;
+  assign \$324  = req_addr[2] ? { 16'h0000, \dma_capture$174 [71:56] } : \dma_capture$174 [55:24];
+  assign \$325  = req_addr[2] ? { 8'h00, \dma_capture$174 [23:0] } : { 2'h0, \tracker_capture$171  };
+  assign \$326  = req_addr[3] ? \$324  : \$325 ;
+  assign \$327  = req_addr[4] ? \$323  : \$326 ;
+  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
+  assign \$329  = | req_addr[1:0];
+  assign \$330  = read_section[0] ? 32'd0 : read_part14;
+  assign \$331  = read_section[0] ? read_part13 : 32'd0;
+  assign \$332  = read_section[1] ? \$330  : \$331 ;
+  assign \$333  = read_section[0] ? read_part11 : read_part10;
+  assign \$334  = read_section[0] ? 32'd0 : read_part8;
+  assign \$335  = read_section[1] ? \$333  : \$334 ;
+  assign \$336  = read_section[2] ? \$332  : \$335 ;
+  assign \$337  = read_section[0] ? 32'd0 : read_part6;
+  assign \$338  = read_section[0] ? read_part5 : read_part4;
+  assign \$339  = read_section[1] ? \$337  : \$338 ;
+  assign \$340  = read_section[0] ? read_part3 : read_part2;
+  assign \$341  = read_section[0] ? read_part1 : read_part0;
+  assign \$342  = read_section[1] ? \$340  : \$341 ;
+  assign \$343  = read_section[2] ? \$339  : \$342 ;
+  assign \$344  = read_section[3] ? \$336  : \$343 ;
+  assign \$345  = read_unaligned ? 32'd0 : \$344 ;
+  assign \$346  = req_r_stb | req_w_stb;
+  assign \$347  = ~ mapped;
+  assign \$348  = \$346  & \$347 ;
+  assign \$349  = req_w_stb & sel_id;
+  assign \$350  = req_w_stb & sel_config;
+  assign \$351  = req_w_stb & sel_status;
+  assign \$352  = req_w_stb & sel_track_result_op;
+  assign \$353  = req_w_stb & sel_track_result_threshold;
+  assign \$354  = req_w_stb & sel_tracker_writes_compute;
+  assign \$355  = req_w_stb & sel_tracker_writes_dma;
+  assign \$356  = req_w_stb & sel_tracker_writes_remote;
+  assign \$357  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$358  = req_w_stb & sel_tracker_triggers;
+  assign \$359  = req_w_stb & sel_tracker_dropped;
+  assign \$360  = req_w_stb & sel_dma_triggers;
+  assign \$361  = req_w_stb & sel_dma_rejected;
+  assign \$362  = req_w_stb & sel_dma_reads;
+  assign \$363  = req_w_stb & sel_dma_packets;
+  assign \$364  = req_w_stb & sel_dma_bad_program;
+  assign \$365  = req_w_stb & sel_dma_bad_range;
+  assign \$366  = req_w_stb & sel_dma_bad_pitch;
+  assign \$367  = req_w_stb & sel_dma_desc_busy;
+  assign \$368  = req_w_stb & sel_dma_aborted;
+  assign \$369  = req_w_stb & sel_addrmap_local;
+  assign \$370  = req_w_stb & sel_addrmap_tracked;
+  assign \$371  = req_w_stb & sel_addrmap_remote;
+  assign \$372  = req_w_stb & sel_addrmap_unmapped;
+  assign \$373  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$374  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$375  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$376  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$377  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$378  = req_w_stb & sel_arb_status;
+  assign \$379  = req_w_stb & sel_arbiter_grants_load;
+  assign \$380  = req_w_stb & sel_arbiter_grants_store;
+  assign \$381  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$382  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$383  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$384  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$385  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$386  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$387  = req_w_stb & sel_arbiter_starved;
+  assign \$388  = req_w_stb & sel_tracker_capture;
+  assign \$389  = req_w_stb & sel_dma_capture_index;
+  assign \$390  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$391  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$392  = req_w_stb & sel_dma_capture_events;
+  assign \$393  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$394  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$395  = req_w_stb & sel_addrmap_capture_device;
+  assign \$396  = | { \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349  };
+  assign \$397  = sweep_at < 4'h8;
+  assign \$398  = | addrmap_errors[1:0];
+  assign \$399  = ~ \$398 ;
+  assign \$400  = region_verdict & \$399 ;
+  assign \$401  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$402  = ~ \$401 ;
+  assign \$403  = desc_verdict & \$402 ;
+  assign \$404  = req_w_stb & sel_region_index;
+  assign \$405  = region_program__valid | region_judging;
+  assign \$406  = region_fetch | region_load;
+  assign \$407  = \$405  | \$406 ;
+  assign \$409  = \$404  & \$408 ;
+  assign \$410  = req_w_stb & sel_region_index;
+  assign \$411  = req_r_stb & sel_region_index;
+  assign \$412  = region_fetch | region_load;
+  assign \$413  = \$411  & \$412 ;
+  assign \$414  = req_w_stb & sel_region_base_lo;
+  assign \$415  = region_program__valid | region_judging;
+  assign \$416  = region_fetch | region_load;
+  assign \$417  = \$415  | \$416 ;
+  assign \$419  = \$414  & \$418 ;
+  assign \$420  = req_w_stb & sel_region_base_lo;
+  assign \$421  = req_r_stb & sel_region_base_lo;
+  assign \$422  = region_fetch | region_load;
+  assign \$423  = \$421  & \$422 ;
+  assign \$424  = req_w_stb & sel_region_base_hi;
+  assign \$425  = region_program__valid | region_judging;
+  assign \$426  = region_fetch | region_load;
+  assign \$427  = \$425  | \$426 ;
+  assign \$429  = \$424  & \$428 ;
+  assign \$430  = req_w_stb & sel_region_base_hi;
+  assign \$431  = req_r_stb & sel_region_base_hi;
+  assign \$432  = region_fetch | region_load;
+  assign \$433  = \$431  & \$432 ;
+  assign \$434  = req_w_stb & sel_region_size_lo;
+  assign \$435  = region_program__valid | region_judging;
+  assign \$436  = region_fetch | region_load;
+  assign \$437  = \$435  | \$436 ;
+  assign \$439  = \$434  & \$438 ;
+  assign \$440  = req_w_stb & sel_region_size_lo;
+  assign \$441  = req_r_stb & sel_region_size_lo;
+  assign \$442  = region_fetch | region_load;
+  assign \$443  = \$441  & \$442 ;
+  assign \$444  = req_w_stb & sel_region_size_hi;
+  assign \$445  = region_program__valid | region_judging;
+  assign \$446  = region_fetch | region_load;
+  assign \$447  = \$445  | \$446 ;
+  assign \$449  = \$444  & \$448 ;
+  assign \$450  = req_w_stb & sel_region_size_hi;
+  assign \$451  = req_r_stb & sel_region_size_hi;
+  assign \$452  = region_fetch | region_load;
+  assign \$453  = \$451  & \$452 ;
+  assign \$454  = req_w_stb & sel_region_remote_base_lo;
+  assign \$455  = region_program__valid | region_judging;
+  assign \$456  = region_fetch | region_load;
+  assign \$457  = \$455  | \$456 ;
+  assign \$459  = \$454  & \$458 ;
+  assign \$460  = req_w_stb & sel_region_remote_base_lo;
+  assign \$461  = req_r_stb & sel_region_remote_base_lo;
+  assign \$462  = region_fetch | region_load;
+  assign \$463  = \$461  & \$462 ;
+  assign \$464  = req_w_stb & sel_region_remote_base_hi;
+  assign \$465  = region_program__valid | region_judging;
+  assign \$466  = region_fetch | region_load;
+  assign \$467  = \$465  | \$466 ;
+  assign \$469  = \$464  & \$468 ;
+  assign \$470  = req_w_stb & sel_region_remote_base_hi;
+  assign \$471  = req_r_stb & sel_region_remote_base_hi;
+  assign \$472  = region_fetch | region_load;
+  assign \$473  = \$471  & \$472 ;
+  assign \$474  = req_w_stb & sel_desc_index;
+  assign \$475  = dma_program__valid | desc_judging;
+  assign \$476  = desc_fetch | desc_load;
+  assign \$477  = \$475  | \$476 ;
+  assign \$479  = \$474  & \$478 ;
+  assign \$480  = req_w_stb & sel_desc_index;
+  assign \$481  = req_r_stb & sel_desc_index;
+  assign \$482  = desc_fetch | desc_load;
+  assign \$483  = \$481  & \$482 ;
+  assign \$484  = req_w_stb & sel_desc_rows;
+  assign \$485  = dma_program__valid | desc_judging;
+  assign \$486  = desc_fetch | desc_load;
+  assign \$487  = \$485  | \$486 ;
+  assign \$489  = \$484  & \$488 ;
+  assign \$490  = req_w_stb & sel_desc_rows;
+  assign \$491  = req_r_stb & sel_desc_rows;
+  assign \$492  = desc_fetch | desc_load;
+  assign \$493  = \$491  & \$492 ;
+  assign \$494  = req_w_stb & sel_desc_pitch;
+  assign \$495  = dma_program__valid | desc_judging;
+  assign \$496  = desc_fetch | desc_load;
+  assign \$497  = \$495  | \$496 ;
+  assign \$499  = \$494  & \$498 ;
+  assign \$500  = req_w_stb & sel_desc_pitch;
+  assign \$501  = req_r_stb & sel_desc_pitch;
+  assign \$502  = desc_fetch | desc_load;
+  assign \$503  = \$501  & \$502 ;
+  assign \$504  = req_w_stb & sel_desc_src_lo;
+  assign \$505  = dma_program__valid | desc_judging;
+  assign \$506  = desc_fetch | desc_load;
+  assign \$507  = \$505  | \$506 ;
+  assign \$509  = \$504  & \$508 ;
+  assign \$510  = req_w_stb & sel_desc_src_lo;
+  assign \$511  = req_r_stb & sel_desc_src_lo;
+  assign \$512  = desc_fetch | desc_load;
+  assign \$513  = \$511  & \$512 ;
+  assign \$514  = req_w_stb & sel_desc_src_hi;
+  assign \$515  = dma_program__valid | desc_judging;
+  assign \$516  = desc_fetch | desc_load;
+  assign \$517  = \$515  | \$516 ;
+  assign \$519  = \$514  & \$518 ;
+  assign \$520  = req_w_stb & sel_desc_src_hi;
+  assign \$521  = req_r_stb & sel_desc_src_hi;
+  assign \$522  = desc_fetch | desc_load;
+  assign \$523  = \$521  & \$522 ;
+  assign \$524  = req_w_stb & sel_desc_dst_lo;
+  assign \$525  = dma_program__valid | desc_judging;
+  assign \$526  = desc_fetch | desc_load;
+  assign \$527  = \$525  | \$526 ;
+  assign \$529  = \$524  & \$528 ;
+  assign \$530  = req_w_stb & sel_desc_dst_lo;
+  assign \$531  = req_r_stb & sel_desc_dst_lo;
+  assign \$532  = desc_fetch | desc_load;
+  assign \$533  = \$531  & \$532 ;
+  assign \$534  = req_w_stb & sel_desc_dst_hi;
+  assign \$535  = dma_program__valid | desc_judging;
+  assign \$536  = desc_fetch | desc_load;
+  assign \$537  = \$535  | \$536 ;
+  assign \$539  = \$534  & \$538 ;
+  assign \$540  = req_w_stb & sel_desc_dst_hi;
+  assign \$541  = req_r_stb & sel_desc_dst_hi;
+  assign \$542  = desc_fetch | desc_load;
+  assign \$543  = \$541  & \$542 ;
+  assign \$544  = req_w_stb & sel_track_op;
+  assign \$547  = \$546  | track_answer;
+  assign \$548  = \$544  & \$547 ;
+  assign \$549  = req_w_stb & sel_track_op;
+  assign \$550  = req_w_stb & sel_track_cmd;
+  assign \$553  = \$552  | track_answer;
+  assign \$554  = \$550  & \$553 ;
+  assign \$555  = req_w_stb & sel_track_cmd;
+  assign \$556  = req_w_stb & sel_arb_policy;
+  assign \$560  = \$556  & \$559 ;
+  assign \$561  = req_w_stb & sel_arb_policy;
+  assign \$562  = req_w_stb & sel_arb_starvation_limit;
+  assign \$566  = \$562  & \$565 ;
+  assign \$567  = req_w_stb & sel_arb_starvation_limit;
+  assign \$568  = req_w_stb & sel_command;
+  assign \$569  = region_program__valid | region_judging;
+  assign \$570  = region_fetch | region_load;
+  assign \$571  = \$569  | \$570 ;
+  assign \$573  = \$572  | sweep;
+  assign \$574  = region_program__valid | region_judging;
+  assign \$575  = region_fetch | region_load;
   assign \$576  = \$574  | \$575 ;
-  assign \$577  = dma_program__valid | desc_judging;
-  assign \$578  = desc_fetch | desc_load;
-  assign \$579  = \$577  | \$578 ;
-  assign \$581  = \$580  | sweep;
-  assign \$584  = \$583  | track_answer;
-  assign \$585  = \$584  | tracker_busy;
-  assign \$590  = region_program__valid | region_judging;
-  assign \$591  = region_fetch | region_load;
-  assign \$592  = \$590  | \$591 ;
-  assign \$594  = dma_program__valid | desc_judging;
-  assign \$595  = desc_fetch | desc_load;
-  assign \$596  = \$594  | \$595 ;
-  assign \$600  = \$599  | track_answer;
+  assign \$578  = \$577  | sweep;
+  assign \$579  = dma_program__valid | desc_judging;
+  assign \$580  = desc_fetch | desc_load;
+  assign \$581  = \$579  | \$580 ;
+  assign \$583  = sweep | dma_busy;
+  assign \$584  = \$582  | \$583 ;
+  assign \$585  = dma_program__valid | desc_judging;
+  assign \$586  = desc_fetch | desc_load;
+  assign \$587  = \$585  | \$586 ;
+  assign \$589  = \$588  | sweep;
+  assign \$592  = \$591  | track_answer;
+  assign \$593  = \$592  | tracker_busy;
+  assign \$598  = bus__addr == 7'h40;
+  assign \$599  = bus__w_stb & \$598 ;
+  assign \$600  = bus__addr == 7'h44;
+  assign \$601  = bus__w_stb & \$600 ;
+  assign \$602  = bus__addr == 7'h48;
+  assign \$603  = bus__w_stb & \$602 ;
+  assign \$604  = bus__addr == 7'h4c;
+  assign \$605  = bus__w_stb & \$604 ;
+  assign \$606  = bus__addr == 7'h50;
+  assign \$607  = bus__w_stb & \$606 ;
+  assign \$608  = region_program__valid | region_judging;
+  assign \$609  = region_fetch | region_load;
+  assign \$610  = \$608  | \$609 ;
+  assign \$612  = dma_program__valid | desc_judging;
+  assign \$613  = desc_fetch | desc_load;
+  assign \$614  = \$612  | \$613 ;
+  assign \$618  = \$617  | track_answer;
   always @(posedge clk)
-    req_addr <= \$604 ;
+    req_addr <= \$622 ;
   always @(posedge clk)
-    req_w_data <= \$605 ;
+    req_w_data <= \$623 ;
   always @(posedge clk)
-    req_w_stb <= \$606 ;
+    req_w_stb <= \$624 ;
   always @(posedge clk)
-    req_r_stb <= \$607 ;
+    req_r_stb <= \$625 ;
   always @(posedge clk)
-    sel_id <= \$608 ;
+    sel_id <= \$626 ;
   always @(posedge clk)
-    sel_config <= \$609 ;
+    sel_config <= \$627 ;
   always @(posedge clk)
-    sel_status <= \$610 ;
+    sel_status <= \$628 ;
   always @(posedge clk)
-    sel_command <= \$611 ;
+    sel_command <= \$629 ;
   always @(posedge clk)
-    sel_device_id <= \$612 ;
+    sel_device_id <= \$630 ;
   always @(posedge clk)
-    sel_csr_errors <= \$613 ;
+    sel_csr_errors <= \$631 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$614 ;
+    sel_tracker_errors <= \$632 ;
   always @(posedge clk)
-    sel_dma_errors <= \$615 ;
+    sel_dma_errors <= \$633 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$616 ;
+    sel_addrmap_errors <= \$634 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$617 ;
+    sel_arbiter_errors <= \$635 ;
   always @(posedge clk)
-    sel_region_index <= \$618 ;
+    sel_region_index <= \$636 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$619 ;
+    sel_region_base_lo <= \$637 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$620 ;
+    sel_region_base_hi <= \$638 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$621 ;
+    sel_region_size_lo <= \$639 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$622 ;
+    sel_region_size_hi <= \$640 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$623 ;
+    sel_region_remote_base_lo <= \$641 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$624 ;
+    sel_region_remote_base_hi <= \$642 ;
   always @(posedge clk)
-    sel_desc_index <= \$625 ;
+    sel_desc_index <= \$643 ;
   always @(posedge clk)
-    sel_desc_rows <= \$626 ;
+    sel_desc_rows <= \$644 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$627 ;
+    sel_desc_pitch <= \$645 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$628 ;
+    sel_desc_src_lo <= \$646 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$629 ;
+    sel_desc_src_hi <= \$647 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$630 ;
+    sel_desc_dst_lo <= \$648 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$631 ;
+    sel_desc_dst_hi <= \$649 ;
   always @(posedge clk)
-    sel_track_op <= \$632 ;
+    sel_track_op <= \$650 ;
   always @(posedge clk)
-    sel_track_cmd <= \$633 ;
+    sel_track_cmd <= \$651 ;
   always @(posedge clk)
-    sel_track_result_op <= \$634 ;
+    sel_track_result_op <= \$652 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$635 ;
+    sel_track_result_threshold <= \$653 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$636 ;
+    sel_tracker_writes_compute <= \$654 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$637 ;
+    sel_tracker_writes_dma <= \$655 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$638 ;
+    sel_tracker_writes_remote <= \$656 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$639 ;
+    sel_tracker_unprogrammed <= \$657 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$640 ;
+    sel_tracker_triggers <= \$658 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$641 ;
+    sel_tracker_dropped <= \$659 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$642 ;
+    sel_dma_triggers <= \$660 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$643 ;
+    sel_dma_rejected <= \$661 ;
   always @(posedge clk)
-    sel_dma_reads <= \$644 ;
+    sel_dma_reads <= \$662 ;
   always @(posedge clk)
-    sel_dma_packets <= \$645 ;
+    sel_dma_packets <= \$663 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$646 ;
+    sel_dma_bad_program <= \$664 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$647 ;
+    sel_dma_bad_range <= \$665 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$648 ;
+    sel_dma_bad_pitch <= \$666 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$649 ;
+    sel_dma_desc_busy <= \$667 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$650 ;
+    sel_dma_aborted <= \$668 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$651 ;
+    sel_addrmap_local <= \$669 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$652 ;
+    sel_addrmap_tracked <= \$670 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$653 ;
+    sel_addrmap_remote <= \$671 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$654 ;
+    sel_addrmap_unmapped <= \$672 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$655 ;
+    sel_addrmap_store_crosses <= \$673 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$656 ;
+    sel_addrmap_rx_misrouted <= \$674 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$657 ;
+    sel_addrmap_rx_remote <= \$675 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$658 ;
+    sel_addrmap_rx_unmapped <= \$676 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$659 ;
+    sel_addrmap_rx_crosses <= \$677 ;
   always @(posedge clk)
-    sel_arb_policy <= \$660 ;
+    sel_arb_policy <= \$678 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$661 ;
+    sel_arb_starvation_limit <= \$679 ;
   always @(posedge clk)
-    sel_arb_status <= \$662 ;
+    sel_arb_status <= \$680 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$663 ;
+    sel_arbiter_grants_load <= \$681 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$664 ;
+    sel_arbiter_grants_store <= \$682 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$665 ;
+    sel_arbiter_grants_dma <= \$683 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$666 ;
+    sel_arbiter_grants_remote <= \$684 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$667 ;
+    sel_arbiter_stalls_load <= \$685 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$668 ;
+    sel_arbiter_stalls_store <= \$686 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$669 ;
+    sel_arbiter_stalls_dma <= \$687 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$670 ;
+    sel_arbiter_stalls_remote <= \$688 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$671 ;
+    sel_arbiter_starved <= \$689 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$672 ;
+    sel_csr_irq_enable <= \$690 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$673 ;
+    sel_tracker_irq_enable <= \$691 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$674 ;
+    sel_dma_irq_enable <= \$692 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$675 ;
+    sel_addrmap_irq_enable <= \$693 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$676 ;
+    sel_arbiter_irq_enable <= \$694 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$677 ;
+    sel_tracker_capture <= \$695 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$678 ;
+    sel_dma_capture_index <= \$696 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$679 ;
+    sel_dma_capture_addr_lo <= \$697 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$680 ;
+    sel_dma_capture_addr_hi <= \$698 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$681 ;
+    sel_dma_capture_events <= \$699 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$682 ;
+    sel_addrmap_capture_addr_lo <= \$700 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$683 ;
+    sel_addrmap_capture_addr_hi <= \$701 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$684 ;
+    sel_addrmap_capture_device <= \$702 ;
   always @(posedge clk)
-    mapped <= \$685 ;
+    mapped <= \$703 ;
   always @(posedge clk)
-    sweep_at <= \$686 ;
+    sweep_at <= \$704 ;
   always @(posedge clk)
-    sweep <= \$687 ;
+    sweep <= \$705 ;
   always @(posedge clk)
-    region_program__valid <= \$688 ;
+    region_program__valid <= \$706 ;
   always @(posedge clk)
-    dma_program__valid <= \$689 ;
+    dma_program__valid <= \$707 ;
   always @(posedge clk)
-    tracker_program__valid <= \$690 ;
+    tracker_program__valid <= \$708 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$691 ;
+    arbiter_program__valid <= \$709 ;
   always @(posedge clk)
-    region_waiting0 <= \$692 ;
+    region_waiting0 <= \$710 ;
   always @(posedge clk)
-    region_waiting1 <= \$693 ;
+    region_waiting1 <= \$711 ;
   always @(posedge clk)
-    region_waiting2 <= \$694 ;
+    region_waiting2 <= \$712 ;
   always @(posedge clk)
-    region_waiting3 <= \$695 ;
+    region_waiting3 <= \$713 ;
   always @(posedge clk)
-    region_waiting4 <= \$696 ;
+    region_waiting4 <= \$714 ;
   always @(posedge clk)
-    region_waiting5 <= \$697 ;
+    region_waiting5 <= \$715 ;
   always @(posedge clk)
-    region_waiting6 <= \$698 ;
+    region_waiting6 <= \$716 ;
   always @(posedge clk)
-    region_waiting7 <= \$699 ;
+    region_waiting7 <= \$717 ;
   always @(posedge clk)
-    region_waiting8 <= \$700 ;
+    region_waiting8 <= \$718 ;
   always @(posedge clk)
-    region_waiting9 <= \$701 ;
+    region_waiting9 <= \$719 ;
   always @(posedge clk)
-    region_waiting10 <= \$702 ;
+    region_waiting10 <= \$720 ;
   always @(posedge clk)
-    region_waiting11 <= \$703 ;
+    region_waiting11 <= \$721 ;
   always @(posedge clk)
-    region_verdict <= \$704 ;
+    region_verdict <= \$722 ;
   always @(posedge clk)
-    region_judging <= \$705 ;
+    region_judging <= \$723 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$706 ;
+    region_fetch <= \$724 ;
   always @(posedge clk)
-    region_load <= \$707 ;
+    region_load <= \$725 ;
   always @(posedge clk)
-    region_program__payload <= \$708 ;
+    region_program__payload <= \$726 ;
   always @(posedge clk)
-    desc_waiting0 <= \$709 ;
+    desc_waiting0 <= \$727 ;
   always @(posedge clk)
-    desc_waiting1 <= \$710 ;
+    desc_waiting1 <= \$728 ;
   always @(posedge clk)
-    desc_waiting2 <= \$711 ;
+    desc_waiting2 <= \$729 ;
   always @(posedge clk)
-    desc_waiting3 <= \$712 ;
+    desc_waiting3 <= \$730 ;
   always @(posedge clk)
-    desc_verdict <= \$713 ;
+    desc_verdict <= \$731 ;
   always @(posedge clk)
-    desc_judging <= \$714 ;
+    desc_judging <= \$732 ;
   always @(posedge clk)
     desc_got <= \rp__data$123 ;
   always @(posedge clk)
-    desc_fetch <= \$715 ;
+    desc_fetch <= \$733 ;
   always @(posedge clk)
-    desc_load <= \$716 ;
+    desc_load <= \$734 ;
   always @(posedge clk)
-    dma_program__payload <= \$717 ;
+    dma_program__payload <= \$735 ;
   always @(posedge clk)
-    track_result <= \$718 ;
+    track_result <= \$736 ;
   always @(posedge clk)
-    track_answer <= \$719 ;
+    track_answer <= \$737 ;
   always @(posedge clk)
-    tracker_program__payload <= \$720 ;
+    tracker_program__payload <= \$738 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$721 ;
+    arbiter_program__payload <= \$739 ;
   always @(posedge clk)
-    device_id <= \$722 ;
+    device_id <= \$740 ;
   always @(posedge clk)
-    csr_irq_enable <= \$723 ;
+    csr_irq_enable <= \$741 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$724 ;
+    tracker_irq_enable <= \$742 ;
   always @(posedge clk)
-    dma_irq_enable <= \$725 ;
+    dma_irq_enable <= \$743 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$726 ;
+    addrmap_irq_enable <= \$744 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$727 ;
+    arbiter_irq_enable <= \$745 ;
   always @(posedge clk)
-    tracker_events <= \$728 ;
+    tracker_events <= \$746 ;
   always @(posedge clk)
-    dma_events <= \$729 ;
+    dma_events <= \$747 ;
   always @(posedge clk)
-    addrmap_events <= \$730 ;
+    addrmap_events <= \$748 ;
   always @(posedge clk)
-    arbiter_events <= \$731 ;
+    arbiter_events <= \$749 ;
   always @(posedge clk)
-    csr_errors_clear <= \$732 ;
+    csr_errors_clear <= \$750 ;
   always @(posedge clk)
-    errors <= \$733 ;
+    errors <= \$751 ;
   always @(posedge clk)
-    tracker_errors_clear <= \$734 ;
+    tracker_errors_clear <= \$752 ;
   always @(posedge clk)
-    tracker_sticky <= \$735 ;
+    tracker_sticky <= \$753 ;
   always @(posedge clk)
-    dma_errors_clear <= \$736 ;
+    tracker_errors_first <= \$754 ;
   always @(posedge clk)
-    dma_sticky <= \$737 ;
+    dma_errors_clear <= \$755 ;
   always @(posedge clk)
-    addrmap_errors_clear <= \$738 ;
+    dma_sticky <= \$756 ;
   always @(posedge clk)
-    addrmap_sticky <= \$739 ;
+    dma_errors_first <= \$757 ;
   always @(posedge clk)
-    arbiter_errors_clear <= \$740 ;
+    addrmap_errors_clear <= \$758 ;
   always @(posedge clk)
-    arbiter_sticky <= \$741 ;
+    addrmap_sticky <= \$759 ;
   always @(posedge clk)
-    tracker_given <= \$742 ;
+    addrmap_errors_first <= \$760 ;
   always @(posedge clk)
-    \tracker_capture$162  <= \$743 ;
+    arbiter_errors_clear <= \$761 ;
   always @(posedge clk)
-    dma_given <= \$744 ;
+    arbiter_sticky <= \$762 ;
   always @(posedge clk)
-    \dma_capture$165  <= \$745 ;
+    arbiter_errors_first <= \$763 ;
   always @(posedge clk)
-    addrmap_given <= \$746 ;
+    tracker_given <= \$764 ;
   always @(posedge clk)
-    \addrmap_capture$168  <= \$747 ;
+    \tracker_capture$171  <= \$765 ;
   always @(posedge clk)
-    irq <= \$748 ;
+    dma_given <= \$766 ;
   always @(posedge clk)
-    read_part0 <= \$749 ;
+    \dma_capture$174  <= \$767 ;
   always @(posedge clk)
-    read_part1 <= \$750 ;
+    addrmap_given <= \$768 ;
   always @(posedge clk)
-    read_part2 <= \$751 ;
+    \addrmap_capture$177  <= \$769 ;
   always @(posedge clk)
-    read_part3 <= \$752 ;
+    irq <= \$770 ;
   always @(posedge clk)
-    read_part4 <= \$753 ;
+    read_part0 <= \$771 ;
   always @(posedge clk)
-    read_part5 <= \$754 ;
+    read_part1 <= \$772 ;
   always @(posedge clk)
-    read_part6 <= \$755 ;
+    read_part2 <= \$773 ;
   always @(posedge clk)
-    read_part8 <= \$756 ;
+    read_part3 <= \$774 ;
   always @(posedge clk)
-    read_part10 <= \$757 ;
+    read_part4 <= \$775 ;
   always @(posedge clk)
-    read_part11 <= \$758 ;
+    read_part5 <= \$776 ;
   always @(posedge clk)
-    read_part13 <= \$759 ;
+    read_part6 <= \$777 ;
   always @(posedge clk)
-    read_part14 <= \$760 ;
+    read_part8 <= \$778 ;
   always @(posedge clk)
-    read_pending <= \$761 ;
+    read_part10 <= \$779 ;
   always @(posedge clk)
-    read_section <= \$762 ;
+    read_part11 <= \$780 ;
   always @(posedge clk)
-    read_unaligned <= \$763 ;
+    read_part13 <= \$781 ;
   always @(posedge clk)
-    bus__r_data <= \$764 ;
+    read_part14 <= \$782 ;
+  always @(posedge clk)
+    read_pending <= \$783 ;
+  always @(posedge clk)
+    read_section <= \$784 ;
+  always @(posedge clk)
+    read_unaligned <= \$785 ;
+  always @(posedge clk)
+    bus__r_data <= \$786 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -8560,598 +8639,72 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$163  = \$162  | sweep;
   assign \$166  = \$165  | track_answer;
   assign \$167  = \$166  | tracker_busy;
-  assign \$172  = bus__addr == 7'h40;
-  assign \$173  = bus__w_stb & \$172 ;
-  assign \$174  = ~ csr_errors_clear;
-  assign \$175  = errors & \$174 ;
-  assign \$176  = \$175  | set_err;
-  assign \$177  = bus__addr == 7'h44;
-  assign \$178  = bus__w_stb & \$177 ;
+  assign \$172  = ~ csr_errors_clear;
+  assign \$173  = errors & \$172 ;
+  assign \$174  = \$173  | set_err;
+  assign \$175  = ~ tracker_errors_clear;
+  assign \$176  = tracker_sticky & \$175 ;
+  assign \$177  = \$176  | tracker_events;
+  assign \$178  = | tracker_errors;
   assign \$179  = ~ tracker_errors_clear;
   assign \$180  = tracker_sticky & \$179 ;
   assign \$181  = \$180  | tracker_events;
-  assign \$182  = bus__addr == 7'h48;
-  assign \$183  = bus__w_stb & \$182 ;
-  assign \$184  = ~ dma_errors_clear;
-  assign \$185  = dma_sticky & \$184 ;
-  assign \$186  = \$185  | dma_events;
-  assign \$187  = bus__addr == 7'h4c;
-  assign \$188  = bus__w_stb & \$187 ;
-  assign \$189  = ~ addrmap_errors_clear;
-  assign \$190  = addrmap_sticky & \$189 ;
-  assign \$191  = \$190  | addrmap_events;
-  assign \$192  = bus__addr == 7'h50;
-  assign \$193  = bus__w_stb & \$192 ;
-  assign \$194  = ~ arbiter_errors_clear;
-  assign \$195  = arbiter_sticky & \$194 ;
-  assign \$196  = \$195  | arbiter_events;
-  assign \$197  = | tracker_events;
-  assign \$198  = ~ tracker_errors_clear;
-  assign \$199  = tracker_sticky & \$198 ;
-  assign \$200  = | \$199 ;
-  assign \$201  = ~ \$200 ;
-  assign \$202  = \$197  & \$201 ;
-  assign \$203  = | dma_events;
-  assign \$204  = ~ dma_errors_clear;
-  assign \$205  = dma_sticky & \$204 ;
-  assign \$206  = | \$205 ;
-  assign \$207  = ~ \$206 ;
-  assign \$208  = \$203  & \$207 ;
-  assign \$209  = | addrmap_events;
-  assign \$210  = ~ addrmap_errors_clear;
-  assign \$211  = addrmap_sticky & \$210 ;
-  assign \$212  = | \$211 ;
-  assign \$213  = ~ \$212 ;
-  assign \$214  = \$209  & \$213 ;
-  assign \$215  = errors & csr_irq_enable;
-  assign \$216  = | \$215 ;
-  assign \$217  = tracker_sticky & tracker_irq_enable;
-  assign \$218  = | \$217 ;
-  assign \$219  = dma_sticky & dma_irq_enable;
-  assign \$220  = | \$219 ;
-  assign \$221  = addrmap_sticky & addrmap_irq_enable;
-  assign \$222  = | \$221 ;
-  assign \$223  = arbiter_sticky & arbiter_irq_enable;
-  assign \$224  = | \$223 ;
-  assign \$225  = | { \$224 , \$222 , \$220 , \$218 , \$216  };
-  assign \$226  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$227  = req_addr[3] ? 32'd0 : \$226 ;
-  assign \$228  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$229  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$230  = req_addr[3] ? \$228  : \$229 ;
-  assign \$231  = req_addr[4] ? \$227  : \$230 ;
-  assign \$232  = req_addr[5] ? 32'd0 : \$231 ;
-  assign \$233  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$234  = req_addr[3] ? 32'd0 : \$233 ;
-  assign \$235  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$182  = ~ tracker_errors_clear_next;
+  assign \$183  = \$181  & \$182 ;
+  assign \$184  = | \$183 ;
+  assign \$185  = ~ \$184 ;
+  assign \$186  = \$178  & \$185 ;
+  assign \$187  = ~ dma_errors_clear;
+  assign \$188  = dma_sticky & \$187 ;
+  assign \$189  = \$188  | dma_events;
+  assign \$190  = | dma_errors;
+  assign \$191  = ~ dma_errors_clear;
+  assign \$192  = dma_sticky & \$191 ;
+  assign \$193  = \$192  | dma_events;
+  assign \$194  = ~ dma_errors_clear_next;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = | \$195 ;
+  assign \$197  = ~ \$196 ;
+  assign \$198  = \$190  & \$197 ;
+  assign \$199  = ~ addrmap_errors_clear;
+  assign \$200  = addrmap_sticky & \$199 ;
+  assign \$201  = \$200  | addrmap_events;
+  assign \$202  = | addrmap_errors;
+  assign \$203  = ~ addrmap_errors_clear;
+  assign \$204  = addrmap_sticky & \$203 ;
+  assign \$205  = \$204  | addrmap_events;
+  assign \$206  = ~ addrmap_errors_clear_next;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \$207 ;
+  assign \$209  = ~ \$208 ;
+  assign \$210  = \$202  & \$209 ;
+  assign \$211  = ~ arbiter_errors_clear;
+  assign \$212  = arbiter_sticky & \$211 ;
+  assign \$213  = \$212  | arbiter_events;
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$604  = bus__addr;
+    \$622  = bus__addr;
     if (rst) begin
-      \$604  = 10'h000;
+      \$622  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$605  = bus__w_data;
+    \$623  = bus__w_data;
     if (rst) begin
-      \$605  = 32'd0;
+      \$623  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$606  = bus__w_stb;
-    if (rst) begin
-      \$606  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$607  = bus__r_stb;
-    if (rst) begin
-      \$607  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$608  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$608  = 1'h1;
-    endcase
-    if (rst) begin
-      \$608  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$609  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$609  = 1'h1;
-    endcase
-    if (rst) begin
-      \$609  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$610  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$610  = 1'h1;
-    endcase
-    if (rst) begin
-      \$610  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$611  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$611  = 1'h1;
-    endcase
-    if (rst) begin
-      \$611  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$612  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$612  = 1'h1;
-    endcase
-    if (rst) begin
-      \$612  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$613  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          \$613  = 1'h1;
-    endcase
-    if (rst) begin
-      \$613  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$614  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          \$614  = 1'h1;
-    endcase
-    if (rst) begin
-      \$614  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$615  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          \$615  = 1'h1;
-    endcase
-    if (rst) begin
-      \$615  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$616  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          \$616  = 1'h1;
-    endcase
-    if (rst) begin
-      \$616  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$617  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          \$617  = 1'h1;
-    endcase
-    if (rst) begin
-      \$617  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$618  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          \$618  = 1'h1;
-    endcase
-    if (rst) begin
-      \$618  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$619  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          \$619  = 1'h1;
-    endcase
-    if (rst) begin
-      \$619  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$620  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          \$620  = 1'h1;
-    endcase
-    if (rst) begin
-      \$620  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$621  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          \$621  = 1'h1;
-    endcase
-    if (rst) begin
-      \$621  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$622  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          \$622  = 1'h1;
-    endcase
-    if (rst) begin
-      \$622  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$623  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          \$623  = 1'h1;
-    endcase
-    if (rst) begin
-      \$623  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$624  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          \$624  = 1'h1;
-    endcase
+    \$624  = bus__w_stb;
     if (rst) begin
       \$624  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$625  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          \$625  = 1'h1;
-    endcase
+    \$625  = bus__r_stb;
     if (rst) begin
       \$625  = 1'h0;
     end
@@ -9161,42 +8714,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     \$626  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
           \$626  = 1'h1;
     endcase
     if (rst) begin
@@ -9210,42 +8727,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
           \$627  = 1'h1;
     endcase
     if (rst) begin
@@ -9261,42 +8742,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
           \$628  = 1'h1;
     endcase
     if (rst) begin
@@ -9314,42 +8759,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
           \$629  = 1'h1;
     endcase
     if (rst) begin
@@ -9369,42 +8778,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
           \$630  = 1'h1;
     endcase
     if (rst) begin
@@ -9426,42 +8799,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
           \$631  = 1'h1;
     endcase
     if (rst) begin
@@ -9485,42 +8822,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
           \$632  = 1'h1;
     endcase
     if (rst) begin
@@ -9546,42 +8847,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
           \$633  = 1'h1;
     endcase
     if (rst) begin
@@ -9609,42 +8874,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
           \$634  = 1'h1;
     endcase
     if (rst) begin
@@ -9674,42 +8903,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
           \$635  = 1'h1;
     endcase
     if (rst) begin
@@ -9741,42 +8934,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
           \$636  = 1'h1;
     endcase
     if (rst) begin
@@ -9810,42 +8967,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
           \$637  = 1'h1;
     endcase
     if (rst) begin
@@ -9881,42 +9002,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
           \$638  = 1'h1;
     endcase
     if (rst) begin
@@ -9954,42 +9039,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
           \$639  = 1'h1;
     endcase
     if (rst) begin
@@ -10029,42 +9078,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
           \$640  = 1'h1;
     endcase
     if (rst) begin
@@ -10106,42 +9119,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
           \$641  = 1'h1;
     endcase
     if (rst) begin
@@ -10185,42 +9162,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
           \$642  = 1'h1;
     endcase
     if (rst) begin
@@ -10266,42 +9207,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
           \$643  = 1'h1;
     endcase
     if (rst) begin
@@ -10349,42 +9254,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
           \$644  = 1'h1;
     endcase
     if (rst) begin
@@ -10434,42 +9303,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
           \$645  = 1'h1;
     endcase
     if (rst) begin
@@ -10521,42 +9354,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
           \$646  = 1'h1;
     endcase
     if (rst) begin
@@ -10610,42 +9407,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
           \$647  = 1'h1;
     endcase
     if (rst) begin
@@ -10701,42 +9462,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
           \$648  = 1'h1;
     endcase
     if (rst) begin
@@ -10794,42 +9519,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
           \$649  = 1'h1;
     endcase
     if (rst) begin
@@ -10889,42 +9578,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
           \$650  = 1'h1;
     endcase
     if (rst) begin
@@ -10986,42 +9639,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
           \$651  = 1'h1;
     endcase
     if (rst) begin
@@ -11085,42 +9702,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
           \$652  = 1'h1;
     endcase
     if (rst) begin
@@ -11186,42 +9767,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
           \$653  = 1'h1;
     endcase
     if (rst) begin
@@ -11289,42 +9834,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
           \$654  = 1'h1;
     endcase
     if (rst) begin
@@ -11394,42 +9903,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$655  = 1'h1;
     endcase
     if (rst) begin
@@ -11501,42 +9974,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h144:
           /* empty */;
       10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$656  = 1'h1;
     endcase
     if (rst) begin
@@ -11610,42 +10047,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h148:
           /* empty */;
       10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$657  = 1'h1;
     endcase
     if (rst) begin
@@ -11721,42 +10122,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h14c:
           /* empty */;
       10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$658  = 1'h1;
     endcase
     if (rst) begin
@@ -11834,42 +10199,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h150:
           /* empty */;
       10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$659  = 1'h1;
     endcase
     if (rst) begin
@@ -11949,42 +10278,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h154:
           /* empty */;
       10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$660  = 1'h1;
     endcase
     if (rst) begin
@@ -12066,42 +10359,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h180:
           /* empty */;
       10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$661  = 1'h1;
     endcase
     if (rst) begin
@@ -12185,42 +10442,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h184:
           /* empty */;
       10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$662  = 1'h1;
     endcase
     if (rst) begin
@@ -12306,42 +10527,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h188:
           /* empty */;
       10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$663  = 1'h1;
     endcase
     if (rst) begin
@@ -12429,42 +10614,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h18c:
           /* empty */;
       10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$664  = 1'h1;
     endcase
     if (rst) begin
@@ -12554,42 +10703,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h190:
           /* empty */;
       10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$665  = 1'h1;
     endcase
     if (rst) begin
@@ -12681,42 +10794,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h194:
           /* empty */;
       10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$666  = 1'h1;
     endcase
     if (rst) begin
@@ -12810,42 +10887,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h198:
           /* empty */;
       10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$667  = 1'h1;
     endcase
     if (rst) begin
@@ -12941,42 +10982,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h19c:
           /* empty */;
       10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$668  = 1'h1;
     endcase
     if (rst) begin
@@ -13074,42 +11079,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h1a0:
           /* empty */;
       10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$669  = 1'h1;
     endcase
     if (rst) begin
@@ -13209,42 +11178,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h200:
           /* empty */;
       10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$670  = 1'h1;
     endcase
     if (rst) begin
@@ -13346,42 +11279,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h204:
           /* empty */;
       10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$671  = 1'h1;
     endcase
     if (rst) begin
@@ -13485,42 +11382,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h208:
           /* empty */;
       10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$672  = 1'h1;
     endcase
     if (rst) begin
@@ -13626,42 +11487,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h20c:
           /* empty */;
       10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$673  = 1'h1;
     endcase
     if (rst) begin
@@ -13769,42 +11594,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h210:
           /* empty */;
       10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$674  = 1'h1;
     endcase
     if (rst) begin
@@ -13914,42 +11703,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h214:
           /* empty */;
       10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$675  = 1'h1;
     endcase
     if (rst) begin
@@ -14061,42 +11814,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h218:
           /* empty */;
       10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$676  = 1'h1;
     endcase
     if (rst) begin
@@ -14210,42 +11927,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h21c:
           /* empty */;
       10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$677  = 1'h1;
     endcase
     if (rst) begin
@@ -14361,42 +12042,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h220:
           /* empty */;
       10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$678  = 1'h1;
     endcase
     if (rst) begin
@@ -14514,42 +12159,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h280:
           /* empty */;
       10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$679  = 1'h1;
     endcase
     if (rst) begin
@@ -14669,42 +12278,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h284:
           /* empty */;
       10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$680  = 1'h1;
     endcase
     if (rst) begin
@@ -14826,42 +12399,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h288:
           /* empty */;
       10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$681  = 1'h1;
     endcase
     if (rst) begin
@@ -14985,42 +12522,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c0:
           /* empty */;
       10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$682  = 1'h1;
     endcase
     if (rst) begin
@@ -15146,42 +12647,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c4:
           /* empty */;
       10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$683  = 1'h1;
     endcase
     if (rst) begin
@@ -15309,42 +12774,6 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c8:
           /* empty */;
       10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$684  = 1'h1;
     endcase
     if (rst) begin
@@ -15356,158 +12785,124 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     \$685  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$685  = 1'h1;
+          /* empty */;
       10'h004:
-          \$685  = 1'h1;
+          /* empty */;
       10'h008:
-          \$685  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h010:
-          \$685  = 1'h1;
+          /* empty */;
       10'h040:
-          \$685  = 1'h1;
+          /* empty */;
       10'h044:
-          \$685  = 1'h1;
+          /* empty */;
       10'h048:
-          \$685  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h050:
-          \$685  = 1'h1;
+          /* empty */;
       10'h080:
-          \$685  = 1'h1;
+          /* empty */;
       10'h084:
-          \$685  = 1'h1;
+          /* empty */;
       10'h088:
-          \$685  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h090:
-          \$685  = 1'h1;
+          /* empty */;
       10'h094:
-          \$685  = 1'h1;
+          /* empty */;
       10'h098:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$685  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$685  = 1'h1;
+          /* empty */;
       10'h100:
-          \$685  = 1'h1;
+          /* empty */;
       10'h104:
-          \$685  = 1'h1;
+          /* empty */;
       10'h108:
-          \$685  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h140:
-          \$685  = 1'h1;
+          /* empty */;
       10'h144:
-          \$685  = 1'h1;
+          /* empty */;
       10'h148:
-          \$685  = 1'h1;
+          /* empty */;
       10'h14c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h150:
-          \$685  = 1'h1;
+          /* empty */;
       10'h154:
-          \$685  = 1'h1;
+          /* empty */;
       10'h180:
-          \$685  = 1'h1;
+          /* empty */;
       10'h184:
-          \$685  = 1'h1;
+          /* empty */;
       10'h188:
-          \$685  = 1'h1;
+          /* empty */;
       10'h18c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h190:
-          \$685  = 1'h1;
+          /* empty */;
       10'h194:
-          \$685  = 1'h1;
+          /* empty */;
       10'h198:
-          \$685  = 1'h1;
+          /* empty */;
       10'h19c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h1a0:
-          \$685  = 1'h1;
+          /* empty */;
       10'h200:
-          \$685  = 1'h1;
+          /* empty */;
       10'h204:
-          \$685  = 1'h1;
+          /* empty */;
       10'h208:
-          \$685  = 1'h1;
+          /* empty */;
       10'h20c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h210:
-          \$685  = 1'h1;
+          /* empty */;
       10'h214:
-          \$685  = 1'h1;
+          /* empty */;
       10'h218:
-          \$685  = 1'h1;
+          /* empty */;
       10'h21c:
-          \$685  = 1'h1;
+          /* empty */;
       10'h220:
-          \$685  = 1'h1;
+          /* empty */;
       10'h280:
-          \$685  = 1'h1;
+          /* empty */;
       10'h284:
-          \$685  = 1'h1;
+          /* empty */;
       10'h288:
-          \$685  = 1'h1;
+          /* empty */;
       10'h2c0:
-          \$685  = 1'h1;
+          /* empty */;
       10'h2c4:
-          \$685  = 1'h1;
+          /* empty */;
       10'h2c8:
-          \$685  = 1'h1;
+          /* empty */;
       10'h2cc:
-          \$685  = 1'h1;
+          /* empty */;
       10'h2d0:
-          \$685  = 1'h1;
-      10'h2d4:
-          \$685  = 1'h1;
-      10'h2d8:
-          \$685  = 1'h1;
-      10'h2dc:
-          \$685  = 1'h1;
-      10'h2e0:
-          \$685  = 1'h1;
-      10'h340:
-          \$685  = 1'h1;
-      10'h344:
-          \$685  = 1'h1;
-      10'h348:
-          \$685  = 1'h1;
-      10'h34c:
-          \$685  = 1'h1;
-      10'h350:
-          \$685  = 1'h1;
-      10'h380:
-          \$685  = 1'h1;
-      10'h384:
-          \$685  = 1'h1;
-      10'h388:
-          \$685  = 1'h1;
-      10'h38c:
-          \$685  = 1'h1;
-      10'h390:
-          \$685  = 1'h1;
-      10'h394:
-          \$685  = 1'h1;
-      10'h398:
-          \$685  = 1'h1;
-      10'h39c:
           \$685  = 1'h1;
     endcase
     if (rst) begin
@@ -15516,31 +12911,2693 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$686  = sweep_at;
-    if (sweep) begin
-      \$686  = \$1 [7:0];
-    end
+    \$686  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          \$686  = 1'h1;
+    endcase
     if (rst) begin
-      \$686  = 8'h00;
+      \$686  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$687  = sweep;
+    \$687  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          \$687  = 1'h1;
+    endcase
+    if (rst) begin
+      \$687  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$688  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          \$688  = 1'h1;
+    endcase
+    if (rst) begin
+      \$688  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$689  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          \$689  = 1'h1;
+    endcase
+    if (rst) begin
+      \$689  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$690  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          \$690  = 1'h1;
+    endcase
+    if (rst) begin
+      \$690  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$691  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          \$691  = 1'h1;
+    endcase
+    if (rst) begin
+      \$691  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$692  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          \$692  = 1'h1;
+    endcase
+    if (rst) begin
+      \$692  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$693  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          \$693  = 1'h1;
+    endcase
+    if (rst) begin
+      \$693  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$694  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          \$694  = 1'h1;
+    endcase
+    if (rst) begin
+      \$694  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$695  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          \$695  = 1'h1;
+    endcase
+    if (rst) begin
+      \$695  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$696  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          \$696  = 1'h1;
+    endcase
+    if (rst) begin
+      \$696  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$697  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          \$697  = 1'h1;
+    endcase
+    if (rst) begin
+      \$697  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$698  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          \$698  = 1'h1;
+    endcase
+    if (rst) begin
+      \$698  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$699  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$699  = 1'h1;
+    endcase
+    if (rst) begin
+      \$699  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$700  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$700  = 1'h1;
+    endcase
+    if (rst) begin
+      \$700  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$701  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$701  = 1'h1;
+    endcase
+    if (rst) begin
+      \$701  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$702  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$702  = 1'h1;
+    endcase
+    if (rst) begin
+      \$702  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$703  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$703  = 1'h1;
+      10'h004:
+          \$703  = 1'h1;
+      10'h008:
+          \$703  = 1'h1;
+      10'h00c:
+          \$703  = 1'h1;
+      10'h010:
+          \$703  = 1'h1;
+      10'h040:
+          \$703  = 1'h1;
+      10'h044:
+          \$703  = 1'h1;
+      10'h048:
+          \$703  = 1'h1;
+      10'h04c:
+          \$703  = 1'h1;
+      10'h050:
+          \$703  = 1'h1;
+      10'h080:
+          \$703  = 1'h1;
+      10'h084:
+          \$703  = 1'h1;
+      10'h088:
+          \$703  = 1'h1;
+      10'h08c:
+          \$703  = 1'h1;
+      10'h090:
+          \$703  = 1'h1;
+      10'h094:
+          \$703  = 1'h1;
+      10'h098:
+          \$703  = 1'h1;
+      10'h0c0:
+          \$703  = 1'h1;
+      10'h0c4:
+          \$703  = 1'h1;
+      10'h0c8:
+          \$703  = 1'h1;
+      10'h0cc:
+          \$703  = 1'h1;
+      10'h0d0:
+          \$703  = 1'h1;
+      10'h0d4:
+          \$703  = 1'h1;
+      10'h0d8:
+          \$703  = 1'h1;
+      10'h100:
+          \$703  = 1'h1;
+      10'h104:
+          \$703  = 1'h1;
+      10'h108:
+          \$703  = 1'h1;
+      10'h10c:
+          \$703  = 1'h1;
+      10'h140:
+          \$703  = 1'h1;
+      10'h144:
+          \$703  = 1'h1;
+      10'h148:
+          \$703  = 1'h1;
+      10'h14c:
+          \$703  = 1'h1;
+      10'h150:
+          \$703  = 1'h1;
+      10'h154:
+          \$703  = 1'h1;
+      10'h180:
+          \$703  = 1'h1;
+      10'h184:
+          \$703  = 1'h1;
+      10'h188:
+          \$703  = 1'h1;
+      10'h18c:
+          \$703  = 1'h1;
+      10'h190:
+          \$703  = 1'h1;
+      10'h194:
+          \$703  = 1'h1;
+      10'h198:
+          \$703  = 1'h1;
+      10'h19c:
+          \$703  = 1'h1;
+      10'h1a0:
+          \$703  = 1'h1;
+      10'h200:
+          \$703  = 1'h1;
+      10'h204:
+          \$703  = 1'h1;
+      10'h208:
+          \$703  = 1'h1;
+      10'h20c:
+          \$703  = 1'h1;
+      10'h210:
+          \$703  = 1'h1;
+      10'h214:
+          \$703  = 1'h1;
+      10'h218:
+          \$703  = 1'h1;
+      10'h21c:
+          \$703  = 1'h1;
+      10'h220:
+          \$703  = 1'h1;
+      10'h280:
+          \$703  = 1'h1;
+      10'h284:
+          \$703  = 1'h1;
+      10'h288:
+          \$703  = 1'h1;
+      10'h2c0:
+          \$703  = 1'h1;
+      10'h2c4:
+          \$703  = 1'h1;
+      10'h2c8:
+          \$703  = 1'h1;
+      10'h2cc:
+          \$703  = 1'h1;
+      10'h2d0:
+          \$703  = 1'h1;
+      10'h2d4:
+          \$703  = 1'h1;
+      10'h2d8:
+          \$703  = 1'h1;
+      10'h2dc:
+          \$703  = 1'h1;
+      10'h2e0:
+          \$703  = 1'h1;
+      10'h340:
+          \$703  = 1'h1;
+      10'h344:
+          \$703  = 1'h1;
+      10'h348:
+          \$703  = 1'h1;
+      10'h34c:
+          \$703  = 1'h1;
+      10'h350:
+          \$703  = 1'h1;
+      10'h380:
+          \$703  = 1'h1;
+      10'h384:
+          \$703  = 1'h1;
+      10'h388:
+          \$703  = 1'h1;
+      10'h38c:
+          \$703  = 1'h1;
+      10'h390:
+          \$703  = 1'h1;
+      10'h394:
+          \$703  = 1'h1;
+      10'h398:
+          \$703  = 1'h1;
+      10'h39c:
+          \$703  = 1'h1;
+    endcase
+    if (rst) begin
+      \$703  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$704  = sweep_at;
+    if (sweep) begin
+      \$704  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$704  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$705  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$687  = 1'h0;
+        \$705  = 1'h0;
       end
     end
     if (rst) begin
-      \$687  = 1'h1;
+      \$705  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$688  = region_program__valid;
+    \$706  = region_program__valid;
     if (\$3 ) begin
-      \$688  = 1'h0;
+      \$706  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15548,19 +15605,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$147 ) begin
             end else begin
-              \$688  = 1'h1;
+              \$706  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$688  = 1'h0;
+      \$706  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$689  = dma_program__valid;
+    \$707  = dma_program__valid;
     if (\$4 ) begin
-      \$689  = 1'h0;
+      \$707  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15572,19 +15629,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$158 ) begin
             end else begin
-              \$689  = 1'h1;
+              \$707  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$689  = 1'h0;
+      \$707  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$690  = tracker_program__valid;
+    \$708  = tracker_program__valid;
     if (\$5 ) begin
-      \$690  = 1'h0;
+      \$708  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15600,19 +15657,19 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$167 ) begin
             end else begin
-              \$690  = 1'h1;
+              \$708  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$690  = 1'h0;
+      \$708  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$691  = arbiter_program__valid;
+    \$709  = arbiter_program__valid;
     if (\$6 ) begin
-      \$691  = 1'h0;
+      \$709  = 1'h0;
     end
     if (\$142 ) begin
       casez (req_w_data[2:0])
@@ -15630,115 +15687,115 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$171 ) begin
             end else begin
-              \$691  = 1'h1;
+              \$709  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$691  = 1'h0;
+      \$709  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$692  = \$7 ;
+    \$710  = \$7 ;
     if (rst) begin
-      \$692  = 1'h0;
+      \$710  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$693  = region_waiting0;
+    \$711  = region_waiting0;
     if (rst) begin
-      \$693  = 1'h0;
+      \$711  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$694  = region_waiting1;
+    \$712  = region_waiting1;
     if (rst) begin
-      \$694  = 1'h0;
+      \$712  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$695  = region_waiting2;
+    \$713  = region_waiting2;
     if (rst) begin
-      \$695  = 1'h0;
+      \$713  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$696  = region_waiting3;
+    \$714  = region_waiting3;
     if (rst) begin
-      \$696  = 1'h0;
+      \$714  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$697  = region_waiting4;
+    \$715  = region_waiting4;
     if (rst) begin
-      \$697  = 1'h0;
+      \$715  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$698  = region_waiting5;
+    \$716  = region_waiting5;
     if (rst) begin
-      \$698  = 1'h0;
+      \$716  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$699  = region_waiting6;
+    \$717  = region_waiting6;
     if (rst) begin
-      \$699  = 1'h0;
+      \$717  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$700  = region_waiting7;
+    \$718  = region_waiting7;
     if (rst) begin
-      \$700  = 1'h0;
+      \$718  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$701  = region_waiting8;
+    \$719  = region_waiting8;
     if (rst) begin
-      \$701  = 1'h0;
+      \$719  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$702  = region_waiting9;
+    \$720  = region_waiting9;
     if (rst) begin
-      \$702  = 1'h0;
+      \$720  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$703  = region_waiting10;
+    \$721  = region_waiting10;
     if (rst) begin
-      \$703  = 1'h0;
+      \$721  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$704  = region_waiting11;
+    \$722  = region_waiting11;
     if (rst) begin
-      \$704  = 1'h0;
+      \$722  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$705  = \$9 ;
+    \$723  = \$9 ;
     if (rst) begin
-      \$705  = 1'h0;
+      \$723  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$706  = 1'h0;
+    \$724  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -15747,112 +15804,112 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$152 ) begin
             end else begin
-              \$706  = 1'h1;
+              \$724  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$706  = 1'h0;
+      \$724  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$707  = region_fetch;
+    \$725  = region_fetch;
     if (rst) begin
-      \$707  = 1'h0;
+      \$725  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$708  = region_program__payload;
+    \$726  = region_program__payload;
     if (region_load) begin
-      \$708 [3] = region_got[0];
-      \$708 [5:4] = region_got[2:1];
-      \$708 [10:6] = region_got[7:3];
-      \$708 [58:11] = region_got[55:8];
-      \$708 [106:59] = region_got[103:56];
-      \$708 [154:107] = region_got[151:104];
+      \$726 [3] = region_got[0];
+      \$726 [5:4] = region_got[2:1];
+      \$726 [10:6] = region_got[7:3];
+      \$726 [58:11] = region_got[55:8];
+      \$726 [106:59] = region_got[103:56];
+      \$726 [154:107] = region_got[151:104];
     end
     if (\$19 ) begin
     end else if (\$20 ) begin
-      \$708 [2:0] = req_w_data[2:0];
-      \$708 [3] = req_w_data[3];
-      \$708 [5:4] = req_w_data[5:4];
-      \$708 [10:6] = req_w_data[10:6];
+      \$726 [2:0] = req_w_data[2:0];
+      \$726 [3] = req_w_data[3];
+      \$726 [5:4] = req_w_data[5:4];
+      \$726 [10:6] = req_w_data[10:6];
     end
     if (\$26 ) begin
     end else if (\$27 ) begin
-      \$708 [42:11] = req_w_data;
+      \$726 [42:11] = req_w_data;
     end
     if (\$33 ) begin
     end else if (\$34 ) begin
-      \$708 [58:43] = req_w_data[15:0];
+      \$726 [58:43] = req_w_data[15:0];
     end
     if (\$40 ) begin
     end else if (\$41 ) begin
-      \$708 [90:59] = req_w_data;
+      \$726 [90:59] = req_w_data;
     end
     if (\$47 ) begin
     end else if (\$48 ) begin
-      \$708 [106:91] = req_w_data[15:0];
+      \$726 [106:91] = req_w_data[15:0];
     end
     if (\$54 ) begin
     end else if (\$55 ) begin
-      \$708 [138:107] = req_w_data;
+      \$726 [138:107] = req_w_data;
     end
     if (\$61 ) begin
     end else if (\$62 ) begin
-      \$708 [154:139] = req_w_data[15:0];
+      \$726 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$708  = 155'h000000000000000000000000000000000000000;
+      \$726  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$709  = \$10 ;
+    \$727  = \$10 ;
     if (rst) begin
-      \$709  = 1'h0;
+      \$727  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$710  = desc_waiting0;
+    \$728  = desc_waiting0;
     if (rst) begin
-      \$710  = 1'h0;
+      \$728  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$711  = desc_waiting1;
+    \$729  = desc_waiting1;
     if (rst) begin
-      \$711  = 1'h0;
+      \$729  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$712  = desc_waiting2;
+    \$730  = desc_waiting2;
     if (rst) begin
-      \$712  = 1'h0;
+      \$730  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$713  = desc_waiting3;
+    \$731  = desc_waiting3;
     if (rst) begin
-      \$713  = 1'h0;
+      \$731  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$714  = \$12 ;
+    \$732  = \$12 ;
     if (rst) begin
-      \$714  = 1'h0;
+      \$732  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$715  = 1'h0;
+    \$733  = 1'h0;
     if (\$142 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -15865,692 +15922,684 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             (* full_case = 32'd1 *)
             if (\$163 ) begin
             end else begin
-              \$715  = 1'h1;
+              \$733  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$715  = 1'h0;
+      \$733  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$716  = desc_fetch;
+    \$734  = desc_fetch;
     if (rst) begin
-      \$716  = 1'h0;
+      \$734  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$717  = dma_program__payload;
+    \$735  = dma_program__payload;
     if (desc_load) begin
-      \$717 [8] = desc_got[0];
-      \$717 [9] = desc_got[1];
-      \$717 [14:10] = desc_got[6:2];
-      \$717 [30:15] = desc_got[22:7];
-      \$717 [42:31] = desc_got[34:23];
-      \$717 [58:43] = desc_got[50:35];
-      \$717 [82:59] = desc_got[74:51];
-      \$717 [130:83] = desc_got[122:75];
-      \$717 [178:131] = desc_got[170:123];
+      \$735 [8] = desc_got[0];
+      \$735 [9] = desc_got[1];
+      \$735 [14:10] = desc_got[6:2];
+      \$735 [30:15] = desc_got[22:7];
+      \$735 [42:31] = desc_got[34:23];
+      \$735 [58:43] = desc_got[50:35];
+      \$735 [82:59] = desc_got[74:51];
+      \$735 [130:83] = desc_got[122:75];
+      \$735 [178:131] = desc_got[170:123];
     end
     if (\$68 ) begin
     end else if (\$69 ) begin
-      \$717 [7:0] = req_w_data[7:0];
-      \$717 [8] = req_w_data[8];
-      \$717 [9] = req_w_data[9];
-      \$717 [14:10] = req_w_data[14:10];
-      \$717 [30:15] = req_w_data[30:15];
+      \$735 [7:0] = req_w_data[7:0];
+      \$735 [8] = req_w_data[8];
+      \$735 [9] = req_w_data[9];
+      \$735 [14:10] = req_w_data[14:10];
+      \$735 [30:15] = req_w_data[30:15];
     end
     if (\$75 ) begin
     end else if (\$76 ) begin
-      \$717 [42:31] = req_w_data[11:0];
-      \$717 [58:43] = req_w_data[27:12];
+      \$735 [42:31] = req_w_data[11:0];
+      \$735 [58:43] = req_w_data[27:12];
     end
     if (\$82 ) begin
     end else if (\$83 ) begin
-      \$717 [82:59] = req_w_data[23:0];
+      \$735 [82:59] = req_w_data[23:0];
     end
     if (\$89 ) begin
     end else if (\$90 ) begin
-      \$717 [114:83] = req_w_data;
+      \$735 [114:83] = req_w_data;
     end
     if (\$96 ) begin
     end else if (\$97 ) begin
-      \$717 [130:115] = req_w_data[15:0];
+      \$735 [130:115] = req_w_data[15:0];
     end
     if (\$103 ) begin
     end else if (\$104 ) begin
-      \$717 [162:131] = req_w_data;
+      \$735 [162:131] = req_w_data;
     end
     if (\$110 ) begin
     end else if (\$111 ) begin
-      \$717 [178:163] = req_w_data[15:0];
+      \$735 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$717  = 179'h000000000000000000000000000000000000000000000;
+      \$735  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$718  = track_result;
+    \$736  = track_result;
     if (tracker_result__valid) begin
-      \$718  = tracker_result__payload;
+      \$736  = tracker_result__payload;
     end
     if (rst) begin
-      \$718  = 59'h000000000000000;
+      \$736  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$719  = track_answer;
+    \$737  = track_answer;
     if (tracker_result__valid) begin
-      \$719  = 1'h0;
+      \$737  = 1'h0;
     end else if (\$13 ) begin
-      \$719  = 1'h1;
+      \$737  = 1'h1;
     end
     if (rst) begin
-      \$719  = 1'h0;
+      \$737  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$720  = tracker_program__payload;
+    \$738  = tracker_program__payload;
     if (\$116 ) begin
     end else if (\$117 ) begin
-      \$720 [1:0] = req_w_data[1:0];
-      \$720 [17:2] = req_w_data[17:2];
-      \$720 [29:18] = req_w_data[29:18];
+      \$738 [1:0] = req_w_data[1:0];
+      \$738 [17:2] = req_w_data[17:2];
+      \$738 [29:18] = req_w_data[29:18];
     end
     if (\$122 ) begin
     end else if (\$123 ) begin
-      \$720 [37:30] = req_w_data[7:0];
-      \$720 [38] = req_w_data[8];
+      \$738 [37:30] = req_w_data[7:0];
+      \$738 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$720  = 39'h0000000000;
+      \$738  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$721  = arbiter_program__payload;
+    \$739  = arbiter_program__payload;
     if (\$128 ) begin
     end else if (\$129 ) begin
-      \$721 [1:0] = req_w_data[1:0];
-      \$721 [9:2] = req_w_data[9:2];
-      \$721 [17:10] = req_w_data[17:10];
-      \$721 [22:18] = req_w_data[22:18];
+      \$739 [1:0] = req_w_data[1:0];
+      \$739 [9:2] = req_w_data[9:2];
+      \$739 [17:10] = req_w_data[17:10];
+      \$739 [22:18] = req_w_data[22:18];
     end
     if (\$134 ) begin
     end else if (\$135 ) begin
-      \$721 [38:23] = req_w_data[15:0];
+      \$739 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$721  = 39'h0200388002;
+      \$739  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$722  = device_id;
+    \$740  = device_id;
     if (\$136 ) begin
-      \$722  = req_w_data[4:0];
+      \$740  = req_w_data[4:0];
     end
     if (rst) begin
-      \$722  = 5'h00;
+      \$740  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$723  = csr_irq_enable;
+    \$741  = csr_irq_enable;
     if (\$137 ) begin
-      \$723 [0] = req_w_data[0];
-      \$723 [1] = req_w_data[1];
-      \$723 [2] = req_w_data[2];
-      \$723 [3] = req_w_data[3];
+      \$741 [0] = req_w_data[0];
+      \$741 [1] = req_w_data[1];
+      \$741 [2] = req_w_data[2];
+      \$741 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$723  = 4'h0;
+      \$741  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$724  = tracker_irq_enable;
+    \$742  = tracker_irq_enable;
     if (\$138 ) begin
-      \$724 [0] = req_w_data[0];
-      \$724 [1] = req_w_data[1];
-      \$724 [2] = req_w_data[2];
-      \$724 [3] = req_w_data[3];
-      \$724 [4] = req_w_data[4];
-      \$724 [5] = req_w_data[5];
+      \$742 [0] = req_w_data[0];
+      \$742 [1] = req_w_data[1];
+      \$742 [2] = req_w_data[2];
+      \$742 [3] = req_w_data[3];
+      \$742 [4] = req_w_data[4];
+      \$742 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$724  = 6'h00;
+      \$742  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$725  = dma_irq_enable;
+    \$743  = dma_irq_enable;
     if (\$139 ) begin
-      \$725 [0] = req_w_data[0];
-      \$725 [1] = req_w_data[1];
-      \$725 [2] = req_w_data[2];
-      \$725 [3] = req_w_data[3];
-      \$725 [4] = req_w_data[4];
-      \$725 [5] = req_w_data[5];
-      \$725 [6] = req_w_data[6];
+      \$743 [0] = req_w_data[0];
+      \$743 [1] = req_w_data[1];
+      \$743 [2] = req_w_data[2];
+      \$743 [3] = req_w_data[3];
+      \$743 [4] = req_w_data[4];
+      \$743 [5] = req_w_data[5];
+      \$743 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$725  = 7'h00;
+      \$743  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$726  = addrmap_irq_enable;
+    \$744  = addrmap_irq_enable;
     if (\$140 ) begin
-      \$726 [0] = req_w_data[0];
-      \$726 [1] = req_w_data[1];
-      \$726 [2] = req_w_data[2];
-      \$726 [3] = req_w_data[3];
-      \$726 [4] = req_w_data[4];
-      \$726 [5] = req_w_data[5];
-      \$726 [6] = req_w_data[6];
+      \$744 [0] = req_w_data[0];
+      \$744 [1] = req_w_data[1];
+      \$744 [2] = req_w_data[2];
+      \$744 [3] = req_w_data[3];
+      \$744 [4] = req_w_data[4];
+      \$744 [5] = req_w_data[5];
+      \$744 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$726  = 7'h00;
+      \$744  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$727  = arbiter_irq_enable;
+    \$745  = arbiter_irq_enable;
     if (\$141 ) begin
-      \$727 [0] = req_w_data[0];
-      \$727 [1] = req_w_data[1];
+      \$745 [0] = req_w_data[0];
+      \$745 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$727  = 2'h0;
+      \$745  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$728  = tracker_errors;
+    \$746  = tracker_errors;
     if (rst) begin
-      \$728  = 6'h00;
+      \$746  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$729  = dma_errors;
+    \$747  = dma_errors;
     if (rst) begin
-      \$729  = 7'h00;
+      \$747  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$730  = addrmap_errors;
+    \$748  = addrmap_errors;
     if (rst) begin
-      \$730  = 7'h00;
+      \$748  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$731  = arbiter_errors;
+    \$749  = arbiter_errors;
     if (rst) begin
-      \$731  = 2'h0;
+      \$749  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$732  = 4'h0;
-    if (\$173 ) begin
-      \$732 [0] = bus__w_data[0];
-      \$732 [1] = bus__w_data[1];
-      \$732 [2] = bus__w_data[2];
-      \$732 [3] = bus__w_data[3];
-    end
+    \$750  = csr_errors_clear_next;
     if (rst) begin
-      \$732  = 4'h0;
+      \$750  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$733  = \$176 ;
+    \$751  = \$174 ;
     if (rst) begin
-      \$733  = 4'h0;
+      \$751  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$734  = 6'h00;
-    if (\$178 ) begin
-      \$734 [0] = bus__w_data[0];
-      \$734 [1] = bus__w_data[1];
-      \$734 [2] = bus__w_data[2];
-      \$734 [3] = bus__w_data[3];
-      \$734 [4] = bus__w_data[4];
-      \$734 [5] = bus__w_data[5];
-    end
+    \$752  = tracker_errors_clear_next;
     if (rst) begin
-      \$734  = 6'h00;
+      \$752  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$735  = \$181 ;
+    \$753  = \$177 ;
     if (rst) begin
-      \$735  = 6'h00;
+      \$753  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$736  = 7'h00;
-    if (\$183 ) begin
-      \$736 [0] = bus__w_data[0];
-      \$736 [1] = bus__w_data[1];
-      \$736 [2] = bus__w_data[2];
-      \$736 [3] = bus__w_data[3];
-      \$736 [4] = bus__w_data[4];
-      \$736 [5] = bus__w_data[5];
-      \$736 [6] = bus__w_data[6];
-    end
+    \$754  = \$186 ;
     if (rst) begin
-      \$736  = 7'h00;
+      \$754  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$737  = \$186 ;
+    \$755  = dma_errors_clear_next;
     if (rst) begin
-      \$737  = 7'h00;
+      \$755  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$738  = 7'h00;
-    if (\$188 ) begin
-      \$738 [0] = bus__w_data[0];
-      \$738 [1] = bus__w_data[1];
-      \$738 [2] = bus__w_data[2];
-      \$738 [3] = bus__w_data[3];
-      \$738 [4] = bus__w_data[4];
-      \$738 [5] = bus__w_data[5];
-      \$738 [6] = bus__w_data[6];
-    end
+    \$756  = \$189 ;
     if (rst) begin
-      \$738  = 7'h00;
+      \$756  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$739  = \$191 ;
+    \$757  = \$198 ;
     if (rst) begin
-      \$739  = 7'h00;
+      \$757  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$740  = 2'h0;
-    if (\$193 ) begin
-      \$740 [0] = bus__w_data[0];
-      \$740 [1] = bus__w_data[1];
-    end
+    \$758  = addrmap_errors_clear_next;
     if (rst) begin
-      \$740  = 2'h0;
+      \$758  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$741  = \$196 ;
+    \$759  = \$201 ;
     if (rst) begin
-      \$741  = 2'h0;
+      \$759  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$742  = tracker_capture;
+    \$760  = \$210 ;
     if (rst) begin
-      \$742  = 24'h000000;
+      \$760  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$743  = \tracker_capture$162 ;
-    if (\$202 ) begin
-      \$743 [15:0] = tracker_given[15:0];
-      \$743 [23:16] = tracker_given[23:16];
-      \$743 [29:24] = tracker_events;
-    end
+    \$761  = arbiter_errors_clear_next;
     if (rst) begin
-      \$743  = 30'h00000000;
+      \$761  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$744  = dma_capture;
+    \$762  = \$213 ;
     if (rst) begin
-      \$744  = 72'h000000000000000000;
+      \$762  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$745  = \dma_capture$165 ;
-    if (\$208 ) begin
-      \$745 [7:0] = dma_given[7:0];
-      \$745 [23:8] = dma_given[23:8];
-      \$745 [71:24] = dma_given[71:24];
-      \$745 [78:72] = dma_events;
-    end
-    if (rst) begin
-      \$745  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$746  = addrmap_capture;
-    if (rst) begin
-      \$746  = 69'h000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$747  = \addrmap_capture$168 ;
-    if (\$214 ) begin
-      \$747 [47:0] = addrmap_given[47:0];
-      \$747 [52:48] = addrmap_given[52:48];
-      \$747 [68:53] = addrmap_given[68:53];
-      \$747 [75:69] = addrmap_events;
-    end
-    if (rst) begin
-      \$747  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$748  = \$225 ;
-    if (rst) begin
-      \$748  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$749  = read_part0;
-    if (req_r_stb) begin
-      \$749  = \$232 ;
-    end
-    if (rst) begin
-      \$749  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$750  = read_part1;
-    if (req_r_stb) begin
-      \$750  = \$239 ;
-    end
-    if (rst) begin
-      \$750  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$751  = read_part2;
-    if (req_r_stb) begin
-      \$751  = \$247 ;
-    end
-    if (rst) begin
-      \$751  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$752  = read_part3;
-    if (req_r_stb) begin
-      \$752  = \$255 ;
-    end
-    if (rst) begin
-      \$752  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$753  = read_part4;
-    if (req_r_stb) begin
-      \$753  = \$260 ;
-    end
-    if (rst) begin
-      \$753  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$754  = read_part5;
-    if (req_r_stb) begin
-      \$754  = \$267 ;
-    end
-    if (rst) begin
-      \$754  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$755  = read_part6;
-    if (req_r_stb) begin
-      \$755  = \$278 ;
-    end
-    if (rst) begin
-      \$755  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$756  = read_part8;
-    if (req_r_stb) begin
-      \$756  = \$289 ;
-    end
-    if (rst) begin
-      \$756  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$757  = read_part10;
-    if (req_r_stb) begin
-      \$757  = \$294 ;
-    end
-    if (rst) begin
-      \$757  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$758  = read_part11;
-    if (req_r_stb) begin
-      \$758  = \$305 ;
-    end
-    if (rst) begin
-      \$758  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$759  = read_part13;
-    if (req_r_stb) begin
-      \$759  = \$312 ;
-    end
-    if (rst) begin
-      \$759  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$760  = read_part14;
-    if (req_r_stb) begin
-      \$760  = \$320 ;
-    end
-    if (rst) begin
-      \$760  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$761  = req_r_stb;
-    if (rst) begin
-      \$761  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$762  = read_section;
-    if (req_r_stb) begin
-      \$762  = req_addr[9:6];
-    end
-    if (rst) begin
-      \$762  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$763  = read_unaligned;
-    if (req_r_stb) begin
-      \$763  = \$321 ;
-    end
+    \$763  = \$222 ;
     if (rst) begin
       \$763  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$764  = bus__r_data;
-    if (read_pending) begin
-      \$764  = \$337 ;
+    \$764  = tracker_capture;
+    if (rst) begin
+      \$764  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$765  = \tracker_capture$171 ;
+    if (tracker_errors_first) begin
+      \$765 [15:0] = tracker_given[15:0];
+      \$765 [23:16] = tracker_given[23:16];
+      \$765 [29:24] = tracker_events;
     end
     if (rst) begin
-      \$764  = 32'd0;
+      \$765  = 30'h00000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$766  = dma_capture;
+    if (rst) begin
+      \$766  = 72'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$767  = \dma_capture$174 ;
+    if (dma_errors_first) begin
+      \$767 [7:0] = dma_given[7:0];
+      \$767 [23:8] = dma_given[23:8];
+      \$767 [71:24] = dma_given[71:24];
+      \$767 [78:72] = dma_events;
+    end
+    if (rst) begin
+      \$767  = 79'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$768  = addrmap_capture;
+    if (rst) begin
+      \$768  = 69'h000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$769  = \addrmap_capture$177 ;
+    if (addrmap_errors_first) begin
+      \$769 [47:0] = addrmap_given[47:0];
+      \$769 [52:48] = addrmap_given[52:48];
+      \$769 [68:53] = addrmap_given[68:53];
+      \$769 [75:69] = addrmap_events;
+    end
+    if (rst) begin
+      \$769  = 76'h0000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$770  = \$233 ;
+    if (rst) begin
+      \$770  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$771  = read_part0;
+    if (req_r_stb) begin
+      \$771  = \$240 ;
+    end
+    if (rst) begin
+      \$771  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$772  = read_part1;
+    if (req_r_stb) begin
+      \$772  = \$247 ;
+    end
+    if (rst) begin
+      \$772  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$773  = read_part2;
+    if (req_r_stb) begin
+      \$773  = \$255 ;
+    end
+    if (rst) begin
+      \$773  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$774  = read_part3;
+    if (req_r_stb) begin
+      \$774  = \$263 ;
+    end
+    if (rst) begin
+      \$774  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$775  = read_part4;
+    if (req_r_stb) begin
+      \$775  = \$268 ;
+    end
+    if (rst) begin
+      \$775  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$776  = read_part5;
+    if (req_r_stb) begin
+      \$776  = \$275 ;
+    end
+    if (rst) begin
+      \$776  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$777  = read_part6;
+    if (req_r_stb) begin
+      \$777  = \$286 ;
+    end
+    if (rst) begin
+      \$777  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$778  = read_part8;
+    if (req_r_stb) begin
+      \$778  = \$297 ;
+    end
+    if (rst) begin
+      \$778  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$779  = read_part10;
+    if (req_r_stb) begin
+      \$779  = \$302 ;
+    end
+    if (rst) begin
+      \$779  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$780  = read_part11;
+    if (req_r_stb) begin
+      \$780  = \$313 ;
+    end
+    if (rst) begin
+      \$780  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$781  = read_part13;
+    if (req_r_stb) begin
+      \$781  = \$320 ;
+    end
+    if (rst) begin
+      \$781  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$782  = read_part14;
+    if (req_r_stb) begin
+      \$782  = \$328 ;
+    end
+    if (rst) begin
+      \$782  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$783  = req_r_stb;
+    if (rst) begin
+      \$783  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$784  = read_section;
+    if (req_r_stb) begin
+      \$784  = req_addr[9:6];
+    end
+    if (rst) begin
+      \$784  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$785  = read_unaligned;
+    if (req_r_stb) begin
+      \$785  = \$329 ;
+    end
+    if (rst) begin
+      \$785  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$786  = bus__r_data;
+    if (read_pending) begin
+      \$786  = \$345 ;
+    end
+    if (rst) begin
+      \$786  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$401 ) begin
+    if (\$409 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$405 ) begin
+    if (\$413 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$411 ) begin
+    if (\$419 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$415 ) begin
+    if (\$423 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$421 ) begin
+    if (\$429 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$425 ) begin
+    if (\$433 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$431 ) begin
+    if (\$439 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$435 ) begin
+    if (\$443 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$441 ) begin
+    if (\$449 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$445 ) begin
+    if (\$453 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$451 ) begin
+    if (\$459 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$455 ) begin
+    if (\$463 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$461 ) begin
+    if (\$469 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$465 ) begin
+    if (\$473 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$471 ) begin
+    if (\$479 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$475 ) begin
+    if (\$483 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$481 ) begin
+    if (\$489 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$485 ) begin
+    if (\$493 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$491 ) begin
+    if (\$499 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$495 ) begin
+    if (\$503 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$501 ) begin
+    if (\$509 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$505 ) begin
+    if (\$513 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$511 ) begin
+    if (\$519 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$515 ) begin
+    if (\$523 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$521 ) begin
+    if (\$529 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$525 ) begin
+    if (\$533 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$531 ) begin
+    if (\$539 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$535 ) begin
+    if (\$543 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$540 ) begin
+    if (\$548 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$546 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$552 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$558 ) begin
+    if (\$554 ) begin
       set_err[3] = 1'h1;
     end
     if (\$560 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$566 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$568 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$565 ) begin
+            if (\$573 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$570 ) begin
+            if (\$578 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$576 ) begin
+            if (\$584 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$581 ) begin
+            if (\$589 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$585 ) begin
+            if (\$593 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$589 ) begin
+            if (\$597 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -16585,49 +16634,105 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$389 ;
+      wp__en = \$397 ;
     end else begin
-      wp__en = \$392 ;
+      wp__en = \$400 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$196  = sweep_at;
+      \wp__addr$205  = sweep_at;
     end else begin
-      \wp__addr$196  = dma_program__payload[7:0];
+      \wp__addr$205  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$197  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$206  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$197 [0] = dma_program__payload[8];
-      \wp__data$197 [1] = dma_program__payload[9];
-      \wp__data$197 [6:2] = dma_program__payload[14:10];
-      \wp__data$197 [22:7] = dma_program__payload[30:15];
-      \wp__data$197 [34:23] = dma_program__payload[42:31];
-      \wp__data$197 [50:35] = dma_program__payload[58:43];
-      \wp__data$197 [74:51] = dma_program__payload[82:59];
-      \wp__data$197 [122:75] = dma_program__payload[130:83];
-      \wp__data$197 [170:123] = dma_program__payload[178:131];
+      \wp__data$206 [0] = dma_program__payload[8];
+      \wp__data$206 [1] = dma_program__payload[9];
+      \wp__data$206 [6:2] = dma_program__payload[14:10];
+      \wp__data$206 [22:7] = dma_program__payload[30:15];
+      \wp__data$206 [34:23] = dma_program__payload[42:31];
+      \wp__data$206 [50:35] = dma_program__payload[58:43];
+      \wp__data$206 [74:51] = dma_program__payload[82:59];
+      \wp__data$206 [122:75] = dma_program__payload[130:83];
+      \wp__data$206 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$198  = 1'h1;
+      \wp__en$207  = 1'h1;
     end else begin
-      \wp__en$198  = \$395 ;
+      \wp__en$207  = \$403 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    csr_errors_clear_next = 4'h0;
+    if (\$599 ) begin
+      csr_errors_clear_next[0] = bus__w_data[0];
+      csr_errors_clear_next[1] = bus__w_data[1];
+      csr_errors_clear_next[2] = bus__w_data[2];
+      csr_errors_clear_next[3] = bus__w_data[3];
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    tracker_errors_clear_next = 6'h00;
+    if (\$601 ) begin
+      tracker_errors_clear_next[0] = bus__w_data[0];
+      tracker_errors_clear_next[1] = bus__w_data[1];
+      tracker_errors_clear_next[2] = bus__w_data[2];
+      tracker_errors_clear_next[3] = bus__w_data[3];
+      tracker_errors_clear_next[4] = bus__w_data[4];
+      tracker_errors_clear_next[5] = bus__w_data[5];
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    dma_errors_clear_next = 7'h00;
+    if (\$603 ) begin
+      dma_errors_clear_next[0] = bus__w_data[0];
+      dma_errors_clear_next[1] = bus__w_data[1];
+      dma_errors_clear_next[2] = bus__w_data[2];
+      dma_errors_clear_next[3] = bus__w_data[3];
+      dma_errors_clear_next[4] = bus__w_data[4];
+      dma_errors_clear_next[5] = bus__w_data[5];
+      dma_errors_clear_next[6] = bus__w_data[6];
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    addrmap_errors_clear_next = 7'h00;
+    if (\$605 ) begin
+      addrmap_errors_clear_next[0] = bus__w_data[0];
+      addrmap_errors_clear_next[1] = bus__w_data[1];
+      addrmap_errors_clear_next[2] = bus__w_data[2];
+      addrmap_errors_clear_next[3] = bus__w_data[3];
+      addrmap_errors_clear_next[4] = bus__w_data[4];
+      addrmap_errors_clear_next[5] = bus__w_data[5];
+      addrmap_errors_clear_next[6] = bus__w_data[6];
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    arbiter_errors_clear_next = 2'h0;
+    if (\$607 ) begin
+      arbiter_errors_clear_next[0] = bus__w_data[0];
+      arbiter_errors_clear_next[1] = bus__w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$199  = dma_program__payload[7:0];
-  assign \device_id$200  = device_id;
+  assign \rp__addr$208  = dma_program__payload[7:0];
+  assign \device_id$209  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -16812,49 +16917,49 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture$162__tile  = \tracker_capture$162 [15:0];
-  assign tracker_capture$162__cmd  = \tracker_capture$162 [23:16];
-  assign tracker_capture$162__events  = \tracker_capture$162 [29:24];
-  assign tracker_capture$162__events__unprogrammed  = \tracker_capture$162 [24];
-  assign tracker_capture$162__events__overcount  = \tracker_capture$162 [25];
-  assign tracker_capture$162__events__reprogram  = \tracker_capture$162 [26];
-  assign tracker_capture$162__events__bad_threshold  = \tracker_capture$162 [27];
-  assign tracker_capture$162__events__overflow  = \tracker_capture$162 [28];
-  assign tracker_capture$162__events__bad_op  = \tracker_capture$162 [29];
+  assign tracker_capture$171__tile  = \tracker_capture$171 [15:0];
+  assign tracker_capture$171__cmd  = \tracker_capture$171 [23:16];
+  assign tracker_capture$171__events  = \tracker_capture$171 [29:24];
+  assign tracker_capture$171__events__unprogrammed  = \tracker_capture$171 [24];
+  assign tracker_capture$171__events__overcount  = \tracker_capture$171 [25];
+  assign tracker_capture$171__events__reprogram  = \tracker_capture$171 [26];
+  assign tracker_capture$171__events__bad_threshold  = \tracker_capture$171 [27];
+  assign tracker_capture$171__events__overflow  = \tracker_capture$171 [28];
+  assign tracker_capture$171__events__bad_op  = \tracker_capture$171 [29];
   assign dma_given__index  = dma_given[7:0];
   assign dma_given__tile  = dma_given[23:8];
   assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture$165__index  = \dma_capture$165 [7:0];
-  assign dma_capture$165__tile  = \dma_capture$165 [23:8];
-  assign dma_capture$165__addr  = \dma_capture$165 [71:24];
-  assign dma_capture$165__events  = \dma_capture$165 [78:72];
-  assign dma_capture$165__events__bad_descriptor  = \dma_capture$165 [72];
-  assign dma_capture$165__events__bad_program  = \dma_capture$165 [73];
-  assign dma_capture$165__events__bad_response  = \dma_capture$165 [74];
-  assign dma_capture$165__events__bad_range  = \dma_capture$165 [75];
-  assign dma_capture$165__events__bad_pitch  = \dma_capture$165 [76];
-  assign dma_capture$165__events__desc_busy  = \dma_capture$165 [77];
-  assign dma_capture$165__events__read_error  = \dma_capture$165 [78];
+  assign dma_capture$174__index  = \dma_capture$174 [7:0];
+  assign dma_capture$174__tile  = \dma_capture$174 [23:8];
+  assign dma_capture$174__addr  = \dma_capture$174 [71:24];
+  assign dma_capture$174__events  = \dma_capture$174 [78:72];
+  assign dma_capture$174__events__bad_descriptor  = \dma_capture$174 [72];
+  assign dma_capture$174__events__bad_program  = \dma_capture$174 [73];
+  assign dma_capture$174__events__bad_response  = \dma_capture$174 [74];
+  assign dma_capture$174__events__bad_range  = \dma_capture$174 [75];
+  assign dma_capture$174__events__bad_pitch  = \dma_capture$174 [76];
+  assign dma_capture$174__events__desc_busy  = \dma_capture$174 [77];
+  assign dma_capture$174__events__read_error  = \dma_capture$174 [78];
   assign addrmap_given__addr  = addrmap_given[47:0];
   assign addrmap_given__device  = addrmap_given[52:48];
   assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture$168__addr  = \addrmap_capture$168 [47:0];
-  assign addrmap_capture$168__device  = \addrmap_capture$168 [52:48];
-  assign addrmap_capture$168__tile  = \addrmap_capture$168 [68:53];
-  assign addrmap_capture$168__events  = \addrmap_capture$168 [75:69];
-  assign addrmap_capture$168__events__bad_region  = \addrmap_capture$168 [69];
-  assign addrmap_capture$168__events__overlap  = \addrmap_capture$168 [70];
-  assign addrmap_capture$168__events__store_crosses  = \addrmap_capture$168 [71];
-  assign addrmap_capture$168__events__rx_misrouted  = \addrmap_capture$168 [72];
-  assign addrmap_capture$168__events__rx_remote  = \addrmap_capture$168 [73];
-  assign addrmap_capture$168__events__rx_unmapped  = \addrmap_capture$168 [74];
-  assign addrmap_capture$168__events__rx_crosses  = \addrmap_capture$168 [75];
+  assign addrmap_capture$177__addr  = \addrmap_capture$177 [47:0];
+  assign addrmap_capture$177__device  = \addrmap_capture$177 [52:48];
+  assign addrmap_capture$177__tile  = \addrmap_capture$177 [68:53];
+  assign addrmap_capture$177__events  = \addrmap_capture$177 [75:69];
+  assign addrmap_capture$177__events__bad_region  = \addrmap_capture$177 [69];
+  assign addrmap_capture$177__events__overlap  = \addrmap_capture$177 [70];
+  assign addrmap_capture$177__events__store_crosses  = \addrmap_capture$177 [71];
+  assign addrmap_capture$177__events__rx_misrouted  = \addrmap_capture$177 [72];
+  assign addrmap_capture$177__events__rx_remote  = \addrmap_capture$177 [73];
+  assign addrmap_capture$177__events__rx_unmapped  = \addrmap_capture$177 [74];
+  assign addrmap_capture$177__events__rx_crosses  = \addrmap_capture$177 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -16906,15 +17011,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$197__valid  = \wp__data$197 [0];
-  assign wp__data$197__op  = \wp__data$197 [1];
-  assign wp__data$197__device  = \wp__data$197 [6:2];
-  assign wp__data$197__tile  = \wp__data$197 [22:7];
-  assign wp__data$197__rows  = \wp__data$197 [34:23];
-  assign wp__data$197__row_bytes  = \wp__data$197 [50:35];
-  assign wp__data$197__pitch  = \wp__data$197 [74:51];
-  assign wp__data$197__src  = \wp__data$197 [122:75];
-  assign wp__data$197__dst  = \wp__data$197 [170:123];
+  assign wp__data$206__valid  = \wp__data$206 [0];
+  assign wp__data$206__op  = \wp__data$206 [1];
+  assign wp__data$206__device  = \wp__data$206 [6:2];
+  assign wp__data$206__tile  = \wp__data$206 [22:7];
+  assign wp__data$206__rows  = \wp__data$206 [34:23];
+  assign wp__data$206__row_bytes  = \wp__data$206 [50:35];
+  assign wp__data$206__pitch  = \wp__data$206 [74:51];
+  assign wp__data$206__src  = \wp__data$206 [122:75];
+  assign wp__data$206__dst  = \wp__data$206 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -16938,18 +17043,18 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$603 ;
-  assign status[6] = \$600 ;
-  assign status[5] = \$597 ;
-  assign status[4] = \$593 ;
+  assign status[7] = \$621 ;
+  assign status[6] = \$618 ;
+  assign status[5] = \$615 ;
+  assign status[4] = \$611 ;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$388 ;
+    set_err[1] = \$396 ;
   always @*
-    set_err[0] = \$340 ;
+    set_err[0] = \$348 ;
   assign \$6  = arbiter_program__valid;
   assign \$18  = \$17 ;
   assign \$25  = \$24 ;
@@ -16985,47 +17090,47 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$169  = arbiter_program__valid;
   assign \$170  = arbiter_program__valid;
   assign \$171  = arbiter_program__valid;
-  assign \$593  = \$592 ;
-  assign \$597  = \$596 ;
-  assign \$598  = tracker_program__valid;
-  assign \$599  = tracker_program__valid;
-  assign \$601  = arbiter_program__valid;
-  assign \$602  = arbiter_program__valid;
-  assign \$603  = arbiter_program__valid;
-  assign \$400  = \$399 ;
-  assign \$410  = \$409 ;
-  assign \$420  = \$419 ;
-  assign \$430  = \$429 ;
-  assign \$440  = \$439 ;
-  assign \$450  = \$449 ;
-  assign \$460  = \$459 ;
-  assign \$470  = \$469 ;
-  assign \$480  = \$479 ;
-  assign \$490  = \$489 ;
-  assign \$500  = \$499 ;
-  assign \$510  = \$509 ;
-  assign \$520  = \$519 ;
-  assign \$530  = \$529 ;
-  assign \$537  = tracker_program__valid;
-  assign \$538  = tracker_program__valid;
-  assign \$543  = tracker_program__valid;
-  assign \$544  = tracker_program__valid;
-  assign \$549  = arbiter_program__valid;
-  assign \$550  = arbiter_program__valid;
-  assign \$551  = arbiter_program__valid;
-  assign \$555  = arbiter_program__valid;
-  assign \$556  = arbiter_program__valid;
+  assign \$611  = \$610 ;
+  assign \$615  = \$614 ;
+  assign \$616  = tracker_program__valid;
+  assign \$617  = tracker_program__valid;
+  assign \$619  = arbiter_program__valid;
+  assign \$620  = arbiter_program__valid;
+  assign \$621  = arbiter_program__valid;
+  assign \$408  = \$407 ;
+  assign \$418  = \$417 ;
+  assign \$428  = \$427 ;
+  assign \$438  = \$437 ;
+  assign \$448  = \$447 ;
+  assign \$458  = \$457 ;
+  assign \$468  = \$467 ;
+  assign \$478  = \$477 ;
+  assign \$488  = \$487 ;
+  assign \$498  = \$497 ;
+  assign \$508  = \$507 ;
+  assign \$518  = \$517 ;
+  assign \$528  = \$527 ;
+  assign \$538  = \$537 ;
+  assign \$545  = tracker_program__valid;
+  assign \$546  = tracker_program__valid;
+  assign \$551  = tracker_program__valid;
+  assign \$552  = tracker_program__valid;
   assign \$557  = arbiter_program__valid;
-  assign \$564  = \$563 ;
-  assign \$569  = \$568 ;
-  assign \$574  = \$573 ;
-  assign \$580  = \$579 ;
-  assign \$582  = tracker_program__valid;
-  assign \$583  = tracker_program__valid;
-  assign \$586  = arbiter_program__valid;
-  assign \$587  = arbiter_program__valid;
-  assign \$588  = arbiter_program__valid;
-  assign \$589  = arbiter_program__valid;
+  assign \$558  = arbiter_program__valid;
+  assign \$559  = arbiter_program__valid;
+  assign \$563  = arbiter_program__valid;
+  assign \$564  = arbiter_program__valid;
+  assign \$565  = arbiter_program__valid;
+  assign \$572  = \$571 ;
+  assign \$577  = \$576 ;
+  assign \$582  = \$581 ;
+  assign \$588  = \$587 ;
+  assign \$590  = tracker_program__valid;
+  assign \$591  = tracker_program__valid;
+  assign \$594  = arbiter_program__valid;
+  assign \$595  = arbiter_program__valid;
+  assign \$596  = arbiter_program__valid;
+  assign \$597  = arbiter_program__valid;
 endmodule
 
 module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -17561,7 +17666,7 @@ endmodule
 module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
-  wire [48:0] \$10 ;
+  wire \$10 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -17589,20 +17694,20 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [3:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [48:0] \$38 ;
+  wire [48:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
   wire \$42 ;
-  wire [16:0] \$43 ;
-  wire [16:0] \$44 ;
-  wire \$45 ;
+  wire [48:0] \$43 ;
+  wire [48:0] \$44 ;
+  wire [16:0] \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire \$48 ;
+  wire \$47 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
@@ -17617,38 +17722,40 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire [3:0] \$61 ;
-  wire \$62 ;
-  wire [4:0] \$63 ;
+  wire \$61 ;
+  wire [3:0] \$62 ;
+  wire \$63 ;
   wire [4:0] \$64 ;
-  wire \$65 ;
-  reg \$66 ;
-  reg [57:0] \$67 ;
-  reg [2:0] \$68 ;
-  reg [15:0] \$69 ;
+  wire [4:0] \$65 ;
+  wire \$66 ;
+  reg \$67 ;
+  reg [57:0] \$68 ;
+  reg [2:0] \$69 ;
   wire \$7 ;
   reg [11:0] \$70 ;
   reg [47:0] \$71 ;
   reg [47:0] \$72 ;
-  reg [15:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
+  reg [47:0] \$73 ;
+  reg [47:0] \$74 ;
+  reg [15:0] \$75 ;
   reg \$76 ;
-  reg [170:0] \$77 ;
-  reg [7:0] \$78 ;
-  reg [3:0] \$79 ;
+  reg \$77 ;
+  reg \$78 ;
+  reg [170:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg \$81 ;
-  reg [76:0] \$82 ;
+  reg [7:0] \$80 ;
+  reg [3:0] \$81 ;
+  reg \$82 ;
   reg \$83 ;
-  reg [3:0] \$84 ;
+  reg [76:0] \$84 ;
   reg \$85 ;
-  wire [48:0] \$9 ;
+  reg [3:0] \$86 ;
+  reg \$87 ;
+  wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$29 ;
-  reg [3:0] \$signal$31  = 4'h0;
-  wire \$signal$32 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -17658,7 +17765,6 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire bad_response;
   input clk;
   wire clk;
-  reg [15:0] col = 16'h0000;
   reg [170:0] cur = 171'h0000000000000000000000000000000000000000000;
   wire [4:0] cur__device ;
   wire [47:0] cur__dst ;
@@ -17710,6 +17816,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [47:0] detail__addr ;
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
+  reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
   wire full;
   output idle;
@@ -17790,80 +17897,82 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
+  reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$12  = issue & last;
-  assign descriptor__ready = \$11  | \$12 ;
-  assign \$13  = ~ packet__valid;
-  assign response__ready = \$13  | packet__ready;
+  assign \$10  = issue & last;
+  assign descriptor__ready = \$9  | \$10 ;
+  assign \$11  = ~ packet__valid;
+  assign response__ready = \$11  | packet__ready;
   assign o__ready = response__valid & response__ready;
-  assign \$14  = o__payload[83:80] == \$signal$31 ;
-  assign \$signal$29  = \$signal  & \$14 ;
-  assign \$15  = response__valid & response__ready;
-  assign \$16  = \$15  & o__valid;
-  assign \$17  = ~ \$signal$29 ;
-  assign \$18  = \$16  & \$17 ;
-  assign \$19  = o__payload[79:77] != response__payload[2:0];
-  assign \$20  = response__payload[3] | \$19 ;
-  assign \$21  = ~ \$20 ;
-  assign \$signal$32  = \$18  & \$21 ;
-  assign \$22  = response__valid & response__ready;
-  assign \$23  = \$22  & o__valid;
-  assign \$24  = ~ \$signal$29 ;
-  assign \$25  = \$23  & \$24 ;
-  assign \$26  = o__payload[79:77] != response__payload[2:0];
-  assign \$27  = response__payload[3] | \$26 ;
-  assign abort = \$25  & \$27 ;
-  assign \$28  = response__valid & response__ready;
-  assign \$29  = ~ o__valid;
-  assign \$30  = o__payload[79:77] != response__payload[2:0];
-  assign \$31  = \$29  | \$30 ;
-  assign bad_response = \$28  & \$31 ;
-  assign \$32  = response__valid & response__ready;
-  assign \$33  = \$32  & o__valid;
-  assign read_error = \$33  & response__payload[3];
-  assign \$34  = ~ active;
-  assign \$35  = ~ o__valid;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = ~ packet__valid;
-  assign idle = \$36  & \$37 ;
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = response__valid & response__ready;
+  assign \$14  = \$13  & o__valid;
+  assign \$15  = ~ \$signal$28 ;
+  assign \$16  = \$14  & \$15 ;
+  assign \$17  = o__payload[79:77] != response__payload[2:0];
+  assign \$18  = response__payload[3] | \$17 ;
+  assign \$19  = ~ \$18 ;
+  assign \$signal$31  = \$16  & \$19 ;
+  assign \$20  = response__valid & response__ready;
+  assign \$21  = \$20  & o__valid;
+  assign \$22  = ~ \$signal$28 ;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = o__payload[79:77] != response__payload[2:0];
+  assign \$25  = response__payload[3] | \$24 ;
+  assign abort = \$23  & \$25 ;
+  assign \$26  = response__valid & response__ready;
+  assign \$27  = ~ o__valid;
+  assign \$28  = o__payload[79:77] != response__payload[2:0];
+  assign \$29  = \$27  | \$28 ;
+  assign bad_response = \$26  & \$29 ;
+  assign \$30  = response__valid & response__ready;
+  assign \$31  = \$30  & o__valid;
+  assign read_error = \$31  & response__payload[3];
+  assign \$32  = ~ active;
+  assign \$33  = ~ o__valid;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = ~ packet__valid;
+  assign idle = \$34  & \$35 ;
+  assign \$36  = tag + 1'h1;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = src_row + cur[74:51];
+  assign \$39  = dst_row + cur[74:51];
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
   assign \$42  = rows_left == 2'h2;
-  assign \$43  = col + 7'h40;
-  assign \$44  = remaining - 7'h40;
-  assign \$45  = remaining <= 8'h80;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = run + 1'h1;
-  assign \$48  = descriptor__payload[58:43] <= 7'h40;
+  assign \$43  = src_at + 7'h40;
+  assign \$44  = dst_at + 7'h40;
+  assign \$45  = remaining - 7'h40;
+  assign \$46  = remaining <= 8'h80;
+  assign \$47  = descriptor__valid & descriptor__ready;
+  assign \$48  = run + 1'h1;
   assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[42:31] == 1'h1;
-  assign \$51  = response__valid & response__ready;
-  assign \$52  = \$51  & o__valid;
-  assign \$53  = ~ \$signal$29 ;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = o__payload[79:77] != response__payload[2:0];
-  assign \$56  = response__payload[3] | \$55 ;
-  assign \$57  = response__valid & response__ready;
-  assign \$58  = \$57  & o__valid;
-  assign \$59  = ~ \$signal$29 ;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = \$60  ? o__payload[83:80] : \$signal$31 ;
-  assign \$62  = descriptor__valid & descriptor__ready;
-  assign \$63  = run + 1'h1;
-  assign \$64  = \$62  ? \$63  : { 1'h0, run };
-  assign \$65  = \$61  == \$64 ;
+  assign \$50  = descriptor__payload[58:43] <= 7'h40;
+  assign \$51  = descriptor__payload[42:31] == 1'h1;
+  assign \$52  = response__valid & response__ready;
+  assign \$53  = \$52  & o__valid;
+  assign \$54  = ~ \$signal$28 ;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = o__payload[79:77] != response__payload[2:0];
+  assign \$57  = response__payload[3] | \$56 ;
+  assign \$58  = response__valid & response__ready;
+  assign \$59  = \$58  & o__valid;
+  assign \$60  = ~ \$signal$28 ;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
+  assign \$63  = descriptor__valid & descriptor__ready;
+  assign \$64  = run + 1'h1;
+  assign \$65  = \$63  ? \$64  : { 1'h0, run };
+  assign \$66  = \$62  == \$65 ;
   always @(posedge clk)
-    read__valid <= \$66 ;
+    read__valid <= \$67 ;
   always @(posedge clk)
-    read__payload <= \$67 ;
+    read__payload <= \$68 ;
   always @(posedge clk)
-    tag <= \$68 ;
-  always @(posedge clk)
-    col <= \$69 ;
+    tag <= \$69 ;
   always @(posedge clk)
     rows_left <= \$70 ;
   always @(posedge clk)
@@ -17871,31 +17980,35 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   always @(posedge clk)
     dst_row <= \$72 ;
   always @(posedge clk)
-    remaining <= \$73 ;
+    src_at <= \$73 ;
   always @(posedge clk)
-    row_end <= \$74 ;
+    dst_at <= \$74 ;
   always @(posedge clk)
-    one_row <= \$75 ;
+    remaining <= \$75 ;
   always @(posedge clk)
-    active <= \$76 ;
+    row_end <= \$76 ;
   always @(posedge clk)
-    cur <= \$77 ;
+    one_row <= \$77 ;
   always @(posedge clk)
-    index <= \$78 ;
+    active <= \$78 ;
   always @(posedge clk)
-    run <= \$79 ;
+    cur <= \$79 ;
   always @(posedge clk)
-    short_row <= \$80 ;
+    index <= \$80 ;
   always @(posedge clk)
-    packet__valid <= \$81 ;
+    run <= \$81 ;
   always @(posedge clk)
-    packet__payload <= \$82 ;
+    short_row <= \$82 ;
   always @(posedge clk)
-    \$signal  <= \$83 ;
+    packet__valid <= \$83 ;
   always @(posedge clk)
-    \$signal$31  <= \$84 ;
+    packet__payload <= \$84 ;
   always @(posedge clk)
-    \$signal$8  <= \$85 ;
+    \$signal  <= \$85 ;
+  always @(posedge clk)
+    \$signal$30  <= \$86 ;
+  always @(posedge clk)
+    \$signal$8  <= \$87 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -17907,9 +18020,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ full;
   assign issue = \$7  & \$8 ;
-  assign \$9  = dst_row + col;
-  assign \$10  = src_row + col;
-  assign \$11  = ~ active;
+  assign \$9  = ~ active;
   t3hw_engine__dma__engine__pending  pending (
     .clk(clk),
     .full(full),
@@ -17931,52 +18042,37 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$66  = read__valid;
+    \$67  = read__valid;
     if (read__ready) begin
-      \$66  = 1'h0;
+      \$67  = 1'h0;
     end
     if (issue) begin
-      \$66  = 1'h1;
+      \$67  = 1'h1;
     end
     if (rst) begin
-      \$66  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$67  = read__payload;
+    \$68  = read__payload;
     if (issue) begin
-      \$67 [47:0] = meta[139:92];
-      \$67 [54:48] = \$1 [6:0];
-      \$67 [57:55] = tag;
+      \$68 [47:0] = meta[139:92];
+      \$68 [54:48] = \$1 [6:0];
+      \$68 [57:55] = tag;
     end
     if (rst) begin
-      \$67  = 58'h000000000000000;
+      \$68  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$68  = tag;
+    \$69  = tag;
     if (issue) begin
-      \$68  = \$38 [2:0];
+      \$69  = \$36 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$69  = col;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$69  = 16'h0000;
-      end else begin
-        \$69  = \$43 [15:0];
-      end
-    end
-    if (\$46 ) begin
-      \$69  = 16'h0000;
+      \$69  = 3'h0;
     end
   end
   always @* begin
@@ -17984,10 +18080,10 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     \$70  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$39 [11:0];
+        \$70  = \$37 [11:0];
       end
     end
-    if (\$46 ) begin
+    if (\$47 ) begin
       \$70  = descriptor__payload[42:31];
     end
   end
@@ -17996,10 +18092,10 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     \$71  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$40 [47:0];
+        \$71  = \$38 [47:0];
       end
     end
-    if (\$46 ) begin
+    if (\$47 ) begin
       \$71  = descriptor__payload[130:83];
     end
   end
@@ -18008,140 +18104,150 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
     \$72  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$41 [47:0];
+        \$72  = \$39 [47:0];
       end
     end
-    if (\$46 ) begin
+    if (\$47 ) begin
       \$72  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = remaining;
+    \$73  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$73  = cur[50:35];
+        \$73  = \$40 [47:0];
       end else begin
-        \$73  = \$44 [15:0];
+        \$73  = \$43 [47:0];
       end
     end
-    if (\$46 ) begin
-      \$73  = descriptor__payload[58:43];
+    if (\$47 ) begin
+      \$73  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = row_end;
+    \$74  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = short_row;
+        \$74  = \$41 [47:0];
       end else begin
-        \$74  = \$45 ;
+        \$74  = \$44 [47:0];
       end
     end
-    if (\$46 ) begin
-      \$74  = \$48 ;
+    if (\$47 ) begin
+      \$74  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = one_row;
+    \$75  = remaining;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$75  = cur[50:35];
+      end else begin
+        \$75  = \$45 [15:0];
+      end
+    end
+    if (\$47 ) begin
+      \$75  = descriptor__payload[58:43];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$76  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$76  = short_row;
+      end else begin
+        \$76  = \$46 ;
+      end
+    end
+    if (\$47 ) begin
+      \$76  = \$49 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$77  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$75  = \$42 ;
+        \$77  = \$42 ;
       end
     end
-    if (\$46 ) begin
-      \$75  = \$50 ;
+    if (\$47 ) begin
+      \$77  = \$51 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = active;
+    \$78  = active;
     if (issue) begin
       if (last) begin
-        \$76  = 1'h0;
+        \$78  = 1'h0;
       end
     end
     if (stop) begin
-      \$76  = 1'h0;
+      \$78  = 1'h0;
     end
-    if (\$46 ) begin
-      \$76  = 1'h1;
-    end
-    if (rst) begin
-      \$76  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$77  = cur;
-    if (\$46 ) begin
-      \$77 [0] = descriptor__payload[8];
-      \$77 [1] = descriptor__payload[9];
-      \$77 [6:2] = descriptor__payload[14:10];
-      \$77 [22:7] = descriptor__payload[30:15];
-      \$77 [34:23] = descriptor__payload[42:31];
-      \$77 [50:35] = descriptor__payload[58:43];
-      \$77 [74:51] = descriptor__payload[82:59];
-      \$77 [122:75] = descriptor__payload[130:83];
-      \$77 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$78  = index;
-    if (\$46 ) begin
-      \$78  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$79  = run;
-    if (\$46 ) begin
-      \$79  = \$47 [3:0];
+    if (\$47 ) begin
+      \$78  = 1'h1;
     end
     if (rst) begin
-      \$79  = 4'h0;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$80  = short_row;
-    if (\$46 ) begin
-      \$80  = \$49 ;
+    \$79  = cur;
+    if (\$47 ) begin
+      \$79 [0] = descriptor__payload[8];
+      \$79 [1] = descriptor__payload[9];
+      \$79 [6:2] = descriptor__payload[14:10];
+      \$79 [22:7] = descriptor__payload[30:15];
+      \$79 [34:23] = descriptor__payload[42:31];
+      \$79 [50:35] = descriptor__payload[58:43];
+      \$79 [74:51] = descriptor__payload[82:59];
+      \$79 [122:75] = descriptor__payload[130:83];
+      \$79 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = packet__valid;
+    \$80  = index;
+    if (\$47 ) begin
+      \$80  = descriptor__payload[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$81  = run;
+    if (\$47 ) begin
+      \$81  = \$48 [3:0];
+    end
+    if (rst) begin
+      \$81  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$82  = short_row;
+    if (\$47 ) begin
+      \$82  = \$50 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$83  = packet__valid;
     if (packet__ready) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
-    if (\$signal$32 ) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$82  = packet__payload;
-    if (response__ready) begin
-      \$82  = o__payload[76:0];
-    end
-    if (rst) begin
-      \$82  = 77'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$83  = \$signal ;
-    if (\$54 ) begin
-      \$83  = \$56 ;
+    if (\$signal$31 ) begin
+      \$83  = 1'h1;
     end
     if (rst) begin
       \$83  = 1'h0;
@@ -18149,16 +18255,36 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = \$signal$31 ;
-    if (\$54 ) begin
-      \$84  = o__payload[83:80];
+    \$84  = packet__payload;
+    if (response__ready) begin
+      \$84  = o__payload[76:0];
+    end
+    if (rst) begin
+      \$84  = 77'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = \$65 ;
+    \$85  = \$signal ;
+    if (\$55 ) begin
+      \$85  = \$57 ;
+    end
     if (rst) begin
-      \$85  = 1'h1;
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$86  = \$signal$30 ;
+    if (\$55 ) begin
+      \$86  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$87  = \$66 ;
+    if (rst) begin
+      \$87  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -18227,14 +18353,14 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign meta[139:92] = \$10 [47:0];
+  assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
   assign meta[79:77] = tag;
   assign meta[76:70] = \$1 [6:0];
   assign meta[69:54] = cur[22:7];
   assign meta[53] = cur[1];
-  assign meta[52:5] = \$9 [47:0];
+  assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
 endmodule
 

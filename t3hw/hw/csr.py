@@ -471,7 +471,8 @@ class Csr(wiring.Component):
     def _sticky_errors(self, m, set_err):
         """The sticky error registers (W1C): this block's own (``errors``, from ``set_err``)
         and a copy of each target's, whose ``clear`` is held high. Returns ``{group name:
-        (sticky bits, events, the bits software clears this cycle)}``."""
+        (sticky bits, events, the bits software clears this cycle, the first-error decision
+        of this cycle)}``; the decision is a register, ``None`` for the block's own group."""
         # --- sticky errors (W1C); the targets' clears are held high -------------------------
         # A target's events (and its ``capture``, :meth:`_captures`) are registered as they
         # enter, so the first-error decision and the sticky update start from flip-flops
@@ -487,16 +488,27 @@ class Csr(wiring.Component):
         # The W1C clear of each group is decoded from the bus as it arrives and registered
         # (it acts in the cycle after the strobe, as every write), so that the first-error
         # decision sees a register, not the address decode.
+        # The first-error decision of a target's group (an event arrives while no sticky bit
+        # stays set through the cycle) is a register too, computed the cycle before from the
+        # values those registers take: the capture's enable is one flip-flop.
         for g, (bits, events) in sticky.items():
             clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
-            m.d.sync += clear.eq(0)
+            clear_next = Signal(bits.shape().size, name=f"{g.lower()}_clear_next")
             for r in self._map.groups[g].registers:
                 with m.If(self.bus.w_stb & (self.bus.addr == r.addr)):
-                    m.d.sync += [clear[f.bit:f.bit + f.width]
+                    m.d.comb += [clear_next[f.bit:f.bit + f.width]
                                  .eq(self.bus.w_data[f.offset:f.offset + f.width])
                                  for f in r.fields]
+            m.d.sync += clear.eq(clear_next)
             sticky_errors(m, bits, clear, events)
-            sticky[g] = (bits, events, clear)
+            first = None
+            if g != "CSR_ERRORS":
+                first = Signal(name=f"{g.lower()}_first")
+                bits_next = (bits.as_value() & ~clear) | events.as_value()
+                target = next(n for n in _TARGETS if ERRORS[n] == g)
+                given = getattr(self, f"{target}_errors").as_value()
+                m.d.sync += first.eq(given.any() & ~(bits_next & ~clear_next).any())
+            sticky[g] = (bits, events, clear, first)
         return sticky
 
     def _captures(self, m, sticky, regs):
@@ -506,16 +518,16 @@ class Csr(wiring.Component):
         enables (``regs``)."""
         captures = {}
         for name, g in CAPTURES.items():
-            bits, events, clear = sticky[ERRORS[name]]
+            bits, events, clear, first = sticky[ERRORS[name]]
             given = Signal.like(getattr(self, f"{name}_capture"), name=f"{name}_given")
             m.d.sync += given.eq(getattr(self, f"{name}_capture"))    # beside the events
             cap = Signal(self._map.groups[g].layout, name=g.lower())
-            with m.If(events.as_value().any() & ~(bits.as_value() & ~clear).any()):
+            with m.If(first):
                 m.d.sync += [cap[field].eq(given[field]) for field in given.shape().members]
                 m.d.sync += cap.events.eq(events)
             captures[g] = cap.as_value()
         m.d.sync += self.irq.eq(Cat((bits.as_value() & regs[IRQ_ENABLES[g]]).any()
-                                    for g, (bits, _, _) in sticky.items()).any())
+                                    for g, (bits, *_) in sticky.items()).any())
         return captures
 
     def _read_mux(self, m, bus, sel, tabs, grp, sticky, more):
@@ -547,7 +559,7 @@ class Csr(wiring.Component):
             "ARB_STATUS": self.arbiter_status.as_value(),
             **{name.upper(): getattr(self, f"{name}_stats").as_value() for name in _TARGETS},
             **{g: port.payload.as_value() for g, port in grp.stage.items()},
-            **{g: bits.as_value() for g, (bits, _, _) in sticky.items()},
+            **{g: bits.as_value() for g, (bits, *_) in sticky.items()},
             **more,
         }
         # Trees of 2:1 multiplexers on the word address bits (no decoded selects), empty

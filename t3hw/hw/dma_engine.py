@@ -134,7 +134,11 @@ class DmaEngine(wiring.Component):
         run       = Signal(p.read_tag_width + 1)
         src_row   = Signal(p.addr_width, reset_less=True)
         dst_row   = Signal(p.addr_width, reset_less=True)
-        col       = Signal(p.row_bytes_width, reset_less=True)
+        # The burst's addresses, ``src_row + col`` and ``dst_row + col`` (``col`` the offset
+        # in the row), kept as registers and stepped with the walk, so that no adder lies
+        # between the walker's state and the queue of outstanding reads.
+        src_at    = Signal(p.addr_width, reset_less=True)
+        dst_at    = Signal(p.addr_width, reset_less=True)
         rows_left = Signal(p.rows_width, reset_less=True)
         tag       = Signal(p.read_tag_width)
 
@@ -170,14 +174,14 @@ class DmaEngine(wiring.Component):
         meta = Signal(meta_layout)
         m.d.comb += [
             meta.packet.device.eq(cur.device),
-            meta.packet.addr.eq(dst_row + col),
+            meta.packet.addr.eq(dst_at),
             meta.packet.kind.eq(cur.op),
             meta.packet.tile.eq(cur.tile),
             meta.packet.bytes.eq(nbytes),
             meta.tag.eq(tag),
             meta.run.eq(run),
             meta.index.eq(index),
-            meta.src.eq(src_row + col),
+            meta.src.eq(src_at),
             pending.data.eq(meta),
             pending.push.eq(issue),
         ]
@@ -191,17 +195,19 @@ class DmaEngine(wiring.Component):
             ]
             with m.If(row_end):
                 m.d.sync += [
-                    col.eq(0),
                     rows_left.eq(rows_left - 1),
                     src_row.eq(src_row + cur.pitch),
                     dst_row.eq(dst_row + cur.pitch),
+                    src_at.eq(src_row + cur.pitch),
+                    dst_at.eq(dst_row + cur.pitch),
                     remaining.eq(cur.row_bytes),
                     row_end.eq(short_row),
                     one_row.eq(rows_left == 2),
                 ]
             with m.Else():
                 m.d.sync += [
-                    col.eq(col + p.burst_bytes),
+                    src_at.eq(src_at + p.burst_bytes),
+                    dst_at.eq(dst_at + p.burst_bytes),
                     remaining.eq(remaining - p.burst_bytes),
                     row_end.eq(remaining <= 2 * p.burst_bytes),
                 ]
@@ -222,7 +228,8 @@ class DmaEngine(wiring.Component):
                 run.eq(run + 1),
                 src_row.eq(d.src),
                 dst_row.eq(d.dst),
-                col.eq(0),
+                src_at.eq(d.src),
+                dst_at.eq(d.dst),
                 rows_left.eq(d.rows),
                 remaining.eq(d.row_bytes),
                 row_end.eq(d.row_bytes <= p.burst_bytes),
