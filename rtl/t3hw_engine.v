@@ -3876,9 +3876,9 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [5:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -3905,7 +3905,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [4:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -3919,36 +3919,27 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [4:0] \$52 ;
+  wire [4:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [4:0] \$57 ;
+  wire [4:0] \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [5:0] \$6 ;
   wire \$60 ;
-  wire [4:0] \$61 ;
-  wire [4:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [4:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [78:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [3:0] \$68 ;
+  reg [3:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [78:0] \$72 ;
-  reg [3:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [3:0] \$77 ;
-  reg [3:0] \$78 ;
-  reg [78:0] \$79 ;
+  reg [78:0] \$70 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -4035,7 +4026,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [9:0];
+  reg [78:0] storage [10:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -4047,158 +4038,149 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
     storage[7] = 79'h00000000000000000000;
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
+    storage[10] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 4'ha;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = push & accept;
-  assign \$52  = ~ o__valid;
-  assign \$53  = o__valid & o__ready;
-  assign \$54  = ~ waiting;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = \$52  | \$55 ;
-  assign \$57  = \$51  & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = \$50  & \$58 ;
-  assign \$60  = wr__addr == 4'h9;
-  assign \$61  = wr__addr + 1'h1;
-  assign \$62  = \$60  ? 5'h00 : \$61 ;
-  assign \$63  = o__valid & o__ready;
-  assign \$64  = \$63  & waiting;
-  assign \$65  = rd__addr == 4'h9;
-  assign \$66  = rd__addr + 1'h1;
-  assign \$67  = \$65  ? 5'h00 : \$66 ;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = ~ o__valid;
-  assign \$70  = push & \$69 ;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = waiting ? rd__data : wr__data;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 4'ha;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 5'h00 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 4'ha;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 5'h00 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$73 ;
+    level <= \$64 ;
   always @(posedge clk)
-    o__valid <= \$74 ;
+    o__valid <= \$65 ;
   always @(posedge clk)
-    full <= \$75 ;
+    full <= \$66 ;
   always @(posedge clk)
-    waiting <= \$76 ;
+    waiting <= \$67 ;
   always @(posedge clk)
-    wr__addr <= \$77 ;
+    wr__addr <= \$68 ;
   always @(posedge clk)
-    rd__addr <= \$78 ;
+    rd__addr <= \$69 ;
   always @(posedge clk)
-    o__payload <= \$79 ;
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 4'ha;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$73  = \$15 [3:0];
+    \$64  = \$6 [3:0];
     if (rst) begin
-      \$73  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$74  = \$25 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$74  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$75  = \$37 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$75  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = \$49 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$76  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = wr__addr;
-    if (\$59 ) begin
-      \$77  = \$62 [3:0];
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [3:0];
     end
     if (rst) begin
-      \$77  = 4'h0;
+      \$68  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = rd__addr;
-    if (\$64 ) begin
-      \$78  = \$67 [3:0];
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [3:0];
     end
     if (rst) begin
-      \$78  = 4'h0;
+      \$69  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$79  = o__payload;
-    if (\$71 ) begin
-      \$79  = \$72 ;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
   assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
   assign o__payload__remote  = o__payload[0];
   assign o__payload__device  = o__payload[5:1];
@@ -18370,9 +18352,9 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [4:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [5:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -18399,7 +18381,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [4:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -18413,36 +18395,27 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [3:0] \$52 ;
+  wire [3:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [3:0] \$57 ;
+  wire [3:0] \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [5:0] \$6 ;
   wire \$60 ;
-  wire [3:0] \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [3:0] \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [139:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [2:0] \$68 ;
+  reg [2:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [139:0] \$72 ;
-  reg [3:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [2:0] \$77 ;
-  reg [2:0] \$78 ;
-  reg [139:0] \$79 ;
+  reg [139:0] \$70 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -18540,7 +18513,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   wire [47:0] wr__data__src ;
   wire [2:0] wr__data__tag ;
   wire wr__en;
-  reg [139:0] storage [6:0];
+  reg [139:0] storage [7:0];
   initial begin
     storage[0] = 140'h00000000000000000000000000000000000;
     storage[1] = 140'h00000000000000000000000000000000000;
@@ -18549,158 +18522,149 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
     storage[4] = 140'h00000000000000000000000000000000000;
     storage[5] = 140'h00000000000000000000000000000000000;
     storage[6] = 140'h00000000000000000000000000000000000;
+    storage[7] = 140'h00000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 3'h7;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = push & accept;
-  assign \$52  = ~ o__valid;
-  assign \$53  = o__valid & o__ready;
-  assign \$54  = ~ waiting;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = \$52  | \$55 ;
-  assign \$57  = \$51  & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = \$50  & \$58 ;
-  assign \$60  = wr__addr == 3'h6;
-  assign \$61  = wr__addr + 1'h1;
-  assign \$62  = \$60  ? 4'h0 : \$61 ;
-  assign \$63  = o__valid & o__ready;
-  assign \$64  = \$63  & waiting;
-  assign \$65  = rd__addr == 3'h6;
-  assign \$66  = rd__addr + 1'h1;
-  assign \$67  = \$65  ? 4'h0 : \$66 ;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = ~ o__valid;
-  assign \$70  = push & \$69 ;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = waiting ? rd__data : wr__data;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 3'h7;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 4'h0 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 3'h7;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 4'h0 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$73 ;
+    level <= \$64 ;
   always @(posedge clk)
-    o__valid <= \$74 ;
+    o__valid <= \$65 ;
   always @(posedge clk)
-    full <= \$75 ;
+    full <= \$66 ;
   always @(posedge clk)
-    waiting <= \$76 ;
+    waiting <= \$67 ;
   always @(posedge clk)
-    wr__addr <= \$77 ;
+    wr__addr <= \$68 ;
   always @(posedge clk)
-    rd__addr <= \$78 ;
+    rd__addr <= \$69 ;
   always @(posedge clk)
-    o__payload <= \$79 ;
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$73  = \$15 [3:0];
+    \$64  = \$6 [3:0];
     if (rst) begin
-      \$73  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$74  = \$25 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$74  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$75  = \$37 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$75  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$76  = \$49 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$76  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$77  = wr__addr;
-    if (\$59 ) begin
-      \$77  = \$62 [2:0];
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [2:0];
     end
     if (rst) begin
-      \$77  = 3'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$78  = rd__addr;
-    if (\$64 ) begin
-      \$78  = \$67 [2:0];
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [2:0];
     end
     if (rst) begin
-      \$78  = 3'h0;
+      \$69  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$79  = o__payload;
-    if (\$71 ) begin
-      \$79  = \$72 ;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
   assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
   assign o__payload__packet  = o__payload[76:0];
   assign o__payload__packet__device  = o__payload[4:0];
@@ -21038,9 +21002,9 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [5:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [6:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -21067,7 +21031,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [5:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -21081,36 +21045,27 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [4:0] \$52 ;
+  wire [4:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [4:0] \$57 ;
+  wire [4:0] \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [6:0] \$6 ;
   wire \$60 ;
-  wire [4:0] \$61 ;
-  wire [4:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [4:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [7:0] \$63 ;
+  reg [4:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [3:0] \$68 ;
+  reg [3:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [7:0] \$72 ;
-  reg [4:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [3:0] \$77 ;
-  reg [3:0] \$78 ;
-  reg [7:0] \$79 ;
+  reg [7:0] \$70 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -21142,7 +21097,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   input [7:0] wr__data;
   wire [7:0] wr__data;
   wire wr__en;
-  reg [7:0] storage [14:0];
+  reg [7:0] storage [15:0];
   initial begin
     storage[0] = 8'h00;
     storage[1] = 8'h00;
@@ -21159,158 +21114,149 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
     storage[12] = 8'h00;
     storage[13] = 8'h00;
     storage[14] = 8'h00;
+    storage[15] = 8'h00;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 4'hf;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = push & accept;
-  assign \$52  = ~ o__valid;
-  assign \$53  = o__valid & o__ready;
-  assign \$54  = ~ waiting;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = \$52  | \$55 ;
-  assign \$57  = \$51  & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = \$50  & \$58 ;
-  assign \$60  = wr__addr == 4'he;
-  assign \$61  = wr__addr + 1'h1;
-  assign \$62  = \$60  ? 5'h00 : \$61 ;
-  assign \$63  = o__valid & o__ready;
-  assign \$64  = \$63  & waiting;
-  assign \$65  = rd__addr == 4'he;
-  assign \$66  = rd__addr + 1'h1;
-  assign \$67  = \$65  ? 5'h00 : \$66 ;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = ~ o__valid;
-  assign \$70  = push & \$69 ;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = waiting ? rd__data : wr__data;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 4'hf;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 5'h00 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 4'hf;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 5'h00 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$73 ;
+    level <= \$64 ;
   always @(posedge clk)
-    o__valid <= \$74 ;
+    o__valid <= \$65 ;
   always @(posedge clk)
-    full <= \$75 ;
+    full <= \$66 ;
   always @(posedge clk)
-    waiting <= \$76 ;
+    waiting <= \$67 ;
   always @(posedge clk)
-    wr__addr <= \$77 ;
+    wr__addr <= \$68 ;
   always @(posedge clk)
-    rd__addr <= \$78 ;
+    rd__addr <= \$69 ;
   always @(posedge clk)
-    o__payload <= \$79 ;
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 4'hf;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$73  = \$15 [4:0];
+    \$64  = \$6 [4:0];
     if (rst) begin
-      \$73  = 5'h00;
+      \$64  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$74  = \$25 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$74  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$75  = \$37 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$75  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$76  = \$49 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$76  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$77  = wr__addr;
-    if (\$59 ) begin
-      \$77  = \$62 [3:0];
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [3:0];
     end
     if (rst) begin
-      \$77  = 4'h0;
+      \$68  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$78  = rd__addr;
-    if (\$64 ) begin
-      \$78  = \$67 [3:0];
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [3:0];
     end
     if (rst) begin
-      \$78  = 4'h0;
+      \$69  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$79  = o__payload;
-    if (\$71 ) begin
-      \$79  = \$72 ;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
   assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
 endmodule
 
@@ -25446,9 +25392,9 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [9:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [10:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -25475,7 +25421,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [9:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -25489,36 +25435,27 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [8:0] \$52 ;
+  wire [8:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [8:0] \$57 ;
+  wire [8:0] \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [10:0] \$6 ;
   wire \$60 ;
-  wire [8:0] \$61 ;
-  wire [8:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [8:0] \$66 ;
-  wire [8:0] \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [15:0] \$63 ;
+  reg [8:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [7:0] \$68 ;
+  reg [7:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [15:0] \$72 ;
-  reg [8:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [7:0] \$77 ;
-  reg [7:0] \$78 ;
-  reg [15:0] \$79 ;
+  reg [15:0] \$70 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -25550,7 +25487,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  reg [15:0] storage [254:0];
+  reg [15:0] storage [255:0];
   initial begin
     storage[0] = 16'h0000;
     storage[1] = 16'h0000;
@@ -25807,158 +25744,149 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     storage[252] = 16'h0000;
     storage[253] = 16'h0000;
     storage[254] = 16'h0000;
+    storage[255] = 16'h0000;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 8'hff;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = push & accept;
-  assign \$52  = ~ o__valid;
-  assign \$53  = o__valid & o__ready;
-  assign \$54  = ~ waiting;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = \$52  | \$55 ;
-  assign \$57  = \$51  & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = \$50  & \$58 ;
-  assign \$60  = wr__addr == 8'hfe;
-  assign \$61  = wr__addr + 1'h1;
-  assign \$62  = \$60  ? 9'h000 : \$61 ;
-  assign \$63  = o__valid & o__ready;
-  assign \$64  = \$63  & waiting;
-  assign \$65  = rd__addr == 8'hfe;
-  assign \$66  = rd__addr + 1'h1;
-  assign \$67  = \$65  ? 9'h000 : \$66 ;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = ~ o__valid;
-  assign \$70  = push & \$69 ;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = waiting ? rd__data : wr__data;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 8'hff;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 9'h000 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 8'hff;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 9'h000 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$73 ;
+    level <= \$64 ;
   always @(posedge clk)
-    o__valid <= \$74 ;
+    o__valid <= \$65 ;
   always @(posedge clk)
-    full <= \$75 ;
+    full <= \$66 ;
   always @(posedge clk)
-    waiting <= \$76 ;
+    waiting <= \$67 ;
   always @(posedge clk)
-    wr__addr <= \$77 ;
+    wr__addr <= \$68 ;
   always @(posedge clk)
-    rd__addr <= \$78 ;
+    rd__addr <= \$69 ;
   always @(posedge clk)
-    o__payload <= \$79 ;
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 8'hff;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$73  = \$15 [8:0];
+    \$64  = \$6 [8:0];
     if (rst) begin
-      \$73  = 9'h000;
+      \$64  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$74  = \$25 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$74  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$75  = \$37 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$75  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$76  = \$49 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$76  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$77  = wr__addr;
-    if (\$59 ) begin
-      \$77  = \$62 [7:0];
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [7:0];
     end
     if (rst) begin
-      \$77  = 8'h00;
+      \$68  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$78  = rd__addr;
-    if (\$64 ) begin
-      \$78  = \$67 [7:0];
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [7:0];
     end
     if (rst) begin
-      \$78  = 8'h00;
+      \$69  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$79  = o__payload;
-    if (\$71 ) begin
-      \$79  = \$72 ;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
   assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
 endmodule
 
@@ -25968,9 +25896,9 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [9:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
-  wire [10:0] \$15 ;
+  wire \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -25997,7 +25925,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [9:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -26011,36 +25939,27 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [8:0] \$52 ;
+  wire [8:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [8:0] \$57 ;
+  wire [8:0] \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [10:0] \$6 ;
   wire \$60 ;
-  wire [8:0] \$61 ;
-  wire [8:0] \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire [8:0] \$66 ;
-  wire [8:0] \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire [23:0] \$63 ;
+  reg [8:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [7:0] \$68 ;
+  reg [7:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [23:0] \$72 ;
-  reg [8:0] \$73 ;
-  reg \$74 ;
-  reg \$75 ;
-  reg \$76 ;
-  reg [7:0] \$77 ;
-  reg [7:0] \$78 ;
-  reg [23:0] \$79 ;
+  reg [23:0] \$70 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -26082,7 +26001,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  reg [23:0] storage [254:0];
+  reg [23:0] storage [255:0];
   initial begin
     storage[0] = 24'h000000;
     storage[1] = 24'h000000;
@@ -26339,158 +26258,149 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
     storage[252] = 24'h000000;
     storage[253] = 24'h000000;
     storage[254] = 24'h000000;
+    storage[255] = 24'h000000;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$19  = \$16  & \$18 ;
-  assign \$20  = o__valid & o__ready;
-  assign \$21  = push & accept;
-  assign \$22  = ~ \$21 ;
-  assign \$23  = \$20  & \$22 ;
-  assign \$24  = \$23  ? waiting : o__valid;
-  assign \$25  = \$19  ? 1'h1 : \$24 ;
-  assign \$26  = push & accept;
-  assign \$27  = o__valid & o__ready;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = \$26  & \$28 ;
-  assign \$30  = level == 8'hff;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = push & accept;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = \$31  & \$33 ;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$35  & full;
-  assign \$37  = \$29  ? \$30  : \$36 ;
-  assign \$38  = push & accept;
-  assign \$39  = o__valid & o__ready;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = level >= 1'h1;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = push & accept;
-  assign \$45  = ~ \$44 ;
-  assign \$46  = \$43  & \$45 ;
-  assign \$47  = level >= 2'h3;
-  assign \$48  = \$46  ? \$47  : waiting;
-  assign \$49  = \$41  ? \$42  : \$48 ;
-  assign \$50  = push & accept;
-  assign \$51  = push & accept;
-  assign \$52  = ~ o__valid;
-  assign \$53  = o__valid & o__ready;
-  assign \$54  = ~ waiting;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = \$52  | \$55 ;
-  assign \$57  = \$51  & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = \$50  & \$58 ;
-  assign \$60  = wr__addr == 8'hfe;
-  assign \$61  = wr__addr + 1'h1;
-  assign \$62  = \$60  ? 9'h000 : \$61 ;
-  assign \$63  = o__valid & o__ready;
-  assign \$64  = \$63  & waiting;
-  assign \$65  = rd__addr == 8'hfe;
-  assign \$66  = rd__addr + 1'h1;
-  assign \$67  = \$65  ? 9'h000 : \$66 ;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = ~ o__valid;
-  assign \$70  = push & \$69 ;
-  assign \$71  = \$68  | \$70 ;
-  assign \$72  = waiting ? rd__data : wr__data;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 8'hff;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 9'h000 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 8'hff;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 9'h000 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$73 ;
+    level <= \$64 ;
   always @(posedge clk)
-    o__valid <= \$74 ;
+    o__valid <= \$65 ;
   always @(posedge clk)
-    full <= \$75 ;
+    full <= \$66 ;
   always @(posedge clk)
-    waiting <= \$76 ;
+    waiting <= \$67 ;
   always @(posedge clk)
-    wr__addr <= \$77 ;
+    wr__addr <= \$68 ;
   always @(posedge clk)
-    rd__addr <= \$78 ;
+    rd__addr <= \$69 ;
   always @(posedge clk)
-    o__payload <= \$79 ;
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = push & accept;
-  assign \$5  = ~ o__valid;
-  assign \$6  = o__valid & o__ready;
-  assign \$7  = ~ waiting;
-  assign \$8  = \$6  & \$7 ;
-  assign \$9  = \$5  | \$8 ;
-  assign \$10  = \$4  & \$9 ;
-  assign \$11  = ~ \$10 ;
-  assign wr__en = \$3  & \$11 ;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
-  assign \$13  = level + \$12 ;
-  assign \$14  = o__valid & o__ready;
-  assign \$15  = \$13  - \$14 ;
-  assign \$16  = push & accept;
-  assign \$17  = o__valid & o__ready;
-  assign \$18  = ~ \$17 ;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 8'hff;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$73  = \$15 [8:0];
+    \$64  = \$6 [8:0];
     if (rst) begin
-      \$73  = 9'h000;
+      \$64  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$74  = \$25 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$74  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$75  = \$37 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$75  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$76  = \$49 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$76  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$77  = wr__addr;
-    if (\$59 ) begin
-      \$77  = \$62 [7:0];
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [7:0];
     end
     if (rst) begin
-      \$77  = 8'h00;
+      \$68  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$78  = rd__addr;
-    if (\$64 ) begin
-      \$78  = \$67 [7:0];
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [7:0];
     end
     if (rst) begin
-      \$78  = 8'h00;
+      \$69  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$79  = o__payload;
-    if (\$71 ) begin
-      \$79  = \$72 ;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
   assign head_reg = o__payload;
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
   assign o__payload__cmd  = o__payload[7:0];
   assign o__payload__tile  = o__payload[23:8];

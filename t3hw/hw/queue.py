@@ -51,8 +51,9 @@ class Queue(wiring.Component):
         ``level == depth``, a register.
 
     Storage, ``head="register"``: the head item in a register (``o.payload`` and ``o.valid``
-    come from flip-flops), the ``depth - 1`` items behind it in a memory with an asynchronous
-    read port (LUT RAM on FPGAs; a register when ``depth`` is 2). ``head="select"``: two
+    come from flip-flops), the ``depth - 1`` items behind it in a memory of ``depth`` entries
+    (one always free, written in every cycle) with an asynchronous read port (LUT RAM on
+    FPGAs; a register when ``depth`` is 2). ``head="select"``: two
     registers written in turn by the pushes and read in turn by the pops (``o.payload`` is
     a 2:1 multiplexer of them by a flip-flop). ``head="memory"``: a ring of ``depth`` entries
     in a memory with an asynchronous read port (LUT RAM), written at a write pointer and read
@@ -135,8 +136,8 @@ class Queue(wiring.Component):
             with m.If(pop):
                 m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
             return m
-        # The head is a register (``o.payload``); the items behind it wait in a memory of
-        # ``depth - 1`` entries with an asynchronous read port. An item pushed while the
+        # The head is a register (``o.payload``); the items behind it wait in a memory (one
+        # entry more than can wait) with an asynchronous read port. An item pushed while the
         # head register is empty or leaving, and nothing waits, goes straight into it;
         # otherwise it waits. When the head leaves, the oldest waiting item moves into the
         # head register. So the head's payload comes from a flip-flop, not through a RAM read,
@@ -163,18 +164,23 @@ class Queue(wiring.Component):
                     m.d.sync += slot.eq(self.data)
                 oldest = slot
             else:
-                m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=behind,
+                # One entry more than can wait, so that the entry at ``tail`` is always free:
+                # it is written with ``data`` in every cycle, and an enqueue only moves
+                # ``tail`` past it. So the handshake reaches the pointer, not the write enable
+                # of every RAM cell.
+                slots = behind + 1
+                m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=slots,
                                                                init=[])
                 wr = storage.write_port()
-                head = Signal(range(behind))
-                tail = Signal(range(behind))
+                head = Signal(range(slots))
+                tail = Signal(range(slots))
                 rd = storage.read_port(domain="comb")
-                m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(enqueue),
+                m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(1),
                              rd.addr.eq(head)]
                 with m.If(enqueue):
-                    m.d.sync += tail.eq(Mux(tail == behind - 1, 0, tail + 1))
+                    m.d.sync += tail.eq(Mux(tail == slots - 1, 0, tail + 1))
                 with m.If(dequeue):
-                    m.d.sync += head.eq(Mux(head == behind - 1, 0, head + 1))
+                    m.d.sync += head.eq(Mux(head == slots - 1, 0, head + 1))
                 oldest = rd.data
             with m.If(load):
                 m.d.sync += head_reg.eq(Mux(waiting, oldest, self.data))
