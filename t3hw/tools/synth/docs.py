@@ -33,8 +33,9 @@ def critical_paths_table(results):
     register, so the path starts at a block input) and the design's source lines it passes
     (the generated Verilog's line numbers, whose names are the Amaranth signals')."""
     rows = ["| block | params | Fmax, MHz | path, ns (logic + routing + clock-to-out) "
-            "| from | to | through (generated Verilog) |",
-            "|---|---|--:|---|---|---|---|"]
+            "| from | to | through (generated Verilog) | endpoints failing the target "
+            "(largest group: start -> end register, endpoints) |",
+            "|---|---|--:|---|---|---|---|---|"]
     for entry in results["blocks"].values():
         e = entry["ecp5"]
         path = e.get("critical_path")
@@ -48,10 +49,18 @@ def critical_paths_table(results):
                                     else path["to_cell"])
         through = "<br>".join(f"`{line.replace('|', '/')}`" for line in path["verilog"]
                               if not line.startswith("wrapper.v:")) or "-"
+        failing = e.get("failing_endpoints")
+        if failing is None:
+            ends = "-"
+        else:
+            ends = f"{failing['failing']:,} of {failing['endpoints']:,}"
+            if failing["groups"]:
+                g = failing["groups"][0]
+                ends += f" (`{g['from']}` -> `{g['to']}`, {g['endpoints']})"
         rows.append(f"| {entry['block']} | {entry['param_set']} | {e['fmax_mhz']:.1f} "
                     f"| {path['delay_ns']:.1f} ({path['logic_ns']:.1f} + "
                     f"{path['routing_ns']:.1f} + {path['clk_to_q_ns']:.1f}) "
-                    f"| `{start}` | `{end}` | {through} |")
+                    f"| `{start}` | `{end}` | {through} | {ends} |")
     return "\n".join(rows)
 
 
