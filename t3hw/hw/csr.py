@@ -54,8 +54,8 @@ the targets' ``clear`` all-ones, so a target's ``errors`` register shows each er
 one cycle, the cycle after it happened; this block registers the events as they enter (with the
 target's ``capture``) and ORs them into its sticky copies the cycle after, which software clears
 by writing 1s (W1C): a target's sticky bit is set at the end of the second cycle after its
-event, its own (``CSR_ERRORS``) at the end of the event's cycle. That is also how the block tells a rejected region or
-descriptor write from an accepted one. Its own errors are:
+event, its own (``CSR_ERRORS``) at the end of the event's cycle. That is also how the block
+tells a rejected region or descriptor write from an accepted one. Its own errors are:
 
 * ``unmapped``: a read or write of an address with no register (or not a multiple of 4);
 * ``read_only``: a write to a read-only register (ignored);
@@ -487,10 +487,10 @@ class Csr(wiring.Component):
             sticky[ERRORS[name]] = (Signal(given.shape(), name=f"{name}_sticky"), events)
         # The W1C clear of each group is decoded from the bus as it arrives and registered
         # (it acts in the cycle after the strobe, as every write), so that the first-error
-        # decision sees a register, not the address decode.
-        # The first-error decision of a target's group (an event arrives while no sticky bit
-        # stays set through the cycle) is a register too, computed the cycle before from the
-        # values those registers take: the capture's enable is one flip-flop.
+        # decision sees a register, not the address decode. The first-error decision of a
+        # target's group (an event arrives while no sticky bit stays set through the cycle)
+        # is a register too, computed the cycle before from the values those registers take:
+        # the capture's enable is one flip-flop.
         for g, (bits, events) in sticky.items():
             clear = Signal(bits.shape().size, name=f"{g.lower()}_clear")
             clear_next = Signal(bits.shape().size, name=f"{g.lower()}_clear_next")

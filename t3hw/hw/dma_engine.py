@@ -68,8 +68,8 @@ class DmaEngine(wiring.Component):
     across descriptors, while ``descriptor`` has the next one waiting), as long as fewer than
     ``max_outstanding`` reads are requested and not returned (a read counts from the cycle
     it appears on ``read``, and one whose response is taken while ``max_outstanding`` are
-    out frees its place from the cycle after); one packet per cycle. Back-pressure on ``read`` holds the walk;
-    back-pressure on ``packet`` holds ``response``; nothing is lost.
+    out frees its place from the cycle after); one packet per cycle. Back-pressure on
+    ``read`` holds the walk; back-pressure on ``packet`` holds ``response``; nothing is lost.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):

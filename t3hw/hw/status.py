@@ -21,7 +21,15 @@ def sticky_errors(m, errors, clear, events):
     m.d.sync += errors.eq((Value.cast(errors) & ~Value.cast(clear)) | Value.cast(events))
 
 
-def count(m, counter, event):
-    """Add one to ``counter`` in every cycle ``event`` is high (wrapping at its width)."""
+def count(m, counter, event, *, late=None):
+    """Add one to ``counter`` in every cycle ``event`` is high (wrapping at its width).
+
+    With ``late`` (a name), the event is first registered in a flip-flop of that name and
+    counted the cycle after: the logic behind ``event`` then drives one flip-flop, not the
+    enable of a counter, and the counter shows the event two cycles after it."""
+    if late is not None:
+        registered = Signal(name=late)
+        m.d.sync += registered.eq(event)
+        event = registered
     with m.If(event):
         m.d.sync += counter.eq(counter + 1)

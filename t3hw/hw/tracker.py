@@ -218,10 +218,10 @@ class Tracker(wiring.Component):
     def _table(self, m):
         """The entry table, its ports ``rd`` and ``wr``, the trigger queue and the queue of
         taken triggers (``acks``), each ``tracker_entries`` deep: an entry has at most one
-        trigger in either (its *token*), so neither can overflow. A read that collides with a write to the same
-        entry is never used: S2 forwards that write (``fwd_old``). The attribute says so to
-        the synthesis flow (``t3hw/tools/synth_scripts/ecp5.ys``), which then needs no
-        read-before-write bypass after the RAM."""
+        trigger in either (its *token*), so neither can overflow. A read that collides with a
+        write to the same entry is never used: S2 forwards that write (``fwd_old``). The
+        attribute says so to the synthesis flow (``t3hw/tools/synth_scripts/ecp5.ys``), which
+        then needs no read-before-write bypass after the RAM."""
         p = self._p
         m.submodules.entries = table = memory.Memory(
             shape=entry_layout(p), depth=p.tracker_entries, init=[],
@@ -579,9 +579,7 @@ class Tracker(wiring.Component):
         events.update(unprogrammed=out.set_err.unprogrammed,
                       triggers=out.complete & ~out.lost, dropped=out.lost)
         for name, event in events.items():
-            late = Signal(name=f"{name}_event")
-            m.d.sync += late.eq(event)
-            count(m, self.stats[name], late)
+            count(m, self.stats[name], event, late=f"{name}_event")
 
     def _hold(self, m, acks):
         """``hold``: a one-cycle request for a cycle without a write, raised when a

@@ -93,13 +93,6 @@ async def readback(env, cycle):
         assert env.targets.arbiter.config == cfg
 
 
-def _clear_as_event(env, target, errors, value, **bits):
-    """Scripted: a W1C write of ``value`` to ``errors`` whose clear acts in the cycle the
-    block sees an error event of ``target`` with ``bits``: the block registers both the bus
-    and the targets' events, so both act in the cycle after; they come in the same cycle."""
-    env.event(target, access=(errors, value, False), **bits)
-
-
 async def first_errors(env, cycle):
     """Per target with a capture group: the first error event (all sticky bits clear) loads
     the target's ``capture`` input and the events; a later event, while a bit is set, does
@@ -128,13 +121,15 @@ async def first_errors(env, cycle):
         env.idle(1)
         assert await _read_group(env, cycle, g) == expect(details[0], names[0], names[-1])
         env.capture[port] = details[2]                              # cleared as it comes
-        _clear_as_event(env, target, errors, ones, **{names[1]: 1})
+        # (the block registers both the bus and the events: the clear and the event meet
+        # in the cycle after they come)
+        env.event(target, access=(errors, ones, False), **{names[1]: 1})
         env.idle(1)
         assert await _read_group(env, cycle, g) == expect(details[2], names[1])
         env.write(errors, ones)
         env.event(target, **{names[0]: 1, names[1]: 1})             # first again
-        _clear_as_event(env, target, errors, mask[names[0]],        # names[1] stays set
-                        **{names[0]: 1})
+        env.event(target, access=(errors, mask[names[0]], False),   # names[1] stays set
+                  **{names[0]: 1})
         env.idle(1)
         env.capture[port] = details[3]          # for the whole script: both events show it
         got = await _read_group(env, cycle, g)
