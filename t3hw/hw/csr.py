@@ -479,8 +479,9 @@ class Csr(wiring.Component):
         # beside them: a target's event shows here two cycles after it happened. (A write's
         # refusal is read from the events as they arrive: :meth:`_table_ports`.)
         sticky = {"CSR_ERRORS": (self.errors, set_err)}
+        arriving = {}                      # a target's events as they arrive, by group
         for name in _TARGETS:
-            given = getattr(self, f"{name}_errors")
+            given = arriving[ERRORS[name]] = getattr(self, f"{name}_errors")
             events = Signal(given.shape(), name=f"{name}_events")
             m.d.sync += events.eq(given)
             m.d.comb += getattr(self, f"{name}_clear").as_value().eq(-1)
@@ -505,9 +506,8 @@ class Csr(wiring.Component):
             if g != "CSR_ERRORS":
                 first = Signal(name=f"{g.lower()}_first")
                 bits_next = (bits.as_value() & ~clear) | events.as_value()
-                target = next(n for n in _TARGETS if ERRORS[n] == g)
-                given = getattr(self, f"{target}_errors").as_value()
-                m.d.sync += first.eq(given.any() & ~(bits_next & ~clear_next).any())
+                m.d.sync += first.eq(arriving[g].as_value().any()
+                                     & ~(bits_next & ~clear_next).any())
             sticky[g] = (bits, events, clear, first)
         return sticky
 
