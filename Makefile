@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper sweep formal synth synth-scale bitstream check-install clean help
+.PHONY: setup demo test verilog check-rtl lint bench paper paper-rtl sweep formal synth synth-scale bitstream check-install clean help
 
 setup: $(STAMP)
 
@@ -72,6 +72,11 @@ clean:
 paper: $(STAMP)
 	$(T3HW) paper --json bench/paper.json --plot docs/img --sweep
 
+# The paper's 16 Mega-GPT-2 / T-NLG sub-layers co-simulated on generated RTL (rings of 8 and
+# 16 engines, T3 and T3-MCA), beside the model on the same hardware (docs/paper.md, "On the RTL").
+paper-rtl: $(STAMP)
+	$(T3HW) paper --rtl --json bench/paper_rtl.json --plot docs/img
+
 # The four arbitration policies on the HBM2 DRAM at the demo's size, on a local Dask cluster
 # (one worker per core; docs/cosim.md, "Sweeps").
 sweep: $(STAMP)
@@ -86,6 +91,7 @@ help:
 	@echo "make lint           verilator --lint-only -Wall on rtl/ with the waivers of t3hw/tools/lint_waivers.vlt"
 	@echo "make bench          co-simulation throughput and Verilator build time into bench/results.json"
 	@echo "make paper          the performance model over the paper's table, with plots and the sweep"
+	@echo "make paper-rtl      the paper's 16 TP-8/16 sub-layers co-simulated on generated RTL beside the model"
 	@echo "make sweep          the four arbitration policies co-simulated on the HBM2 DRAM, on a local Dask cluster (bench/sweep.json)"
 	@echo "make formal         the formal proofs alone (docs/formal.md)"
 	@echo "make synth          Yosys/nextpnr utilisation and Fmax of every block into synth/results.json and docs/synthesis.md"

@@ -9,6 +9,8 @@
     t3hw demo [--out DIR] [--seed N]
     t3hw bench [--json FILE] [--events N]
     t3hw paper --json FILE [--plot DIR] [--sweep] [--memory fluid|hbm]
+    t3hw paper --rtl --json FILE [--plot DIR] [--tokens T] [--gpus N] [--policies X,..]
+               [--memory fluid|hbm] [--scheduler tcp://HOST:8786 | --workers N]
     t3hw arbiter-plot --out PNG [--json FILE] [--cycles N]
     t3hw cosim [--gpus N] [--model M] [--tp P] [--sublayer S] [--tokens T] [--hidden H]
                [--policy X]

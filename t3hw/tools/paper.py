@@ -17,6 +17,7 @@ from pathlib import Path
 from sim_models.dram import TRAFFIC_CLASSES
 from sim_models.perf import SystemConfig, run_workload, summarize
 from sim_models.workloads import paper_workloads, token_sweep
+from .errors import CliError
 from .plots import plot_results
 from .progress import Progress
 
@@ -77,7 +78,16 @@ def run_token_sweep(json_path=None, plot_dir=None, progress=True, *, model="T-NL
 
 def cmd(args):
     """``t3hw paper --json FILE [--plot DIR] [--sweep] [--memory fluid|hbm]``: run, print
-    the summaries."""
+    the summaries; with ``--rtl``, the co-simulated table (:mod:`.paper_rtl`)."""
+    if args.rtl:
+        if args.sweep:
+            raise CliError("--sweep runs the model only: leave it out with --rtl")
+        from .paper_rtl import cmd as rtl_cmd
+        return rtl_cmd(args)
+    rtl_only = [f"--{n}" for n in ("tokens", "gpus", "workers", "scheduler")
+                if getattr(args, n) is not None]
+    if rtl_only:
+        raise CliError(f"{rtl_only[0]} is an option of the co-simulated table: add --rtl")
     progress = sys.stderr.isatty()
     cfg = SystemConfig(memory=args.memory)
     result = run_paper(args.json, args.plot, progress=progress, cfg=cfg)
@@ -104,4 +114,23 @@ def add_arguments(p):
     p.add_argument("--memory", choices=("fluid", "hbm"), default="fluid",
                    help="DRAM model: the fluid bandwidth account (default, about 20 s) or the "
                         "HBM2 timing model of docs/dram.md (sampled pseudo-channels, a T3 "
-                        "arbiter per pseudo-channel, bounded outstanding loads; minutes)")
+                        "arbiter per pseudo-channel, bounded outstanding loads; minutes); "
+                        "with --rtl, the co-simulation's fixed-latency DRAM or its HBM2 one")
+    from .paper_rtl import DEFAULT_TOKENS, POLICY_KEYS
+    r = p.add_argument_group("the table on generated RTL (--rtl; docs/paper.md, 'On the RTL')")
+    r.add_argument("--rtl", action="store_true",
+                   help="co-simulate the 16 Mega-GPT-2 / T-NLG sub-layers on generated RTL "
+                        "(each on a ring of TP GPUs, fast mode, on Dask workers) beside the "
+                        "model's figures for the same scaled hardware")
+    r.add_argument("--tokens", type=int, metavar="T",
+                   help=f"tokens of every sub-layer (default {DEFAULT_TOKENS}; a multiple of "
+                        f"32 x the ring size, within the engines' tables)")
+    r.add_argument("--gpus", type=int, metavar="N",
+                   help="ring size of every sub-layer (default: its TP degree)")
+    r.add_argument("--policies", default="round_robin,t3_mca", metavar="P[,P...]",
+                   help=f"arbitration policies, some of {', '.join(POLICY_KEYS)} "
+                        f"(round_robin is the paper's T3)")
+    r.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the local Dask cluster (default: the CPU count)")
+    r.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler, tcp://HOST:8786 (default: a local cluster)")

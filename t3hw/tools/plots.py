@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Plots of the performance model's results (``t3hw paper --plot DIR``).
+"""Plots of the performance model's results (``t3hw paper --plot DIR``) and of the
+co-simulated table (``t3hw paper --rtl --plot DIR``).
 
 :func:`plot_results` draws a result of :func:`t3hw.tools.paper.run_paper` or
 :func:`~t3hw.tools.paper.run_token_sweep` as two PNG bar charts: the speedup of T3, T3-MCA
@@ -15,7 +16,7 @@ from sim_models.dram import TRAFFIC_CLASSES
 from sim_models.perf import PAPER
 
 
-__all__ = ["plot_results"]
+__all__ = ["plot_results", "plot_rtl"]
 
 
 def plot_results(result, plot_dir, *, prefix="paper"):
@@ -68,4 +69,41 @@ def plot_results(result, plot_dir, *, prefix="paper"):
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     fig.savefig(os.path.join(plot_dir, f"{prefix}_dram.png"), dpi=120)
+    plt.close(fig)
+
+
+def plot_rtl(result, plot_dir):
+    """Write ``paper_rtl_speedup.png`` into ``plot_dir``: per sub-layer of a
+    :func:`t3hw.tools.paper_rtl.run_paper_rtl` result, each policy's speedup over Sequential
+    on the RTL (solid) beside the model's on the same hardware (hatched), and Ideal."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(plot_dir, exist_ok=True)
+    configs = result["configs"]
+    labels = [f"{c['model']}\nTP{c['tp']} {c['sublayer']}" for c in configs]
+    keys = [k for k in configs[0]["cycles"] if k not in ("sequential", "ideal")]
+    bars = [(k, side) for k in keys for side in ("cycles", "model_cycles")] + \
+        [("ideal", "cycles")]
+    x = np.arange(len(configs))
+    width = 0.8 / len(bars)
+    colors = plt.get_cmap("tab10").colors
+    fig, ax = plt.subplots(figsize=(max(8, 0.7 * len(configs)), 4.5))
+    for i, (key, side) in enumerate(bars):
+        y = [100 * (c["cycles"]["sequential"] / c[side][key] - 1) for c in configs]
+        name = key if key == "ideal" else f"{key} ({'RTL' if side == 'cycles' else 'model'})"
+        ax.bar(x + (i - (len(bars) - 1) / 2) * width, y, width, label=name,
+               color=colors[keys.index(key) if key in keys else len(keys)],
+               hatch="//" if side == "model_cycles" else "", edgecolor="k", lw=0.2)
+    ax.set_xticks(x, labels, fontsize=6, rotation=90)
+    ax.set_ylabel("speedup over Sequential (%)")
+    t, n = configs[0]["tokens"], sorted({c["gpus"] for c in configs})
+    ax.set_title(f"Sub-layer speedup on generated RTL (t3hw paper --rtl; T={t}, "
+                 f"{'/'.join(map(str, n))} GPUs)\nand the model on the same hardware",
+                 fontsize=10)
+    ax.axhline(0, color="k", lw=0.5)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plot_dir, "paper_rtl_speedup.png"), dpi=120)
     plt.close(fig)

@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw paper --rtl``: the paper's table co-simulated on generated RTL, beside the model.
+
+Each of the 16 Mega-GPT-2 / T-NLG sub-layers of :func:`~sim_models.workloads.paper_workloads`
+(TP 8 and 16) becomes a :class:`~sim_models.cosim.CosimConfig`: the paper's GEMM slice on a
+ring of as many GPUs as its TP degree (``gpus`` overrides it), each GPU with a T3 engine of
+generated RTL, on the co-simulation's scaled hardware (``docs/cosim.md``, "What runs"). Every
+sub-layer runs once per arbitration policy as one point of a :func:`t3hw.tools.sweep.run_sweep`
+(fast mode, on a local Dask cluster or a running scheduler's workers), and beside it the
+performance model runs the same scenario (:func:`sim_models.cosim.model_cycles`).
+
+A sub-layer's entry has the shape of :func:`t3hw.tools.paper.run_paper`'s: ``cycles``
+(``sequential`` and ``ideal`` from the model's Sequential run on the same hardware, which has
+no T3 engine to co-simulate; one key per policy from the RTL, ``t3`` for round-robin as in
+the paper), ``model_cycles`` (the model's cycles per policy), ``gap`` per policy (RTL over
+model, minus 1) and the co-simulation's DRAM bytes per GPU. ``summary`` holds the speedup
+geomeans and maxima of the RTL and of the model, side by side, and the largest gap.
+
+Size: the paper's T (8192 tokens) needs more tracker entries and DMA descriptors than the
+engines have (at most 4096 tokens for Mega-GPT-2 and 2560 for T-NLG at 16 GPUs, OP:
+:meth:`CosimConfig.max_tokens`), so the table runs at ``tokens`` (default 512, the fewest
+that 16 GPUs' chunks of whole tile rows allow). ``G / RS`` does not depend on T (the token
+sweep of ``docs/paper.md``), so the speedups compare with the model's at any T; what a
+smaller T changes is the weight of the ring's fill and drain.
+"""
+
+import math
+import sys
+import time
+
+from sim_models.cosim import CosimConfig
+from sim_models.workloads import paper_workloads
+from .errors import CliError
+
+
+__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "configs", "assemble", "run_paper_rtl", "cmd"]
+
+#: The policies a table can run, with the key each has in the paper's JSON (``t3`` is plain
+#: T3: round-robin arbitration).
+POLICY_KEYS = {"round_robin": "t3", "t3_mca": "t3_mca", "t3_mca_rr": "t3_mca_rr",
+               "compute_first": "compute_first"}
+
+#: The table's default token count: the fewest that a 16-GPU ring (TP 16) can run.
+DEFAULT_TOKENS = 512
+
+
+def workloads():
+    """The 16 Mega-GPT-2 / T-NLG sub-layers of the paper's table (TP 8 and 16)."""
+    return [w for w in paper_workloads() if w.tp != 32]
+
+
+def configs(*, policies=("round_robin", "t3_mca"), tokens=DEFAULT_TOKENS, gpus=None,
+            memory="fixed", base=None, only=None):
+    """The :class:`CosimConfig` of every (sub-layer, policy) point, sub-layers in the
+    paper's order, policies fastest. ``gpus`` None rings each sub-layer on its TP degree;
+    ``base`` supplies every other field (default ``CosimConfig()``'s); ``only`` keeps the
+    sub-layers whose index in :func:`workloads` it lists. Raises ValueError (the config's
+    own message) for a value out of range."""
+    bad = [p for p in policies if p not in POLICY_KEYS]
+    if bad or not policies:
+        raise ValueError(f"policies must be some of {tuple(POLICY_KEYS)}, not {list(policies)!r}")
+    base = base if base is not None else CosimConfig()
+    ws = workloads()
+    if only is not None:
+        if not only or any(not 0 <= i < len(ws) for i in only):
+            raise ValueError(f"only must list sub-layers in [0, {len(ws) - 1}], not {only!r}")
+        ws = [ws[i] for i in sorted(set(only))]
+    fields = {k: getattr(base, k) for k in base.__dataclass_fields__}
+    out = []
+    for w in ws:
+        for p in policies:
+            fields.update(gpus=gpus or w.tp, model=w.model, tp=w.tp, sublayer=w.sublayer,
+                          tokens=tokens, policy=p, memory=memory)
+            out.append(CosimConfig(**fields))
+    return out
+
+
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def _summary(entries, side):
+    """Speedup geomean and max over ``entries`` of each policy key and of Ideal, and the DRAM
+    bytes' reduction against Sequential, from ``side`` (``"rtl"`` or ``"model"``)."""
+    cycles, dram = (("cycles", "dram_bytes_per_gpu") if side == "rtl" else
+                    ("model_cycles", "model_dram_bytes_per_gpu"))
+    out = {"speedup_geomean": {}, "speedup_max": {}, "dram_reduction_geomean": {}}
+    for key in (k for k in entries[0][cycles] if k != "sequential"):
+        ratios = [e["cycles"]["sequential"] / e[cycles][key] for e in entries]
+        out["speedup_geomean"][key] = _geomean(ratios) - 1
+        out["speedup_max"][key] = max(ratios) - 1
+        if key != "ideal":
+            out["dram_reduction_geomean"][key] = 1 - _geomean(
+                [e[dram][key] / e["dram_bytes_per_gpu"]["sequential"] for e in entries])
+    return out
+
+
+def assemble(points):
+    """The table from sweep points (results of :func:`t3hw.tools.cosim.run` with the
+    model, in :func:`configs` order): one entry per sub-layer, and the summaries."""
+    entries = {}
+    for r in points:
+        c = r["config"]
+        key = (c["model"], c["tp"], c["sublayer"])
+        if key not in entries:
+            entries[key] = {"model": c["model"], "tp": c["tp"], "sublayer": c["sublayer"],
+                            "tokens": c["tokens"], "gpus": c["gpus"], "hidden": c["hidden"],
+                            "memory": c["memory"],
+                            "cycles": {"sequential": r["cycles"]["sequential"]},
+                            "model_cycles": {}, "gap": {}, "numerics_ok": True,
+                            "dram_bytes_per_gpu": {
+                                "sequential": r["model"]["sequential_dram_bytes"]},
+                            "model_dram_bytes_per_gpu": {}, "sim_wall_s": {}, "mode": {}}
+        e, p = entries[key], POLICY_KEYS[c["policy"]]
+        e["cycles"][p] = r["cycles"]["rtl"]
+        e["model_cycles"][p] = r["cycles"]["model"]
+        e["gap"][p] = r["cycles"]["gap"]
+        e["dram_bytes_per_gpu"][p] = sum(r["dram_bytes"].values()) / c["gpus"]
+        e["model_dram_bytes_per_gpu"][p] = r["model"]["t3_dram_bytes"]
+        e["numerics_ok"] = e["numerics_ok"] and bool(r["numerics_ok"]) and not r["failure"]
+        e["sim_wall_s"][p] = r.get("sweep_point", {}).get("seconds", r["sim_wall_s"])
+        e["mode"][p] = r["mode"]
+        seq = r["model"]["phases"]["sequential"]          # Ideal: max(GEMM, RS) + nothing
+        e["ideal"] = max(seq["gemm"], seq["rs"])
+    entries = list(entries.values())
+    for e in entries:                       # Ideal after the policies, on both sides
+        e["cycles"]["ideal"] = e["model_cycles"]["ideal"] = e.pop("ideal")
+    gaps = [(abs(g), k, e) for e in entries for k, g in e["gap"].items()]
+    _, policy, worst = max(gaps, key=lambda t: t[0])
+    return {"configs": entries,
+            "summary": {"rtl": _summary(entries, "rtl"), "model": _summary(entries, "model"),
+                        "gap_max": {"gap": worst["gap"][policy], "policy": policy,
+                                    "config": f"{worst['model']} TP{worst['tp']} "
+                                              f"{worst['sublayer']}"},
+                        "numerics_ok": all(e["numerics_ok"] for e in entries)}}
+
+
+def run_paper_rtl(json_path=None, plot_dir=None, *, progress=False, scheduler=None,
+                  workers=None, **kw):
+    """Co-simulate the table (``kw``: :func:`configs`' options) on Dask workers; returns
+    ``{"configs", "summary", "sweep"}`` (written to ``json_path``, plotted into
+    ``plot_dir`` as ``paper_rtl_speedup.png``)."""
+    from .paper import _write
+    from .sweep import run_sweep
+    t0 = time.perf_counter()
+    out = run_sweep(configs(**kw), scheduler=scheduler, workers=workers, progress=progress,
+                    model=True, mode="fast")
+    result = assemble(out["points"])
+    result["sweep"] = dict(out["sweep"], wall_s=time.perf_counter() - t0)
+    _write(result, json_path)
+    if plot_dir:
+        from .plots import plot_rtl
+        plot_rtl(result, plot_dir)
+    return result
+
+
+def summary_lines(result):
+    """The printed summary: the speedup geomeans (max) of the RTL and of the model."""
+    s = result["summary"]
+    lines = []
+    for side in ("rtl", "model"):
+        g, m = s[side]["speedup_geomean"], s[side]["speedup_max"]
+        d = s[side]["dram_reduction_geomean"]
+        lines.append(f"{side.upper():>5}: speedup over Sequential, geomean (max): " +
+                     ", ".join(f"{k} {100 * g[k]:.1f}% ({100 * m[k]:.1f}%)" for k in g) +
+                     "; DRAM bytes " + ", ".join(f"{k} -{100 * d[k]:.1f}%" for k in d))
+    w = s["gap_max"]
+    lines.append(f"largest RTL-vs-model gap: {100 * w['gap']:+.1f}% ({w['config']}, "
+                 f"{w['policy']}); numerics {'exact' if s['numerics_ok'] else 'WRONG'}")
+    return lines
+
+
+def cmd(args):
+    """``t3hw paper --rtl``: run the table on the co-simulation, print its summary."""
+    from .cosim import config_error
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be at least 1, not {args.workers}")
+    try:
+        cfgs = configs(policies=policies, tokens=args.tokens, gpus=args.gpus,
+                       memory="hbm" if args.memory == "hbm" else "fixed")
+    except ValueError as exc:
+        raise config_error(exc, {"tokens": 0, "gpus": 0, "policies": 0}) from None
+    result = run_paper_rtl(args.json, args.plot, progress=sys.stderr.isatty(),
+                           scheduler=args.scheduler, workers=args.workers, policies=policies,
+                           tokens=args.tokens, gpus=args.gpus,
+                           memory="hbm" if args.memory == "hbm" else "fixed")
+    for line in summary_lines(result):
+        print(line)
+    print(f"{len(cfgs)} co-simulations on {result['sweep']['workers']} workers in "
+          f"{result['sweep']['wall_s']:.0f} s; written: {args.json}"
+          + (f", plots in {args.plot}" if args.plot else ""))
+    if not result["summary"]["numerics_ok"]:
+        raise CliError("a co-simulation of the table failed its checks (see the JSON's "
+                       "numerics_ok per sub-layer)")

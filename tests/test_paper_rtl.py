@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``t3hw paper --rtl`` (:mod:`t3hw.tools.paper_rtl`): the paper's table co-simulated on
+generated RTL beside the model. Two of its sub-layers on the co-simulation regression's small
+2-engine hardware, on a local two-worker Dask cluster; the table's arithmetic checked against
+the points it is made of, and each point against a co-simulation of its configuration here."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from t3hw.tools import cosim
+from t3hw.tools.paper_rtl import assemble, configs, run_paper_rtl, workloads
+from t3hw.verif.cosim_scenarios import small
+
+# the regression's 2-engine hardware (its system top is the one the regression builds)
+SMALL = dict(base=small(2), gpus=2, tokens=64)
+
+
+def test_configs_are_the_papers_sublayers_times_the_policies():
+    ws = workloads()
+    assert len(ws) == 16 and {w.tp for w in ws} == {8, 16}
+    assert {w.model for w in ws} == {"Mega-GPT-2", "T-NLG"}
+    cfgs = configs()
+    assert len(cfgs) == 32
+    assert [(c.model, c.tp, c.sublayer) for c in cfgs[::2]] == \
+        [(w.model, w.tp, w.sublayer) for w in ws]
+    assert [c.policy for c in cfgs[:2]] == ["round_robin", "t3_mca"]
+    assert all(c.gpus == c.tp and c.tokens == 512 and c.memory == "fixed" for c in cfgs)
+    assert all(c.hidden is None for c in cfgs)            # the paper's H, not a narrower one
+    picked = configs(only=[3, 1], policies=("t3_mca_rr",), memory="hbm", **SMALL)
+    assert [(c.tp, c.sublayer, c.gpus, c.hidden, c.memory, c.policy) for c in picked] == \
+        [(8, "FC-2", 2, 256, "hbm", "t3_mca_rr"), (8, "IP", 2, 256, "hbm", "t3_mca_rr")]
+    for kw, msg in ((dict(policies=("fifo",)), "policies must be some of"),
+                    (dict(policies=()), "policies must be some of"),
+                    (dict(only=[16]), r"only must list sub-layers in \[0, 15\]"),
+                    (dict(tokens=100), "tokens must be a multiple of gpus"),
+                    (dict(tokens=8192), "tokens must be a multiple of gpus")):
+        with pytest.raises(ValueError, match=msg):
+            configs(**kw)
+
+
+def _geomean_speedup(entries, cycles, key):
+    logs = [math.log(e["cycles"]["sequential"] / e[cycles][key]) for e in entries]
+    return math.exp(sum(logs) / len(logs)) - 1
+
+
+def test_table_on_a_local_two_worker_cluster(tmp_path):
+    """Two sub-layers under T3 and T3-MCA: every point co-simulated (fast mode) with exact
+    numerics; each sub-layer's cycles are its points' and the same as a co-simulation of its
+    configuration in this process; the summaries are the geomeans of the entries."""
+    out = tmp_path / "rtl.json"
+    r = run_paper_rtl(out, tmp_path / "img", workers=2, only=[0, 6], **SMALL)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(r))
+    assert (tmp_path / "img" / "paper_rtl_speedup.png").stat().st_size > 10_000
+    assert r["sweep"]["points"] == 4 and r["sweep"]["workers"] == 2
+    assert [(e["model"], e["tp"], e["sublayer"]) for e in r["configs"]] == \
+        [("Mega-GPT-2", 8, "OP"), ("Mega-GPT-2", 16, "FC-1")]
+    assert r["summary"]["numerics_ok"]
+    for e in r["configs"]:
+        print(e["model"], e["tp"], e["sublayer"], e["cycles"], e["model_cycles"])
+        assert e["numerics_ok"] and e["mode"] == {"t3": "fast", "t3_mca": "fast"}
+        assert list(e["cycles"]) == ["sequential", "t3", "t3_mca", "ideal"]
+        assert e["cycles"]["ideal"] == e["model_cycles"]["ideal"] < e["cycles"]["sequential"]
+        for p in ("t3", "t3_mca"):
+            assert e["gap"][p] == pytest.approx(e["cycles"][p] / e["model_cycles"][p] - 1)
+            assert 0 < e["dram_bytes_per_gpu"][p] < e["dram_bytes_per_gpu"]["sequential"]
+    cfg = configs(only=[6], policies=("t3_mca",), **SMALL)[0]
+    here = cosim.run(cfg, model=False)
+    assert here["cycles"]["rtl"] == r["configs"][1]["cycles"]["t3_mca"]
+    for side, cycles in (("rtl", "cycles"), ("model", "model_cycles")):
+        s = r["summary"][side]
+        for key in ("t3", "t3_mca", "ideal"):
+            assert s["speedup_geomean"][key] == pytest.approx(
+                _geomean_speedup(r["configs"], cycles, key))
+            assert s["speedup_max"][key] == pytest.approx(max(
+                e["cycles"]["sequential"] / e[cycles][key] - 1 for e in r["configs"]))
+    worst = max((abs(g), g) for e in r["configs"] for g in e["gap"].values())[1]
+    assert r["summary"]["gap_max"]["gap"] == worst
+
+
+def test_assemble_keeps_failures_visible():
+    """A point whose checks failed makes its sub-layer's and the table's numerics_ok false."""
+    point = {"config": dict(model="T-NLG", tp=8, sublayer="OP", tokens=64, gpus=2, hidden=256,
+                            memory="fixed", policy="round_robin"),
+             "cycles": {"rtl": 900, "model": 1000, "sequential": 1500, "gap": -0.1},
+             "model": {"phases": {"sequential": {"gemm": 700, "rs": 800}},
+                       "sequential_dram_bytes": 400, "t3_dram_bytes": 200},
+             "dram_bytes": {"gemm_read": 300, "rs_update": 100}, "numerics_ok": True,
+             "failure": "a trigger fired twice", "sim_wall_s": 1.0, "mode": "fast"}
+    r = assemble([point])
+    e = r["configs"][0]
+    assert not e["numerics_ok"] and not r["summary"]["numerics_ok"]
+    assert e["cycles"] == {"sequential": 1500, "t3": 900, "ideal": 800}
+    assert e["dram_bytes_per_gpu"] == {"sequential": 400, "t3": 200.0}
+    assert r["summary"]["rtl"]["speedup_geomean"]["t3"] == pytest.approx(1500 / 900 - 1)
+    assert r["summary"]["model"]["dram_reduction_geomean"]["t3"] == pytest.approx(0.5)
+    assert r["summary"]["gap_max"] == {"gap": -0.1, "policy": "t3", "config": "T-NLG TP8 OP"}
+
+
+@pytest.mark.parametrize("args, want", [
+    (["--rtl", "--policies", "fifo"], "--policies"),
+    (["--rtl", "--tokens", "100"], "--tokens"),
+    (["--rtl", "--gpus", "1"], "--gpus"),
+    (["--rtl", "--workers", "0"], "--workers"),
+    (["--rtl", "--sweep"], "--sweep"),
+    (["--tokens", "512"], "add --rtl"),
+])
+def test_cli_errors_are_one_line(tmp_path, args, want):
+    p = subprocess.run([sys.executable, "-m", "t3hw", "paper", *args, "--json",
+                        str(tmp_path / "p.json")], capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and want in p.stderr, p.stderr
