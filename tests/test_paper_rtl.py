@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from t3hw.tools import cosim
-from t3hw.tools.paper_rtl import assemble, configs, run_paper_rtl, workloads
+from t3hw.tools.paper_rtl import assemble, configs, markdown, run_paper_rtl, workloads
 from t3hw.verif.cosim_scenarios import small
 
 # the regression's 2-engine hardware (its system top is the one the regression builds)
@@ -98,6 +98,10 @@ def test_assemble_keeps_failures_visible():
     assert r["summary"]["rtl"]["speedup_geomean"]["t3"] == pytest.approx(1500 / 900 - 1)
     assert r["summary"]["model"]["dram_reduction_geomean"]["t3"] == pytest.approx(0.5)
     assert r["summary"]["gap_max"] == {"gap": -0.1, "policy": "t3", "config": "T-NLG TP8 OP"}
+    table = markdown(r).splitlines()
+    assert table[0].startswith("| model | TP | sub-layer | GPUs | Sequential (cycles) | t3 RTL")
+    assert table[2] == "| T-NLG | 8 | OP | 2 | 1,500 | 66.7% / 50.0% (-10.0%) | 87.5% |"
+    assert table[3] == "| **geomean** | | | | | **66.7% / 50.0%** | **87.5%** |"
 
 
 @pytest.mark.parametrize("args, want", [

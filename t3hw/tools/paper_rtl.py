@@ -35,7 +35,8 @@ from sim_models.workloads import paper_workloads
 from .errors import CliError
 
 
-__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "configs", "assemble", "run_paper_rtl", "cmd"]
+__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "workloads", "configs", "assemble",
+           "run_paper_rtl", "summary_lines", "markdown", "cmd"]
 
 #: The policies a table can run, with the key each has in the paper's JSON (``t3`` is plain
 #: T3: round-robin arbitration).
@@ -171,6 +172,33 @@ def summary_lines(result):
     lines.append(f"largest RTL-vs-model gap: {100 * w['gap']:+.1f}% ({w['config']}, "
                  f"{w['policy']}); numerics {'exact' if s['numerics_ok'] else 'WRONG'}")
     return lines
+
+
+def markdown(result):
+    """The table of ``docs/paper.md`` ("On the RTL") from a result: per sub-layer, each
+    policy's speedup over Sequential on the RTL and in the model, the gap, and Ideal; then
+    the geomeans."""
+    entries = result["configs"]
+    keys = [k for k in entries[0]["cycles"] if k not in ("sequential", "ideal")]
+    head = ["model", "TP", "sub-layer", "GPUs", "Sequential (cycles)"] + \
+        [f"{k} RTL / model (gap)" for k in keys] + ["Ideal"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def pct(seq, x):
+        return f"{100 * (seq / x - 1):.1f}%"
+    for e in entries:
+        seq = e["cycles"]["sequential"]
+        rows.append("| " + " | ".join(
+            [e["model"], str(e["tp"]), e["sublayer"], str(e["gpus"]), f"{seq:,.0f}"] +
+            [f"{pct(seq, e['cycles'][k])} / {pct(seq, e['model_cycles'][k])} "
+             f"({100 * e['gap'][k]:+.1f}%)" for k in keys] +
+            [pct(seq, e["cycles"]["ideal"])]) + " |")
+    s = result["summary"]
+    g = {side: s[side]["speedup_geomean"] for side in ("rtl", "model")}
+    rows.append("| **geomean** | | | | | " + " | ".join(
+        f"**{100 * g['rtl'][k]:.1f}% / {100 * g['model'][k]:.1f}%**" for k in keys) +
+        f" | **{100 * g['rtl']['ideal']:.1f}%** |")
+    return "\n".join(rows) + "\n"
 
 
 def cmd(args):
