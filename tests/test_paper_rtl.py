@@ -104,6 +104,22 @@ def test_assemble_keeps_failures_visible():
     assert table[3] == "| **geomean** | | | | | **66.7% / 50.0%** | **87.5%** |"
 
 
+def test_cli_defaults_are_the_full_table():
+    """``t3hw paper --rtl --json F`` with no other option: the 16 sub-layers under T3 and
+    T3-MCA at the default tokens, each on its TP ring, the fixed-latency DRAM."""
+    from t3hw.cli import _parser as build_parser
+    from t3hw.tools.paper_rtl import DEFAULT_TOKENS, options
+    args = build_parser().parse_args(["paper", "--rtl", "--json", "x.json"])
+    kw = options(args)
+    assert kw == dict(policies=["round_robin", "t3_mca"], tokens=DEFAULT_TOKENS, gpus=None,
+                      memory="fixed")
+    assert len(configs(**kw)) == 32
+    args = build_parser().parse_args(["paper", "--rtl", "--json", "x.json", "--memory", "hbm",
+                                      "--policies", "t3_mca_rr", "--gpus", "4"])
+    assert options(args) == dict(policies=["t3_mca_rr"], tokens=DEFAULT_TOKENS, gpus=4,
+                                 memory="hbm")
+
+
 @pytest.mark.parametrize("args, want", [
     (["--rtl", "--policies", "fifo"], "--policies"),
     (["--rtl", "--tokens", "100"], "--tokens"),

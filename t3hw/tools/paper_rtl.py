@@ -36,7 +36,7 @@ from .errors import CliError
 
 
 __all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "workloads", "configs", "assemble",
-           "run_paper_rtl", "summary_lines", "markdown", "cmd"]
+           "run_paper_rtl", "summary_lines", "markdown", "options", "cmd"]
 
 #: The policies a table can run, with the key each has in the paper's JSON (``t3`` is plain
 #: T3: round-robin arbitration).
@@ -201,25 +201,31 @@ def markdown(result):
     return "\n".join(rows) + "\n"
 
 
-def cmd(args):
-    """``t3hw paper --rtl``: run the table on the co-simulation, print its summary."""
+def options(args):
+    """:func:`configs`' options from ``t3hw paper --rtl``'s arguments; a bad value is a
+    :class:`CliError` naming its option."""
     from .cosim import config_error
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, not {args.workers}")
+    kw = dict(policies=[p.strip() for p in args.policies.split(",") if p.strip()],
+              tokens=DEFAULT_TOKENS if args.tokens is None else args.tokens, gpus=args.gpus,
+              memory="hbm" if args.memory == "hbm" else "fixed")
     try:
-        cfgs = configs(policies=policies, tokens=args.tokens, gpus=args.gpus,
-                       memory="hbm" if args.memory == "hbm" else "fixed")
+        configs(**kw)
     except ValueError as exc:
         raise config_error(exc, {"tokens": 0, "gpus": 0, "policies": 0}) from None
+    return kw
+
+
+def cmd(args):
+    """``t3hw paper --rtl``: run the table on the co-simulation, print its summary."""
+    kw = options(args)
     result = run_paper_rtl(args.json, args.plot, progress=sys.stderr.isatty(),
-                           scheduler=args.scheduler, workers=args.workers, policies=policies,
-                           tokens=args.tokens, gpus=args.gpus,
-                           memory="hbm" if args.memory == "hbm" else "fixed")
+                           scheduler=args.scheduler, workers=args.workers, **kw)
     for line in summary_lines(result):
         print(line)
-    print(f"{len(cfgs)} co-simulations on {result['sweep']['workers']} workers in "
-          f"{result['sweep']['wall_s']:.0f} s; written: {args.json}"
+    print(f"{result['sweep']['points']} co-simulations on {result['sweep']['workers']} "
+          f"workers in {result['sweep']['wall_s']:.0f} s; written: {args.json}"
           + (f", plots in {args.plot}" if args.plot else ""))
     if not result["summary"]["numerics_ok"]:
         raise CliError("a co-simulation of the table failed its checks (see the JSON's "
