@@ -74,7 +74,7 @@ from t3hw.spec.params import EngineParams
 
 
 __all__ = ["SystemConfig", "PhaseResult", "simulate_sequential", "simulate_t3", "run_workload",
-           "summarize", "PAPER"]
+           "summarize", "geomean", "PAPER"]
 
 
 #: The paper's published figures (T3.md), for comparison in reports and docs (the JSON
@@ -529,7 +529,8 @@ def run_workload(work, cfg=None):
                        "rs_nmc": {"rs": rs_nmc}}}
 
 
-def _geomean(xs):
+def geomean(xs):
+    """The geometric mean of the positive numbers ``xs``."""
     return float(np.exp(np.mean(np.log(xs))))
 
 
@@ -545,10 +546,10 @@ def summarize(configs):
         if key not in configs[0]["cycles"]:
             continue
         ratios = [c["cycles"]["sequential"] / c["cycles"][key] for c in configs]
-        out["speedup_geomean"][key] = _geomean(ratios) - 1
+        out["speedup_geomean"][key] = geomean(ratios) - 1
         out["speedup_max"][key] = max(ratios) - 1
     kept = [sum(c["dram_bytes"]["t3_mca"].values()) / sum(c["dram_bytes"]["sequential"].values())
             for c in configs]
-    out["dram_reduction_geomean"] = 1 - _geomean(kept)
+    out["dram_reduction_geomean"] = 1 - geomean(kept)
     out["dram_reduction_max"] = 1 - min(kept)
     return out

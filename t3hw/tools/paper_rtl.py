@@ -25,12 +25,12 @@ smaller T changes is the weight of the ring's fill and drain.
 """
 
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 from sim_models.cosim import CosimConfig
+from sim_models.perf import geomean
 from sim_models.workloads import paper_workloads
 from .errors import CliError
 
@@ -78,10 +78,6 @@ def configs(*, policies=("round_robin", "t3_mca"), tokens=DEFAULT_TOKENS, gpus=N
     return out
 
 
-def _geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
 def _summary(entries, side):
     """Speedup geomean and max over ``entries`` of each policy key and of Ideal, and the DRAM
     bytes' reduction against Sequential, from ``side`` (``"rtl"`` or ``"model"``)."""
@@ -90,10 +86,10 @@ def _summary(entries, side):
     out = {"speedup_geomean": {}, "speedup_max": {}, "dram_reduction_geomean": {}}
     for key in (k for k in entries[0][cycles] if k != "sequential"):
         ratios = [e["cycles"]["sequential"] / e[cycles][key] for e in entries]
-        out["speedup_geomean"][key] = _geomean(ratios) - 1
+        out["speedup_geomean"][key] = geomean(ratios) - 1
         out["speedup_max"][key] = max(ratios) - 1
         if key != "ideal":
-            out["dram_reduction_geomean"][key] = 1 - _geomean(
+            out["dram_reduction_geomean"][key] = 1 - geomean(
                 [e[dram][key] / e["dram_bytes_per_gpu"]["sequential"] for e in entries])
     return out
 
