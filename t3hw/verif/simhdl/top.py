@@ -68,18 +68,18 @@ def _log_signature(p):
 #: the run (``--exact`` has no such limit).
 WIRE_DEPTH_MAX = 1 << 16
 
-#: Tiles each GPU's write buffer holds: every tile a GPU can have (a layer's tiles are at
-#: most ``max_tokens / tile_m`` rows of ``H / tile_n`` columns: 36,864 for the widest layer
-#: that the default engines' tables allow; more would overflow the buffer, whose error fails
-#: the run). One depth for every workload, so that layers of different widths (Mega-GPT-2
-#: and T-NLG in ``t3hw paper --rtl``) share a build; an unused entry costs Verilator
-#: memory, not time.
-WB_DEPTH = 1 << 16
+#: Fewest tiles each GPU's write buffer holds (its depth is every tile of the GEMM, rounded
+#: up to a power of two, at least this): layers of different widths share a build (the
+#: Mega-GPT-2 and T-NLG sub-layers of ``t3hw paper --rtl``, 768 and 1,072 tiles per GPU at 512
+#: tokens). Not more: the memory's initial value is generated into the Verilog, and at 65,536
+#: tiles generating 16 GPUs' top took longer than Verilating it.
+WB_DEPTH_MIN = 1 << 12
 
 
 def hardware_key(cfg):
     """What a :class:`FastSystem` for ``cfg`` is built from: scenarios with the same key share
     one simulation build (the workload, policy, collective and seed are not in it)."""
+    tiles = cfg.shape.m // cfg.tile_m * -(-cfg.shape.n // cfg.tile_n)
     # every packet a GPU sends may wait at its neighbour's port (under compute-first, the
     # GEMM's loads hold the received updates back): less than its output in the
     # reduce-scatter, and again in the all-gather
@@ -88,7 +88,7 @@ def hardware_key(cfg):
             "memory": cfg.memory,
             "dram_latency": cfg.dram_latency, "link_bytes_per_cycle": cfg.link_bytes_per_cycle,
             "link_latency": cfg.link_latency, "tx_buffer_bytes": cfg.tx_buffer_bytes,
-            "wb_depth": WB_DEPTH,
+            "wb_depth": max(WB_DEPTH_MIN, 1 << tiles.bit_length()),
             "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX)}
 
 
