@@ -10,7 +10,7 @@ import pytest
 
 from t3hw.tools import cosim
 from t3hw.verif.cosim_scenarios import REGRESSION_PARAMS, small
-from t3hw.tools.sweep import grid, run_sweep
+from t3hw.tools.sweep import grid, hardware, run_sweep
 
 # The co-simulation regression's 2-engine scenario: its system top is the one that
 # regression builds (one build folder, built under its lock by whichever test comes first).
@@ -31,6 +31,16 @@ def test_grid_is_the_cross_product_in_order():
         grid(BASE, link_latency=[1])
 
 
+def test_points_share_a_build_exactly_when_their_hardware_is_the_same():
+    pts = grid(BASE, memory=["fixed", "hbm"], policy=["round_robin", "t3_mca"], seed=[1, 2])
+    keys = [hardware(c) for c in pts]
+    assert len(set(keys)) == 2                  # one per memory; policies and seeds share
+    assert all((keys[i] == keys[j]) == (pts[i].memory == pts[j].memory)
+               for i in range(len(pts)) for j in range(len(pts)))
+    assert len({hardware(c) for c in grid(BASE, gpus=[2, 3], tokens=[192])}) == 2
+    assert hardware(pts[0], "exact") == hardware(pts[2], "exact") != keys[0]
+
+
 def test_sweep_on_a_local_two_worker_cluster(tmp_path):
     """Two co-simulations on two worker processes: both exact, every trigger fired, in grid
     order in one JSON, and each the same run as the co-simulation of its configuration in
@@ -38,6 +48,7 @@ def test_sweep_on_a_local_two_worker_cluster(tmp_path):
     configs = grid(BASE, policy=["round_robin", "t3_mca"], seed=[7])
     out = run_sweep(configs, workers=2, json_path=tmp_path / "sweep.json", model=False)
     assert out["sweep"]["workers"] == 2 and out["sweep"]["points"] == 2
+    assert out["sweep"]["builds"] == 1
     assert json.loads((tmp_path / "sweep.json").read_text())["points"] == \
         json.loads(json.dumps(out["points"]))
     for cfg, r in zip(configs, out["points"]):

@@ -44,7 +44,7 @@ from .errors import CliError
 from .progress import Progress
 
 
-__all__ = ["GRID_FIELDS", "grid", "run_sweep", "add_arguments", "cmd"]
+__all__ = ["GRID_FIELDS", "grid", "hardware", "run_sweep", "add_arguments", "cmd"]
 
 #: The :class:`CosimConfig` fields a sweep can list, with the type of one value.
 GRID_FIELDS = {"gpus": int, "model": str, "tp": int, "sublayer": str, "tokens": int,
@@ -69,6 +69,26 @@ def grid(base=None, **lists):
             for values in itertools.product(*(lists[n] for n in names))]
 
 
+def hardware(cfg, mode="auto"):
+    """What a point of ``cfg`` runs on: points with the same value share one build (the
+    fast mode's :func:`~t3hw.verif.simhdl.top.hardware_key`, or the exact mode's system top
+    of ``gpus`` engines and their parameters)."""
+    if cosim.choose_mode(cfg, mode) == "fast":
+        from t3hw.verif.simhdl.top import hardware_key
+        return json.dumps(["fast", hardware_key(cfg)], sort_keys=True)
+    return json.dumps(["exact", cfg.gpus, cfg.params.to_dict()], sort_keys=True)
+
+
+def _build(cfg_dict, mode):
+    """Build the simulation one point of ``cfg_dict`` runs on, on a worker."""
+    cfg = CosimConfig.from_dict(cfg_dict)
+    if cosim.choose_mode(cfg, mode) == "fast":
+        from . import cosim_fast
+        cosim_fast.build(cfg)
+    else:
+        cosim.build(cfg)
+
+
 def _point(cfg_dict, model, mode):
     """One sweep point on a worker: the co-simulation, and where and how long it ran."""
     from distributed import get_worker
@@ -87,9 +107,14 @@ def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress
     runs the performance model beside each point (its ``cycles.model`` and ``gap``).
     ``mode`` is :func:`t3hw.tools.cosim.run`'s (fast where a point allows it, by default).
 
+    When the points run on more than one simulation build (:func:`hardware`) and there is
+    more than one worker, the builds are made first, one per worker at the same time; each
+    worker then finds its point's build made (on a shared file system; else it builds it).
+
     Returns (and writes to ``json_path``) ``{"sweep": {...}, "points": [result, ...]}``, the
-    results in the order of ``configs``; a point whose checks failed carries its
-    ``failure``, as :func:`t3hw.tools.cosim.run` reports it.
+    results in the order of ``configs`` (``sweep.builds``: how many distinct builds they
+    ran on); a point whose checks failed carries its ``failure``, as
+    :func:`t3hw.tools.cosim.run` reports it.
     """
     from distributed import Client, LocalCluster, as_completed
     configs = list(configs)
@@ -108,6 +133,15 @@ def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress
         client = Client(scheduler)
     try:
         n_workers = len(client.scheduler_info()["workers"])
+        # Each distinct simulation is built once, all at the same time, before the points:
+        # else the first points of every build run one after the other, each waiting on its
+        # build's lock while the other workers wait on the same lock.
+        builds = {}
+        for cfg in configs:
+            builds.setdefault(hardware(cfg, mode), cfg)
+        if len(builds) > 1 and n_workers > 1:
+            client.gather([client.submit(_build, cfg.to_dict(), mode, pure=False)
+                           for cfg in builds.values()])
         futures = {client.submit(_point, cfg.to_dict(), model, mode, pure=False): i
                    for i, cfg in enumerate(configs)}
         results = [None] * len(configs)
@@ -120,7 +154,7 @@ def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress
         client.close()
         if cluster is not None:
             cluster.close()
-    out = {"sweep": {"points": len(configs), "workers": n_workers,
+    out = {"sweep": {"points": len(configs), "workers": n_workers, "builds": len(builds),
                      "scheduler": scheduler or "local", "wall_s": time.perf_counter() - t0},
            "points": results}
     if json_path:
