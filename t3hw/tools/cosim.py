@@ -22,7 +22,7 @@ from .errors import CliError
 from .progress import Progress
 
 
-__all__ = ["MODES", "SAME_IN_BOTH_MODES", "build", "run", "choose_mode", "differences",
+__all__ = ["MODES", "SAME_IN_BOTH_MODES", "build_dir", "build", "run", "choose_mode", "differences",
            "result_line", "add_arguments", "cmd"]
 
 MODULE = "t3hw_system"
@@ -52,6 +52,12 @@ def _system_verilog(gpus, params):
     return _header("system", MODULE, params) + convert(System(params, n=gpus), MODULE)
 
 
+def build_dir(cfg, waves=False, root=None):
+    """The folder :func:`build` makes ``cfg``'s system top in: one per ring size, engine
+    parameters, Verilator flags and ``waves`` (a dump format, or False)."""
+    return Path(root or toolchain.build_root()) / f"system{cfg.gpus}-{_key(cfg, waves)}"
+
+
 def build(cfg: CosimConfig, *, waves=False, root=None):
     """Generate and Verilate the ``cfg.gpus``-engine system; returns (runner, build dir).
 
@@ -64,7 +70,7 @@ def build(cfg: CosimConfig, *, waves=False, root=None):
         waves = WAVE_FORMATS[0]
     if waves and waves not in WAVE_FORMATS:
         raise ValueError(f"waves must be one of {WAVE_FORMATS}, not {waves!r}")
-    bdir = Path(root or toolchain.build_root()) / f"system{cfg.gpus}-{_key(cfg, waves)}"
+    bdir = build_dir(cfg, waves, root)
     with toolchain.locked(bdir.with_name(bdir.name + ".lock")):
         return _build(cfg, bdir, waves)
 

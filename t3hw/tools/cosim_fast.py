@@ -138,16 +138,22 @@ def _sources_key():
     return h.hexdigest()
 
 
+def build_dir(cfg, root=None):
+    """The folder :func:`build` makes the fast top of ``cfg``'s hardware in: one per
+    :func:`~t3hw.verif.simhdl.top.hardware_key`, generator sources and Verilator flags."""
+    from t3hw.verif.simhdl.top import hardware_key
+    key = hashlib.sha256(json.dumps([hardware_key(cfg), _sources_key(), simulate.VERILATOR_KEY,
+                                     TIMING_MAKE_ARGS], sort_keys=True).encode()).hexdigest()[:12]
+    return Path(root or toolchain.build_root()) / f"fast{cfg.gpus}-{key}"
+
+
 def build(cfg, *, root=None):
     """Generate and Verilate the fast top of ``cfg``'s hardware; returns (runner, build dir).
 
     The build folder is named by the hardware and the generator's sources, so the Verilog
     (which takes up to a minute or two to generate at the largest queues) is generated once
     per hardware, not per run."""
-    from t3hw.verif.simhdl.top import hardware_key
-    key = hashlib.sha256(json.dumps([hardware_key(cfg), _sources_key(), simulate.VERILATOR_KEY,
-                                     TIMING_MAKE_ARGS], sort_keys=True).encode()).hexdigest()[:12]
-    bdir = Path(root or toolchain.build_root()) / f"fast{cfg.gpus}-{key}"
+    bdir = build_dir(cfg, root)
     with toolchain.locked(bdir.with_name(bdir.name + ".lock")):
         src = bdir / "rtl"
         src.mkdir(parents=True, exist_ok=True)

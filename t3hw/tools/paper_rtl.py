@@ -24,6 +24,7 @@ sweep of ``docs/paper.md``), so the speedups compare with the model's at any T; 
 smaller T changes is the weight of the ring's fill and drain.
 """
 
+import dataclasses
 import json
 import sys
 import time
@@ -68,14 +69,9 @@ def configs(*, policies=("round_robin", "t3_mca"), tokens=DEFAULT_TOKENS, gpus=N
         if not only or any(not 0 <= i < len(ws) for i in only):
             raise ValueError(f"only must list sub-layers in [0, {len(ws) - 1}], not {only!r}")
         ws = [ws[i] for i in sorted(set(only))]
-    fields = {k: getattr(base, k) for k in base.__dataclass_fields__}
-    out = []
-    for w in ws:
-        for p in policies:
-            fields.update(gpus=gpus or w.tp, model=w.model, tp=w.tp, sublayer=w.sublayer,
-                          tokens=tokens, policy=p, memory=memory)
-            out.append(CosimConfig(**fields))
-    return out
+    return [dataclasses.replace(base, gpus=gpus or w.tp, model=w.model, tp=w.tp,
+                                sublayer=w.sublayer, tokens=tokens, policy=p, memory=memory)
+            for w in ws for p in policies]
 
 
 def _summary(entries, side):

@@ -69,24 +69,22 @@ def grid(base=None, **lists):
             for values in itertools.product(*(lists[n] for n in names))]
 
 
+def _fast(cfg, mode):
+    return cosim.choose_mode(cfg, mode) == "fast"
+
+
 def hardware(cfg, mode="auto"):
-    """What a point of ``cfg`` runs on: points with the same value share one build (the
-    fast mode's :func:`~t3hw.verif.simhdl.top.hardware_key`, or the exact mode's system top
-    of ``gpus`` engines and their parameters)."""
-    if cosim.choose_mode(cfg, mode) == "fast":
-        from t3hw.verif.simhdl.top import hardware_key
-        return json.dumps(["fast", hardware_key(cfg)], sort_keys=True)
-    return json.dumps(["exact", cfg.gpus, cfg.params.to_dict()], sort_keys=True)
+    """The build folder a point of ``cfg`` runs on (:func:`t3hw.tools.cosim_fast.build_dir`
+    or :func:`t3hw.tools.cosim.build_dir`): points with the same one share a build."""
+    from . import cosim_fast
+    return str(cosim_fast.build_dir(cfg) if _fast(cfg, mode) else cosim.build_dir(cfg))
 
 
 def _build(cfg_dict, mode):
     """Build the simulation one point of ``cfg_dict`` runs on, on a worker."""
+    from . import cosim_fast
     cfg = CosimConfig.from_dict(cfg_dict)
-    if cosim.choose_mode(cfg, mode) == "fast":
-        from . import cosim_fast
-        cosim_fast.build(cfg)
-    else:
-        cosim.build(cfg)
+    (cosim_fast.build if _fast(cfg, mode) else cosim.build)(cfg)
 
 
 def _point(cfg_dict, model, mode):
