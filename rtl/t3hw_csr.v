@@ -16,146 +16,146 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [3:0] \$108 ;
+  wire [3:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
+  wire [3:0] \$110 ;
+  wire [5:0] \$111 ;
+  wire [5:0] \$112 ;
+  wire [5:0] \$113 ;
   wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [5:0] \$117 ;
+  wire [5:0] \$118 ;
+  wire [5:0] \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
+  wire [6:0] \$123 ;
+  wire [6:0] \$124 ;
+  wire [6:0] \$125 ;
   wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [6:0] \$127 ;
+  wire [6:0] \$128 ;
+  wire [6:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
+  wire [6:0] \$130 ;
+  wire [6:0] \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
+  wire [6:0] \$135 ;
+  wire [6:0] \$136 ;
+  wire [6:0] \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [6:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
+  wire [6:0] \$140 ;
+  wire [6:0] \$141 ;
+  wire [6:0] \$142 ;
+  wire [6:0] \$143 ;
   wire \$144 ;
   wire \$145 ;
   wire \$146 ;
-  wire \$147 ;
-  wire \$148 ;
-  wire \$149 ;
+  wire [1:0] \$147 ;
+  wire [1:0] \$148 ;
+  wire [1:0] \$149 ;
   wire \$15 ;
   wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire \$153 ;
-  wire \$154 ;
-  wire \$155 ;
+  wire [1:0] \$151 ;
+  wire [1:0] \$152 ;
+  wire [1:0] \$153 ;
+  wire [1:0] \$154 ;
+  wire [1:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
-  wire \$159 ;
+  wire [3:0] \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire \$161 ;
+  wire [5:0] \$161 ;
   wire \$162 ;
-  wire \$163 ;
+  wire [6:0] \$163 ;
   wire \$164 ;
-  wire \$165 ;
+  wire [6:0] \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [1:0] \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
-  wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire \$178 ;
-  wire [5:0] \$179 ;
+  wire [31:0] \$170 ;
+  wire [31:0] \$171 ;
+  wire [31:0] \$172 ;
+  wire [31:0] \$173 ;
+  wire [31:0] \$174 ;
+  wire [31:0] \$175 ;
+  wire [31:0] \$176 ;
+  wire [31:0] \$177 ;
+  wire [31:0] \$178 ;
+  wire [31:0] \$179 ;
   wire \$18 ;
-  wire [5:0] \$180 ;
-  wire [5:0] \$181 ;
-  wire [5:0] \$182 ;
-  wire [5:0] \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
-  wire [6:0] \$187 ;
-  wire [6:0] \$188 ;
-  wire [6:0] \$189 ;
+  wire [31:0] \$180 ;
+  wire [31:0] \$181 ;
+  wire [31:0] \$182 ;
+  wire [31:0] \$183 ;
+  wire [31:0] \$184 ;
+  wire [31:0] \$185 ;
+  wire [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire [31:0] \$188 ;
+  wire [31:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire [6:0] \$191 ;
-  wire [6:0] \$192 ;
-  wire [6:0] \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  wire [6:0] \$199 ;
+  wire [31:0] \$190 ;
+  wire [31:0] \$191 ;
+  wire [31:0] \$192 ;
+  wire [31:0] \$193 ;
+  wire [31:0] \$194 ;
+  wire [31:0] \$195 ;
+  wire [31:0] \$196 ;
+  wire [31:0] \$197 ;
+  wire [31:0] \$198 ;
+  wire [31:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
-  wire \$202 ;
-  wire [6:0] \$203 ;
-  wire [6:0] \$204 ;
-  wire [6:0] \$205 ;
-  wire [6:0] \$206 ;
-  wire [6:0] \$207 ;
-  wire \$208 ;
-  wire \$209 ;
+  wire [31:0] \$200 ;
+  wire [31:0] \$201 ;
+  wire [31:0] \$202 ;
+  wire [31:0] \$203 ;
+  wire [31:0] \$204 ;
+  wire [31:0] \$205 ;
+  wire [31:0] \$206 ;
+  wire [31:0] \$207 ;
+  wire [31:0] \$208 ;
+  wire [31:0] \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire [1:0] \$211 ;
-  wire [1:0] \$212 ;
-  wire [1:0] \$213 ;
-  wire \$214 ;
-  wire [1:0] \$215 ;
-  wire [1:0] \$216 ;
-  wire [1:0] \$217 ;
-  wire [1:0] \$218 ;
-  wire [1:0] \$219 ;
+  wire [31:0] \$210 ;
+  wire [31:0] \$211 ;
+  wire [31:0] \$212 ;
+  wire [31:0] \$213 ;
+  wire [31:0] \$214 ;
+  wire [31:0] \$215 ;
+  wire [31:0] \$216 ;
+  wire [31:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [31:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire [3:0] \$223 ;
-  wire \$224 ;
-  wire [5:0] \$225 ;
-  wire \$226 ;
-  wire [6:0] \$227 ;
-  wire \$228 ;
-  wire [6:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [31:0] \$221 ;
+  wire [31:0] \$222 ;
+  wire [31:0] \$223 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire [1:0] \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
   wire [31:0] \$234 ;
   wire [31:0] \$235 ;
   wire [31:0] \$236 ;
@@ -190,7 +190,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [31:0] \$262 ;
   wire [31:0] \$263 ;
   wire [31:0] \$264 ;
-  wire [31:0] \$265 ;
+  wire \$265 ;
   wire [31:0] \$266 ;
   wire [31:0] \$267 ;
   wire [31:0] \$268 ;
@@ -209,77 +209,77 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$28 ;
   wire [31:0] \$280 ;
   wire [31:0] \$281 ;
-  wire [31:0] \$282 ;
-  wire [31:0] \$283 ;
-  wire [31:0] \$284 ;
-  wire [31:0] \$285 ;
-  wire [31:0] \$286 ;
-  wire [31:0] \$287 ;
-  wire [31:0] \$288 ;
-  wire [31:0] \$289 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  wire [31:0] \$290 ;
-  wire [31:0] \$291 ;
-  wire [31:0] \$292 ;
-  wire [31:0] \$293 ;
-  wire [31:0] \$294 ;
-  wire [31:0] \$295 ;
-  wire [31:0] \$296 ;
-  wire [31:0] \$297 ;
-  wire [31:0] \$298 ;
-  wire [31:0] \$299 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire [31:0] \$300 ;
-  wire [31:0] \$301 ;
-  wire [31:0] \$302 ;
-  wire [31:0] \$303 ;
-  wire [31:0] \$304 ;
-  wire [31:0] \$305 ;
-  wire [31:0] \$306 ;
-  wire [31:0] \$307 ;
-  wire [31:0] \$308 ;
-  wire [31:0] \$309 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
-  wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
-  wire [31:0] \$312 ;
-  wire [31:0] \$313 ;
-  wire [31:0] \$314 ;
-  wire [31:0] \$315 ;
-  wire [31:0] \$316 ;
-  wire [31:0] \$317 ;
-  wire [31:0] \$318 ;
-  wire [31:0] \$319 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
-  wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
-  wire [31:0] \$322 ;
-  wire [31:0] \$323 ;
-  wire [31:0] \$324 ;
-  wire [31:0] \$325 ;
-  wire [31:0] \$326 ;
-  wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
   wire \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
   wire \$346 ;
   wire \$347 ;
   wire \$348 ;
@@ -426,349 +426,208 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$475 ;
   wire \$476 ;
   wire \$477 ;
-  wire \$478 ;
-  wire \$479 ;
+  reg [9:0] \$478 ;
+  reg [31:0] \$479 ;
   wire \$48 ;
-  wire \$480 ;
-  wire \$481 ;
-  wire \$482 ;
-  wire \$483 ;
-  wire \$484 ;
-  wire \$485 ;
-  wire \$486 ;
-  wire \$487 ;
-  wire \$488 ;
-  wire \$489 ;
+  reg \$480 ;
+  reg \$481 ;
+  reg \$482 ;
+  reg \$483 ;
+  reg \$484 ;
+  reg \$485 ;
+  reg \$486 ;
+  reg \$487 ;
+  reg \$488 ;
+  reg \$489 ;
   wire \$49 ;
-  wire \$490 ;
-  wire \$491 ;
-  wire \$492 ;
-  wire \$493 ;
-  wire \$494 ;
-  wire \$495 ;
-  wire \$496 ;
-  wire \$497 ;
-  wire \$498 ;
-  wire \$499 ;
+  reg \$490 ;
+  reg \$491 ;
+  reg \$492 ;
+  reg \$493 ;
+  reg \$494 ;
+  reg \$495 ;
+  reg \$496 ;
+  reg \$497 ;
+  reg \$498 ;
+  reg \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$500 ;
-  wire \$501 ;
-  wire \$502 ;
-  wire \$503 ;
-  wire \$504 ;
-  wire \$505 ;
-  wire \$506 ;
-  wire \$507 ;
-  wire \$508 ;
-  wire \$509 ;
+  reg \$500 ;
+  reg \$501 ;
+  reg \$502 ;
+  reg \$503 ;
+  reg \$504 ;
+  reg \$505 ;
+  reg \$506 ;
+  reg \$507 ;
+  reg \$508 ;
+  reg \$509 ;
   wire \$51 ;
-  wire \$510 ;
-  wire \$511 ;
-  wire \$512 ;
-  wire \$513 ;
-  wire \$514 ;
-  wire \$515 ;
-  wire \$516 ;
-  wire \$517 ;
-  wire \$518 ;
-  wire \$519 ;
+  reg \$510 ;
+  reg \$511 ;
+  reg \$512 ;
+  reg \$513 ;
+  reg \$514 ;
+  reg \$515 ;
+  reg \$516 ;
+  reg \$517 ;
+  reg \$518 ;
+  reg \$519 ;
   wire \$52 ;
-  wire \$520 ;
-  wire \$521 ;
-  wire \$522 ;
-  wire \$523 ;
-  wire \$524 ;
-  wire \$525 ;
-  wire \$526 ;
-  wire \$527 ;
-  wire \$528 ;
-  wire \$529 ;
+  reg \$520 ;
+  reg \$521 ;
+  reg \$522 ;
+  reg \$523 ;
+  reg \$524 ;
+  reg \$525 ;
+  reg \$526 ;
+  reg \$527 ;
+  reg \$528 ;
+  reg \$529 ;
   wire \$53 ;
-  wire \$530 ;
-  wire \$531 ;
-  wire \$532 ;
-  wire \$533 ;
-  wire \$534 ;
-  wire \$535 ;
-  wire \$536 ;
-  wire \$537 ;
-  wire \$538 ;
-  wire \$539 ;
+  reg \$530 ;
+  reg \$531 ;
+  reg \$532 ;
+  reg \$533 ;
+  reg \$534 ;
+  reg \$535 ;
+  reg \$536 ;
+  reg \$537 ;
+  reg \$538 ;
+  reg \$539 ;
   wire \$54 ;
-  wire \$540 ;
-  wire \$541 ;
-  wire \$542 ;
-  wire \$543 ;
-  wire \$544 ;
-  wire \$545 ;
-  wire \$546 ;
-  wire \$547 ;
-  wire \$548 ;
-  wire \$549 ;
+  reg \$540 ;
+  reg \$541 ;
+  reg \$542 ;
+  reg \$543 ;
+  reg \$544 ;
+  reg \$545 ;
+  reg \$546 ;
+  reg \$547 ;
+  reg \$548 ;
+  reg \$549 ;
   wire \$55 ;
-  wire \$550 ;
-  wire \$551 ;
-  wire \$552 ;
-  wire \$553 ;
-  wire \$554 ;
-  wire \$555 ;
-  wire \$556 ;
-  wire \$557 ;
-  wire \$558 ;
-  wire \$559 ;
+  reg \$550 ;
+  reg \$551 ;
+  reg \$552 ;
+  reg \$553 ;
+  reg \$554 ;
+  reg \$555 ;
+  reg \$556 ;
+  reg \$557 ;
+  reg \$558 ;
+  reg \$559 ;
   wire \$56 ;
-  wire \$560 ;
-  wire \$561 ;
-  wire \$562 ;
-  wire \$563 ;
-  wire \$564 ;
-  wire \$565 ;
-  wire \$566 ;
-  wire \$567 ;
-  wire \$568 ;
-  wire \$569 ;
+  reg [7:0] \$560 ;
+  reg \$561 ;
+  reg \$562 ;
+  reg \$563 ;
+  reg \$564 ;
+  reg \$565 ;
+  reg \$566 ;
+  reg \$567 ;
+  reg \$568 ;
+  reg \$569 ;
   wire \$57 ;
-  wire \$570 ;
-  wire \$571 ;
-  wire \$572 ;
-  wire \$573 ;
-  wire \$574 ;
-  wire \$575 ;
-  wire \$576 ;
-  wire \$577 ;
-  wire \$578 ;
-  wire \$579 ;
+  reg \$570 ;
+  reg \$571 ;
+  reg \$572 ;
+  reg \$573 ;
+  reg \$574 ;
+  reg \$575 ;
+  reg \$576 ;
+  reg \$577 ;
+  reg \$578 ;
+  reg \$579 ;
   wire \$58 ;
-  wire \$580 ;
-  wire \$581 ;
-  wire \$582 ;
-  wire \$583 ;
-  wire \$584 ;
-  wire \$585 ;
-  wire \$586 ;
-  wire \$587 ;
-  wire \$588 ;
-  wire \$589 ;
+  reg \$580 ;
+  reg \$581 ;
+  reg [154:0] \$582 ;
+  reg \$583 ;
+  reg \$584 ;
+  reg \$585 ;
+  reg \$586 ;
+  reg \$587 ;
+  reg \$588 ;
+  reg \$589 ;
   wire \$59 ;
-  wire \$590 ;
-  wire \$591 ;
-  wire \$592 ;
-  wire \$593 ;
-  wire \$594 ;
-  wire \$595 ;
-  wire \$596 ;
-  wire \$597 ;
-  wire \$598 ;
-  wire \$599 ;
+  reg \$590 ;
+  reg \$591 ;
+  reg [178:0] \$592 ;
+  reg [58:0] \$593 ;
+  reg \$594 ;
+  reg [38:0] \$595 ;
+  reg [38:0] \$596 ;
+  reg [4:0] \$597 ;
+  reg [3:0] \$598 ;
+  reg [5:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire \$609 ;
+  reg [6:0] \$600 ;
+  reg [6:0] \$601 ;
+  reg [1:0] \$602 ;
+  reg \$603 ;
+  reg \$604 ;
+  reg [5:0] \$605 ;
+  reg [6:0] \$606 ;
+  reg [6:0] \$607 ;
+  reg [1:0] \$608 ;
+  reg [3:0] \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  reg [3:0] \$610 ;
+  reg [5:0] \$611 ;
+  reg [5:0] \$612 ;
+  reg \$613 ;
+  reg [6:0] \$614 ;
+  reg [6:0] \$615 ;
+  reg \$616 ;
+  reg [6:0] \$617 ;
+  reg [6:0] \$618 ;
+  reg \$619 ;
   wire \$62 ;
-  wire \$620 ;
-  wire \$621 ;
-  reg [9:0] \$622 ;
-  reg [31:0] \$623 ;
-  reg \$624 ;
-  reg \$625 ;
-  reg \$626 ;
-  reg \$627 ;
-  reg \$628 ;
+  reg [1:0] \$620 ;
+  reg [1:0] \$621 ;
+  reg \$622 ;
+  reg [23:0] \$623 ;
+  reg [29:0] \$624 ;
+  reg [71:0] \$625 ;
+  reg [78:0] \$626 ;
+  reg [68:0] \$627 ;
+  reg [75:0] \$628 ;
   reg \$629 ;
   wire \$63 ;
-  reg \$630 ;
-  reg \$631 ;
-  reg \$632 ;
-  reg \$633 ;
-  reg \$634 ;
-  reg \$635 ;
-  reg \$636 ;
-  reg \$637 ;
-  reg \$638 ;
-  reg \$639 ;
+  reg [31:0] \$630 ;
+  reg [31:0] \$631 ;
+  reg [31:0] \$632 ;
+  reg [31:0] \$633 ;
+  reg [31:0] \$634 ;
+  reg [31:0] \$635 ;
+  reg [31:0] \$636 ;
+  reg [31:0] \$637 ;
+  reg [31:0] \$638 ;
+  reg [31:0] \$639 ;
   wire \$64 ;
-  reg \$640 ;
-  reg \$641 ;
+  reg [31:0] \$640 ;
+  reg [31:0] \$641 ;
   reg \$642 ;
-  reg \$643 ;
+  reg [3:0] \$643 ;
   reg \$644 ;
-  reg \$645 ;
-  reg \$646 ;
-  reg \$647 ;
-  reg \$648 ;
-  reg \$649 ;
+  reg [31:0] \$645 ;
   wire \$65 ;
-  reg \$650 ;
-  reg \$651 ;
-  reg \$652 ;
-  reg \$653 ;
-  reg \$654 ;
-  reg \$655 ;
-  reg \$656 ;
-  reg \$657 ;
-  reg \$658 ;
-  reg \$659 ;
   wire \$66 ;
-  reg \$660 ;
-  reg \$661 ;
-  reg \$662 ;
-  reg \$663 ;
-  reg \$664 ;
-  reg \$665 ;
-  reg \$666 ;
-  reg \$667 ;
-  reg \$668 ;
-  reg \$669 ;
   wire \$67 ;
-  reg \$670 ;
-  reg \$671 ;
-  reg \$672 ;
-  reg \$673 ;
-  reg \$674 ;
-  reg \$675 ;
-  reg \$676 ;
-  reg \$677 ;
-  reg \$678 ;
-  reg \$679 ;
   wire \$68 ;
-  reg \$680 ;
-  reg \$681 ;
-  reg \$682 ;
-  reg \$683 ;
-  reg \$684 ;
-  reg \$685 ;
-  reg \$686 ;
-  reg \$687 ;
-  reg \$688 ;
-  reg \$689 ;
   wire \$69 ;
-  reg \$690 ;
-  reg \$691 ;
-  reg \$692 ;
-  reg \$693 ;
-  reg \$694 ;
-  reg \$695 ;
-  reg \$696 ;
-  reg \$697 ;
-  reg \$698 ;
-  reg \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg \$700 ;
-  reg \$701 ;
-  reg \$702 ;
-  reg \$703 ;
-  reg [7:0] \$704 ;
-  reg \$705 ;
-  reg \$706 ;
-  reg \$707 ;
-  reg \$708 ;
-  reg \$709 ;
   wire \$71 ;
-  reg \$710 ;
-  reg \$711 ;
-  reg \$712 ;
-  reg \$713 ;
-  reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg \$718 ;
-  reg \$719 ;
   wire \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg \$724 ;
-  reg \$725 ;
-  reg [154:0] \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
   wire \$73 ;
-  reg \$730 ;
-  reg \$731 ;
-  reg \$732 ;
-  reg \$733 ;
-  reg \$734 ;
-  reg [178:0] \$735 ;
-  reg [58:0] \$736 ;
-  reg \$737 ;
-  reg [38:0] \$738 ;
-  reg [38:0] \$739 ;
   wire \$74 ;
-  reg [4:0] \$740 ;
-  reg [3:0] \$741 ;
-  reg [5:0] \$742 ;
-  reg [6:0] \$743 ;
-  reg [6:0] \$744 ;
-  reg [1:0] \$745 ;
-  reg [5:0] \$746 ;
-  reg [6:0] \$747 ;
-  reg [6:0] \$748 ;
-  reg [1:0] \$749 ;
   wire \$75 ;
-  reg [3:0] \$750 ;
-  reg [3:0] \$751 ;
-  reg [5:0] \$752 ;
-  reg [5:0] \$753 ;
-  reg \$754 ;
-  reg [6:0] \$755 ;
-  reg [6:0] \$756 ;
-  reg \$757 ;
-  reg [6:0] \$758 ;
-  reg [6:0] \$759 ;
   wire \$76 ;
-  reg \$760 ;
-  reg [1:0] \$761 ;
-  reg [1:0] \$762 ;
-  reg \$763 ;
-  reg [23:0] \$764 ;
-  reg [29:0] \$765 ;
-  reg [71:0] \$766 ;
-  reg [78:0] \$767 ;
-  reg [68:0] \$768 ;
-  reg [75:0] \$769 ;
   wire \$77 ;
-  reg \$770 ;
-  reg [31:0] \$771 ;
-  reg [31:0] \$772 ;
-  reg [31:0] \$773 ;
-  reg [31:0] \$774 ;
-  reg [31:0] \$775 ;
-  reg [31:0] \$776 ;
-  reg [31:0] \$777 ;
-  reg [31:0] \$778 ;
-  reg [31:0] \$779 ;
   wire \$78 ;
-  reg [31:0] \$780 ;
-  reg [31:0] \$781 ;
-  reg [31:0] \$782 ;
-  reg \$783 ;
-  reg [3:0] \$784 ;
-  reg \$785 ;
-  reg [31:0] \$786 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
@@ -794,18 +653,18 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$99 ;
   input [68:0] addrmap_capture;
   wire [68:0] addrmap_capture;
-  reg [75:0] \addrmap_capture$190  = 76'h0000000000000000000;
-  wire [47:0] addrmap_capture$190__addr ;
-  wire [4:0] addrmap_capture$190__device ;
-  wire [6:0] addrmap_capture$190__events ;
-  wire addrmap_capture$190__events__bad_region ;
-  wire addrmap_capture$190__events__overlap ;
-  wire addrmap_capture$190__events__rx_crosses ;
-  wire addrmap_capture$190__events__rx_misrouted ;
-  wire addrmap_capture$190__events__rx_remote ;
-  wire addrmap_capture$190__events__rx_unmapped ;
-  wire addrmap_capture$190__events__store_crosses ;
-  wire [15:0] addrmap_capture$190__tile ;
+  reg [75:0] \addrmap_capture$195  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$195__addr ;
+  wire [4:0] addrmap_capture$195__device ;
+  wire [6:0] addrmap_capture$195__events ;
+  wire addrmap_capture$195__events__bad_region ;
+  wire addrmap_capture$195__events__overlap ;
+  wire addrmap_capture$195__events__rx_crosses ;
+  wire addrmap_capture$195__events__rx_misrouted ;
+  wire addrmap_capture$195__events__rx_remote ;
+  wire addrmap_capture$195__events__rx_unmapped ;
+  wire addrmap_capture$195__events__store_crosses ;
+  wire [15:0] addrmap_capture$195__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [15:0] addrmap_capture__tile ;
@@ -959,32 +818,35 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire desc_got__valid ;
   reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
+  reg desc_locked = 1'h0;
+  reg desc_started;
   reg desc_verdict = 1'h0;
   reg desc_waiting0 = 1'h0;
   reg desc_waiting1 = 1'h0;
   reg desc_waiting2 = 1'h0;
   reg desc_waiting3 = 1'h0;
+  reg desc_waiting4 = 1'h0;
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$156 ;
-  wire [4:0] device_id$156__device ;
+  wire [4:0] \device_id$159 ;
+  wire [4:0] device_id$159__device ;
   input dma_busy;
   wire dma_busy;
   input [71:0] dma_capture;
   wire [71:0] dma_capture;
-  reg [78:0] \dma_capture$188  = 79'h00000000000000000000;
-  wire [47:0] dma_capture$188__addr ;
-  wire [6:0] dma_capture$188__events ;
-  wire dma_capture$188__events__bad_descriptor ;
-  wire dma_capture$188__events__bad_pitch ;
-  wire dma_capture$188__events__bad_program ;
-  wire dma_capture$188__events__bad_range ;
-  wire dma_capture$188__events__bad_response ;
-  wire dma_capture$188__events__desc_busy ;
-  wire dma_capture$188__events__read_error ;
-  wire [7:0] dma_capture$188__index ;
-  wire [15:0] dma_capture$188__tile ;
+  reg [78:0] \dma_capture$193  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$193__addr ;
+  wire [6:0] dma_capture$193__events ;
+  wire dma_capture$193__events__bad_descriptor ;
+  wire dma_capture$193__events__bad_pitch ;
+  wire dma_capture$193__events__bad_program ;
+  wire dma_capture$193__events__bad_range ;
+  wire dma_capture$193__events__bad_response ;
+  wire dma_capture$193__events__desc_busy ;
+  wire dma_capture$193__events__read_error ;
+  wire [7:0] dma_capture$193__index ;
+  wire [15:0] dma_capture$193__tile ;
   wire [47:0] dma_capture__addr ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
@@ -1107,6 +969,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire region_got__valid ;
   reg region_judging = 1'h0;
   reg region_load = 1'h0;
+  reg region_locked = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
   wire [47:0] region_program__payload__base ;
@@ -1124,6 +987,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire region_program__ready;
   output region_program__valid;
   reg region_program__valid = 1'h0;
+  reg region_started;
   reg region_verdict = 1'h0;
   reg region_waiting0 = 1'h0;
   reg region_waiting1 = 1'h0;
@@ -1142,21 +1006,21 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$214 ;
+  wire [7:0] \rp__addr$219 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$151 ;
-  wire [4:0] rp__data$151__device ;
-  wire [47:0] rp__data$151__dst ;
+  wire [170:0] \rp__data$152 ;
+  wire [4:0] rp__data$152__device ;
+  wire [47:0] rp__data$152__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$151__op ;
-  wire [23:0] rp__data$151__pitch ;
-  wire [15:0] rp__data$151__row_bytes ;
-  wire [11:0] rp__data$151__rows ;
-  wire [47:0] rp__data$151__src ;
-  wire [15:0] rp__data$151__tile ;
-  wire rp__data$151__valid ;
+  wire rp__data$152__op ;
+  wire [23:0] rp__data$152__pitch ;
+  wire [15:0] rp__data$152__row_bytes ;
+  wire [11:0] rp__data$152__rows ;
+  wire [47:0] rp__data$152__src ;
+  wire [15:0] rp__data$152__tile ;
+  wire rp__data$152__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1288,16 +1152,16 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_busy;
   input [23:0] tracker_capture;
   wire [23:0] tracker_capture;
-  reg [29:0] \tracker_capture$186  = 30'h00000000;
-  wire [7:0] tracker_capture$186__cmd ;
-  wire [5:0] tracker_capture$186__events ;
-  wire tracker_capture$186__events__bad_op ;
-  wire tracker_capture$186__events__bad_threshold ;
-  wire tracker_capture$186__events__overcount ;
-  wire tracker_capture$186__events__overflow ;
-  wire tracker_capture$186__events__reprogram ;
-  wire tracker_capture$186__events__unprogrammed ;
-  wire [15:0] tracker_capture$186__tile ;
+  reg [29:0] \tracker_capture$191  = 30'h00000000;
+  wire [7:0] tracker_capture$191__cmd ;
+  wire [5:0] tracker_capture$191__events ;
+  wire tracker_capture$191__events__bad_op ;
+  wire tracker_capture$191__events__bad_threshold ;
+  wire tracker_capture$191__events__overcount ;
+  wire tracker_capture$191__events__overflow ;
+  wire tracker_capture$191__events__reprogram ;
+  wire tracker_capture$191__events__unprogrammed ;
+  wire [15:0] tracker_capture$191__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [15:0] tracker_capture__tile ;
   output [5:0] tracker_clear;
@@ -1390,21 +1254,21 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$211 ;
+  reg [7:0] \wp__addr$216 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$212 ;
-  wire [4:0] wp__data$212__device ;
-  wire [47:0] wp__data$212__dst ;
+  reg [170:0] \wp__data$217 ;
+  wire [4:0] wp__data$217__device ;
+  wire [47:0] wp__data$217__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$212__op ;
-  wire [23:0] wp__data$212__pitch ;
-  wire [15:0] wp__data$212__row_bytes ;
-  wire [11:0] wp__data$212__rows ;
-  wire [47:0] wp__data$212__src ;
-  wire [15:0] wp__data$212__tile ;
-  wire wp__data$212__valid ;
+  wire wp__data$217__op ;
+  wire [23:0] wp__data$217__pitch ;
+  wire [15:0] wp__data$217__row_bytes ;
+  wire [11:0] wp__data$217__rows ;
+  wire [47:0] wp__data$217__src ;
+  wire [15:0] wp__data$217__tile ;
+  wire wp__data$217__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1416,7 +1280,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$213 ;
+  reg \wp__en$218 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -1678,14 +1542,14 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$213 )
-      desc_table[\wp__addr$211 ] <= \wp__data$212 ;
+    if (\wp__en$218 )
+      desc_table[\wp__addr$216 ] <= \wp__data$217 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$151  = _0_;
+  assign \rp__data$152  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -1707,707 +1571,448 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$214  = | arbiter_errors;
-  assign \$215  = ~ arbiter_errors_clear;
-  assign \$216  = arbiter_sticky & \$215 ;
-  assign \$217  = \$216  | arbiter_events;
-  assign \$218  = ~ arbiter_errors_clear_next;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = | \$219 ;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$214  & \$221 ;
-  assign \$223  = errors & csr_irq_enable;
-  assign \$224  = | \$223 ;
-  assign \$225  = tracker_sticky & tracker_irq_enable;
-  assign \$226  = | \$225 ;
-  assign \$227  = dma_sticky & dma_irq_enable;
-  assign \$228  = | \$227 ;
-  assign \$229  = addrmap_sticky & addrmap_irq_enable;
-  assign \$230  = | \$229 ;
-  assign \$231  = arbiter_sticky & arbiter_irq_enable;
-  assign \$232  = | \$231 ;
-  assign \$233  = | { \$232 , \$230 , \$228 , \$226 , \$224  };
-  assign \$234  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$235  = req_addr[3] ? 32'd0 : \$234 ;
-  assign \$236  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$237  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$238  = req_addr[3] ? \$236  : \$237 ;
-  assign \$239  = req_addr[4] ? \$235  : \$238 ;
-  assign \$240  = req_addr[5] ? 32'd0 : \$239 ;
-  assign \$241  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$242  = req_addr[3] ? 32'd0 : \$241 ;
-  assign \$243  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$244  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$245  = req_addr[3] ? \$243  : \$244 ;
-  assign \$246  = req_addr[4] ? \$242  : \$245 ;
-  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
-  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$249  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$250  = req_addr[3] ? \$248  : \$249 ;
-  assign \$251  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$252  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$253  = req_addr[3] ? \$251  : \$252 ;
-  assign \$254  = req_addr[4] ? \$250  : \$253 ;
-  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
-  assign \$256  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$257  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$258  = req_addr[3] ? \$256  : \$257 ;
-  assign \$259  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$260  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$261  = req_addr[3] ? \$259  : \$260 ;
-  assign \$262  = req_addr[4] ? \$258  : \$261 ;
-  assign \$263  = req_addr[5] ? 32'd0 : \$262 ;
-  assign \$264  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$265  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? 32'd0 : \$266 ;
-  assign \$268  = req_addr[5] ? 32'd0 : \$267 ;
-  assign \$269  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$272  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$273  = req_addr[3] ? \$271  : \$272 ;
-  assign \$274  = req_addr[4] ? \$270  : \$273 ;
-  assign \$275  = req_addr[5] ? 32'd0 : \$274 ;
-  assign \$276  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$277  = req_addr[3] ? 32'd0 : \$276 ;
-  assign \$278  = req_addr[4] ? 32'd0 : \$277 ;
-  assign \$279  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$280  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$281  = req_addr[3] ? \$279  : \$280 ;
-  assign \$282  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$283  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[4] ? \$281  : \$284 ;
-  assign \$286  = req_addr[5] ? \$278  : \$285 ;
-  assign \$287  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$288  = req_addr[3] ? 32'd0 : \$287 ;
-  assign \$289  = req_addr[4] ? 32'd0 : \$288 ;
-  assign \$290  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$291  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$294  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$295  = req_addr[3] ? \$293  : \$294 ;
-  assign \$296  = req_addr[4] ? \$292  : \$295 ;
-  assign \$297  = req_addr[5] ? \$289  : \$296 ;
-  assign \$298  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$299  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? 32'd0 : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$304  = req_addr[3] ? 32'd0 : \$303 ;
-  assign \$305  = req_addr[4] ? 32'd0 : \$304 ;
-  assign \$306  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$307  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$310  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$311  = req_addr[3] ? \$309  : \$310 ;
-  assign \$312  = req_addr[4] ? \$308  : \$311 ;
-  assign \$313  = req_addr[5] ? \$305  : \$312 ;
-  assign \$314  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$315  = req_addr[3] ? 32'd0 : \$314 ;
-  assign \$316  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$317  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$318  = req_addr[3] ? \$316  : \$317 ;
-  assign \$319  = req_addr[4] ? \$315  : \$318 ;
-  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
-  assign \$321  = req_addr[2] ? { 4'h0, \addrmap_capture$190 [75:48] } : { 16'h0000, \addrmap_capture$190 [47:32] };
-  assign \$322  = req_addr[2] ? \addrmap_capture$190 [31:0] : { 25'h0000000, \dma_capture$188 [78:72] };
-  assign \$323  = req_addr[3] ? \$321  : \$322 ;
-  assign \$324  = req_addr[2] ? { 16'h0000, \dma_capture$188 [71:56] } : \dma_capture$188 [55:24];
-  assign \$325  = req_addr[2] ? { 8'h00, \dma_capture$188 [23:0] } : { 2'h0, \tracker_capture$186  };
-  assign \$326  = req_addr[3] ? \$324  : \$325 ;
-  assign \$327  = req_addr[4] ? \$323  : \$326 ;
-  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
-  assign \$329  = | req_addr[1:0];
-  assign \$330  = read_section[0] ? 32'd0 : read_part14;
-  assign \$331  = read_section[0] ? read_part13 : 32'd0;
-  assign \$332  = read_section[1] ? \$330  : \$331 ;
-  assign \$333  = read_section[0] ? read_part11 : read_part10;
-  assign \$334  = read_section[0] ? 32'd0 : read_part8;
-  assign \$335  = read_section[1] ? \$333  : \$334 ;
-  assign \$336  = read_section[2] ? \$332  : \$335 ;
-  assign \$337  = read_section[0] ? 32'd0 : read_part6;
-  assign \$338  = read_section[0] ? read_part5 : read_part4;
-  assign \$339  = read_section[1] ? \$337  : \$338 ;
-  assign \$340  = read_section[0] ? read_part3 : read_part2;
-  assign \$341  = read_section[0] ? read_part1 : read_part0;
-  assign \$342  = read_section[1] ? \$340  : \$341 ;
-  assign \$343  = read_section[2] ? \$339  : \$342 ;
-  assign \$344  = read_section[3] ? \$336  : \$343 ;
-  assign \$345  = read_unaligned ? 32'd0 : \$344 ;
-  assign \$346  = req_r_stb | req_w_stb;
-  assign \$347  = ~ mapped;
-  assign \$348  = \$346  & \$347 ;
-  assign \$349  = req_w_stb & sel_id;
-  assign \$350  = req_w_stb & sel_config;
-  assign \$351  = req_w_stb & sel_status;
-  assign \$352  = req_w_stb & sel_track_result_op;
-  assign \$353  = req_w_stb & sel_track_result_threshold;
-  assign \$354  = req_w_stb & sel_tracker_writes_compute;
-  assign \$355  = req_w_stb & sel_tracker_writes_dma;
-  assign \$356  = req_w_stb & sel_tracker_writes_remote;
-  assign \$357  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$358  = req_w_stb & sel_tracker_triggers;
-  assign \$359  = req_w_stb & sel_tracker_dropped;
-  assign \$360  = req_w_stb & sel_dma_triggers;
-  assign \$361  = req_w_stb & sel_dma_rejected;
-  assign \$362  = req_w_stb & sel_dma_reads;
-  assign \$363  = req_w_stb & sel_dma_packets;
-  assign \$364  = req_w_stb & sel_dma_bad_program;
-  assign \$365  = req_w_stb & sel_dma_bad_range;
-  assign \$366  = req_w_stb & sel_dma_bad_pitch;
-  assign \$367  = req_w_stb & sel_dma_desc_busy;
-  assign \$368  = req_w_stb & sel_dma_aborted;
-  assign \$369  = req_w_stb & sel_addrmap_local;
-  assign \$370  = req_w_stb & sel_addrmap_tracked;
-  assign \$371  = req_w_stb & sel_addrmap_remote;
-  assign \$372  = req_w_stb & sel_addrmap_unmapped;
-  assign \$373  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$374  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$375  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$376  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$377  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$378  = req_w_stb & sel_arb_status;
-  assign \$379  = req_w_stb & sel_arbiter_grants_load;
-  assign \$380  = req_w_stb & sel_arbiter_grants_store;
-  assign \$381  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$382  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$383  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$384  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$385  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$386  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$387  = req_w_stb & sel_arbiter_starved;
-  assign \$388  = req_w_stb & sel_tracker_capture;
-  assign \$389  = req_w_stb & sel_dma_capture_index;
-  assign \$390  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$391  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$392  = req_w_stb & sel_dma_capture_events;
-  assign \$393  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$394  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$395  = req_w_stb & sel_addrmap_capture_device;
-  assign \$396  = | { \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349  };
-  assign \$397  = sweep_at < 4'h8;
-  assign \$398  = | addrmap_errors[1:0];
-  assign \$399  = ~ \$398 ;
-  assign \$400  = region_verdict & \$399 ;
-  assign \$401  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$402  = ~ \$401 ;
-  assign \$403  = desc_verdict & \$402 ;
-  assign \$404  = req_w_stb & sel_region_index;
-  assign \$405  = region_program__valid | region_judging;
-  assign \$406  = region_fetch | region_load;
-  assign \$407  = \$405  | \$406 ;
-  assign \$409  = \$404  & \$408 ;
-  assign \$410  = req_w_stb & sel_region_index;
-  assign \$411  = req_r_stb & sel_region_index;
-  assign \$412  = region_fetch | region_load;
-  assign \$413  = \$411  & \$412 ;
-  assign \$414  = req_w_stb & sel_region_base_lo;
-  assign \$415  = region_program__valid | region_judging;
-  assign \$416  = region_fetch | region_load;
-  assign \$417  = \$415  | \$416 ;
-  assign \$419  = \$414  & \$418 ;
-  assign \$420  = req_w_stb & sel_region_base_lo;
-  assign \$421  = req_r_stb & sel_region_base_lo;
-  assign \$422  = region_fetch | region_load;
+  assign \$355  = req_r_stb & sel_region_base_hi;
+  assign \$356  = region_fetch | region_load;
+  assign \$357  = \$355  & \$356 ;
+  assign \$358  = req_w_stb & sel_region_size_lo;
+  assign \$359  = \$358  & region_locked;
+  assign \$360  = req_w_stb & sel_region_size_lo;
+  assign \$361  = req_r_stb & sel_region_size_lo;
+  assign \$362  = region_fetch | region_load;
+  assign \$363  = \$361  & \$362 ;
+  assign \$364  = req_w_stb & sel_region_size_hi;
+  assign \$365  = \$364  & region_locked;
+  assign \$366  = req_w_stb & sel_region_size_hi;
+  assign \$367  = req_r_stb & sel_region_size_hi;
+  assign \$368  = region_fetch | region_load;
+  assign \$369  = \$367  & \$368 ;
+  assign \$370  = req_w_stb & sel_region_remote_base_lo;
+  assign \$371  = \$370  & region_locked;
+  assign \$372  = req_w_stb & sel_region_remote_base_lo;
+  assign \$373  = req_r_stb & sel_region_remote_base_lo;
+  assign \$374  = region_fetch | region_load;
+  assign \$375  = \$373  & \$374 ;
+  assign \$376  = req_w_stb & sel_region_remote_base_hi;
+  assign \$377  = \$376  & region_locked;
+  assign \$378  = req_w_stb & sel_region_remote_base_hi;
+  assign \$379  = req_r_stb & sel_region_remote_base_hi;
+  assign \$380  = region_fetch | region_load;
+  assign \$381  = \$379  & \$380 ;
+  assign \$382  = req_w_stb & sel_desc_index;
+  assign \$383  = \$382  & desc_locked;
+  assign \$384  = req_w_stb & sel_desc_index;
+  assign \$385  = req_r_stb & sel_desc_index;
+  assign \$386  = desc_fetch | desc_load;
+  assign \$387  = \$385  & \$386 ;
+  assign \$388  = req_w_stb & sel_desc_rows;
+  assign \$389  = \$388  & desc_locked;
+  assign \$390  = req_w_stb & sel_desc_rows;
+  assign \$391  = req_r_stb & sel_desc_rows;
+  assign \$392  = desc_fetch | desc_load;
+  assign \$393  = \$391  & \$392 ;
+  assign \$394  = req_w_stb & sel_desc_pitch;
+  assign \$395  = \$394  & desc_locked;
+  assign \$396  = req_w_stb & sel_desc_pitch;
+  assign \$397  = req_r_stb & sel_desc_pitch;
+  assign \$398  = desc_fetch | desc_load;
+  assign \$399  = \$397  & \$398 ;
+  assign \$400  = req_w_stb & sel_desc_src_lo;
+  assign \$401  = \$400  & desc_locked;
+  assign \$402  = req_w_stb & sel_desc_src_lo;
+  assign \$403  = req_r_stb & sel_desc_src_lo;
+  assign \$404  = desc_fetch | desc_load;
+  assign \$405  = \$403  & \$404 ;
+  assign \$406  = req_w_stb & sel_desc_src_hi;
+  assign \$407  = \$406  & desc_locked;
+  assign \$408  = req_w_stb & sel_desc_src_hi;
+  assign \$409  = req_r_stb & sel_desc_src_hi;
+  assign \$410  = desc_fetch | desc_load;
+  assign \$411  = \$409  & \$410 ;
+  assign \$412  = req_w_stb & sel_desc_dst_lo;
+  assign \$413  = \$412  & desc_locked;
+  assign \$414  = req_w_stb & sel_desc_dst_lo;
+  assign \$415  = req_r_stb & sel_desc_dst_lo;
+  assign \$416  = desc_fetch | desc_load;
+  assign \$417  = \$415  & \$416 ;
+  assign \$418  = req_w_stb & sel_desc_dst_hi;
+  assign \$419  = \$418  & desc_locked;
+  assign \$420  = req_w_stb & sel_desc_dst_hi;
+  assign \$421  = req_r_stb & sel_desc_dst_hi;
+  assign \$422  = desc_fetch | desc_load;
   assign \$423  = \$421  & \$422 ;
-  assign \$424  = req_w_stb & sel_region_base_hi;
-  assign \$425  = region_program__valid | region_judging;
-  assign \$426  = region_fetch | region_load;
-  assign \$427  = \$425  | \$426 ;
-  assign \$429  = \$424  & \$428 ;
-  assign \$430  = req_w_stb & sel_region_base_hi;
-  assign \$431  = req_r_stb & sel_region_base_hi;
-  assign \$432  = region_fetch | region_load;
-  assign \$433  = \$431  & \$432 ;
-  assign \$434  = req_w_stb & sel_region_size_lo;
-  assign \$435  = region_program__valid | region_judging;
-  assign \$436  = region_fetch | region_load;
-  assign \$437  = \$435  | \$436 ;
-  assign \$439  = \$434  & \$438 ;
-  assign \$440  = req_w_stb & sel_region_size_lo;
-  assign \$441  = req_r_stb & sel_region_size_lo;
-  assign \$442  = region_fetch | region_load;
-  assign \$443  = \$441  & \$442 ;
-  assign \$444  = req_w_stb & sel_region_size_hi;
-  assign \$445  = region_program__valid | region_judging;
-  assign \$446  = region_fetch | region_load;
-  assign \$447  = \$445  | \$446 ;
-  assign \$449  = \$444  & \$448 ;
-  assign \$450  = req_w_stb & sel_region_size_hi;
-  assign \$451  = req_r_stb & sel_region_size_hi;
-  assign \$452  = region_fetch | region_load;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = req_w_stb & sel_region_remote_base_lo;
-  assign \$455  = region_program__valid | region_judging;
-  assign \$456  = region_fetch | region_load;
-  assign \$457  = \$455  | \$456 ;
-  assign \$459  = \$454  & \$458 ;
-  assign \$460  = req_w_stb & sel_region_remote_base_lo;
-  assign \$461  = req_r_stb & sel_region_remote_base_lo;
-  assign \$462  = region_fetch | region_load;
-  assign \$463  = \$461  & \$462 ;
-  assign \$464  = req_w_stb & sel_region_remote_base_hi;
-  assign \$465  = region_program__valid | region_judging;
-  assign \$466  = region_fetch | region_load;
-  assign \$467  = \$465  | \$466 ;
-  assign \$469  = \$464  & \$468 ;
-  assign \$470  = req_w_stb & sel_region_remote_base_hi;
-  assign \$471  = req_r_stb & sel_region_remote_base_hi;
-  assign \$472  = region_fetch | region_load;
-  assign \$473  = \$471  & \$472 ;
-  assign \$474  = req_w_stb & sel_desc_index;
-  assign \$475  = dma_program__valid | desc_judging;
-  assign \$476  = desc_fetch | desc_load;
-  assign \$477  = \$475  | \$476 ;
-  assign \$479  = \$474  & \$478 ;
-  assign \$480  = req_w_stb & sel_desc_index;
-  assign \$481  = req_r_stb & sel_desc_index;
-  assign \$482  = desc_fetch | desc_load;
-  assign \$483  = \$481  & \$482 ;
-  assign \$484  = req_w_stb & sel_desc_rows;
-  assign \$485  = dma_program__valid | desc_judging;
-  assign \$486  = desc_fetch | desc_load;
-  assign \$487  = \$485  | \$486 ;
-  assign \$489  = \$484  & \$488 ;
-  assign \$490  = req_w_stb & sel_desc_rows;
-  assign \$491  = req_r_stb & sel_desc_rows;
-  assign \$492  = desc_fetch | desc_load;
-  assign \$493  = \$491  & \$492 ;
-  assign \$494  = req_w_stb & sel_desc_pitch;
-  assign \$495  = dma_program__valid | desc_judging;
-  assign \$496  = desc_fetch | desc_load;
-  assign \$497  = \$495  | \$496 ;
-  assign \$499  = \$494  & \$498 ;
-  assign \$500  = req_w_stb & sel_desc_pitch;
-  assign \$501  = req_r_stb & sel_desc_pitch;
-  assign \$502  = desc_fetch | desc_load;
-  assign \$503  = \$501  & \$502 ;
-  assign \$504  = req_w_stb & sel_desc_src_lo;
-  assign \$505  = dma_program__valid | desc_judging;
-  assign \$506  = desc_fetch | desc_load;
-  assign \$507  = \$505  | \$506 ;
-  assign \$509  = \$504  & \$508 ;
-  assign \$510  = req_w_stb & sel_desc_src_lo;
-  assign \$511  = req_r_stb & sel_desc_src_lo;
-  assign \$512  = desc_fetch | desc_load;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = req_w_stb & sel_desc_src_hi;
-  assign \$515  = dma_program__valid | desc_judging;
-  assign \$516  = desc_fetch | desc_load;
-  assign \$517  = \$515  | \$516 ;
-  assign \$519  = \$514  & \$518 ;
-  assign \$520  = req_w_stb & sel_desc_src_hi;
-  assign \$521  = req_r_stb & sel_desc_src_hi;
-  assign \$522  = desc_fetch | desc_load;
-  assign \$523  = \$521  & \$522 ;
-  assign \$524  = req_w_stb & sel_desc_dst_lo;
-  assign \$525  = dma_program__valid | desc_judging;
-  assign \$526  = desc_fetch | desc_load;
-  assign \$527  = \$525  | \$526 ;
-  assign \$529  = \$524  & \$528 ;
-  assign \$530  = req_w_stb & sel_desc_dst_lo;
-  assign \$531  = req_r_stb & sel_desc_dst_lo;
-  assign \$532  = desc_fetch | desc_load;
-  assign \$533  = \$531  & \$532 ;
-  assign \$534  = req_w_stb & sel_desc_dst_hi;
-  assign \$535  = dma_program__valid | desc_judging;
-  assign \$536  = desc_fetch | desc_load;
-  assign \$537  = \$535  | \$536 ;
-  assign \$539  = \$534  & \$538 ;
-  assign \$540  = req_w_stb & sel_desc_dst_hi;
-  assign \$541  = req_r_stb & sel_desc_dst_hi;
-  assign \$542  = desc_fetch | desc_load;
-  assign \$543  = \$541  & \$542 ;
-  assign \$544  = req_w_stb & sel_track_op;
-  assign \$547  = \$546  | track_answer;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_track_op;
-  assign \$550  = req_w_stb & sel_track_cmd;
-  assign \$553  = \$552  | track_answer;
-  assign \$554  = \$550  & \$553 ;
-  assign \$555  = req_w_stb & sel_track_cmd;
-  assign \$556  = req_w_stb & sel_arb_policy;
-  assign \$560  = \$556  & \$559 ;
-  assign \$561  = req_w_stb & sel_arb_policy;
-  assign \$562  = req_w_stb & sel_arb_starvation_limit;
-  assign \$566  = \$562  & \$565 ;
-  assign \$567  = req_w_stb & sel_arb_starvation_limit;
-  assign \$568  = req_w_stb & sel_command;
-  assign \$569  = region_program__valid | region_judging;
-  assign \$570  = region_fetch | region_load;
-  assign \$571  = \$569  | \$570 ;
-  assign \$573  = \$572  | sweep;
-  assign \$574  = region_program__valid | region_judging;
-  assign \$575  = region_fetch | region_load;
-  assign \$576  = \$574  | \$575 ;
-  assign \$578  = \$577  | sweep;
-  assign \$579  = dma_program__valid | desc_judging;
-  assign \$580  = desc_fetch | desc_load;
-  assign \$581  = \$579  | \$580 ;
-  assign \$583  = sweep | dma_busy;
-  assign \$584  = \$582  | \$583 ;
-  assign \$585  = dma_program__valid | desc_judging;
-  assign \$586  = desc_fetch | desc_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = \$588  | sweep;
-  assign \$592  = \$591  | track_answer;
-  assign \$593  = \$592  | tracker_busy;
-  assign \$598  = bus__addr == 7'h40;
-  assign \$599  = bus__w_stb & \$598 ;
-  assign \$600  = bus__addr == 7'h44;
-  assign \$601  = bus__w_stb & \$600 ;
-  assign \$602  = bus__addr == 7'h48;
-  assign \$603  = bus__w_stb & \$602 ;
-  assign \$604  = bus__addr == 7'h4c;
-  assign \$605  = bus__w_stb & \$604 ;
-  assign \$606  = bus__addr == 7'h50;
-  assign \$607  = bus__w_stb & \$606 ;
-  assign \$608  = region_program__valid | region_judging;
-  assign \$609  = region_fetch | region_load;
-  assign \$610  = \$608  | \$609 ;
-  assign \$612  = dma_program__valid | desc_judging;
-  assign \$613  = desc_fetch | desc_load;
-  assign \$614  = \$612  | \$613 ;
-  assign \$618  = \$617  | track_answer;
+  assign \$424  = req_w_stb & sel_track_op;
+  assign \$427  = \$426  | track_answer;
+  assign \$428  = \$424  & \$427 ;
+  assign \$429  = req_w_stb & sel_track_op;
+  assign \$430  = req_w_stb & sel_track_cmd;
+  assign \$433  = \$432  | track_answer;
+  assign \$434  = \$430  & \$433 ;
+  assign \$435  = req_w_stb & sel_track_cmd;
+  assign \$436  = req_w_stb & sel_arb_policy;
+  assign \$440  = \$436  & \$439 ;
+  assign \$441  = req_w_stb & sel_arb_policy;
+  assign \$442  = req_w_stb & sel_arb_starvation_limit;
+  assign \$446  = \$442  & \$445 ;
+  assign \$447  = req_w_stb & sel_arb_starvation_limit;
+  assign \$448  = req_w_stb & sel_command;
+  assign \$449  = region_locked | sweep;
+  assign \$450  = region_locked | sweep;
+  assign \$451  = sweep | dma_busy;
+  assign \$452  = desc_locked | \$451 ;
+  assign \$453  = desc_locked | sweep;
+  assign \$456  = \$455  | track_answer;
+  assign \$457  = \$456  | tracker_busy;
+  assign \$462  = bus__addr == 7'h40;
+  assign \$463  = bus__w_stb & \$462 ;
+  assign \$464  = bus__addr == 7'h44;
+  assign \$465  = bus__w_stb & \$464 ;
+  assign \$466  = bus__addr == 7'h48;
+  assign \$467  = bus__w_stb & \$466 ;
+  assign \$468  = bus__addr == 7'h4c;
+  assign \$469  = bus__w_stb & \$468 ;
+  assign \$470  = bus__addr == 7'h50;
+  assign \$471  = bus__w_stb & \$470 ;
+  assign \$474  = \$473  | track_answer;
   always @(posedge clk)
-    req_addr <= \$622 ;
+    req_addr <= \$478 ;
   always @(posedge clk)
-    req_w_data <= \$623 ;
+    req_w_data <= \$479 ;
   always @(posedge clk)
-    req_w_stb <= \$624 ;
+    req_w_stb <= \$480 ;
   always @(posedge clk)
-    req_r_stb <= \$625 ;
+    req_r_stb <= \$481 ;
   always @(posedge clk)
-    sel_id <= \$626 ;
+    sel_id <= \$482 ;
   always @(posedge clk)
-    sel_config <= \$627 ;
+    sel_config <= \$483 ;
   always @(posedge clk)
-    sel_status <= \$628 ;
+    sel_status <= \$484 ;
   always @(posedge clk)
-    sel_command <= \$629 ;
+    sel_command <= \$485 ;
   always @(posedge clk)
-    sel_device_id <= \$630 ;
+    sel_device_id <= \$486 ;
   always @(posedge clk)
-    sel_csr_errors <= \$631 ;
+    sel_csr_errors <= \$487 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$632 ;
+    sel_tracker_errors <= \$488 ;
   always @(posedge clk)
-    sel_dma_errors <= \$633 ;
+    sel_dma_errors <= \$489 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$634 ;
+    sel_addrmap_errors <= \$490 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$635 ;
+    sel_arbiter_errors <= \$491 ;
   always @(posedge clk)
-    sel_region_index <= \$636 ;
+    sel_region_index <= \$492 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$637 ;
+    sel_region_base_lo <= \$493 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$638 ;
+    sel_region_base_hi <= \$494 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$639 ;
+    sel_region_size_lo <= \$495 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$640 ;
+    sel_region_size_hi <= \$496 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$641 ;
+    sel_region_remote_base_lo <= \$497 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$642 ;
+    sel_region_remote_base_hi <= \$498 ;
   always @(posedge clk)
-    sel_desc_index <= \$643 ;
+    sel_desc_index <= \$499 ;
   always @(posedge clk)
-    sel_desc_rows <= \$644 ;
+    sel_desc_rows <= \$500 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$645 ;
+    sel_desc_pitch <= \$501 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$646 ;
+    sel_desc_src_lo <= \$502 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$647 ;
+    sel_desc_src_hi <= \$503 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$648 ;
+    sel_desc_dst_lo <= \$504 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$649 ;
+    sel_desc_dst_hi <= \$505 ;
   always @(posedge clk)
-    sel_track_op <= \$650 ;
+    sel_track_op <= \$506 ;
   always @(posedge clk)
-    sel_track_cmd <= \$651 ;
+    sel_track_cmd <= \$507 ;
   always @(posedge clk)
-    sel_track_result_op <= \$652 ;
+    sel_track_result_op <= \$508 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$653 ;
+    sel_track_result_threshold <= \$509 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$654 ;
+    sel_tracker_writes_compute <= \$510 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$655 ;
+    sel_tracker_writes_dma <= \$511 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$656 ;
+    sel_tracker_writes_remote <= \$512 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$657 ;
+    sel_tracker_unprogrammed <= \$513 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$658 ;
+    sel_tracker_triggers <= \$514 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$659 ;
+    sel_tracker_dropped <= \$515 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$660 ;
+    sel_dma_triggers <= \$516 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$661 ;
+    sel_dma_rejected <= \$517 ;
   always @(posedge clk)
-    sel_dma_reads <= \$662 ;
+    sel_dma_reads <= \$518 ;
   always @(posedge clk)
-    sel_dma_packets <= \$663 ;
+    sel_dma_packets <= \$519 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$664 ;
+    sel_dma_bad_program <= \$520 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$665 ;
+    sel_dma_bad_range <= \$521 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$666 ;
+    sel_dma_bad_pitch <= \$522 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$667 ;
+    sel_dma_desc_busy <= \$523 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$668 ;
+    sel_dma_aborted <= \$524 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$669 ;
+    sel_addrmap_local <= \$525 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$670 ;
+    sel_addrmap_tracked <= \$526 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$671 ;
+    sel_addrmap_remote <= \$527 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$672 ;
+    sel_addrmap_unmapped <= \$528 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$673 ;
+    sel_addrmap_store_crosses <= \$529 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$674 ;
+    sel_addrmap_rx_misrouted <= \$530 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$675 ;
+    sel_addrmap_rx_remote <= \$531 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$676 ;
+    sel_addrmap_rx_unmapped <= \$532 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$677 ;
+    sel_addrmap_rx_crosses <= \$533 ;
   always @(posedge clk)
-    sel_arb_policy <= \$678 ;
+    sel_arb_policy <= \$534 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$679 ;
+    sel_arb_starvation_limit <= \$535 ;
   always @(posedge clk)
-    sel_arb_status <= \$680 ;
+    sel_arb_status <= \$536 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$681 ;
+    sel_arbiter_grants_load <= \$537 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$682 ;
+    sel_arbiter_grants_store <= \$538 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$683 ;
+    sel_arbiter_grants_dma <= \$539 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$684 ;
+    sel_arbiter_grants_remote <= \$540 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$685 ;
+    sel_arbiter_stalls_load <= \$541 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$686 ;
+    sel_arbiter_stalls_store <= \$542 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$687 ;
+    sel_arbiter_stalls_dma <= \$543 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$688 ;
+    sel_arbiter_stalls_remote <= \$544 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$689 ;
+    sel_arbiter_starved <= \$545 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$690 ;
+    sel_csr_irq_enable <= \$546 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$691 ;
+    sel_tracker_irq_enable <= \$547 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$692 ;
+    sel_dma_irq_enable <= \$548 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$693 ;
+    sel_addrmap_irq_enable <= \$549 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$694 ;
+    sel_arbiter_irq_enable <= \$550 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$695 ;
+    sel_tracker_capture <= \$551 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$696 ;
+    sel_dma_capture_index <= \$552 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$697 ;
+    sel_dma_capture_addr_lo <= \$553 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$698 ;
+    sel_dma_capture_addr_hi <= \$554 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$699 ;
+    sel_dma_capture_events <= \$555 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$700 ;
+    sel_addrmap_capture_addr_lo <= \$556 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$701 ;
+    sel_addrmap_capture_addr_hi <= \$557 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$702 ;
+    sel_addrmap_capture_device <= \$558 ;
   always @(posedge clk)
-    mapped <= \$703 ;
+    mapped <= \$559 ;
   always @(posedge clk)
-    sweep_at <= \$704 ;
+    sweep_at <= \$560 ;
   always @(posedge clk)
-    sweep <= \$705 ;
+    sweep <= \$561 ;
   always @(posedge clk)
-    region_program__valid <= \$706 ;
+    region_program__valid <= \$562 ;
   always @(posedge clk)
-    dma_program__valid <= \$707 ;
+    dma_program__valid <= \$563 ;
   always @(posedge clk)
-    tracker_program__valid <= \$708 ;
+    tracker_program__valid <= \$564 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$709 ;
+    arbiter_program__valid <= \$565 ;
   always @(posedge clk)
-    region_waiting0 <= \$710 ;
+    region_waiting0 <= \$566 ;
   always @(posedge clk)
-    region_waiting1 <= \$711 ;
+    region_waiting1 <= \$567 ;
   always @(posedge clk)
-    region_waiting2 <= \$712 ;
+    region_waiting2 <= \$568 ;
   always @(posedge clk)
-    region_waiting3 <= \$713 ;
+    region_waiting3 <= \$569 ;
   always @(posedge clk)
-    region_waiting4 <= \$714 ;
+    region_waiting4 <= \$570 ;
   always @(posedge clk)
-    region_waiting5 <= \$715 ;
+    region_waiting5 <= \$571 ;
   always @(posedge clk)
-    region_waiting6 <= \$716 ;
+    region_waiting6 <= \$572 ;
   always @(posedge clk)
-    region_waiting7 <= \$717 ;
+    region_waiting7 <= \$573 ;
   always @(posedge clk)
-    region_waiting8 <= \$718 ;
+    region_waiting8 <= \$574 ;
   always @(posedge clk)
-    region_waiting9 <= \$719 ;
+    region_waiting9 <= \$575 ;
   always @(posedge clk)
-    region_waiting10 <= \$720 ;
+    region_waiting10 <= \$576 ;
   always @(posedge clk)
-    region_waiting11 <= \$721 ;
+    region_waiting11 <= \$577 ;
   always @(posedge clk)
-    region_verdict <= \$722 ;
+    region_verdict <= \$578 ;
   always @(posedge clk)
-    region_judging <= \$723 ;
+    region_judging <= \$579 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$724 ;
+    region_fetch <= \$580 ;
   always @(posedge clk)
-    region_load <= \$725 ;
+    region_load <= \$581 ;
   always @(posedge clk)
-    region_program__payload <= \$726 ;
+    region_program__payload <= \$582 ;
   always @(posedge clk)
-    desc_waiting0 <= \$727 ;
+    desc_waiting0 <= \$583 ;
   always @(posedge clk)
-    desc_waiting1 <= \$728 ;
+    desc_waiting1 <= \$584 ;
   always @(posedge clk)
-    desc_waiting2 <= \$729 ;
+    desc_waiting2 <= \$585 ;
   always @(posedge clk)
-    desc_waiting3 <= \$730 ;
+    desc_waiting3 <= \$586 ;
   always @(posedge clk)
-    desc_verdict <= \$731 ;
+    desc_waiting4 <= \$587 ;
   always @(posedge clk)
-    desc_judging <= \$732 ;
+    desc_verdict <= \$588 ;
   always @(posedge clk)
-    desc_got <= \rp__data$151 ;
+    desc_judging <= \$589 ;
   always @(posedge clk)
-    desc_fetch <= \$733 ;
+    desc_got <= \rp__data$152 ;
   always @(posedge clk)
-    desc_load <= \$734 ;
+    desc_fetch <= \$590 ;
   always @(posedge clk)
-    dma_program__payload <= \$735 ;
+    desc_load <= \$591 ;
   always @(posedge clk)
-    track_result <= \$736 ;
+    dma_program__payload <= \$592 ;
   always @(posedge clk)
-    track_answer <= \$737 ;
+    track_result <= \$593 ;
   always @(posedge clk)
-    tracker_program__payload <= \$738 ;
+    track_answer <= \$594 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$739 ;
+    tracker_program__payload <= \$595 ;
   always @(posedge clk)
-    device_id <= \$740 ;
+    arbiter_program__payload <= \$596 ;
   always @(posedge clk)
-    csr_irq_enable <= \$741 ;
+    device_id <= \$597 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$742 ;
+    csr_irq_enable <= \$598 ;
   always @(posedge clk)
-    dma_irq_enable <= \$743 ;
+    tracker_irq_enable <= \$599 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$744 ;
+    dma_irq_enable <= \$600 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$745 ;
+    addrmap_irq_enable <= \$601 ;
   always @(posedge clk)
-    tracker_events <= \$746 ;
+    arbiter_irq_enable <= \$602 ;
   always @(posedge clk)
-    dma_events <= \$747 ;
+    region_locked <= \$603 ;
   always @(posedge clk)
-    addrmap_events <= \$748 ;
+    desc_locked <= \$604 ;
   always @(posedge clk)
-    arbiter_events <= \$749 ;
+    tracker_events <= \$605 ;
   always @(posedge clk)
-    csr_errors_clear <= \$750 ;
+    dma_events <= \$606 ;
   always @(posedge clk)
-    errors <= \$751 ;
+    addrmap_events <= \$607 ;
   always @(posedge clk)
-    tracker_errors_clear <= \$752 ;
+    arbiter_events <= \$608 ;
   always @(posedge clk)
-    tracker_sticky <= \$753 ;
+    csr_errors_clear <= \$609 ;
   always @(posedge clk)
-    tracker_errors_first <= \$754 ;
+    errors <= \$610 ;
   always @(posedge clk)
-    dma_errors_clear <= \$755 ;
+    tracker_errors_clear <= \$611 ;
   always @(posedge clk)
-    dma_sticky <= \$756 ;
+    tracker_sticky <= \$612 ;
   always @(posedge clk)
-    dma_errors_first <= \$757 ;
+    tracker_errors_first <= \$613 ;
   always @(posedge clk)
-    addrmap_errors_clear <= \$758 ;
+    dma_errors_clear <= \$614 ;
   always @(posedge clk)
-    addrmap_sticky <= \$759 ;
+    dma_sticky <= \$615 ;
   always @(posedge clk)
-    addrmap_errors_first <= \$760 ;
+    dma_errors_first <= \$616 ;
   always @(posedge clk)
-    arbiter_errors_clear <= \$761 ;
+    addrmap_errors_clear <= \$617 ;
   always @(posedge clk)
-    arbiter_sticky <= \$762 ;
+    addrmap_sticky <= \$618 ;
   always @(posedge clk)
-    arbiter_errors_first <= \$763 ;
+    addrmap_errors_first <= \$619 ;
   always @(posedge clk)
-    tracker_given <= \$764 ;
+    arbiter_errors_clear <= \$620 ;
   always @(posedge clk)
-    \tracker_capture$186  <= \$765 ;
+    arbiter_sticky <= \$621 ;
   always @(posedge clk)
-    dma_given <= \$766 ;
+    arbiter_errors_first <= \$622 ;
   always @(posedge clk)
-    \dma_capture$188  <= \$767 ;
+    tracker_given <= \$623 ;
   always @(posedge clk)
-    addrmap_given <= \$768 ;
+    \tracker_capture$191  <= \$624 ;
   always @(posedge clk)
-    \addrmap_capture$190  <= \$769 ;
+    dma_given <= \$625 ;
   always @(posedge clk)
-    irq <= \$770 ;
+    \dma_capture$193  <= \$626 ;
   always @(posedge clk)
-    read_part0 <= \$771 ;
+    addrmap_given <= \$627 ;
   always @(posedge clk)
-    read_part1 <= \$772 ;
+    \addrmap_capture$195  <= \$628 ;
   always @(posedge clk)
-    read_part2 <= \$773 ;
+    irq <= \$629 ;
   always @(posedge clk)
-    read_part3 <= \$774 ;
+    read_part0 <= \$630 ;
   always @(posedge clk)
-    read_part4 <= \$775 ;
+    read_part1 <= \$631 ;
   always @(posedge clk)
-    read_part5 <= \$776 ;
+    read_part2 <= \$632 ;
   always @(posedge clk)
-    read_part6 <= \$777 ;
+    read_part3 <= \$633 ;
   always @(posedge clk)
-    read_part8 <= \$778 ;
+    read_part4 <= \$634 ;
   always @(posedge clk)
-    read_part10 <= \$779 ;
+    read_part5 <= \$635 ;
   always @(posedge clk)
-    read_part11 <= \$780 ;
+    read_part6 <= \$636 ;
   always @(posedge clk)
-    read_part13 <= \$781 ;
+    read_part8 <= \$637 ;
   always @(posedge clk)
-    read_part14 <= \$782 ;
+    read_part10 <= \$638 ;
   always @(posedge clk)
-    read_pending <= \$783 ;
+    read_part11 <= \$639 ;
   always @(posedge clk)
-    read_section <= \$784 ;
+    read_part13 <= \$640 ;
   always @(posedge clk)
-    read_unaligned <= \$785 ;
+    read_part14 <= \$641 ;
   always @(posedge clk)
-    bus__r_data <= \$786 ;
+    read_pending <= \$642 ;
+  always @(posedge clk)
+    read_section <= \$643 ;
+  always @(posedge clk)
+    read_unaligned <= \$644 ;
+  always @(posedge clk)
+    bus__r_data <= \$645 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -2418,244 +2023,403 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
   assign \$10  = dma_program__valid & dma_program__ready;
   assign \$11  = dma_program__valid & dma_program__ready;
-  assign \$12  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
+  assign \$12  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
   assign \$13  = tracker_program__valid & tracker_program__ready;
   assign \$14  = req_w_stb & sel_region_index;
-  assign \$15  = region_program__valid | region_judging;
-  assign \$16  = region_fetch | region_load;
-  assign \$17  = \$15  | \$16 ;
-  assign \$19  = \$14  & \$18 ;
-  assign \$20  = req_w_stb & sel_region_index;
-  assign \$21  = req_w_stb & sel_region_base_lo;
-  assign \$22  = region_program__valid | region_judging;
-  assign \$23  = region_fetch | region_load;
-  assign \$24  = \$22  | \$23 ;
-  assign \$26  = \$21  & \$25 ;
-  assign \$27  = req_w_stb & sel_region_base_lo;
-  assign \$28  = req_w_stb & sel_region_base_hi;
-  assign \$29  = region_program__valid | region_judging;
-  assign \$30  = region_fetch | region_load;
-  assign \$31  = \$29  | \$30 ;
-  assign \$33  = \$28  & \$32 ;
-  assign \$34  = req_w_stb & sel_region_base_hi;
-  assign \$35  = req_w_stb & sel_region_size_lo;
-  assign \$36  = region_program__valid | region_judging;
-  assign \$37  = region_fetch | region_load;
-  assign \$38  = \$36  | \$37 ;
-  assign \$40  = \$35  & \$39 ;
-  assign \$41  = req_w_stb & sel_region_size_lo;
-  assign \$42  = req_w_stb & sel_region_size_hi;
-  assign \$43  = region_program__valid | region_judging;
-  assign \$44  = region_fetch | region_load;
-  assign \$45  = \$43  | \$44 ;
-  assign \$47  = \$42  & \$46 ;
-  assign \$48  = req_w_stb & sel_region_size_hi;
-  assign \$49  = req_w_stb & sel_region_remote_base_lo;
-  assign \$50  = region_program__valid | region_judging;
-  assign \$51  = region_fetch | region_load;
-  assign \$52  = \$50  | \$51 ;
-  assign \$54  = \$49  & \$53 ;
-  assign \$55  = req_w_stb & sel_region_remote_base_lo;
-  assign \$56  = req_w_stb & sel_region_remote_base_hi;
-  assign \$57  = region_program__valid | region_judging;
-  assign \$58  = region_fetch | region_load;
-  assign \$59  = \$57  | \$58 ;
-  assign \$61  = \$56  & \$60 ;
-  assign \$62  = req_w_stb & sel_region_remote_base_hi;
-  assign \$63  = req_w_stb & sel_desc_index;
-  assign \$64  = dma_program__valid | desc_judging;
-  assign \$65  = desc_fetch | desc_load;
-  assign \$66  = \$64  | \$65 ;
-  assign \$68  = \$63  & \$67 ;
-  assign \$69  = req_w_stb & sel_desc_index;
-  assign \$70  = req_w_stb & sel_desc_rows;
-  assign \$71  = dma_program__valid | desc_judging;
-  assign \$72  = desc_fetch | desc_load;
-  assign \$73  = \$71  | \$72 ;
-  assign \$75  = \$70  & \$74 ;
-  assign \$76  = req_w_stb & sel_desc_rows;
-  assign \$77  = req_w_stb & sel_desc_pitch;
-  assign \$78  = dma_program__valid | desc_judging;
-  assign \$79  = desc_fetch | desc_load;
-  assign \$80  = \$78  | \$79 ;
-  assign \$82  = \$77  & \$81 ;
-  assign \$83  = req_w_stb & sel_desc_pitch;
-  assign \$84  = req_w_stb & sel_desc_src_lo;
-  assign \$85  = dma_program__valid | desc_judging;
-  assign \$86  = desc_fetch | desc_load;
-  assign \$87  = \$85  | \$86 ;
-  assign \$89  = \$84  & \$88 ;
-  assign \$90  = req_w_stb & sel_desc_src_lo;
-  assign \$91  = req_w_stb & sel_desc_src_hi;
-  assign \$92  = dma_program__valid | desc_judging;
-  assign \$93  = desc_fetch | desc_load;
-  assign \$94  = \$92  | \$93 ;
-  assign \$96  = \$91  & \$95 ;
-  assign \$97  = req_w_stb & sel_desc_src_hi;
-  assign \$98  = req_w_stb & sel_desc_dst_lo;
-  assign \$99  = dma_program__valid | desc_judging;
-  assign \$100  = desc_fetch | desc_load;
-  assign \$101  = \$99  | \$100 ;
-  assign \$103  = \$98  & \$102 ;
-  assign \$104  = req_w_stb & sel_desc_dst_lo;
-  assign \$105  = req_w_stb & sel_desc_dst_hi;
-  assign \$106  = dma_program__valid | desc_judging;
-  assign \$107  = desc_fetch | desc_load;
-  assign \$108  = \$106  | \$107 ;
-  assign \$110  = \$105  & \$109 ;
-  assign \$111  = req_w_stb & sel_desc_dst_hi;
-  assign \$112  = req_w_stb & sel_track_op;
-  assign \$115  = \$114  | track_answer;
-  assign \$116  = \$112  & \$115 ;
-  assign \$117  = req_w_stb & sel_track_op;
-  assign \$118  = req_w_stb & sel_track_cmd;
-  assign \$121  = \$120  | track_answer;
-  assign \$122  = \$118  & \$121 ;
-  assign \$123  = req_w_stb & sel_track_cmd;
-  assign \$124  = req_w_stb & sel_arb_policy;
-  assign \$128  = \$124  & \$127 ;
-  assign \$129  = req_w_stb & sel_arb_policy;
-  assign \$130  = req_w_stb & sel_arb_starvation_limit;
-  assign \$134  = \$130  & \$133 ;
-  assign \$135  = req_w_stb & sel_arb_starvation_limit;
-  assign \$136  = req_w_stb & sel_device_id;
-  assign \$137  = req_w_stb & sel_csr_irq_enable;
-  assign \$138  = req_w_stb & sel_tracker_irq_enable;
-  assign \$139  = req_w_stb & sel_dma_irq_enable;
-  assign \$140  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$141  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$142  = req_w_stb & sel_command;
-  assign \$143  = region_program__valid | region_judging;
-  assign \$144  = region_fetch | region_load;
-  assign \$145  = \$143  | \$144 ;
-  assign \$147  = \$146  | sweep;
-  assign \$148  = region_program__valid | region_judging;
-  assign \$149  = region_fetch | region_load;
-  assign \$150  = \$148  | \$149 ;
-  assign \$152  = \$151  | sweep;
-  assign \$153  = dma_program__valid | desc_judging;
-  assign \$154  = desc_fetch | desc_load;
-  assign \$155  = \$153  | \$154 ;
-  assign \$157  = sweep | dma_busy;
-  assign \$158  = \$156  | \$157 ;
-  assign \$159  = dma_program__valid | desc_judging;
-  assign \$160  = desc_fetch | desc_load;
-  assign \$161  = \$159  | \$160 ;
-  assign \$163  = \$162  | sweep;
-  assign \$166  = \$165  | track_answer;
-  assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_events;
-  assign \$178  = | tracker_errors;
-  assign \$179  = ~ tracker_errors_clear;
-  assign \$180  = tracker_sticky & \$179 ;
-  assign \$181  = \$180  | tracker_events;
-  assign \$182  = ~ tracker_errors_clear_next;
-  assign \$183  = \$181  & \$182 ;
-  assign \$184  = | \$183 ;
-  assign \$185  = ~ \$184 ;
-  assign \$186  = \$178  & \$185 ;
-  assign \$187  = ~ dma_errors_clear;
-  assign \$188  = dma_sticky & \$187 ;
-  assign \$189  = \$188  | dma_events;
-  assign \$190  = | dma_errors;
-  assign \$191  = ~ dma_errors_clear;
-  assign \$192  = dma_sticky & \$191 ;
-  assign \$193  = \$192  | dma_events;
-  assign \$194  = ~ dma_errors_clear_next;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$190  & \$197 ;
-  assign \$199  = ~ addrmap_errors_clear;
-  assign \$200  = addrmap_sticky & \$199 ;
-  assign \$201  = \$200  | addrmap_events;
-  assign \$202  = | addrmap_errors;
-  assign \$203  = ~ addrmap_errors_clear;
-  assign \$204  = addrmap_sticky & \$203 ;
-  assign \$205  = \$204  | addrmap_events;
-  assign \$206  = ~ addrmap_errors_clear_next;
-  assign \$207  = \$205  & \$206 ;
-  assign \$208  = | \$207 ;
-  assign \$209  = ~ \$208 ;
-  assign \$210  = \$202  & \$209 ;
-  assign \$211  = ~ arbiter_errors_clear;
-  assign \$212  = arbiter_sticky & \$211 ;
-  assign \$213  = \$212  | arbiter_events;
+  assign \$15  = \$14  & region_locked;
+  assign \$16  = req_w_stb & sel_region_index;
+  assign \$17  = req_w_stb & sel_region_base_lo;
+  assign \$18  = \$17  & region_locked;
+  assign \$19  = req_w_stb & sel_region_base_lo;
+  assign \$20  = req_w_stb & sel_region_base_hi;
+  assign \$21  = \$20  & region_locked;
+  assign \$22  = req_w_stb & sel_region_base_hi;
+  assign \$23  = req_w_stb & sel_region_size_lo;
+  assign \$24  = \$23  & region_locked;
+  assign \$25  = req_w_stb & sel_region_size_lo;
+  assign \$26  = req_w_stb & sel_region_size_hi;
+  assign \$27  = \$26  & region_locked;
+  assign \$28  = req_w_stb & sel_region_size_hi;
+  assign \$29  = req_w_stb & sel_region_remote_base_lo;
+  assign \$30  = \$29  & region_locked;
+  assign \$31  = req_w_stb & sel_region_remote_base_lo;
+  assign \$32  = req_w_stb & sel_region_remote_base_hi;
+  assign \$33  = \$32  & region_locked;
+  assign \$34  = req_w_stb & sel_region_remote_base_hi;
+  assign \$35  = req_w_stb & sel_desc_index;
+  assign \$36  = \$35  & desc_locked;
+  assign \$37  = req_w_stb & sel_desc_index;
+  assign \$38  = req_w_stb & sel_desc_rows;
+  assign \$39  = \$38  & desc_locked;
+  assign \$40  = req_w_stb & sel_desc_rows;
+  assign \$41  = req_w_stb & sel_desc_pitch;
+  assign \$42  = \$41  & desc_locked;
+  assign \$43  = req_w_stb & sel_desc_pitch;
+  assign \$44  = req_w_stb & sel_desc_src_lo;
+  assign \$45  = \$44  & desc_locked;
+  assign \$46  = req_w_stb & sel_desc_src_lo;
+  assign \$47  = req_w_stb & sel_desc_src_hi;
+  assign \$48  = \$47  & desc_locked;
+  assign \$49  = req_w_stb & sel_desc_src_hi;
+  assign \$50  = req_w_stb & sel_desc_dst_lo;
+  assign \$51  = \$50  & desc_locked;
+  assign \$52  = req_w_stb & sel_desc_dst_lo;
+  assign \$53  = req_w_stb & sel_desc_dst_hi;
+  assign \$54  = \$53  & desc_locked;
+  assign \$55  = req_w_stb & sel_desc_dst_hi;
+  assign \$56  = req_w_stb & sel_track_op;
+  assign \$59  = \$58  | track_answer;
+  assign \$60  = \$56  & \$59 ;
+  assign \$61  = req_w_stb & sel_track_op;
+  assign \$62  = req_w_stb & sel_track_cmd;
+  assign \$65  = \$64  | track_answer;
+  assign \$66  = \$62  & \$65 ;
+  assign \$67  = req_w_stb & sel_track_cmd;
+  assign \$68  = req_w_stb & sel_arb_policy;
+  assign \$72  = \$68  & \$71 ;
+  assign \$73  = req_w_stb & sel_arb_policy;
+  assign \$74  = req_w_stb & sel_arb_starvation_limit;
+  assign \$78  = \$74  & \$77 ;
+  assign \$79  = req_w_stb & sel_arb_starvation_limit;
+  assign \$80  = req_w_stb & sel_device_id;
+  assign \$81  = req_w_stb & sel_csr_irq_enable;
+  assign \$82  = req_w_stb & sel_tracker_irq_enable;
+  assign \$83  = req_w_stb & sel_dma_irq_enable;
+  assign \$84  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$85  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$86  = region_started | region_program__valid;
+  assign \$87  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$88  = \$86  | \$87 ;
+  assign \$89  = \$88  | region_fetch;
+  assign \$90  = desc_started | dma_program__valid;
+  assign \$91  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$92  = \$90  | \$91 ;
+  assign \$93  = \$92  | desc_fetch;
+  assign \$94  = req_w_stb & sel_command;
+  assign \$95  = region_locked | sweep;
+  assign \$96  = region_locked | sweep;
+  assign \$97  = sweep | dma_busy;
+  assign \$98  = desc_locked | \$97 ;
+  assign \$99  = desc_locked | sweep;
+  assign \$102  = \$101  | track_answer;
+  assign \$103  = \$102  | tracker_busy;
+  assign \$108  = ~ csr_errors_clear;
+  assign \$109  = errors & \$108 ;
+  assign \$110  = \$109  | set_err;
+  assign \$111  = ~ tracker_errors_clear;
+  assign \$112  = tracker_sticky & \$111 ;
+  assign \$113  = \$112  | tracker_events;
+  assign \$114  = | tracker_errors;
+  assign \$115  = ~ tracker_errors_clear;
+  assign \$116  = tracker_sticky & \$115 ;
+  assign \$117  = \$116  | tracker_events;
+  assign \$118  = ~ tracker_errors_clear_next;
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = | \$119 ;
+  assign \$121  = ~ \$120 ;
+  assign \$122  = \$114  & \$121 ;
+  assign \$123  = ~ dma_errors_clear;
+  assign \$124  = dma_sticky & \$123 ;
+  assign \$125  = \$124  | dma_events;
+  assign \$126  = | dma_errors;
+  assign \$127  = ~ dma_errors_clear;
+  assign \$128  = dma_sticky & \$127 ;
+  assign \$129  = \$128  | dma_events;
+  assign \$130  = ~ dma_errors_clear_next;
+  assign \$131  = \$129  & \$130 ;
+  assign \$132  = | \$131 ;
+  assign \$133  = ~ \$132 ;
+  assign \$134  = \$126  & \$133 ;
+  assign \$135  = ~ addrmap_errors_clear;
+  assign \$136  = addrmap_sticky & \$135 ;
+  assign \$137  = \$136  | addrmap_events;
+  assign \$138  = | addrmap_errors;
+  assign \$139  = ~ addrmap_errors_clear;
+  assign \$140  = addrmap_sticky & \$139 ;
+  assign \$141  = \$140  | addrmap_events;
+  assign \$142  = ~ addrmap_errors_clear_next;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = | \$143 ;
+  assign \$145  = ~ \$144 ;
+  assign \$146  = \$138  & \$145 ;
+  assign \$147  = ~ arbiter_errors_clear;
+  assign \$148  = arbiter_sticky & \$147 ;
+  assign \$149  = \$148  | arbiter_events;
+  assign \$150  = | arbiter_errors;
+  assign \$151  = ~ arbiter_errors_clear;
+  assign \$152  = arbiter_sticky & \$151 ;
+  assign \$153  = \$152  | arbiter_events;
+  assign \$154  = ~ arbiter_errors_clear_next;
+  assign \$155  = \$153  & \$154 ;
+  assign \$156  = | \$155 ;
+  assign \$157  = ~ \$156 ;
+  assign \$158  = \$150  & \$157 ;
+  assign \$159  = errors & csr_irq_enable;
+  assign \$160  = | \$159 ;
+  assign \$161  = tracker_sticky & tracker_irq_enable;
+  assign \$162  = | \$161 ;
+  assign \$163  = dma_sticky & dma_irq_enable;
+  assign \$164  = | \$163 ;
+  assign \$165  = addrmap_sticky & addrmap_irq_enable;
+  assign \$166  = | \$165 ;
+  assign \$167  = arbiter_sticky & arbiter_irq_enable;
+  assign \$168  = | \$167 ;
+  assign \$169  = | { \$168 , \$166 , \$164 , \$162 , \$160  };
+  assign \$170  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$171  = req_addr[3] ? 32'd0 : \$170 ;
+  assign \$172  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$173  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$174  = req_addr[3] ? \$172  : \$173 ;
+  assign \$175  = req_addr[4] ? \$171  : \$174 ;
+  assign \$176  = req_addr[5] ? 32'd0 : \$175 ;
+  assign \$177  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$178  = req_addr[3] ? 32'd0 : \$177 ;
+  assign \$179  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$180  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$181  = req_addr[3] ? \$179  : \$180 ;
+  assign \$182  = req_addr[4] ? \$178  : \$181 ;
+  assign \$183  = req_addr[5] ? 32'd0 : \$182 ;
+  assign \$184  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$185  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$186  = req_addr[3] ? \$184  : \$185 ;
+  assign \$187  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$188  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$189  = req_addr[3] ? \$187  : \$188 ;
+  assign \$190  = req_addr[4] ? \$186  : \$189 ;
+  assign \$191  = req_addr[5] ? 32'd0 : \$190 ;
+  assign \$192  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$193  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$194  = req_addr[3] ? \$192  : \$193 ;
+  assign \$195  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$196  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$197  = req_addr[3] ? \$195  : \$196 ;
+  assign \$198  = req_addr[4] ? \$194  : \$197 ;
+  assign \$199  = req_addr[5] ? 32'd0 : \$198 ;
+  assign \$200  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$201  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$202  = req_addr[3] ? \$200  : \$201 ;
+  assign \$203  = req_addr[4] ? 32'd0 : \$202 ;
+  assign \$204  = req_addr[5] ? 32'd0 : \$203 ;
+  assign \$205  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$206  = req_addr[3] ? 32'd0 : \$205 ;
+  assign \$207  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$208  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$209  = req_addr[3] ? \$207  : \$208 ;
+  assign \$210  = req_addr[4] ? \$206  : \$209 ;
+  assign \$211  = req_addr[5] ? 32'd0 : \$210 ;
+  assign \$212  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$213  = req_addr[3] ? 32'd0 : \$212 ;
+  assign \$214  = req_addr[4] ? 32'd0 : \$213 ;
+  assign \$215  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$216  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$217  = req_addr[3] ? \$215  : \$216 ;
+  assign \$218  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$219  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$220  = req_addr[3] ? \$218  : \$219 ;
+  assign \$221  = req_addr[4] ? \$217  : \$220 ;
+  assign \$222  = req_addr[5] ? \$214  : \$221 ;
+  assign \$223  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
+  assign \$225  = req_addr[4] ? 32'd0 : \$224 ;
+  assign \$226  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$227  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$228  = req_addr[3] ? \$226  : \$227 ;
+  assign \$229  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$230  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$231  = req_addr[3] ? \$229  : \$230 ;
+  assign \$232  = req_addr[4] ? \$228  : \$231 ;
+  assign \$233  = req_addr[5] ? \$225  : \$232 ;
+  assign \$234  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$235  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$236  = req_addr[3] ? \$234  : \$235 ;
+  assign \$237  = req_addr[4] ? 32'd0 : \$236 ;
+  assign \$238  = req_addr[5] ? 32'd0 : \$237 ;
+  assign \$239  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$240  = req_addr[3] ? 32'd0 : \$239 ;
+  assign \$241  = req_addr[4] ? 32'd0 : \$240 ;
+  assign \$242  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$243  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$244  = req_addr[3] ? \$242  : \$243 ;
+  assign \$245  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$246  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$247  = req_addr[3] ? \$245  : \$246 ;
+  assign \$248  = req_addr[4] ? \$244  : \$247 ;
+  assign \$249  = req_addr[5] ? \$241  : \$248 ;
+  assign \$250  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$251  = req_addr[3] ? 32'd0 : \$250 ;
+  assign \$252  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$253  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$254  = req_addr[3] ? \$252  : \$253 ;
+  assign \$255  = req_addr[4] ? \$251  : \$254 ;
+  assign \$256  = req_addr[5] ? 32'd0 : \$255 ;
+  assign \$257  = req_addr[2] ? { 4'h0, \addrmap_capture$195 [75:48] } : { 16'h0000, \addrmap_capture$195 [47:32] };
+  assign \$258  = req_addr[2] ? \addrmap_capture$195 [31:0] : { 25'h0000000, \dma_capture$193 [78:72] };
+  assign \$259  = req_addr[3] ? \$257  : \$258 ;
+  assign \$260  = req_addr[2] ? { 16'h0000, \dma_capture$193 [71:56] } : \dma_capture$193 [55:24];
+  assign \$261  = req_addr[2] ? { 8'h00, \dma_capture$193 [23:0] } : { 2'h0, \tracker_capture$191  };
+  assign \$262  = req_addr[3] ? \$260  : \$261 ;
+  assign \$263  = req_addr[4] ? \$259  : \$262 ;
+  assign \$264  = req_addr[5] ? 32'd0 : \$263 ;
+  assign \$265  = | req_addr[1:0];
+  assign \$266  = read_section[0] ? 32'd0 : read_part14;
+  assign \$267  = read_section[0] ? read_part13 : 32'd0;
+  assign \$268  = read_section[1] ? \$266  : \$267 ;
+  assign \$269  = read_section[0] ? read_part11 : read_part10;
+  assign \$270  = read_section[0] ? 32'd0 : read_part8;
+  assign \$271  = read_section[1] ? \$269  : \$270 ;
+  assign \$272  = read_section[2] ? \$268  : \$271 ;
+  assign \$273  = read_section[0] ? 32'd0 : read_part6;
+  assign \$274  = read_section[0] ? read_part5 : read_part4;
+  assign \$275  = read_section[1] ? \$273  : \$274 ;
+  assign \$276  = read_section[0] ? read_part3 : read_part2;
+  assign \$277  = read_section[0] ? read_part1 : read_part0;
+  assign \$278  = read_section[1] ? \$276  : \$277 ;
+  assign \$279  = read_section[2] ? \$275  : \$278 ;
+  assign \$280  = read_section[3] ? \$272  : \$279 ;
+  assign \$281  = read_unaligned ? 32'd0 : \$280 ;
+  assign \$282  = req_r_stb | req_w_stb;
+  assign \$283  = ~ mapped;
+  assign \$284  = \$282  & \$283 ;
+  assign \$285  = req_w_stb & sel_id;
+  assign \$286  = req_w_stb & sel_config;
+  assign \$287  = req_w_stb & sel_status;
+  assign \$288  = req_w_stb & sel_track_result_op;
+  assign \$289  = req_w_stb & sel_track_result_threshold;
+  assign \$290  = req_w_stb & sel_tracker_writes_compute;
+  assign \$291  = req_w_stb & sel_tracker_writes_dma;
+  assign \$292  = req_w_stb & sel_tracker_writes_remote;
+  assign \$293  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$294  = req_w_stb & sel_tracker_triggers;
+  assign \$295  = req_w_stb & sel_tracker_dropped;
+  assign \$296  = req_w_stb & sel_dma_triggers;
+  assign \$297  = req_w_stb & sel_dma_rejected;
+  assign \$298  = req_w_stb & sel_dma_reads;
+  assign \$299  = req_w_stb & sel_dma_packets;
+  assign \$300  = req_w_stb & sel_dma_bad_program;
+  assign \$301  = req_w_stb & sel_dma_bad_range;
+  assign \$302  = req_w_stb & sel_dma_bad_pitch;
+  assign \$303  = req_w_stb & sel_dma_desc_busy;
+  assign \$304  = req_w_stb & sel_dma_aborted;
+  assign \$305  = req_w_stb & sel_addrmap_local;
+  assign \$306  = req_w_stb & sel_addrmap_tracked;
+  assign \$307  = req_w_stb & sel_addrmap_remote;
+  assign \$308  = req_w_stb & sel_addrmap_unmapped;
+  assign \$309  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$310  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$311  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$312  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$313  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$314  = req_w_stb & sel_arb_status;
+  assign \$315  = req_w_stb & sel_arbiter_grants_load;
+  assign \$316  = req_w_stb & sel_arbiter_grants_store;
+  assign \$317  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$318  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$319  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$320  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$321  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$322  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$323  = req_w_stb & sel_arbiter_starved;
+  assign \$324  = req_w_stb & sel_tracker_capture;
+  assign \$325  = req_w_stb & sel_dma_capture_index;
+  assign \$326  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$327  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$328  = req_w_stb & sel_dma_capture_events;
+  assign \$329  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$330  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$331  = req_w_stb & sel_addrmap_capture_device;
+  assign \$332  = | { \$331 , \$330 , \$329 , \$328 , \$327 , \$326 , \$325 , \$324 , \$323 , \$322 , \$321 , \$320 , \$319 , \$318 , \$317 , \$316 , \$315 , \$314 , \$313 , \$312 , \$311 , \$310 , \$309 , \$308 , \$307 , \$306 , \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285  };
+  assign \$333  = sweep_at < 4'h8;
+  assign \$334  = | addrmap_errors[1:0];
+  assign \$335  = ~ \$334 ;
+  assign \$336  = region_verdict & \$335 ;
+  assign \$337  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$338  = ~ \$337 ;
+  assign \$339  = desc_verdict & \$338 ;
+  assign \$340  = req_w_stb & sel_region_index;
+  assign \$341  = \$340  & region_locked;
+  assign \$342  = req_w_stb & sel_region_index;
+  assign \$343  = req_r_stb & sel_region_index;
+  assign \$344  = region_fetch | region_load;
+  assign \$345  = \$343  & \$344 ;
+  assign \$346  = req_w_stb & sel_region_base_lo;
+  assign \$347  = \$346  & region_locked;
+  assign \$348  = req_w_stb & sel_region_base_lo;
+  assign \$349  = req_r_stb & sel_region_base_lo;
+  assign \$350  = region_fetch | region_load;
+  assign \$351  = \$349  & \$350 ;
+  assign \$352  = req_w_stb & sel_region_base_hi;
+  assign \$353  = \$352  & region_locked;
+  assign \$354  = req_w_stb & sel_region_base_hi;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$622  = bus__addr;
+    \$478  = bus__addr;
     if (rst) begin
-      \$622  = 10'h000;
+      \$478  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$623  = bus__w_data;
+    \$479  = bus__w_data;
     if (rst) begin
-      \$623  = 32'd0;
+      \$479  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$624  = bus__w_stb;
+    \$480  = bus__w_stb;
     if (rst) begin
-      \$624  = 1'h0;
+      \$480  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$625  = bus__r_stb;
+    \$481  = bus__r_stb;
     if (rst) begin
-      \$625  = 1'h0;
+      \$481  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$626  = 1'h0;
+    \$482  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$626  = 1'h1;
+          \$482  = 1'h1;
     endcase
     if (rst) begin
-      \$626  = 1'h0;
+      \$482  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$627  = 1'h0;
+    \$483  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
-          \$627  = 1'h1;
+          \$483  = 1'h1;
     endcase
     if (rst) begin
-      \$627  = 1'h0;
+      \$483  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$628  = 1'h0;
+    \$484  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
           /* empty */;
       10'h008:
-          \$628  = 1'h1;
+          \$484  = 1'h1;
     endcase
     if (rst) begin
-      \$628  = 1'h0;
+      \$484  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$629  = 1'h0;
+    \$485  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2664,15 +2428,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h008:
           /* empty */;
       10'h00c:
-          \$629  = 1'h1;
+          \$485  = 1'h1;
     endcase
     if (rst) begin
-      \$629  = 1'h0;
+      \$485  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$630  = 1'h0;
+    \$486  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2683,15 +2447,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h00c:
           /* empty */;
       10'h010:
-          \$630  = 1'h1;
+          \$486  = 1'h1;
     endcase
     if (rst) begin
-      \$630  = 1'h0;
+      \$486  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$631  = 1'h0;
+    \$487  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2704,15 +2468,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h010:
           /* empty */;
       10'h040:
-          \$631  = 1'h1;
+          \$487  = 1'h1;
     endcase
     if (rst) begin
-      \$631  = 1'h0;
+      \$487  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$632  = 1'h0;
+    \$488  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2727,15 +2491,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h040:
           /* empty */;
       10'h044:
-          \$632  = 1'h1;
+          \$488  = 1'h1;
     endcase
     if (rst) begin
-      \$632  = 1'h0;
+      \$488  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$633  = 1'h0;
+    \$489  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2752,15 +2516,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h044:
           /* empty */;
       10'h048:
-          \$633  = 1'h1;
+          \$489  = 1'h1;
     endcase
     if (rst) begin
-      \$633  = 1'h0;
+      \$489  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$634  = 1'h0;
+    \$490  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2779,15 +2543,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h048:
           /* empty */;
       10'h04c:
-          \$634  = 1'h1;
+          \$490  = 1'h1;
     endcase
     if (rst) begin
-      \$634  = 1'h0;
+      \$490  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$635  = 1'h0;
+    \$491  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2808,15 +2572,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h04c:
           /* empty */;
       10'h050:
-          \$635  = 1'h1;
+          \$491  = 1'h1;
     endcase
     if (rst) begin
-      \$635  = 1'h0;
+      \$491  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$636  = 1'h0;
+    \$492  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2839,15 +2603,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h050:
           /* empty */;
       10'h080:
-          \$636  = 1'h1;
+          \$492  = 1'h1;
     endcase
     if (rst) begin
-      \$636  = 1'h0;
+      \$492  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$637  = 1'h0;
+    \$493  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2872,15 +2636,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h080:
           /* empty */;
       10'h084:
-          \$637  = 1'h1;
+          \$493  = 1'h1;
     endcase
     if (rst) begin
-      \$637  = 1'h0;
+      \$493  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$638  = 1'h0;
+    \$494  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2907,15 +2671,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h084:
           /* empty */;
       10'h088:
-          \$638  = 1'h1;
+          \$494  = 1'h1;
     endcase
     if (rst) begin
-      \$638  = 1'h0;
+      \$494  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$639  = 1'h0;
+    \$495  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2944,15 +2708,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h088:
           /* empty */;
       10'h08c:
-          \$639  = 1'h1;
+          \$495  = 1'h1;
     endcase
     if (rst) begin
-      \$639  = 1'h0;
+      \$495  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$640  = 1'h0;
+    \$496  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -2983,15 +2747,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h08c:
           /* empty */;
       10'h090:
-          \$640  = 1'h1;
+          \$496  = 1'h1;
     endcase
     if (rst) begin
-      \$640  = 1'h0;
+      \$496  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$641  = 1'h0;
+    \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3024,15 +2788,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h090:
           /* empty */;
       10'h094:
-          \$641  = 1'h1;
+          \$497  = 1'h1;
     endcase
     if (rst) begin
-      \$641  = 1'h0;
+      \$497  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$642  = 1'h0;
+    \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3067,15 +2831,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h094:
           /* empty */;
       10'h098:
-          \$642  = 1'h1;
+          \$498  = 1'h1;
     endcase
     if (rst) begin
-      \$642  = 1'h0;
+      \$498  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$643  = 1'h0;
+    \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3112,15 +2876,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h098:
           /* empty */;
       10'h0c0:
-          \$643  = 1'h1;
+          \$499  = 1'h1;
     endcase
     if (rst) begin
-      \$643  = 1'h0;
+      \$499  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$644  = 1'h0;
+    \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3159,15 +2923,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c0:
           /* empty */;
       10'h0c4:
-          \$644  = 1'h1;
+          \$500  = 1'h1;
     endcase
     if (rst) begin
-      \$644  = 1'h0;
+      \$500  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$645  = 1'h0;
+    \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3208,15 +2972,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c4:
           /* empty */;
       10'h0c8:
-          \$645  = 1'h1;
+          \$501  = 1'h1;
     endcase
     if (rst) begin
-      \$645  = 1'h0;
+      \$501  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$646  = 1'h0;
+    \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3259,15 +3023,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c8:
           /* empty */;
       10'h0cc:
-          \$646  = 1'h1;
+          \$502  = 1'h1;
     endcase
     if (rst) begin
-      \$646  = 1'h0;
+      \$502  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$647  = 1'h0;
+    \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3312,15 +3076,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0cc:
           /* empty */;
       10'h0d0:
-          \$647  = 1'h1;
+          \$503  = 1'h1;
     endcase
     if (rst) begin
-      \$647  = 1'h0;
+      \$503  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$648  = 1'h0;
+    \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3367,15 +3131,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d0:
           /* empty */;
       10'h0d4:
-          \$648  = 1'h1;
+          \$504  = 1'h1;
     endcase
     if (rst) begin
-      \$648  = 1'h0;
+      \$504  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$649  = 1'h0;
+    \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3424,15 +3188,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d4:
           /* empty */;
       10'h0d8:
-          \$649  = 1'h1;
+          \$505  = 1'h1;
     endcase
     if (rst) begin
-      \$649  = 1'h0;
+      \$505  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$650  = 1'h0;
+    \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3483,15 +3247,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d8:
           /* empty */;
       10'h100:
-          \$650  = 1'h1;
+          \$506  = 1'h1;
     endcase
     if (rst) begin
-      \$650  = 1'h0;
+      \$506  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$651  = 1'h0;
+    \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3544,15 +3308,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h100:
           /* empty */;
       10'h104:
-          \$651  = 1'h1;
+          \$507  = 1'h1;
     endcase
     if (rst) begin
-      \$651  = 1'h0;
+      \$507  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$652  = 1'h0;
+    \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3607,15 +3371,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h104:
           /* empty */;
       10'h108:
-          \$652  = 1'h1;
+          \$508  = 1'h1;
     endcase
     if (rst) begin
-      \$652  = 1'h0;
+      \$508  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$653  = 1'h0;
+    \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3672,15 +3436,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h108:
           /* empty */;
       10'h10c:
-          \$653  = 1'h1;
+          \$509  = 1'h1;
     endcase
     if (rst) begin
-      \$653  = 1'h0;
+      \$509  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$654  = 1'h0;
+    \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3739,15 +3503,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h10c:
           /* empty */;
       10'h140:
-          \$654  = 1'h1;
+          \$510  = 1'h1;
     endcase
     if (rst) begin
-      \$654  = 1'h0;
+      \$510  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$655  = 1'h0;
+    \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3808,15 +3572,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h140:
           /* empty */;
       10'h144:
-          \$655  = 1'h1;
+          \$511  = 1'h1;
     endcase
     if (rst) begin
-      \$655  = 1'h0;
+      \$511  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$656  = 1'h0;
+    \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3879,15 +3643,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h144:
           /* empty */;
       10'h148:
-          \$656  = 1'h1;
+          \$512  = 1'h1;
     endcase
     if (rst) begin
-      \$656  = 1'h0;
+      \$512  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$657  = 1'h0;
+    \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -3952,15 +3716,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h148:
           /* empty */;
       10'h14c:
-          \$657  = 1'h1;
+          \$513  = 1'h1;
     endcase
     if (rst) begin
-      \$657  = 1'h0;
+      \$513  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$658  = 1'h0;
+    \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4027,15 +3791,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h14c:
           /* empty */;
       10'h150:
-          \$658  = 1'h1;
+          \$514  = 1'h1;
     endcase
     if (rst) begin
-      \$658  = 1'h0;
+      \$514  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$659  = 1'h0;
+    \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4104,15 +3868,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h150:
           /* empty */;
       10'h154:
-          \$659  = 1'h1;
+          \$515  = 1'h1;
     endcase
     if (rst) begin
-      \$659  = 1'h0;
+      \$515  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$660  = 1'h0;
+    \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4183,15 +3947,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h154:
           /* empty */;
       10'h180:
-          \$660  = 1'h1;
+          \$516  = 1'h1;
     endcase
     if (rst) begin
-      \$660  = 1'h0;
+      \$516  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$661  = 1'h0;
+    \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4264,15 +4028,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h180:
           /* empty */;
       10'h184:
-          \$661  = 1'h1;
+          \$517  = 1'h1;
     endcase
     if (rst) begin
-      \$661  = 1'h0;
+      \$517  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$662  = 1'h0;
+    \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4347,15 +4111,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h184:
           /* empty */;
       10'h188:
-          \$662  = 1'h1;
+          \$518  = 1'h1;
     endcase
     if (rst) begin
-      \$662  = 1'h0;
+      \$518  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$663  = 1'h0;
+    \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4432,15 +4196,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h188:
           /* empty */;
       10'h18c:
-          \$663  = 1'h1;
+          \$519  = 1'h1;
     endcase
     if (rst) begin
-      \$663  = 1'h0;
+      \$519  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$664  = 1'h0;
+    \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4519,15 +4283,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h18c:
           /* empty */;
       10'h190:
-          \$664  = 1'h1;
+          \$520  = 1'h1;
     endcase
     if (rst) begin
-      \$664  = 1'h0;
+      \$520  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$665  = 1'h0;
+    \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4608,15 +4372,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h190:
           /* empty */;
       10'h194:
-          \$665  = 1'h1;
+          \$521  = 1'h1;
     endcase
     if (rst) begin
-      \$665  = 1'h0;
+      \$521  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$666  = 1'h0;
+    \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4699,15 +4463,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h194:
           /* empty */;
       10'h198:
-          \$666  = 1'h1;
+          \$522  = 1'h1;
     endcase
     if (rst) begin
-      \$666  = 1'h0;
+      \$522  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$667  = 1'h0;
+    \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4792,15 +4556,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h198:
           /* empty */;
       10'h19c:
-          \$667  = 1'h1;
+          \$523  = 1'h1;
     endcase
     if (rst) begin
-      \$667  = 1'h0;
+      \$523  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$668  = 1'h0;
+    \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4887,15 +4651,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h19c:
           /* empty */;
       10'h1a0:
-          \$668  = 1'h1;
+          \$524  = 1'h1;
     endcase
     if (rst) begin
-      \$668  = 1'h0;
+      \$524  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$669  = 1'h0;
+    \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -4984,15 +4748,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h1a0:
           /* empty */;
       10'h200:
-          \$669  = 1'h1;
+          \$525  = 1'h1;
     endcase
     if (rst) begin
-      \$669  = 1'h0;
+      \$525  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$670  = 1'h0;
+    \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5083,15 +4847,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h200:
           /* empty */;
       10'h204:
-          \$670  = 1'h1;
+          \$526  = 1'h1;
     endcase
     if (rst) begin
-      \$670  = 1'h0;
+      \$526  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$671  = 1'h0;
+    \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5184,15 +4948,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h204:
           /* empty */;
       10'h208:
-          \$671  = 1'h1;
+          \$527  = 1'h1;
     endcase
     if (rst) begin
-      \$671  = 1'h0;
+      \$527  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$672  = 1'h0;
+    \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5287,15 +5051,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h208:
           /* empty */;
       10'h20c:
-          \$672  = 1'h1;
+          \$528  = 1'h1;
     endcase
     if (rst) begin
-      \$672  = 1'h0;
+      \$528  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$673  = 1'h0;
+    \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5392,15 +5156,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h20c:
           /* empty */;
       10'h210:
-          \$673  = 1'h1;
+          \$529  = 1'h1;
     endcase
     if (rst) begin
-      \$673  = 1'h0;
+      \$529  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$674  = 1'h0;
+    \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5499,15 +5263,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h210:
           /* empty */;
       10'h214:
-          \$674  = 1'h1;
+          \$530  = 1'h1;
     endcase
     if (rst) begin
-      \$674  = 1'h0;
+      \$530  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$675  = 1'h0;
+    \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5608,15 +5372,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h214:
           /* empty */;
       10'h218:
-          \$675  = 1'h1;
+          \$531  = 1'h1;
     endcase
     if (rst) begin
-      \$675  = 1'h0;
+      \$531  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$676  = 1'h0;
+    \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5719,15 +5483,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h218:
           /* empty */;
       10'h21c:
-          \$676  = 1'h1;
+          \$532  = 1'h1;
     endcase
     if (rst) begin
-      \$676  = 1'h0;
+      \$532  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$677  = 1'h0;
+    \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5832,15 +5596,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h21c:
           /* empty */;
       10'h220:
-          \$677  = 1'h1;
+          \$533  = 1'h1;
     endcase
     if (rst) begin
-      \$677  = 1'h0;
+      \$533  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$678  = 1'h0;
+    \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -5947,15 +5711,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h220:
           /* empty */;
       10'h280:
-          \$678  = 1'h1;
+          \$534  = 1'h1;
     endcase
     if (rst) begin
-      \$678  = 1'h0;
+      \$534  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$679  = 1'h0;
+    \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6064,15 +5828,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h280:
           /* empty */;
       10'h284:
-          \$679  = 1'h1;
+          \$535  = 1'h1;
     endcase
     if (rst) begin
-      \$679  = 1'h0;
+      \$535  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$680  = 1'h0;
+    \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6183,15 +5947,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h284:
           /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          \$536  = 1'h1;
     endcase
     if (rst) begin
-      \$680  = 1'h0;
+      \$536  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$681  = 1'h0;
+    \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6304,15 +6068,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h288:
           /* empty */;
       10'h2c0:
-          \$681  = 1'h1;
+          \$537  = 1'h1;
     endcase
     if (rst) begin
-      \$681  = 1'h0;
+      \$537  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$682  = 1'h0;
+    \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6427,15 +6191,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2c0:
           /* empty */;
       10'h2c4:
-          \$682  = 1'h1;
+          \$538  = 1'h1;
     endcase
     if (rst) begin
-      \$682  = 1'h0;
+      \$538  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$683  = 1'h0;
+    \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6552,15 +6316,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2c4:
           /* empty */;
       10'h2c8:
-          \$683  = 1'h1;
+          \$539  = 1'h1;
     endcase
     if (rst) begin
-      \$683  = 1'h0;
+      \$539  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$684  = 1'h0;
+    \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6679,15 +6443,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2c8:
           /* empty */;
       10'h2cc:
-          \$684  = 1'h1;
+          \$540  = 1'h1;
     endcase
     if (rst) begin
-      \$684  = 1'h0;
+      \$540  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$685  = 1'h0;
+    \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6808,15 +6572,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2cc:
           /* empty */;
       10'h2d0:
-          \$685  = 1'h1;
+          \$541  = 1'h1;
     endcase
     if (rst) begin
-      \$685  = 1'h0;
+      \$541  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$686  = 1'h0;
+    \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -6939,15 +6703,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2d0:
           /* empty */;
       10'h2d4:
-          \$686  = 1'h1;
+          \$542  = 1'h1;
     endcase
     if (rst) begin
-      \$686  = 1'h0;
+      \$542  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$687  = 1'h0;
+    \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7072,15 +6836,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2d4:
           /* empty */;
       10'h2d8:
-          \$687  = 1'h1;
+          \$543  = 1'h1;
     endcase
     if (rst) begin
-      \$687  = 1'h0;
+      \$543  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$688  = 1'h0;
+    \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7207,15 +6971,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2d8:
           /* empty */;
       10'h2dc:
-          \$688  = 1'h1;
+          \$544  = 1'h1;
     endcase
     if (rst) begin
-      \$688  = 1'h0;
+      \$544  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$689  = 1'h0;
+    \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7344,15 +7108,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2dc:
           /* empty */;
       10'h2e0:
-          \$689  = 1'h1;
+          \$545  = 1'h1;
     endcase
     if (rst) begin
-      \$689  = 1'h0;
+      \$545  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$690  = 1'h0;
+    \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7483,15 +7247,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h2e0:
           /* empty */;
       10'h340:
-          \$690  = 1'h1;
+          \$546  = 1'h1;
     endcase
     if (rst) begin
-      \$690  = 1'h0;
+      \$546  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$691  = 1'h0;
+    \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7624,15 +7388,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h340:
           /* empty */;
       10'h344:
-          \$691  = 1'h1;
+          \$547  = 1'h1;
     endcase
     if (rst) begin
-      \$691  = 1'h0;
+      \$547  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$692  = 1'h0;
+    \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7767,15 +7531,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h344:
           /* empty */;
       10'h348:
-          \$692  = 1'h1;
+          \$548  = 1'h1;
     endcase
     if (rst) begin
-      \$692  = 1'h0;
+      \$548  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$693  = 1'h0;
+    \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -7912,15 +7676,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h348:
           /* empty */;
       10'h34c:
-          \$693  = 1'h1;
+          \$549  = 1'h1;
     endcase
     if (rst) begin
-      \$693  = 1'h0;
+      \$549  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$694  = 1'h0;
+    \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8059,15 +7823,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h34c:
           /* empty */;
       10'h350:
-          \$694  = 1'h1;
+          \$550  = 1'h1;
     endcase
     if (rst) begin
-      \$694  = 1'h0;
+      \$550  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$695  = 1'h0;
+    \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8208,15 +7972,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h350:
           /* empty */;
       10'h380:
-          \$695  = 1'h1;
+          \$551  = 1'h1;
     endcase
     if (rst) begin
-      \$695  = 1'h0;
+      \$551  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$696  = 1'h0;
+    \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8359,15 +8123,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h380:
           /* empty */;
       10'h384:
-          \$696  = 1'h1;
+          \$552  = 1'h1;
     endcase
     if (rst) begin
-      \$696  = 1'h0;
+      \$552  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$697  = 1'h0;
+    \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8512,15 +8276,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h384:
           /* empty */;
       10'h388:
-          \$697  = 1'h1;
+          \$553  = 1'h1;
     endcase
     if (rst) begin
-      \$697  = 1'h0;
+      \$553  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$698  = 1'h0;
+    \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8667,15 +8431,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h388:
           /* empty */;
       10'h38c:
-          \$698  = 1'h1;
+          \$554  = 1'h1;
     endcase
     if (rst) begin
-      \$698  = 1'h0;
+      \$554  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$699  = 1'h0;
+    \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8824,15 +8588,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h38c:
           /* empty */;
       10'h390:
-          \$699  = 1'h1;
+          \$555  = 1'h1;
     endcase
     if (rst) begin
-      \$699  = 1'h0;
+      \$555  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$700  = 1'h0;
+    \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8983,15 +8747,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h390:
           /* empty */;
       10'h394:
-          \$700  = 1'h1;
+          \$556  = 1'h1;
     endcase
     if (rst) begin
-      \$700  = 1'h0;
+      \$556  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$701  = 1'h0;
+    \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9144,15 +8908,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h394:
           /* empty */;
       10'h398:
-          \$701  = 1'h1;
+          \$557  = 1'h1;
     endcase
     if (rst) begin
-      \$701  = 1'h0;
+      \$557  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$702  = 1'h0;
+    \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9307,224 +9071,224 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h398:
           /* empty */;
       10'h39c:
-          \$702  = 1'h1;
+          \$558  = 1'h1;
     endcase
     if (rst) begin
-      \$702  = 1'h0;
+      \$558  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$703  = 1'h0;
+    \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h004:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h008:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h00c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h010:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h040:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h044:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h048:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h04c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h050:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h080:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h084:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h088:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h08c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h090:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h094:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h098:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0c0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0c4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0c8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0cc:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0d0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0d4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0d8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h100:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h104:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h108:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h10c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h140:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h144:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h148:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h14c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h150:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h154:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h180:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h184:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h188:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h18c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h190:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h194:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h198:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h19c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h1a0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h200:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h204:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h208:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h20c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h210:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h214:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h218:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h21c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h220:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h280:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h284:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h288:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2c0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2c4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2c8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2cc:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2d0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2d4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2d8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2dc:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2e0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h340:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h344:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h348:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h34c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h350:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h380:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h384:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h388:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h38c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h390:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h394:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h398:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h39c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
     endcase
     if (rst) begin
-      \$703  = 1'h0;
+      \$559  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$704  = sweep_at;
+    \$560  = sweep_at;
     if (sweep) begin
-      \$704  = \$1 [7:0];
+      \$560  = \$1 [7:0];
     end
     if (rst) begin
-      \$704  = 8'h00;
+      \$560  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$705  = sweep;
+    \$561  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$705  = 1'h0;
+        \$561  = 1'h0;
       end
     end
     if (rst) begin
-      \$705  = 1'h1;
+      \$561  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$706  = region_program__valid;
+    \$562  = region_program__valid;
     if (\$3 ) begin
-      \$706  = 1'h0;
+      \$562  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$147 ) begin
+            if (\$95 ) begin
             end else begin
-              \$706  = 1'h1;
+              \$562  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$706  = 1'h0;
+      \$562  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$707  = dma_program__valid;
+    \$563  = dma_program__valid;
     if (\$4 ) begin
-      \$707  = 1'h0;
+      \$563  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -9532,23 +9296,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$158 ) begin
+            if (\$98 ) begin
             end else begin
-              \$707  = 1'h1;
+              \$563  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$707  = 1'h0;
+      \$563  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$708  = tracker_program__valid;
+    \$564  = tracker_program__valid;
     if (\$5 ) begin
-      \$708  = 1'h0;
+      \$564  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -9560,23 +9324,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$167 ) begin
+            if (\$103 ) begin
             end else begin
-              \$708  = 1'h1;
+              \$564  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$708  = 1'h0;
+      \$564  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$709  = arbiter_program__valid;
+    \$565  = arbiter_program__valid;
     if (\$6 ) begin
-      \$709  = 1'h0;
+      \$565  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -9590,232 +9354,239 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$171 ) begin
+            if (\$107 ) begin
             end else begin
-              \$709  = 1'h1;
+              \$565  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$709  = 1'h0;
+      \$565  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$710  = \$7 ;
+    \$566  = \$7 ;
     if (rst) begin
-      \$710  = 1'h0;
+      \$566  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$711  = region_waiting0;
+    \$567  = region_waiting0;
     if (rst) begin
-      \$711  = 1'h0;
+      \$567  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$712  = region_waiting1;
+    \$568  = region_waiting1;
     if (rst) begin
-      \$712  = 1'h0;
+      \$568  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$713  = region_waiting2;
+    \$569  = region_waiting2;
     if (rst) begin
-      \$713  = 1'h0;
+      \$569  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$714  = region_waiting3;
+    \$570  = region_waiting3;
     if (rst) begin
-      \$714  = 1'h0;
+      \$570  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$715  = region_waiting4;
+    \$571  = region_waiting4;
     if (rst) begin
-      \$715  = 1'h0;
+      \$571  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$716  = region_waiting5;
+    \$572  = region_waiting5;
     if (rst) begin
-      \$716  = 1'h0;
+      \$572  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$717  = region_waiting6;
+    \$573  = region_waiting6;
     if (rst) begin
-      \$717  = 1'h0;
+      \$573  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$718  = region_waiting7;
+    \$574  = region_waiting7;
     if (rst) begin
-      \$718  = 1'h0;
+      \$574  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$719  = region_waiting8;
+    \$575  = region_waiting8;
     if (rst) begin
-      \$719  = 1'h0;
+      \$575  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$720  = region_waiting9;
+    \$576  = region_waiting9;
     if (rst) begin
-      \$720  = 1'h0;
+      \$576  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$721  = region_waiting10;
+    \$577  = region_waiting10;
     if (rst) begin
-      \$721  = 1'h0;
+      \$577  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$722  = region_waiting11;
+    \$578  = region_waiting11;
     if (rst) begin
-      \$722  = 1'h0;
+      \$578  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$723  = \$9 ;
+    \$579  = \$9 ;
     if (rst) begin
-      \$723  = 1'h0;
+      \$579  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$724  = 1'h0;
-    if (\$142 ) begin
+    \$580  = 1'h0;
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$96 ) begin
             end else begin
-              \$724  = 1'h1;
+              \$580  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$724  = 1'h0;
+      \$580  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$725  = region_fetch;
+    \$581  = region_fetch;
     if (rst) begin
-      \$725  = 1'h0;
+      \$581  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$726  = region_program__payload;
+    \$582  = region_program__payload;
     if (region_load) begin
-      \$726 [3] = region_got[0];
-      \$726 [5:4] = region_got[2:1];
-      \$726 [10:6] = region_got[7:3];
-      \$726 [58:11] = region_got[55:8];
-      \$726 [106:59] = region_got[103:56];
-      \$726 [154:107] = region_got[151:104];
+      \$582 [3] = region_got[0];
+      \$582 [5:4] = region_got[2:1];
+      \$582 [10:6] = region_got[7:3];
+      \$582 [58:11] = region_got[55:8];
+      \$582 [106:59] = region_got[103:56];
+      \$582 [154:107] = region_got[151:104];
     end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$726 [2:0] = req_w_data[2:0];
-      \$726 [3] = req_w_data[3];
-      \$726 [5:4] = req_w_data[5:4];
-      \$726 [10:6] = req_w_data[10:6];
+    if (\$15 ) begin
+    end else if (\$16 ) begin
+      \$582 [2:0] = req_w_data[2:0];
+      \$582 [3] = req_w_data[3];
+      \$582 [5:4] = req_w_data[5:4];
+      \$582 [10:6] = req_w_data[10:6];
     end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$726 [42:11] = req_w_data;
+    if (\$18 ) begin
+    end else if (\$19 ) begin
+      \$582 [42:11] = req_w_data;
+    end
+    if (\$21 ) begin
+    end else if (\$22 ) begin
+      \$582 [58:43] = req_w_data[15:0];
+    end
+    if (\$24 ) begin
+    end else if (\$25 ) begin
+      \$582 [90:59] = req_w_data;
+    end
+    if (\$27 ) begin
+    end else if (\$28 ) begin
+      \$582 [106:91] = req_w_data[15:0];
+    end
+    if (\$30 ) begin
+    end else if (\$31 ) begin
+      \$582 [138:107] = req_w_data;
     end
     if (\$33 ) begin
     end else if (\$34 ) begin
-      \$726 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$726 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$726 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$726 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$726 [154:139] = req_w_data[15:0];
+      \$582 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$726  = 155'h000000000000000000000000000000000000000;
+      \$582  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$727  = \$10 ;
+    \$583  = \$10 ;
     if (rst) begin
-      \$727  = 1'h0;
+      \$583  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$728  = desc_waiting0;
+    \$584  = desc_waiting0;
     if (rst) begin
-      \$728  = 1'h0;
+      \$584  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$729  = desc_waiting1;
+    \$585  = desc_waiting1;
     if (rst) begin
-      \$729  = 1'h0;
+      \$585  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$730  = desc_waiting2;
+    \$586  = desc_waiting2;
     if (rst) begin
-      \$730  = 1'h0;
+      \$586  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$731  = desc_waiting3;
+    \$587  = desc_waiting3;
     if (rst) begin
-      \$731  = 1'h0;
+      \$587  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$732  = \$12 ;
+    \$588  = desc_waiting4;
     if (rst) begin
-      \$732  = 1'h0;
+      \$588  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$733  = 1'h0;
-    if (\$142 ) begin
+    \$589  = \$12 ;
+    if (rst) begin
+      \$589  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$590  = 1'h0;
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -9825,569 +9596,655 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$163 ) begin
+            if (\$99 ) begin
             end else begin
-              \$733  = 1'h1;
+              \$590  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$733  = 1'h0;
+      \$590  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$734  = desc_fetch;
+    \$591  = desc_fetch;
     if (rst) begin
-      \$734  = 1'h0;
+      \$591  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$735  = dma_program__payload;
+    \$592  = dma_program__payload;
     if (desc_load) begin
-      \$735 [8] = desc_got[0];
-      \$735 [9] = desc_got[1];
-      \$735 [14:10] = desc_got[6:2];
-      \$735 [30:15] = desc_got[22:7];
-      \$735 [42:31] = desc_got[34:23];
-      \$735 [58:43] = desc_got[50:35];
-      \$735 [82:59] = desc_got[74:51];
-      \$735 [130:83] = desc_got[122:75];
-      \$735 [178:131] = desc_got[170:123];
+      \$592 [8] = desc_got[0];
+      \$592 [9] = desc_got[1];
+      \$592 [14:10] = desc_got[6:2];
+      \$592 [30:15] = desc_got[22:7];
+      \$592 [42:31] = desc_got[34:23];
+      \$592 [58:43] = desc_got[50:35];
+      \$592 [82:59] = desc_got[74:51];
+      \$592 [130:83] = desc_got[122:75];
+      \$592 [178:131] = desc_got[170:123];
     end
-    if (\$68 ) begin
-    end else if (\$69 ) begin
-      \$735 [7:0] = req_w_data[7:0];
-      \$735 [8] = req_w_data[8];
-      \$735 [9] = req_w_data[9];
-      \$735 [14:10] = req_w_data[14:10];
-      \$735 [30:15] = req_w_data[30:15];
+    if (\$36 ) begin
+    end else if (\$37 ) begin
+      \$592 [7:0] = req_w_data[7:0];
+      \$592 [8] = req_w_data[8];
+      \$592 [9] = req_w_data[9];
+      \$592 [14:10] = req_w_data[14:10];
+      \$592 [30:15] = req_w_data[30:15];
     end
-    if (\$75 ) begin
-    end else if (\$76 ) begin
-      \$735 [42:31] = req_w_data[11:0];
-      \$735 [58:43] = req_w_data[27:12];
+    if (\$39 ) begin
+    end else if (\$40 ) begin
+      \$592 [42:31] = req_w_data[11:0];
+      \$592 [58:43] = req_w_data[27:12];
     end
-    if (\$82 ) begin
-    end else if (\$83 ) begin
-      \$735 [82:59] = req_w_data[23:0];
+    if (\$42 ) begin
+    end else if (\$43 ) begin
+      \$592 [82:59] = req_w_data[23:0];
     end
-    if (\$89 ) begin
-    end else if (\$90 ) begin
-      \$735 [114:83] = req_w_data;
+    if (\$45 ) begin
+    end else if (\$46 ) begin
+      \$592 [114:83] = req_w_data;
     end
-    if (\$96 ) begin
-    end else if (\$97 ) begin
-      \$735 [130:115] = req_w_data[15:0];
+    if (\$48 ) begin
+    end else if (\$49 ) begin
+      \$592 [130:115] = req_w_data[15:0];
     end
-    if (\$103 ) begin
-    end else if (\$104 ) begin
-      \$735 [162:131] = req_w_data;
+    if (\$51 ) begin
+    end else if (\$52 ) begin
+      \$592 [162:131] = req_w_data;
     end
-    if (\$110 ) begin
-    end else if (\$111 ) begin
-      \$735 [178:163] = req_w_data[15:0];
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$592 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$735  = 179'h000000000000000000000000000000000000000000000;
+      \$592  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$736  = track_result;
+    \$593  = track_result;
     if (tracker_result__valid) begin
-      \$736  = tracker_result__payload;
+      \$593  = tracker_result__payload;
     end
     if (rst) begin
-      \$736  = 59'h000000000000000;
+      \$593  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$737  = track_answer;
+    \$594  = track_answer;
     if (tracker_result__valid) begin
-      \$737  = 1'h0;
+      \$594  = 1'h0;
     end else if (\$13 ) begin
-      \$737  = 1'h1;
+      \$594  = 1'h1;
     end
     if (rst) begin
-      \$737  = 1'h0;
+      \$594  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$738  = tracker_program__payload;
-    if (\$116 ) begin
-    end else if (\$117 ) begin
-      \$738 [1:0] = req_w_data[1:0];
-      \$738 [17:2] = req_w_data[17:2];
-      \$738 [29:18] = req_w_data[29:18];
+    \$595  = tracker_program__payload;
+    if (\$60 ) begin
+    end else if (\$61 ) begin
+      \$595 [1:0] = req_w_data[1:0];
+      \$595 [17:2] = req_w_data[17:2];
+      \$595 [29:18] = req_w_data[29:18];
     end
-    if (\$122 ) begin
-    end else if (\$123 ) begin
-      \$738 [37:30] = req_w_data[7:0];
-      \$738 [38] = req_w_data[8];
+    if (\$66 ) begin
+    end else if (\$67 ) begin
+      \$595 [37:30] = req_w_data[7:0];
+      \$595 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$738  = 39'h0000000000;
+      \$595  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$739  = arbiter_program__payload;
-    if (\$128 ) begin
-    end else if (\$129 ) begin
-      \$739 [1:0] = req_w_data[1:0];
-      \$739 [9:2] = req_w_data[9:2];
-      \$739 [17:10] = req_w_data[17:10];
-      \$739 [22:18] = req_w_data[22:18];
+    \$596  = arbiter_program__payload;
+    if (\$72 ) begin
+    end else if (\$73 ) begin
+      \$596 [1:0] = req_w_data[1:0];
+      \$596 [9:2] = req_w_data[9:2];
+      \$596 [17:10] = req_w_data[17:10];
+      \$596 [22:18] = req_w_data[22:18];
     end
-    if (\$134 ) begin
-    end else if (\$135 ) begin
-      \$739 [38:23] = req_w_data[15:0];
+    if (\$78 ) begin
+    end else if (\$79 ) begin
+      \$596 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$739  = 39'h0200388002;
+      \$596  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$740  = device_id;
-    if (\$136 ) begin
-      \$740  = req_w_data[4:0];
+    \$597  = device_id;
+    if (\$80 ) begin
+      \$597  = req_w_data[4:0];
     end
     if (rst) begin
-      \$740  = 5'h00;
+      \$597  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$741  = csr_irq_enable;
-    if (\$137 ) begin
-      \$741 [0] = req_w_data[0];
-      \$741 [1] = req_w_data[1];
-      \$741 [2] = req_w_data[2];
-      \$741 [3] = req_w_data[3];
+    \$598  = csr_irq_enable;
+    if (\$81 ) begin
+      \$598 [0] = req_w_data[0];
+      \$598 [1] = req_w_data[1];
+      \$598 [2] = req_w_data[2];
+      \$598 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$741  = 4'h0;
+      \$598  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$742  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$742 [0] = req_w_data[0];
-      \$742 [1] = req_w_data[1];
-      \$742 [2] = req_w_data[2];
-      \$742 [3] = req_w_data[3];
-      \$742 [4] = req_w_data[4];
-      \$742 [5] = req_w_data[5];
+    \$599  = tracker_irq_enable;
+    if (\$82 ) begin
+      \$599 [0] = req_w_data[0];
+      \$599 [1] = req_w_data[1];
+      \$599 [2] = req_w_data[2];
+      \$599 [3] = req_w_data[3];
+      \$599 [4] = req_w_data[4];
+      \$599 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$742  = 6'h00;
+      \$599  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$743  = dma_irq_enable;
-    if (\$139 ) begin
-      \$743 [0] = req_w_data[0];
-      \$743 [1] = req_w_data[1];
-      \$743 [2] = req_w_data[2];
-      \$743 [3] = req_w_data[3];
-      \$743 [4] = req_w_data[4];
-      \$743 [5] = req_w_data[5];
-      \$743 [6] = req_w_data[6];
+    \$600  = dma_irq_enable;
+    if (\$83 ) begin
+      \$600 [0] = req_w_data[0];
+      \$600 [1] = req_w_data[1];
+      \$600 [2] = req_w_data[2];
+      \$600 [3] = req_w_data[3];
+      \$600 [4] = req_w_data[4];
+      \$600 [5] = req_w_data[5];
+      \$600 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$743  = 7'h00;
+      \$600  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$744  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$744 [0] = req_w_data[0];
-      \$744 [1] = req_w_data[1];
-      \$744 [2] = req_w_data[2];
-      \$744 [3] = req_w_data[3];
-      \$744 [4] = req_w_data[4];
-      \$744 [5] = req_w_data[5];
-      \$744 [6] = req_w_data[6];
+    \$601  = addrmap_irq_enable;
+    if (\$84 ) begin
+      \$601 [0] = req_w_data[0];
+      \$601 [1] = req_w_data[1];
+      \$601 [2] = req_w_data[2];
+      \$601 [3] = req_w_data[3];
+      \$601 [4] = req_w_data[4];
+      \$601 [5] = req_w_data[5];
+      \$601 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$744  = 7'h00;
+      \$601  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$745  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$745 [0] = req_w_data[0];
-      \$745 [1] = req_w_data[1];
+    \$602  = arbiter_irq_enable;
+    if (\$85 ) begin
+      \$602 [0] = req_w_data[0];
+      \$602 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$745  = 2'h0;
+      \$602  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$746  = tracker_errors;
+    \$603  = \$89 ;
     if (rst) begin
-      \$746  = 6'h00;
+      \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$747  = dma_errors;
+    \$604  = \$93 ;
     if (rst) begin
-      \$747  = 7'h00;
+      \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$748  = addrmap_errors;
+    \$605  = tracker_errors;
     if (rst) begin
-      \$748  = 7'h00;
+      \$605  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$749  = arbiter_errors;
+    \$606  = dma_errors;
     if (rst) begin
-      \$749  = 2'h0;
+      \$606  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$750  = csr_errors_clear_next;
+    \$607  = addrmap_errors;
     if (rst) begin
-      \$750  = 4'h0;
+      \$607  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$751  = \$174 ;
+    \$608  = arbiter_errors;
     if (rst) begin
-      \$751  = 4'h0;
+      \$608  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$752  = tracker_errors_clear_next;
+    \$609  = csr_errors_clear_next;
     if (rst) begin
-      \$752  = 6'h00;
+      \$609  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$753  = \$177 ;
+    \$610  = \$110 ;
     if (rst) begin
-      \$753  = 6'h00;
+      \$610  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$754  = \$186 ;
+    \$611  = tracker_errors_clear_next;
     if (rst) begin
-      \$754  = 1'h0;
+      \$611  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$755  = dma_errors_clear_next;
+    \$612  = \$113 ;
     if (rst) begin
-      \$755  = 7'h00;
+      \$612  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$756  = \$189 ;
+    \$613  = \$122 ;
     if (rst) begin
-      \$756  = 7'h00;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$757  = \$198 ;
+    \$614  = dma_errors_clear_next;
     if (rst) begin
-      \$757  = 1'h0;
+      \$614  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$758  = addrmap_errors_clear_next;
+    \$615  = \$125 ;
     if (rst) begin
-      \$758  = 7'h00;
+      \$615  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$759  = \$201 ;
+    \$616  = \$134 ;
     if (rst) begin
-      \$759  = 7'h00;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$760  = \$210 ;
+    \$617  = addrmap_errors_clear_next;
     if (rst) begin
-      \$760  = 1'h0;
+      \$617  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$761  = arbiter_errors_clear_next;
+    \$618  = \$137 ;
     if (rst) begin
-      \$761  = 2'h0;
+      \$618  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$762  = \$213 ;
+    \$619  = \$146 ;
     if (rst) begin
-      \$762  = 2'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$763  = \$222 ;
+    \$620  = arbiter_errors_clear_next;
     if (rst) begin
-      \$763  = 1'h0;
+      \$620  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$764  = tracker_capture;
+    \$621  = \$149 ;
     if (rst) begin
-      \$764  = 24'h000000;
+      \$621  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$765  = \tracker_capture$186 ;
+    \$622  = \$158 ;
+    if (rst) begin
+      \$622  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$623  = tracker_capture;
+    if (rst) begin
+      \$623  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$624  = \tracker_capture$191 ;
     if (tracker_errors_first) begin
-      \$765 [15:0] = tracker_given[15:0];
-      \$765 [23:16] = tracker_given[23:16];
-      \$765 [29:24] = tracker_events;
+      \$624 [15:0] = tracker_given[15:0];
+      \$624 [23:16] = tracker_given[23:16];
+      \$624 [29:24] = tracker_events;
     end
     if (rst) begin
-      \$765  = 30'h00000000;
+      \$624  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$766  = dma_capture;
+    \$625  = dma_capture;
     if (rst) begin
-      \$766  = 72'h000000000000000000;
+      \$625  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$767  = \dma_capture$188 ;
+    \$626  = \dma_capture$193 ;
     if (dma_errors_first) begin
-      \$767 [7:0] = dma_given[7:0];
-      \$767 [23:8] = dma_given[23:8];
-      \$767 [71:24] = dma_given[71:24];
-      \$767 [78:72] = dma_events;
+      \$626 [7:0] = dma_given[7:0];
+      \$626 [23:8] = dma_given[23:8];
+      \$626 [71:24] = dma_given[71:24];
+      \$626 [78:72] = dma_events;
     end
     if (rst) begin
-      \$767  = 79'h00000000000000000000;
+      \$626  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$768  = addrmap_capture;
+    \$627  = addrmap_capture;
     if (rst) begin
-      \$768  = 69'h000000000000000000;
+      \$627  = 69'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$769  = \addrmap_capture$190 ;
+    \$628  = \addrmap_capture$195 ;
     if (addrmap_errors_first) begin
-      \$769 [47:0] = addrmap_given[47:0];
-      \$769 [52:48] = addrmap_given[52:48];
-      \$769 [68:53] = addrmap_given[68:53];
-      \$769 [75:69] = addrmap_events;
+      \$628 [47:0] = addrmap_given[47:0];
+      \$628 [52:48] = addrmap_given[52:48];
+      \$628 [68:53] = addrmap_given[68:53];
+      \$628 [75:69] = addrmap_events;
     end
     if (rst) begin
-      \$769  = 76'h0000000000000000000;
+      \$628  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$770  = \$233 ;
+    \$629  = \$169 ;
     if (rst) begin
-      \$770  = 1'h0;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$771  = read_part0;
+    \$630  = read_part0;
     if (req_r_stb) begin
-      \$771  = \$240 ;
+      \$630  = \$176 ;
     end
     if (rst) begin
-      \$771  = 32'd0;
+      \$630  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$772  = read_part1;
+    \$631  = read_part1;
     if (req_r_stb) begin
-      \$772  = \$247 ;
+      \$631  = \$183 ;
     end
     if (rst) begin
-      \$772  = 32'd0;
+      \$631  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$773  = read_part2;
+    \$632  = read_part2;
     if (req_r_stb) begin
-      \$773  = \$255 ;
+      \$632  = \$191 ;
     end
     if (rst) begin
-      \$773  = 32'd0;
+      \$632  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$774  = read_part3;
+    \$633  = read_part3;
     if (req_r_stb) begin
-      \$774  = \$263 ;
+      \$633  = \$199 ;
     end
     if (rst) begin
-      \$774  = 32'd0;
+      \$633  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$775  = read_part4;
+    \$634  = read_part4;
     if (req_r_stb) begin
-      \$775  = \$268 ;
+      \$634  = \$204 ;
     end
     if (rst) begin
-      \$775  = 32'd0;
+      \$634  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$776  = read_part5;
+    \$635  = read_part5;
     if (req_r_stb) begin
-      \$776  = \$275 ;
+      \$635  = \$211 ;
     end
     if (rst) begin
-      \$776  = 32'd0;
+      \$635  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$777  = read_part6;
+    \$636  = read_part6;
     if (req_r_stb) begin
-      \$777  = \$286 ;
+      \$636  = \$222 ;
     end
     if (rst) begin
-      \$777  = 32'd0;
+      \$636  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$778  = read_part8;
+    \$637  = read_part8;
     if (req_r_stb) begin
-      \$778  = \$297 ;
+      \$637  = \$233 ;
     end
     if (rst) begin
-      \$778  = 32'd0;
+      \$637  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$779  = read_part10;
+    \$638  = read_part10;
     if (req_r_stb) begin
-      \$779  = \$302 ;
+      \$638  = \$238 ;
     end
     if (rst) begin
-      \$779  = 32'd0;
+      \$638  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$780  = read_part11;
+    \$639  = read_part11;
     if (req_r_stb) begin
-      \$780  = \$313 ;
+      \$639  = \$249 ;
     end
     if (rst) begin
-      \$780  = 32'd0;
+      \$639  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$781  = read_part13;
+    \$640  = read_part13;
     if (req_r_stb) begin
-      \$781  = \$320 ;
+      \$640  = \$256 ;
     end
     if (rst) begin
-      \$781  = 32'd0;
+      \$640  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$782  = read_part14;
+    \$641  = read_part14;
     if (req_r_stb) begin
-      \$782  = \$328 ;
+      \$641  = \$264 ;
     end
     if (rst) begin
-      \$782  = 32'd0;
+      \$641  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$783  = req_r_stb;
+    \$642  = req_r_stb;
     if (rst) begin
-      \$783  = 1'h0;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$784  = read_section;
+    \$643  = read_section;
     if (req_r_stb) begin
-      \$784  = req_addr[9:6];
+      \$643  = req_addr[9:6];
     end
     if (rst) begin
-      \$784  = 4'h0;
+      \$643  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$785  = read_unaligned;
+    \$644  = read_unaligned;
     if (req_r_stb) begin
-      \$785  = \$329 ;
+      \$644  = \$265 ;
     end
     if (rst) begin
-      \$785  = 1'h0;
+      \$644  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$786  = bus__r_data;
+    \$645  = bus__r_data;
     if (read_pending) begin
-      \$786  = \$345 ;
+      \$645  = \$281 ;
     end
     if (rst) begin
-      \$786  = 32'd0;
+      \$645  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$409 ) begin
+    if (\$341 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$345 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$347 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$351 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$353 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$357 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$359 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$363 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$365 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$369 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$371 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$375 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$377 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$381 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$383 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$387 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$389 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$393 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$395 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$399 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$401 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$405 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$407 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$411 ) begin
       set_err[3] = 1'h1;
     end
     if (\$413 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$417 ) begin
       set_err[3] = 1'h1;
     end
     if (\$419 ) begin
@@ -10396,115 +10253,43 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     if (\$423 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$429 ) begin
+    if (\$428 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$433 ) begin
+    if (\$434 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$439 ) begin
+    if (\$440 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$443 ) begin
+    if (\$446 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$449 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$453 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$459 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$463 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$469 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$473 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$479 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$483 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$489 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$493 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$499 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$503 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$509 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$513 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$519 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$523 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$529 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$533 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$539 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$543 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$548 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$554 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$560 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$566 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$568 ) begin
+    if (\$448 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$573 ) begin
+            if (\$449 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$578 ) begin
+            if (\$450 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$584 ) begin
+            if (\$452 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$589 ) begin
+            if (\$453 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$593 ) begin
+            if (\$457 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$597 ) begin
+            if (\$461 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -10539,50 +10324,94 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$397 ;
+      wp__en = \$333 ;
     end else begin
-      wp__en = \$400 ;
+      wp__en = \$336 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$211  = sweep_at;
+      \wp__addr$216  = sweep_at;
     end else begin
-      \wp__addr$211  = dma_program__payload[7:0];
+      \wp__addr$216  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$212  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$217  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$212 [0] = dma_program__payload[8];
-      \wp__data$212 [1] = dma_program__payload[9];
-      \wp__data$212 [6:2] = dma_program__payload[14:10];
-      \wp__data$212 [22:7] = dma_program__payload[30:15];
-      \wp__data$212 [34:23] = dma_program__payload[42:31];
-      \wp__data$212 [50:35] = dma_program__payload[58:43];
-      \wp__data$212 [74:51] = dma_program__payload[82:59];
-      \wp__data$212 [122:75] = dma_program__payload[130:83];
-      \wp__data$212 [170:123] = dma_program__payload[178:131];
+      \wp__data$217 [0] = dma_program__payload[8];
+      \wp__data$217 [1] = dma_program__payload[9];
+      \wp__data$217 [6:2] = dma_program__payload[14:10];
+      \wp__data$217 [22:7] = dma_program__payload[30:15];
+      \wp__data$217 [34:23] = dma_program__payload[42:31];
+      \wp__data$217 [50:35] = dma_program__payload[58:43];
+      \wp__data$217 [74:51] = dma_program__payload[82:59];
+      \wp__data$217 [122:75] = dma_program__payload[130:83];
+      \wp__data$217 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$213  = 1'h1;
+      \wp__en$218  = 1'h1;
     end else begin
-      \wp__en$213  = \$403 ;
+      \wp__en$218  = \$339 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    region_started = 1'h0;
+    if (\$448 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            (* full_case = 32'd1 *)
+            if (\$449 ) begin
+            end else begin
+              region_started = 1'h1;
+            end
+        3'h2:
+            (* full_case = 32'd1 *)
+            if (\$450 ) begin
+            end else begin
+              region_started = 1'h1;
+            end
+      endcase
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    desc_started = 1'h0;
+    if (\$448 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            (* full_case = 32'd1 *)
+            if (\$452 ) begin
+            end else begin
+              desc_started = 1'h1;
+            end
+        3'h4:
+            (* full_case = 32'd1 *)
+            if (\$453 ) begin
+            end else begin
+              desc_started = 1'h1;
+            end
+      endcase
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     csr_errors_clear_next = 4'h0;
-    if (\$599 ) begin
+    if (\$463 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
       csr_errors_clear_next[1] = bus__w_data[1];
       csr_errors_clear_next[2] = bus__w_data[2];
@@ -10592,7 +10421,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     tracker_errors_clear_next = 6'h00;
-    if (\$601 ) begin
+    if (\$465 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
       tracker_errors_clear_next[1] = bus__w_data[1];
       tracker_errors_clear_next[2] = bus__w_data[2];
@@ -10604,7 +10433,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     dma_errors_clear_next = 7'h00;
-    if (\$603 ) begin
+    if (\$467 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
       dma_errors_clear_next[1] = bus__w_data[1];
       dma_errors_clear_next[2] = bus__w_data[2];
@@ -10617,7 +10446,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     addrmap_errors_clear_next = 7'h00;
-    if (\$605 ) begin
+    if (\$469 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
       addrmap_errors_clear_next[1] = bus__w_data[1];
       addrmap_errors_clear_next[2] = bus__w_data[2];
@@ -10630,14 +10459,14 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     arbiter_errors_clear_next = 2'h0;
-    if (\$607 ) begin
+    if (\$471 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
       arbiter_errors_clear_next[1] = bus__w_data[1];
     end
   end
-  assign \device_id$156  = device_id;
+  assign \device_id$159  = device_id;
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$214  = dma_program__payload[7:0];
+  assign \rp__addr$219  = dma_program__payload[7:0];
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -10791,15 +10620,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$151__valid  = \rp__data$151 [0];
-  assign rp__data$151__op  = \rp__data$151 [1];
-  assign rp__data$151__device  = \rp__data$151 [6:2];
-  assign rp__data$151__tile  = \rp__data$151 [22:7];
-  assign rp__data$151__rows  = \rp__data$151 [34:23];
-  assign rp__data$151__row_bytes  = \rp__data$151 [50:35];
-  assign rp__data$151__pitch  = \rp__data$151 [74:51];
-  assign rp__data$151__src  = \rp__data$151 [122:75];
-  assign rp__data$151__dst  = \rp__data$151 [170:123];
+  assign rp__data$152__valid  = \rp__data$152 [0];
+  assign rp__data$152__op  = \rp__data$152 [1];
+  assign rp__data$152__device  = \rp__data$152 [6:2];
+  assign rp__data$152__tile  = \rp__data$152 [22:7];
+  assign rp__data$152__rows  = \rp__data$152 [34:23];
+  assign rp__data$152__row_bytes  = \rp__data$152 [50:35];
+  assign rp__data$152__pitch  = \rp__data$152 [74:51];
+  assign rp__data$152__src  = \rp__data$152 [122:75];
+  assign rp__data$152__dst  = \rp__data$152 [170:123];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -10809,7 +10638,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign track_result__threshold  = track_result[38:27];
   assign track_result__count  = track_result[50:39];
   assign track_result__cmd  = track_result[58:51];
-  assign device_id$156__device  = device_id;
+  assign device_id$159__device  = device_id;
   assign csr_irq_enable__unmapped  = csr_irq_enable[0];
   assign csr_irq_enable__read_only  = csr_irq_enable[1];
   assign csr_irq_enable__bad_command  = csr_irq_enable[2];
@@ -10886,43 +10715,43 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
   assign tracker_given__tile  = tracker_given[15:0];
   assign tracker_given__cmd  = tracker_given[23:16];
-  assign tracker_capture$186__tile  = \tracker_capture$186 [15:0];
-  assign tracker_capture$186__cmd  = \tracker_capture$186 [23:16];
-  assign tracker_capture$186__events  = \tracker_capture$186 [29:24];
-  assign tracker_capture$186__events__unprogrammed  = \tracker_capture$186 [24];
-  assign tracker_capture$186__events__overcount  = \tracker_capture$186 [25];
-  assign tracker_capture$186__events__reprogram  = \tracker_capture$186 [26];
-  assign tracker_capture$186__events__bad_threshold  = \tracker_capture$186 [27];
-  assign tracker_capture$186__events__overflow  = \tracker_capture$186 [28];
-  assign tracker_capture$186__events__bad_op  = \tracker_capture$186 [29];
+  assign tracker_capture$191__tile  = \tracker_capture$191 [15:0];
+  assign tracker_capture$191__cmd  = \tracker_capture$191 [23:16];
+  assign tracker_capture$191__events  = \tracker_capture$191 [29:24];
+  assign tracker_capture$191__events__unprogrammed  = \tracker_capture$191 [24];
+  assign tracker_capture$191__events__overcount  = \tracker_capture$191 [25];
+  assign tracker_capture$191__events__reprogram  = \tracker_capture$191 [26];
+  assign tracker_capture$191__events__bad_threshold  = \tracker_capture$191 [27];
+  assign tracker_capture$191__events__overflow  = \tracker_capture$191 [28];
+  assign tracker_capture$191__events__bad_op  = \tracker_capture$191 [29];
   assign dma_given__index  = dma_given[7:0];
   assign dma_given__tile  = dma_given[23:8];
   assign dma_given__addr  = dma_given[71:24];
-  assign dma_capture$188__index  = \dma_capture$188 [7:0];
-  assign dma_capture$188__tile  = \dma_capture$188 [23:8];
-  assign dma_capture$188__addr  = \dma_capture$188 [71:24];
-  assign dma_capture$188__events  = \dma_capture$188 [78:72];
-  assign dma_capture$188__events__bad_descriptor  = \dma_capture$188 [72];
-  assign dma_capture$188__events__bad_program  = \dma_capture$188 [73];
-  assign dma_capture$188__events__bad_response  = \dma_capture$188 [74];
-  assign dma_capture$188__events__bad_range  = \dma_capture$188 [75];
-  assign dma_capture$188__events__bad_pitch  = \dma_capture$188 [76];
-  assign dma_capture$188__events__desc_busy  = \dma_capture$188 [77];
-  assign dma_capture$188__events__read_error  = \dma_capture$188 [78];
+  assign dma_capture$193__index  = \dma_capture$193 [7:0];
+  assign dma_capture$193__tile  = \dma_capture$193 [23:8];
+  assign dma_capture$193__addr  = \dma_capture$193 [71:24];
+  assign dma_capture$193__events  = \dma_capture$193 [78:72];
+  assign dma_capture$193__events__bad_descriptor  = \dma_capture$193 [72];
+  assign dma_capture$193__events__bad_program  = \dma_capture$193 [73];
+  assign dma_capture$193__events__bad_response  = \dma_capture$193 [74];
+  assign dma_capture$193__events__bad_range  = \dma_capture$193 [75];
+  assign dma_capture$193__events__bad_pitch  = \dma_capture$193 [76];
+  assign dma_capture$193__events__desc_busy  = \dma_capture$193 [77];
+  assign dma_capture$193__events__read_error  = \dma_capture$193 [78];
   assign addrmap_given__addr  = addrmap_given[47:0];
   assign addrmap_given__device  = addrmap_given[52:48];
   assign addrmap_given__tile  = addrmap_given[68:53];
-  assign addrmap_capture$190__addr  = \addrmap_capture$190 [47:0];
-  assign addrmap_capture$190__device  = \addrmap_capture$190 [52:48];
-  assign addrmap_capture$190__tile  = \addrmap_capture$190 [68:53];
-  assign addrmap_capture$190__events  = \addrmap_capture$190 [75:69];
-  assign addrmap_capture$190__events__bad_region  = \addrmap_capture$190 [69];
-  assign addrmap_capture$190__events__overlap  = \addrmap_capture$190 [70];
-  assign addrmap_capture$190__events__store_crosses  = \addrmap_capture$190 [71];
-  assign addrmap_capture$190__events__rx_misrouted  = \addrmap_capture$190 [72];
-  assign addrmap_capture$190__events__rx_remote  = \addrmap_capture$190 [73];
-  assign addrmap_capture$190__events__rx_unmapped  = \addrmap_capture$190 [74];
-  assign addrmap_capture$190__events__rx_crosses  = \addrmap_capture$190 [75];
+  assign addrmap_capture$195__addr  = \addrmap_capture$195 [47:0];
+  assign addrmap_capture$195__device  = \addrmap_capture$195 [52:48];
+  assign addrmap_capture$195__tile  = \addrmap_capture$195 [68:53];
+  assign addrmap_capture$195__events  = \addrmap_capture$195 [75:69];
+  assign addrmap_capture$195__events__bad_region  = \addrmap_capture$195 [69];
+  assign addrmap_capture$195__events__overlap  = \addrmap_capture$195 [70];
+  assign addrmap_capture$195__events__store_crosses  = \addrmap_capture$195 [71];
+  assign addrmap_capture$195__events__rx_misrouted  = \addrmap_capture$195 [72];
+  assign addrmap_capture$195__events__rx_remote  = \addrmap_capture$195 [73];
+  assign addrmap_capture$195__events__rx_unmapped  = \addrmap_capture$195 [74];
+  assign addrmap_capture$195__events__rx_crosses  = \addrmap_capture$195 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -10938,102 +10767,64 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$212__valid  = \wp__data$212 [0];
-  assign wp__data$212__op  = \wp__data$212 [1];
-  assign wp__data$212__device  = \wp__data$212 [6:2];
-  assign wp__data$212__tile  = \wp__data$212 [22:7];
-  assign wp__data$212__rows  = \wp__data$212 [34:23];
-  assign wp__data$212__row_bytes  = \wp__data$212 [50:35];
-  assign wp__data$212__pitch  = \wp__data$212 [74:51];
-  assign wp__data$212__src  = \wp__data$212 [122:75];
-  assign wp__data$212__dst  = \wp__data$212 [170:123];
+  assign wp__data$217__valid  = \wp__data$217 [0];
+  assign wp__data$217__op  = \wp__data$217 [1];
+  assign wp__data$217__device  = \wp__data$217 [6:2];
+  assign wp__data$217__tile  = \wp__data$217 [22:7];
+  assign wp__data$217__rows  = \wp__data$217 [34:23];
+  assign wp__data$217__row_bytes  = \wp__data$217 [50:35];
+  assign wp__data$217__pitch  = \wp__data$217 [74:51];
+  assign wp__data$217__src  = \wp__data$217 [122:75];
+  assign wp__data$217__dst  = \wp__data$217 [170:123];
   assign status[8] = irq;
-  assign status[7] = \$621 ;
-  assign status[6] = \$618 ;
-  assign status[5] = \$615 ;
-  assign status[4] = \$611 ;
+  assign status[7] = \$477 ;
+  assign status[6] = \$474 ;
+  assign status[5] = desc_locked;
+  assign status[4] = region_locked;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$396 ;
+    set_err[1] = \$332 ;
   always @*
-    set_err[0] = \$348 ;
+    set_err[0] = \$284 ;
   assign \$6  = arbiter_program__valid;
-  assign \$18  = \$17 ;
-  assign \$25  = \$24 ;
-  assign \$32  = \$31 ;
-  assign \$39  = \$38 ;
-  assign \$46  = \$45 ;
-  assign \$53  = \$52 ;
-  assign \$60  = \$59 ;
-  assign \$67  = \$66 ;
-  assign \$74  = \$73 ;
-  assign \$81  = \$80 ;
-  assign \$88  = \$87 ;
-  assign \$95  = \$94 ;
-  assign \$102  = \$101 ;
-  assign \$109  = \$108 ;
-  assign \$113  = tracker_program__valid;
-  assign \$114  = tracker_program__valid;
-  assign \$119  = tracker_program__valid;
-  assign \$120  = tracker_program__valid;
-  assign \$125  = arbiter_program__valid;
-  assign \$126  = arbiter_program__valid;
-  assign \$127  = arbiter_program__valid;
-  assign \$131  = arbiter_program__valid;
-  assign \$132  = arbiter_program__valid;
-  assign \$133  = arbiter_program__valid;
-  assign \$146  = \$145 ;
-  assign \$151  = \$150 ;
-  assign \$156  = \$155 ;
-  assign \$162  = \$161 ;
-  assign \$164  = tracker_program__valid;
-  assign \$165  = tracker_program__valid;
-  assign \$168  = arbiter_program__valid;
-  assign \$169  = arbiter_program__valid;
-  assign \$170  = arbiter_program__valid;
-  assign \$171  = arbiter_program__valid;
-  assign \$611  = \$610 ;
-  assign \$615  = \$614 ;
-  assign \$616  = tracker_program__valid;
-  assign \$617  = tracker_program__valid;
-  assign \$619  = arbiter_program__valid;
-  assign \$620  = arbiter_program__valid;
-  assign \$621  = arbiter_program__valid;
-  assign \$408  = \$407 ;
-  assign \$418  = \$417 ;
-  assign \$428  = \$427 ;
-  assign \$438  = \$437 ;
-  assign \$448  = \$447 ;
-  assign \$458  = \$457 ;
-  assign \$468  = \$467 ;
-  assign \$478  = \$477 ;
-  assign \$488  = \$487 ;
-  assign \$498  = \$497 ;
-  assign \$508  = \$507 ;
-  assign \$518  = \$517 ;
-  assign \$528  = \$527 ;
-  assign \$538  = \$537 ;
-  assign \$545  = tracker_program__valid;
-  assign \$546  = tracker_program__valid;
-  assign \$551  = tracker_program__valid;
-  assign \$552  = tracker_program__valid;
-  assign \$557  = arbiter_program__valid;
-  assign \$558  = arbiter_program__valid;
-  assign \$559  = arbiter_program__valid;
-  assign \$563  = arbiter_program__valid;
-  assign \$564  = arbiter_program__valid;
-  assign \$565  = arbiter_program__valid;
-  assign \$572  = \$571 ;
-  assign \$577  = \$576 ;
-  assign \$582  = \$581 ;
-  assign \$588  = \$587 ;
-  assign \$590  = tracker_program__valid;
-  assign \$591  = tracker_program__valid;
-  assign \$594  = arbiter_program__valid;
-  assign \$595  = arbiter_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
+  assign \$57  = tracker_program__valid;
+  assign \$58  = tracker_program__valid;
+  assign \$63  = tracker_program__valid;
+  assign \$64  = tracker_program__valid;
+  assign \$69  = arbiter_program__valid;
+  assign \$70  = arbiter_program__valid;
+  assign \$71  = arbiter_program__valid;
+  assign \$75  = arbiter_program__valid;
+  assign \$76  = arbiter_program__valid;
+  assign \$77  = arbiter_program__valid;
+  assign \$100  = tracker_program__valid;
+  assign \$101  = tracker_program__valid;
+  assign \$104  = arbiter_program__valid;
+  assign \$105  = arbiter_program__valid;
+  assign \$106  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$472  = tracker_program__valid;
+  assign \$473  = tracker_program__valid;
+  assign \$475  = arbiter_program__valid;
+  assign \$476  = arbiter_program__valid;
+  assign \$477  = arbiter_program__valid;
+  assign \$425  = tracker_program__valid;
+  assign \$426  = tracker_program__valid;
+  assign \$431  = tracker_program__valid;
+  assign \$432  = tracker_program__valid;
+  assign \$437  = arbiter_program__valid;
+  assign \$438  = arbiter_program__valid;
+  assign \$439  = arbiter_program__valid;
+  assign \$443  = arbiter_program__valid;
+  assign \$444  = arbiter_program__valid;
+  assign \$445  = arbiter_program__valid;
+  assign \$454  = tracker_program__valid;
+  assign \$455  = tracker_program__valid;
+  assign \$458  = arbiter_program__valid;
+  assign \$459  = arbiter_program__valid;
+  assign \$460  = arbiter_program__valid;
+  assign \$461  = arbiter_program__valid;
 endmodule

@@ -1610,29 +1610,33 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg _init_strobe_4  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  reg [7:0] \$100 ;
-  reg \$101 ;
-  reg [3:0] \$102 ;
-  reg [178:0] \$103 ;
-  reg [11:0] \$104 ;
-  reg \$105 ;
-  reg \$106 ;
-  reg \$107 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg [178:0] \$106 ;
+  reg [11:0] \$107 ;
   reg \$108 ;
-  reg [4:0] \$109 ;
-  wire \$11 ;
+  reg \$109 ;
+  wire [23:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
-  reg \$112 ;
+  reg [4:0] \$112 ;
   reg \$113 ;
-  reg [178:0] \$114 ;
+  reg \$114 ;
   reg \$115 ;
-  reg [4:0] \$116 ;
+  reg \$116 ;
   reg \$117 ;
-  reg [4:0] \$118 ;
+  reg [178:0] \$118 ;
   reg \$119 ;
-  wire \$12 ;
+  wire [23:0] \$12 ;
   reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
+  reg \$123 ;
+  reg [4:0] \$124 ;
   wire [38:0] \$13 ;
   wire [39:0] \$14 ;
   wire [40:0] \$15 ;
@@ -1644,8 +1648,8 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [5:0] \$23 ;
-  wire [6:0] \$24 ;
+  wire \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -1654,7 +1658,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
@@ -1665,15 +1669,15 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [12:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire [4:0] \$43 ;
+  wire [4:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
-  wire [23:0] \$5 ;
+  wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
@@ -1684,7 +1688,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [23:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -1707,20 +1711,20 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [7:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire [5:0] \$85 ;
-  wire [5:0] \$86 ;
-  wire [5:0] \$87 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
   wire [5:0] \$88 ;
-  wire [6:0] \$89 ;
+  wire [5:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
+  wire [5:0] \$90 ;
+  wire [5:0] \$91 ;
+  wire [6:0] \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -1739,13 +1743,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$17  = 1'h0;
+  reg \busy$19  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$102 ;
-  wire [7:0] \check__addr$97 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$106 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$62 ;
-  wire [4:0] \check__data$69 ;
+  wire [4:0] \check__data$66 ;
+  wire [4:0] \check__data$73 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -1816,7 +1820,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$33  = 5'h00;
+  reg [4:0] \held$35  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -1824,26 +1828,28 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire in_use;
   reg [4:0] issued_checked = 5'h00;
   reg [23:0] lo = 24'h000000;
+  reg [23:0] mul_pitch = 24'h000000;
+  reg [11:0] mul_rows1 = 12'h000;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$58  = 5'h00;
-  reg [4:0] \old$65  = 5'h00;
+  reg [4:0] \old$62  = 5'h00;
+  reg [4:0] \old$69  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$56  = 1'h0;
-  reg \pending$63  = 1'h0;
+  reg \pending$59  = 1'h0;
+  reg \pending$67  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$57  = 8'h00;
-  reg [7:0] \pending_index$64  = 8'h00;
+  reg [7:0] \pending_index$61  = 8'h00;
+  reg [7:0] \pending_index$68  = 8'h00;
   wire [7:0] pre__addr;
+  wire [7:0] \pre__addr$102 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$93 ;
-  wire [7:0] \pre__addr$98 ;
+  wire [7:0] \pre__addr$97 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$59 ;
-  wire [4:0] \pre__data$66 ;
+  wire [4:0] \pre__data$63 ;
+  wire [4:0] \pre__data$70 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -1880,8 +1886,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [47:0] rd_fetch__data__src ;
   wire [15:0] rd_fetch__data__tile ;
   wire rd_fetch__data__valid ;
+  reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
+  wire room_next;
   reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
@@ -1893,7 +1901,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg [15:0] s2_tile = 16'h0000;
   reg s2_valid = 1'h0;
   reg [36:0] span = 37'h0000000000;
-  reg [3:0] stage = 4'h0;
+  reg [4:0] stage = 5'h00;
   reg [7:0] sweep = 8'h00;
   reg [4:0] taken_checked = 5'h00;
   input [23:0] trigger__payload;
@@ -1905,17 +1913,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$60 ;
-  wire [4:0] \value$67 ;
+  wire [4:0] \value$64 ;
+  wire [4:0] \value$71 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$94 ;
-  reg [7:0] \wr__addr$99 ;
+  reg [7:0] \wr__addr$103 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$100 ;
-  reg [4:0] \wr__data$95 ;
+  reg [4:0] \wr__data$104 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$101 ;
-  reg \wr__en$96 ;
+  reg \wr__en$100 ;
+  reg \wr__en$105 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -2465,11 +2473,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$96 )
-      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
+    if (\wr__en$100 )
+      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  assign \check__data$62  = dropped_count[desc[7:0]];
-  assign \pre__data$59  = dropped_count[s2_cmd];
+  assign \check__data$66  = dropped_count[desc[7:0]];
+  assign \pre__data$63  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -3266,155 +3274,163 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$101 )
-      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
+    if (\wr__en$105 )
+      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
   end
-  assign \check__data$69  = taken_count[desc[7:0]];
-  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$73  = taken_count[desc[7:0]];
+  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__payload[42:31] - 1'h1;
-  assign \$5  = rows1 * desc[70:59];
-  assign \$6  = rows1 * desc[82:71];
-  assign \$7  = ! desc[42:31];
-  assign \$8  = ! desc[58:43];
-  assign \$9  = \$7  | \$8 ;
-  assign \$10  = desc[42:31] > 1'h1;
-  assign \$11  = desc[82:59] < desc[58:43];
-  assign \$12  = \$10  & \$11 ;
+  assign \$5  = ! desc[42:31];
+  assign \$6  = ! desc[58:43];
+  assign \$7  = \$5  | \$6 ;
+  assign \$8  = desc[42:31] > 1'h1;
+  assign \$9  = desc[82:59] < desc[58:43];
+  assign \$10  = \$8  & \$9 ;
+  assign \$11  = mul_rows1 * mul_pitch[11:0];
+  assign \$12  = mul_rows1 * mul_pitch[23:12];
   assign \$14  = lo + \$13 ;
   assign \$15  = \$14  + desc[58:43];
   assign \$16  = \$15  - 1'h1;
   assign \$17  = in_use | held;
   assign \$20  = \$18  | \$19 ;
   assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = \held$33  + \$22 ;
-  assign \$24  = \$23  - bad_descriptor;
-  assign \$25  = $signed(\$24 ) < $signed(6'h10);
-  assign \$26  = o__valid & o__ready;
-  assign \$27  = trigger__valid & trigger__ready;
-  assign \$28  = ~ busy;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = pending_index == trigger__payload[7:0];
-  assign \$31  = pending & \$30 ;
-  assign \$32  = \$31  ? \$85 [4:0] : pre__data;
+  assign \$22  = sweep != 8'hff;
+  assign \$23  = busy & \$22 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = program__valid & program__ready;
+  assign \$26  = | stage[3:0];
+  assign \$27  = \$25  | \$26 ;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$24  & \$28 ;
+  assign \$30  = \$29  & room_next;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = trigger__valid & trigger__ready;
   assign \$33  = ~ busy;
-  assign \$34  = bad_descriptor & \$33 ;
-  assign \$35  = \pending_index$57  == s2_cmd;
-  assign \$36  = \pending$56  & \$35 ;
-  assign \$37  = \$36  ? \$86 [4:0] : \pre__data$59 ;
-  assign \$38  = descriptor__valid & descriptor__ready;
-  assign \$39  = ~ busy;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = \pending_index$64  == descriptor__payload[7:0];
-  assign \$42  = \pending$63  & \$41 ;
-  assign \$43  = \$42  ? \$87 [4:0] : \pre__data$66 ;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = pending_index == trigger__payload[7:0];
+  assign \$36  = pending & \$35 ;
+  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
+  assign \$38  = ~ busy;
+  assign \$39  = bad_descriptor & \$38 ;
+  assign \$40  = \pending_index$61  == s2_cmd;
+  assign \$41  = \pending$59  & \$40 ;
+  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
+  assign \$43  = descriptor__valid & descriptor__ready;
   assign \$44  = ~ busy;
-  assign \$45  = ! stage;
-  assign program__ready = \$44  & \$45 ;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
+  assign \$47  = \pending$67  & \$46 ;
+  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
+  assign \$49  = ~ busy;
+  assign \$50  = ! stage;
+  assign program__ready = \$49  & \$50 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$46  = stage[3] & desc[8];
-  assign bad_program = \$46  & empty;
-  assign \$47  = stage[3] & desc[8];
-  assign \$48  = ~ empty;
-  assign \$49  = \$47  & \$48 ;
-  assign bad_pitch = \$49  & overlap;
-  assign \$50  = stage[3] & desc[8];
-  assign \$51  = ~ empty;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = ~ overlap;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
   assign \$54  = \$52  & \$53 ;
-  assign bad_range = \$54  & wraps;
-  assign \$55  = empty | overlap;
-  assign \$56  = \$55  | wraps;
-  assign \$57  = desc[8] & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = stage[3] & \$58 ;
-  assign desc_busy = \$59  & \busy$17 ;
-  assign \$60  = bad_program | bad_pitch;
-  assign \$61  = \$60  | bad_range;
-  assign refused = \$61  | desc_busy;
-  assign \$62  = ~ refused;
-  assign \$63  = stage[3] & \$62 ;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ busy;
-  assign \$67  = ~ program__valid;
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = | stage;
-  assign \$70  = ~ \$69 ;
-  assign \$71  = \$68  & \$70 ;
-  assign trigger__ready = \$71  & room;
+  assign bad_pitch = \$54  & overlap;
+  assign \$55  = stage[4] & desc[8];
+  assign \$56  = ~ empty;
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$19 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
   assign \$72  = ~ s2_ok;
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$33  + \$74 ;
+  assign \$75  = \held$35  + \$74 ;
   assign \$76  = \$75  - bad_descriptor;
   assign \$77  = o__valid & o__ready;
   assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = ~ fetching;
-  assign \$80  = ~ fetched;
-  assign \$81  = \$79  & \$80 ;
-  assign \$82  = ~ descriptor__valid;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ stage[3];
-  assign o__ready = \$83  & \$84 ;
-  assign \$85  = old + 1'h1;
-  assign \$86  = \old$58  + 1'h1;
-  assign \$87  = \old$65  + 1'h1;
-  assign \$88  = issued_checked - dropped_checked;
-  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$89 [4:0];
-  assign \$90  = ~ s1_valid;
-  assign \$91  = ~ s2_valid;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = ~ o__valid;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ fetching;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ fetched;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ descriptor__valid;
-  assign idle = \$98  & \$99 ;
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$35  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$62  + 1'h1;
+  assign \$90  = \old$69  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$100 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$101 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$102 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$103 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    rows1 <= \$104 ;
+    rows1 <= \$107 ;
   always @(posedge clk)
-    held <= \$105 ;
+    held <= \$108 ;
   always @(posedge clk)
-    lo <= \$5 ;
+    mul_rows1 <= rows1;
   always @(posedge clk)
-    hi <= \$6 ;
+    mul_pitch <= desc[82:59];
   always @(posedge clk)
-    empty <= \$9 ;
+    empty <= \$7 ;
   always @(posedge clk)
-    overlap <= \$12 ;
+    overlap <= \$10 ;
+  always @(posedge clk)
+    lo <= \$11 ;
+  always @(posedge clk)
+    hi <= \$12 ;
   always @(posedge clk)
     span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$17  <= \$106 ;
+    \busy$19  <= \$109 ;
   always @(posedge clk)
     wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$107 ;
+    s1_valid <= \$110 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$108 ;
+    s2_valid <= \$111 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3422,13 +3438,15 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$33  <= \$109 ;
+    \held$35  <= \$112 ;
   always @(posedge clk)
-    room <= \$110 ;
+    room <= \$113 ;
   always @(posedge clk)
-    fetching <= \$111 ;
+    ready <= \$114 ;
   always @(posedge clk)
-    fetched <= \$112 ;
+    fetching <= \$115 ;
+  always @(posedge clk)
+    fetched <= \$116 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3436,33 +3454,33 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$113 ;
+    descriptor__valid <= \$117 ;
   always @(posedge clk)
-    descriptor__payload <= \$114 ;
+    descriptor__payload <= \$118 ;
   always @(posedge clk)
-    pending <= \$115 ;
+    pending <= \$119 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$32 ;
+    old <= \$37 ;
   always @(posedge clk)
-    issued_checked <= \$116 ;
+    issued_checked <= \$120 ;
   always @(posedge clk)
-    \pending$56  <= \$117 ;
+    \pending$59  <= \$121 ;
   always @(posedge clk)
-    \pending_index$57  <= s2_cmd;
+    \pending_index$61  <= s2_cmd;
   always @(posedge clk)
-    \old$58  <= \$37 ;
+    \old$62  <= \$42 ;
   always @(posedge clk)
-    dropped_checked <= \$118 ;
+    dropped_checked <= \$122 ;
   always @(posedge clk)
-    \pending$63  <= \$119 ;
+    \pending$67  <= \$123 ;
   always @(posedge clk)
-    \pending_index$64  <= descriptor__payload[7:0];
+    \pending_index$68  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$65  <= \$43 ;
+    \old$69  <= \$48 ;
   always @(posedge clk)
-    taken_checked <= \$120 ;
+    taken_checked <= \$124 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3474,175 +3492,182 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$100  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$100  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$100  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$101  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$101  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$101  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$102  = { stage[2:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$102  = 4'h0;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$103  = desc;
+    \$106  = desc;
     if (program__ready) begin
-      \$103  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$104  = rows1;
+    \$107  = rows1;
     if (program__ready) begin
-      \$104  = \$4 [11:0];
+      \$107  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$105  = held;
-    if (stage[0]) begin
-      \$105  = desc_held;
+    \$108  = held;
+    if (stage[1]) begin
+      \$108  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$106  = \busy$17 ;
+    \$109  = \busy$19 ;
     if (stage[2]) begin
-      \$106  = \$17 ;
+      \$109  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$107  = \$21 ;
+    \$110  = \$21 ;
     if (rst) begin
-      \$107  = 1'h0;
+      \$110  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$108  = s1_valid;
-    if (rst) begin
-      \$108  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$109  = \$78 [4:0];
-    if (rst) begin
-      \$109  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$110  = \$25 ;
-    if (rst) begin
-      \$110  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$111  = \$26 ;
+    \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$112  = fetching;
+    \$112  = \$78 [4:0];
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$113  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$113  = 1'h0;
-    end
-    if (fetched) begin
+    \$113  = room_next;
+    if (rst) begin
       \$113  = 1'h1;
     end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$114  = \$30 ;
     if (rst) begin
-      \$113  = 1'h0;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$114  = descriptor__payload;
-    if (fetched) begin
-      \$114 [8] = got[0];
-      \$114 [9] = got[1];
-      \$114 [14:10] = got[6:2];
-      \$114 [30:15] = got[22:7];
-      \$114 [42:31] = got[34:23];
-      \$114 [58:43] = got[50:35];
-      \$114 [82:59] = got[74:51];
-      \$114 [130:83] = got[122:75];
-      \$114 [178:131] = got[170:123];
-      \$114 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$114  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$115  = \$29 ;
+    \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$116  = issued_checked;
-    if (stage[1]) begin
-      \$116  = check__data;
+    \$116  = fetching;
+    if (rst) begin
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$117  = \$34 ;
+    \$117  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$117  = 1'h0;
+    end
+    if (fetched) begin
+      \$117  = 1'h1;
+    end
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$118  = dropped_checked;
-    if (stage[1]) begin
-      \$118  = \check__data$62 ;
+    \$118  = descriptor__payload;
+    if (fetched) begin
+      \$118 [8] = got[0];
+      \$118 [9] = got[1];
+      \$118 [14:10] = got[6:2];
+      \$118 [30:15] = got[22:7];
+      \$118 [42:31] = got[34:23];
+      \$118 [58:43] = got[50:35];
+      \$118 [82:59] = got[74:51];
+      \$118 [130:83] = got[122:75];
+      \$118 [178:131] = got[170:123];
+      \$118 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$118  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$119  = \$40 ;
+    \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$120  = taken_checked;
+    \$120  = issued_checked;
     if (stage[1]) begin
-      \$120  = \check__data$69 ;
+      \$120  = check__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$121  = \$39 ;
+    if (rst) begin
+      \$121  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$122  = dropped_checked;
+    if (stage[1]) begin
+      \$122  = \check__data$66 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$123  = \$45 ;
+    if (rst) begin
+      \$123  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$124  = taken_checked;
+    if (stage[1]) begin
+      \$124  = \check__data$73 ;
     end
   end
   always @* begin
@@ -3682,7 +3707,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$63 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -3717,7 +3742,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$65 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -3735,7 +3760,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$85 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -3751,60 +3776,60 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$94  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$94  = \pending_index$57 ;
+      \wr__addr$98  = \pending_index$61 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$95  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$95  = \$86 [4:0];
+      \wr__data$99  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$96  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$96  = \pending$56 ;
+      \wr__en$100  = \pending$59 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$99  = sweep;
+      \wr__addr$103  = sweep;
     end else begin
-      \wr__addr$99  = \pending_index$64 ;
+      \wr__addr$103  = \pending_index$68 ;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$100  = 5'h00;
+      \wr__data$104  = 5'h00;
     end else begin
-      \wr__data$100  = \$87 [4:0];
+      \wr__data$104  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$101  = 1'h1;
+      \wr__en$105  = 1'h1;
     end else begin
-      \wr__en$101  = \pending$63 ;
+      \wr__en$105  = \pending$67 ;
     end
   end
   assign held_next = \$78 [4:0];
-  assign value = \$85 [4:0];
-  assign \value$60  = \$86 [4:0];
-  assign \value$67  = \$87 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$64  = \$89 [4:0];
+  assign \value$71  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -3812,10 +3837,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$93  = s2_cmd;
-  assign \check__addr$97  = desc[7:0];
-  assign \pre__addr$98  = descriptor__payload[7:0];
-  assign \check__addr$102  = desc[7:0];
+  assign \pre__addr$97  = s2_cmd;
+  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$102  = descriptor__payload[7:0];
+  assign \check__addr$106  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];

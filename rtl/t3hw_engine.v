@@ -1016,13 +1016,13 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .capture(tracker_capture),
     .clk(clk),
     .desc_held(desc_held),
+    .desc_query(\program__payload$147 [7:0]),
     .errors(tracker_errors),
     .hold(track_hold),
     .o__ready(trigger__ready),
     .program__payload(\program__payload$156 ),
     .program__ready(tracker_program__ready),
     .program__valid(\program__valid$160 ),
-    .query__addr(\program__payload$147 [7:0]),
     .result__payload(tracker_result__payload),
     .result__valid(tracker_result__valid),
     .rst(rst),
@@ -6098,146 +6098,146 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [3:0] \$108 ;
+  wire [3:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
+  wire [3:0] \$110 ;
+  wire [5:0] \$111 ;
+  wire [5:0] \$112 ;
+  wire [5:0] \$113 ;
   wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [5:0] \$117 ;
+  wire [5:0] \$118 ;
+  wire [5:0] \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
+  wire [6:0] \$123 ;
+  wire [6:0] \$124 ;
+  wire [6:0] \$125 ;
   wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [6:0] \$127 ;
+  wire [6:0] \$128 ;
+  wire [6:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
+  wire [6:0] \$130 ;
+  wire [6:0] \$131 ;
   wire \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
+  wire [6:0] \$135 ;
+  wire [6:0] \$136 ;
+  wire [6:0] \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [6:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
+  wire [6:0] \$140 ;
+  wire [6:0] \$141 ;
+  wire [6:0] \$142 ;
+  wire [6:0] \$143 ;
   wire \$144 ;
   wire \$145 ;
   wire \$146 ;
-  wire \$147 ;
-  wire \$148 ;
-  wire \$149 ;
+  wire [1:0] \$147 ;
+  wire [1:0] \$148 ;
+  wire [1:0] \$149 ;
   wire \$15 ;
   wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire \$153 ;
-  wire \$154 ;
-  wire \$155 ;
+  wire [1:0] \$151 ;
+  wire [1:0] \$152 ;
+  wire [1:0] \$153 ;
+  wire [1:0] \$154 ;
+  wire [1:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
-  wire \$159 ;
+  wire [3:0] \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire \$161 ;
+  wire [5:0] \$161 ;
   wire \$162 ;
-  wire \$163 ;
+  wire [6:0] \$163 ;
   wire \$164 ;
-  wire \$165 ;
+  wire [6:0] \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [1:0] \$167 ;
   wire \$168 ;
   wire \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire [3:0] \$172 ;
-  wire [3:0] \$173 ;
-  wire [3:0] \$174 ;
-  wire [5:0] \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire \$178 ;
-  wire [5:0] \$179 ;
+  wire [31:0] \$170 ;
+  wire [31:0] \$171 ;
+  wire [31:0] \$172 ;
+  wire [31:0] \$173 ;
+  wire [31:0] \$174 ;
+  wire [31:0] \$175 ;
+  wire [31:0] \$176 ;
+  wire [31:0] \$177 ;
+  wire [31:0] \$178 ;
+  wire [31:0] \$179 ;
   wire \$18 ;
-  wire [5:0] \$180 ;
-  wire [5:0] \$181 ;
-  wire [5:0] \$182 ;
-  wire [5:0] \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
-  wire [6:0] \$187 ;
-  wire [6:0] \$188 ;
-  wire [6:0] \$189 ;
+  wire [31:0] \$180 ;
+  wire [31:0] \$181 ;
+  wire [31:0] \$182 ;
+  wire [31:0] \$183 ;
+  wire [31:0] \$184 ;
+  wire [31:0] \$185 ;
+  wire [31:0] \$186 ;
+  wire [31:0] \$187 ;
+  wire [31:0] \$188 ;
+  wire [31:0] \$189 ;
   wire \$19 ;
-  wire \$190 ;
-  wire [6:0] \$191 ;
-  wire [6:0] \$192 ;
-  wire [6:0] \$193 ;
-  wire [6:0] \$194 ;
-  wire [6:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  wire [6:0] \$199 ;
+  wire [31:0] \$190 ;
+  wire [31:0] \$191 ;
+  wire [31:0] \$192 ;
+  wire [31:0] \$193 ;
+  wire [31:0] \$194 ;
+  wire [31:0] \$195 ;
+  wire [31:0] \$196 ;
+  wire [31:0] \$197 ;
+  wire [31:0] \$198 ;
+  wire [31:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [6:0] \$200 ;
-  wire [6:0] \$201 ;
-  wire \$202 ;
-  wire [6:0] \$203 ;
-  wire [6:0] \$204 ;
-  wire [6:0] \$205 ;
-  wire [6:0] \$206 ;
-  wire [6:0] \$207 ;
-  wire \$208 ;
-  wire \$209 ;
+  wire [31:0] \$200 ;
+  wire [31:0] \$201 ;
+  wire [31:0] \$202 ;
+  wire [31:0] \$203 ;
+  wire [31:0] \$204 ;
+  wire [31:0] \$205 ;
+  wire [31:0] \$206 ;
+  wire [31:0] \$207 ;
+  wire [31:0] \$208 ;
+  wire [31:0] \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire [1:0] \$211 ;
-  wire [1:0] \$212 ;
-  wire [1:0] \$213 ;
-  wire \$214 ;
-  wire [1:0] \$215 ;
-  wire [1:0] \$216 ;
-  wire [1:0] \$217 ;
-  wire [1:0] \$218 ;
-  wire [1:0] \$219 ;
+  wire [31:0] \$210 ;
+  wire [31:0] \$211 ;
+  wire [31:0] \$212 ;
+  wire [31:0] \$213 ;
+  wire [31:0] \$214 ;
+  wire [31:0] \$215 ;
+  wire [31:0] \$216 ;
+  wire [31:0] \$217 ;
+  wire [31:0] \$218 ;
+  wire [31:0] \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire [3:0] \$223 ;
-  wire \$224 ;
-  wire [5:0] \$225 ;
-  wire \$226 ;
-  wire [6:0] \$227 ;
-  wire \$228 ;
-  wire [6:0] \$229 ;
+  wire [31:0] \$220 ;
+  wire [31:0] \$221 ;
+  wire [31:0] \$222 ;
+  wire [31:0] \$223 ;
+  wire [31:0] \$224 ;
+  wire [31:0] \$225 ;
+  wire [31:0] \$226 ;
+  wire [31:0] \$227 ;
+  wire [31:0] \$228 ;
+  wire [31:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire [1:0] \$231 ;
-  wire \$232 ;
-  wire \$233 ;
+  wire [31:0] \$230 ;
+  wire [31:0] \$231 ;
+  wire [31:0] \$232 ;
+  wire [31:0] \$233 ;
   wire [31:0] \$234 ;
   wire [31:0] \$235 ;
   wire [31:0] \$236 ;
@@ -6272,7 +6272,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [31:0] \$262 ;
   wire [31:0] \$263 ;
   wire [31:0] \$264 ;
-  wire [31:0] \$265 ;
+  wire \$265 ;
   wire [31:0] \$266 ;
   wire [31:0] \$267 ;
   wire [31:0] \$268 ;
@@ -6291,77 +6291,77 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$28 ;
   wire [31:0] \$280 ;
   wire [31:0] \$281 ;
-  wire [31:0] \$282 ;
-  wire [31:0] \$283 ;
-  wire [31:0] \$284 ;
-  wire [31:0] \$285 ;
-  wire [31:0] \$286 ;
-  wire [31:0] \$287 ;
-  wire [31:0] \$288 ;
-  wire [31:0] \$289 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  wire [31:0] \$290 ;
-  wire [31:0] \$291 ;
-  wire [31:0] \$292 ;
-  wire [31:0] \$293 ;
-  wire [31:0] \$294 ;
-  wire [31:0] \$295 ;
-  wire [31:0] \$296 ;
-  wire [31:0] \$297 ;
-  wire [31:0] \$298 ;
-  wire [31:0] \$299 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire [31:0] \$300 ;
-  wire [31:0] \$301 ;
-  wire [31:0] \$302 ;
-  wire [31:0] \$303 ;
-  wire [31:0] \$304 ;
-  wire [31:0] \$305 ;
-  wire [31:0] \$306 ;
-  wire [31:0] \$307 ;
-  wire [31:0] \$308 ;
-  wire [31:0] \$309 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
-  wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
-  wire [31:0] \$312 ;
-  wire [31:0] \$313 ;
-  wire [31:0] \$314 ;
-  wire [31:0] \$315 ;
-  wire [31:0] \$316 ;
-  wire [31:0] \$317 ;
-  wire [31:0] \$318 ;
-  wire [31:0] \$319 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
-  wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
-  wire [31:0] \$322 ;
-  wire [31:0] \$323 ;
-  wire [31:0] \$324 ;
-  wire [31:0] \$325 ;
-  wire [31:0] \$326 ;
-  wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
   wire \$329 ;
   wire \$33 ;
-  wire [31:0] \$330 ;
-  wire [31:0] \$331 ;
-  wire [31:0] \$332 ;
-  wire [31:0] \$333 ;
-  wire [31:0] \$334 ;
-  wire [31:0] \$335 ;
-  wire [31:0] \$336 ;
-  wire [31:0] \$337 ;
-  wire [31:0] \$338 ;
-  wire [31:0] \$339 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire \$339 ;
   wire \$34 ;
-  wire [31:0] \$340 ;
-  wire [31:0] \$341 ;
-  wire [31:0] \$342 ;
-  wire [31:0] \$343 ;
-  wire [31:0] \$344 ;
-  wire [31:0] \$345 ;
+  wire \$340 ;
+  wire \$341 ;
+  wire \$342 ;
+  wire \$343 ;
+  wire \$344 ;
+  wire \$345 ;
   wire \$346 ;
   wire \$347 ;
   wire \$348 ;
@@ -6508,349 +6508,208 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$475 ;
   wire \$476 ;
   wire \$477 ;
-  wire \$478 ;
-  wire \$479 ;
+  reg [9:0] \$478 ;
+  reg [31:0] \$479 ;
   wire \$48 ;
-  wire \$480 ;
-  wire \$481 ;
-  wire \$482 ;
-  wire \$483 ;
-  wire \$484 ;
-  wire \$485 ;
-  wire \$486 ;
-  wire \$487 ;
-  wire \$488 ;
-  wire \$489 ;
+  reg \$480 ;
+  reg \$481 ;
+  reg \$482 ;
+  reg \$483 ;
+  reg \$484 ;
+  reg \$485 ;
+  reg \$486 ;
+  reg \$487 ;
+  reg \$488 ;
+  reg \$489 ;
   wire \$49 ;
-  wire \$490 ;
-  wire \$491 ;
-  wire \$492 ;
-  wire \$493 ;
-  wire \$494 ;
-  wire \$495 ;
-  wire \$496 ;
-  wire \$497 ;
-  wire \$498 ;
-  wire \$499 ;
+  reg \$490 ;
+  reg \$491 ;
+  reg \$492 ;
+  reg \$493 ;
+  reg \$494 ;
+  reg \$495 ;
+  reg \$496 ;
+  reg \$497 ;
+  reg \$498 ;
+  reg \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$500 ;
-  wire \$501 ;
-  wire \$502 ;
-  wire \$503 ;
-  wire \$504 ;
-  wire \$505 ;
-  wire \$506 ;
-  wire \$507 ;
-  wire \$508 ;
-  wire \$509 ;
+  reg \$500 ;
+  reg \$501 ;
+  reg \$502 ;
+  reg \$503 ;
+  reg \$504 ;
+  reg \$505 ;
+  reg \$506 ;
+  reg \$507 ;
+  reg \$508 ;
+  reg \$509 ;
   wire \$51 ;
-  wire \$510 ;
-  wire \$511 ;
-  wire \$512 ;
-  wire \$513 ;
-  wire \$514 ;
-  wire \$515 ;
-  wire \$516 ;
-  wire \$517 ;
-  wire \$518 ;
-  wire \$519 ;
+  reg \$510 ;
+  reg \$511 ;
+  reg \$512 ;
+  reg \$513 ;
+  reg \$514 ;
+  reg \$515 ;
+  reg \$516 ;
+  reg \$517 ;
+  reg \$518 ;
+  reg \$519 ;
   wire \$52 ;
-  wire \$520 ;
-  wire \$521 ;
-  wire \$522 ;
-  wire \$523 ;
-  wire \$524 ;
-  wire \$525 ;
-  wire \$526 ;
-  wire \$527 ;
-  wire \$528 ;
-  wire \$529 ;
+  reg \$520 ;
+  reg \$521 ;
+  reg \$522 ;
+  reg \$523 ;
+  reg \$524 ;
+  reg \$525 ;
+  reg \$526 ;
+  reg \$527 ;
+  reg \$528 ;
+  reg \$529 ;
   wire \$53 ;
-  wire \$530 ;
-  wire \$531 ;
-  wire \$532 ;
-  wire \$533 ;
-  wire \$534 ;
-  wire \$535 ;
-  wire \$536 ;
-  wire \$537 ;
-  wire \$538 ;
-  wire \$539 ;
+  reg \$530 ;
+  reg \$531 ;
+  reg \$532 ;
+  reg \$533 ;
+  reg \$534 ;
+  reg \$535 ;
+  reg \$536 ;
+  reg \$537 ;
+  reg \$538 ;
+  reg \$539 ;
   wire \$54 ;
-  wire \$540 ;
-  wire \$541 ;
-  wire \$542 ;
-  wire \$543 ;
-  wire \$544 ;
-  wire \$545 ;
-  wire \$546 ;
-  wire \$547 ;
-  wire \$548 ;
-  wire \$549 ;
+  reg \$540 ;
+  reg \$541 ;
+  reg \$542 ;
+  reg \$543 ;
+  reg \$544 ;
+  reg \$545 ;
+  reg \$546 ;
+  reg \$547 ;
+  reg \$548 ;
+  reg \$549 ;
   wire \$55 ;
-  wire \$550 ;
-  wire \$551 ;
-  wire \$552 ;
-  wire \$553 ;
-  wire \$554 ;
-  wire \$555 ;
-  wire \$556 ;
-  wire \$557 ;
-  wire \$558 ;
-  wire \$559 ;
+  reg \$550 ;
+  reg \$551 ;
+  reg \$552 ;
+  reg \$553 ;
+  reg \$554 ;
+  reg \$555 ;
+  reg \$556 ;
+  reg \$557 ;
+  reg \$558 ;
+  reg \$559 ;
   wire \$56 ;
-  wire \$560 ;
-  wire \$561 ;
-  wire \$562 ;
-  wire \$563 ;
-  wire \$564 ;
-  wire \$565 ;
-  wire \$566 ;
-  wire \$567 ;
-  wire \$568 ;
-  wire \$569 ;
+  reg [7:0] \$560 ;
+  reg \$561 ;
+  reg \$562 ;
+  reg \$563 ;
+  reg \$564 ;
+  reg \$565 ;
+  reg \$566 ;
+  reg \$567 ;
+  reg \$568 ;
+  reg \$569 ;
   wire \$57 ;
-  wire \$570 ;
-  wire \$571 ;
-  wire \$572 ;
-  wire \$573 ;
-  wire \$574 ;
-  wire \$575 ;
-  wire \$576 ;
-  wire \$577 ;
-  wire \$578 ;
-  wire \$579 ;
+  reg \$570 ;
+  reg \$571 ;
+  reg \$572 ;
+  reg \$573 ;
+  reg \$574 ;
+  reg \$575 ;
+  reg \$576 ;
+  reg \$577 ;
+  reg \$578 ;
+  reg \$579 ;
   wire \$58 ;
-  wire \$580 ;
-  wire \$581 ;
-  wire \$582 ;
-  wire \$583 ;
-  wire \$584 ;
-  wire \$585 ;
-  wire \$586 ;
-  wire \$587 ;
-  wire \$588 ;
-  wire \$589 ;
+  reg \$580 ;
+  reg \$581 ;
+  reg [154:0] \$582 ;
+  reg \$583 ;
+  reg \$584 ;
+  reg \$585 ;
+  reg \$586 ;
+  reg \$587 ;
+  reg \$588 ;
+  reg \$589 ;
   wire \$59 ;
-  wire \$590 ;
-  wire \$591 ;
-  wire \$592 ;
-  wire \$593 ;
-  wire \$594 ;
-  wire \$595 ;
-  wire \$596 ;
-  wire \$597 ;
-  wire \$598 ;
-  wire \$599 ;
+  reg \$590 ;
+  reg \$591 ;
+  reg [178:0] \$592 ;
+  reg [58:0] \$593 ;
+  reg \$594 ;
+  reg [38:0] \$595 ;
+  reg [38:0] \$596 ;
+  reg [4:0] \$597 ;
+  reg [3:0] \$598 ;
+  reg [5:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
-  wire \$600 ;
-  wire \$601 ;
-  wire \$602 ;
-  wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
-  wire \$606 ;
-  wire \$607 ;
-  wire \$608 ;
-  wire \$609 ;
+  reg [6:0] \$600 ;
+  reg [6:0] \$601 ;
+  reg [1:0] \$602 ;
+  reg \$603 ;
+  reg \$604 ;
+  reg [5:0] \$605 ;
+  reg [6:0] \$606 ;
+  reg [6:0] \$607 ;
+  reg [1:0] \$608 ;
+  reg [3:0] \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
-  wire \$612 ;
-  wire \$613 ;
-  wire \$614 ;
-  wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  reg [3:0] \$610 ;
+  reg [5:0] \$611 ;
+  reg [5:0] \$612 ;
+  reg \$613 ;
+  reg [6:0] \$614 ;
+  reg [6:0] \$615 ;
+  reg \$616 ;
+  reg [6:0] \$617 ;
+  reg [6:0] \$618 ;
+  reg \$619 ;
   wire \$62 ;
-  wire \$620 ;
-  wire \$621 ;
-  reg [9:0] \$622 ;
-  reg [31:0] \$623 ;
-  reg \$624 ;
-  reg \$625 ;
-  reg \$626 ;
-  reg \$627 ;
-  reg \$628 ;
+  reg [1:0] \$620 ;
+  reg [1:0] \$621 ;
+  reg \$622 ;
+  reg [23:0] \$623 ;
+  reg [29:0] \$624 ;
+  reg [71:0] \$625 ;
+  reg [78:0] \$626 ;
+  reg [68:0] \$627 ;
+  reg [75:0] \$628 ;
   reg \$629 ;
   wire \$63 ;
-  reg \$630 ;
-  reg \$631 ;
-  reg \$632 ;
-  reg \$633 ;
-  reg \$634 ;
-  reg \$635 ;
-  reg \$636 ;
-  reg \$637 ;
-  reg \$638 ;
-  reg \$639 ;
+  reg [31:0] \$630 ;
+  reg [31:0] \$631 ;
+  reg [31:0] \$632 ;
+  reg [31:0] \$633 ;
+  reg [31:0] \$634 ;
+  reg [31:0] \$635 ;
+  reg [31:0] \$636 ;
+  reg [31:0] \$637 ;
+  reg [31:0] \$638 ;
+  reg [31:0] \$639 ;
   wire \$64 ;
-  reg \$640 ;
-  reg \$641 ;
+  reg [31:0] \$640 ;
+  reg [31:0] \$641 ;
   reg \$642 ;
-  reg \$643 ;
+  reg [3:0] \$643 ;
   reg \$644 ;
-  reg \$645 ;
-  reg \$646 ;
-  reg \$647 ;
-  reg \$648 ;
-  reg \$649 ;
+  reg [31:0] \$645 ;
   wire \$65 ;
-  reg \$650 ;
-  reg \$651 ;
-  reg \$652 ;
-  reg \$653 ;
-  reg \$654 ;
-  reg \$655 ;
-  reg \$656 ;
-  reg \$657 ;
-  reg \$658 ;
-  reg \$659 ;
   wire \$66 ;
-  reg \$660 ;
-  reg \$661 ;
-  reg \$662 ;
-  reg \$663 ;
-  reg \$664 ;
-  reg \$665 ;
-  reg \$666 ;
-  reg \$667 ;
-  reg \$668 ;
-  reg \$669 ;
   wire \$67 ;
-  reg \$670 ;
-  reg \$671 ;
-  reg \$672 ;
-  reg \$673 ;
-  reg \$674 ;
-  reg \$675 ;
-  reg \$676 ;
-  reg \$677 ;
-  reg \$678 ;
-  reg \$679 ;
   wire \$68 ;
-  reg \$680 ;
-  reg \$681 ;
-  reg \$682 ;
-  reg \$683 ;
-  reg \$684 ;
-  reg \$685 ;
-  reg \$686 ;
-  reg \$687 ;
-  reg \$688 ;
-  reg \$689 ;
   wire \$69 ;
-  reg \$690 ;
-  reg \$691 ;
-  reg \$692 ;
-  reg \$693 ;
-  reg \$694 ;
-  reg \$695 ;
-  reg \$696 ;
-  reg \$697 ;
-  reg \$698 ;
-  reg \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg \$700 ;
-  reg \$701 ;
-  reg \$702 ;
-  reg \$703 ;
-  reg [7:0] \$704 ;
-  reg \$705 ;
-  reg \$706 ;
-  reg \$707 ;
-  reg \$708 ;
-  reg \$709 ;
   wire \$71 ;
-  reg \$710 ;
-  reg \$711 ;
-  reg \$712 ;
-  reg \$713 ;
-  reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg \$718 ;
-  reg \$719 ;
   wire \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg \$724 ;
-  reg \$725 ;
-  reg [154:0] \$726 ;
-  reg \$727 ;
-  reg \$728 ;
-  reg \$729 ;
   wire \$73 ;
-  reg \$730 ;
-  reg \$731 ;
-  reg \$732 ;
-  reg \$733 ;
-  reg \$734 ;
-  reg [178:0] \$735 ;
-  reg [58:0] \$736 ;
-  reg \$737 ;
-  reg [38:0] \$738 ;
-  reg [38:0] \$739 ;
   wire \$74 ;
-  reg [4:0] \$740 ;
-  reg [3:0] \$741 ;
-  reg [5:0] \$742 ;
-  reg [6:0] \$743 ;
-  reg [6:0] \$744 ;
-  reg [1:0] \$745 ;
-  reg [5:0] \$746 ;
-  reg [6:0] \$747 ;
-  reg [6:0] \$748 ;
-  reg [1:0] \$749 ;
   wire \$75 ;
-  reg [3:0] \$750 ;
-  reg [3:0] \$751 ;
-  reg [5:0] \$752 ;
-  reg [5:0] \$753 ;
-  reg \$754 ;
-  reg [6:0] \$755 ;
-  reg [6:0] \$756 ;
-  reg \$757 ;
-  reg [6:0] \$758 ;
-  reg [6:0] \$759 ;
   wire \$76 ;
-  reg \$760 ;
-  reg [1:0] \$761 ;
-  reg [1:0] \$762 ;
-  reg \$763 ;
-  reg [23:0] \$764 ;
-  reg [29:0] \$765 ;
-  reg [71:0] \$766 ;
-  reg [78:0] \$767 ;
-  reg [68:0] \$768 ;
-  reg [75:0] \$769 ;
   wire \$77 ;
-  reg \$770 ;
-  reg [31:0] \$771 ;
-  reg [31:0] \$772 ;
-  reg [31:0] \$773 ;
-  reg [31:0] \$774 ;
-  reg [31:0] \$775 ;
-  reg [31:0] \$776 ;
-  reg [31:0] \$777 ;
-  reg [31:0] \$778 ;
-  reg [31:0] \$779 ;
   wire \$78 ;
-  reg [31:0] \$780 ;
-  reg [31:0] \$781 ;
-  reg [31:0] \$782 ;
-  reg \$783 ;
-  reg [3:0] \$784 ;
-  reg \$785 ;
-  reg [31:0] \$786 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
@@ -6876,18 +6735,18 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire \$99 ;
   input [68:0] addrmap_capture;
   wire [68:0] addrmap_capture;
-  reg [75:0] \addrmap_capture$177  = 76'h0000000000000000000;
-  wire [47:0] addrmap_capture$177__addr ;
-  wire [4:0] addrmap_capture$177__device ;
-  wire [6:0] addrmap_capture$177__events ;
-  wire addrmap_capture$177__events__bad_region ;
-  wire addrmap_capture$177__events__overlap ;
-  wire addrmap_capture$177__events__rx_crosses ;
-  wire addrmap_capture$177__events__rx_misrouted ;
-  wire addrmap_capture$177__events__rx_remote ;
-  wire addrmap_capture$177__events__rx_unmapped ;
-  wire addrmap_capture$177__events__store_crosses ;
-  wire [15:0] addrmap_capture$177__tile ;
+  reg [75:0] \addrmap_capture$182  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$182__addr ;
+  wire [4:0] addrmap_capture$182__device ;
+  wire [6:0] addrmap_capture$182__events ;
+  wire addrmap_capture$182__events__bad_region ;
+  wire addrmap_capture$182__events__overlap ;
+  wire addrmap_capture$182__events__rx_crosses ;
+  wire addrmap_capture$182__events__rx_misrouted ;
+  wire addrmap_capture$182__events__rx_remote ;
+  wire addrmap_capture$182__events__rx_unmapped ;
+  wire addrmap_capture$182__events__store_crosses ;
+  wire [15:0] addrmap_capture$182__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [15:0] addrmap_capture__tile ;
@@ -7039,32 +6898,35 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire desc_got__valid ;
   reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
+  reg desc_locked = 1'h0;
+  reg desc_started;
   reg desc_verdict = 1'h0;
   reg desc_waiting0 = 1'h0;
   reg desc_waiting1 = 1'h0;
   reg desc_waiting2 = 1'h0;
   reg desc_waiting3 = 1'h0;
+  reg desc_waiting4 = 1'h0;
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$209 ;
+  wire [4:0] \device_id$214 ;
   wire [4:0] device_id__device ;
   input dma_busy;
   wire dma_busy;
   input [71:0] dma_capture;
   wire [71:0] dma_capture;
-  reg [78:0] \dma_capture$174  = 79'h00000000000000000000;
-  wire [47:0] dma_capture$174__addr ;
-  wire [6:0] dma_capture$174__events ;
-  wire dma_capture$174__events__bad_descriptor ;
-  wire dma_capture$174__events__bad_pitch ;
-  wire dma_capture$174__events__bad_program ;
-  wire dma_capture$174__events__bad_range ;
-  wire dma_capture$174__events__bad_response ;
-  wire dma_capture$174__events__desc_busy ;
-  wire dma_capture$174__events__read_error ;
-  wire [7:0] dma_capture$174__index ;
-  wire [15:0] dma_capture$174__tile ;
+  reg [78:0] \dma_capture$179  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$179__addr ;
+  wire [6:0] dma_capture$179__events ;
+  wire dma_capture$179__events__bad_descriptor ;
+  wire dma_capture$179__events__bad_pitch ;
+  wire dma_capture$179__events__bad_program ;
+  wire dma_capture$179__events__bad_range ;
+  wire dma_capture$179__events__bad_response ;
+  wire dma_capture$179__events__desc_busy ;
+  wire dma_capture$179__events__read_error ;
+  wire [7:0] dma_capture$179__index ;
+  wire [15:0] dma_capture$179__tile ;
   wire [47:0] dma_capture__addr ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
@@ -7185,6 +7047,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire region_got__valid ;
   reg region_judging = 1'h0;
   reg region_load = 1'h0;
+  reg region_locked = 1'h0;
   output [154:0] region_program__payload;
   reg [154:0] region_program__payload = 155'h000000000000000000000000000000000000000;
   wire [47:0] region_program__payload__base ;
@@ -7202,6 +7065,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire region_program__ready;
   output region_program__valid;
   reg region_program__valid = 1'h0;
+  reg region_started;
   reg region_verdict = 1'h0;
   reg region_waiting0 = 1'h0;
   reg region_waiting1 = 1'h0;
@@ -7220,21 +7084,21 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$208 ;
+  wire [7:0] \rp__addr$213 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$123 ;
-  wire [4:0] rp__data$123__device ;
-  wire [47:0] rp__data$123__dst ;
+  wire [170:0] \rp__data$124 ;
+  wire [4:0] rp__data$124__device ;
+  wire [47:0] rp__data$124__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$123__op ;
-  wire [23:0] rp__data$123__pitch ;
-  wire [15:0] rp__data$123__row_bytes ;
-  wire [11:0] rp__data$123__rows ;
-  wire [47:0] rp__data$123__src ;
-  wire [15:0] rp__data$123__tile ;
-  wire rp__data$123__valid ;
+  wire rp__data$124__op ;
+  wire [23:0] rp__data$124__pitch ;
+  wire [15:0] rp__data$124__row_bytes ;
+  wire [11:0] rp__data$124__rows ;
+  wire [47:0] rp__data$124__src ;
+  wire [15:0] rp__data$124__tile ;
+  wire rp__data$124__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7366,16 +7230,16 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_busy;
   input [23:0] tracker_capture;
   wire [23:0] tracker_capture;
-  reg [29:0] \tracker_capture$171  = 30'h00000000;
-  wire [7:0] tracker_capture$171__cmd ;
-  wire [5:0] tracker_capture$171__events ;
-  wire tracker_capture$171__events__bad_op ;
-  wire tracker_capture$171__events__bad_threshold ;
-  wire tracker_capture$171__events__overcount ;
-  wire tracker_capture$171__events__overflow ;
-  wire tracker_capture$171__events__reprogram ;
-  wire tracker_capture$171__events__unprogrammed ;
-  wire [15:0] tracker_capture$171__tile ;
+  reg [29:0] \tracker_capture$176  = 30'h00000000;
+  wire [7:0] tracker_capture$176__cmd ;
+  wire [5:0] tracker_capture$176__events ;
+  wire tracker_capture$176__events__bad_op ;
+  wire tracker_capture$176__events__bad_threshold ;
+  wire tracker_capture$176__events__overcount ;
+  wire tracker_capture$176__events__overflow ;
+  wire tracker_capture$176__events__reprogram ;
+  wire tracker_capture$176__events__unprogrammed ;
+  wire [15:0] tracker_capture$176__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [15:0] tracker_capture__tile ;
   wire [5:0] tracker_clear;
@@ -7467,21 +7331,21 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$205 ;
+  reg [7:0] \wp__addr$210 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$206 ;
-  wire [4:0] wp__data$206__device ;
-  wire [47:0] wp__data$206__dst ;
+  reg [170:0] \wp__data$211 ;
+  wire [4:0] wp__data$211__device ;
+  wire [47:0] wp__data$211__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$206__op ;
-  wire [23:0] wp__data$206__pitch ;
-  wire [15:0] wp__data$206__row_bytes ;
-  wire [11:0] wp__data$206__rows ;
-  wire [47:0] wp__data$206__src ;
-  wire [15:0] wp__data$206__tile ;
-  wire wp__data$206__valid ;
+  wire wp__data$211__op ;
+  wire [23:0] wp__data$211__pitch ;
+  wire [15:0] wp__data$211__row_bytes ;
+  wire [11:0] wp__data$211__rows ;
+  wire [47:0] wp__data$211__src ;
+  wire [15:0] wp__data$211__tile ;
+  wire wp__data$211__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -7493,7 +7357,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$207 ;
+  reg \wp__en$212 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -7755,14 +7619,14 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$207 )
-      desc_table[\wp__addr$205 ] <= \wp__data$206 ;
+    if (\wp__en$212 )
+      desc_table[\wp__addr$210 ] <= \wp__data$211 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$123  = _0_;
+  assign \rp__data$124  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -7784,707 +7648,448 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$214  = | arbiter_errors;
-  assign \$215  = ~ arbiter_errors_clear;
-  assign \$216  = arbiter_sticky & \$215 ;
-  assign \$217  = \$216  | arbiter_events;
-  assign \$218  = ~ arbiter_errors_clear_next;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = | \$219 ;
-  assign \$221  = ~ \$220 ;
-  assign \$222  = \$214  & \$221 ;
-  assign \$223  = errors & csr_irq_enable;
-  assign \$224  = | \$223 ;
-  assign \$225  = tracker_sticky & tracker_irq_enable;
-  assign \$226  = | \$225 ;
-  assign \$227  = dma_sticky & dma_irq_enable;
-  assign \$228  = | \$227 ;
-  assign \$229  = addrmap_sticky & addrmap_irq_enable;
-  assign \$230  = | \$229 ;
-  assign \$231  = arbiter_sticky & arbiter_irq_enable;
-  assign \$232  = | \$231 ;
-  assign \$233  = | { \$232 , \$230 , \$228 , \$226 , \$224  };
-  assign \$234  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$235  = req_addr[3] ? 32'd0 : \$234 ;
-  assign \$236  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$237  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$238  = req_addr[3] ? \$236  : \$237 ;
-  assign \$239  = req_addr[4] ? \$235  : \$238 ;
-  assign \$240  = req_addr[5] ? 32'd0 : \$239 ;
-  assign \$241  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$242  = req_addr[3] ? 32'd0 : \$241 ;
-  assign \$243  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$244  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$245  = req_addr[3] ? \$243  : \$244 ;
-  assign \$246  = req_addr[4] ? \$242  : \$245 ;
-  assign \$247  = req_addr[5] ? 32'd0 : \$246 ;
-  assign \$248  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$249  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$250  = req_addr[3] ? \$248  : \$249 ;
-  assign \$251  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$252  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$253  = req_addr[3] ? \$251  : \$252 ;
-  assign \$254  = req_addr[4] ? \$250  : \$253 ;
-  assign \$255  = req_addr[5] ? 32'd0 : \$254 ;
-  assign \$256  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$257  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$258  = req_addr[3] ? \$256  : \$257 ;
-  assign \$259  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$260  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$261  = req_addr[3] ? \$259  : \$260 ;
-  assign \$262  = req_addr[4] ? \$258  : \$261 ;
-  assign \$263  = req_addr[5] ? 32'd0 : \$262 ;
-  assign \$264  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$265  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$266  = req_addr[3] ? \$264  : \$265 ;
-  assign \$267  = req_addr[4] ? 32'd0 : \$266 ;
-  assign \$268  = req_addr[5] ? 32'd0 : \$267 ;
-  assign \$269  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$270  = req_addr[3] ? 32'd0 : \$269 ;
-  assign \$271  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$272  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$273  = req_addr[3] ? \$271  : \$272 ;
-  assign \$274  = req_addr[4] ? \$270  : \$273 ;
-  assign \$275  = req_addr[5] ? 32'd0 : \$274 ;
-  assign \$276  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$277  = req_addr[3] ? 32'd0 : \$276 ;
-  assign \$278  = req_addr[4] ? 32'd0 : \$277 ;
-  assign \$279  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$280  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$281  = req_addr[3] ? \$279  : \$280 ;
-  assign \$282  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$283  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$284  = req_addr[3] ? \$282  : \$283 ;
-  assign \$285  = req_addr[4] ? \$281  : \$284 ;
-  assign \$286  = req_addr[5] ? \$278  : \$285 ;
-  assign \$287  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$288  = req_addr[3] ? 32'd0 : \$287 ;
-  assign \$289  = req_addr[4] ? 32'd0 : \$288 ;
-  assign \$290  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$291  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$292  = req_addr[3] ? \$290  : \$291 ;
-  assign \$293  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$294  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$295  = req_addr[3] ? \$293  : \$294 ;
-  assign \$296  = req_addr[4] ? \$292  : \$295 ;
-  assign \$297  = req_addr[5] ? \$289  : \$296 ;
-  assign \$298  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$299  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$300  = req_addr[3] ? \$298  : \$299 ;
-  assign \$301  = req_addr[4] ? 32'd0 : \$300 ;
-  assign \$302  = req_addr[5] ? 32'd0 : \$301 ;
-  assign \$303  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$304  = req_addr[3] ? 32'd0 : \$303 ;
-  assign \$305  = req_addr[4] ? 32'd0 : \$304 ;
-  assign \$306  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$307  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$308  = req_addr[3] ? \$306  : \$307 ;
-  assign \$309  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$310  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$311  = req_addr[3] ? \$309  : \$310 ;
-  assign \$312  = req_addr[4] ? \$308  : \$311 ;
-  assign \$313  = req_addr[5] ? \$305  : \$312 ;
-  assign \$314  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$315  = req_addr[3] ? 32'd0 : \$314 ;
-  assign \$316  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$317  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$318  = req_addr[3] ? \$316  : \$317 ;
-  assign \$319  = req_addr[4] ? \$315  : \$318 ;
-  assign \$320  = req_addr[5] ? 32'd0 : \$319 ;
-  assign \$321  = req_addr[2] ? { 4'h0, \addrmap_capture$177 [75:48] } : { 16'h0000, \addrmap_capture$177 [47:32] };
-  assign \$322  = req_addr[2] ? \addrmap_capture$177 [31:0] : { 25'h0000000, \dma_capture$174 [78:72] };
-  assign \$323  = req_addr[3] ? \$321  : \$322 ;
-  assign \$324  = req_addr[2] ? { 16'h0000, \dma_capture$174 [71:56] } : \dma_capture$174 [55:24];
-  assign \$325  = req_addr[2] ? { 8'h00, \dma_capture$174 [23:0] } : { 2'h0, \tracker_capture$171  };
-  assign \$326  = req_addr[3] ? \$324  : \$325 ;
-  assign \$327  = req_addr[4] ? \$323  : \$326 ;
-  assign \$328  = req_addr[5] ? 32'd0 : \$327 ;
-  assign \$329  = | req_addr[1:0];
-  assign \$330  = read_section[0] ? 32'd0 : read_part14;
-  assign \$331  = read_section[0] ? read_part13 : 32'd0;
-  assign \$332  = read_section[1] ? \$330  : \$331 ;
-  assign \$333  = read_section[0] ? read_part11 : read_part10;
-  assign \$334  = read_section[0] ? 32'd0 : read_part8;
-  assign \$335  = read_section[1] ? \$333  : \$334 ;
-  assign \$336  = read_section[2] ? \$332  : \$335 ;
-  assign \$337  = read_section[0] ? 32'd0 : read_part6;
-  assign \$338  = read_section[0] ? read_part5 : read_part4;
-  assign \$339  = read_section[1] ? \$337  : \$338 ;
-  assign \$340  = read_section[0] ? read_part3 : read_part2;
-  assign \$341  = read_section[0] ? read_part1 : read_part0;
-  assign \$342  = read_section[1] ? \$340  : \$341 ;
-  assign \$343  = read_section[2] ? \$339  : \$342 ;
-  assign \$344  = read_section[3] ? \$336  : \$343 ;
-  assign \$345  = read_unaligned ? 32'd0 : \$344 ;
-  assign \$346  = req_r_stb | req_w_stb;
-  assign \$347  = ~ mapped;
-  assign \$348  = \$346  & \$347 ;
-  assign \$349  = req_w_stb & sel_id;
-  assign \$350  = req_w_stb & sel_config;
-  assign \$351  = req_w_stb & sel_status;
-  assign \$352  = req_w_stb & sel_track_result_op;
-  assign \$353  = req_w_stb & sel_track_result_threshold;
-  assign \$354  = req_w_stb & sel_tracker_writes_compute;
-  assign \$355  = req_w_stb & sel_tracker_writes_dma;
-  assign \$356  = req_w_stb & sel_tracker_writes_remote;
-  assign \$357  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$358  = req_w_stb & sel_tracker_triggers;
-  assign \$359  = req_w_stb & sel_tracker_dropped;
-  assign \$360  = req_w_stb & sel_dma_triggers;
-  assign \$361  = req_w_stb & sel_dma_rejected;
-  assign \$362  = req_w_stb & sel_dma_reads;
-  assign \$363  = req_w_stb & sel_dma_packets;
-  assign \$364  = req_w_stb & sel_dma_bad_program;
-  assign \$365  = req_w_stb & sel_dma_bad_range;
-  assign \$366  = req_w_stb & sel_dma_bad_pitch;
-  assign \$367  = req_w_stb & sel_dma_desc_busy;
-  assign \$368  = req_w_stb & sel_dma_aborted;
-  assign \$369  = req_w_stb & sel_addrmap_local;
-  assign \$370  = req_w_stb & sel_addrmap_tracked;
-  assign \$371  = req_w_stb & sel_addrmap_remote;
-  assign \$372  = req_w_stb & sel_addrmap_unmapped;
-  assign \$373  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$374  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$375  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$376  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$377  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$378  = req_w_stb & sel_arb_status;
-  assign \$379  = req_w_stb & sel_arbiter_grants_load;
-  assign \$380  = req_w_stb & sel_arbiter_grants_store;
-  assign \$381  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$382  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$383  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$384  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$385  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$386  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$387  = req_w_stb & sel_arbiter_starved;
-  assign \$388  = req_w_stb & sel_tracker_capture;
-  assign \$389  = req_w_stb & sel_dma_capture_index;
-  assign \$390  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$391  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$392  = req_w_stb & sel_dma_capture_events;
-  assign \$393  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$394  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$395  = req_w_stb & sel_addrmap_capture_device;
-  assign \$396  = | { \$395 , \$394 , \$393 , \$392 , \$391 , \$390 , \$389 , \$388 , \$387 , \$386 , \$385 , \$384 , \$383 , \$382 , \$381 , \$380 , \$379 , \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349  };
-  assign \$397  = sweep_at < 4'h8;
-  assign \$398  = | addrmap_errors[1:0];
-  assign \$399  = ~ \$398 ;
-  assign \$400  = region_verdict & \$399 ;
-  assign \$401  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$402  = ~ \$401 ;
-  assign \$403  = desc_verdict & \$402 ;
-  assign \$404  = req_w_stb & sel_region_index;
-  assign \$405  = region_program__valid | region_judging;
-  assign \$406  = region_fetch | region_load;
-  assign \$407  = \$405  | \$406 ;
-  assign \$409  = \$404  & \$408 ;
-  assign \$410  = req_w_stb & sel_region_index;
-  assign \$411  = req_r_stb & sel_region_index;
-  assign \$412  = region_fetch | region_load;
-  assign \$413  = \$411  & \$412 ;
-  assign \$414  = req_w_stb & sel_region_base_lo;
-  assign \$415  = region_program__valid | region_judging;
-  assign \$416  = region_fetch | region_load;
-  assign \$417  = \$415  | \$416 ;
-  assign \$419  = \$414  & \$418 ;
-  assign \$420  = req_w_stb & sel_region_base_lo;
-  assign \$421  = req_r_stb & sel_region_base_lo;
-  assign \$422  = region_fetch | region_load;
+  assign \$355  = req_r_stb & sel_region_base_hi;
+  assign \$356  = region_fetch | region_load;
+  assign \$357  = \$355  & \$356 ;
+  assign \$358  = req_w_stb & sel_region_size_lo;
+  assign \$359  = \$358  & region_locked;
+  assign \$360  = req_w_stb & sel_region_size_lo;
+  assign \$361  = req_r_stb & sel_region_size_lo;
+  assign \$362  = region_fetch | region_load;
+  assign \$363  = \$361  & \$362 ;
+  assign \$364  = req_w_stb & sel_region_size_hi;
+  assign \$365  = \$364  & region_locked;
+  assign \$366  = req_w_stb & sel_region_size_hi;
+  assign \$367  = req_r_stb & sel_region_size_hi;
+  assign \$368  = region_fetch | region_load;
+  assign \$369  = \$367  & \$368 ;
+  assign \$370  = req_w_stb & sel_region_remote_base_lo;
+  assign \$371  = \$370  & region_locked;
+  assign \$372  = req_w_stb & sel_region_remote_base_lo;
+  assign \$373  = req_r_stb & sel_region_remote_base_lo;
+  assign \$374  = region_fetch | region_load;
+  assign \$375  = \$373  & \$374 ;
+  assign \$376  = req_w_stb & sel_region_remote_base_hi;
+  assign \$377  = \$376  & region_locked;
+  assign \$378  = req_w_stb & sel_region_remote_base_hi;
+  assign \$379  = req_r_stb & sel_region_remote_base_hi;
+  assign \$380  = region_fetch | region_load;
+  assign \$381  = \$379  & \$380 ;
+  assign \$382  = req_w_stb & sel_desc_index;
+  assign \$383  = \$382  & desc_locked;
+  assign \$384  = req_w_stb & sel_desc_index;
+  assign \$385  = req_r_stb & sel_desc_index;
+  assign \$386  = desc_fetch | desc_load;
+  assign \$387  = \$385  & \$386 ;
+  assign \$388  = req_w_stb & sel_desc_rows;
+  assign \$389  = \$388  & desc_locked;
+  assign \$390  = req_w_stb & sel_desc_rows;
+  assign \$391  = req_r_stb & sel_desc_rows;
+  assign \$392  = desc_fetch | desc_load;
+  assign \$393  = \$391  & \$392 ;
+  assign \$394  = req_w_stb & sel_desc_pitch;
+  assign \$395  = \$394  & desc_locked;
+  assign \$396  = req_w_stb & sel_desc_pitch;
+  assign \$397  = req_r_stb & sel_desc_pitch;
+  assign \$398  = desc_fetch | desc_load;
+  assign \$399  = \$397  & \$398 ;
+  assign \$400  = req_w_stb & sel_desc_src_lo;
+  assign \$401  = \$400  & desc_locked;
+  assign \$402  = req_w_stb & sel_desc_src_lo;
+  assign \$403  = req_r_stb & sel_desc_src_lo;
+  assign \$404  = desc_fetch | desc_load;
+  assign \$405  = \$403  & \$404 ;
+  assign \$406  = req_w_stb & sel_desc_src_hi;
+  assign \$407  = \$406  & desc_locked;
+  assign \$408  = req_w_stb & sel_desc_src_hi;
+  assign \$409  = req_r_stb & sel_desc_src_hi;
+  assign \$410  = desc_fetch | desc_load;
+  assign \$411  = \$409  & \$410 ;
+  assign \$412  = req_w_stb & sel_desc_dst_lo;
+  assign \$413  = \$412  & desc_locked;
+  assign \$414  = req_w_stb & sel_desc_dst_lo;
+  assign \$415  = req_r_stb & sel_desc_dst_lo;
+  assign \$416  = desc_fetch | desc_load;
+  assign \$417  = \$415  & \$416 ;
+  assign \$418  = req_w_stb & sel_desc_dst_hi;
+  assign \$419  = \$418  & desc_locked;
+  assign \$420  = req_w_stb & sel_desc_dst_hi;
+  assign \$421  = req_r_stb & sel_desc_dst_hi;
+  assign \$422  = desc_fetch | desc_load;
   assign \$423  = \$421  & \$422 ;
-  assign \$424  = req_w_stb & sel_region_base_hi;
-  assign \$425  = region_program__valid | region_judging;
-  assign \$426  = region_fetch | region_load;
-  assign \$427  = \$425  | \$426 ;
-  assign \$429  = \$424  & \$428 ;
-  assign \$430  = req_w_stb & sel_region_base_hi;
-  assign \$431  = req_r_stb & sel_region_base_hi;
-  assign \$432  = region_fetch | region_load;
-  assign \$433  = \$431  & \$432 ;
-  assign \$434  = req_w_stb & sel_region_size_lo;
-  assign \$435  = region_program__valid | region_judging;
-  assign \$436  = region_fetch | region_load;
-  assign \$437  = \$435  | \$436 ;
-  assign \$439  = \$434  & \$438 ;
-  assign \$440  = req_w_stb & sel_region_size_lo;
-  assign \$441  = req_r_stb & sel_region_size_lo;
-  assign \$442  = region_fetch | region_load;
-  assign \$443  = \$441  & \$442 ;
-  assign \$444  = req_w_stb & sel_region_size_hi;
-  assign \$445  = region_program__valid | region_judging;
-  assign \$446  = region_fetch | region_load;
-  assign \$447  = \$445  | \$446 ;
-  assign \$449  = \$444  & \$448 ;
-  assign \$450  = req_w_stb & sel_region_size_hi;
-  assign \$451  = req_r_stb & sel_region_size_hi;
-  assign \$452  = region_fetch | region_load;
-  assign \$453  = \$451  & \$452 ;
-  assign \$454  = req_w_stb & sel_region_remote_base_lo;
-  assign \$455  = region_program__valid | region_judging;
-  assign \$456  = region_fetch | region_load;
-  assign \$457  = \$455  | \$456 ;
-  assign \$459  = \$454  & \$458 ;
-  assign \$460  = req_w_stb & sel_region_remote_base_lo;
-  assign \$461  = req_r_stb & sel_region_remote_base_lo;
-  assign \$462  = region_fetch | region_load;
-  assign \$463  = \$461  & \$462 ;
-  assign \$464  = req_w_stb & sel_region_remote_base_hi;
-  assign \$465  = region_program__valid | region_judging;
-  assign \$466  = region_fetch | region_load;
-  assign \$467  = \$465  | \$466 ;
-  assign \$469  = \$464  & \$468 ;
-  assign \$470  = req_w_stb & sel_region_remote_base_hi;
-  assign \$471  = req_r_stb & sel_region_remote_base_hi;
-  assign \$472  = region_fetch | region_load;
-  assign \$473  = \$471  & \$472 ;
-  assign \$474  = req_w_stb & sel_desc_index;
-  assign \$475  = dma_program__valid | desc_judging;
-  assign \$476  = desc_fetch | desc_load;
-  assign \$477  = \$475  | \$476 ;
-  assign \$479  = \$474  & \$478 ;
-  assign \$480  = req_w_stb & sel_desc_index;
-  assign \$481  = req_r_stb & sel_desc_index;
-  assign \$482  = desc_fetch | desc_load;
-  assign \$483  = \$481  & \$482 ;
-  assign \$484  = req_w_stb & sel_desc_rows;
-  assign \$485  = dma_program__valid | desc_judging;
-  assign \$486  = desc_fetch | desc_load;
-  assign \$487  = \$485  | \$486 ;
-  assign \$489  = \$484  & \$488 ;
-  assign \$490  = req_w_stb & sel_desc_rows;
-  assign \$491  = req_r_stb & sel_desc_rows;
-  assign \$492  = desc_fetch | desc_load;
-  assign \$493  = \$491  & \$492 ;
-  assign \$494  = req_w_stb & sel_desc_pitch;
-  assign \$495  = dma_program__valid | desc_judging;
-  assign \$496  = desc_fetch | desc_load;
-  assign \$497  = \$495  | \$496 ;
-  assign \$499  = \$494  & \$498 ;
-  assign \$500  = req_w_stb & sel_desc_pitch;
-  assign \$501  = req_r_stb & sel_desc_pitch;
-  assign \$502  = desc_fetch | desc_load;
-  assign \$503  = \$501  & \$502 ;
-  assign \$504  = req_w_stb & sel_desc_src_lo;
-  assign \$505  = dma_program__valid | desc_judging;
-  assign \$506  = desc_fetch | desc_load;
-  assign \$507  = \$505  | \$506 ;
-  assign \$509  = \$504  & \$508 ;
-  assign \$510  = req_w_stb & sel_desc_src_lo;
-  assign \$511  = req_r_stb & sel_desc_src_lo;
-  assign \$512  = desc_fetch | desc_load;
-  assign \$513  = \$511  & \$512 ;
-  assign \$514  = req_w_stb & sel_desc_src_hi;
-  assign \$515  = dma_program__valid | desc_judging;
-  assign \$516  = desc_fetch | desc_load;
-  assign \$517  = \$515  | \$516 ;
-  assign \$519  = \$514  & \$518 ;
-  assign \$520  = req_w_stb & sel_desc_src_hi;
-  assign \$521  = req_r_stb & sel_desc_src_hi;
-  assign \$522  = desc_fetch | desc_load;
-  assign \$523  = \$521  & \$522 ;
-  assign \$524  = req_w_stb & sel_desc_dst_lo;
-  assign \$525  = dma_program__valid | desc_judging;
-  assign \$526  = desc_fetch | desc_load;
-  assign \$527  = \$525  | \$526 ;
-  assign \$529  = \$524  & \$528 ;
-  assign \$530  = req_w_stb & sel_desc_dst_lo;
-  assign \$531  = req_r_stb & sel_desc_dst_lo;
-  assign \$532  = desc_fetch | desc_load;
-  assign \$533  = \$531  & \$532 ;
-  assign \$534  = req_w_stb & sel_desc_dst_hi;
-  assign \$535  = dma_program__valid | desc_judging;
-  assign \$536  = desc_fetch | desc_load;
-  assign \$537  = \$535  | \$536 ;
-  assign \$539  = \$534  & \$538 ;
-  assign \$540  = req_w_stb & sel_desc_dst_hi;
-  assign \$541  = req_r_stb & sel_desc_dst_hi;
-  assign \$542  = desc_fetch | desc_load;
-  assign \$543  = \$541  & \$542 ;
-  assign \$544  = req_w_stb & sel_track_op;
-  assign \$547  = \$546  | track_answer;
-  assign \$548  = \$544  & \$547 ;
-  assign \$549  = req_w_stb & sel_track_op;
-  assign \$550  = req_w_stb & sel_track_cmd;
-  assign \$553  = \$552  | track_answer;
-  assign \$554  = \$550  & \$553 ;
-  assign \$555  = req_w_stb & sel_track_cmd;
-  assign \$556  = req_w_stb & sel_arb_policy;
-  assign \$560  = \$556  & \$559 ;
-  assign \$561  = req_w_stb & sel_arb_policy;
-  assign \$562  = req_w_stb & sel_arb_starvation_limit;
-  assign \$566  = \$562  & \$565 ;
-  assign \$567  = req_w_stb & sel_arb_starvation_limit;
-  assign \$568  = req_w_stb & sel_command;
-  assign \$569  = region_program__valid | region_judging;
-  assign \$570  = region_fetch | region_load;
-  assign \$571  = \$569  | \$570 ;
-  assign \$573  = \$572  | sweep;
-  assign \$574  = region_program__valid | region_judging;
-  assign \$575  = region_fetch | region_load;
-  assign \$576  = \$574  | \$575 ;
-  assign \$578  = \$577  | sweep;
-  assign \$579  = dma_program__valid | desc_judging;
-  assign \$580  = desc_fetch | desc_load;
-  assign \$581  = \$579  | \$580 ;
-  assign \$583  = sweep | dma_busy;
-  assign \$584  = \$582  | \$583 ;
-  assign \$585  = dma_program__valid | desc_judging;
-  assign \$586  = desc_fetch | desc_load;
-  assign \$587  = \$585  | \$586 ;
-  assign \$589  = \$588  | sweep;
-  assign \$592  = \$591  | track_answer;
-  assign \$593  = \$592  | tracker_busy;
-  assign \$598  = bus__addr == 7'h40;
-  assign \$599  = bus__w_stb & \$598 ;
-  assign \$600  = bus__addr == 7'h44;
-  assign \$601  = bus__w_stb & \$600 ;
-  assign \$602  = bus__addr == 7'h48;
-  assign \$603  = bus__w_stb & \$602 ;
-  assign \$604  = bus__addr == 7'h4c;
-  assign \$605  = bus__w_stb & \$604 ;
-  assign \$606  = bus__addr == 7'h50;
-  assign \$607  = bus__w_stb & \$606 ;
-  assign \$608  = region_program__valid | region_judging;
-  assign \$609  = region_fetch | region_load;
-  assign \$610  = \$608  | \$609 ;
-  assign \$612  = dma_program__valid | desc_judging;
-  assign \$613  = desc_fetch | desc_load;
-  assign \$614  = \$612  | \$613 ;
-  assign \$618  = \$617  | track_answer;
+  assign \$424  = req_w_stb & sel_track_op;
+  assign \$427  = \$426  | track_answer;
+  assign \$428  = \$424  & \$427 ;
+  assign \$429  = req_w_stb & sel_track_op;
+  assign \$430  = req_w_stb & sel_track_cmd;
+  assign \$433  = \$432  | track_answer;
+  assign \$434  = \$430  & \$433 ;
+  assign \$435  = req_w_stb & sel_track_cmd;
+  assign \$436  = req_w_stb & sel_arb_policy;
+  assign \$440  = \$436  & \$439 ;
+  assign \$441  = req_w_stb & sel_arb_policy;
+  assign \$442  = req_w_stb & sel_arb_starvation_limit;
+  assign \$446  = \$442  & \$445 ;
+  assign \$447  = req_w_stb & sel_arb_starvation_limit;
+  assign \$448  = req_w_stb & sel_command;
+  assign \$449  = region_locked | sweep;
+  assign \$450  = region_locked | sweep;
+  assign \$451  = sweep | dma_busy;
+  assign \$452  = desc_locked | \$451 ;
+  assign \$453  = desc_locked | sweep;
+  assign \$456  = \$455  | track_answer;
+  assign \$457  = \$456  | tracker_busy;
+  assign \$462  = bus__addr == 7'h40;
+  assign \$463  = bus__w_stb & \$462 ;
+  assign \$464  = bus__addr == 7'h44;
+  assign \$465  = bus__w_stb & \$464 ;
+  assign \$466  = bus__addr == 7'h48;
+  assign \$467  = bus__w_stb & \$466 ;
+  assign \$468  = bus__addr == 7'h4c;
+  assign \$469  = bus__w_stb & \$468 ;
+  assign \$470  = bus__addr == 7'h50;
+  assign \$471  = bus__w_stb & \$470 ;
+  assign \$474  = \$473  | track_answer;
   always @(posedge clk)
-    req_addr <= \$622 ;
+    req_addr <= \$478 ;
   always @(posedge clk)
-    req_w_data <= \$623 ;
+    req_w_data <= \$479 ;
   always @(posedge clk)
-    req_w_stb <= \$624 ;
+    req_w_stb <= \$480 ;
   always @(posedge clk)
-    req_r_stb <= \$625 ;
+    req_r_stb <= \$481 ;
   always @(posedge clk)
-    sel_id <= \$626 ;
+    sel_id <= \$482 ;
   always @(posedge clk)
-    sel_config <= \$627 ;
+    sel_config <= \$483 ;
   always @(posedge clk)
-    sel_status <= \$628 ;
+    sel_status <= \$484 ;
   always @(posedge clk)
-    sel_command <= \$629 ;
+    sel_command <= \$485 ;
   always @(posedge clk)
-    sel_device_id <= \$630 ;
+    sel_device_id <= \$486 ;
   always @(posedge clk)
-    sel_csr_errors <= \$631 ;
+    sel_csr_errors <= \$487 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$632 ;
+    sel_tracker_errors <= \$488 ;
   always @(posedge clk)
-    sel_dma_errors <= \$633 ;
+    sel_dma_errors <= \$489 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$634 ;
+    sel_addrmap_errors <= \$490 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$635 ;
+    sel_arbiter_errors <= \$491 ;
   always @(posedge clk)
-    sel_region_index <= \$636 ;
+    sel_region_index <= \$492 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$637 ;
+    sel_region_base_lo <= \$493 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$638 ;
+    sel_region_base_hi <= \$494 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$639 ;
+    sel_region_size_lo <= \$495 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$640 ;
+    sel_region_size_hi <= \$496 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$641 ;
+    sel_region_remote_base_lo <= \$497 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$642 ;
+    sel_region_remote_base_hi <= \$498 ;
   always @(posedge clk)
-    sel_desc_index <= \$643 ;
+    sel_desc_index <= \$499 ;
   always @(posedge clk)
-    sel_desc_rows <= \$644 ;
+    sel_desc_rows <= \$500 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$645 ;
+    sel_desc_pitch <= \$501 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$646 ;
+    sel_desc_src_lo <= \$502 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$647 ;
+    sel_desc_src_hi <= \$503 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$648 ;
+    sel_desc_dst_lo <= \$504 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$649 ;
+    sel_desc_dst_hi <= \$505 ;
   always @(posedge clk)
-    sel_track_op <= \$650 ;
+    sel_track_op <= \$506 ;
   always @(posedge clk)
-    sel_track_cmd <= \$651 ;
+    sel_track_cmd <= \$507 ;
   always @(posedge clk)
-    sel_track_result_op <= \$652 ;
+    sel_track_result_op <= \$508 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$653 ;
+    sel_track_result_threshold <= \$509 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$654 ;
+    sel_tracker_writes_compute <= \$510 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$655 ;
+    sel_tracker_writes_dma <= \$511 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$656 ;
+    sel_tracker_writes_remote <= \$512 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$657 ;
+    sel_tracker_unprogrammed <= \$513 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$658 ;
+    sel_tracker_triggers <= \$514 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$659 ;
+    sel_tracker_dropped <= \$515 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$660 ;
+    sel_dma_triggers <= \$516 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$661 ;
+    sel_dma_rejected <= \$517 ;
   always @(posedge clk)
-    sel_dma_reads <= \$662 ;
+    sel_dma_reads <= \$518 ;
   always @(posedge clk)
-    sel_dma_packets <= \$663 ;
+    sel_dma_packets <= \$519 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$664 ;
+    sel_dma_bad_program <= \$520 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$665 ;
+    sel_dma_bad_range <= \$521 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$666 ;
+    sel_dma_bad_pitch <= \$522 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$667 ;
+    sel_dma_desc_busy <= \$523 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$668 ;
+    sel_dma_aborted <= \$524 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$669 ;
+    sel_addrmap_local <= \$525 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$670 ;
+    sel_addrmap_tracked <= \$526 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$671 ;
+    sel_addrmap_remote <= \$527 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$672 ;
+    sel_addrmap_unmapped <= \$528 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$673 ;
+    sel_addrmap_store_crosses <= \$529 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$674 ;
+    sel_addrmap_rx_misrouted <= \$530 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$675 ;
+    sel_addrmap_rx_remote <= \$531 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$676 ;
+    sel_addrmap_rx_unmapped <= \$532 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$677 ;
+    sel_addrmap_rx_crosses <= \$533 ;
   always @(posedge clk)
-    sel_arb_policy <= \$678 ;
+    sel_arb_policy <= \$534 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$679 ;
+    sel_arb_starvation_limit <= \$535 ;
   always @(posedge clk)
-    sel_arb_status <= \$680 ;
+    sel_arb_status <= \$536 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$681 ;
+    sel_arbiter_grants_load <= \$537 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$682 ;
+    sel_arbiter_grants_store <= \$538 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$683 ;
+    sel_arbiter_grants_dma <= \$539 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$684 ;
+    sel_arbiter_grants_remote <= \$540 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$685 ;
+    sel_arbiter_stalls_load <= \$541 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$686 ;
+    sel_arbiter_stalls_store <= \$542 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$687 ;
+    sel_arbiter_stalls_dma <= \$543 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$688 ;
+    sel_arbiter_stalls_remote <= \$544 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$689 ;
+    sel_arbiter_starved <= \$545 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$690 ;
+    sel_csr_irq_enable <= \$546 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$691 ;
+    sel_tracker_irq_enable <= \$547 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$692 ;
+    sel_dma_irq_enable <= \$548 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$693 ;
+    sel_addrmap_irq_enable <= \$549 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$694 ;
+    sel_arbiter_irq_enable <= \$550 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$695 ;
+    sel_tracker_capture <= \$551 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$696 ;
+    sel_dma_capture_index <= \$552 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$697 ;
+    sel_dma_capture_addr_lo <= \$553 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$698 ;
+    sel_dma_capture_addr_hi <= \$554 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$699 ;
+    sel_dma_capture_events <= \$555 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$700 ;
+    sel_addrmap_capture_addr_lo <= \$556 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$701 ;
+    sel_addrmap_capture_addr_hi <= \$557 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$702 ;
+    sel_addrmap_capture_device <= \$558 ;
   always @(posedge clk)
-    mapped <= \$703 ;
+    mapped <= \$559 ;
   always @(posedge clk)
-    sweep_at <= \$704 ;
+    sweep_at <= \$560 ;
   always @(posedge clk)
-    sweep <= \$705 ;
+    sweep <= \$561 ;
   always @(posedge clk)
-    region_program__valid <= \$706 ;
+    region_program__valid <= \$562 ;
   always @(posedge clk)
-    dma_program__valid <= \$707 ;
+    dma_program__valid <= \$563 ;
   always @(posedge clk)
-    tracker_program__valid <= \$708 ;
+    tracker_program__valid <= \$564 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$709 ;
+    arbiter_program__valid <= \$565 ;
   always @(posedge clk)
-    region_waiting0 <= \$710 ;
+    region_waiting0 <= \$566 ;
   always @(posedge clk)
-    region_waiting1 <= \$711 ;
+    region_waiting1 <= \$567 ;
   always @(posedge clk)
-    region_waiting2 <= \$712 ;
+    region_waiting2 <= \$568 ;
   always @(posedge clk)
-    region_waiting3 <= \$713 ;
+    region_waiting3 <= \$569 ;
   always @(posedge clk)
-    region_waiting4 <= \$714 ;
+    region_waiting4 <= \$570 ;
   always @(posedge clk)
-    region_waiting5 <= \$715 ;
+    region_waiting5 <= \$571 ;
   always @(posedge clk)
-    region_waiting6 <= \$716 ;
+    region_waiting6 <= \$572 ;
   always @(posedge clk)
-    region_waiting7 <= \$717 ;
+    region_waiting7 <= \$573 ;
   always @(posedge clk)
-    region_waiting8 <= \$718 ;
+    region_waiting8 <= \$574 ;
   always @(posedge clk)
-    region_waiting9 <= \$719 ;
+    region_waiting9 <= \$575 ;
   always @(posedge clk)
-    region_waiting10 <= \$720 ;
+    region_waiting10 <= \$576 ;
   always @(posedge clk)
-    region_waiting11 <= \$721 ;
+    region_waiting11 <= \$577 ;
   always @(posedge clk)
-    region_verdict <= \$722 ;
+    region_verdict <= \$578 ;
   always @(posedge clk)
-    region_judging <= \$723 ;
+    region_judging <= \$579 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$724 ;
+    region_fetch <= \$580 ;
   always @(posedge clk)
-    region_load <= \$725 ;
+    region_load <= \$581 ;
   always @(posedge clk)
-    region_program__payload <= \$726 ;
+    region_program__payload <= \$582 ;
   always @(posedge clk)
-    desc_waiting0 <= \$727 ;
+    desc_waiting0 <= \$583 ;
   always @(posedge clk)
-    desc_waiting1 <= \$728 ;
+    desc_waiting1 <= \$584 ;
   always @(posedge clk)
-    desc_waiting2 <= \$729 ;
+    desc_waiting2 <= \$585 ;
   always @(posedge clk)
-    desc_waiting3 <= \$730 ;
+    desc_waiting3 <= \$586 ;
   always @(posedge clk)
-    desc_verdict <= \$731 ;
+    desc_waiting4 <= \$587 ;
   always @(posedge clk)
-    desc_judging <= \$732 ;
+    desc_verdict <= \$588 ;
   always @(posedge clk)
-    desc_got <= \rp__data$123 ;
+    desc_judging <= \$589 ;
   always @(posedge clk)
-    desc_fetch <= \$733 ;
+    desc_got <= \rp__data$124 ;
   always @(posedge clk)
-    desc_load <= \$734 ;
+    desc_fetch <= \$590 ;
   always @(posedge clk)
-    dma_program__payload <= \$735 ;
+    desc_load <= \$591 ;
   always @(posedge clk)
-    track_result <= \$736 ;
+    dma_program__payload <= \$592 ;
   always @(posedge clk)
-    track_answer <= \$737 ;
+    track_result <= \$593 ;
   always @(posedge clk)
-    tracker_program__payload <= \$738 ;
+    track_answer <= \$594 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$739 ;
+    tracker_program__payload <= \$595 ;
   always @(posedge clk)
-    device_id <= \$740 ;
+    arbiter_program__payload <= \$596 ;
   always @(posedge clk)
-    csr_irq_enable <= \$741 ;
+    device_id <= \$597 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$742 ;
+    csr_irq_enable <= \$598 ;
   always @(posedge clk)
-    dma_irq_enable <= \$743 ;
+    tracker_irq_enable <= \$599 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$744 ;
+    dma_irq_enable <= \$600 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$745 ;
+    addrmap_irq_enable <= \$601 ;
   always @(posedge clk)
-    tracker_events <= \$746 ;
+    arbiter_irq_enable <= \$602 ;
   always @(posedge clk)
-    dma_events <= \$747 ;
+    region_locked <= \$603 ;
   always @(posedge clk)
-    addrmap_events <= \$748 ;
+    desc_locked <= \$604 ;
   always @(posedge clk)
-    arbiter_events <= \$749 ;
+    tracker_events <= \$605 ;
   always @(posedge clk)
-    csr_errors_clear <= \$750 ;
+    dma_events <= \$606 ;
   always @(posedge clk)
-    errors <= \$751 ;
+    addrmap_events <= \$607 ;
   always @(posedge clk)
-    tracker_errors_clear <= \$752 ;
+    arbiter_events <= \$608 ;
   always @(posedge clk)
-    tracker_sticky <= \$753 ;
+    csr_errors_clear <= \$609 ;
   always @(posedge clk)
-    tracker_errors_first <= \$754 ;
+    errors <= \$610 ;
   always @(posedge clk)
-    dma_errors_clear <= \$755 ;
+    tracker_errors_clear <= \$611 ;
   always @(posedge clk)
-    dma_sticky <= \$756 ;
+    tracker_sticky <= \$612 ;
   always @(posedge clk)
-    dma_errors_first <= \$757 ;
+    tracker_errors_first <= \$613 ;
   always @(posedge clk)
-    addrmap_errors_clear <= \$758 ;
+    dma_errors_clear <= \$614 ;
   always @(posedge clk)
-    addrmap_sticky <= \$759 ;
+    dma_sticky <= \$615 ;
   always @(posedge clk)
-    addrmap_errors_first <= \$760 ;
+    dma_errors_first <= \$616 ;
   always @(posedge clk)
-    arbiter_errors_clear <= \$761 ;
+    addrmap_errors_clear <= \$617 ;
   always @(posedge clk)
-    arbiter_sticky <= \$762 ;
+    addrmap_sticky <= \$618 ;
   always @(posedge clk)
-    arbiter_errors_first <= \$763 ;
+    addrmap_errors_first <= \$619 ;
   always @(posedge clk)
-    tracker_given <= \$764 ;
+    arbiter_errors_clear <= \$620 ;
   always @(posedge clk)
-    \tracker_capture$171  <= \$765 ;
+    arbiter_sticky <= \$621 ;
   always @(posedge clk)
-    dma_given <= \$766 ;
+    arbiter_errors_first <= \$622 ;
   always @(posedge clk)
-    \dma_capture$174  <= \$767 ;
+    tracker_given <= \$623 ;
   always @(posedge clk)
-    addrmap_given <= \$768 ;
+    \tracker_capture$176  <= \$624 ;
   always @(posedge clk)
-    \addrmap_capture$177  <= \$769 ;
+    dma_given <= \$625 ;
   always @(posedge clk)
-    irq <= \$770 ;
+    \dma_capture$179  <= \$626 ;
   always @(posedge clk)
-    read_part0 <= \$771 ;
+    addrmap_given <= \$627 ;
   always @(posedge clk)
-    read_part1 <= \$772 ;
+    \addrmap_capture$182  <= \$628 ;
   always @(posedge clk)
-    read_part2 <= \$773 ;
+    irq <= \$629 ;
   always @(posedge clk)
-    read_part3 <= \$774 ;
+    read_part0 <= \$630 ;
   always @(posedge clk)
-    read_part4 <= \$775 ;
+    read_part1 <= \$631 ;
   always @(posedge clk)
-    read_part5 <= \$776 ;
+    read_part2 <= \$632 ;
   always @(posedge clk)
-    read_part6 <= \$777 ;
+    read_part3 <= \$633 ;
   always @(posedge clk)
-    read_part8 <= \$778 ;
+    read_part4 <= \$634 ;
   always @(posedge clk)
-    read_part10 <= \$779 ;
+    read_part5 <= \$635 ;
   always @(posedge clk)
-    read_part11 <= \$780 ;
+    read_part6 <= \$636 ;
   always @(posedge clk)
-    read_part13 <= \$781 ;
+    read_part8 <= \$637 ;
   always @(posedge clk)
-    read_part14 <= \$782 ;
+    read_part10 <= \$638 ;
   always @(posedge clk)
-    read_pending <= \$783 ;
+    read_part11 <= \$639 ;
   always @(posedge clk)
-    read_section <= \$784 ;
+    read_part13 <= \$640 ;
   always @(posedge clk)
-    read_unaligned <= \$785 ;
+    read_part14 <= \$641 ;
   always @(posedge clk)
-    bus__r_data <= \$786 ;
+    read_pending <= \$642 ;
+  always @(posedge clk)
+    read_section <= \$643 ;
+  always @(posedge clk)
+    read_unaligned <= \$644 ;
+  always @(posedge clk)
+    bus__r_data <= \$645 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -8495,244 +8100,403 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
   assign \$10  = dma_program__valid & dma_program__ready;
   assign \$11  = dma_program__valid & dma_program__ready;
-  assign \$12  = | { desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
+  assign \$12  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
   assign \$13  = tracker_program__valid & tracker_program__ready;
   assign \$14  = req_w_stb & sel_region_index;
-  assign \$15  = region_program__valid | region_judging;
-  assign \$16  = region_fetch | region_load;
-  assign \$17  = \$15  | \$16 ;
-  assign \$19  = \$14  & \$18 ;
-  assign \$20  = req_w_stb & sel_region_index;
-  assign \$21  = req_w_stb & sel_region_base_lo;
-  assign \$22  = region_program__valid | region_judging;
-  assign \$23  = region_fetch | region_load;
-  assign \$24  = \$22  | \$23 ;
-  assign \$26  = \$21  & \$25 ;
-  assign \$27  = req_w_stb & sel_region_base_lo;
-  assign \$28  = req_w_stb & sel_region_base_hi;
-  assign \$29  = region_program__valid | region_judging;
-  assign \$30  = region_fetch | region_load;
-  assign \$31  = \$29  | \$30 ;
-  assign \$33  = \$28  & \$32 ;
-  assign \$34  = req_w_stb & sel_region_base_hi;
-  assign \$35  = req_w_stb & sel_region_size_lo;
-  assign \$36  = region_program__valid | region_judging;
-  assign \$37  = region_fetch | region_load;
-  assign \$38  = \$36  | \$37 ;
-  assign \$40  = \$35  & \$39 ;
-  assign \$41  = req_w_stb & sel_region_size_lo;
-  assign \$42  = req_w_stb & sel_region_size_hi;
-  assign \$43  = region_program__valid | region_judging;
-  assign \$44  = region_fetch | region_load;
-  assign \$45  = \$43  | \$44 ;
-  assign \$47  = \$42  & \$46 ;
-  assign \$48  = req_w_stb & sel_region_size_hi;
-  assign \$49  = req_w_stb & sel_region_remote_base_lo;
-  assign \$50  = region_program__valid | region_judging;
-  assign \$51  = region_fetch | region_load;
-  assign \$52  = \$50  | \$51 ;
-  assign \$54  = \$49  & \$53 ;
-  assign \$55  = req_w_stb & sel_region_remote_base_lo;
-  assign \$56  = req_w_stb & sel_region_remote_base_hi;
-  assign \$57  = region_program__valid | region_judging;
-  assign \$58  = region_fetch | region_load;
-  assign \$59  = \$57  | \$58 ;
-  assign \$61  = \$56  & \$60 ;
-  assign \$62  = req_w_stb & sel_region_remote_base_hi;
-  assign \$63  = req_w_stb & sel_desc_index;
-  assign \$64  = dma_program__valid | desc_judging;
-  assign \$65  = desc_fetch | desc_load;
-  assign \$66  = \$64  | \$65 ;
-  assign \$68  = \$63  & \$67 ;
-  assign \$69  = req_w_stb & sel_desc_index;
-  assign \$70  = req_w_stb & sel_desc_rows;
-  assign \$71  = dma_program__valid | desc_judging;
-  assign \$72  = desc_fetch | desc_load;
-  assign \$73  = \$71  | \$72 ;
-  assign \$75  = \$70  & \$74 ;
-  assign \$76  = req_w_stb & sel_desc_rows;
-  assign \$77  = req_w_stb & sel_desc_pitch;
-  assign \$78  = dma_program__valid | desc_judging;
-  assign \$79  = desc_fetch | desc_load;
-  assign \$80  = \$78  | \$79 ;
-  assign \$82  = \$77  & \$81 ;
-  assign \$83  = req_w_stb & sel_desc_pitch;
-  assign \$84  = req_w_stb & sel_desc_src_lo;
-  assign \$85  = dma_program__valid | desc_judging;
-  assign \$86  = desc_fetch | desc_load;
-  assign \$87  = \$85  | \$86 ;
-  assign \$89  = \$84  & \$88 ;
-  assign \$90  = req_w_stb & sel_desc_src_lo;
-  assign \$91  = req_w_stb & sel_desc_src_hi;
-  assign \$92  = dma_program__valid | desc_judging;
-  assign \$93  = desc_fetch | desc_load;
-  assign \$94  = \$92  | \$93 ;
-  assign \$96  = \$91  & \$95 ;
-  assign \$97  = req_w_stb & sel_desc_src_hi;
-  assign \$98  = req_w_stb & sel_desc_dst_lo;
-  assign \$99  = dma_program__valid | desc_judging;
-  assign \$100  = desc_fetch | desc_load;
-  assign \$101  = \$99  | \$100 ;
-  assign \$103  = \$98  & \$102 ;
-  assign \$104  = req_w_stb & sel_desc_dst_lo;
-  assign \$105  = req_w_stb & sel_desc_dst_hi;
-  assign \$106  = dma_program__valid | desc_judging;
-  assign \$107  = desc_fetch | desc_load;
-  assign \$108  = \$106  | \$107 ;
-  assign \$110  = \$105  & \$109 ;
-  assign \$111  = req_w_stb & sel_desc_dst_hi;
-  assign \$112  = req_w_stb & sel_track_op;
-  assign \$115  = \$114  | track_answer;
-  assign \$116  = \$112  & \$115 ;
-  assign \$117  = req_w_stb & sel_track_op;
-  assign \$118  = req_w_stb & sel_track_cmd;
-  assign \$121  = \$120  | track_answer;
-  assign \$122  = \$118  & \$121 ;
-  assign \$123  = req_w_stb & sel_track_cmd;
-  assign \$124  = req_w_stb & sel_arb_policy;
-  assign \$128  = \$124  & \$127 ;
-  assign \$129  = req_w_stb & sel_arb_policy;
-  assign \$130  = req_w_stb & sel_arb_starvation_limit;
-  assign \$134  = \$130  & \$133 ;
-  assign \$135  = req_w_stb & sel_arb_starvation_limit;
-  assign \$136  = req_w_stb & sel_device_id;
-  assign \$137  = req_w_stb & sel_csr_irq_enable;
-  assign \$138  = req_w_stb & sel_tracker_irq_enable;
-  assign \$139  = req_w_stb & sel_dma_irq_enable;
-  assign \$140  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$141  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$142  = req_w_stb & sel_command;
-  assign \$143  = region_program__valid | region_judging;
-  assign \$144  = region_fetch | region_load;
-  assign \$145  = \$143  | \$144 ;
-  assign \$147  = \$146  | sweep;
-  assign \$148  = region_program__valid | region_judging;
-  assign \$149  = region_fetch | region_load;
-  assign \$150  = \$148  | \$149 ;
-  assign \$152  = \$151  | sweep;
-  assign \$153  = dma_program__valid | desc_judging;
-  assign \$154  = desc_fetch | desc_load;
-  assign \$155  = \$153  | \$154 ;
-  assign \$157  = sweep | dma_busy;
-  assign \$158  = \$156  | \$157 ;
-  assign \$159  = dma_program__valid | desc_judging;
-  assign \$160  = desc_fetch | desc_load;
-  assign \$161  = \$159  | \$160 ;
-  assign \$163  = \$162  | sweep;
-  assign \$166  = \$165  | track_answer;
-  assign \$167  = \$166  | tracker_busy;
-  assign \$172  = ~ csr_errors_clear;
-  assign \$173  = errors & \$172 ;
-  assign \$174  = \$173  | set_err;
-  assign \$175  = ~ tracker_errors_clear;
-  assign \$176  = tracker_sticky & \$175 ;
-  assign \$177  = \$176  | tracker_events;
-  assign \$178  = | tracker_errors;
-  assign \$179  = ~ tracker_errors_clear;
-  assign \$180  = tracker_sticky & \$179 ;
-  assign \$181  = \$180  | tracker_events;
-  assign \$182  = ~ tracker_errors_clear_next;
-  assign \$183  = \$181  & \$182 ;
-  assign \$184  = | \$183 ;
-  assign \$185  = ~ \$184 ;
-  assign \$186  = \$178  & \$185 ;
-  assign \$187  = ~ dma_errors_clear;
-  assign \$188  = dma_sticky & \$187 ;
-  assign \$189  = \$188  | dma_events;
-  assign \$190  = | dma_errors;
-  assign \$191  = ~ dma_errors_clear;
-  assign \$192  = dma_sticky & \$191 ;
-  assign \$193  = \$192  | dma_events;
-  assign \$194  = ~ dma_errors_clear_next;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = | \$195 ;
-  assign \$197  = ~ \$196 ;
-  assign \$198  = \$190  & \$197 ;
-  assign \$199  = ~ addrmap_errors_clear;
-  assign \$200  = addrmap_sticky & \$199 ;
-  assign \$201  = \$200  | addrmap_events;
-  assign \$202  = | addrmap_errors;
-  assign \$203  = ~ addrmap_errors_clear;
-  assign \$204  = addrmap_sticky & \$203 ;
-  assign \$205  = \$204  | addrmap_events;
-  assign \$206  = ~ addrmap_errors_clear_next;
-  assign \$207  = \$205  & \$206 ;
-  assign \$208  = | \$207 ;
-  assign \$209  = ~ \$208 ;
-  assign \$210  = \$202  & \$209 ;
-  assign \$211  = ~ arbiter_errors_clear;
-  assign \$212  = arbiter_sticky & \$211 ;
-  assign \$213  = \$212  | arbiter_events;
+  assign \$15  = \$14  & region_locked;
+  assign \$16  = req_w_stb & sel_region_index;
+  assign \$17  = req_w_stb & sel_region_base_lo;
+  assign \$18  = \$17  & region_locked;
+  assign \$19  = req_w_stb & sel_region_base_lo;
+  assign \$20  = req_w_stb & sel_region_base_hi;
+  assign \$21  = \$20  & region_locked;
+  assign \$22  = req_w_stb & sel_region_base_hi;
+  assign \$23  = req_w_stb & sel_region_size_lo;
+  assign \$24  = \$23  & region_locked;
+  assign \$25  = req_w_stb & sel_region_size_lo;
+  assign \$26  = req_w_stb & sel_region_size_hi;
+  assign \$27  = \$26  & region_locked;
+  assign \$28  = req_w_stb & sel_region_size_hi;
+  assign \$29  = req_w_stb & sel_region_remote_base_lo;
+  assign \$30  = \$29  & region_locked;
+  assign \$31  = req_w_stb & sel_region_remote_base_lo;
+  assign \$32  = req_w_stb & sel_region_remote_base_hi;
+  assign \$33  = \$32  & region_locked;
+  assign \$34  = req_w_stb & sel_region_remote_base_hi;
+  assign \$35  = req_w_stb & sel_desc_index;
+  assign \$36  = \$35  & desc_locked;
+  assign \$37  = req_w_stb & sel_desc_index;
+  assign \$38  = req_w_stb & sel_desc_rows;
+  assign \$39  = \$38  & desc_locked;
+  assign \$40  = req_w_stb & sel_desc_rows;
+  assign \$41  = req_w_stb & sel_desc_pitch;
+  assign \$42  = \$41  & desc_locked;
+  assign \$43  = req_w_stb & sel_desc_pitch;
+  assign \$44  = req_w_stb & sel_desc_src_lo;
+  assign \$45  = \$44  & desc_locked;
+  assign \$46  = req_w_stb & sel_desc_src_lo;
+  assign \$47  = req_w_stb & sel_desc_src_hi;
+  assign \$48  = \$47  & desc_locked;
+  assign \$49  = req_w_stb & sel_desc_src_hi;
+  assign \$50  = req_w_stb & sel_desc_dst_lo;
+  assign \$51  = \$50  & desc_locked;
+  assign \$52  = req_w_stb & sel_desc_dst_lo;
+  assign \$53  = req_w_stb & sel_desc_dst_hi;
+  assign \$54  = \$53  & desc_locked;
+  assign \$55  = req_w_stb & sel_desc_dst_hi;
+  assign \$56  = req_w_stb & sel_track_op;
+  assign \$59  = \$58  | track_answer;
+  assign \$60  = \$56  & \$59 ;
+  assign \$61  = req_w_stb & sel_track_op;
+  assign \$62  = req_w_stb & sel_track_cmd;
+  assign \$65  = \$64  | track_answer;
+  assign \$66  = \$62  & \$65 ;
+  assign \$67  = req_w_stb & sel_track_cmd;
+  assign \$68  = req_w_stb & sel_arb_policy;
+  assign \$72  = \$68  & \$71 ;
+  assign \$73  = req_w_stb & sel_arb_policy;
+  assign \$74  = req_w_stb & sel_arb_starvation_limit;
+  assign \$78  = \$74  & \$77 ;
+  assign \$79  = req_w_stb & sel_arb_starvation_limit;
+  assign \$80  = req_w_stb & sel_device_id;
+  assign \$81  = req_w_stb & sel_csr_irq_enable;
+  assign \$82  = req_w_stb & sel_tracker_irq_enable;
+  assign \$83  = req_w_stb & sel_dma_irq_enable;
+  assign \$84  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$85  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$86  = region_started | region_program__valid;
+  assign \$87  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$88  = \$86  | \$87 ;
+  assign \$89  = \$88  | region_fetch;
+  assign \$90  = desc_started | dma_program__valid;
+  assign \$91  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$92  = \$90  | \$91 ;
+  assign \$93  = \$92  | desc_fetch;
+  assign \$94  = req_w_stb & sel_command;
+  assign \$95  = region_locked | sweep;
+  assign \$96  = region_locked | sweep;
+  assign \$97  = sweep | dma_busy;
+  assign \$98  = desc_locked | \$97 ;
+  assign \$99  = desc_locked | sweep;
+  assign \$102  = \$101  | track_answer;
+  assign \$103  = \$102  | tracker_busy;
+  assign \$108  = ~ csr_errors_clear;
+  assign \$109  = errors & \$108 ;
+  assign \$110  = \$109  | set_err;
+  assign \$111  = ~ tracker_errors_clear;
+  assign \$112  = tracker_sticky & \$111 ;
+  assign \$113  = \$112  | tracker_events;
+  assign \$114  = | tracker_errors;
+  assign \$115  = ~ tracker_errors_clear;
+  assign \$116  = tracker_sticky & \$115 ;
+  assign \$117  = \$116  | tracker_events;
+  assign \$118  = ~ tracker_errors_clear_next;
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = | \$119 ;
+  assign \$121  = ~ \$120 ;
+  assign \$122  = \$114  & \$121 ;
+  assign \$123  = ~ dma_errors_clear;
+  assign \$124  = dma_sticky & \$123 ;
+  assign \$125  = \$124  | dma_events;
+  assign \$126  = | dma_errors;
+  assign \$127  = ~ dma_errors_clear;
+  assign \$128  = dma_sticky & \$127 ;
+  assign \$129  = \$128  | dma_events;
+  assign \$130  = ~ dma_errors_clear_next;
+  assign \$131  = \$129  & \$130 ;
+  assign \$132  = | \$131 ;
+  assign \$133  = ~ \$132 ;
+  assign \$134  = \$126  & \$133 ;
+  assign \$135  = ~ addrmap_errors_clear;
+  assign \$136  = addrmap_sticky & \$135 ;
+  assign \$137  = \$136  | addrmap_events;
+  assign \$138  = | addrmap_errors;
+  assign \$139  = ~ addrmap_errors_clear;
+  assign \$140  = addrmap_sticky & \$139 ;
+  assign \$141  = \$140  | addrmap_events;
+  assign \$142  = ~ addrmap_errors_clear_next;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = | \$143 ;
+  assign \$145  = ~ \$144 ;
+  assign \$146  = \$138  & \$145 ;
+  assign \$147  = ~ arbiter_errors_clear;
+  assign \$148  = arbiter_sticky & \$147 ;
+  assign \$149  = \$148  | arbiter_events;
+  assign \$150  = | arbiter_errors;
+  assign \$151  = ~ arbiter_errors_clear;
+  assign \$152  = arbiter_sticky & \$151 ;
+  assign \$153  = \$152  | arbiter_events;
+  assign \$154  = ~ arbiter_errors_clear_next;
+  assign \$155  = \$153  & \$154 ;
+  assign \$156  = | \$155 ;
+  assign \$157  = ~ \$156 ;
+  assign \$158  = \$150  & \$157 ;
+  assign \$159  = errors & csr_irq_enable;
+  assign \$160  = | \$159 ;
+  assign \$161  = tracker_sticky & tracker_irq_enable;
+  assign \$162  = | \$161 ;
+  assign \$163  = dma_sticky & dma_irq_enable;
+  assign \$164  = | \$163 ;
+  assign \$165  = addrmap_sticky & addrmap_irq_enable;
+  assign \$166  = | \$165 ;
+  assign \$167  = arbiter_sticky & arbiter_irq_enable;
+  assign \$168  = | \$167 ;
+  assign \$169  = | { \$168 , \$166 , \$164 , \$162 , \$160  };
+  assign \$170  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
+  assign \$171  = req_addr[3] ? 32'd0 : \$170 ;
+  assign \$172  = req_addr[2] ? 32'd0 : { 23'h000000, status };
+  assign \$173  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
+  assign \$174  = req_addr[3] ? \$172  : \$173 ;
+  assign \$175  = req_addr[4] ? \$171  : \$174 ;
+  assign \$176  = req_addr[5] ? 32'd0 : \$175 ;
+  assign \$177  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
+  assign \$178  = req_addr[3] ? 32'd0 : \$177 ;
+  assign \$179  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
+  assign \$180  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
+  assign \$181  = req_addr[3] ? \$179  : \$180 ;
+  assign \$182  = req_addr[4] ? \$178  : \$181 ;
+  assign \$183  = req_addr[5] ? 32'd0 : \$182 ;
+  assign \$184  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
+  assign \$185  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
+  assign \$186  = req_addr[3] ? \$184  : \$185 ;
+  assign \$187  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
+  assign \$188  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
+  assign \$189  = req_addr[3] ? \$187  : \$188 ;
+  assign \$190  = req_addr[4] ? \$186  : \$189 ;
+  assign \$191  = req_addr[5] ? 32'd0 : \$190 ;
+  assign \$192  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
+  assign \$193  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
+  assign \$194  = req_addr[3] ? \$192  : \$193 ;
+  assign \$195  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
+  assign \$196  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
+  assign \$197  = req_addr[3] ? \$195  : \$196 ;
+  assign \$198  = req_addr[4] ? \$194  : \$197 ;
+  assign \$199  = req_addr[5] ? 32'd0 : \$198 ;
+  assign \$200  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
+  assign \$201  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
+  assign \$202  = req_addr[3] ? \$200  : \$201 ;
+  assign \$203  = req_addr[4] ? 32'd0 : \$202 ;
+  assign \$204  = req_addr[5] ? 32'd0 : \$203 ;
+  assign \$205  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
+  assign \$206  = req_addr[3] ? 32'd0 : \$205 ;
+  assign \$207  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
+  assign \$208  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
+  assign \$209  = req_addr[3] ? \$207  : \$208 ;
+  assign \$210  = req_addr[4] ? \$206  : \$209 ;
+  assign \$211  = req_addr[5] ? 32'd0 : \$210 ;
+  assign \$212  = req_addr[2] ? 32'd0 : dma_stats[287:256];
+  assign \$213  = req_addr[3] ? 32'd0 : \$212 ;
+  assign \$214  = req_addr[4] ? 32'd0 : \$213 ;
+  assign \$215  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
+  assign \$216  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
+  assign \$217  = req_addr[3] ? \$215  : \$216 ;
+  assign \$218  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
+  assign \$219  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
+  assign \$220  = req_addr[3] ? \$218  : \$219 ;
+  assign \$221  = req_addr[4] ? \$217  : \$220 ;
+  assign \$222  = req_addr[5] ? \$214  : \$221 ;
+  assign \$223  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
+  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
+  assign \$225  = req_addr[4] ? 32'd0 : \$224 ;
+  assign \$226  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
+  assign \$227  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
+  assign \$228  = req_addr[3] ? \$226  : \$227 ;
+  assign \$229  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
+  assign \$230  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
+  assign \$231  = req_addr[3] ? \$229  : \$230 ;
+  assign \$232  = req_addr[4] ? \$228  : \$231 ;
+  assign \$233  = req_addr[5] ? \$225  : \$232 ;
+  assign \$234  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
+  assign \$235  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
+  assign \$236  = req_addr[3] ? \$234  : \$235 ;
+  assign \$237  = req_addr[4] ? 32'd0 : \$236 ;
+  assign \$238  = req_addr[5] ? 32'd0 : \$237 ;
+  assign \$239  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
+  assign \$240  = req_addr[3] ? 32'd0 : \$239 ;
+  assign \$241  = req_addr[4] ? 32'd0 : \$240 ;
+  assign \$242  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
+  assign \$243  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
+  assign \$244  = req_addr[3] ? \$242  : \$243 ;
+  assign \$245  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
+  assign \$246  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
+  assign \$247  = req_addr[3] ? \$245  : \$246 ;
+  assign \$248  = req_addr[4] ? \$244  : \$247 ;
+  assign \$249  = req_addr[5] ? \$241  : \$248 ;
+  assign \$250  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
+  assign \$251  = req_addr[3] ? 32'd0 : \$250 ;
+  assign \$252  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
+  assign \$253  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
+  assign \$254  = req_addr[3] ? \$252  : \$253 ;
+  assign \$255  = req_addr[4] ? \$251  : \$254 ;
+  assign \$256  = req_addr[5] ? 32'd0 : \$255 ;
+  assign \$257  = req_addr[2] ? { 4'h0, \addrmap_capture$182 [75:48] } : { 16'h0000, \addrmap_capture$182 [47:32] };
+  assign \$258  = req_addr[2] ? \addrmap_capture$182 [31:0] : { 25'h0000000, \dma_capture$179 [78:72] };
+  assign \$259  = req_addr[3] ? \$257  : \$258 ;
+  assign \$260  = req_addr[2] ? { 16'h0000, \dma_capture$179 [71:56] } : \dma_capture$179 [55:24];
+  assign \$261  = req_addr[2] ? { 8'h00, \dma_capture$179 [23:0] } : { 2'h0, \tracker_capture$176  };
+  assign \$262  = req_addr[3] ? \$260  : \$261 ;
+  assign \$263  = req_addr[4] ? \$259  : \$262 ;
+  assign \$264  = req_addr[5] ? 32'd0 : \$263 ;
+  assign \$265  = | req_addr[1:0];
+  assign \$266  = read_section[0] ? 32'd0 : read_part14;
+  assign \$267  = read_section[0] ? read_part13 : 32'd0;
+  assign \$268  = read_section[1] ? \$266  : \$267 ;
+  assign \$269  = read_section[0] ? read_part11 : read_part10;
+  assign \$270  = read_section[0] ? 32'd0 : read_part8;
+  assign \$271  = read_section[1] ? \$269  : \$270 ;
+  assign \$272  = read_section[2] ? \$268  : \$271 ;
+  assign \$273  = read_section[0] ? 32'd0 : read_part6;
+  assign \$274  = read_section[0] ? read_part5 : read_part4;
+  assign \$275  = read_section[1] ? \$273  : \$274 ;
+  assign \$276  = read_section[0] ? read_part3 : read_part2;
+  assign \$277  = read_section[0] ? read_part1 : read_part0;
+  assign \$278  = read_section[1] ? \$276  : \$277 ;
+  assign \$279  = read_section[2] ? \$275  : \$278 ;
+  assign \$280  = read_section[3] ? \$272  : \$279 ;
+  assign \$281  = read_unaligned ? 32'd0 : \$280 ;
+  assign \$282  = req_r_stb | req_w_stb;
+  assign \$283  = ~ mapped;
+  assign \$284  = \$282  & \$283 ;
+  assign \$285  = req_w_stb & sel_id;
+  assign \$286  = req_w_stb & sel_config;
+  assign \$287  = req_w_stb & sel_status;
+  assign \$288  = req_w_stb & sel_track_result_op;
+  assign \$289  = req_w_stb & sel_track_result_threshold;
+  assign \$290  = req_w_stb & sel_tracker_writes_compute;
+  assign \$291  = req_w_stb & sel_tracker_writes_dma;
+  assign \$292  = req_w_stb & sel_tracker_writes_remote;
+  assign \$293  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$294  = req_w_stb & sel_tracker_triggers;
+  assign \$295  = req_w_stb & sel_tracker_dropped;
+  assign \$296  = req_w_stb & sel_dma_triggers;
+  assign \$297  = req_w_stb & sel_dma_rejected;
+  assign \$298  = req_w_stb & sel_dma_reads;
+  assign \$299  = req_w_stb & sel_dma_packets;
+  assign \$300  = req_w_stb & sel_dma_bad_program;
+  assign \$301  = req_w_stb & sel_dma_bad_range;
+  assign \$302  = req_w_stb & sel_dma_bad_pitch;
+  assign \$303  = req_w_stb & sel_dma_desc_busy;
+  assign \$304  = req_w_stb & sel_dma_aborted;
+  assign \$305  = req_w_stb & sel_addrmap_local;
+  assign \$306  = req_w_stb & sel_addrmap_tracked;
+  assign \$307  = req_w_stb & sel_addrmap_remote;
+  assign \$308  = req_w_stb & sel_addrmap_unmapped;
+  assign \$309  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$310  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$311  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$312  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$313  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$314  = req_w_stb & sel_arb_status;
+  assign \$315  = req_w_stb & sel_arbiter_grants_load;
+  assign \$316  = req_w_stb & sel_arbiter_grants_store;
+  assign \$317  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$318  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$319  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$320  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$321  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$322  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$323  = req_w_stb & sel_arbiter_starved;
+  assign \$324  = req_w_stb & sel_tracker_capture;
+  assign \$325  = req_w_stb & sel_dma_capture_index;
+  assign \$326  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$327  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$328  = req_w_stb & sel_dma_capture_events;
+  assign \$329  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$330  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$331  = req_w_stb & sel_addrmap_capture_device;
+  assign \$332  = | { \$331 , \$330 , \$329 , \$328 , \$327 , \$326 , \$325 , \$324 , \$323 , \$322 , \$321 , \$320 , \$319 , \$318 , \$317 , \$316 , \$315 , \$314 , \$313 , \$312 , \$311 , \$310 , \$309 , \$308 , \$307 , \$306 , \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285  };
+  assign \$333  = sweep_at < 4'h8;
+  assign \$334  = | addrmap_errors[1:0];
+  assign \$335  = ~ \$334 ;
+  assign \$336  = region_verdict & \$335 ;
+  assign \$337  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$338  = ~ \$337 ;
+  assign \$339  = desc_verdict & \$338 ;
+  assign \$340  = req_w_stb & sel_region_index;
+  assign \$341  = \$340  & region_locked;
+  assign \$342  = req_w_stb & sel_region_index;
+  assign \$343  = req_r_stb & sel_region_index;
+  assign \$344  = region_fetch | region_load;
+  assign \$345  = \$343  & \$344 ;
+  assign \$346  = req_w_stb & sel_region_base_lo;
+  assign \$347  = \$346  & region_locked;
+  assign \$348  = req_w_stb & sel_region_base_lo;
+  assign \$349  = req_r_stb & sel_region_base_lo;
+  assign \$350  = region_fetch | region_load;
+  assign \$351  = \$349  & \$350 ;
+  assign \$352  = req_w_stb & sel_region_base_hi;
+  assign \$353  = \$352  & region_locked;
+  assign \$354  = req_w_stb & sel_region_base_hi;
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$622  = bus__addr;
+    \$478  = bus__addr;
     if (rst) begin
-      \$622  = 10'h000;
+      \$478  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$623  = bus__w_data;
+    \$479  = bus__w_data;
     if (rst) begin
-      \$623  = 32'd0;
+      \$479  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$624  = bus__w_stb;
+    \$480  = bus__w_stb;
     if (rst) begin
-      \$624  = 1'h0;
+      \$480  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$625  = bus__r_stb;
+    \$481  = bus__r_stb;
     if (rst) begin
-      \$625  = 1'h0;
+      \$481  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$626  = 1'h0;
+    \$482  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$626  = 1'h1;
+          \$482  = 1'h1;
     endcase
     if (rst) begin
-      \$626  = 1'h0;
+      \$482  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$627  = 1'h0;
+    \$483  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
-          \$627  = 1'h1;
+          \$483  = 1'h1;
     endcase
     if (rst) begin
-      \$627  = 1'h0;
+      \$483  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$628  = 1'h0;
+    \$484  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
       10'h004:
           /* empty */;
       10'h008:
-          \$628  = 1'h1;
+          \$484  = 1'h1;
     endcase
     if (rst) begin
-      \$628  = 1'h0;
+      \$484  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$629  = 1'h0;
+    \$485  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8741,15 +8505,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h008:
           /* empty */;
       10'h00c:
-          \$629  = 1'h1;
+          \$485  = 1'h1;
     endcase
     if (rst) begin
-      \$629  = 1'h0;
+      \$485  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$630  = 1'h0;
+    \$486  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8760,15 +8524,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h00c:
           /* empty */;
       10'h010:
-          \$630  = 1'h1;
+          \$486  = 1'h1;
     endcase
     if (rst) begin
-      \$630  = 1'h0;
+      \$486  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$631  = 1'h0;
+    \$487  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8781,15 +8545,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h010:
           /* empty */;
       10'h040:
-          \$631  = 1'h1;
+          \$487  = 1'h1;
     endcase
     if (rst) begin
-      \$631  = 1'h0;
+      \$487  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$632  = 1'h0;
+    \$488  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8804,15 +8568,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h040:
           /* empty */;
       10'h044:
-          \$632  = 1'h1;
+          \$488  = 1'h1;
     endcase
     if (rst) begin
-      \$632  = 1'h0;
+      \$488  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$633  = 1'h0;
+    \$489  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8829,15 +8593,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h044:
           /* empty */;
       10'h048:
-          \$633  = 1'h1;
+          \$489  = 1'h1;
     endcase
     if (rst) begin
-      \$633  = 1'h0;
+      \$489  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$634  = 1'h0;
+    \$490  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8856,15 +8620,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h048:
           /* empty */;
       10'h04c:
-          \$634  = 1'h1;
+          \$490  = 1'h1;
     endcase
     if (rst) begin
-      \$634  = 1'h0;
+      \$490  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$635  = 1'h0;
+    \$491  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8885,15 +8649,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h04c:
           /* empty */;
       10'h050:
-          \$635  = 1'h1;
+          \$491  = 1'h1;
     endcase
     if (rst) begin
-      \$635  = 1'h0;
+      \$491  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$636  = 1'h0;
+    \$492  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8916,15 +8680,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h050:
           /* empty */;
       10'h080:
-          \$636  = 1'h1;
+          \$492  = 1'h1;
     endcase
     if (rst) begin
-      \$636  = 1'h0;
+      \$492  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$637  = 1'h0;
+    \$493  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8949,15 +8713,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h080:
           /* empty */;
       10'h084:
-          \$637  = 1'h1;
+          \$493  = 1'h1;
     endcase
     if (rst) begin
-      \$637  = 1'h0;
+      \$493  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$638  = 1'h0;
+    \$494  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -8984,15 +8748,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h084:
           /* empty */;
       10'h088:
-          \$638  = 1'h1;
+          \$494  = 1'h1;
     endcase
     if (rst) begin
-      \$638  = 1'h0;
+      \$494  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$639  = 1'h0;
+    \$495  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9021,15 +8785,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h088:
           /* empty */;
       10'h08c:
-          \$639  = 1'h1;
+          \$495  = 1'h1;
     endcase
     if (rst) begin
-      \$639  = 1'h0;
+      \$495  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$640  = 1'h0;
+    \$496  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9060,15 +8824,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h08c:
           /* empty */;
       10'h090:
-          \$640  = 1'h1;
+          \$496  = 1'h1;
     endcase
     if (rst) begin
-      \$640  = 1'h0;
+      \$496  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$641  = 1'h0;
+    \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9101,15 +8865,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h090:
           /* empty */;
       10'h094:
-          \$641  = 1'h1;
+          \$497  = 1'h1;
     endcase
     if (rst) begin
-      \$641  = 1'h0;
+      \$497  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$642  = 1'h0;
+    \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9144,15 +8908,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h094:
           /* empty */;
       10'h098:
-          \$642  = 1'h1;
+          \$498  = 1'h1;
     endcase
     if (rst) begin
-      \$642  = 1'h0;
+      \$498  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$643  = 1'h0;
+    \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9189,15 +8953,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h098:
           /* empty */;
       10'h0c0:
-          \$643  = 1'h1;
+          \$499  = 1'h1;
     endcase
     if (rst) begin
-      \$643  = 1'h0;
+      \$499  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$644  = 1'h0;
+    \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9236,15 +9000,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c0:
           /* empty */;
       10'h0c4:
-          \$644  = 1'h1;
+          \$500  = 1'h1;
     endcase
     if (rst) begin
-      \$644  = 1'h0;
+      \$500  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$645  = 1'h0;
+    \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9285,15 +9049,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c4:
           /* empty */;
       10'h0c8:
-          \$645  = 1'h1;
+          \$501  = 1'h1;
     endcase
     if (rst) begin
-      \$645  = 1'h0;
+      \$501  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$646  = 1'h0;
+    \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9336,15 +9100,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0c8:
           /* empty */;
       10'h0cc:
-          \$646  = 1'h1;
+          \$502  = 1'h1;
     endcase
     if (rst) begin
-      \$646  = 1'h0;
+      \$502  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$647  = 1'h0;
+    \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9389,15 +9153,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0cc:
           /* empty */;
       10'h0d0:
-          \$647  = 1'h1;
+          \$503  = 1'h1;
     endcase
     if (rst) begin
-      \$647  = 1'h0;
+      \$503  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$648  = 1'h0;
+    \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9444,15 +9208,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d0:
           /* empty */;
       10'h0d4:
-          \$648  = 1'h1;
+          \$504  = 1'h1;
     endcase
     if (rst) begin
-      \$648  = 1'h0;
+      \$504  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$649  = 1'h0;
+    \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9501,15 +9265,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d4:
           /* empty */;
       10'h0d8:
-          \$649  = 1'h1;
+          \$505  = 1'h1;
     endcase
     if (rst) begin
-      \$649  = 1'h0;
+      \$505  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$650  = 1'h0;
+    \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9560,15 +9324,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h0d8:
           /* empty */;
       10'h100:
-          \$650  = 1'h1;
+          \$506  = 1'h1;
     endcase
     if (rst) begin
-      \$650  = 1'h0;
+      \$506  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$651  = 1'h0;
+    \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9621,15 +9385,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h100:
           /* empty */;
       10'h104:
-          \$651  = 1'h1;
+          \$507  = 1'h1;
     endcase
     if (rst) begin
-      \$651  = 1'h0;
+      \$507  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$652  = 1'h0;
+    \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9684,15 +9448,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h104:
           /* empty */;
       10'h108:
-          \$652  = 1'h1;
+          \$508  = 1'h1;
     endcase
     if (rst) begin
-      \$652  = 1'h0;
+      \$508  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$653  = 1'h0;
+    \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9749,15 +9513,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h108:
           /* empty */;
       10'h10c:
-          \$653  = 1'h1;
+          \$509  = 1'h1;
     endcase
     if (rst) begin
-      \$653  = 1'h0;
+      \$509  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$654  = 1'h0;
+    \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9816,15 +9580,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h10c:
           /* empty */;
       10'h140:
-          \$654  = 1'h1;
+          \$510  = 1'h1;
     endcase
     if (rst) begin
-      \$654  = 1'h0;
+      \$510  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$655  = 1'h0;
+    \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9885,15 +9649,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h140:
           /* empty */;
       10'h144:
-          \$655  = 1'h1;
+          \$511  = 1'h1;
     endcase
     if (rst) begin
-      \$655  = 1'h0;
+      \$511  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$656  = 1'h0;
+    \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -9956,15 +9720,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h144:
           /* empty */;
       10'h148:
-          \$656  = 1'h1;
+          \$512  = 1'h1;
     endcase
     if (rst) begin
-      \$656  = 1'h0;
+      \$512  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$657  = 1'h0;
+    \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10029,15 +9793,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h148:
           /* empty */;
       10'h14c:
-          \$657  = 1'h1;
+          \$513  = 1'h1;
     endcase
     if (rst) begin
-      \$657  = 1'h0;
+      \$513  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$658  = 1'h0;
+    \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10104,15 +9868,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h14c:
           /* empty */;
       10'h150:
-          \$658  = 1'h1;
+          \$514  = 1'h1;
     endcase
     if (rst) begin
-      \$658  = 1'h0;
+      \$514  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$659  = 1'h0;
+    \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10181,15 +9945,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h150:
           /* empty */;
       10'h154:
-          \$659  = 1'h1;
+          \$515  = 1'h1;
     endcase
     if (rst) begin
-      \$659  = 1'h0;
+      \$515  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$660  = 1'h0;
+    \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10260,15 +10024,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h154:
           /* empty */;
       10'h180:
-          \$660  = 1'h1;
+          \$516  = 1'h1;
     endcase
     if (rst) begin
-      \$660  = 1'h0;
+      \$516  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$661  = 1'h0;
+    \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10341,15 +10105,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h180:
           /* empty */;
       10'h184:
-          \$661  = 1'h1;
+          \$517  = 1'h1;
     endcase
     if (rst) begin
-      \$661  = 1'h0;
+      \$517  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$662  = 1'h0;
+    \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10424,15 +10188,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h184:
           /* empty */;
       10'h188:
-          \$662  = 1'h1;
+          \$518  = 1'h1;
     endcase
     if (rst) begin
-      \$662  = 1'h0;
+      \$518  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$663  = 1'h0;
+    \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10509,15 +10273,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h188:
           /* empty */;
       10'h18c:
-          \$663  = 1'h1;
+          \$519  = 1'h1;
     endcase
     if (rst) begin
-      \$663  = 1'h0;
+      \$519  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$664  = 1'h0;
+    \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10596,15 +10360,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h18c:
           /* empty */;
       10'h190:
-          \$664  = 1'h1;
+          \$520  = 1'h1;
     endcase
     if (rst) begin
-      \$664  = 1'h0;
+      \$520  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$665  = 1'h0;
+    \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10685,15 +10449,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h190:
           /* empty */;
       10'h194:
-          \$665  = 1'h1;
+          \$521  = 1'h1;
     endcase
     if (rst) begin
-      \$665  = 1'h0;
+      \$521  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$666  = 1'h0;
+    \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10776,15 +10540,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h194:
           /* empty */;
       10'h198:
-          \$666  = 1'h1;
+          \$522  = 1'h1;
     endcase
     if (rst) begin
-      \$666  = 1'h0;
+      \$522  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$667  = 1'h0;
+    \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10869,15 +10633,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h198:
           /* empty */;
       10'h19c:
-          \$667  = 1'h1;
+          \$523  = 1'h1;
     endcase
     if (rst) begin
-      \$667  = 1'h0;
+      \$523  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$668  = 1'h0;
+    \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -10964,15 +10728,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h19c:
           /* empty */;
       10'h1a0:
-          \$668  = 1'h1;
+          \$524  = 1'h1;
     endcase
     if (rst) begin
-      \$668  = 1'h0;
+      \$524  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$669  = 1'h0;
+    \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11061,15 +10825,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h1a0:
           /* empty */;
       10'h200:
-          \$669  = 1'h1;
+          \$525  = 1'h1;
     endcase
     if (rst) begin
-      \$669  = 1'h0;
+      \$525  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$670  = 1'h0;
+    \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11160,15 +10924,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h200:
           /* empty */;
       10'h204:
-          \$670  = 1'h1;
+          \$526  = 1'h1;
     endcase
     if (rst) begin
-      \$670  = 1'h0;
+      \$526  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$671  = 1'h0;
+    \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11261,15 +11025,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h204:
           /* empty */;
       10'h208:
-          \$671  = 1'h1;
+          \$527  = 1'h1;
     endcase
     if (rst) begin
-      \$671  = 1'h0;
+      \$527  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$672  = 1'h0;
+    \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11364,15 +11128,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h208:
           /* empty */;
       10'h20c:
-          \$672  = 1'h1;
+          \$528  = 1'h1;
     endcase
     if (rst) begin
-      \$672  = 1'h0;
+      \$528  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$673  = 1'h0;
+    \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11469,15 +11233,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h20c:
           /* empty */;
       10'h210:
-          \$673  = 1'h1;
+          \$529  = 1'h1;
     endcase
     if (rst) begin
-      \$673  = 1'h0;
+      \$529  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$674  = 1'h0;
+    \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11576,15 +11340,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h210:
           /* empty */;
       10'h214:
-          \$674  = 1'h1;
+          \$530  = 1'h1;
     endcase
     if (rst) begin
-      \$674  = 1'h0;
+      \$530  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$675  = 1'h0;
+    \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11685,15 +11449,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h214:
           /* empty */;
       10'h218:
-          \$675  = 1'h1;
+          \$531  = 1'h1;
     endcase
     if (rst) begin
-      \$675  = 1'h0;
+      \$531  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$676  = 1'h0;
+    \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11796,15 +11560,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h218:
           /* empty */;
       10'h21c:
-          \$676  = 1'h1;
+          \$532  = 1'h1;
     endcase
     if (rst) begin
-      \$676  = 1'h0;
+      \$532  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$677  = 1'h0;
+    \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -11909,15 +11673,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h21c:
           /* empty */;
       10'h220:
-          \$677  = 1'h1;
+          \$533  = 1'h1;
     endcase
     if (rst) begin
-      \$677  = 1'h0;
+      \$533  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$678  = 1'h0;
+    \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12024,15 +11788,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h220:
           /* empty */;
       10'h280:
-          \$678  = 1'h1;
+          \$534  = 1'h1;
     endcase
     if (rst) begin
-      \$678  = 1'h0;
+      \$534  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$679  = 1'h0;
+    \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12141,15 +11905,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h280:
           /* empty */;
       10'h284:
-          \$679  = 1'h1;
+          \$535  = 1'h1;
     endcase
     if (rst) begin
-      \$679  = 1'h0;
+      \$535  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$680  = 1'h0;
+    \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12260,15 +12024,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h284:
           /* empty */;
       10'h288:
-          \$680  = 1'h1;
+          \$536  = 1'h1;
     endcase
     if (rst) begin
-      \$680  = 1'h0;
+      \$536  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$681  = 1'h0;
+    \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12381,15 +12145,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h288:
           /* empty */;
       10'h2c0:
-          \$681  = 1'h1;
+          \$537  = 1'h1;
     endcase
     if (rst) begin
-      \$681  = 1'h0;
+      \$537  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$682  = 1'h0;
+    \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12504,15 +12268,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c0:
           /* empty */;
       10'h2c4:
-          \$682  = 1'h1;
+          \$538  = 1'h1;
     endcase
     if (rst) begin
-      \$682  = 1'h0;
+      \$538  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$683  = 1'h0;
+    \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12629,15 +12393,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c4:
           /* empty */;
       10'h2c8:
-          \$683  = 1'h1;
+          \$539  = 1'h1;
     endcase
     if (rst) begin
-      \$683  = 1'h0;
+      \$539  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$684  = 1'h0;
+    \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12756,15 +12520,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2c8:
           /* empty */;
       10'h2cc:
-          \$684  = 1'h1;
+          \$540  = 1'h1;
     endcase
     if (rst) begin
-      \$684  = 1'h0;
+      \$540  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$685  = 1'h0;
+    \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -12885,15 +12649,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2cc:
           /* empty */;
       10'h2d0:
-          \$685  = 1'h1;
+          \$541  = 1'h1;
     endcase
     if (rst) begin
-      \$685  = 1'h0;
+      \$541  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$686  = 1'h0;
+    \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13016,15 +12780,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2d0:
           /* empty */;
       10'h2d4:
-          \$686  = 1'h1;
+          \$542  = 1'h1;
     endcase
     if (rst) begin
-      \$686  = 1'h0;
+      \$542  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$687  = 1'h0;
+    \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13149,15 +12913,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2d4:
           /* empty */;
       10'h2d8:
-          \$687  = 1'h1;
+          \$543  = 1'h1;
     endcase
     if (rst) begin
-      \$687  = 1'h0;
+      \$543  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$688  = 1'h0;
+    \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13284,15 +13048,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2d8:
           /* empty */;
       10'h2dc:
-          \$688  = 1'h1;
+          \$544  = 1'h1;
     endcase
     if (rst) begin
-      \$688  = 1'h0;
+      \$544  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$689  = 1'h0;
+    \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13421,15 +13185,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2dc:
           /* empty */;
       10'h2e0:
-          \$689  = 1'h1;
+          \$545  = 1'h1;
     endcase
     if (rst) begin
-      \$689  = 1'h0;
+      \$545  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$690  = 1'h0;
+    \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13560,15 +13324,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h2e0:
           /* empty */;
       10'h340:
-          \$690  = 1'h1;
+          \$546  = 1'h1;
     endcase
     if (rst) begin
-      \$690  = 1'h0;
+      \$546  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$691  = 1'h0;
+    \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13701,15 +13465,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h340:
           /* empty */;
       10'h344:
-          \$691  = 1'h1;
+          \$547  = 1'h1;
     endcase
     if (rst) begin
-      \$691  = 1'h0;
+      \$547  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$692  = 1'h0;
+    \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13844,15 +13608,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h344:
           /* empty */;
       10'h348:
-          \$692  = 1'h1;
+          \$548  = 1'h1;
     endcase
     if (rst) begin
-      \$692  = 1'h0;
+      \$548  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$693  = 1'h0;
+    \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -13989,15 +13753,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h348:
           /* empty */;
       10'h34c:
-          \$693  = 1'h1;
+          \$549  = 1'h1;
     endcase
     if (rst) begin
-      \$693  = 1'h0;
+      \$549  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$694  = 1'h0;
+    \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14136,15 +13900,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h34c:
           /* empty */;
       10'h350:
-          \$694  = 1'h1;
+          \$550  = 1'h1;
     endcase
     if (rst) begin
-      \$694  = 1'h0;
+      \$550  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$695  = 1'h0;
+    \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14285,15 +14049,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h350:
           /* empty */;
       10'h380:
-          \$695  = 1'h1;
+          \$551  = 1'h1;
     endcase
     if (rst) begin
-      \$695  = 1'h0;
+      \$551  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$696  = 1'h0;
+    \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14436,15 +14200,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h380:
           /* empty */;
       10'h384:
-          \$696  = 1'h1;
+          \$552  = 1'h1;
     endcase
     if (rst) begin
-      \$696  = 1'h0;
+      \$552  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$697  = 1'h0;
+    \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14589,15 +14353,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h384:
           /* empty */;
       10'h388:
-          \$697  = 1'h1;
+          \$553  = 1'h1;
     endcase
     if (rst) begin
-      \$697  = 1'h0;
+      \$553  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$698  = 1'h0;
+    \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14744,15 +14508,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h388:
           /* empty */;
       10'h38c:
-          \$698  = 1'h1;
+          \$554  = 1'h1;
     endcase
     if (rst) begin
-      \$698  = 1'h0;
+      \$554  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$699  = 1'h0;
+    \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -14901,15 +14665,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h38c:
           /* empty */;
       10'h390:
-          \$699  = 1'h1;
+          \$555  = 1'h1;
     endcase
     if (rst) begin
-      \$699  = 1'h0;
+      \$555  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$700  = 1'h0;
+    \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15060,15 +14824,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h390:
           /* empty */;
       10'h394:
-          \$700  = 1'h1;
+          \$556  = 1'h1;
     endcase
     if (rst) begin
-      \$700  = 1'h0;
+      \$556  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$701  = 1'h0;
+    \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15221,15 +14985,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h394:
           /* empty */;
       10'h398:
-          \$701  = 1'h1;
+          \$557  = 1'h1;
     endcase
     if (rst) begin
-      \$701  = 1'h0;
+      \$557  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$702  = 1'h0;
+    \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
           /* empty */;
@@ -15384,224 +15148,224 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
       10'h398:
           /* empty */;
       10'h39c:
-          \$702  = 1'h1;
+          \$558  = 1'h1;
     endcase
     if (rst) begin
-      \$702  = 1'h0;
+      \$558  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$703  = 1'h0;
+    \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h004:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h008:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h00c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h010:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h040:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h044:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h048:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h04c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h050:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h080:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h084:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h088:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h08c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h090:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h094:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h098:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0c0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0c4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0c8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0cc:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0d0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0d4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h0d8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h100:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h104:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h108:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h10c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h140:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h144:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h148:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h14c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h150:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h154:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h180:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h184:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h188:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h18c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h190:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h194:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h198:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h19c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h1a0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h200:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h204:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h208:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h20c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h210:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h214:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h218:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h21c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h220:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h280:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h284:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h288:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2c0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2c4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2c8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2cc:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2d0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2d4:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2d8:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2dc:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h2e0:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h340:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h344:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h348:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h34c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h350:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h380:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h384:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h388:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h38c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h390:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h394:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h398:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
       10'h39c:
-          \$703  = 1'h1;
+          \$559  = 1'h1;
     endcase
     if (rst) begin
-      \$703  = 1'h0;
+      \$559  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$704  = sweep_at;
+    \$560  = sweep_at;
     if (sweep) begin
-      \$704  = \$1 [7:0];
+      \$560  = \$1 [7:0];
     end
     if (rst) begin
-      \$704  = 8'h00;
+      \$560  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$705  = sweep;
+    \$561  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$705  = 1'h0;
+        \$561  = 1'h0;
       end
     end
     if (rst) begin
-      \$705  = 1'h1;
+      \$561  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$706  = region_program__valid;
+    \$562  = region_program__valid;
     if (\$3 ) begin
-      \$706  = 1'h0;
+      \$562  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$147 ) begin
+            if (\$95 ) begin
             end else begin
-              \$706  = 1'h1;
+              \$562  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$706  = 1'h0;
+      \$562  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$707  = dma_program__valid;
+    \$563  = dma_program__valid;
     if (\$4 ) begin
-      \$707  = 1'h0;
+      \$563  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -15609,23 +15373,23 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$158 ) begin
+            if (\$98 ) begin
             end else begin
-              \$707  = 1'h1;
+              \$563  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$707  = 1'h0;
+      \$563  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$708  = tracker_program__valid;
+    \$564  = tracker_program__valid;
     if (\$5 ) begin
-      \$708  = 1'h0;
+      \$564  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -15637,23 +15401,23 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h5:
             (* full_case = 32'd1 *)
-            if (\$167 ) begin
+            if (\$103 ) begin
             end else begin
-              \$708  = 1'h1;
+              \$564  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$708  = 1'h0;
+      \$564  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$709  = arbiter_program__valid;
+    \$565  = arbiter_program__valid;
     if (\$6 ) begin
-      \$709  = 1'h0;
+      \$565  = 1'h0;
     end
-    if (\$142 ) begin
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -15667,232 +15431,239 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h6:
             (* full_case = 32'd1 *)
-            if (\$171 ) begin
+            if (\$107 ) begin
             end else begin
-              \$709  = 1'h1;
+              \$565  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$709  = 1'h0;
+      \$565  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$710  = \$7 ;
+    \$566  = \$7 ;
     if (rst) begin
-      \$710  = 1'h0;
+      \$566  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$711  = region_waiting0;
+    \$567  = region_waiting0;
     if (rst) begin
-      \$711  = 1'h0;
+      \$567  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$712  = region_waiting1;
+    \$568  = region_waiting1;
     if (rst) begin
-      \$712  = 1'h0;
+      \$568  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$713  = region_waiting2;
+    \$569  = region_waiting2;
     if (rst) begin
-      \$713  = 1'h0;
+      \$569  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$714  = region_waiting3;
+    \$570  = region_waiting3;
     if (rst) begin
-      \$714  = 1'h0;
+      \$570  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$715  = region_waiting4;
+    \$571  = region_waiting4;
     if (rst) begin
-      \$715  = 1'h0;
+      \$571  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$716  = region_waiting5;
+    \$572  = region_waiting5;
     if (rst) begin
-      \$716  = 1'h0;
+      \$572  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$717  = region_waiting6;
+    \$573  = region_waiting6;
     if (rst) begin
-      \$717  = 1'h0;
+      \$573  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$718  = region_waiting7;
+    \$574  = region_waiting7;
     if (rst) begin
-      \$718  = 1'h0;
+      \$574  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$719  = region_waiting8;
+    \$575  = region_waiting8;
     if (rst) begin
-      \$719  = 1'h0;
+      \$575  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$720  = region_waiting9;
+    \$576  = region_waiting9;
     if (rst) begin
-      \$720  = 1'h0;
+      \$576  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$721  = region_waiting10;
+    \$577  = region_waiting10;
     if (rst) begin
-      \$721  = 1'h0;
+      \$577  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$722  = region_waiting11;
+    \$578  = region_waiting11;
     if (rst) begin
-      \$722  = 1'h0;
+      \$578  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$723  = \$9 ;
+    \$579  = \$9 ;
     if (rst) begin
-      \$723  = 1'h0;
+      \$579  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$724  = 1'h0;
-    if (\$142 ) begin
+    \$580  = 1'h0;
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$152 ) begin
+            if (\$96 ) begin
             end else begin
-              \$724  = 1'h1;
+              \$580  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$724  = 1'h0;
+      \$580  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$725  = region_fetch;
+    \$581  = region_fetch;
     if (rst) begin
-      \$725  = 1'h0;
+      \$581  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$726  = region_program__payload;
+    \$582  = region_program__payload;
     if (region_load) begin
-      \$726 [3] = region_got[0];
-      \$726 [5:4] = region_got[2:1];
-      \$726 [10:6] = region_got[7:3];
-      \$726 [58:11] = region_got[55:8];
-      \$726 [106:59] = region_got[103:56];
-      \$726 [154:107] = region_got[151:104];
+      \$582 [3] = region_got[0];
+      \$582 [5:4] = region_got[2:1];
+      \$582 [10:6] = region_got[7:3];
+      \$582 [58:11] = region_got[55:8];
+      \$582 [106:59] = region_got[103:56];
+      \$582 [154:107] = region_got[151:104];
     end
-    if (\$19 ) begin
-    end else if (\$20 ) begin
-      \$726 [2:0] = req_w_data[2:0];
-      \$726 [3] = req_w_data[3];
-      \$726 [5:4] = req_w_data[5:4];
-      \$726 [10:6] = req_w_data[10:6];
+    if (\$15 ) begin
+    end else if (\$16 ) begin
+      \$582 [2:0] = req_w_data[2:0];
+      \$582 [3] = req_w_data[3];
+      \$582 [5:4] = req_w_data[5:4];
+      \$582 [10:6] = req_w_data[10:6];
     end
-    if (\$26 ) begin
-    end else if (\$27 ) begin
-      \$726 [42:11] = req_w_data;
+    if (\$18 ) begin
+    end else if (\$19 ) begin
+      \$582 [42:11] = req_w_data;
+    end
+    if (\$21 ) begin
+    end else if (\$22 ) begin
+      \$582 [58:43] = req_w_data[15:0];
+    end
+    if (\$24 ) begin
+    end else if (\$25 ) begin
+      \$582 [90:59] = req_w_data;
+    end
+    if (\$27 ) begin
+    end else if (\$28 ) begin
+      \$582 [106:91] = req_w_data[15:0];
+    end
+    if (\$30 ) begin
+    end else if (\$31 ) begin
+      \$582 [138:107] = req_w_data;
     end
     if (\$33 ) begin
     end else if (\$34 ) begin
-      \$726 [58:43] = req_w_data[15:0];
-    end
-    if (\$40 ) begin
-    end else if (\$41 ) begin
-      \$726 [90:59] = req_w_data;
-    end
-    if (\$47 ) begin
-    end else if (\$48 ) begin
-      \$726 [106:91] = req_w_data[15:0];
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$726 [138:107] = req_w_data;
-    end
-    if (\$61 ) begin
-    end else if (\$62 ) begin
-      \$726 [154:139] = req_w_data[15:0];
+      \$582 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$726  = 155'h000000000000000000000000000000000000000;
+      \$582  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$727  = \$10 ;
+    \$583  = \$10 ;
     if (rst) begin
-      \$727  = 1'h0;
+      \$583  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$728  = desc_waiting0;
+    \$584  = desc_waiting0;
     if (rst) begin
-      \$728  = 1'h0;
+      \$584  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$729  = desc_waiting1;
+    \$585  = desc_waiting1;
     if (rst) begin
-      \$729  = 1'h0;
+      \$585  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$730  = desc_waiting2;
+    \$586  = desc_waiting2;
     if (rst) begin
-      \$730  = 1'h0;
+      \$586  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$731  = desc_waiting3;
+    \$587  = desc_waiting3;
     if (rst) begin
-      \$731  = 1'h0;
+      \$587  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$732  = \$12 ;
+    \$588  = desc_waiting4;
     if (rst) begin
-      \$732  = 1'h0;
+      \$588  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$733  = 1'h0;
-    if (\$142 ) begin
+    \$589  = \$12 ;
+    if (rst) begin
+      \$589  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$590  = 1'h0;
+    if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -15902,569 +15673,655 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
             /* empty */;
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$163 ) begin
+            if (\$99 ) begin
             end else begin
-              \$733  = 1'h1;
+              \$590  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$733  = 1'h0;
+      \$590  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$734  = desc_fetch;
+    \$591  = desc_fetch;
     if (rst) begin
-      \$734  = 1'h0;
+      \$591  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$735  = dma_program__payload;
+    \$592  = dma_program__payload;
     if (desc_load) begin
-      \$735 [8] = desc_got[0];
-      \$735 [9] = desc_got[1];
-      \$735 [14:10] = desc_got[6:2];
-      \$735 [30:15] = desc_got[22:7];
-      \$735 [42:31] = desc_got[34:23];
-      \$735 [58:43] = desc_got[50:35];
-      \$735 [82:59] = desc_got[74:51];
-      \$735 [130:83] = desc_got[122:75];
-      \$735 [178:131] = desc_got[170:123];
+      \$592 [8] = desc_got[0];
+      \$592 [9] = desc_got[1];
+      \$592 [14:10] = desc_got[6:2];
+      \$592 [30:15] = desc_got[22:7];
+      \$592 [42:31] = desc_got[34:23];
+      \$592 [58:43] = desc_got[50:35];
+      \$592 [82:59] = desc_got[74:51];
+      \$592 [130:83] = desc_got[122:75];
+      \$592 [178:131] = desc_got[170:123];
     end
-    if (\$68 ) begin
-    end else if (\$69 ) begin
-      \$735 [7:0] = req_w_data[7:0];
-      \$735 [8] = req_w_data[8];
-      \$735 [9] = req_w_data[9];
-      \$735 [14:10] = req_w_data[14:10];
-      \$735 [30:15] = req_w_data[30:15];
+    if (\$36 ) begin
+    end else if (\$37 ) begin
+      \$592 [7:0] = req_w_data[7:0];
+      \$592 [8] = req_w_data[8];
+      \$592 [9] = req_w_data[9];
+      \$592 [14:10] = req_w_data[14:10];
+      \$592 [30:15] = req_w_data[30:15];
     end
-    if (\$75 ) begin
-    end else if (\$76 ) begin
-      \$735 [42:31] = req_w_data[11:0];
-      \$735 [58:43] = req_w_data[27:12];
+    if (\$39 ) begin
+    end else if (\$40 ) begin
+      \$592 [42:31] = req_w_data[11:0];
+      \$592 [58:43] = req_w_data[27:12];
     end
-    if (\$82 ) begin
-    end else if (\$83 ) begin
-      \$735 [82:59] = req_w_data[23:0];
+    if (\$42 ) begin
+    end else if (\$43 ) begin
+      \$592 [82:59] = req_w_data[23:0];
     end
-    if (\$89 ) begin
-    end else if (\$90 ) begin
-      \$735 [114:83] = req_w_data;
+    if (\$45 ) begin
+    end else if (\$46 ) begin
+      \$592 [114:83] = req_w_data;
     end
-    if (\$96 ) begin
-    end else if (\$97 ) begin
-      \$735 [130:115] = req_w_data[15:0];
+    if (\$48 ) begin
+    end else if (\$49 ) begin
+      \$592 [130:115] = req_w_data[15:0];
     end
-    if (\$103 ) begin
-    end else if (\$104 ) begin
-      \$735 [162:131] = req_w_data;
+    if (\$51 ) begin
+    end else if (\$52 ) begin
+      \$592 [162:131] = req_w_data;
     end
-    if (\$110 ) begin
-    end else if (\$111 ) begin
-      \$735 [178:163] = req_w_data[15:0];
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$592 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$735  = 179'h000000000000000000000000000000000000000000000;
+      \$592  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$736  = track_result;
+    \$593  = track_result;
     if (tracker_result__valid) begin
-      \$736  = tracker_result__payload;
+      \$593  = tracker_result__payload;
     end
     if (rst) begin
-      \$736  = 59'h000000000000000;
+      \$593  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$737  = track_answer;
+    \$594  = track_answer;
     if (tracker_result__valid) begin
-      \$737  = 1'h0;
+      \$594  = 1'h0;
     end else if (\$13 ) begin
-      \$737  = 1'h1;
+      \$594  = 1'h1;
     end
     if (rst) begin
-      \$737  = 1'h0;
+      \$594  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$738  = tracker_program__payload;
-    if (\$116 ) begin
-    end else if (\$117 ) begin
-      \$738 [1:0] = req_w_data[1:0];
-      \$738 [17:2] = req_w_data[17:2];
-      \$738 [29:18] = req_w_data[29:18];
+    \$595  = tracker_program__payload;
+    if (\$60 ) begin
+    end else if (\$61 ) begin
+      \$595 [1:0] = req_w_data[1:0];
+      \$595 [17:2] = req_w_data[17:2];
+      \$595 [29:18] = req_w_data[29:18];
     end
-    if (\$122 ) begin
-    end else if (\$123 ) begin
-      \$738 [37:30] = req_w_data[7:0];
-      \$738 [38] = req_w_data[8];
+    if (\$66 ) begin
+    end else if (\$67 ) begin
+      \$595 [37:30] = req_w_data[7:0];
+      \$595 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$738  = 39'h0000000000;
+      \$595  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$739  = arbiter_program__payload;
-    if (\$128 ) begin
-    end else if (\$129 ) begin
-      \$739 [1:0] = req_w_data[1:0];
-      \$739 [9:2] = req_w_data[9:2];
-      \$739 [17:10] = req_w_data[17:10];
-      \$739 [22:18] = req_w_data[22:18];
+    \$596  = arbiter_program__payload;
+    if (\$72 ) begin
+    end else if (\$73 ) begin
+      \$596 [1:0] = req_w_data[1:0];
+      \$596 [9:2] = req_w_data[9:2];
+      \$596 [17:10] = req_w_data[17:10];
+      \$596 [22:18] = req_w_data[22:18];
     end
-    if (\$134 ) begin
-    end else if (\$135 ) begin
-      \$739 [38:23] = req_w_data[15:0];
+    if (\$78 ) begin
+    end else if (\$79 ) begin
+      \$596 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$739  = 39'h0200388002;
+      \$596  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$740  = device_id;
-    if (\$136 ) begin
-      \$740  = req_w_data[4:0];
+    \$597  = device_id;
+    if (\$80 ) begin
+      \$597  = req_w_data[4:0];
     end
     if (rst) begin
-      \$740  = 5'h00;
+      \$597  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$741  = csr_irq_enable;
-    if (\$137 ) begin
-      \$741 [0] = req_w_data[0];
-      \$741 [1] = req_w_data[1];
-      \$741 [2] = req_w_data[2];
-      \$741 [3] = req_w_data[3];
+    \$598  = csr_irq_enable;
+    if (\$81 ) begin
+      \$598 [0] = req_w_data[0];
+      \$598 [1] = req_w_data[1];
+      \$598 [2] = req_w_data[2];
+      \$598 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$741  = 4'h0;
+      \$598  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$742  = tracker_irq_enable;
-    if (\$138 ) begin
-      \$742 [0] = req_w_data[0];
-      \$742 [1] = req_w_data[1];
-      \$742 [2] = req_w_data[2];
-      \$742 [3] = req_w_data[3];
-      \$742 [4] = req_w_data[4];
-      \$742 [5] = req_w_data[5];
+    \$599  = tracker_irq_enable;
+    if (\$82 ) begin
+      \$599 [0] = req_w_data[0];
+      \$599 [1] = req_w_data[1];
+      \$599 [2] = req_w_data[2];
+      \$599 [3] = req_w_data[3];
+      \$599 [4] = req_w_data[4];
+      \$599 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$742  = 6'h00;
+      \$599  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$743  = dma_irq_enable;
-    if (\$139 ) begin
-      \$743 [0] = req_w_data[0];
-      \$743 [1] = req_w_data[1];
-      \$743 [2] = req_w_data[2];
-      \$743 [3] = req_w_data[3];
-      \$743 [4] = req_w_data[4];
-      \$743 [5] = req_w_data[5];
-      \$743 [6] = req_w_data[6];
+    \$600  = dma_irq_enable;
+    if (\$83 ) begin
+      \$600 [0] = req_w_data[0];
+      \$600 [1] = req_w_data[1];
+      \$600 [2] = req_w_data[2];
+      \$600 [3] = req_w_data[3];
+      \$600 [4] = req_w_data[4];
+      \$600 [5] = req_w_data[5];
+      \$600 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$743  = 7'h00;
+      \$600  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$744  = addrmap_irq_enable;
-    if (\$140 ) begin
-      \$744 [0] = req_w_data[0];
-      \$744 [1] = req_w_data[1];
-      \$744 [2] = req_w_data[2];
-      \$744 [3] = req_w_data[3];
-      \$744 [4] = req_w_data[4];
-      \$744 [5] = req_w_data[5];
-      \$744 [6] = req_w_data[6];
+    \$601  = addrmap_irq_enable;
+    if (\$84 ) begin
+      \$601 [0] = req_w_data[0];
+      \$601 [1] = req_w_data[1];
+      \$601 [2] = req_w_data[2];
+      \$601 [3] = req_w_data[3];
+      \$601 [4] = req_w_data[4];
+      \$601 [5] = req_w_data[5];
+      \$601 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$744  = 7'h00;
+      \$601  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$745  = arbiter_irq_enable;
-    if (\$141 ) begin
-      \$745 [0] = req_w_data[0];
-      \$745 [1] = req_w_data[1];
+    \$602  = arbiter_irq_enable;
+    if (\$85 ) begin
+      \$602 [0] = req_w_data[0];
+      \$602 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$745  = 2'h0;
+      \$602  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$746  = tracker_errors;
+    \$603  = \$89 ;
     if (rst) begin
-      \$746  = 6'h00;
+      \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$747  = dma_errors;
+    \$604  = \$93 ;
     if (rst) begin
-      \$747  = 7'h00;
+      \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$748  = addrmap_errors;
+    \$605  = tracker_errors;
     if (rst) begin
-      \$748  = 7'h00;
+      \$605  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$749  = arbiter_errors;
+    \$606  = dma_errors;
     if (rst) begin
-      \$749  = 2'h0;
+      \$606  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$750  = csr_errors_clear_next;
+    \$607  = addrmap_errors;
     if (rst) begin
-      \$750  = 4'h0;
+      \$607  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$751  = \$174 ;
+    \$608  = arbiter_errors;
     if (rst) begin
-      \$751  = 4'h0;
+      \$608  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$752  = tracker_errors_clear_next;
+    \$609  = csr_errors_clear_next;
     if (rst) begin
-      \$752  = 6'h00;
+      \$609  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$753  = \$177 ;
+    \$610  = \$110 ;
     if (rst) begin
-      \$753  = 6'h00;
+      \$610  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$754  = \$186 ;
+    \$611  = tracker_errors_clear_next;
     if (rst) begin
-      \$754  = 1'h0;
+      \$611  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$755  = dma_errors_clear_next;
+    \$612  = \$113 ;
     if (rst) begin
-      \$755  = 7'h00;
+      \$612  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$756  = \$189 ;
+    \$613  = \$122 ;
     if (rst) begin
-      \$756  = 7'h00;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$757  = \$198 ;
+    \$614  = dma_errors_clear_next;
     if (rst) begin
-      \$757  = 1'h0;
+      \$614  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$758  = addrmap_errors_clear_next;
+    \$615  = \$125 ;
     if (rst) begin
-      \$758  = 7'h00;
+      \$615  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$759  = \$201 ;
+    \$616  = \$134 ;
     if (rst) begin
-      \$759  = 7'h00;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$760  = \$210 ;
+    \$617  = addrmap_errors_clear_next;
     if (rst) begin
-      \$760  = 1'h0;
+      \$617  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$761  = arbiter_errors_clear_next;
+    \$618  = \$137 ;
     if (rst) begin
-      \$761  = 2'h0;
+      \$618  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$762  = \$213 ;
+    \$619  = \$146 ;
     if (rst) begin
-      \$762  = 2'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$763  = \$222 ;
+    \$620  = arbiter_errors_clear_next;
     if (rst) begin
-      \$763  = 1'h0;
+      \$620  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$764  = tracker_capture;
+    \$621  = \$149 ;
     if (rst) begin
-      \$764  = 24'h000000;
+      \$621  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$765  = \tracker_capture$171 ;
+    \$622  = \$158 ;
+    if (rst) begin
+      \$622  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$623  = tracker_capture;
+    if (rst) begin
+      \$623  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$624  = \tracker_capture$176 ;
     if (tracker_errors_first) begin
-      \$765 [15:0] = tracker_given[15:0];
-      \$765 [23:16] = tracker_given[23:16];
-      \$765 [29:24] = tracker_events;
+      \$624 [15:0] = tracker_given[15:0];
+      \$624 [23:16] = tracker_given[23:16];
+      \$624 [29:24] = tracker_events;
     end
     if (rst) begin
-      \$765  = 30'h00000000;
+      \$624  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$766  = dma_capture;
+    \$625  = dma_capture;
     if (rst) begin
-      \$766  = 72'h000000000000000000;
+      \$625  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$767  = \dma_capture$174 ;
+    \$626  = \dma_capture$179 ;
     if (dma_errors_first) begin
-      \$767 [7:0] = dma_given[7:0];
-      \$767 [23:8] = dma_given[23:8];
-      \$767 [71:24] = dma_given[71:24];
-      \$767 [78:72] = dma_events;
+      \$626 [7:0] = dma_given[7:0];
+      \$626 [23:8] = dma_given[23:8];
+      \$626 [71:24] = dma_given[71:24];
+      \$626 [78:72] = dma_events;
     end
     if (rst) begin
-      \$767  = 79'h00000000000000000000;
+      \$626  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$768  = addrmap_capture;
+    \$627  = addrmap_capture;
     if (rst) begin
-      \$768  = 69'h000000000000000000;
+      \$627  = 69'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$769  = \addrmap_capture$177 ;
+    \$628  = \addrmap_capture$182 ;
     if (addrmap_errors_first) begin
-      \$769 [47:0] = addrmap_given[47:0];
-      \$769 [52:48] = addrmap_given[52:48];
-      \$769 [68:53] = addrmap_given[68:53];
-      \$769 [75:69] = addrmap_events;
+      \$628 [47:0] = addrmap_given[47:0];
+      \$628 [52:48] = addrmap_given[52:48];
+      \$628 [68:53] = addrmap_given[68:53];
+      \$628 [75:69] = addrmap_events;
     end
     if (rst) begin
-      \$769  = 76'h0000000000000000000;
+      \$628  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$770  = \$233 ;
+    \$629  = \$169 ;
     if (rst) begin
-      \$770  = 1'h0;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$771  = read_part0;
+    \$630  = read_part0;
     if (req_r_stb) begin
-      \$771  = \$240 ;
+      \$630  = \$176 ;
     end
     if (rst) begin
-      \$771  = 32'd0;
+      \$630  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$772  = read_part1;
+    \$631  = read_part1;
     if (req_r_stb) begin
-      \$772  = \$247 ;
+      \$631  = \$183 ;
     end
     if (rst) begin
-      \$772  = 32'd0;
+      \$631  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$773  = read_part2;
+    \$632  = read_part2;
     if (req_r_stb) begin
-      \$773  = \$255 ;
+      \$632  = \$191 ;
     end
     if (rst) begin
-      \$773  = 32'd0;
+      \$632  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$774  = read_part3;
+    \$633  = read_part3;
     if (req_r_stb) begin
-      \$774  = \$263 ;
+      \$633  = \$199 ;
     end
     if (rst) begin
-      \$774  = 32'd0;
+      \$633  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$775  = read_part4;
+    \$634  = read_part4;
     if (req_r_stb) begin
-      \$775  = \$268 ;
+      \$634  = \$204 ;
     end
     if (rst) begin
-      \$775  = 32'd0;
+      \$634  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$776  = read_part5;
+    \$635  = read_part5;
     if (req_r_stb) begin
-      \$776  = \$275 ;
+      \$635  = \$211 ;
     end
     if (rst) begin
-      \$776  = 32'd0;
+      \$635  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$777  = read_part6;
+    \$636  = read_part6;
     if (req_r_stb) begin
-      \$777  = \$286 ;
+      \$636  = \$222 ;
     end
     if (rst) begin
-      \$777  = 32'd0;
+      \$636  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$778  = read_part8;
+    \$637  = read_part8;
     if (req_r_stb) begin
-      \$778  = \$297 ;
+      \$637  = \$233 ;
     end
     if (rst) begin
-      \$778  = 32'd0;
+      \$637  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$779  = read_part10;
+    \$638  = read_part10;
     if (req_r_stb) begin
-      \$779  = \$302 ;
+      \$638  = \$238 ;
     end
     if (rst) begin
-      \$779  = 32'd0;
+      \$638  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$780  = read_part11;
+    \$639  = read_part11;
     if (req_r_stb) begin
-      \$780  = \$313 ;
+      \$639  = \$249 ;
     end
     if (rst) begin
-      \$780  = 32'd0;
+      \$639  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$781  = read_part13;
+    \$640  = read_part13;
     if (req_r_stb) begin
-      \$781  = \$320 ;
+      \$640  = \$256 ;
     end
     if (rst) begin
-      \$781  = 32'd0;
+      \$640  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$782  = read_part14;
+    \$641  = read_part14;
     if (req_r_stb) begin
-      \$782  = \$328 ;
+      \$641  = \$264 ;
     end
     if (rst) begin
-      \$782  = 32'd0;
+      \$641  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$783  = req_r_stb;
+    \$642  = req_r_stb;
     if (rst) begin
-      \$783  = 1'h0;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$784  = read_section;
+    \$643  = read_section;
     if (req_r_stb) begin
-      \$784  = req_addr[9:6];
+      \$643  = req_addr[9:6];
     end
     if (rst) begin
-      \$784  = 4'h0;
+      \$643  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$785  = read_unaligned;
+    \$644  = read_unaligned;
     if (req_r_stb) begin
-      \$785  = \$329 ;
+      \$644  = \$265 ;
     end
     if (rst) begin
-      \$785  = 1'h0;
+      \$644  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$786  = bus__r_data;
+    \$645  = bus__r_data;
     if (read_pending) begin
-      \$786  = \$345 ;
+      \$645  = \$281 ;
     end
     if (rst) begin
-      \$786  = 32'd0;
+      \$645  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$409 ) begin
+    if (\$341 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$345 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$347 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$351 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$353 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$357 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$359 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$363 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$365 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$369 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$371 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$375 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$377 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$381 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$383 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$387 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$389 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$393 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$395 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$399 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$401 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$405 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$407 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$411 ) begin
       set_err[3] = 1'h1;
     end
     if (\$413 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$417 ) begin
       set_err[3] = 1'h1;
     end
     if (\$419 ) begin
@@ -16473,115 +16330,43 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (\$423 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$429 ) begin
+    if (\$428 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$433 ) begin
+    if (\$434 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$439 ) begin
+    if (\$440 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$443 ) begin
+    if (\$446 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$449 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$453 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$459 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$463 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$469 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$473 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$479 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$483 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$489 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$493 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$499 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$503 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$509 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$513 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$519 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$523 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$529 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$533 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$539 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$543 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$548 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$554 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$560 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$566 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$568 ) begin
+    if (\$448 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$573 ) begin
+            if (\$449 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$578 ) begin
+            if (\$450 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$584 ) begin
+            if (\$452 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$589 ) begin
+            if (\$453 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$593 ) begin
+            if (\$457 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$597 ) begin
+            if (\$461 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -16616,50 +16401,94 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$397 ;
+      wp__en = \$333 ;
     end else begin
-      wp__en = \$400 ;
+      wp__en = \$336 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$205  = sweep_at;
+      \wp__addr$210  = sweep_at;
     end else begin
-      \wp__addr$205  = dma_program__payload[7:0];
+      \wp__addr$210  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$206  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$211  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$206 [0] = dma_program__payload[8];
-      \wp__data$206 [1] = dma_program__payload[9];
-      \wp__data$206 [6:2] = dma_program__payload[14:10];
-      \wp__data$206 [22:7] = dma_program__payload[30:15];
-      \wp__data$206 [34:23] = dma_program__payload[42:31];
-      \wp__data$206 [50:35] = dma_program__payload[58:43];
-      \wp__data$206 [74:51] = dma_program__payload[82:59];
-      \wp__data$206 [122:75] = dma_program__payload[130:83];
-      \wp__data$206 [170:123] = dma_program__payload[178:131];
+      \wp__data$211 [0] = dma_program__payload[8];
+      \wp__data$211 [1] = dma_program__payload[9];
+      \wp__data$211 [6:2] = dma_program__payload[14:10];
+      \wp__data$211 [22:7] = dma_program__payload[30:15];
+      \wp__data$211 [34:23] = dma_program__payload[42:31];
+      \wp__data$211 [50:35] = dma_program__payload[58:43];
+      \wp__data$211 [74:51] = dma_program__payload[82:59];
+      \wp__data$211 [122:75] = dma_program__payload[130:83];
+      \wp__data$211 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$207  = 1'h1;
+      \wp__en$212  = 1'h1;
     end else begin
-      \wp__en$207  = \$403 ;
+      \wp__en$212  = \$339 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    region_started = 1'h0;
+    if (\$448 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            (* full_case = 32'd1 *)
+            if (\$449 ) begin
+            end else begin
+              region_started = 1'h1;
+            end
+        3'h2:
+            (* full_case = 32'd1 *)
+            if (\$450 ) begin
+            end else begin
+              region_started = 1'h1;
+            end
+      endcase
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    desc_started = 1'h0;
+    if (\$448 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            (* full_case = 32'd1 *)
+            if (\$452 ) begin
+            end else begin
+              desc_started = 1'h1;
+            end
+        3'h4:
+            (* full_case = 32'd1 *)
+            if (\$453 ) begin
+            end else begin
+              desc_started = 1'h1;
+            end
+      endcase
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     csr_errors_clear_next = 4'h0;
-    if (\$599 ) begin
+    if (\$463 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
       csr_errors_clear_next[1] = bus__w_data[1];
       csr_errors_clear_next[2] = bus__w_data[2];
@@ -16669,7 +16498,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_5 ) begin end
     tracker_errors_clear_next = 6'h00;
-    if (\$601 ) begin
+    if (\$465 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
       tracker_errors_clear_next[1] = bus__w_data[1];
       tracker_errors_clear_next[2] = bus__w_data[2];
@@ -16681,7 +16510,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_5 ) begin end
     dma_errors_clear_next = 7'h00;
-    if (\$603 ) begin
+    if (\$467 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
       dma_errors_clear_next[1] = bus__w_data[1];
       dma_errors_clear_next[2] = bus__w_data[2];
@@ -16694,7 +16523,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_5 ) begin end
     addrmap_errors_clear_next = 7'h00;
-    if (\$605 ) begin
+    if (\$469 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
       addrmap_errors_clear_next[1] = bus__w_data[1];
       addrmap_errors_clear_next[2] = bus__w_data[2];
@@ -16707,14 +16536,14 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   always @* begin
     if (_init_strobe_5 ) begin end
     arbiter_errors_clear_next = 2'h0;
-    if (\$607 ) begin
+    if (\$471 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
       arbiter_errors_clear_next[1] = bus__w_data[1];
     end
   end
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$208  = dma_program__payload[7:0];
-  assign \device_id$209  = device_id;
+  assign \rp__addr$213  = dma_program__payload[7:0];
+  assign \device_id$214  = device_id;
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -16747,15 +16576,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$123__valid  = \rp__data$123 [0];
-  assign rp__data$123__op  = \rp__data$123 [1];
-  assign rp__data$123__device  = \rp__data$123 [6:2];
-  assign rp__data$123__tile  = \rp__data$123 [22:7];
-  assign rp__data$123__rows  = \rp__data$123 [34:23];
-  assign rp__data$123__row_bytes  = \rp__data$123 [50:35];
-  assign rp__data$123__pitch  = \rp__data$123 [74:51];
-  assign rp__data$123__src  = \rp__data$123 [122:75];
-  assign rp__data$123__dst  = \rp__data$123 [170:123];
+  assign rp__data$124__valid  = \rp__data$124 [0];
+  assign rp__data$124__op  = \rp__data$124 [1];
+  assign rp__data$124__device  = \rp__data$124 [6:2];
+  assign rp__data$124__tile  = \rp__data$124 [22:7];
+  assign rp__data$124__rows  = \rp__data$124 [34:23];
+  assign rp__data$124__row_bytes  = \rp__data$124 [50:35];
+  assign rp__data$124__pitch  = \rp__data$124 [74:51];
+  assign rp__data$124__src  = \rp__data$124 [122:75];
+  assign rp__data$124__dst  = \rp__data$124 [170:123];
   assign dma_program__payload__index  = dma_program__payload[7:0];
   assign dma_program__payload__valid  = dma_program__payload[8];
   assign dma_program__payload__op  = dma_program__payload[9];
@@ -16899,49 +16728,49 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign tracker_given__cmd  = tracker_given[23:16];
   assign tracker_capture__tile  = tracker_capture[15:0];
   assign tracker_capture__cmd  = tracker_capture[23:16];
-  assign tracker_capture$171__tile  = \tracker_capture$171 [15:0];
-  assign tracker_capture$171__cmd  = \tracker_capture$171 [23:16];
-  assign tracker_capture$171__events  = \tracker_capture$171 [29:24];
-  assign tracker_capture$171__events__unprogrammed  = \tracker_capture$171 [24];
-  assign tracker_capture$171__events__overcount  = \tracker_capture$171 [25];
-  assign tracker_capture$171__events__reprogram  = \tracker_capture$171 [26];
-  assign tracker_capture$171__events__bad_threshold  = \tracker_capture$171 [27];
-  assign tracker_capture$171__events__overflow  = \tracker_capture$171 [28];
-  assign tracker_capture$171__events__bad_op  = \tracker_capture$171 [29];
+  assign tracker_capture$176__tile  = \tracker_capture$176 [15:0];
+  assign tracker_capture$176__cmd  = \tracker_capture$176 [23:16];
+  assign tracker_capture$176__events  = \tracker_capture$176 [29:24];
+  assign tracker_capture$176__events__unprogrammed  = \tracker_capture$176 [24];
+  assign tracker_capture$176__events__overcount  = \tracker_capture$176 [25];
+  assign tracker_capture$176__events__reprogram  = \tracker_capture$176 [26];
+  assign tracker_capture$176__events__bad_threshold  = \tracker_capture$176 [27];
+  assign tracker_capture$176__events__overflow  = \tracker_capture$176 [28];
+  assign tracker_capture$176__events__bad_op  = \tracker_capture$176 [29];
   assign dma_given__index  = dma_given[7:0];
   assign dma_given__tile  = dma_given[23:8];
   assign dma_given__addr  = dma_given[71:24];
   assign dma_capture__index  = dma_capture[7:0];
   assign dma_capture__tile  = dma_capture[23:8];
   assign dma_capture__addr  = dma_capture[71:24];
-  assign dma_capture$174__index  = \dma_capture$174 [7:0];
-  assign dma_capture$174__tile  = \dma_capture$174 [23:8];
-  assign dma_capture$174__addr  = \dma_capture$174 [71:24];
-  assign dma_capture$174__events  = \dma_capture$174 [78:72];
-  assign dma_capture$174__events__bad_descriptor  = \dma_capture$174 [72];
-  assign dma_capture$174__events__bad_program  = \dma_capture$174 [73];
-  assign dma_capture$174__events__bad_response  = \dma_capture$174 [74];
-  assign dma_capture$174__events__bad_range  = \dma_capture$174 [75];
-  assign dma_capture$174__events__bad_pitch  = \dma_capture$174 [76];
-  assign dma_capture$174__events__desc_busy  = \dma_capture$174 [77];
-  assign dma_capture$174__events__read_error  = \dma_capture$174 [78];
+  assign dma_capture$179__index  = \dma_capture$179 [7:0];
+  assign dma_capture$179__tile  = \dma_capture$179 [23:8];
+  assign dma_capture$179__addr  = \dma_capture$179 [71:24];
+  assign dma_capture$179__events  = \dma_capture$179 [78:72];
+  assign dma_capture$179__events__bad_descriptor  = \dma_capture$179 [72];
+  assign dma_capture$179__events__bad_program  = \dma_capture$179 [73];
+  assign dma_capture$179__events__bad_response  = \dma_capture$179 [74];
+  assign dma_capture$179__events__bad_range  = \dma_capture$179 [75];
+  assign dma_capture$179__events__bad_pitch  = \dma_capture$179 [76];
+  assign dma_capture$179__events__desc_busy  = \dma_capture$179 [77];
+  assign dma_capture$179__events__read_error  = \dma_capture$179 [78];
   assign addrmap_given__addr  = addrmap_given[47:0];
   assign addrmap_given__device  = addrmap_given[52:48];
   assign addrmap_given__tile  = addrmap_given[68:53];
   assign addrmap_capture__addr  = addrmap_capture[47:0];
   assign addrmap_capture__device  = addrmap_capture[52:48];
   assign addrmap_capture__tile  = addrmap_capture[68:53];
-  assign addrmap_capture$177__addr  = \addrmap_capture$177 [47:0];
-  assign addrmap_capture$177__device  = \addrmap_capture$177 [52:48];
-  assign addrmap_capture$177__tile  = \addrmap_capture$177 [68:53];
-  assign addrmap_capture$177__events  = \addrmap_capture$177 [75:69];
-  assign addrmap_capture$177__events__bad_region  = \addrmap_capture$177 [69];
-  assign addrmap_capture$177__events__overlap  = \addrmap_capture$177 [70];
-  assign addrmap_capture$177__events__store_crosses  = \addrmap_capture$177 [71];
-  assign addrmap_capture$177__events__rx_misrouted  = \addrmap_capture$177 [72];
-  assign addrmap_capture$177__events__rx_remote  = \addrmap_capture$177 [73];
-  assign addrmap_capture$177__events__rx_unmapped  = \addrmap_capture$177 [74];
-  assign addrmap_capture$177__events__rx_crosses  = \addrmap_capture$177 [75];
+  assign addrmap_capture$182__addr  = \addrmap_capture$182 [47:0];
+  assign addrmap_capture$182__device  = \addrmap_capture$182 [52:48];
+  assign addrmap_capture$182__tile  = \addrmap_capture$182 [68:53];
+  assign addrmap_capture$182__events  = \addrmap_capture$182 [75:69];
+  assign addrmap_capture$182__events__bad_region  = \addrmap_capture$182 [69];
+  assign addrmap_capture$182__events__overlap  = \addrmap_capture$182 [70];
+  assign addrmap_capture$182__events__store_crosses  = \addrmap_capture$182 [71];
+  assign addrmap_capture$182__events__rx_misrouted  = \addrmap_capture$182 [72];
+  assign addrmap_capture$182__events__rx_remote  = \addrmap_capture$182 [73];
+  assign addrmap_capture$182__events__rx_unmapped  = \addrmap_capture$182 [74];
+  assign addrmap_capture$182__events__rx_crosses  = \addrmap_capture$182 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -16993,15 +16822,15 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$206__valid  = \wp__data$206 [0];
-  assign wp__data$206__op  = \wp__data$206 [1];
-  assign wp__data$206__device  = \wp__data$206 [6:2];
-  assign wp__data$206__tile  = \wp__data$206 [22:7];
-  assign wp__data$206__rows  = \wp__data$206 [34:23];
-  assign wp__data$206__row_bytes  = \wp__data$206 [50:35];
-  assign wp__data$206__pitch  = \wp__data$206 [74:51];
-  assign wp__data$206__src  = \wp__data$206 [122:75];
-  assign wp__data$206__dst  = \wp__data$206 [170:123];
+  assign wp__data$211__valid  = \wp__data$211 [0];
+  assign wp__data$211__op  = \wp__data$211 [1];
+  assign wp__data$211__device  = \wp__data$211 [6:2];
+  assign wp__data$211__tile  = \wp__data$211 [22:7];
+  assign wp__data$211__rows  = \wp__data$211 [34:23];
+  assign wp__data$211__row_bytes  = \wp__data$211 [50:35];
+  assign wp__data$211__pitch  = \wp__data$211 [74:51];
+  assign wp__data$211__src  = \wp__data$211 [122:75];
+  assign wp__data$211__dst  = \wp__data$211 [170:123];
   assign tracker_clear__unprogrammed  = 1'h1;
   assign tracker_clear__overcount  = 1'h1;
   assign tracker_clear__reprogram  = 1'h1;
@@ -17025,94 +16854,56 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign arbiter_clear__bad_config  = 1'h1;
   assign arbiter_clear__bad_response  = 1'h1;
   assign status[8] = irq;
-  assign status[7] = \$621 ;
-  assign status[6] = \$618 ;
-  assign status[5] = \$615 ;
-  assign status[4] = \$611 ;
+  assign status[7] = \$477 ;
+  assign status[6] = \$474 ;
+  assign status[5] = desc_locked;
+  assign status[4] = region_locked;
   assign status[3] = sweep;
   assign status[2] = dma_idle;
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$396 ;
+    set_err[1] = \$332 ;
   always @*
-    set_err[0] = \$348 ;
+    set_err[0] = \$284 ;
   assign \$6  = arbiter_program__valid;
-  assign \$18  = \$17 ;
-  assign \$25  = \$24 ;
-  assign \$32  = \$31 ;
-  assign \$39  = \$38 ;
-  assign \$46  = \$45 ;
-  assign \$53  = \$52 ;
-  assign \$60  = \$59 ;
-  assign \$67  = \$66 ;
-  assign \$74  = \$73 ;
-  assign \$81  = \$80 ;
-  assign \$88  = \$87 ;
-  assign \$95  = \$94 ;
-  assign \$102  = \$101 ;
-  assign \$109  = \$108 ;
-  assign \$113  = tracker_program__valid;
-  assign \$114  = tracker_program__valid;
-  assign \$119  = tracker_program__valid;
-  assign \$120  = tracker_program__valid;
-  assign \$125  = arbiter_program__valid;
-  assign \$126  = arbiter_program__valid;
-  assign \$127  = arbiter_program__valid;
-  assign \$131  = arbiter_program__valid;
-  assign \$132  = arbiter_program__valid;
-  assign \$133  = arbiter_program__valid;
-  assign \$146  = \$145 ;
-  assign \$151  = \$150 ;
-  assign \$156  = \$155 ;
-  assign \$162  = \$161 ;
-  assign \$164  = tracker_program__valid;
-  assign \$165  = tracker_program__valid;
-  assign \$168  = arbiter_program__valid;
-  assign \$169  = arbiter_program__valid;
-  assign \$170  = arbiter_program__valid;
-  assign \$171  = arbiter_program__valid;
-  assign \$611  = \$610 ;
-  assign \$615  = \$614 ;
-  assign \$616  = tracker_program__valid;
-  assign \$617  = tracker_program__valid;
-  assign \$619  = arbiter_program__valid;
-  assign \$620  = arbiter_program__valid;
-  assign \$621  = arbiter_program__valid;
-  assign \$408  = \$407 ;
-  assign \$418  = \$417 ;
-  assign \$428  = \$427 ;
-  assign \$438  = \$437 ;
-  assign \$448  = \$447 ;
-  assign \$458  = \$457 ;
-  assign \$468  = \$467 ;
-  assign \$478  = \$477 ;
-  assign \$488  = \$487 ;
-  assign \$498  = \$497 ;
-  assign \$508  = \$507 ;
-  assign \$518  = \$517 ;
-  assign \$528  = \$527 ;
-  assign \$538  = \$537 ;
-  assign \$545  = tracker_program__valid;
-  assign \$546  = tracker_program__valid;
-  assign \$551  = tracker_program__valid;
-  assign \$552  = tracker_program__valid;
-  assign \$557  = arbiter_program__valid;
-  assign \$558  = arbiter_program__valid;
-  assign \$559  = arbiter_program__valid;
-  assign \$563  = arbiter_program__valid;
-  assign \$564  = arbiter_program__valid;
-  assign \$565  = arbiter_program__valid;
-  assign \$572  = \$571 ;
-  assign \$577  = \$576 ;
-  assign \$582  = \$581 ;
-  assign \$588  = \$587 ;
-  assign \$590  = tracker_program__valid;
-  assign \$591  = tracker_program__valid;
-  assign \$594  = arbiter_program__valid;
-  assign \$595  = arbiter_program__valid;
-  assign \$596  = arbiter_program__valid;
-  assign \$597  = arbiter_program__valid;
+  assign \$57  = tracker_program__valid;
+  assign \$58  = tracker_program__valid;
+  assign \$63  = tracker_program__valid;
+  assign \$64  = tracker_program__valid;
+  assign \$69  = arbiter_program__valid;
+  assign \$70  = arbiter_program__valid;
+  assign \$71  = arbiter_program__valid;
+  assign \$75  = arbiter_program__valid;
+  assign \$76  = arbiter_program__valid;
+  assign \$77  = arbiter_program__valid;
+  assign \$100  = tracker_program__valid;
+  assign \$101  = tracker_program__valid;
+  assign \$104  = arbiter_program__valid;
+  assign \$105  = arbiter_program__valid;
+  assign \$106  = arbiter_program__valid;
+  assign \$107  = arbiter_program__valid;
+  assign \$472  = tracker_program__valid;
+  assign \$473  = tracker_program__valid;
+  assign \$475  = arbiter_program__valid;
+  assign \$476  = arbiter_program__valid;
+  assign \$477  = arbiter_program__valid;
+  assign \$425  = tracker_program__valid;
+  assign \$426  = tracker_program__valid;
+  assign \$431  = tracker_program__valid;
+  assign \$432  = tracker_program__valid;
+  assign \$437  = arbiter_program__valid;
+  assign \$438  = arbiter_program__valid;
+  assign \$439  = arbiter_program__valid;
+  assign \$443  = arbiter_program__valid;
+  assign \$444  = arbiter_program__valid;
+  assign \$445  = arbiter_program__valid;
+  assign \$454  = tracker_program__valid;
+  assign \$455  = tracker_program__valid;
+  assign \$458  = arbiter_program__valid;
+  assign \$459  = arbiter_program__valid;
+  assign \$460  = arbiter_program__valid;
+  assign \$461  = arbiter_program__valid;
 endmodule
 
 module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
@@ -18723,29 +18514,33 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   reg _init_strobe_9  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  reg [7:0] \$100 ;
-  reg \$101 ;
-  reg [3:0] \$102 ;
-  reg [178:0] \$103 ;
-  reg [11:0] \$104 ;
-  reg \$105 ;
-  reg \$106 ;
-  reg \$107 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg [178:0] \$106 ;
+  reg [11:0] \$107 ;
   reg \$108 ;
-  reg [4:0] \$109 ;
-  wire \$11 ;
+  reg \$109 ;
+  wire [23:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
-  reg \$112 ;
+  reg [4:0] \$112 ;
   reg \$113 ;
-  reg [178:0] \$114 ;
+  reg \$114 ;
   reg \$115 ;
-  reg [4:0] \$116 ;
+  reg \$116 ;
   reg \$117 ;
-  reg [4:0] \$118 ;
+  reg [178:0] \$118 ;
   reg \$119 ;
-  wire \$12 ;
+  wire [23:0] \$12 ;
   reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
+  reg \$123 ;
+  reg [4:0] \$124 ;
   wire [38:0] \$13 ;
   wire [39:0] \$14 ;
   wire [40:0] \$15 ;
@@ -18757,8 +18552,8 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [5:0] \$23 ;
-  wire [6:0] \$24 ;
+  wire \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -18767,7 +18562,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
@@ -18778,15 +18573,15 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire [12:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
-  wire [4:0] \$43 ;
+  wire [4:0] \$42 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
-  wire [23:0] \$5 ;
+  wire \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
@@ -18797,7 +18592,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [23:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -18820,20 +18615,20 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire [7:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire [5:0] \$85 ;
-  wire [5:0] \$86 ;
-  wire [5:0] \$87 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
   wire [5:0] \$88 ;
-  wire [6:0] \$89 ;
+  wire [5:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
+  wire [5:0] \$90 ;
+  wire [5:0] \$91 ;
+  wire [6:0] \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
@@ -18852,13 +18647,13 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$17  = 1'h0;
+  reg \busy$19  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$102 ;
-  wire [7:0] \check__addr$97 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$106 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$62 ;
-  wire [4:0] \check__data$69 ;
+  wire [4:0] \check__data$66 ;
+  wire [4:0] \check__data$73 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -18929,7 +18724,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$33  = 5'h00;
+  reg [4:0] \held$35  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -18937,26 +18732,28 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire in_use;
   reg [4:0] issued_checked = 5'h00;
   reg [23:0] lo = 24'h000000;
+  reg [23:0] mul_pitch = 24'h000000;
+  reg [11:0] mul_rows1 = 12'h000;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$58  = 5'h00;
-  reg [4:0] \old$65  = 5'h00;
+  reg [4:0] \old$62  = 5'h00;
+  reg [4:0] \old$69  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$56  = 1'h0;
-  reg \pending$63  = 1'h0;
+  reg \pending$59  = 1'h0;
+  reg \pending$67  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$57  = 8'h00;
-  reg [7:0] \pending_index$64  = 8'h00;
+  reg [7:0] \pending_index$61  = 8'h00;
+  reg [7:0] \pending_index$68  = 8'h00;
   wire [7:0] pre__addr;
+  wire [7:0] \pre__addr$102 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$93 ;
-  wire [7:0] \pre__addr$98 ;
+  wire [7:0] \pre__addr$97 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$59 ;
-  wire [4:0] \pre__data$66 ;
+  wire [4:0] \pre__data$63 ;
+  wire [4:0] \pre__data$70 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -18993,8 +18790,10 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire [47:0] rd_fetch__data__src ;
   wire [15:0] rd_fetch__data__tile ;
   wire rd_fetch__data__valid ;
+  reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
+  wire room_next;
   reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
@@ -19006,7 +18805,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   reg [15:0] s2_tile = 16'h0000;
   reg s2_valid = 1'h0;
   reg [36:0] span = 37'h0000000000;
-  reg [3:0] stage = 4'h0;
+  reg [4:0] stage = 5'h00;
   reg [7:0] sweep = 8'h00;
   reg [4:0] taken_checked = 5'h00;
   input [23:0] trigger__payload;
@@ -19018,17 +18817,17 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$60 ;
-  wire [4:0] \value$67 ;
+  wire [4:0] \value$64 ;
+  wire [4:0] \value$71 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$94 ;
-  reg [7:0] \wr__addr$99 ;
+  reg [7:0] \wr__addr$103 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$100 ;
-  reg [4:0] \wr__data$95 ;
+  reg [4:0] \wr__data$104 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$101 ;
-  reg \wr__en$96 ;
+  reg \wr__en$100 ;
+  reg \wr__en$105 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -19578,11 +19377,11 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$96 )
-      dropped_count[\wr__addr$94 ] <= \wr__data$95 ;
+    if (\wr__en$100 )
+      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  assign \check__data$62  = dropped_count[desc[7:0]];
-  assign \pre__data$59  = dropped_count[s2_cmd];
+  assign \check__data$66  = dropped_count[desc[7:0]];
+  assign \pre__data$63  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -20379,155 +20178,163 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$101 )
-      taken_count[\wr__addr$99 ] <= \wr__data$100 ;
+    if (\wr__en$105 )
+      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
   end
-  assign \check__data$69  = taken_count[desc[7:0]];
-  assign \pre__data$66  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$73  = taken_count[desc[7:0]];
+  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
   assign \$4  = program__payload[42:31] - 1'h1;
-  assign \$5  = rows1 * desc[70:59];
-  assign \$6  = rows1 * desc[82:71];
-  assign \$7  = ! desc[42:31];
-  assign \$8  = ! desc[58:43];
-  assign \$9  = \$7  | \$8 ;
-  assign \$10  = desc[42:31] > 1'h1;
-  assign \$11  = desc[82:59] < desc[58:43];
-  assign \$12  = \$10  & \$11 ;
+  assign \$5  = ! desc[42:31];
+  assign \$6  = ! desc[58:43];
+  assign \$7  = \$5  | \$6 ;
+  assign \$8  = desc[42:31] > 1'h1;
+  assign \$9  = desc[82:59] < desc[58:43];
+  assign \$10  = \$8  & \$9 ;
+  assign \$11  = mul_rows1 * mul_pitch[11:0];
+  assign \$12  = mul_rows1 * mul_pitch[23:12];
   assign \$14  = lo + \$13 ;
   assign \$15  = \$14  + desc[58:43];
   assign \$16  = \$15  - 1'h1;
   assign \$17  = in_use | held;
   assign \$20  = \$18  | \$19 ;
   assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = \held$33  + \$22 ;
-  assign \$24  = \$23  - bad_descriptor;
-  assign \$25  = $signed(\$24 ) < $signed(6'h10);
-  assign \$26  = o__valid & o__ready;
-  assign \$27  = trigger__valid & trigger__ready;
-  assign \$28  = ~ busy;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = pending_index == trigger__payload[7:0];
-  assign \$31  = pending & \$30 ;
-  assign \$32  = \$31  ? \$85 [4:0] : pre__data;
+  assign \$22  = sweep != 8'hff;
+  assign \$23  = busy & \$22 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = program__valid & program__ready;
+  assign \$26  = | stage[3:0];
+  assign \$27  = \$25  | \$26 ;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = \$24  & \$28 ;
+  assign \$30  = \$29  & room_next;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = trigger__valid & trigger__ready;
   assign \$33  = ~ busy;
-  assign \$34  = bad_descriptor & \$33 ;
-  assign \$35  = \pending_index$57  == s2_cmd;
-  assign \$36  = \pending$56  & \$35 ;
-  assign \$37  = \$36  ? \$86 [4:0] : \pre__data$59 ;
-  assign \$38  = descriptor__valid & descriptor__ready;
-  assign \$39  = ~ busy;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = \pending_index$64  == descriptor__payload[7:0];
-  assign \$42  = \pending$63  & \$41 ;
-  assign \$43  = \$42  ? \$87 [4:0] : \pre__data$66 ;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = pending_index == trigger__payload[7:0];
+  assign \$36  = pending & \$35 ;
+  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
+  assign \$38  = ~ busy;
+  assign \$39  = bad_descriptor & \$38 ;
+  assign \$40  = \pending_index$61  == s2_cmd;
+  assign \$41  = \pending$59  & \$40 ;
+  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
+  assign \$43  = descriptor__valid & descriptor__ready;
   assign \$44  = ~ busy;
-  assign \$45  = ! stage;
-  assign program__ready = \$44  & \$45 ;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
+  assign \$47  = \pending$67  & \$46 ;
+  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
+  assign \$49  = ~ busy;
+  assign \$50  = ! stage;
+  assign program__ready = \$49  & \$50 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$46  = stage[3] & desc[8];
-  assign bad_program = \$46  & empty;
-  assign \$47  = stage[3] & desc[8];
-  assign \$48  = ~ empty;
-  assign \$49  = \$47  & \$48 ;
-  assign bad_pitch = \$49  & overlap;
-  assign \$50  = stage[3] & desc[8];
-  assign \$51  = ~ empty;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = ~ overlap;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
   assign \$54  = \$52  & \$53 ;
-  assign bad_range = \$54  & wraps;
-  assign \$55  = empty | overlap;
-  assign \$56  = \$55  | wraps;
-  assign \$57  = desc[8] & \$56 ;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = stage[3] & \$58 ;
-  assign desc_busy = \$59  & \busy$17 ;
-  assign \$60  = bad_program | bad_pitch;
-  assign \$61  = \$60  | bad_range;
-  assign refused = \$61  | desc_busy;
-  assign \$62  = ~ refused;
-  assign \$63  = stage[3] & \$62 ;
-  assign \$64  = ~ refused;
-  assign \$65  = stage[3] & \$64 ;
-  assign \$66  = ~ busy;
-  assign \$67  = ~ program__valid;
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = | stage;
-  assign \$70  = ~ \$69 ;
-  assign \$71  = \$68  & \$70 ;
-  assign trigger__ready = \$71  & room;
+  assign bad_pitch = \$54  & overlap;
+  assign \$55  = stage[4] & desc[8];
+  assign \$56  = ~ empty;
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$19 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
   assign \$72  = ~ s2_ok;
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$33  + \$74 ;
+  assign \$75  = \held$35  + \$74 ;
   assign \$76  = \$75  - bad_descriptor;
   assign \$77  = o__valid & o__ready;
   assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = ~ fetching;
-  assign \$80  = ~ fetched;
-  assign \$81  = \$79  & \$80 ;
-  assign \$82  = ~ descriptor__valid;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ stage[3];
-  assign o__ready = \$83  & \$84 ;
-  assign \$85  = old + 1'h1;
-  assign \$86  = \old$58  + 1'h1;
-  assign \$87  = \old$65  + 1'h1;
-  assign \$88  = issued_checked - dropped_checked;
-  assign \$89  = $signed(\$88 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$89 [4:0];
-  assign \$90  = ~ s1_valid;
-  assign \$91  = ~ s2_valid;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = ~ o__valid;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = ~ fetching;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ fetched;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ descriptor__valid;
-  assign idle = \$98  & \$99 ;
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$35  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$62  + 1'h1;
+  assign \$90  = \old$69  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$100 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$101 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$102 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$103 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    rows1 <= \$104 ;
+    rows1 <= \$107 ;
   always @(posedge clk)
-    held <= \$105 ;
+    held <= \$108 ;
   always @(posedge clk)
-    lo <= \$5 ;
+    mul_rows1 <= rows1;
   always @(posedge clk)
-    hi <= \$6 ;
+    mul_pitch <= desc[82:59];
   always @(posedge clk)
-    empty <= \$9 ;
+    empty <= \$7 ;
   always @(posedge clk)
-    overlap <= \$12 ;
+    overlap <= \$10 ;
+  always @(posedge clk)
+    lo <= \$11 ;
+  always @(posedge clk)
+    hi <= \$12 ;
   always @(posedge clk)
     span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$17  <= \$106 ;
+    \busy$19  <= \$109 ;
   always @(posedge clk)
     wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$107 ;
+    s1_valid <= \$110 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$108 ;
+    s2_valid <= \$111 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -20535,13 +20342,15 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$33  <= \$109 ;
+    \held$35  <= \$112 ;
   always @(posedge clk)
-    room <= \$110 ;
+    room <= \$113 ;
   always @(posedge clk)
-    fetching <= \$111 ;
+    ready <= \$114 ;
   always @(posedge clk)
-    fetched <= \$112 ;
+    fetching <= \$115 ;
+  always @(posedge clk)
+    fetched <= \$116 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -20549,33 +20358,33 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$113 ;
+    descriptor__valid <= \$117 ;
   always @(posedge clk)
-    descriptor__payload <= \$114 ;
+    descriptor__payload <= \$118 ;
   always @(posedge clk)
-    pending <= \$115 ;
+    pending <= \$119 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$32 ;
+    old <= \$37 ;
   always @(posedge clk)
-    issued_checked <= \$116 ;
+    issued_checked <= \$120 ;
   always @(posedge clk)
-    \pending$56  <= \$117 ;
+    \pending$59  <= \$121 ;
   always @(posedge clk)
-    \pending_index$57  <= s2_cmd;
+    \pending_index$61  <= s2_cmd;
   always @(posedge clk)
-    \old$58  <= \$37 ;
+    \old$62  <= \$42 ;
   always @(posedge clk)
-    dropped_checked <= \$118 ;
+    dropped_checked <= \$122 ;
   always @(posedge clk)
-    \pending$63  <= \$119 ;
+    \pending$67  <= \$123 ;
   always @(posedge clk)
-    \pending_index$64  <= descriptor__payload[7:0];
+    \pending_index$68  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$65  <= \$43 ;
+    \old$69  <= \$48 ;
   always @(posedge clk)
-    taken_checked <= \$120 ;
+    taken_checked <= \$124 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -20587,175 +20396,182 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$100  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$100  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$100  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$101  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$101  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$101  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$102  = { stage[2:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$102  = 4'h0;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$103  = desc;
+    \$106  = desc;
     if (program__ready) begin
-      \$103  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$104  = rows1;
+    \$107  = rows1;
     if (program__ready) begin
-      \$104  = \$4 [11:0];
+      \$107  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$105  = held;
-    if (stage[0]) begin
-      \$105  = desc_held;
+    \$108  = held;
+    if (stage[1]) begin
+      \$108  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$106  = \busy$17 ;
+    \$109  = \busy$19 ;
     if (stage[2]) begin
-      \$106  = \$17 ;
+      \$109  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$107  = \$21 ;
+    \$110  = \$21 ;
     if (rst) begin
-      \$107  = 1'h0;
+      \$110  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$108  = s1_valid;
-    if (rst) begin
-      \$108  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$109  = \$78 [4:0];
-    if (rst) begin
-      \$109  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$110  = \$25 ;
-    if (rst) begin
-      \$110  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$111  = \$26 ;
+    \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$112  = fetching;
+    \$112  = \$78 [4:0];
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$113  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$113  = 1'h0;
-    end
-    if (fetched) begin
+    \$113  = room_next;
+    if (rst) begin
       \$113  = 1'h1;
     end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$114  = \$30 ;
     if (rst) begin
-      \$113  = 1'h0;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$114  = descriptor__payload;
-    if (fetched) begin
-      \$114 [8] = got[0];
-      \$114 [9] = got[1];
-      \$114 [14:10] = got[6:2];
-      \$114 [30:15] = got[22:7];
-      \$114 [42:31] = got[34:23];
-      \$114 [58:43] = got[50:35];
-      \$114 [82:59] = got[74:51];
-      \$114 [130:83] = got[122:75];
-      \$114 [178:131] = got[170:123];
-      \$114 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$114  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$115  = \$29 ;
+    \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$116  = issued_checked;
-    if (stage[1]) begin
-      \$116  = check__data;
+    \$116  = fetching;
+    if (rst) begin
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$117  = \$34 ;
+    \$117  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$117  = 1'h0;
+    end
+    if (fetched) begin
+      \$117  = 1'h1;
+    end
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$118  = dropped_checked;
-    if (stage[1]) begin
-      \$118  = \check__data$62 ;
+    \$118  = descriptor__payload;
+    if (fetched) begin
+      \$118 [8] = got[0];
+      \$118 [9] = got[1];
+      \$118 [14:10] = got[6:2];
+      \$118 [30:15] = got[22:7];
+      \$118 [42:31] = got[34:23];
+      \$118 [58:43] = got[50:35];
+      \$118 [82:59] = got[74:51];
+      \$118 [130:83] = got[122:75];
+      \$118 [178:131] = got[170:123];
+      \$118 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$118  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$119  = \$40 ;
+    \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$120  = taken_checked;
+    \$120  = issued_checked;
     if (stage[1]) begin
-      \$120  = \check__data$69 ;
+      \$120  = check__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$121  = \$39 ;
+    if (rst) begin
+      \$121  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$122  = dropped_checked;
+    if (stage[1]) begin
+      \$122  = \check__data$66 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$123  = \$45 ;
+    if (rst) begin
+      \$123  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$124  = taken_checked;
+    if (stage[1]) begin
+      \$124  = \check__data$73 ;
     end
   end
   always @* begin
@@ -20795,7 +20611,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$63 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -20830,7 +20646,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$65 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -20848,7 +20664,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$85 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -20864,60 +20680,60 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$94  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$94  = \pending_index$57 ;
+      \wr__addr$98  = \pending_index$61 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$95  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$95  = \$86 [4:0];
+      \wr__data$99  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$96  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$96  = \pending$56 ;
+      \wr__en$100  = \pending$59 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$99  = sweep;
+      \wr__addr$103  = sweep;
     end else begin
-      \wr__addr$99  = \pending_index$64 ;
+      \wr__addr$103  = \pending_index$68 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$100  = 5'h00;
+      \wr__data$104  = 5'h00;
     end else begin
-      \wr__data$100  = \$87 [4:0];
+      \wr__data$104  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$101  = 1'h1;
+      \wr__en$105  = 1'h1;
     end else begin
-      \wr__en$101  = \pending$63 ;
+      \wr__en$105  = \pending$67 ;
     end
   end
   assign held_next = \$78 [4:0];
-  assign value = \$85 [4:0];
-  assign \value$60  = \$86 [4:0];
-  assign \value$67  = \$87 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$64  = \$89 [4:0];
+  assign \value$71  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -20925,10 +20741,10 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$93  = s2_cmd;
-  assign \check__addr$97  = desc[7:0];
-  assign \pre__addr$98  = descriptor__payload[7:0];
-  assign \check__addr$102  = desc[7:0];
+  assign \pre__addr$97  = s2_cmd;
+  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$102  = descriptor__payload[7:0];
+  assign \check__addr$106  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -23256,11 +23072,11 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, query__addr, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [4:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -23293,9 +23109,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire [11:0] \$130 ;
+  wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
+  wire [11:0] \$132 ;
   wire \$133 ;
   wire \$134 ;
   wire \$135 ;
@@ -23308,34 +23124,34 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire [3:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
-  wire \$146 ;
+  wire [3:0] \$146 ;
   wire \$147 ;
-  wire [4:0] \$148 ;
+  wire \$148 ;
   wire \$149 ;
   wire [3:0] \$15 ;
-  wire [7:0] \$150 ;
-  wire [11:0] \$151 ;
+  wire [4:0] \$150 ;
+  wire \$151 ;
   wire [7:0] \$152 ;
-  wire \$153 ;
-  wire \$154 ;
+  wire [11:0] \$153 ;
+  wire [7:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [7:0] \$157 ;
-  wire [7:0] \$158 ;
-  wire \$159 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire [7:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
+  wire [7:0] \$160 ;
   wire \$161 ;
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire [8:0] \$167 ;
+  wire \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [8:0] \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
@@ -23343,28 +23159,28 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire [5:0] \$179 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
+  wire [5:0] \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  wire [5:0] \$180 ;
-  wire [5:0] \$181 ;
+  wire \$180 ;
+  wire [32:0] \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire \$188 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire [32:0] \$190 ;
+  wire \$190 ;
   wire [32:0] \$191 ;
-  wire \$192 ;
+  wire [32:0] \$192 ;
   wire \$193 ;
-  wire [32:0] \$194 ;
-  wire [32:0] \$195 ;
+  wire \$194 ;
+  wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -23377,13 +23193,13 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire \$203 ;
   wire \$204 ;
   wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire [3:0] \$209 ;
+  wire [3:0] \$206 ;
+  reg [7:0] \$207 ;
+  reg [8:0] \$208 ;
+  reg \$209 ;
   wire [7:0] \$21 ;
-  reg [7:0] \$210 ;
-  reg [8:0] \$211 ;
+  reg \$210 ;
+  reg \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -23399,40 +23215,37 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
+  reg [2:0] \$226 ;
   reg \$227 ;
   reg \$228 ;
-  reg [2:0] \$229 ;
+  reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
+  wire [28:0] \$233 ;
   reg \$234 ;
   reg \$235 ;
-  wire [28:0] \$236 ;
-  reg \$237 ;
+  reg \$236 ;
+  wire [23:0] \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  wire [23:0] \$240 ;
+  reg [23:0] \$240 ;
   reg \$241 ;
   reg \$242 ;
-  reg [23:0] \$243 ;
-  reg \$244 ;
+  reg \$243 ;
+  reg [5:0] \$244 ;
   reg \$245 ;
-  reg \$246 ;
-  reg [5:0] \$247 ;
+  reg [191:0] \$246 ;
+  reg \$247 ;
   reg \$248 ;
-  reg [191:0] \$249 ;
+  reg \$249 ;
   wire \$25 ;
   reg \$250 ;
   reg \$251 ;
   reg \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg \$255 ;
-  reg [2:0] \$256 ;
+  reg [2:0] \$253 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -23488,9 +23301,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire [9:0] \$73 ;
   wire [10:0] \$74 ;
   wire \$75 ;
-  wire [9:0] \$76 ;
+  wire \$76 ;
   wire \$77 ;
-  wire \$78 ;
+  wire [9:0] \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
@@ -23498,21 +23311,21 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire [15:0] \$85 ;
-  wire [15:0] \$86 ;
-  wire \$87 ;
-  wire \$88 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [15:0] \$87 ;
+  wire [15:0] \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [7:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
+  wire [7:0] \$96 ;
   wire \$97 ;
-  wire [4:0] \$98 ;
+  wire \$98 ;
   wire \$99 ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_00 = "ARM" *)
@@ -23529,7 +23342,13 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   reg [15:0] \$like$76  = 16'h0000;
   reg \$signal  = 1'h0;
   reg \$signal$79  = 1'h0;
+  wire [7:0] \$signature__addr ;
+  reg [7:0] \$signature__addr$89  = 8'h00;
+  wire [8:0] \$signature__data ;
+  wire \$signature__data$120 ;
   wire arm;
+  (* init = 8'h00 *)
+  wire [7:0] asked;
   reg [45:0] base;
   wire [7:0] base__cmd ;
   wire [11:0] base__left ;
@@ -23579,6 +23398,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire [15:0] data$69__tile ;
   output desc_held;
   reg desc_held = 1'h1;
+  input [7:0] desc_query;
   wire [7:0] desc_query;
   reg disarm_ok = 1'h0;
   wire done;
@@ -23647,6 +23467,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire [7:0] nxt_index;
   wire nxt_tag_eq;
   wire nxt_tag_eq1;
+  wire [7:0] nz_wr__addr;
+  wire nz_wr__data;
+  wire nz_wr__en;
   wire [23:0] o__payload;
   wire [15:0] \o__payload$15 ;
   wire [7:0] o__payload__cmd ;
@@ -23658,8 +23481,6 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire \o__valid$13 ;
   wire ok_next;
   wire over;
-  wire [7:0] pre__addr;
-  wire [8:0] pre__data;
   input [38:0] program__payload;
   wire [38:0] program__payload;
   wire [7:0] program__payload__cmd ;
@@ -23678,9 +23499,6 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   wire push;
   wire \push$56 ;
   reg \push$71  = 1'h0;
-  input [7:0] query__addr;
-  wire [7:0] query__addr;
-  wire [8:0] query__data;
   wire [7:0] rd__addr;
   wire [45:0] rd__data;
   wire [7:0] rd__data__cmd ;
@@ -24413,8 +24231,271 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
     if (\wr__en$85 )
       held[\wr__addr$82 ] <= \wr__data$84 ;
   end
-  assign query__data = held[query__addr];
-  assign pre__data = held[ent[28:21]];
+  assign \$signature__data  = held[ent[28:21]];
+  reg [0:0] held_nonzero [255:0];
+  initial begin
+    held_nonzero[0] = 1'h0;
+    held_nonzero[1] = 1'h0;
+    held_nonzero[2] = 1'h0;
+    held_nonzero[3] = 1'h0;
+    held_nonzero[4] = 1'h0;
+    held_nonzero[5] = 1'h0;
+    held_nonzero[6] = 1'h0;
+    held_nonzero[7] = 1'h0;
+    held_nonzero[8] = 1'h0;
+    held_nonzero[9] = 1'h0;
+    held_nonzero[10] = 1'h0;
+    held_nonzero[11] = 1'h0;
+    held_nonzero[12] = 1'h0;
+    held_nonzero[13] = 1'h0;
+    held_nonzero[14] = 1'h0;
+    held_nonzero[15] = 1'h0;
+    held_nonzero[16] = 1'h0;
+    held_nonzero[17] = 1'h0;
+    held_nonzero[18] = 1'h0;
+    held_nonzero[19] = 1'h0;
+    held_nonzero[20] = 1'h0;
+    held_nonzero[21] = 1'h0;
+    held_nonzero[22] = 1'h0;
+    held_nonzero[23] = 1'h0;
+    held_nonzero[24] = 1'h0;
+    held_nonzero[25] = 1'h0;
+    held_nonzero[26] = 1'h0;
+    held_nonzero[27] = 1'h0;
+    held_nonzero[28] = 1'h0;
+    held_nonzero[29] = 1'h0;
+    held_nonzero[30] = 1'h0;
+    held_nonzero[31] = 1'h0;
+    held_nonzero[32] = 1'h0;
+    held_nonzero[33] = 1'h0;
+    held_nonzero[34] = 1'h0;
+    held_nonzero[35] = 1'h0;
+    held_nonzero[36] = 1'h0;
+    held_nonzero[37] = 1'h0;
+    held_nonzero[38] = 1'h0;
+    held_nonzero[39] = 1'h0;
+    held_nonzero[40] = 1'h0;
+    held_nonzero[41] = 1'h0;
+    held_nonzero[42] = 1'h0;
+    held_nonzero[43] = 1'h0;
+    held_nonzero[44] = 1'h0;
+    held_nonzero[45] = 1'h0;
+    held_nonzero[46] = 1'h0;
+    held_nonzero[47] = 1'h0;
+    held_nonzero[48] = 1'h0;
+    held_nonzero[49] = 1'h0;
+    held_nonzero[50] = 1'h0;
+    held_nonzero[51] = 1'h0;
+    held_nonzero[52] = 1'h0;
+    held_nonzero[53] = 1'h0;
+    held_nonzero[54] = 1'h0;
+    held_nonzero[55] = 1'h0;
+    held_nonzero[56] = 1'h0;
+    held_nonzero[57] = 1'h0;
+    held_nonzero[58] = 1'h0;
+    held_nonzero[59] = 1'h0;
+    held_nonzero[60] = 1'h0;
+    held_nonzero[61] = 1'h0;
+    held_nonzero[62] = 1'h0;
+    held_nonzero[63] = 1'h0;
+    held_nonzero[64] = 1'h0;
+    held_nonzero[65] = 1'h0;
+    held_nonzero[66] = 1'h0;
+    held_nonzero[67] = 1'h0;
+    held_nonzero[68] = 1'h0;
+    held_nonzero[69] = 1'h0;
+    held_nonzero[70] = 1'h0;
+    held_nonzero[71] = 1'h0;
+    held_nonzero[72] = 1'h0;
+    held_nonzero[73] = 1'h0;
+    held_nonzero[74] = 1'h0;
+    held_nonzero[75] = 1'h0;
+    held_nonzero[76] = 1'h0;
+    held_nonzero[77] = 1'h0;
+    held_nonzero[78] = 1'h0;
+    held_nonzero[79] = 1'h0;
+    held_nonzero[80] = 1'h0;
+    held_nonzero[81] = 1'h0;
+    held_nonzero[82] = 1'h0;
+    held_nonzero[83] = 1'h0;
+    held_nonzero[84] = 1'h0;
+    held_nonzero[85] = 1'h0;
+    held_nonzero[86] = 1'h0;
+    held_nonzero[87] = 1'h0;
+    held_nonzero[88] = 1'h0;
+    held_nonzero[89] = 1'h0;
+    held_nonzero[90] = 1'h0;
+    held_nonzero[91] = 1'h0;
+    held_nonzero[92] = 1'h0;
+    held_nonzero[93] = 1'h0;
+    held_nonzero[94] = 1'h0;
+    held_nonzero[95] = 1'h0;
+    held_nonzero[96] = 1'h0;
+    held_nonzero[97] = 1'h0;
+    held_nonzero[98] = 1'h0;
+    held_nonzero[99] = 1'h0;
+    held_nonzero[100] = 1'h0;
+    held_nonzero[101] = 1'h0;
+    held_nonzero[102] = 1'h0;
+    held_nonzero[103] = 1'h0;
+    held_nonzero[104] = 1'h0;
+    held_nonzero[105] = 1'h0;
+    held_nonzero[106] = 1'h0;
+    held_nonzero[107] = 1'h0;
+    held_nonzero[108] = 1'h0;
+    held_nonzero[109] = 1'h0;
+    held_nonzero[110] = 1'h0;
+    held_nonzero[111] = 1'h0;
+    held_nonzero[112] = 1'h0;
+    held_nonzero[113] = 1'h0;
+    held_nonzero[114] = 1'h0;
+    held_nonzero[115] = 1'h0;
+    held_nonzero[116] = 1'h0;
+    held_nonzero[117] = 1'h0;
+    held_nonzero[118] = 1'h0;
+    held_nonzero[119] = 1'h0;
+    held_nonzero[120] = 1'h0;
+    held_nonzero[121] = 1'h0;
+    held_nonzero[122] = 1'h0;
+    held_nonzero[123] = 1'h0;
+    held_nonzero[124] = 1'h0;
+    held_nonzero[125] = 1'h0;
+    held_nonzero[126] = 1'h0;
+    held_nonzero[127] = 1'h0;
+    held_nonzero[128] = 1'h0;
+    held_nonzero[129] = 1'h0;
+    held_nonzero[130] = 1'h0;
+    held_nonzero[131] = 1'h0;
+    held_nonzero[132] = 1'h0;
+    held_nonzero[133] = 1'h0;
+    held_nonzero[134] = 1'h0;
+    held_nonzero[135] = 1'h0;
+    held_nonzero[136] = 1'h0;
+    held_nonzero[137] = 1'h0;
+    held_nonzero[138] = 1'h0;
+    held_nonzero[139] = 1'h0;
+    held_nonzero[140] = 1'h0;
+    held_nonzero[141] = 1'h0;
+    held_nonzero[142] = 1'h0;
+    held_nonzero[143] = 1'h0;
+    held_nonzero[144] = 1'h0;
+    held_nonzero[145] = 1'h0;
+    held_nonzero[146] = 1'h0;
+    held_nonzero[147] = 1'h0;
+    held_nonzero[148] = 1'h0;
+    held_nonzero[149] = 1'h0;
+    held_nonzero[150] = 1'h0;
+    held_nonzero[151] = 1'h0;
+    held_nonzero[152] = 1'h0;
+    held_nonzero[153] = 1'h0;
+    held_nonzero[154] = 1'h0;
+    held_nonzero[155] = 1'h0;
+    held_nonzero[156] = 1'h0;
+    held_nonzero[157] = 1'h0;
+    held_nonzero[158] = 1'h0;
+    held_nonzero[159] = 1'h0;
+    held_nonzero[160] = 1'h0;
+    held_nonzero[161] = 1'h0;
+    held_nonzero[162] = 1'h0;
+    held_nonzero[163] = 1'h0;
+    held_nonzero[164] = 1'h0;
+    held_nonzero[165] = 1'h0;
+    held_nonzero[166] = 1'h0;
+    held_nonzero[167] = 1'h0;
+    held_nonzero[168] = 1'h0;
+    held_nonzero[169] = 1'h0;
+    held_nonzero[170] = 1'h0;
+    held_nonzero[171] = 1'h0;
+    held_nonzero[172] = 1'h0;
+    held_nonzero[173] = 1'h0;
+    held_nonzero[174] = 1'h0;
+    held_nonzero[175] = 1'h0;
+    held_nonzero[176] = 1'h0;
+    held_nonzero[177] = 1'h0;
+    held_nonzero[178] = 1'h0;
+    held_nonzero[179] = 1'h0;
+    held_nonzero[180] = 1'h0;
+    held_nonzero[181] = 1'h0;
+    held_nonzero[182] = 1'h0;
+    held_nonzero[183] = 1'h0;
+    held_nonzero[184] = 1'h0;
+    held_nonzero[185] = 1'h0;
+    held_nonzero[186] = 1'h0;
+    held_nonzero[187] = 1'h0;
+    held_nonzero[188] = 1'h0;
+    held_nonzero[189] = 1'h0;
+    held_nonzero[190] = 1'h0;
+    held_nonzero[191] = 1'h0;
+    held_nonzero[192] = 1'h0;
+    held_nonzero[193] = 1'h0;
+    held_nonzero[194] = 1'h0;
+    held_nonzero[195] = 1'h0;
+    held_nonzero[196] = 1'h0;
+    held_nonzero[197] = 1'h0;
+    held_nonzero[198] = 1'h0;
+    held_nonzero[199] = 1'h0;
+    held_nonzero[200] = 1'h0;
+    held_nonzero[201] = 1'h0;
+    held_nonzero[202] = 1'h0;
+    held_nonzero[203] = 1'h0;
+    held_nonzero[204] = 1'h0;
+    held_nonzero[205] = 1'h0;
+    held_nonzero[206] = 1'h0;
+    held_nonzero[207] = 1'h0;
+    held_nonzero[208] = 1'h0;
+    held_nonzero[209] = 1'h0;
+    held_nonzero[210] = 1'h0;
+    held_nonzero[211] = 1'h0;
+    held_nonzero[212] = 1'h0;
+    held_nonzero[213] = 1'h0;
+    held_nonzero[214] = 1'h0;
+    held_nonzero[215] = 1'h0;
+    held_nonzero[216] = 1'h0;
+    held_nonzero[217] = 1'h0;
+    held_nonzero[218] = 1'h0;
+    held_nonzero[219] = 1'h0;
+    held_nonzero[220] = 1'h0;
+    held_nonzero[221] = 1'h0;
+    held_nonzero[222] = 1'h0;
+    held_nonzero[223] = 1'h0;
+    held_nonzero[224] = 1'h0;
+    held_nonzero[225] = 1'h0;
+    held_nonzero[226] = 1'h0;
+    held_nonzero[227] = 1'h0;
+    held_nonzero[228] = 1'h0;
+    held_nonzero[229] = 1'h0;
+    held_nonzero[230] = 1'h0;
+    held_nonzero[231] = 1'h0;
+    held_nonzero[232] = 1'h0;
+    held_nonzero[233] = 1'h0;
+    held_nonzero[234] = 1'h0;
+    held_nonzero[235] = 1'h0;
+    held_nonzero[236] = 1'h0;
+    held_nonzero[237] = 1'h0;
+    held_nonzero[238] = 1'h0;
+    held_nonzero[239] = 1'h0;
+    held_nonzero[240] = 1'h0;
+    held_nonzero[241] = 1'h0;
+    held_nonzero[242] = 1'h0;
+    held_nonzero[243] = 1'h0;
+    held_nonzero[244] = 1'h0;
+    held_nonzero[245] = 1'h0;
+    held_nonzero[246] = 1'h0;
+    held_nonzero[247] = 1'h0;
+    held_nonzero[248] = 1'h0;
+    held_nonzero[249] = 1'h0;
+    held_nonzero[250] = 1'h0;
+    held_nonzero[251] = 1'h0;
+    held_nonzero[252] = 1'h0;
+    held_nonzero[253] = 1'h0;
+    held_nonzero[254] = 1'h0;
+    held_nonzero[255] = 1'h0;
+  end
+  always @(posedge clk) begin
+    if (nz_wr__en)
+      held_nonzero[nz_wr__addr] <= nz_wr__data;
+  end
+  assign \$signature__data$120  = held_nonzero[\$signature__addr$89 ];
   assign push = trigger__valid & o__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -24507,167 +24588,167 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
   assign \$75  = \$signal$79  | s4_dec;
   assign \wr__en$85  = busy | \$75 ;
-  assign \$76  = sweep1 + 1'h1;
-  assign \$77  = sweep1 == 8'hff;
-  assign \$78  = program__valid & program__ready;
-  assign \$79  = ~ write__valid;
-  assign \$80  = ~ busy;
-  assign \$81  = \$79  & \$80 ;
-  assign \$82  = ~ program__valid;
+  assign nz_wr__addr = busy ? sweep : s4_cmd;
+  assign \$76  = | \$74 [8:0];
+  assign nz_wr__data = busy ? 1'h0 : \$76 ;
+  assign \$77  = \$signal$79  | s4_dec;
+  assign nz_wr__en = busy | \$77 ;
+  assign \$78  = sweep1 + 1'h1;
+  assign \$79  = sweep1 == 8'hff;
+  assign \$80  = program__valid & program__ready;
+  assign \$81  = ~ write__valid;
+  assign \$82  = ~ busy;
   assign \$83  = \$81  & \$82 ;
-  assign \$84  = \$83  & \o__valid$13 ;
-  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
-  assign \$87  = ~ sweep_last;
-  assign \$88  = busy & \$87 ;
-  assign \$89  = \$88  | s2_valid;
-  assign \$90  = \$89  | s2_prog;
-  assign \$91  = \$90  | s2_ack;
-  assign \$92  = ~ sweep_last;
-  assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$95  = \$94  == s1_tile[7:0];
-  assign \$96  = \$91  & \$95 ;
-  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$98  = s1_write[19:16] + 1'h1;
-  assign \$99  = busy | s3_valid;
-  assign \$100  = \$99  | s3_prog;
-  assign \$101  = \$100  | s3_ack;
-  assign \$102  = nxt_index == s1_tile[7:0];
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = wr__addr == s1_tile[7:0];
-  assign \$105  = fwd_last_we & \$104 ;
-  assign \$106  = fwd_prev_index == s1_tile[7:0];
-  assign \$107  = fwd_prev_we & \$106 ;
-  assign \$108  = busy | s3_valid;
-  assign \$109  = \$108  | s3_prog;
-  assign \$110  = \$109  | s3_ack;
-  assign \$111  = nxt_index == s1_tile[7:0];
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = wr__addr == s1_tile[7:0];
-  assign \$114  = fwd_last_we & \$113 ;
-  assign \$115  = fwd_prev_index == s1_tile[7:0];
-  assign \$116  = fwd_prev_we & \$115 ;
-  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$119  = \$114  ? \$117  : \$118 ;
-  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
-  assign \$121  = busy | s3_valid;
-  assign \$122  = \$121  | s3_prog;
-  assign \$123  = \$122  | s3_ack;
-  assign \$124  = nxt_index == s1_tile[7:0];
-  assign \$125  = \$123  & \$124 ;
-  assign \$126  = wr__addr == s1_tile[7:0];
-  assign \$127  = fwd_last_we & \$126 ;
-  assign \$128  = fwd_prev_index == s1_tile[7:0];
-  assign \$129  = fwd_prev_we & \$128 ;
-  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$131  = ~ s2_stale;
-  assign \$132  = s2_valid & \$131 ;
-  assign \$133  = \$132  & ok_next;
-  assign \$134  = s2_req[1:0] == 1'h1;
-  assign \$135  = s2_prog & \$134 ;
-  assign \$136  = \$135  & ok_next;
-  assign \$137  = ! s2_req[1:0];
-  assign \$138  = s2_prog & \$137 ;
-  assign \$139  = | s2_req[29:18];
-  assign \$140  = \$138  & \$139 ;
-  assign \$141  = ~ s2_stale;
-  assign \$142  = s2_valid & \$141 ;
-  assign \$143  = \$142  & ok_next;
-  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
-  assign \$145  = ~ s2_stale;
-  assign \$146  = s2_valid & \$145 ;
-  assign \$147  = \$146  & ok_next;
-  assign \$148  = \$147  ? s2_beats1 : 5'h01;
-  assign \$149  = \$signal  ? nxt[1] : base[1];
-  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$153  = busy | s3_valid;
-  assign \$154  = \$153  | s3_prog;
-  assign \$155  = \$154  | s3_ack;
-  assign \$156  = | set_err;
-  assign \$157  = hit ? ent[28:21] : 8'h00;
-  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
-  assign \$159  = complete & idle;
-  assign \$160  = ~ busy;
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = cur[45:42] == 1'h1;
-  assign \$163  = s3_ack & \$162 ;
-  assign \$164  = \$signal$79  | s4_dec;
-  assign \$165  = s4_cmd == ent[28:21];
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
-  assign \$168  = s4_cmd == query__addr;
-  assign \$169  = \$168  & \$signal$79 ;
-  assign \$170  = busy | \$169 ;
-  assign \$171  = | query__data;
-  assign \$172  = s4_cmd == query__addr;
-  assign \$173  = \$172  & s4_dec;
-  assign \$174  = query__data == 1'h1;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = ~ \$175 ;
-  assign \$177  = \$171  & \$176 ;
-  assign \$178  = \$170  | \$177 ;
-  assign \$182  = ! write__payload[22:21];
+  assign \$84  = ~ program__valid;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \$85  & \o__valid$13 ;
+  assign \$87  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$88  = write__valid ? write__payload[15:0] : \$87 ;
+  assign \$89  = ~ sweep_last;
+  assign \$90  = busy & \$89 ;
+  assign \$91  = \$90  | s2_valid;
+  assign \$92  = \$91  | s2_prog;
+  assign \$93  = \$92  | s2_ack;
+  assign \$94  = ~ sweep_last;
+  assign \$95  = busy & \$94 ;
+  assign \$96  = \$95  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$97  = \$96  == s1_tile[7:0];
+  assign \$98  = \$93  & \$97 ;
+  assign \$99  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$100  = s1_write[19:16] + 1'h1;
+  assign \$101  = busy | s3_valid;
+  assign \$102  = \$101  | s3_prog;
+  assign \$103  = \$102  | s3_ack;
+  assign \$104  = nxt_index == s1_tile[7:0];
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = wr__addr == s1_tile[7:0];
+  assign \$107  = fwd_last_we & \$106 ;
+  assign \$108  = fwd_prev_index == s1_tile[7:0];
+  assign \$109  = fwd_prev_we & \$108 ;
+  assign \$110  = busy | s3_valid;
+  assign \$111  = \$110  | s3_prog;
+  assign \$112  = \$111  | s3_ack;
+  assign \$113  = nxt_index == s1_tile[7:0];
+  assign \$114  = \$112  & \$113 ;
+  assign \$115  = wr__addr == s1_tile[7:0];
+  assign \$116  = fwd_last_we & \$115 ;
+  assign \$117  = fwd_prev_index == s1_tile[7:0];
+  assign \$118  = fwd_prev_we & \$117 ;
+  assign \$119  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$120  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$121  = \$116  ? \$119  : \$120 ;
+  assign \$122  = \$105  ? nxt_tag_eq1 : \$121 ;
+  assign \$123  = busy | s3_valid;
+  assign \$124  = \$123  | s3_prog;
+  assign \$125  = \$124  | s3_ack;
+  assign \$126  = nxt_index == s1_tile[7:0];
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = wr__addr == s1_tile[7:0];
+  assign \$129  = fwd_last_we & \$128 ;
+  assign \$130  = fwd_prev_index == s1_tile[7:0];
+  assign \$131  = fwd_prev_we & \$130 ;
+  assign \$132  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$133  = ~ s2_stale;
+  assign \$134  = s2_valid & \$133 ;
+  assign \$135  = \$134  & ok_next;
+  assign \$136  = s2_req[1:0] == 1'h1;
+  assign \$137  = s2_prog & \$136 ;
+  assign \$138  = \$137  & ok_next;
+  assign \$139  = ! s2_req[1:0];
+  assign \$140  = s2_prog & \$139 ;
+  assign \$141  = | s2_req[29:18];
+  assign \$142  = \$140  & \$141 ;
+  assign \$143  = ~ s2_stale;
+  assign \$144  = s2_valid & \$143 ;
+  assign \$145  = \$144  & ok_next;
+  assign \$146  = \$145  ? s2_write[19:16] : 4'h0;
+  assign \$147  = ~ s2_stale;
+  assign \$148  = s2_valid & \$147 ;
+  assign \$149  = \$148  & ok_next;
+  assign \$150  = \$149  ? s2_beats1 : 5'h01;
+  assign \$151  = \$signal  ? nxt[1] : base[1];
+  assign \$152  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$153  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$154  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$155  = busy | s3_valid;
+  assign \$156  = \$155  | s3_prog;
+  assign \$157  = \$156  | s3_ack;
+  assign \$158  = | set_err;
+  assign \$159  = hit ? ent[28:21] : 8'h00;
+  assign \$160  = s3_prog ? s3_req[37:30] : \$159 ;
+  assign \$161  = complete & idle;
+  assign \$162  = ~ busy;
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = cur[45:42] == 1'h1;
+  assign \$165  = s3_ack & \$164 ;
+  assign \$166  = \$signal$79  | s4_dec;
+  assign \$167  = s4_cmd == ent[28:21];
+  assign \$168  = \$166  & \$167 ;
+  assign \$169  = \$168  ? \$74 [8:0] : \$signature__data ;
+  assign \$170  = \$signal$79  | s4_dec;
+  assign \$171  = s4_cmd == \$signature__addr$89 ;
+  assign \$172  = \$170  & \$171 ;
+  assign \$173  = | \$74 [8:0];
+  assign \$174  = \$172  ? \$173  : \$signature__data$120 ;
+  assign \$175  = busy | \$174 ;
+  assign \$179  = ! write__payload[22:21];
+  assign \$180  = write__valid & \$179 ;
+  assign \$181  = stats[31:0] + 1'h1;
+  assign \$182  = write__payload[22:21] == 1'h1;
   assign \$183  = write__valid & \$182 ;
-  assign \$184  = stats[31:0] + 1'h1;
-  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = write__payload[22:21] == 2'h2;
   assign \$186  = write__valid & \$185 ;
-  assign \$187  = stats[63:32] + 1'h1;
-  assign \$188  = write__payload[22:21] == 2'h2;
-  assign \$189  = write__valid & \$188 ;
-  assign \$190  = stats[95:64] + 1'h1;
-  assign \$191  = stats[127:96] + 1'h1;
-  assign \$192  = ~ lost;
-  assign \$193  = complete & \$192 ;
-  assign \$194  = stats[159:128] + 1'h1;
-  assign \$195  = stats[191:160] + 1'h1;
-  assign \$196  = ~ busy;
-  assign \$197  = program__valid | \o__valid$13 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[127:96] + 1'h1;
+  assign \$189  = ~ lost;
+  assign \$190  = complete & \$189 ;
+  assign \$191  = stats[159:128] + 1'h1;
+  assign \$192  = stats[191:160] + 1'h1;
+  assign \$193  = ~ busy;
+  assign \$194  = program__valid | \o__valid$13 ;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = \$195  & write__valid;
+  assign \$197  = ! \wait ;
   assign \$198  = \$196  & \$197 ;
-  assign \$199  = \$198  & write__valid;
-  assign \$200  = ! \wait ;
+  assign \$199  = ~ busy;
+  assign \$200  = program__valid | \o__valid$13 ;
   assign \$201  = \$199  & \$200 ;
-  assign \$202  = ~ busy;
-  assign \$203  = program__valid | \o__valid$13 ;
+  assign \$202  = \$201  & write__valid;
+  assign \$203  = ! \wait ;
   assign \$204  = \$202  & \$203 ;
-  assign \$205  = \$204  & write__valid;
-  assign \$206  = ! \wait ;
-  assign \$207  = \$205  & \$206 ;
-  assign \$208  = | \wait ;
-  assign \$209  = \wait  - 1'h1;
+  assign \$205  = | \wait ;
+  assign \$206  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$210 ;
+    sweep <= \$207 ;
   always @(posedge clk)
-    sweep1 <= \$211 ;
+    sweep1 <= \$208 ;
   always @(posedge clk)
-    sweep_last <= \$212 ;
+    sweep_last <= \$209 ;
   always @(posedge clk)
-    busy <= \$213 ;
+    busy <= \$210 ;
   always @(posedge clk)
-    s1_valid <= \$214 ;
+    s1_valid <= \$211 ;
   always @(posedge clk)
-    s1_stale <= \$215 ;
+    s1_stale <= \$212 ;
   always @(posedge clk)
-    s1_prog <= \$216 ;
+    s1_prog <= \$213 ;
   always @(posedge clk)
-    s1_ack <= \$217 ;
+    s1_ack <= \$214 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$86 ;
+    s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$218 ;
+    s2_valid <= \$215 ;
   always @(posedge clk)
-    s2_stale <= \$219 ;
+    s2_stale <= \$216 ;
   always @(posedge clk)
-    s2_prog <= \$220 ;
+    s2_prog <= \$217 ;
   always @(posedge clk)
-    s2_ack <= \$221 ;
+    s2_ack <= \$218 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -24675,13 +24756,13 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$222 ;
+    s3_valid <= \$219 ;
   always @(posedge clk)
-    s3_stale <= \$223 ;
+    s3_stale <= \$220 ;
   always @(posedge clk)
-    s3_prog <= \$224 ;
+    s3_prog <= \$221 ;
   always @(posedge clk)
-    s3_ack <= \$225 ;
+    s3_ack <= \$222 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -24689,63 +24770,63 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$226 ;
+    \$signal  <= \$223 ;
   always @(posedge clk)
-    tag_ahead <= \$227 ;
+    tag_ahead <= \$224 ;
   always @(posedge clk)
-    s2_beats1 <= \$98 ;
+    s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$228 ;
+    fwd_tag_eq <= \$225 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$229 ;
+    fwd_hit <= \$226 ;
   always @(posedge clk)
-    s3_hit <= \$230 ;
+    s3_hit <= \$227 ;
   always @(posedge clk)
-    base_valid <= \$231 ;
+    base_valid <= \$228 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$232 ;
+    tag_ok <= \$229 ;
   always @(posedge clk)
-    base_left <= \$130 ;
+    base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$233 ;
+    count_ok <= \$230 ;
   always @(posedge clk)
-    disarm_ok <= \$234 ;
+    disarm_ok <= \$231 ;
   always @(posedge clk)
-    s3_arm <= \$235 ;
+    s3_arm <= \$232 ;
   always @(posedge clk)
-    s3_beats <= \$144 ;
+    s3_beats <= \$146 ;
   always @(posedge clk)
-    s3_beats1 <= \$148 ;
+    s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$236 ;
+    ent <= \$233 ;
   always @(posedge clk)
-    fwd_last_we <= \$237 ;
+    fwd_last_we <= \$234 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$238 ;
+    fwd_old_we <= \$235 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$239 ;
+    fwd_prev_we <= \$236 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$240 ;
+    \data$69  <= \$237 ;
   always @(posedge clk)
-    \push$71  <= \$241 ;
+    \push$71  <= \$238 ;
   always @(posedge clk)
-    result__valid <= \$242 ;
+    result__valid <= \$239 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -24753,37 +24834,39 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   always @(posedge clk)
     \$like$76  <= s3_tile;
   always @(posedge clk)
-    capture <= \$243 ;
+    capture <= \$240 ;
+  always @(posedge clk)
+    \$signature__addr$89  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$79  <= \$244 ;
+    \$signal$79  <= \$241 ;
   always @(posedge clk)
-    s4_dec <= \$245 ;
+    s4_dec <= \$242 ;
   always @(posedge clk)
-    s4_old <= \$167 ;
+    s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$246 ;
+    desc_held <= \$243 ;
   always @(posedge clk)
-    errors <= \$247 ;
+    errors <= \$244 ;
   always @(posedge clk)
-    writes_compute_event <= \$248 ;
+    writes_compute_event <= \$245 ;
   always @(posedge clk)
-    stats <= \$249 ;
+    stats <= \$246 ;
   always @(posedge clk)
-    writes_dma_event <= \$250 ;
+    writes_dma_event <= \$247 ;
   always @(posedge clk)
-    writes_remote_event <= \$251 ;
+    writes_remote_event <= \$248 ;
   always @(posedge clk)
-    unprogrammed_event <= \$252 ;
+    unprogrammed_event <= \$249 ;
   always @(posedge clk)
-    triggers_event <= \$253 ;
+    triggers_event <= \$250 ;
   always @(posedge clk)
-    dropped_event <= \$254 ;
+    dropped_event <= \$251 ;
   always @(posedge clk)
-    hold <= \$255 ;
+    hold <= \$252 ;
   always @(posedge clk)
-    \wait  <= \$256 ;
+    \wait  <= \$253 ;
   t3hw_engine__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -24829,358 +24912,358 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$210  = sweep;
+    \$207  = sweep;
     if (busy) begin
-      \$210  = sweep1[7:0];
+      \$207  = sweep1[7:0];
     end
     if (rst) begin
-      \$210  = 8'h00;
+      \$207  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$211  = sweep1;
+    \$208  = sweep1;
     if (busy) begin
-      \$211  = \$76 [8:0];
+      \$208  = \$78 [8:0];
     end
     if (rst) begin
-      \$211  = 9'h001;
+      \$208  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$212  = sweep_last;
+    \$209  = sweep_last;
     if (busy) begin
-      \$212  = \$77 ;
+      \$209  = \$79 ;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$210  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$210  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$210  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$211  = write__valid;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$213  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$213  = 1'h0;
-      end
-    end
+    \$213  = \$80 ;
     if (rst) begin
-      \$213  = 1'h1;
+      \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$214  = write__valid;
+    \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$215  = busy;
+    \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$216  = \$78 ;
+    \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$217  = \$84 ;
+    \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$218  = s1_valid;
+    \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$219  = s1_stale;
+    \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$220  = s1_prog;
+    \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$221  = s1_ack;
+    \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$222  = s2_valid;
+    \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$223  = s2_stale;
+    \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$224  = s2_prog;
+    \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$225  = s2_ack;
+    \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$226  = \$96 ;
+    \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$227  = \$97 ;
+    \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$228  = \$120 ;
+    \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$229  = { \$129 , \$127 , \$125  };
+    \$229  = ok_next;
     if (rst) begin
-      \$229  = 3'h0;
+      \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$230  = \$signal ;
+    \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$231  = base[0];
+    \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$232  = ok_next;
+    \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$233  = \$133 ;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$234  = \$136 ;
+    \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$235  = \$140 ;
+    \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$237  = \$155 ;
+    \$236  = fwd_last_we;
     if (rst) begin
-      \$237  = 1'h0;
+      \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$238  = fwd_prev_we;
+    \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$239  = fwd_last_we;
+    \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$241  = \push$56 ;
+    \$240  = capture;
+    if (\$158 ) begin
+      \$240 [15:0] = s3_tile;
+      \$240 [23:16] = \$160 ;
+    end
+    if (rst) begin
+      \$240  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$241  = \$163 ;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$242  = s3_prog;
+    \$242  = \$165 ;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$243  = capture;
-    if (\$156 ) begin
-      \$243 [15:0] = s3_tile;
-      \$243 [23:16] = \$158 ;
-    end
+    \$243  = \$175 ;
     if (rst) begin
-      \$243  = 24'h000000;
+      \$243  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$244  = \$161 ;
+    \$244  = \$178 ;
     if (rst) begin
-      \$244  = 1'h0;
+      \$244  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$245  = \$163 ;
+    \$245  = \$180 ;
     if (rst) begin
       \$245  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$246  = \$178 ;
+    \$246  = stats;
+    if (writes_compute_event) begin
+      \$246 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$246 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$246 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$246 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$246 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$246 [191:160] = \$192 [31:0];
+    end
     if (rst) begin
-      \$246  = 1'h1;
+      \$246  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$247  = \$181 ;
+    \$247  = \$183 ;
     if (rst) begin
-      \$247  = 6'h00;
+      \$247  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$248  = \$183 ;
+    \$248  = \$186 ;
     if (rst) begin
       \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$249  = stats;
-    if (writes_compute_event) begin
-      \$249 [31:0] = \$184 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$249 [63:32] = \$187 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$249 [95:64] = \$190 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$249 [127:96] = \$191 [31:0];
-    end
-    if (triggers_event) begin
-      \$249 [159:128] = \$194 [31:0];
-    end
-    if (dropped_event) begin
-      \$249 [191:160] = \$195 [31:0];
-    end
+    \$249  = set_err[0];
     if (rst) begin
-      \$249  = 192'h000000000000000000000000000000000000000000000000;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$250  = \$186 ;
+    \$250  = \$190 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$251  = \$189 ;
+    \$251  = lost;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$252  = set_err[0];
+    \$252  = \$198 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$253  = \$193 ;
-    if (rst) begin
-      \$253  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$254  = lost;
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$255  = \$201 ;
-    if (rst) begin
-      \$255  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$256  = \wait ;
-    if (\$207 ) begin
-      \$256  = 3'h7;
-    end else if (\$208 ) begin
-      \$256  = \$209 [2:0];
+    \$253  = \wait ;
+    if (\$204 ) begin
+      \$253  = 3'h7;
+    end else if (\$205 ) begin
+      \$253  = \$206 [2:0];
     end
     if (rst) begin
-      \$256  = 3'h0;
+      \$253  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -25197,8 +25280,8 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   assign trig = \data$69 ;
   assign s4_push = \push$71 ;
   assign \new  = \$74 [8:0];
-  assign pre__addr = ent[28:21];
-  assign desc_query = query__addr;
+  assign \$signature__addr  = ent[28:21];
+  assign asked = \$signature__addr$89 ;
   assign clear = 6'h3f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -25346,12 +25429,12 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$240 [23:8] = s3_tile;
-  assign \$240 [7:0] = ent[28:21];
-  assign \$236 [28:21] = \$152 ;
-  assign \$236 [20:9] = \$151 ;
-  assign \$236 [8:1] = \$150 ;
-  assign \$236 [0] = \$149 ;
+  assign \$237 [23:8] = s3_tile;
+  assign \$237 [7:0] = ent[28:21];
+  assign \$233 [28:21] = \$154 ;
+  assign \$233 [20:9] = \$153 ;
+  assign \$233 [8:1] = \$152 ;
+  assign \$233 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;
@@ -25381,9 +25464,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, quer
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$179  = 6'h00;
-  assign \$180  = 6'h00;
-  assign \$181  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
+  assign \$176  = 6'h00;
+  assign \$177  = 6'h00;
+  assign \$178  = { \$66 , lost, \$64 , \$60 , \$57 , \$56  };
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);

@@ -6,7 +6,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  wire [4:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -39,9 +39,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire [11:0] \$130 ;
+  wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
+  wire [11:0] \$132 ;
   wire \$133 ;
   wire \$134 ;
   wire \$135 ;
@@ -54,34 +54,34 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire [3:0] \$144 ;
+  wire \$144 ;
   wire \$145 ;
-  wire \$146 ;
+  wire [3:0] \$146 ;
   wire \$147 ;
-  wire [4:0] \$148 ;
+  wire \$148 ;
   wire \$149 ;
   wire [3:0] \$15 ;
-  wire [7:0] \$150 ;
-  wire [11:0] \$151 ;
+  wire [4:0] \$150 ;
+  wire \$151 ;
   wire [7:0] \$152 ;
-  wire \$153 ;
-  wire \$154 ;
+  wire [11:0] \$153 ;
+  wire [7:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [7:0] \$157 ;
-  wire [7:0] \$158 ;
-  wire \$159 ;
+  wire \$157 ;
+  wire \$158 ;
+  wire [7:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
+  wire [7:0] \$160 ;
   wire \$161 ;
   wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire [8:0] \$167 ;
+  wire \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [8:0] \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
@@ -89,28 +89,28 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire [5:0] \$179 ;
+  wire [5:0] \$176 ;
+  wire [5:0] \$177 ;
+  wire [5:0] \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  wire [5:0] \$180 ;
-  wire [5:0] \$181 ;
+  wire \$180 ;
+  wire [32:0] \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire \$188 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire [32:0] \$190 ;
+  wire \$190 ;
   wire [32:0] \$191 ;
-  wire \$192 ;
+  wire [32:0] \$192 ;
   wire \$193 ;
-  wire [32:0] \$194 ;
-  wire [32:0] \$195 ;
+  wire \$194 ;
+  wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -123,13 +123,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$203 ;
   wire \$204 ;
   wire \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire [3:0] \$209 ;
+  wire [3:0] \$206 ;
+  reg [7:0] \$207 ;
+  reg [8:0] \$208 ;
+  reg \$209 ;
   wire [7:0] \$21 ;
-  reg [7:0] \$210 ;
-  reg [8:0] \$211 ;
+  reg \$210 ;
+  reg \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -145,40 +145,37 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
+  reg [2:0] \$226 ;
   reg \$227 ;
   reg \$228 ;
-  reg [2:0] \$229 ;
+  reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
+  wire [28:0] \$233 ;
   reg \$234 ;
   reg \$235 ;
-  wire [28:0] \$236 ;
-  reg \$237 ;
+  reg \$236 ;
+  wire [23:0] \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  wire [23:0] \$240 ;
+  reg [23:0] \$240 ;
   reg \$241 ;
   reg \$242 ;
-  reg [23:0] \$243 ;
-  reg \$244 ;
+  reg \$243 ;
+  reg [5:0] \$244 ;
   reg \$245 ;
-  reg \$246 ;
-  reg [5:0] \$247 ;
+  reg [191:0] \$246 ;
+  reg \$247 ;
   reg \$248 ;
-  reg [191:0] \$249 ;
+  reg \$249 ;
   wire \$25 ;
   reg \$250 ;
   reg \$251 ;
   reg \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg \$255 ;
-  reg [2:0] \$256 ;
+  reg [2:0] \$253 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -234,9 +231,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [9:0] \$73 ;
   wire [10:0] \$74 ;
   wire \$75 ;
-  wire [9:0] \$76 ;
+  wire \$76 ;
   wire \$77 ;
-  wire \$78 ;
+  wire [9:0] \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
@@ -244,21 +241,21 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire [15:0] \$85 ;
-  wire [15:0] \$86 ;
-  wire \$87 ;
-  wire \$88 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [15:0] \$87 ;
+  wire [15:0] \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [7:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
+  wire [7:0] \$96 ;
   wire \$97 ;
-  wire [4:0] \$98 ;
+  wire \$98 ;
   wire \$99 ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_00 = "ARM" *)
@@ -275,7 +272,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg [15:0] \$like$86  = 16'h0000;
   reg \$signal  = 1'h0;
   reg \$signal$89  = 1'h0;
+  wire [7:0] \$signature__addr ;
+  reg [7:0] \$signature__addr$99  = 8'h00;
+  wire [8:0] \$signature__data ;
+  wire \$signature__data$124 ;
   wire arm;
+  (* init = 8'h00 *)
+  wire [7:0] asked;
   reg [45:0] base;
   wire [7:0] base__cmd ;
   wire [11:0] base__left ;
@@ -395,6 +398,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] nxt_index;
   wire nxt_tag_eq;
   wire nxt_tag_eq1;
+  wire [7:0] nz_wr__addr;
+  wire nz_wr__data;
+  wire nz_wr__en;
   wire [23:0] o__payload;
   wire [15:0] \o__payload$28 ;
   wire [7:0] o__payload__cmd ;
@@ -405,8 +411,6 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \o__valid$26 ;
   wire ok_next;
   wire over;
-  wire [7:0] pre__addr;
-  wire [8:0] pre__data;
   input [38:0] program__payload;
   wire [38:0] program__payload;
   wire [7:0] program__payload__cmd ;
@@ -425,8 +429,6 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire push;
   wire \push$67 ;
   reg \push$82  = 1'h0;
-  wire [7:0] query__addr;
-  wire [8:0] query__data;
   wire [7:0] rd__addr;
   wire [45:0] rd__data;
   wire [7:0] rd__data__cmd ;
@@ -1160,8 +1162,271 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     if (\wr__en$95 )
       held[\wr__addr$92 ] <= \wr__data$94 ;
   end
-  assign query__data = held[desc_query];
-  assign pre__data = held[ent[28:21]];
+  assign \$signature__data  = held[ent[28:21]];
+  reg [0:0] held_nonzero [255:0];
+  initial begin
+    held_nonzero[0] = 1'h0;
+    held_nonzero[1] = 1'h0;
+    held_nonzero[2] = 1'h0;
+    held_nonzero[3] = 1'h0;
+    held_nonzero[4] = 1'h0;
+    held_nonzero[5] = 1'h0;
+    held_nonzero[6] = 1'h0;
+    held_nonzero[7] = 1'h0;
+    held_nonzero[8] = 1'h0;
+    held_nonzero[9] = 1'h0;
+    held_nonzero[10] = 1'h0;
+    held_nonzero[11] = 1'h0;
+    held_nonzero[12] = 1'h0;
+    held_nonzero[13] = 1'h0;
+    held_nonzero[14] = 1'h0;
+    held_nonzero[15] = 1'h0;
+    held_nonzero[16] = 1'h0;
+    held_nonzero[17] = 1'h0;
+    held_nonzero[18] = 1'h0;
+    held_nonzero[19] = 1'h0;
+    held_nonzero[20] = 1'h0;
+    held_nonzero[21] = 1'h0;
+    held_nonzero[22] = 1'h0;
+    held_nonzero[23] = 1'h0;
+    held_nonzero[24] = 1'h0;
+    held_nonzero[25] = 1'h0;
+    held_nonzero[26] = 1'h0;
+    held_nonzero[27] = 1'h0;
+    held_nonzero[28] = 1'h0;
+    held_nonzero[29] = 1'h0;
+    held_nonzero[30] = 1'h0;
+    held_nonzero[31] = 1'h0;
+    held_nonzero[32] = 1'h0;
+    held_nonzero[33] = 1'h0;
+    held_nonzero[34] = 1'h0;
+    held_nonzero[35] = 1'h0;
+    held_nonzero[36] = 1'h0;
+    held_nonzero[37] = 1'h0;
+    held_nonzero[38] = 1'h0;
+    held_nonzero[39] = 1'h0;
+    held_nonzero[40] = 1'h0;
+    held_nonzero[41] = 1'h0;
+    held_nonzero[42] = 1'h0;
+    held_nonzero[43] = 1'h0;
+    held_nonzero[44] = 1'h0;
+    held_nonzero[45] = 1'h0;
+    held_nonzero[46] = 1'h0;
+    held_nonzero[47] = 1'h0;
+    held_nonzero[48] = 1'h0;
+    held_nonzero[49] = 1'h0;
+    held_nonzero[50] = 1'h0;
+    held_nonzero[51] = 1'h0;
+    held_nonzero[52] = 1'h0;
+    held_nonzero[53] = 1'h0;
+    held_nonzero[54] = 1'h0;
+    held_nonzero[55] = 1'h0;
+    held_nonzero[56] = 1'h0;
+    held_nonzero[57] = 1'h0;
+    held_nonzero[58] = 1'h0;
+    held_nonzero[59] = 1'h0;
+    held_nonzero[60] = 1'h0;
+    held_nonzero[61] = 1'h0;
+    held_nonzero[62] = 1'h0;
+    held_nonzero[63] = 1'h0;
+    held_nonzero[64] = 1'h0;
+    held_nonzero[65] = 1'h0;
+    held_nonzero[66] = 1'h0;
+    held_nonzero[67] = 1'h0;
+    held_nonzero[68] = 1'h0;
+    held_nonzero[69] = 1'h0;
+    held_nonzero[70] = 1'h0;
+    held_nonzero[71] = 1'h0;
+    held_nonzero[72] = 1'h0;
+    held_nonzero[73] = 1'h0;
+    held_nonzero[74] = 1'h0;
+    held_nonzero[75] = 1'h0;
+    held_nonzero[76] = 1'h0;
+    held_nonzero[77] = 1'h0;
+    held_nonzero[78] = 1'h0;
+    held_nonzero[79] = 1'h0;
+    held_nonzero[80] = 1'h0;
+    held_nonzero[81] = 1'h0;
+    held_nonzero[82] = 1'h0;
+    held_nonzero[83] = 1'h0;
+    held_nonzero[84] = 1'h0;
+    held_nonzero[85] = 1'h0;
+    held_nonzero[86] = 1'h0;
+    held_nonzero[87] = 1'h0;
+    held_nonzero[88] = 1'h0;
+    held_nonzero[89] = 1'h0;
+    held_nonzero[90] = 1'h0;
+    held_nonzero[91] = 1'h0;
+    held_nonzero[92] = 1'h0;
+    held_nonzero[93] = 1'h0;
+    held_nonzero[94] = 1'h0;
+    held_nonzero[95] = 1'h0;
+    held_nonzero[96] = 1'h0;
+    held_nonzero[97] = 1'h0;
+    held_nonzero[98] = 1'h0;
+    held_nonzero[99] = 1'h0;
+    held_nonzero[100] = 1'h0;
+    held_nonzero[101] = 1'h0;
+    held_nonzero[102] = 1'h0;
+    held_nonzero[103] = 1'h0;
+    held_nonzero[104] = 1'h0;
+    held_nonzero[105] = 1'h0;
+    held_nonzero[106] = 1'h0;
+    held_nonzero[107] = 1'h0;
+    held_nonzero[108] = 1'h0;
+    held_nonzero[109] = 1'h0;
+    held_nonzero[110] = 1'h0;
+    held_nonzero[111] = 1'h0;
+    held_nonzero[112] = 1'h0;
+    held_nonzero[113] = 1'h0;
+    held_nonzero[114] = 1'h0;
+    held_nonzero[115] = 1'h0;
+    held_nonzero[116] = 1'h0;
+    held_nonzero[117] = 1'h0;
+    held_nonzero[118] = 1'h0;
+    held_nonzero[119] = 1'h0;
+    held_nonzero[120] = 1'h0;
+    held_nonzero[121] = 1'h0;
+    held_nonzero[122] = 1'h0;
+    held_nonzero[123] = 1'h0;
+    held_nonzero[124] = 1'h0;
+    held_nonzero[125] = 1'h0;
+    held_nonzero[126] = 1'h0;
+    held_nonzero[127] = 1'h0;
+    held_nonzero[128] = 1'h0;
+    held_nonzero[129] = 1'h0;
+    held_nonzero[130] = 1'h0;
+    held_nonzero[131] = 1'h0;
+    held_nonzero[132] = 1'h0;
+    held_nonzero[133] = 1'h0;
+    held_nonzero[134] = 1'h0;
+    held_nonzero[135] = 1'h0;
+    held_nonzero[136] = 1'h0;
+    held_nonzero[137] = 1'h0;
+    held_nonzero[138] = 1'h0;
+    held_nonzero[139] = 1'h0;
+    held_nonzero[140] = 1'h0;
+    held_nonzero[141] = 1'h0;
+    held_nonzero[142] = 1'h0;
+    held_nonzero[143] = 1'h0;
+    held_nonzero[144] = 1'h0;
+    held_nonzero[145] = 1'h0;
+    held_nonzero[146] = 1'h0;
+    held_nonzero[147] = 1'h0;
+    held_nonzero[148] = 1'h0;
+    held_nonzero[149] = 1'h0;
+    held_nonzero[150] = 1'h0;
+    held_nonzero[151] = 1'h0;
+    held_nonzero[152] = 1'h0;
+    held_nonzero[153] = 1'h0;
+    held_nonzero[154] = 1'h0;
+    held_nonzero[155] = 1'h0;
+    held_nonzero[156] = 1'h0;
+    held_nonzero[157] = 1'h0;
+    held_nonzero[158] = 1'h0;
+    held_nonzero[159] = 1'h0;
+    held_nonzero[160] = 1'h0;
+    held_nonzero[161] = 1'h0;
+    held_nonzero[162] = 1'h0;
+    held_nonzero[163] = 1'h0;
+    held_nonzero[164] = 1'h0;
+    held_nonzero[165] = 1'h0;
+    held_nonzero[166] = 1'h0;
+    held_nonzero[167] = 1'h0;
+    held_nonzero[168] = 1'h0;
+    held_nonzero[169] = 1'h0;
+    held_nonzero[170] = 1'h0;
+    held_nonzero[171] = 1'h0;
+    held_nonzero[172] = 1'h0;
+    held_nonzero[173] = 1'h0;
+    held_nonzero[174] = 1'h0;
+    held_nonzero[175] = 1'h0;
+    held_nonzero[176] = 1'h0;
+    held_nonzero[177] = 1'h0;
+    held_nonzero[178] = 1'h0;
+    held_nonzero[179] = 1'h0;
+    held_nonzero[180] = 1'h0;
+    held_nonzero[181] = 1'h0;
+    held_nonzero[182] = 1'h0;
+    held_nonzero[183] = 1'h0;
+    held_nonzero[184] = 1'h0;
+    held_nonzero[185] = 1'h0;
+    held_nonzero[186] = 1'h0;
+    held_nonzero[187] = 1'h0;
+    held_nonzero[188] = 1'h0;
+    held_nonzero[189] = 1'h0;
+    held_nonzero[190] = 1'h0;
+    held_nonzero[191] = 1'h0;
+    held_nonzero[192] = 1'h0;
+    held_nonzero[193] = 1'h0;
+    held_nonzero[194] = 1'h0;
+    held_nonzero[195] = 1'h0;
+    held_nonzero[196] = 1'h0;
+    held_nonzero[197] = 1'h0;
+    held_nonzero[198] = 1'h0;
+    held_nonzero[199] = 1'h0;
+    held_nonzero[200] = 1'h0;
+    held_nonzero[201] = 1'h0;
+    held_nonzero[202] = 1'h0;
+    held_nonzero[203] = 1'h0;
+    held_nonzero[204] = 1'h0;
+    held_nonzero[205] = 1'h0;
+    held_nonzero[206] = 1'h0;
+    held_nonzero[207] = 1'h0;
+    held_nonzero[208] = 1'h0;
+    held_nonzero[209] = 1'h0;
+    held_nonzero[210] = 1'h0;
+    held_nonzero[211] = 1'h0;
+    held_nonzero[212] = 1'h0;
+    held_nonzero[213] = 1'h0;
+    held_nonzero[214] = 1'h0;
+    held_nonzero[215] = 1'h0;
+    held_nonzero[216] = 1'h0;
+    held_nonzero[217] = 1'h0;
+    held_nonzero[218] = 1'h0;
+    held_nonzero[219] = 1'h0;
+    held_nonzero[220] = 1'h0;
+    held_nonzero[221] = 1'h0;
+    held_nonzero[222] = 1'h0;
+    held_nonzero[223] = 1'h0;
+    held_nonzero[224] = 1'h0;
+    held_nonzero[225] = 1'h0;
+    held_nonzero[226] = 1'h0;
+    held_nonzero[227] = 1'h0;
+    held_nonzero[228] = 1'h0;
+    held_nonzero[229] = 1'h0;
+    held_nonzero[230] = 1'h0;
+    held_nonzero[231] = 1'h0;
+    held_nonzero[232] = 1'h0;
+    held_nonzero[233] = 1'h0;
+    held_nonzero[234] = 1'h0;
+    held_nonzero[235] = 1'h0;
+    held_nonzero[236] = 1'h0;
+    held_nonzero[237] = 1'h0;
+    held_nonzero[238] = 1'h0;
+    held_nonzero[239] = 1'h0;
+    held_nonzero[240] = 1'h0;
+    held_nonzero[241] = 1'h0;
+    held_nonzero[242] = 1'h0;
+    held_nonzero[243] = 1'h0;
+    held_nonzero[244] = 1'h0;
+    held_nonzero[245] = 1'h0;
+    held_nonzero[246] = 1'h0;
+    held_nonzero[247] = 1'h0;
+    held_nonzero[248] = 1'h0;
+    held_nonzero[249] = 1'h0;
+    held_nonzero[250] = 1'h0;
+    held_nonzero[251] = 1'h0;
+    held_nonzero[252] = 1'h0;
+    held_nonzero[253] = 1'h0;
+    held_nonzero[254] = 1'h0;
+    held_nonzero[255] = 1'h0;
+  end
+  always @(posedge clk) begin
+    if (nz_wr__en)
+      held_nonzero[nz_wr__addr] <= nz_wr__data;
+  end
+  assign \$signature__data$124  = held_nonzero[\$signature__addr$99 ];
   assign push = trigger__valid & trigger__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -1254,170 +1519,170 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \wr__data$94  = busy ? 9'h000 : \$74 [8:0];
   assign \$75  = \$signal$89  | s4_dec;
   assign \wr__en$95  = busy | \$75 ;
-  assign \$76  = sweep1 + 1'h1;
-  assign \$77  = sweep1 == 8'hff;
-  assign \$78  = program__valid & program__ready;
-  assign \$79  = ~ write__valid;
-  assign \$80  = ~ busy;
-  assign \$81  = \$79  & \$80 ;
-  assign \$82  = ~ program__valid;
+  assign nz_wr__addr = busy ? sweep : s4_cmd;
+  assign \$76  = | \$74 [8:0];
+  assign nz_wr__data = busy ? 1'h0 : \$76 ;
+  assign \$77  = \$signal$89  | s4_dec;
+  assign nz_wr__en = busy | \$77 ;
+  assign \$78  = sweep1 + 1'h1;
+  assign \$79  = sweep1 == 8'hff;
+  assign \$80  = program__valid & program__ready;
+  assign \$81  = ~ write__valid;
+  assign \$82  = ~ busy;
   assign \$83  = \$81  & \$82 ;
-  assign \$84  = \$83  & \o__valid$26 ;
-  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$28 ;
-  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
-  assign \$87  = ~ sweep_last;
-  assign \$88  = busy & \$87 ;
-  assign \$89  = \$88  | s2_valid;
-  assign \$90  = \$89  | s2_prog;
-  assign \$91  = \$90  | s2_ack;
-  assign \$92  = ~ sweep_last;
-  assign \$93  = busy & \$92 ;
-  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$95  = \$94  == s1_tile[7:0];
-  assign \$96  = \$91  & \$95 ;
-  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$98  = s1_write[19:16] + 1'h1;
-  assign \$99  = busy | s3_valid;
-  assign \$100  = \$99  | s3_prog;
-  assign \$101  = \$100  | s3_ack;
-  assign \$102  = nxt_index == s1_tile[7:0];
-  assign \$103  = \$101  & \$102 ;
-  assign \$104  = wr__addr == s1_tile[7:0];
-  assign \$105  = fwd_last_we & \$104 ;
-  assign \$106  = fwd_prev_index == s1_tile[7:0];
-  assign \$107  = fwd_prev_we & \$106 ;
-  assign \$108  = busy | s3_valid;
-  assign \$109  = \$108  | s3_prog;
-  assign \$110  = \$109  | s3_ack;
-  assign \$111  = nxt_index == s1_tile[7:0];
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = wr__addr == s1_tile[7:0];
-  assign \$114  = fwd_last_we & \$113 ;
-  assign \$115  = fwd_prev_index == s1_tile[7:0];
-  assign \$116  = fwd_prev_we & \$115 ;
-  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$119  = \$114  ? \$117  : \$118 ;
-  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
-  assign \$121  = busy | s3_valid;
-  assign \$122  = \$121  | s3_prog;
-  assign \$123  = \$122  | s3_ack;
-  assign \$124  = nxt_index == s1_tile[7:0];
-  assign \$125  = \$123  & \$124 ;
-  assign \$126  = wr__addr == s1_tile[7:0];
-  assign \$127  = fwd_last_we & \$126 ;
-  assign \$128  = fwd_prev_index == s1_tile[7:0];
-  assign \$129  = fwd_prev_we & \$128 ;
-  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$131  = ~ s2_stale;
-  assign \$132  = s2_valid & \$131 ;
-  assign \$133  = \$132  & ok_next;
-  assign \$134  = s2_req[1:0] == 1'h1;
-  assign \$135  = s2_prog & \$134 ;
-  assign \$136  = \$135  & ok_next;
-  assign \$137  = ! s2_req[1:0];
-  assign \$138  = s2_prog & \$137 ;
-  assign \$139  = | s2_req[29:18];
-  assign \$140  = \$138  & \$139 ;
-  assign \$141  = ~ s2_stale;
-  assign \$142  = s2_valid & \$141 ;
-  assign \$143  = \$142  & ok_next;
-  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
-  assign \$145  = ~ s2_stale;
-  assign \$146  = s2_valid & \$145 ;
-  assign \$147  = \$146  & ok_next;
-  assign \$148  = \$147  ? s2_beats1 : 5'h01;
-  assign \$149  = \$signal  ? nxt[1] : base[1];
-  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$153  = busy | s3_valid;
-  assign \$154  = \$153  | s3_prog;
-  assign \$155  = \$154  | s3_ack;
-  assign \$156  = | set_err;
-  assign \$157  = hit ? ent[28:21] : 8'h00;
-  assign \$158  = s3_prog ? s3_req[37:30] : \$157 ;
-  assign \$159  = complete & idle;
-  assign \$160  = ~ busy;
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = cur[45:42] == 1'h1;
-  assign \$163  = s3_ack & \$162 ;
-  assign \$164  = \$signal$89  | s4_dec;
-  assign \$165  = s4_cmd == ent[28:21];
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = \$166  ? \$74 [8:0] : pre__data;
-  assign \$168  = s4_cmd == desc_query;
-  assign \$169  = \$168  & \$signal$89 ;
-  assign \$170  = busy | \$169 ;
-  assign \$171  = | query__data;
-  assign \$172  = s4_cmd == desc_query;
-  assign \$173  = \$172  & s4_dec;
-  assign \$174  = query__data == 1'h1;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = ~ \$175 ;
-  assign \$177  = \$171  & \$176 ;
-  assign \$178  = \$170  | \$177 ;
-  assign \$179  = ~ clear;
-  assign \$180  = errors & \$179 ;
-  assign \$181  = \$180  | set_err;
-  assign \$182  = ! write__payload[22:21];
+  assign \$84  = ~ program__valid;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \$85  & \o__valid$26 ;
+  assign \$87  = program__valid ? program__payload[17:2] : \o__payload$28 ;
+  assign \$88  = write__valid ? write__payload[15:0] : \$87 ;
+  assign \$89  = ~ sweep_last;
+  assign \$90  = busy & \$89 ;
+  assign \$91  = \$90  | s2_valid;
+  assign \$92  = \$91  | s2_prog;
+  assign \$93  = \$92  | s2_ack;
+  assign \$94  = ~ sweep_last;
+  assign \$95  = busy & \$94 ;
+  assign \$96  = \$95  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$97  = \$96  == s1_tile[7:0];
+  assign \$98  = \$93  & \$97 ;
+  assign \$99  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$100  = s1_write[19:16] + 1'h1;
+  assign \$101  = busy | s3_valid;
+  assign \$102  = \$101  | s3_prog;
+  assign \$103  = \$102  | s3_ack;
+  assign \$104  = nxt_index == s1_tile[7:0];
+  assign \$105  = \$103  & \$104 ;
+  assign \$106  = wr__addr == s1_tile[7:0];
+  assign \$107  = fwd_last_we & \$106 ;
+  assign \$108  = fwd_prev_index == s1_tile[7:0];
+  assign \$109  = fwd_prev_we & \$108 ;
+  assign \$110  = busy | s3_valid;
+  assign \$111  = \$110  | s3_prog;
+  assign \$112  = \$111  | s3_ack;
+  assign \$113  = nxt_index == s1_tile[7:0];
+  assign \$114  = \$112  & \$113 ;
+  assign \$115  = wr__addr == s1_tile[7:0];
+  assign \$116  = fwd_last_we & \$115 ;
+  assign \$117  = fwd_prev_index == s1_tile[7:0];
+  assign \$118  = fwd_prev_we & \$117 ;
+  assign \$119  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$120  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$121  = \$116  ? \$119  : \$120 ;
+  assign \$122  = \$105  ? nxt_tag_eq1 : \$121 ;
+  assign \$123  = busy | s3_valid;
+  assign \$124  = \$123  | s3_prog;
+  assign \$125  = \$124  | s3_ack;
+  assign \$126  = nxt_index == s1_tile[7:0];
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = wr__addr == s1_tile[7:0];
+  assign \$129  = fwd_last_we & \$128 ;
+  assign \$130  = fwd_prev_index == s1_tile[7:0];
+  assign \$131  = fwd_prev_we & \$130 ;
+  assign \$132  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$133  = ~ s2_stale;
+  assign \$134  = s2_valid & \$133 ;
+  assign \$135  = \$134  & ok_next;
+  assign \$136  = s2_req[1:0] == 1'h1;
+  assign \$137  = s2_prog & \$136 ;
+  assign \$138  = \$137  & ok_next;
+  assign \$139  = ! s2_req[1:0];
+  assign \$140  = s2_prog & \$139 ;
+  assign \$141  = | s2_req[29:18];
+  assign \$142  = \$140  & \$141 ;
+  assign \$143  = ~ s2_stale;
+  assign \$144  = s2_valid & \$143 ;
+  assign \$145  = \$144  & ok_next;
+  assign \$146  = \$145  ? s2_write[19:16] : 4'h0;
+  assign \$147  = ~ s2_stale;
+  assign \$148  = s2_valid & \$147 ;
+  assign \$149  = \$148  & ok_next;
+  assign \$150  = \$149  ? s2_beats1 : 5'h01;
+  assign \$151  = \$signal  ? nxt[1] : base[1];
+  assign \$152  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$153  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$154  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$155  = busy | s3_valid;
+  assign \$156  = \$155  | s3_prog;
+  assign \$157  = \$156  | s3_ack;
+  assign \$158  = | set_err;
+  assign \$159  = hit ? ent[28:21] : 8'h00;
+  assign \$160  = s3_prog ? s3_req[37:30] : \$159 ;
+  assign \$161  = complete & idle;
+  assign \$162  = ~ busy;
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = cur[45:42] == 1'h1;
+  assign \$165  = s3_ack & \$164 ;
+  assign \$166  = \$signal$89  | s4_dec;
+  assign \$167  = s4_cmd == ent[28:21];
+  assign \$168  = \$166  & \$167 ;
+  assign \$169  = \$168  ? \$74 [8:0] : \$signature__data ;
+  assign \$170  = \$signal$89  | s4_dec;
+  assign \$171  = s4_cmd == \$signature__addr$99 ;
+  assign \$172  = \$170  & \$171 ;
+  assign \$173  = | \$74 [8:0];
+  assign \$174  = \$172  ? \$173  : \$signature__data$124 ;
+  assign \$175  = busy | \$174 ;
+  assign \$176  = ~ clear;
+  assign \$177  = errors & \$176 ;
+  assign \$178  = \$177  | set_err;
+  assign \$179  = ! write__payload[22:21];
+  assign \$180  = write__valid & \$179 ;
+  assign \$181  = stats[31:0] + 1'h1;
+  assign \$182  = write__payload[22:21] == 1'h1;
   assign \$183  = write__valid & \$182 ;
-  assign \$184  = stats[31:0] + 1'h1;
-  assign \$185  = write__payload[22:21] == 1'h1;
+  assign \$184  = stats[63:32] + 1'h1;
+  assign \$185  = write__payload[22:21] == 2'h2;
   assign \$186  = write__valid & \$185 ;
-  assign \$187  = stats[63:32] + 1'h1;
-  assign \$188  = write__payload[22:21] == 2'h2;
-  assign \$189  = write__valid & \$188 ;
-  assign \$190  = stats[95:64] + 1'h1;
-  assign \$191  = stats[127:96] + 1'h1;
-  assign \$192  = ~ lost;
-  assign \$193  = complete & \$192 ;
-  assign \$194  = stats[159:128] + 1'h1;
-  assign \$195  = stats[191:160] + 1'h1;
-  assign \$196  = ~ busy;
-  assign \$197  = program__valid | \o__valid$26 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[127:96] + 1'h1;
+  assign \$189  = ~ lost;
+  assign \$190  = complete & \$189 ;
+  assign \$191  = stats[159:128] + 1'h1;
+  assign \$192  = stats[191:160] + 1'h1;
+  assign \$193  = ~ busy;
+  assign \$194  = program__valid | \o__valid$26 ;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = \$195  & write__valid;
+  assign \$197  = ! \wait ;
   assign \$198  = \$196  & \$197 ;
-  assign \$199  = \$198  & write__valid;
-  assign \$200  = ! \wait ;
+  assign \$199  = ~ busy;
+  assign \$200  = program__valid | \o__valid$26 ;
   assign \$201  = \$199  & \$200 ;
-  assign \$202  = ~ busy;
-  assign \$203  = program__valid | \o__valid$26 ;
+  assign \$202  = \$201  & write__valid;
+  assign \$203  = ! \wait ;
   assign \$204  = \$202  & \$203 ;
-  assign \$205  = \$204  & write__valid;
-  assign \$206  = ! \wait ;
-  assign \$207  = \$205  & \$206 ;
-  assign \$208  = | \wait ;
-  assign \$209  = \wait  - 1'h1;
+  assign \$205  = | \wait ;
+  assign \$206  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$210 ;
+    sweep <= \$207 ;
   always @(posedge clk)
-    sweep1 <= \$211 ;
+    sweep1 <= \$208 ;
   always @(posedge clk)
-    sweep_last <= \$212 ;
+    sweep_last <= \$209 ;
   always @(posedge clk)
-    busy <= \$213 ;
+    busy <= \$210 ;
   always @(posedge clk)
-    s1_valid <= \$214 ;
+    s1_valid <= \$211 ;
   always @(posedge clk)
-    s1_stale <= \$215 ;
+    s1_stale <= \$212 ;
   always @(posedge clk)
-    s1_prog <= \$216 ;
+    s1_prog <= \$213 ;
   always @(posedge clk)
-    s1_ack <= \$217 ;
+    s1_ack <= \$214 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$86 ;
+    s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$218 ;
+    s2_valid <= \$215 ;
   always @(posedge clk)
-    s2_stale <= \$219 ;
+    s2_stale <= \$216 ;
   always @(posedge clk)
-    s2_prog <= \$220 ;
+    s2_prog <= \$217 ;
   always @(posedge clk)
-    s2_ack <= \$221 ;
+    s2_ack <= \$218 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -1425,13 +1690,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$222 ;
+    s3_valid <= \$219 ;
   always @(posedge clk)
-    s3_stale <= \$223 ;
+    s3_stale <= \$220 ;
   always @(posedge clk)
-    s3_prog <= \$224 ;
+    s3_prog <= \$221 ;
   always @(posedge clk)
-    s3_ack <= \$225 ;
+    s3_ack <= \$222 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -1439,63 +1704,63 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$226 ;
+    \$signal  <= \$223 ;
   always @(posedge clk)
-    tag_ahead <= \$227 ;
+    tag_ahead <= \$224 ;
   always @(posedge clk)
-    s2_beats1 <= \$98 ;
+    s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$228 ;
+    fwd_tag_eq <= \$225 ;
   always @(posedge clk)
     rdata <= rd__data;
   always @(posedge clk)
-    fwd_hit <= \$229 ;
+    fwd_hit <= \$226 ;
   always @(posedge clk)
-    s3_hit <= \$230 ;
+    s3_hit <= \$227 ;
   always @(posedge clk)
-    base_valid <= \$231 ;
+    base_valid <= \$228 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$232 ;
+    tag_ok <= \$229 ;
   always @(posedge clk)
-    base_left <= \$130 ;
+    base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$233 ;
+    count_ok <= \$230 ;
   always @(posedge clk)
-    disarm_ok <= \$234 ;
+    disarm_ok <= \$231 ;
   always @(posedge clk)
-    s3_arm <= \$235 ;
+    s3_arm <= \$232 ;
   always @(posedge clk)
-    s3_beats <= \$144 ;
+    s3_beats <= \$146 ;
   always @(posedge clk)
-    s3_beats1 <= \$148 ;
+    s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$236 ;
+    ent <= \$233 ;
   always @(posedge clk)
-    fwd_last_we <= \$237 ;
+    fwd_last_we <= \$234 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$238 ;
+    fwd_old_we <= \$235 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$239 ;
+    fwd_prev_we <= \$236 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$80  <= \$240 ;
+    \data$80  <= \$237 ;
   always @(posedge clk)
-    \push$82  <= \$241 ;
+    \push$82  <= \$238 ;
   always @(posedge clk)
-    result__valid <= \$242 ;
+    result__valid <= \$239 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -1503,37 +1768,39 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     \$like$86  <= s3_tile;
   always @(posedge clk)
-    capture <= \$243 ;
+    capture <= \$240 ;
+  always @(posedge clk)
+    \$signature__addr$99  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$89  <= \$244 ;
+    \$signal$89  <= \$241 ;
   always @(posedge clk)
-    s4_dec <= \$245 ;
+    s4_dec <= \$242 ;
   always @(posedge clk)
-    s4_old <= \$167 ;
+    s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$246 ;
+    desc_held <= \$243 ;
   always @(posedge clk)
-    errors <= \$247 ;
+    errors <= \$244 ;
   always @(posedge clk)
-    writes_compute_event <= \$248 ;
+    writes_compute_event <= \$245 ;
   always @(posedge clk)
-    stats <= \$249 ;
+    stats <= \$246 ;
   always @(posedge clk)
-    writes_dma_event <= \$250 ;
+    writes_dma_event <= \$247 ;
   always @(posedge clk)
-    writes_remote_event <= \$251 ;
+    writes_remote_event <= \$248 ;
   always @(posedge clk)
-    unprogrammed_event <= \$252 ;
+    unprogrammed_event <= \$249 ;
   always @(posedge clk)
-    triggers_event <= \$253 ;
+    triggers_event <= \$250 ;
   always @(posedge clk)
-    dropped_event <= \$254 ;
+    dropped_event <= \$251 ;
   always @(posedge clk)
-    hold <= \$255 ;
+    hold <= \$252 ;
   always @(posedge clk)
-    \wait  <= \$256 ;
+    \wait  <= \$253 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$28 ),
@@ -1579,358 +1846,358 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$210  = sweep;
+    \$207  = sweep;
     if (busy) begin
-      \$210  = sweep1[7:0];
+      \$207  = sweep1[7:0];
     end
     if (rst) begin
-      \$210  = 8'h00;
+      \$207  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$211  = sweep1;
+    \$208  = sweep1;
     if (busy) begin
-      \$211  = \$76 [8:0];
+      \$208  = \$78 [8:0];
     end
     if (rst) begin
-      \$211  = 9'h001;
+      \$208  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$212  = sweep_last;
+    \$209  = sweep_last;
     if (busy) begin
-      \$212  = \$77 ;
+      \$209  = \$79 ;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$210  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$210  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$210  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$211  = write__valid;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$213  = 1'h0;
-      end
-    end
+    \$213  = \$80 ;
     if (rst) begin
-      \$213  = 1'h1;
+      \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = write__valid;
+    \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = busy;
+    \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = \$78 ;
+    \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$217  = \$84 ;
+    \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$218  = s1_valid;
+    \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$219  = s1_stale;
+    \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$220  = s1_prog;
+    \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = s1_ack;
+    \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = s2_valid;
+    \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = s2_stale;
+    \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = s2_prog;
+    \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = s2_ack;
+    \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = \$96 ;
+    \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = \$97 ;
+    \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = \$120 ;
+    \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = { \$129 , \$127 , \$125  };
+    \$229  = ok_next;
     if (rst) begin
-      \$229  = 3'h0;
+      \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = \$signal ;
+    \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = base[0];
+    \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = ok_next;
+    \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$233  = \$133 ;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$234  = \$136 ;
+    \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = \$140 ;
+    \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$237  = \$155 ;
+    \$236  = fwd_last_we;
     if (rst) begin
-      \$237  = 1'h0;
+      \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = fwd_prev_we;
+    \$238  = \push$67 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = fwd_last_we;
+    \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = \push$67 ;
+    \$240  = capture;
+    if (\$158 ) begin
+      \$240 [15:0] = s3_tile;
+      \$240 [23:16] = \$160 ;
+    end
+    if (rst) begin
+      \$240  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$241  = \$163 ;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = s3_prog;
+    \$242  = \$165 ;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$243  = capture;
-    if (\$156 ) begin
-      \$243 [15:0] = s3_tile;
-      \$243 [23:16] = \$158 ;
-    end
+    \$243  = \$175 ;
     if (rst) begin
-      \$243  = 24'h000000;
+      \$243  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$244  = \$161 ;
+    \$244  = \$178 ;
     if (rst) begin
-      \$244  = 1'h0;
+      \$244  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$245  = \$163 ;
+    \$245  = \$180 ;
     if (rst) begin
       \$245  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$246  = \$178 ;
+    \$246  = stats;
+    if (writes_compute_event) begin
+      \$246 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$246 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$246 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$246 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$246 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$246 [191:160] = \$192 [31:0];
+    end
     if (rst) begin
-      \$246  = 1'h1;
+      \$246  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$247  = \$181 ;
+    \$247  = \$183 ;
     if (rst) begin
-      \$247  = 6'h00;
+      \$247  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$248  = \$183 ;
+    \$248  = \$186 ;
     if (rst) begin
       \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$249  = stats;
-    if (writes_compute_event) begin
-      \$249 [31:0] = \$184 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$249 [63:32] = \$187 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$249 [95:64] = \$190 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$249 [127:96] = \$191 [31:0];
-    end
-    if (triggers_event) begin
-      \$249 [159:128] = \$194 [31:0];
-    end
-    if (dropped_event) begin
-      \$249 [191:160] = \$195 [31:0];
-    end
+    \$249  = set_err[0];
     if (rst) begin
-      \$249  = 192'h000000000000000000000000000000000000000000000000;
+      \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = \$186 ;
+    \$250  = \$190 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$251  = \$189 ;
+    \$251  = lost;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$252  = set_err[0];
+    \$252  = \$198 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$253  = \$193 ;
-    if (rst) begin
-      \$253  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$254  = lost;
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$255  = \$201 ;
-    if (rst) begin
-      \$255  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$256  = \wait ;
-    if (\$207 ) begin
-      \$256  = 3'h7;
-    end else if (\$208 ) begin
-      \$256  = \$209 [2:0];
+    \$253  = \wait ;
+    if (\$204 ) begin
+      \$253  = 3'h7;
+    end else if (\$205 ) begin
+      \$253  = \$206 [2:0];
     end
     if (rst) begin
-      \$256  = 3'h0;
+      \$253  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -1947,8 +2214,8 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign trig = \data$80 ;
   assign s4_push = \push$82 ;
   assign \new  = \$74 [8:0];
-  assign pre__addr = ent[28:21];
-  assign query__addr = desc_query;
+  assign \$signature__addr  = ent[28:21];
+  assign asked = \$signature__addr$99 ;
   assign write__payload__tile  = write__payload[15:0];
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
@@ -2095,12 +2362,12 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
-  assign \$240 [23:8] = s3_tile;
-  assign \$240 [7:0] = ent[28:21];
-  assign \$236 [28:21] = \$152 ;
-  assign \$236 [20:9] = \$151 ;
-  assign \$236 [8:1] = \$150 ;
-  assign \$236 [0] = \$149 ;
+  assign \$237 [23:8] = s3_tile;
+  assign \$237 [7:0] = ent[28:21];
+  assign \$233 [28:21] = \$154 ;
+  assign \$233 [20:9] = \$153 ;
+  assign \$233 [8:1] = \$152 ;
+  assign \$233 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;

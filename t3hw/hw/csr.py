@@ -15,7 +15,7 @@ committed by writing a :class:`~t3hw.spec.layouts.CsrCommand` to ``COMMAND``:
 * ``REGION_WRITE``, ``DESC_WRITE``, ``TRACK_WRITE``, ``ARB_WRITE`` raise ``valid`` of the
   target's stream the next cycle. Until the target has taken the request (and, for regions
   and descriptors, until the target's verdict arrives: ``regions + 5`` cycles after that for
-  a region, one for a descriptor, :func:`~t3hw.spec.contract.csr_verdict_delay`; for a
+  a region, six for a descriptor, :func:`~t3hw.spec.contract.csr_verdict_delay`; for a
   tracker request, until the tracker's answer arrives on ``tracker_result``) the group is
   *pending* (``STATUS``): its registers are locked. The arbiter takes every request at once
   (``arbiter_program`` is always ready), so ``ARB`` stays pending for one cycle.
@@ -82,14 +82,10 @@ First errors, interrupt, counters
   read (0 after reset).
 * ``DEVICE_ID`` (read and write, reset 0) drives the ``device_id`` output.
 
-Timing: the bus enters through a register (address, data, strobes, and the address decoded
-into one select per register), so the write enables and the read multiplexer start from
-flip-flops; the read multiplexer is two registered stages of 2:1 multiplexer trees on the
-address bits (the word in its 0x40-byte section, then the section), fed by registers only;
-each read-back table's read data goes into nothing but a register. So a read returns
-``r_data`` three cycles after its strobe (:data:`~t3hw.spec.contract.CSR_READ_LATENCY`),
-reading the registers as they are one cycle after the strobe, and a write, command or W1C
-clear acts one cycle after its strobe; the order of accesses is kept.
+Timing (``docs/csr.md``): a read returns ``r_data`` three cycles after its strobe
+(:data:`~t3hw.spec.contract.CSR_READ_LATENCY`), reading the registers as they are one cycle
+after the strobe, and a write, command or W1C clear acts one cycle after its strobe; the
+order of accesses is kept.
 
 The arbiter's rejection of a configuration (``ARBITER_ERRORS.bad_config``) is collected like
 the other targets' errors.
@@ -232,15 +228,9 @@ class Csr(wiring.Component):
         # each register field a slice of its group's value (``Field.bit``) tied to a slice of
         # the bus data (``Field.offset``). A group's value is a staging register (the stream
         # payload), a read-write register, a sticky error register, a capture, an input
-        # (counters, the arbiter's status) or a constant. Per staging group with a read-back
-        # table: ``verdict`` is the cycle after the target took a write (its error event
-        # decides whether the table copies it), and ``fetch`` and ``load`` the two cycles
-        # after a read command (the table's data into ``got``, then ``got`` into the staging
-        # registers); ``TRACK`` waits in ``answer`` for the tracker's result. The bus read
-        # multiplexer selects among registers only (and the inputs, which the targets drive
-        # from registers).
-        #
-        # Built in this order (the order of the calls is the order of the statements, and so
+        # (counters, the arbiter's status) or a constant (``_staging`` says how each staging
+        # group waits). The bus read multiplexer selects among registers only (and the
+        # inputs, which the targets drive from registers). Built in this order (the order of the calls is the order of the statements, and so
         # of the generated Verilog): the address decode (``_decode``), the read-back tables
         # and their reset sweep (``_tables``), the staging groups' state (``_staging``) and
         # their tables' ports (``_table_ports``), the tracker's answers (``_track_result``),
@@ -360,8 +350,13 @@ class Csr(wiring.Component):
         judging = {g: Signal(name=f"{g.lower()}_judging") for g in tables}
         locked  = {g: s.valid | judging.get(g, 0) | loading.get(g, 0) | answer.get(g, 0)
                    for g, s in stage.items()}
+        # A group with a table: ``locked`` is a register loaded with the OR above one cycle
+        # ahead (:meth:`_commands`), so that the enable of its staging registers (154 bits
+        # for a region) does not gather ``valid``, which runs to the target, across the die.
+        lock = {g: Signal(name=f"{g.lower()}_locked") for g in tables}
+        locked.update(lock)
         return SimpleNamespace(stage=stage, tables=tables, verdict=verdict, waiting=waiting,
-                               judging=judging,
+                               judging=judging, lock=lock,
                                fetch=fetch, load=load, loading=loading, answer=answer,
                                locked=locked)
 
@@ -456,6 +451,13 @@ class Csr(wiring.Component):
             CsrCommand.ARB_WRITE:    ("ARB",    Const(0, 1)),
         }
         reads = (CsrCommand.REGION_READ, CsrCommand.DESC_READ)
+        started = {g: Signal(name=f"{g.lower()}_started") for g in grp.lock}
+        for g, lock in grp.lock.items():
+            # Next cycle's ``valid | judging | fetch | load``: a command taken now, or the
+            # write presented (taken or not: taken, it is judging next), or the verdict chain
+            # short of its last cycle, or the read fetching now (loading next).
+            m.d.sync += lock.eq(started[g] | grp.stage[g].valid | Cat(grp.waiting[g]).any()
+                                | grp.fetch[g])
         with m.If(wr["COMMAND"]):
             with m.Switch(code):
                 for cmd, (g, busy) in commands.items():
@@ -465,6 +467,8 @@ class Csr(wiring.Component):
                             m.d.comb += set_err.busy.eq(1)
                         with m.Else():
                             m.d.sync += start.eq(1)
+                            if g in started:
+                                m.d.comb += started[g].eq(1)
                 with m.Default():
                     m.d.comb += set_err.bad_command.eq(1)
 

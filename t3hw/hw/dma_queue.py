@@ -42,19 +42,19 @@ class DmaQueue(wiring.Component):
         row_bytes``), ``bad_range`` (``valid`` and the source or the destination range ends
         past ``2**addr_width - 1``: its last byte is ``base + (rows - 1) * pitch +
         row_bytes - 1``), ``desc_busy`` (the descriptor is in use as of cycle t, its
-        retirements in t included, or ``desc_held`` was high in t + 1; whatever ``valid``).
+        retirements in t included, or ``desc_held`` was high in t + 2; whatever ``valid``).
         Programming has priority: from the cycle a write is presented until the cycle it
         is written no trigger is taken, and no descriptor is fetched in that last cycle.
     trigger : In(stream.Signature(trigger_layout))
-        Triggers; ``cmd`` is the descriptor index (``tile`` only goes to ``detail``). Ready
-        while not ``busy``, while no descriptor write is presented or being checked, and
-        while the ready queue has room for it and for the triggers being checked (a
-        register: a place freed by a fetch counts from the cycle after next); a full queue
-        holds ``ready`` low: triggers are never dropped.
+        Triggers; ``cmd`` is the descriptor index (``tile`` only goes to ``detail``).
+        Ready while not ``busy``, while no descriptor write is presented or being checked,
+        and while the ready queue has room for it and for the triggers being checked (a
+        register with the first two: a place freed by a fetch counts from the cycle after
+        next); a full queue holds ``ready`` low: triggers are never dropped.
     desc_held : In(1)
         The descriptor of ``program``'s index is named by a firing still pending in the
         tracker (its ``desc_held``, a register, answering ``program.payload.index`` as
-        queried in the cycle the write is taken), sampled in the cycle after the write is
+        queried in the cycle the write is taken), sampled two cycles after the write is
         taken: a write to it is refused as ``desc_busy``, as for a descriptor in use here.
         0 when no tracker drives it.
     descriptor : Out(stream.Signature(dma_program_layout))
@@ -201,8 +201,11 @@ class DmaQueue(wiring.Component):
         # and no adder lies on the tracker's path into its trigger queue.
         held = Signal(range(p.dma_ready_depth + 1))
         room = Signal(init=1)
-        m.d.comb += self.trigger.ready.eq(~self.busy & ~self.program.valid & ~chk.checking
-                                          & room)
+        # ``trigger.ready``: one register (not busy, no write being checked, room) and the
+        # presented write (``program.valid``, the register block's register), one gate from
+        # flip-flops into the tracker's trigger queue.
+        ready = Signal()
+        m.d.comb += self.trigger.ready.eq(ready & ~self.program.valid)
         take_trig = self.trigger.valid & self.trigger.ready
         m.d.comb += rd_check.addr.eq(self.trigger.payload.cmd)
         m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd),
@@ -225,8 +228,11 @@ class DmaQueue(wiring.Component):
         held_next = Signal.like(held)
         m.d.comb += held_next.eq(held + take_trig - self.bad_descriptor
                                  - (rq.o.valid & rq.o.ready))
-        m.d.sync += [held.eq(held_next),
-                     room.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth)]
+        room_next = Signal()
+        m.d.comb += room_next.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth)
+        m.d.sync += [held.eq(held_next), room.eq(room_next),
+                     ready.eq(~(self.busy & (sweep != p.dma_descriptors - 1))
+                              & ~chk.checking_next & room_next)]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
         f = self._fetch(m, rq, rd_fetch, chk, dlayout)
@@ -285,34 +291,35 @@ class DmaQueue(wiring.Component):
                                out=out)
 
     def _program_pipeline(self, m):
-        """The checks of a descriptor write, four stages after the cycle it is taken (t):
+        """The checks of a descriptor write, five stages after the cycle it is taken (t):
 
-        * t + 1: ``(rows - 1) * pitch``, in two products (the halves of ``pitch``); empty,
-          overlapping rows;
-        * t + 2: the span ``+ row_bytes - 1``; the use counts read (as the events up to t
-          left them) into registers;
-        * t + 3: the ends ``src + span``, ``dst + span`` and whether either wraps; in use
-          (the counts, or ``desc_held``);
-        * t + 4: the verdict from registers: the four refusal pulses, ``detail`` of a refused
+        * t + 1: ``rows - 1`` and ``pitch`` copied into the multipliers' own input
+          registers; empty, overlapping rows;
+        * t + 2: ``(rows - 1) * pitch``, in two products (the halves of ``pitch``); the use
+          counts read (as the events up to t left them) into registers;
+        * t + 3: the span ``+ row_bytes - 1``; in use (the counts, or ``desc_held`` as
+          sampled in t + 2);
+        * t + 4: the ends ``src + span``, ``dst + span`` and whether either wraps;
+        * t + 5: the verdict from registers: the four refusal pulses, ``detail`` of a refused
           write, or the table write.
 
         Returns a namespace: ``desc`` (the write, registered), ``index_read`` (the index the
         use counts are read at, for :meth:`_uses`), ``in_use`` (to be driven by
         :meth:`_uses`: the counts it registered in t + 2 give uses in flight; taken in
-        t + 3), ``stage`` (one-hot, the write in t + 1 .. t + 4), ``checking`` (a write is
-        in t + 1 .. t + 4), ``writing`` (t + 4), ``write`` (t + 4, not refused) and
+        t + 3), ``stage`` (one-hot, the write in t + 1 .. t + 5), ``checking`` (a write is
+        in t + 1 .. t + 5), ``writing`` (t + 5), ``write`` (t + 5, not refused) and
         ``refused``."""
         p = self._p
         prog = self.program
         # Stage registers: the write and what each stage found.
         desc = Signal(dma_program_layout(p), reset_less=True)
         held = Signal(reset_less=True)
-        stage = Signal(4)                   # one-hot: the write is in t + 1 .. t + 4
+        stage = Signal(5)                   # one-hot: the write is in t + 1 .. t + 5
         m.d.comb += prog.ready.eq(~self.busy & (stage == 0))
         take = prog.valid & prog.ready
-        m.d.sync += stage.eq(Cat(take, stage[:3]))
-        # ``rows - 1`` is registered with the write, so that the multipliers of t + 1 start
-        # from flip-flops (a decrement in front of them was on the critical path).
+        m.d.sync += stage.eq(Cat(take, stage[:4]))
+        # ``rows - 1`` is registered with the write (a decrement in front of the multipliers
+        # was on the critical path).
         rows1 = Signal(p.rows_width, reset_less=True)
         # The write register loads whenever ``program.ready`` is high, a function of this
         # block's registers, not on the take (``valid & ready``): the take's ``valid`` comes
@@ -321,21 +328,27 @@ class DmaQueue(wiring.Component):
         # looks at (``stage`` stays 0 and ``ready`` stays high until the next write).
         with m.If(prog.ready):
             m.d.sync += [desc.eq(prog.payload), rows1.eq(prog.payload.rows - 1)]
-        with m.If(stage[0]):
+        with m.If(stage[1]):
             m.d.sync += held.eq(self.desc_held)
-        # t + 1
-        # The product in two halves of the pitch, each a multiplier of its own (one DSP
-        # block each at the default widths: a single rows x pitch multiply is two DSPs and
-        # an adder in one cycle), added in t + 2.
+        # t + 1. The multipliers' operands, copied into registers that feed nothing else, so
+        # that place and route can put them beside the DSP blocks: from the write register
+        # (whose source is the register block, across the die) through a DSP block it was
+        # the engine's critical path, 3.9 ns of it inside the MULT18X18D.
+        m_rows1 = Signal(p.rows_width, name="mul_rows1", reset_less=True)
+        m_pitch = Signal(p.pitch_width, name="mul_pitch", reset_less=True)
+        empty   = Signal(reset_less=True)
+        overlap = Signal(reset_less=True)
+        m.d.sync += [m_rows1.eq(rows1), m_pitch.eq(desc.pitch),
+                     empty.eq((desc.rows == 0) | (desc.row_bytes == 0)),
+                     overlap.eq((desc.rows > 1) & (desc.pitch < desc.row_bytes))]
+        # t + 2. The product in two halves of the pitch, each a multiplier of its own (one
+        # DSP block each at the default widths: a single rows x pitch multiply is two DSPs
+        # and an adder in one cycle), added in t + 3.
         half = (p.pitch_width + 1) // 2
         lo = Signal(p.rows_width + half, reset_less=True)
         hi = Signal(p.rows_width + p.pitch_width - half, reset_less=True)
-        empty   = Signal(reset_less=True)
-        overlap = Signal(reset_less=True)
-        m.d.sync += [lo.eq(rows1 * desc.pitch[:half]), hi.eq(rows1 * desc.pitch[half:]),
-                     empty.eq((desc.rows == 0) | (desc.row_bytes == 0)),
-                     overlap.eq((desc.rows > 1) & (desc.pitch < desc.row_bytes))]
-        # t + 2. Last byte offset of each range: (rows - 1) * pitch + row_bytes - 1, for rows
+        m.d.sync += [lo.eq(m_rows1 * m_pitch[:half]), hi.eq(m_rows1 * m_pitch[half:])]
+        # t + 3. Last byte offset of each range: (rows - 1) * pitch + row_bytes - 1, for rows
         # and row_bytes of at least 1 (0 is refused first).
         span = Signal(max(p.rows_width + p.pitch_width, p.row_bytes_width) + 1,
                       reset_less=True)
@@ -344,14 +357,14 @@ class DmaQueue(wiring.Component):
         m.d.sync += span.eq(lo + (hi << half) + desc.row_bytes - 1)
         with m.If(stage[2]):
             m.d.sync += busy.eq(in_use | held)
-        # t + 3. The ends have carry bits above addr_width: set when the range wraps.
+        # t + 4. The ends have carry bits above addr_width: set when the range wraps.
         width = max(p.addr_width, len(span)) + 1
         wraps = Signal(reset_less=True)
         src_end, dst_end = Signal(width), Signal(width)
         m.d.comb += [src_end.eq(desc.src + span), dst_end.eq(desc.dst + span)]
         m.d.sync += wraps.eq(src_end[p.addr_width:].any() | dst_end[p.addr_width:].any())
-        # t + 4: the verdict.
-        writing = stage[3]
+        # t + 5: the verdict.
+        writing = stage[4]
         bad = desc.valid & (empty | overlap | wraps)
         refused = Signal()
         m.d.comb += [
@@ -365,7 +378,9 @@ class DmaQueue(wiring.Component):
             m.d.comb += [self.detail.index.eq(desc.index), self.detail.tile.eq(desc.tile),
                          self.detail.addr.eq(desc.src)]
         return SimpleNamespace(desc=desc, index_read=desc.index, in_use=in_use, stage=stage,
-                               checking=stage.any(), writing=writing,
+                               checking=stage.any(),
+                               checking_next=take | stage[:-1].any(),
+                               writing=writing,
                                write=writing & ~refused, refused=refused)
 
     def _uses(self, m, sweep, chk, events, platform):

@@ -30,9 +30,10 @@
   responses, both packet streams into the merge) passes a register slice
   (:class:`~t3hw.hw.queue.Slice`): one cycle more, and no combinational path spans two blocks
   but one: the tracker answers whether the descriptor being written is named by a pending
-  firing (``desc_query`` from the register block's registered write, a distributed-RAM read
-  and a compare into the tracker's ``desc_held`` register, which the DMA samples the cycle
-  after it takes the write), so that such a write is refused (``desc_busy``).
+  firing (``desc_query``, the register block's registered write, is registered in the
+  tracker, whose distributed-RAM read and compare go into its ``desc_held`` register, which
+  the DMA samples two cycles after it takes the write), so that such a write is refused
+  (``desc_busy``).
 
 Data does not flow through the engine: requests and packets carry addresses, lengths, tile
 ids and tags; the DRAM and the network move the bytes.

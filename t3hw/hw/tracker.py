@@ -80,8 +80,9 @@ adder (``docs/synthesis.md``).
   DMA command (descriptor index), the entries that have a firing pending under it
   (``held``, a small table of ``2**cmd_width`` counters in distributed RAM, one update per
   cycle at S4: +1 when an entry's first firing becomes pending, -1 when an ack takes its
-  last one). ``desc_held`` answers, a cycle later (a register), whether descriptor
-  ``desc_query`` is named by such a firing; the DMA refuses a write to it (``desc_busy``).
+  last one). ``desc_held`` answers, two cycles later (the query is registered as it enters,
+  the answer is a register), whether descriptor ``desc_query`` is named by such a firing;
+  the DMA refuses a write to it (``desc_busy``).
   The DMA's own use counters cover a trigger from the cycle after it takes it, long before
   its ack reaches S3, so a descriptor is held from the cycle after the completion until its
   DMA starts.
@@ -161,9 +162,10 @@ class Tracker(wiring.Component):
     desc_query : In(cmd_width)
         A descriptor index (the DMA's descriptor write, in the engine).
     desc_held : Out(1)
-        A register (high from reset): in cycle t + 1, whether in t a pending firing named
-        descriptor ``desc_query`` (from the cycle after its completion to the cycle of the
-        ack of the entry's last firing, both in S3), or the reset sweep ran.
+        A register (high from reset): in cycle t + 2, whether in t + 1 a pending firing
+        named descriptor ``desc_query`` of cycle t (from the cycle after its completion to
+        the cycle of the ack of the entry's last firing, both in S3), or the reset sweep
+        ran.
     busy : Out(1)
         High while the table is being cleared after reset.
     """
@@ -539,37 +541,36 @@ class Tracker(wiring.Component):
         read of distributed RAM, from the ``ent.cmd`` register) into a register, taking the
         value S4 writes in the same cycle when S4 changes the same counter. S4 adds or
         subtracts one and writes the counter back. So neither the RAM read nor the adder
-        lies on the other's path. ``desc_held`` registers whether the queried counter as S4
-        leaves it (its change of this cycle included) is not 0: a descriptor is held from
-        the cycle after its entry completes to the ack of its last firing."""
+        lies on the other's path. S4 also writes whether the counter is not 0 into a 1-bit
+        copy, the only table ``desc_query`` reads: ``desc_query`` (from across the die) is
+        registered as it enters, and ``desc_held`` registers that bit, or S4's new value of
+        it when S4 changes the same counter: a descriptor is held from the cycle after its
+        entry completes to its last ack."""
         p = self._p
         m.submodules.held = held = memory.Memory(
             shape=range(p.tracker_entries + 1), depth=p.dma_descriptors, init=[])
-        pre = held.read_port(domain="comb")
-        query = held.read_port(domain="comb")
-        wr = held.write_port()
+        m.submodules.held_nonzero = nonzero = memory.Memory(
+            shape=1, depth=p.dma_descriptors, init=[])
+        pre, wr = held.read_port(domain="comb"), held.write_port()
+        query, nz_wr = nonzero.read_port(domain="comb"), nonzero.write_port()
+        asked = Signal(p.cmd_width, reset_less=True)
         s4_cmd = Signal(p.cmd_width, reset_less=True)
         s4_old = Signal(range(p.tracker_entries + 1), reset_less=True)
         s4_inc, s4_dec = Signal(), Signal()
         new = Signal(range(p.tracker_entries + 2))
         m.d.comb += [new.eq(s4_old + s4_inc - s4_dec), pre.addr.eq(ent.cmd)]
         changes = s4_inc | s4_dec
-        m.d.sync += [s4_cmd.eq(ent.cmd), s4_inc.eq(out.complete & out.idle & ~self.busy),
+        m.d.sync += [asked.eq(self.desc_query), s4_cmd.eq(ent.cmd),
+                     s4_inc.eq(out.complete & out.idle & ~self.busy),
                      s4_dec.eq(s3.ack & (out.cur.pending == 1)),
                      s4_old.eq(Mux(changes & (s4_cmd == ent.cmd), new, pre.data))]
-        m.d.comb += [
-            wr.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)),
-            wr.data.eq(Mux(self.busy, 0, new)),
-            wr.en.eq(self.busy | changes),
-            query.addr.eq(self.desc_query),
-        ]
-        # The queried counter as S4 leaves it is not 0: S4 adds one to it, or it is not 0 and
-        # S4 does not take its last one away (compares side by side, no adder after the
-        # RAM read).
-        match = s4_cmd == self.desc_query
-        m.d.sync += self.desc_held.eq(self.busy | (match & s4_inc)
-                                      | ((query.data != 0)
-                                         & ~(match & s4_dec & (query.data == 1))))
+        for port, value in ((wr, new), (nz_wr, new != 0)):
+            m.d.comb += [port.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)),
+                         port.data.eq(Mux(self.busy, 0, value)),
+                         port.en.eq(self.busy | changes)]
+        m.d.comb += query.addr.eq(asked)
+        m.d.sync += self.desc_held.eq(self.busy | Mux(changes & (s4_cmd == asked),
+                                                      new != 0, query.data))
 
     def _stats(self, m, out):
         """The statistics (writes by source, unprogrammed writes, firings, lost firings),

@@ -198,9 +198,11 @@ def formal_spec(params: EngineParams, *, bug=None):
                                "tracker: entry I has no token while firings are pending, "
                                "or more than one")
 
-        # A firing of I pending under cmd c holds descriptor c (``desc_held`` reflects every
-        # request S3 has finished, that is the shadow as of ``before``, a cycle later).
-        named = past(m, ~dut.busy & (before.pending != 0) & (before.cmd == dut.desc_query),
+        # A firing of I pending under cmd c holds descriptor c (``desc_held`` answers the
+        # query of the cycle before, against every request S3 has finished, that is the
+        # shadow as of ``before``, a cycle later).
+        asked = past(m, dut.desc_query, name="query_1")
+        named = past(m, ~dut.busy & (before.pending != 0) & (before.cmd == asked),
                      name="held_named")
         with m.If(named):
             m.d.comb += Assert(dut.desc_held,

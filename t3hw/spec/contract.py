@@ -61,17 +61,17 @@ def addrmap_queue_depth(params: EngineParams):
 
 def dma_verdict_cycles(params: EngineParams):
     """Cycles from the DMA taking a descriptor write to that write's error event on
-    ``errors``: four pipeline stages of checks (the ``(rows - 1) * pitch`` product, the
-    span and the in-use verdict, the range ends, the verdict that writes the tables) and the
-    sticky register. The write applies to triggers taken from the cycle of its event on.
-    The same at every parameter set."""
-    return 5
+    ``errors``: five pipeline stages of checks (the multipliers' operands, the
+    ``(rows - 1) * pitch`` product, the span and the in-use verdict, the range ends, the
+    verdict that writes the tables) and the sticky register. The write applies to triggers
+    taken from the cycle of its event on. The same at every parameter set."""
+    return 6
 
 
 def dma_program_cycles(params: EngineParams):
     """Cycles from the DMA taking a descriptor write to its ``program.ready`` rising again
     (one write in its checks at a time); triggers wait as long."""
-    return 5
+    return 6
 
 
 # --- register block -------------------------------------------------------------------------

@@ -72,7 +72,7 @@ class DmaEnv(StreamEnv):
     once, and avoids a descriptor whose only queued triggers are the model's first three (the
     RTL may have started it already), and one whose invalid trigger was accepted in the last
     2 cycles (still being checked); every other write, to a busy descriptor too, has an
-    exact verdict. ``desc_held`` (the tracker's answer, sampled the cycle after a write is
+    exact verdict. ``desc_held`` (the tracker's answer, sampled two cycles after a write is
     taken) is high then for 5% of the random writes, which are refused, and random (5%) in
     every other cycle, which must not matter.
     """
@@ -124,7 +124,8 @@ class DmaEnv(StreamEnv):
         self.sent = []              # every packet checked (fields)
         self.shapes = {}            # shape kind -> descriptors written
         self.clear = (1 << self.model.errors_codec.width) - 1
-        self.held_due = None        # desc_held to drive next cycle: the last write was taken
+        self.held_due = None        # desc_held to drive next cycle: a write was taken
+        self.held_later = None      # ... and in the cycle after (the last write was taken)
         self.in_flight = 0          # reads transferred, responses not yet taken
         self.max_in_flight = 0
         self.latency = None         # fixed read-return latency, else random
@@ -280,7 +281,7 @@ class DmaEnv(StreamEnv):
             "read":     self.read_stall.ready(),
             "packet":   self.packet_stall.ready(),
             "clear":    self.clear,
-            # the tracker's answer for the write taken last cycle (held now and then: the
+            # the tracker's answer for the write taken two cycles ago (held now and then: the
             # write must then be refused as desc_busy); noise in other cycles
             "desc_held": int(self.held_due if self.held_due is not None
                              else rng.random() < 0.05),
@@ -293,7 +294,7 @@ class DmaEnv(StreamEnv):
             ins["response"] = self.response_c.pack(tag=0)
         else:
             ins["response"] = None
-        self.held_due = None
+        self.held_due, self.held_later = self.held_later, None
         return ins
 
     # -- scoring ---------------------------------------------------------------------------
@@ -358,8 +359,8 @@ class DmaEnv(StreamEnv):
         elif ins["trigger"] is not None:
             self.refused += 1
         if ins["program"] is not None and outs["program"]:
-            self.held_due = self.jobs > 0 and self.rng.random() < 0.05
-            model.program(self.prog[0], held=self.held_due, **self.prog[1])
+            self.held_later = self.jobs > 0 and self.rng.random() < 0.05
+            model.program(self.prog[0], held=self.held_later, **self.prog[1])
             self._schedule("program")
             self.checked_until = cyc + dma_program_cycles(p) - 1
             self.prog = None

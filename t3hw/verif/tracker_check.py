@@ -57,8 +57,9 @@ class TrackerCheck:
         self.log = []
         self.results = []
         self._query = 0         # desc_query driven this cycle (drive sets it)
-        self._held = (True, None)   # desc_held due this cycle: the last query's answer
-                                    # (a register, high from reset)
+        self._asked = 0         # the last cycle's query (the tracker's register of it)
+        self._held = (True, None)   # desc_held due this cycle: the answer to the query of
+                                    # two cycles ago (a register, high from reset)
 
     def drive(self, set_, write=None, program=None, ready=True):
         """Set this cycle's inputs: an observed ``write`` and a ``program`` request (dicts of
@@ -96,11 +97,11 @@ class TrackerCheck:
         if exp_valid:
             got = self.trigger_c.unpack(get("trigger__payload"))
             assert Trigger(**got) == exp_trig, f"cycle {n}: trigger {got}, model {exp_trig}"
-        query = self._query
         got_held, (exp_held, last) = get("desc_held"), self._held
         assert got_held == exp_held, \
             f"cycle {n}: desc_held {got_held} for command {last}, model {exp_held}"
-        self._held = (model.desc_held(query), query)
+        self._held = (model.desc_held(self._asked), self._asked)
+        self._asked = self._query
         exp_result, exp_hold = model.outputs()
         got_hold = get("hold")
         assert got_hold == exp_hold, f"cycle {n}: hold {got_hold}, model {exp_hold}"
