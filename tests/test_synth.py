@@ -65,7 +65,8 @@ def test_merge_keeps_other_entries(flow):
 
 def test_memories_match_the_layouts(flow):
     """The generic run keeps memories as memory cells; their bits are the tracker table,
-    the trigger and ack queues and the held counters, as derived from the layouts."""
+    the trigger and ack queues, the held counters and their 1-bit copy, as derived from
+    the layouts."""
     results, _, _ = flow
     p = synth.PARAM_SETS[SET]
     storage = synth.tracker_storage(p)
@@ -74,11 +75,13 @@ def test_memories_match_the_layouts(flow):
     assert storage["ack_queue_bits"] == p.tile_width * p.tracker_entries
     generic = results["blocks"]["tracker@small"]["generic"]
     assert storage["held_bits"] == p.dma_descriptors * (p.tracker_entries + 1).bit_length()
-    assert generic["memories"] == 4
+    assert storage["held_nonzero_bits"] == p.dma_descriptors
+    assert generic["memories"] == 5
     # Each queue's memory has ``depth`` entries: the ``depth - 1`` items behind its head
     # register and one always free (written in every cycle, :class:`t3hw.hw.queue.Queue`).
     assert generic["memory_bits"] == (storage["table_bits"] + storage["trigger_queue_bits"]
-                                      + storage["ack_queue_bits"] + storage["held_bits"])
+                                      + storage["ack_queue_bits"] + storage["held_bits"]
+                                      + storage["held_nonzero_bits"])
 
 
 def test_tracker_storage_paper():

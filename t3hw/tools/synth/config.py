@@ -95,9 +95,10 @@ def tracker_storage_bits(params: EngineParams = DEFAULT):
 
 def tracker_storage(params: EngineParams = DEFAULT):
     """The tracker's storage, field by field: ``{"entry_bits", "entries", "table_bits",
-    "fields", "trigger_queue_bits", "ack_queue_bits", "held_bits"}`` (``held_bits``: the
-    per-descriptor counts of entries with a firing pending, ``range(tracker_entries + 1)``
-    each)."""
+    "fields", "trigger_queue_bits", "ack_queue_bits", "held_bits", "held_nonzero_bits"}``
+    (``held_bits``: the per-descriptor counts of entries with a firing pending,
+    ``range(tracker_entries + 1)`` each; ``held_nonzero_bits``: their 1-bit copy, "not 0",
+    which ``desc_query`` reads)."""
     from t3hw.spec.layouts import entry_layout, trigger_layout
     layout = entry_layout(params)
     return {"entries": params.tracker_entries, "entry_bits": layout.size,
@@ -105,7 +106,8 @@ def tracker_storage(params: EngineParams = DEFAULT):
             "table_bits": tracker_storage_bits(params),
             "trigger_queue_bits": params.tracker_entries * trigger_layout(params).size,
             "ack_queue_bits": params.tracker_entries * params.tile_width,
-            "held_bits": params.dma_descriptors * params.tracker_entries.bit_length()}
+            "held_bits": params.dma_descriptors * params.tracker_entries.bit_length(),
+            "held_nonzero_bits": params.dma_descriptors}
 
 
 def choose(values, allowed, what, plural=None):
