@@ -190,7 +190,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [31:0] \$262 ;
   wire [31:0] \$263 ;
   wire [31:0] \$264 ;
-  wire \$265 ;
+  wire [31:0] \$265 ;
   wire [31:0] \$266 ;
   wire [31:0] \$267 ;
   wire [31:0] \$268 ;
@@ -209,58 +209,58 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$28 ;
   wire [31:0] \$280 ;
   wire [31:0] \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [31:0] \$282 ;
+  wire [31:0] \$283 ;
+  wire [31:0] \$284 ;
+  wire [31:0] \$285 ;
+  wire [31:0] \$286 ;
+  wire [31:0] \$287 ;
+  wire [31:0] \$288 ;
+  wire [31:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [31:0] \$290 ;
+  wire [31:0] \$291 ;
+  wire [31:0] \$292 ;
+  wire [31:0] \$293 ;
+  wire [31:0] \$294 ;
+  wire [31:0] \$295 ;
+  wire [31:0] \$296 ;
+  wire [31:0] \$297 ;
+  wire [31:0] \$298 ;
+  wire [31:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [31:0] \$300 ;
+  wire [31:0] \$301 ;
+  wire [31:0] \$302 ;
+  wire [31:0] \$303 ;
+  wire [31:0] \$304 ;
+  wire [31:0] \$305 ;
+  wire [31:0] \$306 ;
+  wire [31:0] \$307 ;
+  wire [31:0] \$308 ;
+  wire [31:0] \$309 ;
   wire \$31 ;
-  wire \$310 ;
-  wire \$311 ;
+  wire [31:0] \$310 ;
+  wire [31:0] \$311 ;
   wire \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire [31:0] \$313 ;
+  wire [31:0] \$314 ;
+  wire [31:0] \$315 ;
+  wire [31:0] \$316 ;
+  wire [31:0] \$317 ;
+  wire [31:0] \$318 ;
+  wire [31:0] \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
+  wire [31:0] \$320 ;
+  wire [31:0] \$321 ;
+  wire [31:0] \$322 ;
+  wire [31:0] \$323 ;
+  wire [31:0] \$324 ;
+  wire [31:0] \$325 ;
+  wire [31:0] \$326 ;
+  wire [31:0] \$327 ;
+  wire [31:0] \$328 ;
   wire \$329 ;
   wire \$33 ;
   wire \$330 ;
@@ -426,61 +426,61 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$475 ;
   wire \$476 ;
   wire \$477 ;
-  reg [9:0] \$478 ;
-  reg [31:0] \$479 ;
+  wire \$478 ;
+  wire \$479 ;
   wire \$48 ;
-  reg \$480 ;
-  reg \$481 ;
-  reg \$482 ;
-  reg \$483 ;
-  reg \$484 ;
-  reg \$485 ;
-  reg \$486 ;
-  reg \$487 ;
-  reg \$488 ;
-  reg \$489 ;
+  wire \$480 ;
+  wire \$481 ;
+  wire \$482 ;
+  wire \$483 ;
+  wire \$484 ;
+  wire \$485 ;
+  wire \$486 ;
+  wire \$487 ;
+  wire \$488 ;
+  wire \$489 ;
   wire \$49 ;
-  reg \$490 ;
-  reg \$491 ;
-  reg \$492 ;
-  reg \$493 ;
-  reg \$494 ;
-  reg \$495 ;
-  reg \$496 ;
-  reg \$497 ;
-  reg \$498 ;
-  reg \$499 ;
+  wire \$490 ;
+  wire \$491 ;
+  wire \$492 ;
+  wire \$493 ;
+  wire \$494 ;
+  wire \$495 ;
+  wire \$496 ;
+  wire \$497 ;
+  wire \$498 ;
+  wire \$499 ;
   wire \$5 ;
   wire \$50 ;
-  reg \$500 ;
-  reg \$501 ;
-  reg \$502 ;
-  reg \$503 ;
-  reg \$504 ;
-  reg \$505 ;
-  reg \$506 ;
-  reg \$507 ;
-  reg \$508 ;
-  reg \$509 ;
+  wire \$500 ;
+  wire \$501 ;
+  wire \$502 ;
+  wire \$503 ;
+  wire \$504 ;
+  wire \$505 ;
+  wire \$506 ;
+  wire \$507 ;
+  wire \$508 ;
+  wire \$509 ;
   wire \$51 ;
-  reg \$510 ;
-  reg \$511 ;
-  reg \$512 ;
-  reg \$513 ;
-  reg \$514 ;
-  reg \$515 ;
-  reg \$516 ;
-  reg \$517 ;
-  reg \$518 ;
-  reg \$519 ;
+  wire \$510 ;
+  wire \$511 ;
+  wire \$512 ;
+  wire \$513 ;
+  wire \$514 ;
+  wire \$515 ;
+  wire \$516 ;
+  wire \$517 ;
+  wire \$518 ;
+  wire \$519 ;
   wire \$52 ;
-  reg \$520 ;
-  reg \$521 ;
-  reg \$522 ;
-  reg \$523 ;
-  reg \$524 ;
-  reg \$525 ;
-  reg \$526 ;
+  wire \$520 ;
+  wire \$521 ;
+  wire \$522 ;
+  wire \$523 ;
+  wire \$524 ;
+  reg [9:0] \$525 ;
+  reg [31:0] \$526 ;
   reg \$527 ;
   reg \$528 ;
   reg \$529 ;
@@ -518,7 +518,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$558 ;
   reg \$559 ;
   wire \$56 ;
-  reg [7:0] \$560 ;
+  reg \$560 ;
   reg \$561 ;
   reg \$562 ;
   reg \$563 ;
@@ -542,7 +542,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$58 ;
   reg \$580 ;
   reg \$581 ;
-  reg [154:0] \$582 ;
+  reg \$582 ;
   reg \$583 ;
   reg \$584 ;
   reg \$585 ;
@@ -553,71 +553,118 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$59 ;
   reg \$590 ;
   reg \$591 ;
-  reg [178:0] \$592 ;
-  reg [58:0] \$593 ;
+  reg \$592 ;
+  reg \$593 ;
   reg \$594 ;
-  reg [38:0] \$595 ;
-  reg [38:0] \$596 ;
-  reg [4:0] \$597 ;
-  reg [3:0] \$598 ;
-  reg [5:0] \$599 ;
+  reg \$595 ;
+  reg \$596 ;
+  reg \$597 ;
+  reg \$598 ;
+  reg \$599 ;
   wire \$6 ;
   wire \$60 ;
-  reg [6:0] \$600 ;
-  reg [6:0] \$601 ;
-  reg [1:0] \$602 ;
+  reg \$600 ;
+  reg \$601 ;
+  reg \$602 ;
   reg \$603 ;
   reg \$604 ;
-  reg [5:0] \$605 ;
-  reg [6:0] \$606 ;
-  reg [6:0] \$607 ;
-  reg [1:0] \$608 ;
-  reg [3:0] \$609 ;
+  reg \$605 ;
+  reg \$606 ;
+  reg [7:0] \$607 ;
+  reg \$608 ;
+  reg \$609 ;
   wire \$61 ;
-  reg [3:0] \$610 ;
-  reg [5:0] \$611 ;
-  reg [5:0] \$612 ;
+  reg \$610 ;
+  reg \$611 ;
+  reg \$612 ;
   reg \$613 ;
-  reg [6:0] \$614 ;
-  reg [6:0] \$615 ;
+  reg \$614 ;
+  reg \$615 ;
   reg \$616 ;
-  reg [6:0] \$617 ;
-  reg [6:0] \$618 ;
+  reg \$617 ;
+  reg \$618 ;
   reg \$619 ;
   wire \$62 ;
-  reg [1:0] \$620 ;
-  reg [1:0] \$621 ;
+  reg \$620 ;
+  reg \$621 ;
   reg \$622 ;
-  reg [23:0] \$623 ;
-  reg [29:0] \$624 ;
-  reg [71:0] \$625 ;
-  reg [78:0] \$626 ;
-  reg [68:0] \$627 ;
-  reg [75:0] \$628 ;
-  reg \$629 ;
+  reg \$623 ;
+  reg \$624 ;
+  reg \$625 ;
+  reg \$626 ;
+  reg \$627 ;
+  reg \$628 ;
+  reg [154:0] \$629 ;
   wire \$63 ;
-  reg [31:0] \$630 ;
-  reg [31:0] \$631 ;
-  reg [31:0] \$632 ;
-  reg [31:0] \$633 ;
-  reg [31:0] \$634 ;
-  reg [31:0] \$635 ;
-  reg [31:0] \$636 ;
-  reg [31:0] \$637 ;
-  reg [31:0] \$638 ;
-  reg [31:0] \$639 ;
+  reg \$630 ;
+  reg \$631 ;
+  reg \$632 ;
+  reg \$633 ;
+  reg \$634 ;
+  reg \$635 ;
+  reg \$636 ;
+  reg \$637 ;
+  reg \$638 ;
+  reg [178:0] \$639 ;
   wire \$64 ;
-  reg [31:0] \$640 ;
-  reg [31:0] \$641 ;
-  reg \$642 ;
-  reg [3:0] \$643 ;
-  reg \$644 ;
-  reg [31:0] \$645 ;
+  reg [58:0] \$640 ;
+  reg \$641 ;
+  reg [38:0] \$642 ;
+  reg [38:0] \$643 ;
+  reg [4:0] \$644 ;
+  reg [3:0] \$645 ;
+  reg [5:0] \$646 ;
+  reg [6:0] \$647 ;
+  reg [6:0] \$648 ;
+  reg [1:0] \$649 ;
   wire \$65 ;
+  reg \$650 ;
+  reg \$651 ;
+  reg [5:0] \$652 ;
+  reg [6:0] \$653 ;
+  reg [6:0] \$654 ;
+  reg [1:0] \$655 ;
+  reg [3:0] \$656 ;
+  reg [3:0] \$657 ;
+  reg [5:0] \$658 ;
+  reg [5:0] \$659 ;
   wire \$66 ;
+  reg \$660 ;
+  reg [6:0] \$661 ;
+  reg [6:0] \$662 ;
+  reg \$663 ;
+  reg [6:0] \$664 ;
+  reg [6:0] \$665 ;
+  reg \$666 ;
+  reg [1:0] \$667 ;
+  reg [1:0] \$668 ;
+  reg \$669 ;
   wire \$67 ;
+  reg [23:0] \$670 ;
+  reg [29:0] \$671 ;
+  reg [71:0] \$672 ;
+  reg [78:0] \$673 ;
+  reg [68:0] \$674 ;
+  reg [75:0] \$675 ;
+  reg \$676 ;
+  reg [31:0] \$677 ;
+  reg [31:0] \$678 ;
+  reg [31:0] \$679 ;
   wire \$68 ;
+  reg [31:0] \$680 ;
+  reg [31:0] \$681 ;
+  reg [31:0] \$682 ;
+  reg [31:0] \$683 ;
+  reg [31:0] \$684 ;
+  reg [31:0] \$685 ;
+  reg [31:0] \$686 ;
+  reg [31:0] \$687 ;
+  reg [31:0] \$688 ;
+  reg \$689 ;
   wire \$69 ;
+  reg [3:0] \$690 ;
+  reg \$691 ;
+  reg [31:0] \$692 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
@@ -1571,448 +1618,542 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$355  = req_r_stb & sel_region_base_hi;
-  assign \$356  = region_fetch | region_load;
-  assign \$357  = \$355  & \$356 ;
-  assign \$358  = req_w_stb & sel_region_size_lo;
-  assign \$359  = \$358  & region_locked;
-  assign \$360  = req_w_stb & sel_region_size_lo;
-  assign \$361  = req_r_stb & sel_region_size_lo;
-  assign \$362  = region_fetch | region_load;
-  assign \$363  = \$361  & \$362 ;
-  assign \$364  = req_w_stb & sel_region_size_hi;
-  assign \$365  = \$364  & region_locked;
-  assign \$366  = req_w_stb & sel_region_size_hi;
-  assign \$367  = req_r_stb & sel_region_size_hi;
-  assign \$368  = region_fetch | region_load;
-  assign \$369  = \$367  & \$368 ;
-  assign \$370  = req_w_stb & sel_region_remote_base_lo;
-  assign \$371  = \$370  & region_locked;
-  assign \$372  = req_w_stb & sel_region_remote_base_lo;
-  assign \$373  = req_r_stb & sel_region_remote_base_lo;
-  assign \$374  = region_fetch | region_load;
-  assign \$375  = \$373  & \$374 ;
-  assign \$376  = req_w_stb & sel_region_remote_base_hi;
-  assign \$377  = \$376  & region_locked;
-  assign \$378  = req_w_stb & sel_region_remote_base_hi;
-  assign \$379  = req_r_stb & sel_region_remote_base_hi;
-  assign \$380  = region_fetch | region_load;
-  assign \$381  = \$379  & \$380 ;
-  assign \$382  = req_w_stb & sel_desc_index;
-  assign \$383  = \$382  & desc_locked;
-  assign \$384  = req_w_stb & sel_desc_index;
-  assign \$385  = req_r_stb & sel_desc_index;
-  assign \$386  = desc_fetch | desc_load;
-  assign \$387  = \$385  & \$386 ;
-  assign \$388  = req_w_stb & sel_desc_rows;
-  assign \$389  = \$388  & desc_locked;
-  assign \$390  = req_w_stb & sel_desc_rows;
-  assign \$391  = req_r_stb & sel_desc_rows;
-  assign \$392  = desc_fetch | desc_load;
-  assign \$393  = \$391  & \$392 ;
-  assign \$394  = req_w_stb & sel_desc_pitch;
-  assign \$395  = \$394  & desc_locked;
-  assign \$396  = req_w_stb & sel_desc_pitch;
-  assign \$397  = req_r_stb & sel_desc_pitch;
-  assign \$398  = desc_fetch | desc_load;
-  assign \$399  = \$397  & \$398 ;
-  assign \$400  = req_w_stb & sel_desc_src_lo;
-  assign \$401  = \$400  & desc_locked;
-  assign \$402  = req_w_stb & sel_desc_src_lo;
-  assign \$403  = req_r_stb & sel_desc_src_lo;
-  assign \$404  = desc_fetch | desc_load;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = req_w_stb & sel_desc_src_hi;
-  assign \$407  = \$406  & desc_locked;
-  assign \$408  = req_w_stb & sel_desc_src_hi;
-  assign \$409  = req_r_stb & sel_desc_src_hi;
-  assign \$410  = desc_fetch | desc_load;
-  assign \$411  = \$409  & \$410 ;
-  assign \$412  = req_w_stb & sel_desc_dst_lo;
-  assign \$413  = \$412  & desc_locked;
-  assign \$414  = req_w_stb & sel_desc_dst_lo;
-  assign \$415  = req_r_stb & sel_desc_dst_lo;
-  assign \$416  = desc_fetch | desc_load;
-  assign \$417  = \$415  & \$416 ;
-  assign \$418  = req_w_stb & sel_desc_dst_hi;
-  assign \$419  = \$418  & desc_locked;
-  assign \$420  = req_w_stb & sel_desc_dst_hi;
-  assign \$421  = req_r_stb & sel_desc_dst_hi;
-  assign \$422  = desc_fetch | desc_load;
-  assign \$423  = \$421  & \$422 ;
-  assign \$424  = req_w_stb & sel_track_op;
-  assign \$427  = \$426  | track_answer;
-  assign \$428  = \$424  & \$427 ;
-  assign \$429  = req_w_stb & sel_track_op;
-  assign \$430  = req_w_stb & sel_track_cmd;
-  assign \$433  = \$432  | track_answer;
-  assign \$434  = \$430  & \$433 ;
-  assign \$435  = req_w_stb & sel_track_cmd;
-  assign \$436  = req_w_stb & sel_arb_policy;
-  assign \$440  = \$436  & \$439 ;
-  assign \$441  = req_w_stb & sel_arb_policy;
-  assign \$442  = req_w_stb & sel_arb_starvation_limit;
-  assign \$446  = \$442  & \$445 ;
-  assign \$447  = req_w_stb & sel_arb_starvation_limit;
-  assign \$448  = req_w_stb & sel_command;
-  assign \$449  = region_locked | sweep;
-  assign \$450  = region_locked | sweep;
-  assign \$451  = sweep | dma_busy;
-  assign \$452  = desc_locked | \$451 ;
-  assign \$453  = desc_locked | sweep;
-  assign \$456  = \$455  | track_answer;
-  assign \$457  = \$456  | tracker_busy;
-  assign \$462  = bus__addr == 7'h40;
-  assign \$463  = bus__w_stb & \$462 ;
-  assign \$464  = bus__addr == 7'h44;
-  assign \$465  = bus__w_stb & \$464 ;
-  assign \$466  = bus__addr == 7'h48;
-  assign \$467  = bus__w_stb & \$466 ;
-  assign \$468  = bus__addr == 7'h4c;
-  assign \$469  = bus__w_stb & \$468 ;
-  assign \$470  = bus__addr == 7'h50;
-  assign \$471  = bus__w_stb & \$470 ;
+  assign \$308  = sel_addrmap_capture_device ? { 4'h0, \addrmap_capture$195 [75:48] } : 32'd0;
+  assign \$309  = \$307  | \$308 ;
+  assign \$310  = \$306  | \$309 ;
+  assign \$311  = \$303  | \$310 ;
+  assign \$312  = | req_addr[1:0];
+  assign \$313  = read_section[0] ? 32'd0 : read_part14;
+  assign \$314  = read_section[0] ? read_part13 : 32'd0;
+  assign \$315  = read_section[1] ? \$313  : \$314 ;
+  assign \$316  = read_section[0] ? read_part11 : read_part10;
+  assign \$317  = read_section[0] ? 32'd0 : read_part8;
+  assign \$318  = read_section[1] ? \$316  : \$317 ;
+  assign \$319  = read_section[2] ? \$315  : \$318 ;
+  assign \$320  = read_section[0] ? 32'd0 : read_part6;
+  assign \$321  = read_section[0] ? read_part5 : read_part4;
+  assign \$322  = read_section[1] ? \$320  : \$321 ;
+  assign \$323  = read_section[0] ? read_part3 : read_part2;
+  assign \$324  = read_section[0] ? read_part1 : read_part0;
+  assign \$325  = read_section[1] ? \$323  : \$324 ;
+  assign \$326  = read_section[2] ? \$322  : \$325 ;
+  assign \$327  = read_section[3] ? \$319  : \$326 ;
+  assign \$328  = read_unaligned ? 32'd0 : \$327 ;
+  assign \$329  = req_r_stb | req_w_stb;
+  assign \$330  = ~ mapped;
+  assign \$331  = \$329  & \$330 ;
+  assign \$332  = req_w_stb & sel_id;
+  assign \$333  = req_w_stb & sel_config;
+  assign \$334  = req_w_stb & sel_status;
+  assign \$335  = req_w_stb & sel_track_result_op;
+  assign \$336  = req_w_stb & sel_track_result_threshold;
+  assign \$337  = req_w_stb & sel_tracker_writes_compute;
+  assign \$338  = req_w_stb & sel_tracker_writes_dma;
+  assign \$339  = req_w_stb & sel_tracker_writes_remote;
+  assign \$340  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$341  = req_w_stb & sel_tracker_triggers;
+  assign \$342  = req_w_stb & sel_tracker_dropped;
+  assign \$343  = req_w_stb & sel_dma_triggers;
+  assign \$344  = req_w_stb & sel_dma_rejected;
+  assign \$345  = req_w_stb & sel_dma_reads;
+  assign \$346  = req_w_stb & sel_dma_packets;
+  assign \$347  = req_w_stb & sel_dma_bad_program;
+  assign \$348  = req_w_stb & sel_dma_bad_range;
+  assign \$349  = req_w_stb & sel_dma_bad_pitch;
+  assign \$350  = req_w_stb & sel_dma_desc_busy;
+  assign \$351  = req_w_stb & sel_dma_aborted;
+  assign \$352  = req_w_stb & sel_addrmap_local;
+  assign \$353  = req_w_stb & sel_addrmap_tracked;
+  assign \$354  = req_w_stb & sel_addrmap_remote;
+  assign \$355  = req_w_stb & sel_addrmap_unmapped;
+  assign \$356  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$357  = req_w_stb & sel_addrmap_rx_misrouted;
+  assign \$358  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$359  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$360  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$361  = req_w_stb & sel_arb_status;
+  assign \$362  = req_w_stb & sel_arbiter_grants_load;
+  assign \$363  = req_w_stb & sel_arbiter_grants_store;
+  assign \$364  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$365  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$366  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$367  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$368  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$369  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$370  = req_w_stb & sel_arbiter_starved;
+  assign \$371  = req_w_stb & sel_tracker_capture;
+  assign \$372  = req_w_stb & sel_dma_capture_index;
+  assign \$373  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$374  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$375  = req_w_stb & sel_dma_capture_events;
+  assign \$376  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$377  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$378  = req_w_stb & sel_addrmap_capture_device;
+  assign \$379  = | { \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332  };
+  assign \$380  = sweep_at < 4'h8;
+  assign \$381  = | addrmap_errors[1:0];
+  assign \$382  = ~ \$381 ;
+  assign \$383  = region_verdict & \$382 ;
+  assign \$384  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$385  = ~ \$384 ;
+  assign \$386  = desc_verdict & \$385 ;
+  assign \$387  = req_w_stb & sel_region_index;
+  assign \$388  = \$387  & region_locked;
+  assign \$389  = req_w_stb & sel_region_index;
+  assign \$390  = req_r_stb & sel_region_index;
+  assign \$391  = region_fetch | region_load;
+  assign \$392  = \$390  & \$391 ;
+  assign \$393  = req_w_stb & sel_region_base_lo;
+  assign \$394  = \$393  & region_locked;
+  assign \$395  = req_w_stb & sel_region_base_lo;
+  assign \$396  = req_r_stb & sel_region_base_lo;
+  assign \$397  = region_fetch | region_load;
+  assign \$398  = \$396  & \$397 ;
+  assign \$399  = req_w_stb & sel_region_base_hi;
+  assign \$400  = \$399  & region_locked;
+  assign \$401  = req_w_stb & sel_region_base_hi;
+  assign \$402  = req_r_stb & sel_region_base_hi;
+  assign \$403  = region_fetch | region_load;
+  assign \$404  = \$402  & \$403 ;
+  assign \$405  = req_w_stb & sel_region_size_lo;
+  assign \$406  = \$405  & region_locked;
+  assign \$407  = req_w_stb & sel_region_size_lo;
+  assign \$408  = req_r_stb & sel_region_size_lo;
+  assign \$409  = region_fetch | region_load;
+  assign \$410  = \$408  & \$409 ;
+  assign \$411  = req_w_stb & sel_region_size_hi;
+  assign \$412  = \$411  & region_locked;
+  assign \$413  = req_w_stb & sel_region_size_hi;
+  assign \$414  = req_r_stb & sel_region_size_hi;
+  assign \$415  = region_fetch | region_load;
+  assign \$416  = \$414  & \$415 ;
+  assign \$417  = req_w_stb & sel_region_remote_base_lo;
+  assign \$418  = \$417  & region_locked;
+  assign \$419  = req_w_stb & sel_region_remote_base_lo;
+  assign \$420  = req_r_stb & sel_region_remote_base_lo;
+  assign \$421  = region_fetch | region_load;
+  assign \$422  = \$420  & \$421 ;
+  assign \$423  = req_w_stb & sel_region_remote_base_hi;
+  assign \$424  = \$423  & region_locked;
+  assign \$425  = req_w_stb & sel_region_remote_base_hi;
+  assign \$426  = req_r_stb & sel_region_remote_base_hi;
+  assign \$427  = region_fetch | region_load;
+  assign \$428  = \$426  & \$427 ;
+  assign \$429  = req_w_stb & sel_desc_index;
+  assign \$430  = \$429  & desc_locked;
+  assign \$431  = req_w_stb & sel_desc_index;
+  assign \$432  = req_r_stb & sel_desc_index;
+  assign \$433  = desc_fetch | desc_load;
+  assign \$434  = \$432  & \$433 ;
+  assign \$435  = req_w_stb & sel_desc_rows;
+  assign \$436  = \$435  & desc_locked;
+  assign \$437  = req_w_stb & sel_desc_rows;
+  assign \$438  = req_r_stb & sel_desc_rows;
+  assign \$439  = desc_fetch | desc_load;
+  assign \$440  = \$438  & \$439 ;
+  assign \$441  = req_w_stb & sel_desc_pitch;
+  assign \$442  = \$441  & desc_locked;
+  assign \$443  = req_w_stb & sel_desc_pitch;
+  assign \$444  = req_r_stb & sel_desc_pitch;
+  assign \$445  = desc_fetch | desc_load;
+  assign \$446  = \$444  & \$445 ;
+  assign \$447  = req_w_stb & sel_desc_src_lo;
+  assign \$448  = \$447  & desc_locked;
+  assign \$449  = req_w_stb & sel_desc_src_lo;
+  assign \$450  = req_r_stb & sel_desc_src_lo;
+  assign \$451  = desc_fetch | desc_load;
+  assign \$452  = \$450  & \$451 ;
+  assign \$453  = req_w_stb & sel_desc_src_hi;
+  assign \$454  = \$453  & desc_locked;
+  assign \$455  = req_w_stb & sel_desc_src_hi;
+  assign \$456  = req_r_stb & sel_desc_src_hi;
+  assign \$457  = desc_fetch | desc_load;
+  assign \$458  = \$456  & \$457 ;
+  assign \$459  = req_w_stb & sel_desc_dst_lo;
+  assign \$460  = \$459  & desc_locked;
+  assign \$461  = req_w_stb & sel_desc_dst_lo;
+  assign \$462  = req_r_stb & sel_desc_dst_lo;
+  assign \$463  = desc_fetch | desc_load;
+  assign \$464  = \$462  & \$463 ;
+  assign \$465  = req_w_stb & sel_desc_dst_hi;
+  assign \$466  = \$465  & desc_locked;
+  assign \$467  = req_w_stb & sel_desc_dst_hi;
+  assign \$468  = req_r_stb & sel_desc_dst_hi;
+  assign \$469  = desc_fetch | desc_load;
+  assign \$470  = \$468  & \$469 ;
+  assign \$471  = req_w_stb & sel_track_op;
   assign \$474  = \$473  | track_answer;
+  assign \$475  = \$471  & \$474 ;
+  assign \$476  = req_w_stb & sel_track_op;
+  assign \$477  = req_w_stb & sel_track_cmd;
+  assign \$480  = \$479  | track_answer;
+  assign \$481  = \$477  & \$480 ;
+  assign \$482  = req_w_stb & sel_track_cmd;
+  assign \$483  = req_w_stb & sel_arb_policy;
+  assign \$487  = \$483  & \$486 ;
+  assign \$488  = req_w_stb & sel_arb_policy;
+  assign \$489  = req_w_stb & sel_arb_starvation_limit;
+  assign \$493  = \$489  & \$492 ;
+  assign \$494  = req_w_stb & sel_arb_starvation_limit;
+  assign \$495  = req_w_stb & sel_command;
+  assign \$496  = region_locked | sweep;
+  assign \$497  = region_locked | sweep;
+  assign \$498  = sweep | dma_busy;
+  assign \$499  = desc_locked | \$498 ;
+  assign \$500  = desc_locked | sweep;
+  assign \$503  = \$502  | track_answer;
+  assign \$504  = \$503  | tracker_busy;
+  assign \$509  = bus__addr == 7'h40;
+  assign \$510  = bus__w_stb & \$509 ;
+  assign \$511  = bus__addr == 7'h44;
+  assign \$512  = bus__w_stb & \$511 ;
+  assign \$513  = bus__addr == 7'h48;
+  assign \$514  = bus__w_stb & \$513 ;
+  assign \$515  = bus__addr == 7'h4c;
+  assign \$516  = bus__w_stb & \$515 ;
+  assign \$517  = bus__addr == 7'h50;
+  assign \$518  = bus__w_stb & \$517 ;
+  assign \$521  = \$520  | track_answer;
   always @(posedge clk)
-    req_addr <= \$478 ;
+    req_addr <= \$525 ;
   always @(posedge clk)
-    req_w_data <= \$479 ;
+    req_w_data <= \$526 ;
   always @(posedge clk)
-    req_w_stb <= \$480 ;
+    req_w_stb <= \$527 ;
   always @(posedge clk)
-    req_r_stb <= \$481 ;
+    req_r_stb <= \$528 ;
   always @(posedge clk)
-    sel_id <= \$482 ;
+    sel_id <= \$529 ;
   always @(posedge clk)
-    sel_config <= \$483 ;
+    sel_config <= \$530 ;
   always @(posedge clk)
-    sel_status <= \$484 ;
+    sel_status <= \$531 ;
   always @(posedge clk)
-    sel_command <= \$485 ;
+    sel_command <= \$532 ;
   always @(posedge clk)
-    sel_device_id <= \$486 ;
+    sel_device_id <= \$533 ;
   always @(posedge clk)
-    sel_csr_errors <= \$487 ;
+    sel_csr_errors <= \$534 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$488 ;
+    sel_tracker_errors <= \$535 ;
   always @(posedge clk)
-    sel_dma_errors <= \$489 ;
+    sel_dma_errors <= \$536 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$490 ;
+    sel_addrmap_errors <= \$537 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$491 ;
+    sel_arbiter_errors <= \$538 ;
   always @(posedge clk)
-    sel_region_index <= \$492 ;
+    sel_region_index <= \$539 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$493 ;
+    sel_region_base_lo <= \$540 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$494 ;
+    sel_region_base_hi <= \$541 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$495 ;
+    sel_region_size_lo <= \$542 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$496 ;
+    sel_region_size_hi <= \$543 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$497 ;
+    sel_region_remote_base_lo <= \$544 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$498 ;
+    sel_region_remote_base_hi <= \$545 ;
   always @(posedge clk)
-    sel_desc_index <= \$499 ;
+    sel_desc_index <= \$546 ;
   always @(posedge clk)
-    sel_desc_rows <= \$500 ;
+    sel_desc_rows <= \$547 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$501 ;
+    sel_desc_pitch <= \$548 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$502 ;
+    sel_desc_src_lo <= \$549 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$503 ;
+    sel_desc_src_hi <= \$550 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$504 ;
+    sel_desc_dst_lo <= \$551 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$505 ;
+    sel_desc_dst_hi <= \$552 ;
   always @(posedge clk)
-    sel_track_op <= \$506 ;
+    sel_track_op <= \$553 ;
   always @(posedge clk)
-    sel_track_cmd <= \$507 ;
+    sel_track_cmd <= \$554 ;
   always @(posedge clk)
-    sel_track_result_op <= \$508 ;
+    sel_track_result_op <= \$555 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$509 ;
+    sel_track_result_threshold <= \$556 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$510 ;
+    sel_tracker_writes_compute <= \$557 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$511 ;
+    sel_tracker_writes_dma <= \$558 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$512 ;
+    sel_tracker_writes_remote <= \$559 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$513 ;
+    sel_tracker_unprogrammed <= \$560 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$514 ;
+    sel_tracker_triggers <= \$561 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$515 ;
+    sel_tracker_dropped <= \$562 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$516 ;
+    sel_dma_triggers <= \$563 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$517 ;
+    sel_dma_rejected <= \$564 ;
   always @(posedge clk)
-    sel_dma_reads <= \$518 ;
+    sel_dma_reads <= \$565 ;
   always @(posedge clk)
-    sel_dma_packets <= \$519 ;
+    sel_dma_packets <= \$566 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$520 ;
+    sel_dma_bad_program <= \$567 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$521 ;
+    sel_dma_bad_range <= \$568 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$522 ;
+    sel_dma_bad_pitch <= \$569 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$523 ;
+    sel_dma_desc_busy <= \$570 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$524 ;
+    sel_dma_aborted <= \$571 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$525 ;
+    sel_addrmap_local <= \$572 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$526 ;
+    sel_addrmap_tracked <= \$573 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$527 ;
+    sel_addrmap_remote <= \$574 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$528 ;
+    sel_addrmap_unmapped <= \$575 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$529 ;
+    sel_addrmap_store_crosses <= \$576 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$530 ;
+    sel_addrmap_rx_misrouted <= \$577 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$531 ;
+    sel_addrmap_rx_remote <= \$578 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$532 ;
+    sel_addrmap_rx_unmapped <= \$579 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$533 ;
+    sel_addrmap_rx_crosses <= \$580 ;
   always @(posedge clk)
-    sel_arb_policy <= \$534 ;
+    sel_arb_policy <= \$581 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$535 ;
+    sel_arb_starvation_limit <= \$582 ;
   always @(posedge clk)
-    sel_arb_status <= \$536 ;
+    sel_arb_status <= \$583 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$537 ;
+    sel_arbiter_grants_load <= \$584 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$538 ;
+    sel_arbiter_grants_store <= \$585 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$539 ;
+    sel_arbiter_grants_dma <= \$586 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$540 ;
+    sel_arbiter_grants_remote <= \$587 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$541 ;
+    sel_arbiter_stalls_load <= \$588 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$542 ;
+    sel_arbiter_stalls_store <= \$589 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$543 ;
+    sel_arbiter_stalls_dma <= \$590 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$544 ;
+    sel_arbiter_stalls_remote <= \$591 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$545 ;
+    sel_arbiter_starved <= \$592 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$546 ;
+    sel_csr_irq_enable <= \$593 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$547 ;
+    sel_tracker_irq_enable <= \$594 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$548 ;
+    sel_dma_irq_enable <= \$595 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$549 ;
+    sel_addrmap_irq_enable <= \$596 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$550 ;
+    sel_arbiter_irq_enable <= \$597 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$551 ;
+    sel_tracker_capture <= \$598 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$552 ;
+    sel_dma_capture_index <= \$599 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$553 ;
+    sel_dma_capture_addr_lo <= \$600 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$554 ;
+    sel_dma_capture_addr_hi <= \$601 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$555 ;
+    sel_dma_capture_events <= \$602 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$556 ;
+    sel_addrmap_capture_addr_lo <= \$603 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$557 ;
+    sel_addrmap_capture_addr_hi <= \$604 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$558 ;
+    sel_addrmap_capture_device <= \$605 ;
   always @(posedge clk)
-    mapped <= \$559 ;
+    mapped <= \$606 ;
   always @(posedge clk)
-    sweep_at <= \$560 ;
+    sweep_at <= \$607 ;
   always @(posedge clk)
-    sweep <= \$561 ;
+    sweep <= \$608 ;
   always @(posedge clk)
-    region_program__valid <= \$562 ;
+    region_program__valid <= \$609 ;
   always @(posedge clk)
-    dma_program__valid <= \$563 ;
+    dma_program__valid <= \$610 ;
   always @(posedge clk)
-    tracker_program__valid <= \$564 ;
+    tracker_program__valid <= \$611 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$565 ;
+    arbiter_program__valid <= \$612 ;
   always @(posedge clk)
-    region_waiting0 <= \$566 ;
+    region_waiting0 <= \$613 ;
   always @(posedge clk)
-    region_waiting1 <= \$567 ;
+    region_waiting1 <= \$614 ;
   always @(posedge clk)
-    region_waiting2 <= \$568 ;
+    region_waiting2 <= \$615 ;
   always @(posedge clk)
-    region_waiting3 <= \$569 ;
+    region_waiting3 <= \$616 ;
   always @(posedge clk)
-    region_waiting4 <= \$570 ;
+    region_waiting4 <= \$617 ;
   always @(posedge clk)
-    region_waiting5 <= \$571 ;
+    region_waiting5 <= \$618 ;
   always @(posedge clk)
-    region_waiting6 <= \$572 ;
+    region_waiting6 <= \$619 ;
   always @(posedge clk)
-    region_waiting7 <= \$573 ;
+    region_waiting7 <= \$620 ;
   always @(posedge clk)
-    region_waiting8 <= \$574 ;
+    region_waiting8 <= \$621 ;
   always @(posedge clk)
-    region_waiting9 <= \$575 ;
+    region_waiting9 <= \$622 ;
   always @(posedge clk)
-    region_waiting10 <= \$576 ;
+    region_waiting10 <= \$623 ;
   always @(posedge clk)
-    region_waiting11 <= \$577 ;
+    region_waiting11 <= \$624 ;
   always @(posedge clk)
-    region_verdict <= \$578 ;
+    region_verdict <= \$625 ;
   always @(posedge clk)
-    region_judging <= \$579 ;
+    region_judging <= \$626 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$580 ;
+    region_fetch <= \$627 ;
   always @(posedge clk)
-    region_load <= \$581 ;
+    region_load <= \$628 ;
   always @(posedge clk)
-    region_program__payload <= \$582 ;
+    region_program__payload <= \$629 ;
   always @(posedge clk)
-    desc_waiting0 <= \$583 ;
+    desc_waiting0 <= \$630 ;
   always @(posedge clk)
-    desc_waiting1 <= \$584 ;
+    desc_waiting1 <= \$631 ;
   always @(posedge clk)
-    desc_waiting2 <= \$585 ;
+    desc_waiting2 <= \$632 ;
   always @(posedge clk)
-    desc_waiting3 <= \$586 ;
+    desc_waiting3 <= \$633 ;
   always @(posedge clk)
-    desc_waiting4 <= \$587 ;
+    desc_waiting4 <= \$634 ;
   always @(posedge clk)
-    desc_verdict <= \$588 ;
+    desc_verdict <= \$635 ;
   always @(posedge clk)
-    desc_judging <= \$589 ;
+    desc_judging <= \$636 ;
   always @(posedge clk)
     desc_got <= \rp__data$152 ;
   always @(posedge clk)
-    desc_fetch <= \$590 ;
+    desc_fetch <= \$637 ;
   always @(posedge clk)
-    desc_load <= \$591 ;
+    desc_load <= \$638 ;
   always @(posedge clk)
-    dma_program__payload <= \$592 ;
+    dma_program__payload <= \$639 ;
   always @(posedge clk)
-    track_result <= \$593 ;
+    track_result <= \$640 ;
   always @(posedge clk)
-    track_answer <= \$594 ;
+    track_answer <= \$641 ;
   always @(posedge clk)
-    tracker_program__payload <= \$595 ;
+    tracker_program__payload <= \$642 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$596 ;
+    arbiter_program__payload <= \$643 ;
   always @(posedge clk)
-    device_id <= \$597 ;
+    device_id <= \$644 ;
   always @(posedge clk)
-    csr_irq_enable <= \$598 ;
+    csr_irq_enable <= \$645 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$599 ;
+    tracker_irq_enable <= \$646 ;
   always @(posedge clk)
-    dma_irq_enable <= \$600 ;
+    dma_irq_enable <= \$647 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$601 ;
+    addrmap_irq_enable <= \$648 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$602 ;
+    arbiter_irq_enable <= \$649 ;
   always @(posedge clk)
-    region_locked <= \$603 ;
+    region_locked <= \$650 ;
   always @(posedge clk)
-    desc_locked <= \$604 ;
+    desc_locked <= \$651 ;
   always @(posedge clk)
-    tracker_events <= \$605 ;
+    tracker_events <= \$652 ;
   always @(posedge clk)
-    dma_events <= \$606 ;
+    dma_events <= \$653 ;
   always @(posedge clk)
-    addrmap_events <= \$607 ;
+    addrmap_events <= \$654 ;
   always @(posedge clk)
-    arbiter_events <= \$608 ;
+    arbiter_events <= \$655 ;
   always @(posedge clk)
-    csr_errors_clear <= \$609 ;
+    csr_errors_clear <= \$656 ;
   always @(posedge clk)
-    errors <= \$610 ;
+    errors <= \$657 ;
   always @(posedge clk)
-    tracker_errors_clear <= \$611 ;
+    tracker_errors_clear <= \$658 ;
   always @(posedge clk)
-    tracker_sticky <= \$612 ;
+    tracker_sticky <= \$659 ;
   always @(posedge clk)
-    tracker_errors_first <= \$613 ;
+    tracker_errors_first <= \$660 ;
   always @(posedge clk)
-    dma_errors_clear <= \$614 ;
+    dma_errors_clear <= \$661 ;
   always @(posedge clk)
-    dma_sticky <= \$615 ;
+    dma_sticky <= \$662 ;
   always @(posedge clk)
-    dma_errors_first <= \$616 ;
+    dma_errors_first <= \$663 ;
   always @(posedge clk)
-    addrmap_errors_clear <= \$617 ;
+    addrmap_errors_clear <= \$664 ;
   always @(posedge clk)
-    addrmap_sticky <= \$618 ;
+    addrmap_sticky <= \$665 ;
   always @(posedge clk)
-    addrmap_errors_first <= \$619 ;
+    addrmap_errors_first <= \$666 ;
   always @(posedge clk)
-    arbiter_errors_clear <= \$620 ;
+    arbiter_errors_clear <= \$667 ;
   always @(posedge clk)
-    arbiter_sticky <= \$621 ;
+    arbiter_sticky <= \$668 ;
   always @(posedge clk)
-    arbiter_errors_first <= \$622 ;
+    arbiter_errors_first <= \$669 ;
   always @(posedge clk)
-    tracker_given <= \$623 ;
+    tracker_given <= \$670 ;
   always @(posedge clk)
-    \tracker_capture$191  <= \$624 ;
+    \tracker_capture$191  <= \$671 ;
   always @(posedge clk)
-    dma_given <= \$625 ;
+    dma_given <= \$672 ;
   always @(posedge clk)
-    \dma_capture$193  <= \$626 ;
+    \dma_capture$193  <= \$673 ;
   always @(posedge clk)
-    addrmap_given <= \$627 ;
+    addrmap_given <= \$674 ;
   always @(posedge clk)
-    \addrmap_capture$195  <= \$628 ;
+    \addrmap_capture$195  <= \$675 ;
   always @(posedge clk)
-    irq <= \$629 ;
+    irq <= \$676 ;
   always @(posedge clk)
-    read_part0 <= \$630 ;
+    read_part0 <= \$677 ;
   always @(posedge clk)
-    read_part1 <= \$631 ;
+    read_part1 <= \$678 ;
   always @(posedge clk)
-    read_part2 <= \$632 ;
+    read_part2 <= \$679 ;
   always @(posedge clk)
-    read_part3 <= \$633 ;
+    read_part3 <= \$680 ;
   always @(posedge clk)
-    read_part4 <= \$634 ;
+    read_part4 <= \$681 ;
   always @(posedge clk)
-    read_part5 <= \$635 ;
+    read_part5 <= \$682 ;
   always @(posedge clk)
-    read_part6 <= \$636 ;
+    read_part6 <= \$683 ;
   always @(posedge clk)
-    read_part8 <= \$637 ;
+    read_part8 <= \$684 ;
   always @(posedge clk)
-    read_part10 <= \$638 ;
+    read_part10 <= \$685 ;
   always @(posedge clk)
-    read_part11 <= \$639 ;
+    read_part11 <= \$686 ;
   always @(posedge clk)
-    read_part13 <= \$640 ;
+    read_part13 <= \$687 ;
   always @(posedge clk)
-    read_part14 <= \$641 ;
+    read_part14 <= \$688 ;
   always @(posedge clk)
-    read_pending <= \$642 ;
+    read_pending <= \$689 ;
   always @(posedge clk)
-    read_section <= \$643 ;
+    read_section <= \$690 ;
   always @(posedge clk)
-    read_unaligned <= \$644 ;
+    read_unaligned <= \$691 ;
   always @(posedge clk)
-    bus__r_data <= \$645 ;
+    bus__r_data <= \$692 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
@@ -2165,2894 +2306,166 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$167  = arbiter_sticky & arbiter_irq_enable;
   assign \$168  = | \$167 ;
   assign \$169  = | { \$168 , \$166 , \$164 , \$162 , \$160  };
-  assign \$170  = req_addr[2] ? 32'd0 : { 27'h0000000, device_id };
-  assign \$171  = req_addr[3] ? 32'd0 : \$170 ;
-  assign \$172  = req_addr[2] ? 32'd0 : { 23'h000000, status };
-  assign \$173  = req_addr[2] ? 32'd811731048 : 32'd1412646999;
-  assign \$174  = req_addr[3] ? \$172  : \$173 ;
-  assign \$175  = req_addr[4] ? \$171  : \$174 ;
-  assign \$176  = req_addr[5] ? 32'd0 : \$175 ;
-  assign \$177  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_sticky };
-  assign \$178  = req_addr[3] ? 32'd0 : \$177 ;
-  assign \$179  = req_addr[2] ? { 25'h0000000, addrmap_sticky } : { 25'h0000000, dma_sticky };
-  assign \$180  = req_addr[2] ? { 26'h0000000, tracker_sticky } : { 28'h0000000, errors };
-  assign \$181  = req_addr[3] ? \$179  : \$180 ;
-  assign \$182  = req_addr[4] ? \$178  : \$181 ;
-  assign \$183  = req_addr[5] ? 32'd0 : \$182 ;
-  assign \$184  = req_addr[2] ? 32'd0 : { 16'h0000, region_program__payload[154:139] };
-  assign \$185  = req_addr[2] ? region_program__payload[138:107] : { 16'h0000, region_program__payload[106:91] };
-  assign \$186  = req_addr[3] ? \$184  : \$185 ;
-  assign \$187  = req_addr[2] ? region_program__payload[90:59] : { 16'h0000, region_program__payload[58:43] };
-  assign \$188  = req_addr[2] ? region_program__payload[42:11] : { 21'h000000, region_program__payload[10:0] };
-  assign \$189  = req_addr[3] ? \$187  : \$188 ;
-  assign \$190  = req_addr[4] ? \$186  : \$189 ;
-  assign \$191  = req_addr[5] ? 32'd0 : \$190 ;
-  assign \$192  = req_addr[2] ? 32'd0 : { 16'h0000, dma_program__payload[178:163] };
-  assign \$193  = req_addr[2] ? dma_program__payload[162:131] : { 16'h0000, dma_program__payload[130:115] };
-  assign \$194  = req_addr[3] ? \$192  : \$193 ;
-  assign \$195  = req_addr[2] ? dma_program__payload[114:83] : { 8'h00, dma_program__payload[82:59] };
-  assign \$196  = req_addr[2] ? { 4'h0, dma_program__payload[58:31] } : { 1'h0, dma_program__payload[30:0] };
-  assign \$197  = req_addr[3] ? \$195  : \$196 ;
-  assign \$198  = req_addr[4] ? \$194  : \$197 ;
-  assign \$199  = req_addr[5] ? 32'd0 : \$198 ;
-  assign \$200  = req_addr[2] ? track_result[58:27] : { 5'h00, track_result[26:0] };
-  assign \$201  = req_addr[2] ? { 23'h000000, tracker_program__payload[38:30] } : { 2'h0, tracker_program__payload[29:0] };
-  assign \$202  = req_addr[3] ? \$200  : \$201 ;
-  assign \$203  = req_addr[4] ? 32'd0 : \$202 ;
-  assign \$204  = req_addr[5] ? 32'd0 : \$203 ;
-  assign \$205  = req_addr[2] ? tracker_stats[191:160] : tracker_stats[159:128];
-  assign \$206  = req_addr[3] ? 32'd0 : \$205 ;
-  assign \$207  = req_addr[2] ? tracker_stats[127:96] : tracker_stats[95:64];
-  assign \$208  = req_addr[2] ? tracker_stats[63:32] : tracker_stats[31:0];
-  assign \$209  = req_addr[3] ? \$207  : \$208 ;
-  assign \$210  = req_addr[4] ? \$206  : \$209 ;
-  assign \$211  = req_addr[5] ? 32'd0 : \$210 ;
-  assign \$212  = req_addr[2] ? 32'd0 : dma_stats[287:256];
-  assign \$213  = req_addr[3] ? 32'd0 : \$212 ;
-  assign \$214  = req_addr[4] ? 32'd0 : \$213 ;
-  assign \$215  = req_addr[2] ? dma_stats[255:224] : dma_stats[223:192];
-  assign \$216  = req_addr[2] ? dma_stats[191:160] : dma_stats[159:128];
-  assign \$217  = req_addr[3] ? \$215  : \$216 ;
-  assign \$218  = req_addr[2] ? dma_stats[127:96] : dma_stats[95:64];
-  assign \$219  = req_addr[2] ? dma_stats[63:32] : dma_stats[31:0];
-  assign \$220  = req_addr[3] ? \$218  : \$219 ;
-  assign \$221  = req_addr[4] ? \$217  : \$220 ;
-  assign \$222  = req_addr[5] ? \$214  : \$221 ;
-  assign \$223  = req_addr[2] ? 32'd0 : addrmap_stats[287:256];
-  assign \$224  = req_addr[3] ? 32'd0 : \$223 ;
-  assign \$225  = req_addr[4] ? 32'd0 : \$224 ;
-  assign \$226  = req_addr[2] ? addrmap_stats[255:224] : addrmap_stats[223:192];
-  assign \$227  = req_addr[2] ? addrmap_stats[191:160] : addrmap_stats[159:128];
-  assign \$228  = req_addr[3] ? \$226  : \$227 ;
-  assign \$229  = req_addr[2] ? addrmap_stats[127:96] : addrmap_stats[95:64];
-  assign \$230  = req_addr[2] ? addrmap_stats[63:32] : addrmap_stats[31:0];
-  assign \$231  = req_addr[3] ? \$229  : \$230 ;
-  assign \$232  = req_addr[4] ? \$228  : \$231 ;
-  assign \$233  = req_addr[5] ? \$225  : \$232 ;
-  assign \$234  = req_addr[2] ? 32'd0 : { 21'h000000, arbiter_status };
-  assign \$235  = req_addr[2] ? { 16'h0000, arbiter_program__payload[38:23] } : { 9'h000, arbiter_program__payload[22:0] };
-  assign \$236  = req_addr[3] ? \$234  : \$235 ;
-  assign \$237  = req_addr[4] ? 32'd0 : \$236 ;
-  assign \$238  = req_addr[5] ? 32'd0 : \$237 ;
-  assign \$239  = req_addr[2] ? 32'd0 : arbiter_stats[287:256];
-  assign \$240  = req_addr[3] ? 32'd0 : \$239 ;
-  assign \$241  = req_addr[4] ? 32'd0 : \$240 ;
-  assign \$242  = req_addr[2] ? arbiter_stats[255:224] : arbiter_stats[223:192];
-  assign \$243  = req_addr[2] ? arbiter_stats[191:160] : arbiter_stats[159:128];
-  assign \$244  = req_addr[3] ? \$242  : \$243 ;
-  assign \$245  = req_addr[2] ? arbiter_stats[127:96] : arbiter_stats[95:64];
-  assign \$246  = req_addr[2] ? arbiter_stats[63:32] : arbiter_stats[31:0];
-  assign \$247  = req_addr[3] ? \$245  : \$246 ;
-  assign \$248  = req_addr[4] ? \$244  : \$247 ;
-  assign \$249  = req_addr[5] ? \$241  : \$248 ;
-  assign \$250  = req_addr[2] ? 32'd0 : { 30'h00000000, arbiter_irq_enable };
-  assign \$251  = req_addr[3] ? 32'd0 : \$250 ;
-  assign \$252  = req_addr[2] ? { 25'h0000000, addrmap_irq_enable } : { 25'h0000000, dma_irq_enable };
-  assign \$253  = req_addr[2] ? { 26'h0000000, tracker_irq_enable } : { 28'h0000000, csr_irq_enable };
-  assign \$254  = req_addr[3] ? \$252  : \$253 ;
-  assign \$255  = req_addr[4] ? \$251  : \$254 ;
-  assign \$256  = req_addr[5] ? 32'd0 : \$255 ;
-  assign \$257  = req_addr[2] ? { 4'h0, \addrmap_capture$195 [75:48] } : { 16'h0000, \addrmap_capture$195 [47:32] };
-  assign \$258  = req_addr[2] ? \addrmap_capture$195 [31:0] : { 25'h0000000, \dma_capture$193 [78:72] };
-  assign \$259  = req_addr[3] ? \$257  : \$258 ;
-  assign \$260  = req_addr[2] ? { 16'h0000, \dma_capture$193 [71:56] } : \dma_capture$193 [55:24];
-  assign \$261  = req_addr[2] ? { 8'h00, \dma_capture$193 [23:0] } : { 2'h0, \tracker_capture$191  };
-  assign \$262  = req_addr[3] ? \$260  : \$261 ;
-  assign \$263  = req_addr[4] ? \$259  : \$262 ;
-  assign \$264  = req_addr[5] ? 32'd0 : \$263 ;
-  assign \$265  = | req_addr[1:0];
-  assign \$266  = read_section[0] ? 32'd0 : read_part14;
-  assign \$267  = read_section[0] ? read_part13 : 32'd0;
-  assign \$268  = read_section[1] ? \$266  : \$267 ;
-  assign \$269  = read_section[0] ? read_part11 : read_part10;
-  assign \$270  = read_section[0] ? 32'd0 : read_part8;
-  assign \$271  = read_section[1] ? \$269  : \$270 ;
-  assign \$272  = read_section[2] ? \$268  : \$271 ;
-  assign \$273  = read_section[0] ? 32'd0 : read_part6;
-  assign \$274  = read_section[0] ? read_part5 : read_part4;
-  assign \$275  = read_section[1] ? \$273  : \$274 ;
-  assign \$276  = read_section[0] ? read_part3 : read_part2;
-  assign \$277  = read_section[0] ? read_part1 : read_part0;
-  assign \$278  = read_section[1] ? \$276  : \$277 ;
-  assign \$279  = read_section[2] ? \$275  : \$278 ;
-  assign \$280  = read_section[3] ? \$272  : \$279 ;
-  assign \$281  = read_unaligned ? 32'd0 : \$280 ;
-  assign \$282  = req_r_stb | req_w_stb;
-  assign \$283  = ~ mapped;
-  assign \$284  = \$282  & \$283 ;
-  assign \$285  = req_w_stb & sel_id;
-  assign \$286  = req_w_stb & sel_config;
-  assign \$287  = req_w_stb & sel_status;
-  assign \$288  = req_w_stb & sel_track_result_op;
-  assign \$289  = req_w_stb & sel_track_result_threshold;
-  assign \$290  = req_w_stb & sel_tracker_writes_compute;
-  assign \$291  = req_w_stb & sel_tracker_writes_dma;
-  assign \$292  = req_w_stb & sel_tracker_writes_remote;
-  assign \$293  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$294  = req_w_stb & sel_tracker_triggers;
-  assign \$295  = req_w_stb & sel_tracker_dropped;
-  assign \$296  = req_w_stb & sel_dma_triggers;
-  assign \$297  = req_w_stb & sel_dma_rejected;
-  assign \$298  = req_w_stb & sel_dma_reads;
-  assign \$299  = req_w_stb & sel_dma_packets;
-  assign \$300  = req_w_stb & sel_dma_bad_program;
-  assign \$301  = req_w_stb & sel_dma_bad_range;
-  assign \$302  = req_w_stb & sel_dma_bad_pitch;
-  assign \$303  = req_w_stb & sel_dma_desc_busy;
-  assign \$304  = req_w_stb & sel_dma_aborted;
-  assign \$305  = req_w_stb & sel_addrmap_local;
-  assign \$306  = req_w_stb & sel_addrmap_tracked;
-  assign \$307  = req_w_stb & sel_addrmap_remote;
-  assign \$308  = req_w_stb & sel_addrmap_unmapped;
-  assign \$309  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$310  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$311  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$312  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$313  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$314  = req_w_stb & sel_arb_status;
-  assign \$315  = req_w_stb & sel_arbiter_grants_load;
-  assign \$316  = req_w_stb & sel_arbiter_grants_store;
-  assign \$317  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$318  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$319  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$320  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$321  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$322  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$323  = req_w_stb & sel_arbiter_starved;
-  assign \$324  = req_w_stb & sel_tracker_capture;
-  assign \$325  = req_w_stb & sel_dma_capture_index;
-  assign \$326  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$327  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$328  = req_w_stb & sel_dma_capture_events;
-  assign \$329  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$330  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$331  = req_w_stb & sel_addrmap_capture_device;
-  assign \$332  = | { \$331 , \$330 , \$329 , \$328 , \$327 , \$326 , \$325 , \$324 , \$323 , \$322 , \$321 , \$320 , \$319 , \$318 , \$317 , \$316 , \$315 , \$314 , \$313 , \$312 , \$311 , \$310 , \$309 , \$308 , \$307 , \$306 , \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285  };
-  assign \$333  = sweep_at < 4'h8;
-  assign \$334  = | addrmap_errors[1:0];
-  assign \$335  = ~ \$334 ;
-  assign \$336  = region_verdict & \$335 ;
-  assign \$337  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$338  = ~ \$337 ;
-  assign \$339  = desc_verdict & \$338 ;
-  assign \$340  = req_w_stb & sel_region_index;
-  assign \$341  = \$340  & region_locked;
-  assign \$342  = req_w_stb & sel_region_index;
-  assign \$343  = req_r_stb & sel_region_index;
-  assign \$344  = region_fetch | region_load;
-  assign \$345  = \$343  & \$344 ;
-  assign \$346  = req_w_stb & sel_region_base_lo;
-  assign \$347  = \$346  & region_locked;
-  assign \$348  = req_w_stb & sel_region_base_lo;
-  assign \$349  = req_r_stb & sel_region_base_lo;
-  assign \$350  = region_fetch | region_load;
-  assign \$351  = \$349  & \$350 ;
-  assign \$352  = req_w_stb & sel_region_base_hi;
-  assign \$353  = \$352  & region_locked;
-  assign \$354  = req_w_stb & sel_region_base_hi;
+  assign \$170  = sel_id ? 32'd1412646999 : 32'd0;
+  assign \$171  = sel_config ? 32'd811731048 : 32'd0;
+  assign \$172  = \$170  | \$171 ;
+  assign \$173  = sel_status ? { 23'h000000, status } : 32'd0;
+  assign \$175  = sel_device_id ? { 27'h0000000, device_id } : 32'd0;
+  assign \$177  = \$173  | \$176 ;
+  assign \$178  = \$172  | \$177 ;
+  assign \$179  = sel_csr_errors ? { 28'h0000000, errors } : 32'd0;
+  assign \$180  = sel_tracker_errors ? { 26'h0000000, tracker_sticky } : 32'd0;
+  assign \$181  = \$179  | \$180 ;
+  assign \$182  = sel_dma_errors ? { 25'h0000000, dma_sticky } : 32'd0;
+  assign \$183  = sel_addrmap_errors ? { 25'h0000000, addrmap_sticky } : 32'd0;
+  assign \$184  = sel_arbiter_errors ? { 30'h00000000, arbiter_sticky } : 32'd0;
+  assign \$185  = \$183  | \$184 ;
+  assign \$186  = \$182  | \$185 ;
+  assign \$187  = \$181  | \$186 ;
+  assign \$188  = sel_region_index ? { 21'h000000, region_program__payload[10:0] } : 32'd0;
+  assign \$189  = sel_region_base_lo ? region_program__payload[42:11] : 32'd0;
+  assign \$190  = sel_region_base_hi ? { 16'h0000, region_program__payload[58:43] } : 32'd0;
+  assign \$191  = \$189  | \$190 ;
+  assign \$192  = \$188  | \$191 ;
+  assign \$193  = sel_region_size_lo ? region_program__payload[90:59] : 32'd0;
+  assign \$194  = sel_region_size_hi ? { 16'h0000, region_program__payload[106:91] } : 32'd0;
+  assign \$195  = \$193  | \$194 ;
+  assign \$196  = sel_region_remote_base_lo ? region_program__payload[138:107] : 32'd0;
+  assign \$197  = sel_region_remote_base_hi ? { 16'h0000, region_program__payload[154:139] } : 32'd0;
+  assign \$198  = \$196  | \$197 ;
+  assign \$199  = \$195  | \$198 ;
+  assign \$200  = \$192  | \$199 ;
+  assign \$201  = sel_desc_index ? { 1'h0, dma_program__payload[30:0] } : 32'd0;
+  assign \$202  = sel_desc_rows ? { 4'h0, dma_program__payload[58:31] } : 32'd0;
+  assign \$203  = sel_desc_pitch ? { 8'h00, dma_program__payload[82:59] } : 32'd0;
+  assign \$204  = \$202  | \$203 ;
+  assign \$205  = \$201  | \$204 ;
+  assign \$206  = sel_desc_src_lo ? dma_program__payload[114:83] : 32'd0;
+  assign \$207  = sel_desc_src_hi ? { 16'h0000, dma_program__payload[130:115] } : 32'd0;
+  assign \$208  = \$206  | \$207 ;
+  assign \$209  = sel_desc_dst_lo ? dma_program__payload[162:131] : 32'd0;
+  assign \$210  = sel_desc_dst_hi ? { 16'h0000, dma_program__payload[178:163] } : 32'd0;
+  assign \$211  = \$209  | \$210 ;
+  assign \$212  = \$208  | \$211 ;
+  assign \$213  = \$205  | \$212 ;
+  assign \$214  = sel_track_op ? { 2'h0, tracker_program__payload[29:0] } : 32'd0;
+  assign \$215  = sel_track_cmd ? { 23'h000000, tracker_program__payload[38:30] } : 32'd0;
+  assign \$216  = \$214  | \$215 ;
+  assign \$217  = sel_track_result_op ? { 5'h00, track_result[26:0] } : 32'd0;
+  assign \$218  = sel_track_result_threshold ? track_result[58:27] : 32'd0;
+  assign \$219  = \$217  | \$218 ;
+  assign \$220  = \$216  | \$219 ;
+  assign \$221  = sel_tracker_writes_compute ? tracker_stats[31:0] : 32'd0;
+  assign \$222  = sel_tracker_writes_dma ? tracker_stats[63:32] : 32'd0;
+  assign \$223  = sel_tracker_writes_remote ? tracker_stats[95:64] : 32'd0;
+  assign \$224  = \$222  | \$223 ;
+  assign \$225  = \$221  | \$224 ;
+  assign \$226  = sel_tracker_unprogrammed ? tracker_stats[127:96] : 32'd0;
+  assign \$227  = sel_tracker_triggers ? tracker_stats[159:128] : 32'd0;
+  assign \$228  = sel_tracker_dropped ? tracker_stats[191:160] : 32'd0;
+  assign \$229  = \$227  | \$228 ;
+  assign \$230  = \$226  | \$229 ;
+  assign \$231  = \$225  | \$230 ;
+  assign \$232  = sel_dma_triggers ? dma_stats[31:0] : 32'd0;
+  assign \$233  = sel_dma_rejected ? dma_stats[63:32] : 32'd0;
+  assign \$234  = \$232  | \$233 ;
+  assign \$235  = sel_dma_reads ? dma_stats[95:64] : 32'd0;
+  assign \$236  = sel_dma_packets ? dma_stats[127:96] : 32'd0;
+  assign \$237  = \$235  | \$236 ;
+  assign \$238  = \$234  | \$237 ;
+  assign \$239  = sel_dma_bad_program ? dma_stats[159:128] : 32'd0;
+  assign \$240  = sel_dma_bad_range ? dma_stats[191:160] : 32'd0;
+  assign \$241  = \$239  | \$240 ;
+  assign \$242  = sel_dma_bad_pitch ? dma_stats[223:192] : 32'd0;
+  assign \$243  = sel_dma_desc_busy ? dma_stats[255:224] : 32'd0;
+  assign \$244  = sel_dma_aborted ? dma_stats[287:256] : 32'd0;
+  assign \$245  = \$243  | \$244 ;
+  assign \$246  = \$242  | \$245 ;
+  assign \$247  = \$241  | \$246 ;
+  assign \$248  = \$238  | \$247 ;
+  assign \$249  = sel_addrmap_local ? addrmap_stats[31:0] : 32'd0;
+  assign \$250  = sel_addrmap_tracked ? addrmap_stats[63:32] : 32'd0;
+  assign \$251  = \$249  | \$250 ;
+  assign \$252  = sel_addrmap_remote ? addrmap_stats[95:64] : 32'd0;
+  assign \$253  = sel_addrmap_unmapped ? addrmap_stats[127:96] : 32'd0;
+  assign \$254  = \$252  | \$253 ;
+  assign \$255  = \$251  | \$254 ;
+  assign \$256  = sel_addrmap_store_crosses ? addrmap_stats[159:128] : 32'd0;
+  assign \$257  = sel_addrmap_rx_misrouted ? addrmap_stats[191:160] : 32'd0;
+  assign \$258  = \$256  | \$257 ;
+  assign \$259  = sel_addrmap_rx_remote ? addrmap_stats[223:192] : 32'd0;
+  assign \$260  = sel_addrmap_rx_unmapped ? addrmap_stats[255:224] : 32'd0;
+  assign \$261  = sel_addrmap_rx_crosses ? addrmap_stats[287:256] : 32'd0;
+  assign \$262  = \$260  | \$261 ;
+  assign \$263  = \$259  | \$262 ;
+  assign \$264  = \$258  | \$263 ;
+  assign \$265  = \$255  | \$264 ;
+  assign \$266  = sel_arb_policy ? { 9'h000, arbiter_program__payload[22:0] } : 32'd0;
+  assign \$267  = sel_arb_starvation_limit ? { 16'h0000, arbiter_program__payload[38:23] } : 32'd0;
+  assign \$268  = sel_arb_status ? { 21'h000000, arbiter_status } : 32'd0;
+  assign \$269  = \$267  | \$268 ;
+  assign \$270  = \$266  | \$269 ;
+  assign \$271  = sel_arbiter_grants_load ? arbiter_stats[31:0] : 32'd0;
+  assign \$272  = sel_arbiter_grants_store ? arbiter_stats[63:32] : 32'd0;
+  assign \$273  = \$271  | \$272 ;
+  assign \$274  = sel_arbiter_grants_dma ? arbiter_stats[95:64] : 32'd0;
+  assign \$275  = sel_arbiter_grants_remote ? arbiter_stats[127:96] : 32'd0;
+  assign \$276  = \$274  | \$275 ;
+  assign \$277  = \$273  | \$276 ;
+  assign \$278  = sel_arbiter_stalls_load ? arbiter_stats[159:128] : 32'd0;
+  assign \$279  = sel_arbiter_stalls_store ? arbiter_stats[191:160] : 32'd0;
+  assign \$280  = \$278  | \$279 ;
+  assign \$281  = sel_arbiter_stalls_dma ? arbiter_stats[223:192] : 32'd0;
+  assign \$282  = sel_arbiter_stalls_remote ? arbiter_stats[255:224] : 32'd0;
+  assign \$283  = sel_arbiter_starved ? arbiter_stats[287:256] : 32'd0;
+  assign \$284  = \$282  | \$283 ;
+  assign \$285  = \$281  | \$284 ;
+  assign \$286  = \$280  | \$285 ;
+  assign \$287  = \$277  | \$286 ;
+  assign \$288  = sel_csr_irq_enable ? { 28'h0000000, csr_irq_enable } : 32'd0;
+  assign \$289  = sel_tracker_irq_enable ? { 26'h0000000, tracker_irq_enable } : 32'd0;
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = sel_dma_irq_enable ? { 25'h0000000, dma_irq_enable } : 32'd0;
+  assign \$292  = sel_addrmap_irq_enable ? { 25'h0000000, addrmap_irq_enable } : 32'd0;
+  assign \$293  = sel_arbiter_irq_enable ? { 30'h00000000, arbiter_irq_enable } : 32'd0;
+  assign \$294  = \$292  | \$293 ;
+  assign \$295  = \$291  | \$294 ;
+  assign \$296  = \$290  | \$295 ;
+  assign \$297  = sel_tracker_capture ? { 2'h0, \tracker_capture$191  } : 32'd0;
+  assign \$298  = sel_dma_capture_index ? { 8'h00, \dma_capture$193 [23:0] } : 32'd0;
+  assign \$299  = \$297  | \$298 ;
+  assign \$300  = sel_dma_capture_addr_lo ? \dma_capture$193 [55:24] : 32'd0;
+  assign \$301  = sel_dma_capture_addr_hi ? { 16'h0000, \dma_capture$193 [71:56] } : 32'd0;
+  assign \$302  = \$300  | \$301 ;
+  assign \$303  = \$299  | \$302 ;
+  assign \$304  = sel_dma_capture_events ? { 25'h0000000, \dma_capture$193 [78:72] } : 32'd0;
+  assign \$305  = sel_addrmap_capture_addr_lo ? \addrmap_capture$195 [31:0] : 32'd0;
+  assign \$306  = \$304  | \$305 ;
+  assign \$307  = sel_addrmap_capture_addr_hi ? { 16'h0000, \addrmap_capture$195 [47:32] } : 32'd0;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$478  = bus__addr;
+    \$525  = bus__addr;
     if (rst) begin
-      \$478  = 10'h000;
+      \$525  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$479  = bus__w_data;
+    \$526  = bus__w_data;
     if (rst) begin
-      \$479  = 32'd0;
+      \$526  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$480  = bus__w_stb;
-    if (rst) begin
-      \$480  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$481  = bus__r_stb;
-    if (rst) begin
-      \$481  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$482  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$482  = 1'h1;
-    endcase
-    if (rst) begin
-      \$482  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$483  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          \$483  = 1'h1;
-    endcase
-    if (rst) begin
-      \$483  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$484  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          \$484  = 1'h1;
-    endcase
-    if (rst) begin
-      \$484  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$485  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          \$485  = 1'h1;
-    endcase
-    if (rst) begin
-      \$485  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$486  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          \$486  = 1'h1;
-    endcase
-    if (rst) begin
-      \$486  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$487  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          \$487  = 1'h1;
-    endcase
-    if (rst) begin
-      \$487  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$488  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          \$488  = 1'h1;
-    endcase
-    if (rst) begin
-      \$488  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$489  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          \$489  = 1'h1;
-    endcase
-    if (rst) begin
-      \$489  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$490  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          \$490  = 1'h1;
-    endcase
-    if (rst) begin
-      \$490  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$491  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          \$491  = 1'h1;
-    endcase
-    if (rst) begin
-      \$491  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$492  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          \$492  = 1'h1;
-    endcase
-    if (rst) begin
-      \$492  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$493  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          \$493  = 1'h1;
-    endcase
-    if (rst) begin
-      \$493  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$494  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          \$494  = 1'h1;
-    endcase
-    if (rst) begin
-      \$494  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$495  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          \$495  = 1'h1;
-    endcase
-    if (rst) begin
-      \$495  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$496  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          \$496  = 1'h1;
-    endcase
-    if (rst) begin
-      \$496  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$497  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          \$497  = 1'h1;
-    endcase
-    if (rst) begin
-      \$497  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$498  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          \$498  = 1'h1;
-    endcase
-    if (rst) begin
-      \$498  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$499  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          \$499  = 1'h1;
-    endcase
-    if (rst) begin
-      \$499  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$500  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          \$500  = 1'h1;
-    endcase
-    if (rst) begin
-      \$500  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$501  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          \$501  = 1'h1;
-    endcase
-    if (rst) begin
-      \$501  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$502  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          \$502  = 1'h1;
-    endcase
-    if (rst) begin
-      \$502  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$503  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          \$503  = 1'h1;
-    endcase
-    if (rst) begin
-      \$503  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$504  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          \$504  = 1'h1;
-    endcase
-    if (rst) begin
-      \$504  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$505  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          \$505  = 1'h1;
-    endcase
-    if (rst) begin
-      \$505  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$506  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          \$506  = 1'h1;
-    endcase
-    if (rst) begin
-      \$506  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$507  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          \$507  = 1'h1;
-    endcase
-    if (rst) begin
-      \$507  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$508  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          \$508  = 1'h1;
-    endcase
-    if (rst) begin
-      \$508  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$509  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          \$509  = 1'h1;
-    endcase
-    if (rst) begin
-      \$509  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$510  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          \$510  = 1'h1;
-    endcase
-    if (rst) begin
-      \$510  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$511  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          \$511  = 1'h1;
-    endcase
-    if (rst) begin
-      \$511  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$512  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          \$512  = 1'h1;
-    endcase
-    if (rst) begin
-      \$512  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$513  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          \$513  = 1'h1;
-    endcase
-    if (rst) begin
-      \$513  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$514  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          \$514  = 1'h1;
-    endcase
-    if (rst) begin
-      \$514  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$515  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          \$515  = 1'h1;
-    endcase
-    if (rst) begin
-      \$515  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$516  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          \$516  = 1'h1;
-    endcase
-    if (rst) begin
-      \$516  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$517  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          \$517  = 1'h1;
-    endcase
-    if (rst) begin
-      \$517  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$518  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          \$518  = 1'h1;
-    endcase
-    if (rst) begin
-      \$518  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$519  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          \$519  = 1'h1;
-    endcase
-    if (rst) begin
-      \$519  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$520  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          \$520  = 1'h1;
-    endcase
-    if (rst) begin
-      \$520  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$521  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          \$521  = 1'h1;
-    endcase
-    if (rst) begin
-      \$521  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$522  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          \$522  = 1'h1;
-    endcase
-    if (rst) begin
-      \$522  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$523  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          \$523  = 1'h1;
-    endcase
-    if (rst) begin
-      \$523  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$524  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          \$524  = 1'h1;
-    endcase
-    if (rst) begin
-      \$524  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$525  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          \$525  = 1'h1;
-    endcase
-    if (rst) begin
-      \$525  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$526  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          \$526  = 1'h1;
-    endcase
-    if (rst) begin
-      \$526  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$527  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          \$527  = 1'h1;
-    endcase
+    \$527  = bus__w_stb;
     if (rst) begin
       \$527  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$528  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          \$528  = 1'h1;
-    endcase
+    \$528  = bus__r_stb;
     if (rst) begin
       \$528  = 1'h0;
     end
@@ -5062,100 +2475,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
           \$529  = 1'h1;
     endcase
     if (rst) begin
@@ -5169,100 +2488,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h000:
           /* empty */;
       10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
           \$530  = 1'h1;
     endcase
     if (rst) begin
@@ -5278,100 +2503,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h004:
           /* empty */;
       10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
           \$531  = 1'h1;
     endcase
     if (rst) begin
@@ -5389,100 +2520,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h008:
           /* empty */;
       10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
           \$532  = 1'h1;
     endcase
     if (rst) begin
@@ -5502,100 +2539,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h00c:
           /* empty */;
       10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
           \$533  = 1'h1;
     endcase
     if (rst) begin
@@ -5617,100 +2560,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h010:
           /* empty */;
       10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
           \$534  = 1'h1;
     endcase
     if (rst) begin
@@ -5734,100 +2583,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h040:
           /* empty */;
       10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
           \$535  = 1'h1;
     endcase
     if (rst) begin
@@ -5853,100 +2608,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h044:
           /* empty */;
       10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
           \$536  = 1'h1;
     endcase
     if (rst) begin
@@ -5974,100 +2635,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h048:
           /* empty */;
       10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
           \$537  = 1'h1;
     endcase
     if (rst) begin
@@ -6097,100 +2664,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h04c:
           /* empty */;
       10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
           \$538  = 1'h1;
     endcase
     if (rst) begin
@@ -6222,100 +2695,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h050:
           /* empty */;
       10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
           \$539  = 1'h1;
     endcase
     if (rst) begin
@@ -6349,100 +2728,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h080:
           /* empty */;
       10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
           \$540  = 1'h1;
     endcase
     if (rst) begin
@@ -6478,100 +2763,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h084:
           /* empty */;
       10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
           \$541  = 1'h1;
     endcase
     if (rst) begin
@@ -6609,100 +2800,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h088:
           /* empty */;
       10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
           \$542  = 1'h1;
     endcase
     if (rst) begin
@@ -6742,100 +2839,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h08c:
           /* empty */;
       10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
           \$543  = 1'h1;
     endcase
     if (rst) begin
@@ -6877,100 +2880,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h090:
           /* empty */;
       10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
           \$544  = 1'h1;
     endcase
     if (rst) begin
@@ -7014,100 +2923,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h094:
           /* empty */;
       10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
           \$545  = 1'h1;
     endcase
     if (rst) begin
@@ -7153,100 +2968,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h098:
           /* empty */;
       10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
           \$546  = 1'h1;
     endcase
     if (rst) begin
@@ -7294,100 +3015,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c0:
           /* empty */;
       10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
           \$547  = 1'h1;
     endcase
     if (rst) begin
@@ -7437,100 +3064,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c4:
           /* empty */;
       10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
           \$548  = 1'h1;
     endcase
     if (rst) begin
@@ -7582,100 +3115,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c8:
           /* empty */;
       10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
           \$549  = 1'h1;
     endcase
     if (rst) begin
@@ -7729,100 +3168,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0cc:
           /* empty */;
       10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
           \$550  = 1'h1;
     endcase
     if (rst) begin
@@ -7878,100 +3223,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d0:
           /* empty */;
       10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
           \$551  = 1'h1;
     endcase
     if (rst) begin
@@ -8029,100 +3280,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d4:
           /* empty */;
       10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
           \$552  = 1'h1;
     endcase
     if (rst) begin
@@ -8182,100 +3339,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d8:
           /* empty */;
       10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
           \$553  = 1'h1;
     endcase
     if (rst) begin
@@ -8337,100 +3400,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h100:
           /* empty */;
       10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
           \$554  = 1'h1;
     endcase
     if (rst) begin
@@ -8494,100 +3463,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h104:
           /* empty */;
       10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
           \$555  = 1'h1;
     endcase
     if (rst) begin
@@ -8653,100 +3528,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h108:
           /* empty */;
       10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
           \$556  = 1'h1;
     endcase
     if (rst) begin
@@ -8814,100 +3595,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h10c:
           /* empty */;
       10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
           \$557  = 1'h1;
     endcase
     if (rst) begin
@@ -8977,100 +3664,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h140:
           /* empty */;
       10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
           \$558  = 1'h1;
     endcase
     if (rst) begin
@@ -9082,158 +3675,66 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
-          \$559  = 1'h1;
+          /* empty */;
       10'h004:
-          \$559  = 1'h1;
+          /* empty */;
       10'h008:
-          \$559  = 1'h1;
+          /* empty */;
       10'h00c:
-          \$559  = 1'h1;
+          /* empty */;
       10'h010:
-          \$559  = 1'h1;
+          /* empty */;
       10'h040:
-          \$559  = 1'h1;
+          /* empty */;
       10'h044:
-          \$559  = 1'h1;
+          /* empty */;
       10'h048:
-          \$559  = 1'h1;
+          /* empty */;
       10'h04c:
-          \$559  = 1'h1;
+          /* empty */;
       10'h050:
-          \$559  = 1'h1;
+          /* empty */;
       10'h080:
-          \$559  = 1'h1;
+          /* empty */;
       10'h084:
-          \$559  = 1'h1;
+          /* empty */;
       10'h088:
-          \$559  = 1'h1;
+          /* empty */;
       10'h08c:
-          \$559  = 1'h1;
+          /* empty */;
       10'h090:
-          \$559  = 1'h1;
+          /* empty */;
       10'h094:
-          \$559  = 1'h1;
+          /* empty */;
       10'h098:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0c0:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0c4:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0c8:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0cc:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0d0:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0d4:
-          \$559  = 1'h1;
+          /* empty */;
       10'h0d8:
-          \$559  = 1'h1;
+          /* empty */;
       10'h100:
-          \$559  = 1'h1;
+          /* empty */;
       10'h104:
-          \$559  = 1'h1;
+          /* empty */;
       10'h108:
-          \$559  = 1'h1;
+          /* empty */;
       10'h10c:
-          \$559  = 1'h1;
+          /* empty */;
       10'h140:
-          \$559  = 1'h1;
+          /* empty */;
       10'h144:
-          \$559  = 1'h1;
+          /* empty */;
       10'h148:
-          \$559  = 1'h1;
-      10'h14c:
-          \$559  = 1'h1;
-      10'h150:
-          \$559  = 1'h1;
-      10'h154:
-          \$559  = 1'h1;
-      10'h180:
-          \$559  = 1'h1;
-      10'h184:
-          \$559  = 1'h1;
-      10'h188:
-          \$559  = 1'h1;
-      10'h18c:
-          \$559  = 1'h1;
-      10'h190:
-          \$559  = 1'h1;
-      10'h194:
-          \$559  = 1'h1;
-      10'h198:
-          \$559  = 1'h1;
-      10'h19c:
-          \$559  = 1'h1;
-      10'h1a0:
-          \$559  = 1'h1;
-      10'h200:
-          \$559  = 1'h1;
-      10'h204:
-          \$559  = 1'h1;
-      10'h208:
-          \$559  = 1'h1;
-      10'h20c:
-          \$559  = 1'h1;
-      10'h210:
-          \$559  = 1'h1;
-      10'h214:
-          \$559  = 1'h1;
-      10'h218:
-          \$559  = 1'h1;
-      10'h21c:
-          \$559  = 1'h1;
-      10'h220:
-          \$559  = 1'h1;
-      10'h280:
-          \$559  = 1'h1;
-      10'h284:
-          \$559  = 1'h1;
-      10'h288:
-          \$559  = 1'h1;
-      10'h2c0:
-          \$559  = 1'h1;
-      10'h2c4:
-          \$559  = 1'h1;
-      10'h2c8:
-          \$559  = 1'h1;
-      10'h2cc:
-          \$559  = 1'h1;
-      10'h2d0:
-          \$559  = 1'h1;
-      10'h2d4:
-          \$559  = 1'h1;
-      10'h2d8:
-          \$559  = 1'h1;
-      10'h2dc:
-          \$559  = 1'h1;
-      10'h2e0:
-          \$559  = 1'h1;
-      10'h340:
-          \$559  = 1'h1;
-      10'h344:
-          \$559  = 1'h1;
-      10'h348:
-          \$559  = 1'h1;
-      10'h34c:
-          \$559  = 1'h1;
-      10'h350:
-          \$559  = 1'h1;
-      10'h380:
-          \$559  = 1'h1;
-      10'h384:
-          \$559  = 1'h1;
-      10'h388:
-          \$559  = 1'h1;
-      10'h38c:
-          \$559  = 1'h1;
-      10'h390:
-          \$559  = 1'h1;
-      10'h394:
-          \$559  = 1'h1;
-      10'h398:
-          \$559  = 1'h1;
-      10'h39c:
           \$559  = 1'h1;
     endcase
     if (rst) begin
@@ -9242,31 +3743,5622 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$560  = sweep_at;
-    if (sweep) begin
-      \$560  = \$1 [7:0];
-    end
+    \$560  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          \$560  = 1'h1;
+    endcase
     if (rst) begin
-      \$560  = 8'h00;
+      \$560  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$561  = sweep;
+    \$561  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          \$561  = 1'h1;
+    endcase
+    if (rst) begin
+      \$561  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$562  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          \$562  = 1'h1;
+    endcase
+    if (rst) begin
+      \$562  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$563  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          \$563  = 1'h1;
+    endcase
+    if (rst) begin
+      \$563  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$564  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          \$564  = 1'h1;
+    endcase
+    if (rst) begin
+      \$564  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$565  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          \$565  = 1'h1;
+    endcase
+    if (rst) begin
+      \$565  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$566  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          \$566  = 1'h1;
+    endcase
+    if (rst) begin
+      \$566  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$567  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          \$567  = 1'h1;
+    endcase
+    if (rst) begin
+      \$567  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$568  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          \$568  = 1'h1;
+    endcase
+    if (rst) begin
+      \$568  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$569  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          \$569  = 1'h1;
+    endcase
+    if (rst) begin
+      \$569  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$570  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          \$570  = 1'h1;
+    endcase
+    if (rst) begin
+      \$570  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$571  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          \$571  = 1'h1;
+    endcase
+    if (rst) begin
+      \$571  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$572  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          \$572  = 1'h1;
+    endcase
+    if (rst) begin
+      \$572  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$573  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          \$573  = 1'h1;
+    endcase
+    if (rst) begin
+      \$573  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$574  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          \$574  = 1'h1;
+    endcase
+    if (rst) begin
+      \$574  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$575  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          \$575  = 1'h1;
+    endcase
+    if (rst) begin
+      \$575  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$576  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          \$576  = 1'h1;
+    endcase
+    if (rst) begin
+      \$576  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$577  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          \$577  = 1'h1;
+    endcase
+    if (rst) begin
+      \$577  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$578  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          \$578  = 1'h1;
+    endcase
+    if (rst) begin
+      \$578  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$579  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          \$579  = 1'h1;
+    endcase
+    if (rst) begin
+      \$579  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$580  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          \$580  = 1'h1;
+    endcase
+    if (rst) begin
+      \$580  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$581  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          \$581  = 1'h1;
+    endcase
+    if (rst) begin
+      \$581  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$582  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          \$582  = 1'h1;
+    endcase
+    if (rst) begin
+      \$582  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$583  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          \$583  = 1'h1;
+    endcase
+    if (rst) begin
+      \$583  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$584  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          \$584  = 1'h1;
+    endcase
+    if (rst) begin
+      \$584  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$585  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          \$585  = 1'h1;
+    endcase
+    if (rst) begin
+      \$585  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$586  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          \$586  = 1'h1;
+    endcase
+    if (rst) begin
+      \$586  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$587  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          \$587  = 1'h1;
+    endcase
+    if (rst) begin
+      \$587  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$588  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          \$588  = 1'h1;
+    endcase
+    if (rst) begin
+      \$588  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$589  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          \$589  = 1'h1;
+    endcase
+    if (rst) begin
+      \$589  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$590  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          \$590  = 1'h1;
+    endcase
+    if (rst) begin
+      \$590  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$591  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          \$591  = 1'h1;
+    endcase
+    if (rst) begin
+      \$591  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$592  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          \$592  = 1'h1;
+    endcase
+    if (rst) begin
+      \$592  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$593  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          \$593  = 1'h1;
+    endcase
+    if (rst) begin
+      \$593  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$594  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          \$594  = 1'h1;
+    endcase
+    if (rst) begin
+      \$594  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$595  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          \$595  = 1'h1;
+    endcase
+    if (rst) begin
+      \$595  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$596  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          \$596  = 1'h1;
+    endcase
+    if (rst) begin
+      \$596  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$597  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          \$597  = 1'h1;
+    endcase
+    if (rst) begin
+      \$597  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$598  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          \$598  = 1'h1;
+    endcase
+    if (rst) begin
+      \$598  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$599  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          \$599  = 1'h1;
+    endcase
+    if (rst) begin
+      \$599  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$600  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          \$600  = 1'h1;
+    endcase
+    if (rst) begin
+      \$600  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$601  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          \$601  = 1'h1;
+    endcase
+    if (rst) begin
+      \$601  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$602  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          \$602  = 1'h1;
+    endcase
+    if (rst) begin
+      \$602  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$603  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          \$603  = 1'h1;
+    endcase
+    if (rst) begin
+      \$603  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$604  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          \$604  = 1'h1;
+    endcase
+    if (rst) begin
+      \$604  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$605  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
+          \$605  = 1'h1;
+    endcase
+    if (rst) begin
+      \$605  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$606  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$606  = 1'h1;
+      10'h004:
+          \$606  = 1'h1;
+      10'h008:
+          \$606  = 1'h1;
+      10'h00c:
+          \$606  = 1'h1;
+      10'h010:
+          \$606  = 1'h1;
+      10'h040:
+          \$606  = 1'h1;
+      10'h044:
+          \$606  = 1'h1;
+      10'h048:
+          \$606  = 1'h1;
+      10'h04c:
+          \$606  = 1'h1;
+      10'h050:
+          \$606  = 1'h1;
+      10'h080:
+          \$606  = 1'h1;
+      10'h084:
+          \$606  = 1'h1;
+      10'h088:
+          \$606  = 1'h1;
+      10'h08c:
+          \$606  = 1'h1;
+      10'h090:
+          \$606  = 1'h1;
+      10'h094:
+          \$606  = 1'h1;
+      10'h098:
+          \$606  = 1'h1;
+      10'h0c0:
+          \$606  = 1'h1;
+      10'h0c4:
+          \$606  = 1'h1;
+      10'h0c8:
+          \$606  = 1'h1;
+      10'h0cc:
+          \$606  = 1'h1;
+      10'h0d0:
+          \$606  = 1'h1;
+      10'h0d4:
+          \$606  = 1'h1;
+      10'h0d8:
+          \$606  = 1'h1;
+      10'h100:
+          \$606  = 1'h1;
+      10'h104:
+          \$606  = 1'h1;
+      10'h108:
+          \$606  = 1'h1;
+      10'h10c:
+          \$606  = 1'h1;
+      10'h140:
+          \$606  = 1'h1;
+      10'h144:
+          \$606  = 1'h1;
+      10'h148:
+          \$606  = 1'h1;
+      10'h14c:
+          \$606  = 1'h1;
+      10'h150:
+          \$606  = 1'h1;
+      10'h154:
+          \$606  = 1'h1;
+      10'h180:
+          \$606  = 1'h1;
+      10'h184:
+          \$606  = 1'h1;
+      10'h188:
+          \$606  = 1'h1;
+      10'h18c:
+          \$606  = 1'h1;
+      10'h190:
+          \$606  = 1'h1;
+      10'h194:
+          \$606  = 1'h1;
+      10'h198:
+          \$606  = 1'h1;
+      10'h19c:
+          \$606  = 1'h1;
+      10'h1a0:
+          \$606  = 1'h1;
+      10'h200:
+          \$606  = 1'h1;
+      10'h204:
+          \$606  = 1'h1;
+      10'h208:
+          \$606  = 1'h1;
+      10'h20c:
+          \$606  = 1'h1;
+      10'h210:
+          \$606  = 1'h1;
+      10'h214:
+          \$606  = 1'h1;
+      10'h218:
+          \$606  = 1'h1;
+      10'h21c:
+          \$606  = 1'h1;
+      10'h220:
+          \$606  = 1'h1;
+      10'h280:
+          \$606  = 1'h1;
+      10'h284:
+          \$606  = 1'h1;
+      10'h288:
+          \$606  = 1'h1;
+      10'h2c0:
+          \$606  = 1'h1;
+      10'h2c4:
+          \$606  = 1'h1;
+      10'h2c8:
+          \$606  = 1'h1;
+      10'h2cc:
+          \$606  = 1'h1;
+      10'h2d0:
+          \$606  = 1'h1;
+      10'h2d4:
+          \$606  = 1'h1;
+      10'h2d8:
+          \$606  = 1'h1;
+      10'h2dc:
+          \$606  = 1'h1;
+      10'h2e0:
+          \$606  = 1'h1;
+      10'h340:
+          \$606  = 1'h1;
+      10'h344:
+          \$606  = 1'h1;
+      10'h348:
+          \$606  = 1'h1;
+      10'h34c:
+          \$606  = 1'h1;
+      10'h350:
+          \$606  = 1'h1;
+      10'h380:
+          \$606  = 1'h1;
+      10'h384:
+          \$606  = 1'h1;
+      10'h388:
+          \$606  = 1'h1;
+      10'h38c:
+          \$606  = 1'h1;
+      10'h390:
+          \$606  = 1'h1;
+      10'h394:
+          \$606  = 1'h1;
+      10'h398:
+          \$606  = 1'h1;
+      10'h39c:
+          \$606  = 1'h1;
+    endcase
+    if (rst) begin
+      \$606  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$607  = sweep_at;
+    if (sweep) begin
+      \$607  = \$1 [7:0];
+    end
+    if (rst) begin
+      \$607  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$608  = sweep;
     if (sweep) begin
       if (\$2 ) begin
-        \$561  = 1'h0;
+        \$608  = 1'h0;
       end
     end
     if (rst) begin
-      \$561  = 1'h1;
+      \$608  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$562  = region_program__valid;
+    \$609  = region_program__valid;
     if (\$3 ) begin
-      \$562  = 1'h0;
+      \$609  = 1'h0;
     end
     if (\$94 ) begin
       casez (req_w_data[2:0])
@@ -9274,19 +9366,19 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$95 ) begin
             end else begin
-              \$562  = 1'h1;
+              \$609  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$562  = 1'h0;
+      \$609  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$563  = dma_program__valid;
+    \$610  = dma_program__valid;
     if (\$4 ) begin
-      \$563  = 1'h0;
+      \$610  = 1'h0;
     end
     if (\$94 ) begin
       casez (req_w_data[2:0])
@@ -9298,19 +9390,19 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$98 ) begin
             end else begin
-              \$563  = 1'h1;
+              \$610  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$563  = 1'h0;
+      \$610  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$564  = tracker_program__valid;
+    \$611  = tracker_program__valid;
     if (\$5 ) begin
-      \$564  = 1'h0;
+      \$611  = 1'h0;
     end
     if (\$94 ) begin
       casez (req_w_data[2:0])
@@ -9326,19 +9418,19 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$103 ) begin
             end else begin
-              \$564  = 1'h1;
+              \$611  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$564  = 1'h0;
+      \$611  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$565  = arbiter_program__valid;
+    \$612  = arbiter_program__valid;
     if (\$6 ) begin
-      \$565  = 1'h0;
+      \$612  = 1'h0;
     end
     if (\$94 ) begin
       casez (req_w_data[2:0])
@@ -9356,115 +9448,115 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$107 ) begin
             end else begin
-              \$565  = 1'h1;
+              \$612  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$565  = 1'h0;
+      \$612  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$566  = \$7 ;
+    \$613  = \$7 ;
     if (rst) begin
-      \$566  = 1'h0;
+      \$613  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$567  = region_waiting0;
+    \$614  = region_waiting0;
     if (rst) begin
-      \$567  = 1'h0;
+      \$614  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$568  = region_waiting1;
+    \$615  = region_waiting1;
     if (rst) begin
-      \$568  = 1'h0;
+      \$615  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$569  = region_waiting2;
+    \$616  = region_waiting2;
     if (rst) begin
-      \$569  = 1'h0;
+      \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$570  = region_waiting3;
+    \$617  = region_waiting3;
     if (rst) begin
-      \$570  = 1'h0;
+      \$617  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$571  = region_waiting4;
+    \$618  = region_waiting4;
     if (rst) begin
-      \$571  = 1'h0;
+      \$618  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$572  = region_waiting5;
+    \$619  = region_waiting5;
     if (rst) begin
-      \$572  = 1'h0;
+      \$619  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$573  = region_waiting6;
+    \$620  = region_waiting6;
     if (rst) begin
-      \$573  = 1'h0;
+      \$620  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$574  = region_waiting7;
+    \$621  = region_waiting7;
     if (rst) begin
-      \$574  = 1'h0;
+      \$621  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$575  = region_waiting8;
+    \$622  = region_waiting8;
     if (rst) begin
-      \$575  = 1'h0;
+      \$622  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$576  = region_waiting9;
+    \$623  = region_waiting9;
     if (rst) begin
-      \$576  = 1'h0;
+      \$623  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$577  = region_waiting10;
+    \$624  = region_waiting10;
     if (rst) begin
-      \$577  = 1'h0;
+      \$624  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$578  = region_waiting11;
+    \$625  = region_waiting11;
     if (rst) begin
-      \$578  = 1'h0;
+      \$625  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$579  = \$9 ;
+    \$626  = \$9 ;
     if (rst) begin
-      \$579  = 1'h0;
+      \$626  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$580  = 1'h0;
+    \$627  = 1'h0;
     if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -9473,119 +9565,119 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$96 ) begin
             end else begin
-              \$580  = 1'h1;
+              \$627  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$580  = 1'h0;
+      \$627  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$581  = region_fetch;
+    \$628  = region_fetch;
     if (rst) begin
-      \$581  = 1'h0;
+      \$628  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$582  = region_program__payload;
+    \$629  = region_program__payload;
     if (region_load) begin
-      \$582 [3] = region_got[0];
-      \$582 [5:4] = region_got[2:1];
-      \$582 [10:6] = region_got[7:3];
-      \$582 [58:11] = region_got[55:8];
-      \$582 [106:59] = region_got[103:56];
-      \$582 [154:107] = region_got[151:104];
+      \$629 [3] = region_got[0];
+      \$629 [5:4] = region_got[2:1];
+      \$629 [10:6] = region_got[7:3];
+      \$629 [58:11] = region_got[55:8];
+      \$629 [106:59] = region_got[103:56];
+      \$629 [154:107] = region_got[151:104];
     end
     if (\$15 ) begin
     end else if (\$16 ) begin
-      \$582 [2:0] = req_w_data[2:0];
-      \$582 [3] = req_w_data[3];
-      \$582 [5:4] = req_w_data[5:4];
-      \$582 [10:6] = req_w_data[10:6];
+      \$629 [2:0] = req_w_data[2:0];
+      \$629 [3] = req_w_data[3];
+      \$629 [5:4] = req_w_data[5:4];
+      \$629 [10:6] = req_w_data[10:6];
     end
     if (\$18 ) begin
     end else if (\$19 ) begin
-      \$582 [42:11] = req_w_data;
+      \$629 [42:11] = req_w_data;
     end
     if (\$21 ) begin
     end else if (\$22 ) begin
-      \$582 [58:43] = req_w_data[15:0];
+      \$629 [58:43] = req_w_data[15:0];
     end
     if (\$24 ) begin
     end else if (\$25 ) begin
-      \$582 [90:59] = req_w_data;
+      \$629 [90:59] = req_w_data;
     end
     if (\$27 ) begin
     end else if (\$28 ) begin
-      \$582 [106:91] = req_w_data[15:0];
+      \$629 [106:91] = req_w_data[15:0];
     end
     if (\$30 ) begin
     end else if (\$31 ) begin
-      \$582 [138:107] = req_w_data;
+      \$629 [138:107] = req_w_data;
     end
     if (\$33 ) begin
     end else if (\$34 ) begin
-      \$582 [154:139] = req_w_data[15:0];
+      \$629 [154:139] = req_w_data[15:0];
     end
     if (rst) begin
-      \$582  = 155'h000000000000000000000000000000000000000;
+      \$629  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$583  = \$10 ;
+    \$630  = \$10 ;
     if (rst) begin
-      \$583  = 1'h0;
+      \$630  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$584  = desc_waiting0;
+    \$631  = desc_waiting0;
     if (rst) begin
-      \$584  = 1'h0;
+      \$631  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$585  = desc_waiting1;
+    \$632  = desc_waiting1;
     if (rst) begin
-      \$585  = 1'h0;
+      \$632  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$586  = desc_waiting2;
+    \$633  = desc_waiting2;
     if (rst) begin
-      \$586  = 1'h0;
+      \$633  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$587  = desc_waiting3;
+    \$634  = desc_waiting3;
     if (rst) begin
-      \$587  = 1'h0;
+      \$634  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$588  = desc_waiting4;
+    \$635  = desc_waiting4;
     if (rst) begin
-      \$588  = 1'h0;
+      \$635  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$589  = \$12 ;
+    \$636  = \$12 ;
     if (rst) begin
-      \$589  = 1'h0;
+      \$636  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$590  = 1'h0;
+    \$637  = 1'h0;
     if (\$94 ) begin
       casez (req_w_data[2:0])
         3'h1:
@@ -9598,698 +9690,698 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             (* full_case = 32'd1 *)
             if (\$99 ) begin
             end else begin
-              \$590  = 1'h1;
+              \$637  = 1'h1;
             end
       endcase
     end
     if (rst) begin
-      \$590  = 1'h0;
+      \$637  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$591  = desc_fetch;
+    \$638  = desc_fetch;
     if (rst) begin
-      \$591  = 1'h0;
+      \$638  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$592  = dma_program__payload;
+    \$639  = dma_program__payload;
     if (desc_load) begin
-      \$592 [8] = desc_got[0];
-      \$592 [9] = desc_got[1];
-      \$592 [14:10] = desc_got[6:2];
-      \$592 [30:15] = desc_got[22:7];
-      \$592 [42:31] = desc_got[34:23];
-      \$592 [58:43] = desc_got[50:35];
-      \$592 [82:59] = desc_got[74:51];
-      \$592 [130:83] = desc_got[122:75];
-      \$592 [178:131] = desc_got[170:123];
+      \$639 [8] = desc_got[0];
+      \$639 [9] = desc_got[1];
+      \$639 [14:10] = desc_got[6:2];
+      \$639 [30:15] = desc_got[22:7];
+      \$639 [42:31] = desc_got[34:23];
+      \$639 [58:43] = desc_got[50:35];
+      \$639 [82:59] = desc_got[74:51];
+      \$639 [130:83] = desc_got[122:75];
+      \$639 [178:131] = desc_got[170:123];
     end
     if (\$36 ) begin
     end else if (\$37 ) begin
-      \$592 [7:0] = req_w_data[7:0];
-      \$592 [8] = req_w_data[8];
-      \$592 [9] = req_w_data[9];
-      \$592 [14:10] = req_w_data[14:10];
-      \$592 [30:15] = req_w_data[30:15];
+      \$639 [7:0] = req_w_data[7:0];
+      \$639 [8] = req_w_data[8];
+      \$639 [9] = req_w_data[9];
+      \$639 [14:10] = req_w_data[14:10];
+      \$639 [30:15] = req_w_data[30:15];
     end
     if (\$39 ) begin
     end else if (\$40 ) begin
-      \$592 [42:31] = req_w_data[11:0];
-      \$592 [58:43] = req_w_data[27:12];
+      \$639 [42:31] = req_w_data[11:0];
+      \$639 [58:43] = req_w_data[27:12];
     end
     if (\$42 ) begin
     end else if (\$43 ) begin
-      \$592 [82:59] = req_w_data[23:0];
+      \$639 [82:59] = req_w_data[23:0];
     end
     if (\$45 ) begin
     end else if (\$46 ) begin
-      \$592 [114:83] = req_w_data;
+      \$639 [114:83] = req_w_data;
     end
     if (\$48 ) begin
     end else if (\$49 ) begin
-      \$592 [130:115] = req_w_data[15:0];
+      \$639 [130:115] = req_w_data[15:0];
     end
     if (\$51 ) begin
     end else if (\$52 ) begin
-      \$592 [162:131] = req_w_data;
+      \$639 [162:131] = req_w_data;
     end
     if (\$54 ) begin
     end else if (\$55 ) begin
-      \$592 [178:163] = req_w_data[15:0];
+      \$639 [178:163] = req_w_data[15:0];
     end
     if (rst) begin
-      \$592  = 179'h000000000000000000000000000000000000000000000;
+      \$639  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$593  = track_result;
+    \$640  = track_result;
     if (tracker_result__valid) begin
-      \$593  = tracker_result__payload;
+      \$640  = tracker_result__payload;
     end
     if (rst) begin
-      \$593  = 59'h000000000000000;
+      \$640  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$594  = track_answer;
+    \$641  = track_answer;
     if (tracker_result__valid) begin
-      \$594  = 1'h0;
+      \$641  = 1'h0;
     end else if (\$13 ) begin
-      \$594  = 1'h1;
+      \$641  = 1'h1;
     end
     if (rst) begin
-      \$594  = 1'h0;
+      \$641  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$595  = tracker_program__payload;
+    \$642  = tracker_program__payload;
     if (\$60 ) begin
     end else if (\$61 ) begin
-      \$595 [1:0] = req_w_data[1:0];
-      \$595 [17:2] = req_w_data[17:2];
-      \$595 [29:18] = req_w_data[29:18];
+      \$642 [1:0] = req_w_data[1:0];
+      \$642 [17:2] = req_w_data[17:2];
+      \$642 [29:18] = req_w_data[29:18];
     end
     if (\$66 ) begin
     end else if (\$67 ) begin
-      \$595 [37:30] = req_w_data[7:0];
-      \$595 [38] = req_w_data[8];
+      \$642 [37:30] = req_w_data[7:0];
+      \$642 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$595  = 39'h0000000000;
+      \$642  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$596  = arbiter_program__payload;
+    \$643  = arbiter_program__payload;
     if (\$72 ) begin
     end else if (\$73 ) begin
-      \$596 [1:0] = req_w_data[1:0];
-      \$596 [9:2] = req_w_data[9:2];
-      \$596 [17:10] = req_w_data[17:10];
-      \$596 [22:18] = req_w_data[22:18];
+      \$643 [1:0] = req_w_data[1:0];
+      \$643 [9:2] = req_w_data[9:2];
+      \$643 [17:10] = req_w_data[17:10];
+      \$643 [22:18] = req_w_data[22:18];
     end
     if (\$78 ) begin
     end else if (\$79 ) begin
-      \$596 [38:23] = req_w_data[15:0];
+      \$643 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$596  = 39'h0200388002;
+      \$643  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$597  = device_id;
+    \$644  = device_id;
     if (\$80 ) begin
-      \$597  = req_w_data[4:0];
+      \$644  = req_w_data[4:0];
     end
     if (rst) begin
-      \$597  = 5'h00;
+      \$644  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$598  = csr_irq_enable;
+    \$645  = csr_irq_enable;
     if (\$81 ) begin
-      \$598 [0] = req_w_data[0];
-      \$598 [1] = req_w_data[1];
-      \$598 [2] = req_w_data[2];
-      \$598 [3] = req_w_data[3];
+      \$645 [0] = req_w_data[0];
+      \$645 [1] = req_w_data[1];
+      \$645 [2] = req_w_data[2];
+      \$645 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$598  = 4'h0;
+      \$645  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$599  = tracker_irq_enable;
+    \$646  = tracker_irq_enable;
     if (\$82 ) begin
-      \$599 [0] = req_w_data[0];
-      \$599 [1] = req_w_data[1];
-      \$599 [2] = req_w_data[2];
-      \$599 [3] = req_w_data[3];
-      \$599 [4] = req_w_data[4];
-      \$599 [5] = req_w_data[5];
+      \$646 [0] = req_w_data[0];
+      \$646 [1] = req_w_data[1];
+      \$646 [2] = req_w_data[2];
+      \$646 [3] = req_w_data[3];
+      \$646 [4] = req_w_data[4];
+      \$646 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$599  = 6'h00;
+      \$646  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$600  = dma_irq_enable;
+    \$647  = dma_irq_enable;
     if (\$83 ) begin
-      \$600 [0] = req_w_data[0];
-      \$600 [1] = req_w_data[1];
-      \$600 [2] = req_w_data[2];
-      \$600 [3] = req_w_data[3];
-      \$600 [4] = req_w_data[4];
-      \$600 [5] = req_w_data[5];
-      \$600 [6] = req_w_data[6];
+      \$647 [0] = req_w_data[0];
+      \$647 [1] = req_w_data[1];
+      \$647 [2] = req_w_data[2];
+      \$647 [3] = req_w_data[3];
+      \$647 [4] = req_w_data[4];
+      \$647 [5] = req_w_data[5];
+      \$647 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$600  = 7'h00;
+      \$647  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$601  = addrmap_irq_enable;
+    \$648  = addrmap_irq_enable;
     if (\$84 ) begin
-      \$601 [0] = req_w_data[0];
-      \$601 [1] = req_w_data[1];
-      \$601 [2] = req_w_data[2];
-      \$601 [3] = req_w_data[3];
-      \$601 [4] = req_w_data[4];
-      \$601 [5] = req_w_data[5];
-      \$601 [6] = req_w_data[6];
+      \$648 [0] = req_w_data[0];
+      \$648 [1] = req_w_data[1];
+      \$648 [2] = req_w_data[2];
+      \$648 [3] = req_w_data[3];
+      \$648 [4] = req_w_data[4];
+      \$648 [5] = req_w_data[5];
+      \$648 [6] = req_w_data[6];
     end
     if (rst) begin
-      \$601  = 7'h00;
+      \$648  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$602  = arbiter_irq_enable;
+    \$649  = arbiter_irq_enable;
     if (\$85 ) begin
-      \$602 [0] = req_w_data[0];
-      \$602 [1] = req_w_data[1];
+      \$649 [0] = req_w_data[0];
+      \$649 [1] = req_w_data[1];
     end
     if (rst) begin
-      \$602  = 2'h0;
+      \$649  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$603  = \$89 ;
+    \$650  = \$89 ;
     if (rst) begin
-      \$603  = 1'h0;
+      \$650  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$604  = \$93 ;
+    \$651  = \$93 ;
     if (rst) begin
-      \$604  = 1'h0;
+      \$651  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$605  = tracker_errors;
+    \$652  = tracker_errors;
     if (rst) begin
-      \$605  = 6'h00;
+      \$652  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$606  = dma_errors;
+    \$653  = dma_errors;
     if (rst) begin
-      \$606  = 7'h00;
+      \$653  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$607  = addrmap_errors;
+    \$654  = addrmap_errors;
     if (rst) begin
-      \$607  = 7'h00;
+      \$654  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$608  = arbiter_errors;
+    \$655  = arbiter_errors;
     if (rst) begin
-      \$608  = 2'h0;
+      \$655  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$609  = csr_errors_clear_next;
+    \$656  = csr_errors_clear_next;
     if (rst) begin
-      \$609  = 4'h0;
+      \$656  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$610  = \$110 ;
+    \$657  = \$110 ;
     if (rst) begin
-      \$610  = 4'h0;
+      \$657  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$611  = tracker_errors_clear_next;
+    \$658  = tracker_errors_clear_next;
     if (rst) begin
-      \$611  = 6'h00;
+      \$658  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$612  = \$113 ;
+    \$659  = \$113 ;
     if (rst) begin
-      \$612  = 6'h00;
+      \$659  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$613  = \$122 ;
+    \$660  = \$122 ;
     if (rst) begin
-      \$613  = 1'h0;
+      \$660  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$614  = dma_errors_clear_next;
+    \$661  = dma_errors_clear_next;
     if (rst) begin
-      \$614  = 7'h00;
+      \$661  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$615  = \$125 ;
+    \$662  = \$125 ;
     if (rst) begin
-      \$615  = 7'h00;
+      \$662  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$616  = \$134 ;
+    \$663  = \$134 ;
     if (rst) begin
-      \$616  = 1'h0;
+      \$663  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$617  = addrmap_errors_clear_next;
+    \$664  = addrmap_errors_clear_next;
     if (rst) begin
-      \$617  = 7'h00;
+      \$664  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$618  = \$137 ;
+    \$665  = \$137 ;
     if (rst) begin
-      \$618  = 7'h00;
+      \$665  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$619  = \$146 ;
+    \$666  = \$146 ;
     if (rst) begin
-      \$619  = 1'h0;
+      \$666  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$620  = arbiter_errors_clear_next;
+    \$667  = arbiter_errors_clear_next;
     if (rst) begin
-      \$620  = 2'h0;
+      \$667  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$621  = \$149 ;
+    \$668  = \$149 ;
     if (rst) begin
-      \$621  = 2'h0;
+      \$668  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$622  = \$158 ;
+    \$669  = \$158 ;
     if (rst) begin
-      \$622  = 1'h0;
+      \$669  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$623  = tracker_capture;
+    \$670  = tracker_capture;
     if (rst) begin
-      \$623  = 24'h000000;
+      \$670  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$624  = \tracker_capture$191 ;
+    \$671  = \tracker_capture$191 ;
     if (tracker_errors_first) begin
-      \$624 [15:0] = tracker_given[15:0];
-      \$624 [23:16] = tracker_given[23:16];
-      \$624 [29:24] = tracker_events;
+      \$671 [15:0] = tracker_given[15:0];
+      \$671 [23:16] = tracker_given[23:16];
+      \$671 [29:24] = tracker_events;
     end
     if (rst) begin
-      \$624  = 30'h00000000;
+      \$671  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$625  = dma_capture;
+    \$672  = dma_capture;
     if (rst) begin
-      \$625  = 72'h000000000000000000;
+      \$672  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$626  = \dma_capture$193 ;
+    \$673  = \dma_capture$193 ;
     if (dma_errors_first) begin
-      \$626 [7:0] = dma_given[7:0];
-      \$626 [23:8] = dma_given[23:8];
-      \$626 [71:24] = dma_given[71:24];
-      \$626 [78:72] = dma_events;
+      \$673 [7:0] = dma_given[7:0];
+      \$673 [23:8] = dma_given[23:8];
+      \$673 [71:24] = dma_given[71:24];
+      \$673 [78:72] = dma_events;
     end
     if (rst) begin
-      \$626  = 79'h00000000000000000000;
+      \$673  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$627  = addrmap_capture;
+    \$674  = addrmap_capture;
     if (rst) begin
-      \$627  = 69'h000000000000000000;
+      \$674  = 69'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$628  = \addrmap_capture$195 ;
+    \$675  = \addrmap_capture$195 ;
     if (addrmap_errors_first) begin
-      \$628 [47:0] = addrmap_given[47:0];
-      \$628 [52:48] = addrmap_given[52:48];
-      \$628 [68:53] = addrmap_given[68:53];
-      \$628 [75:69] = addrmap_events;
+      \$675 [47:0] = addrmap_given[47:0];
+      \$675 [52:48] = addrmap_given[52:48];
+      \$675 [68:53] = addrmap_given[68:53];
+      \$675 [75:69] = addrmap_events;
     end
     if (rst) begin
-      \$628  = 76'h0000000000000000000;
+      \$675  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$629  = \$169 ;
+    \$676  = \$169 ;
     if (rst) begin
-      \$629  = 1'h0;
+      \$676  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$630  = read_part0;
+    \$677  = read_part0;
     if (req_r_stb) begin
-      \$630  = \$176 ;
+      \$677  = \$178 ;
     end
     if (rst) begin
-      \$630  = 32'd0;
+      \$677  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$631  = read_part1;
+    \$678  = read_part1;
     if (req_r_stb) begin
-      \$631  = \$183 ;
+      \$678  = \$187 ;
     end
     if (rst) begin
-      \$631  = 32'd0;
+      \$678  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$632  = read_part2;
+    \$679  = read_part2;
     if (req_r_stb) begin
-      \$632  = \$191 ;
+      \$679  = \$200 ;
     end
     if (rst) begin
-      \$632  = 32'd0;
+      \$679  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$633  = read_part3;
+    \$680  = read_part3;
     if (req_r_stb) begin
-      \$633  = \$199 ;
+      \$680  = \$213 ;
     end
     if (rst) begin
-      \$633  = 32'd0;
+      \$680  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$634  = read_part4;
+    \$681  = read_part4;
     if (req_r_stb) begin
-      \$634  = \$204 ;
+      \$681  = \$220 ;
     end
     if (rst) begin
-      \$634  = 32'd0;
+      \$681  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$635  = read_part5;
+    \$682  = read_part5;
     if (req_r_stb) begin
-      \$635  = \$211 ;
+      \$682  = \$231 ;
     end
     if (rst) begin
-      \$635  = 32'd0;
+      \$682  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$636  = read_part6;
+    \$683  = read_part6;
     if (req_r_stb) begin
-      \$636  = \$222 ;
+      \$683  = \$248 ;
     end
     if (rst) begin
-      \$636  = 32'd0;
+      \$683  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$637  = read_part8;
+    \$684  = read_part8;
     if (req_r_stb) begin
-      \$637  = \$233 ;
+      \$684  = \$265 ;
     end
     if (rst) begin
-      \$637  = 32'd0;
+      \$684  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$638  = read_part10;
+    \$685  = read_part10;
     if (req_r_stb) begin
-      \$638  = \$238 ;
+      \$685  = \$270 ;
     end
     if (rst) begin
-      \$638  = 32'd0;
+      \$685  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$639  = read_part11;
+    \$686  = read_part11;
     if (req_r_stb) begin
-      \$639  = \$249 ;
+      \$686  = \$287 ;
     end
     if (rst) begin
-      \$639  = 32'd0;
+      \$686  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$640  = read_part13;
+    \$687  = read_part13;
     if (req_r_stb) begin
-      \$640  = \$256 ;
+      \$687  = \$296 ;
     end
     if (rst) begin
-      \$640  = 32'd0;
+      \$687  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$641  = read_part14;
+    \$688  = read_part14;
     if (req_r_stb) begin
-      \$641  = \$264 ;
+      \$688  = \$311 ;
     end
     if (rst) begin
-      \$641  = 32'd0;
+      \$688  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$642  = req_r_stb;
+    \$689  = req_r_stb;
     if (rst) begin
-      \$642  = 1'h0;
+      \$689  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$643  = read_section;
+    \$690  = read_section;
     if (req_r_stb) begin
-      \$643  = req_addr[9:6];
+      \$690  = req_addr[9:6];
     end
     if (rst) begin
-      \$643  = 4'h0;
+      \$690  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$644  = read_unaligned;
+    \$691  = read_unaligned;
     if (req_r_stb) begin
-      \$644  = \$265 ;
+      \$691  = \$312 ;
     end
     if (rst) begin
-      \$644  = 1'h0;
+      \$691  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$645  = bus__r_data;
+    \$692  = bus__r_data;
     if (read_pending) begin
-      \$645  = \$281 ;
+      \$692  = \$328 ;
     end
     if (rst) begin
-      \$645  = 32'd0;
+      \$692  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     set_err[3:2] = 2'h0;
-    if (\$341 ) begin
+    if (\$388 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$345 ) begin
+    if (\$392 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$347 ) begin
+    if (\$394 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$351 ) begin
+    if (\$398 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$353 ) begin
+    if (\$400 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$357 ) begin
+    if (\$404 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$359 ) begin
+    if (\$406 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$363 ) begin
+    if (\$410 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$365 ) begin
+    if (\$412 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$369 ) begin
+    if (\$416 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$371 ) begin
+    if (\$418 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$375 ) begin
+    if (\$422 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$377 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$381 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$383 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$387 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$389 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$393 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$395 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$399 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$401 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$405 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$407 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$411 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$413 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$417 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$419 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$423 ) begin
+    if (\$424 ) begin
       set_err[3] = 1'h1;
     end
     if (\$428 ) begin
       set_err[3] = 1'h1;
     end
+    if (\$430 ) begin
+      set_err[3] = 1'h1;
+    end
     if (\$434 ) begin
       set_err[3] = 1'h1;
     end
+    if (\$436 ) begin
+      set_err[3] = 1'h1;
+    end
     if (\$440 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$442 ) begin
       set_err[3] = 1'h1;
     end
     if (\$446 ) begin
       set_err[3] = 1'h1;
     end
     if (\$448 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$452 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$454 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$458 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$460 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$464 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$466 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$470 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$475 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$481 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$487 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$493 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$495 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$449 ) begin
+            if (\$496 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$450 ) begin
+            if (\$497 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$452 ) begin
+            if (\$499 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$453 ) begin
+            if (\$500 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$457 ) begin
+            if (\$504 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$461 ) begin
+            if (\$508 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -10324,9 +10416,9 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$333 ;
+      wp__en = \$380 ;
     end else begin
-      wp__en = \$336 ;
+      wp__en = \$383 ;
     end
   end
   always @* begin
@@ -10361,23 +10453,23 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     if (sweep) begin
       \wp__en$218  = 1'h1;
     end else begin
-      \wp__en$218  = \$339 ;
+      \wp__en$218  = \$386 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     region_started = 1'h0;
-    if (\$448 ) begin
+    if (\$495 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$449 ) begin
+            if (\$496 ) begin
             end else begin
               region_started = 1'h1;
             end
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$450 ) begin
+            if (\$497 ) begin
             end else begin
               region_started = 1'h1;
             end
@@ -10387,7 +10479,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     desc_started = 1'h0;
-    if (\$448 ) begin
+    if (\$495 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -10395,13 +10487,13 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$452 ) begin
+            if (\$499 ) begin
             end else begin
               desc_started = 1'h1;
             end
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$453 ) begin
+            if (\$500 ) begin
             end else begin
               desc_started = 1'h1;
             end
@@ -10411,7 +10503,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     csr_errors_clear_next = 4'h0;
-    if (\$463 ) begin
+    if (\$510 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
       csr_errors_clear_next[1] = bus__w_data[1];
       csr_errors_clear_next[2] = bus__w_data[2];
@@ -10421,7 +10513,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     tracker_errors_clear_next = 6'h00;
-    if (\$465 ) begin
+    if (\$512 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
       tracker_errors_clear_next[1] = bus__w_data[1];
       tracker_errors_clear_next[2] = bus__w_data[2];
@@ -10433,7 +10525,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     dma_errors_clear_next = 7'h00;
-    if (\$467 ) begin
+    if (\$514 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
       dma_errors_clear_next[1] = bus__w_data[1];
       dma_errors_clear_next[2] = bus__w_data[2];
@@ -10446,7 +10538,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     addrmap_errors_clear_next = 7'h00;
-    if (\$469 ) begin
+    if (\$516 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
       addrmap_errors_clear_next[1] = bus__w_data[1];
       addrmap_errors_clear_next[2] = bus__w_data[2];
@@ -10459,7 +10551,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     arbiter_errors_clear_next = 2'h0;
-    if (\$471 ) begin
+    if (\$518 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
       arbiter_errors_clear_next[1] = bus__w_data[1];
     end
@@ -10777,8 +10869,8 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign wp__data$217__src  = \wp__data$217 [122:75];
   assign wp__data$217__dst  = \wp__data$217 [170:123];
   assign status[8] = irq;
-  assign status[7] = \$477 ;
-  assign status[6] = \$474 ;
+  assign status[7] = \$524 ;
+  assign status[6] = \$521 ;
   assign status[5] = desc_locked;
   assign status[4] = region_locked;
   assign status[3] = sweep;
@@ -10786,9 +10878,9 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$332 ;
+    set_err[1] = \$379 ;
   always @*
-    set_err[0] = \$284 ;
+    set_err[0] = \$331 ;
   assign \$6  = arbiter_program__valid;
   assign \$57  = tracker_program__valid;
   assign \$58  = tracker_program__valid;
@@ -10806,25 +10898,27 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign \$105  = arbiter_program__valid;
   assign \$106  = arbiter_program__valid;
   assign \$107  = arbiter_program__valid;
+  assign \$519  = tracker_program__valid;
+  assign \$520  = tracker_program__valid;
+  assign \$522  = arbiter_program__valid;
+  assign \$523  = arbiter_program__valid;
+  assign \$524  = arbiter_program__valid;
+  assign \$174  = 32'd0;
+  assign \$176  = \$175 ;
   assign \$472  = tracker_program__valid;
   assign \$473  = tracker_program__valid;
-  assign \$475  = arbiter_program__valid;
-  assign \$476  = arbiter_program__valid;
-  assign \$477  = arbiter_program__valid;
-  assign \$425  = tracker_program__valid;
-  assign \$426  = tracker_program__valid;
-  assign \$431  = tracker_program__valid;
-  assign \$432  = tracker_program__valid;
-  assign \$437  = arbiter_program__valid;
-  assign \$438  = arbiter_program__valid;
-  assign \$439  = arbiter_program__valid;
-  assign \$443  = arbiter_program__valid;
-  assign \$444  = arbiter_program__valid;
-  assign \$445  = arbiter_program__valid;
-  assign \$454  = tracker_program__valid;
-  assign \$455  = tracker_program__valid;
-  assign \$458  = arbiter_program__valid;
-  assign \$459  = arbiter_program__valid;
-  assign \$460  = arbiter_program__valid;
-  assign \$461  = arbiter_program__valid;
+  assign \$478  = tracker_program__valid;
+  assign \$479  = tracker_program__valid;
+  assign \$484  = arbiter_program__valid;
+  assign \$485  = arbiter_program__valid;
+  assign \$486  = arbiter_program__valid;
+  assign \$490  = arbiter_program__valid;
+  assign \$491  = arbiter_program__valid;
+  assign \$492  = arbiter_program__valid;
+  assign \$501  = tracker_program__valid;
+  assign \$502  = tracker_program__valid;
+  assign \$505  = arbiter_program__valid;
+  assign \$506  = arbiter_program__valid;
+  assign \$507  = arbiter_program__valid;
+  assign \$508  = arbiter_program__valid;
 endmodule

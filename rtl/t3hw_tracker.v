@@ -69,10 +69,10 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
+  wire [7:0] \$158 ;
   wire [7:0] \$159 ;
   wire \$16 ;
-  wire [7:0] \$160 ;
+  wire \$160 ;
   wire \$161 ;
   wire \$162 ;
   wire \$163 ;
@@ -161,21 +161,23 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [23:0] \$240 ;
-  reg \$241 ;
-  reg \$242 ;
+  reg [5:0] \$240 ;
+  wire [23:0] \$241 ;
+  reg [23:0] \$242 ;
   reg \$243 ;
-  reg [5:0] \$244 ;
+  reg \$244 ;
   reg \$245 ;
-  reg [191:0] \$246 ;
+  reg [5:0] \$246 ;
   reg \$247 ;
-  reg \$248 ;
+  reg [191:0] \$248 ;
   reg \$249 ;
   wire \$25 ;
   reg \$250 ;
   reg \$251 ;
   reg \$252 ;
-  reg [2:0] \$253 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg [2:0] \$255 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -262,6 +264,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   (* enum_value_01 = "DISARM" *)
   (* enum_value_10 = "READ" *)
   reg [1:0] \$like  = 2'h0;
+  reg [5:0] \$like$123  = 6'h00;
+  wire \$like$123.bad_op ;
+  wire \$like$123.bad_threshold ;
+  wire \$like$123.overcount ;
+  wire \$like$123.overflow ;
+  wire \$like$123.reprogram ;
+  wire \$like$123.unprogrammed ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
   (* enum_value_001 = "BUSY" *)
@@ -275,7 +284,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] \$signature__addr ;
   reg [7:0] \$signature__addr$99  = 8'h00;
   wire [8:0] \$signature__data ;
-  wire \$signature__data$124 ;
+  wire \$signature__data$126 ;
   wire arm;
   (* init = 8'h00 *)
   wire [7:0] asked;
@@ -292,6 +301,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg base_valid = 1'h0;
   output busy;
   reg busy = 1'h1;
+  reg [23:0] cap = 24'h000000;
+  wire [7:0] cap__cmd ;
+  wire [15:0] cap__tile ;
   output [23:0] capture;
   reg [23:0] capture = 24'h000000;
   wire [7:0] capture__cmd ;
@@ -1426,7 +1438,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     if (nz_wr__en)
       held_nonzero[nz_wr__addr] <= nz_wr__data;
   end
-  assign \$signature__data$124  = held_nonzero[\$signature__addr$99 ];
+  assign \$signature__data$126  = held_nonzero[\$signature__addr$99 ];
   assign push = trigger__valid & trigger__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -1604,9 +1616,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$155  = busy | s3_valid;
   assign \$156  = \$155  | s3_prog;
   assign \$157  = \$156  | s3_ack;
-  assign \$158  = | set_err;
-  assign \$159  = hit ? ent[28:21] : 8'h00;
-  assign \$160  = s3_prog ? s3_req[37:30] : \$159 ;
+  assign \$158  = hit ? ent[28:21] : 8'h00;
+  assign \$159  = s3_prog ? s3_req[37:30] : \$158 ;
+  assign \$160  = | \$like$123 ;
   assign \$161  = complete & idle;
   assign \$162  = ~ busy;
   assign \$163  = \$161  & \$162 ;
@@ -1620,11 +1632,11 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$171  = s4_cmd == \$signature__addr$99 ;
   assign \$172  = \$170  & \$171 ;
   assign \$173  = | \$74 [8:0];
-  assign \$174  = \$172  ? \$173  : \$signature__data$124 ;
+  assign \$174  = \$172  ? \$173  : \$signature__data$126 ;
   assign \$175  = busy | \$174 ;
   assign \$176  = ~ clear;
   assign \$177  = errors & \$176 ;
-  assign \$178  = \$177  | set_err;
+  assign \$178  = \$177  | \$like$123 ;
   assign \$179  = ! write__payload[22:21];
   assign \$180  = write__valid & \$179 ;
   assign \$181  = stats[31:0] + 1'h1;
@@ -1768,39 +1780,43 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     \$like$86  <= s3_tile;
   always @(posedge clk)
-    capture <= \$240 ;
+    \$like$123  <= \$240 ;
+  always @(posedge clk)
+    cap <= \$241 ;
+  always @(posedge clk)
+    capture <= \$242 ;
   always @(posedge clk)
     \$signature__addr$99  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$89  <= \$241 ;
+    \$signal$89  <= \$243 ;
   always @(posedge clk)
-    s4_dec <= \$242 ;
+    s4_dec <= \$244 ;
   always @(posedge clk)
     s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$243 ;
+    desc_held <= \$245 ;
   always @(posedge clk)
-    errors <= \$244 ;
+    errors <= \$246 ;
   always @(posedge clk)
-    writes_compute_event <= \$245 ;
+    writes_compute_event <= \$247 ;
   always @(posedge clk)
-    stats <= \$246 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    writes_dma_event <= \$247 ;
+    writes_dma_event <= \$249 ;
   always @(posedge clk)
-    writes_remote_event <= \$248 ;
+    writes_remote_event <= \$250 ;
   always @(posedge clk)
-    unprogrammed_event <= \$249 ;
+    unprogrammed_event <= \$251 ;
   always @(posedge clk)
-    triggers_event <= \$250 ;
+    triggers_event <= \$252 ;
   always @(posedge clk)
-    dropped_event <= \$251 ;
+    dropped_event <= \$253 ;
   always @(posedge clk)
-    hold <= \$252 ;
+    hold <= \$254 ;
   always @(posedge clk)
-    \wait  <= \$253 ;
+    \wait  <= \$255 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$28 ),
@@ -2077,127 +2093,133 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = capture;
-    if (\$158 ) begin
-      \$240 [15:0] = s3_tile;
-      \$240 [23:16] = \$160 ;
-    end
+    \$240  = set_err;
     if (rst) begin
-      \$240  = 24'h000000;
+      \$240  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = \$163 ;
+    \$242  = capture;
+    if (\$160 ) begin
+      \$242  = cap;
+    end
     if (rst) begin
-      \$241  = 1'h0;
+      \$242  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = \$165 ;
+    \$243  = \$163 ;
     if (rst) begin
-      \$242  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$243  = \$175 ;
+    \$244  = \$165 ;
     if (rst) begin
-      \$243  = 1'h1;
+      \$244  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$244  = \$178 ;
+    \$245  = \$175 ;
     if (rst) begin
-      \$244  = 6'h00;
+      \$245  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$245  = \$180 ;
+    \$246  = \$178 ;
     if (rst) begin
-      \$245  = 1'h0;
+      \$246  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$246  = stats;
-    if (writes_compute_event) begin
-      \$246 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$246 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$246 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$246 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$246 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$246 [191:160] = \$192 [31:0];
-    end
-    if (rst) begin
-      \$246  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$247  = \$183 ;
+    \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$248  = \$186 ;
+    \$248  = stats;
+    if (writes_compute_event) begin
+      \$248 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$248 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$248 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$248 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$248 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$248 [191:160] = \$192 [31:0];
+    end
     if (rst) begin
-      \$248  = 1'h0;
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$249  = set_err[0];
+    \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = \$190 ;
+    \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$251  = lost;
+    \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$252  = \$198 ;
+    \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$253  = \wait ;
+    \$253  = lost;
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$254  = \$198 ;
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$255  = \wait ;
     if (\$204 ) begin
-      \$253  = 3'h7;
+      \$255  = 3'h7;
     end else if (\$205 ) begin
-      \$253  = \$206 [2:0];
+      \$255  = \$206 [2:0];
     end
     if (rst) begin
-      \$253  = 3'h0;
+      \$255  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -2362,6 +2384,16 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign rd__data__left  = rd__data[33:22];
   assign rd__data__cmd  = rd__data[41:34];
   assign rd__data__pending  = rd__data[45:42];
+  assign \$like$123.unprogrammed  = \$like$123 [0];
+  assign \$like$123.overcount  = \$like$123 [1];
+  assign \$like$123.reprogram  = \$like$123 [2];
+  assign \$like$123.bad_threshold  = \$like$123 [3];
+  assign \$like$123.overflow  = \$like$123 [4];
+  assign \$like$123.bad_op  = \$like$123 [5];
+  assign cap__tile  = cap[15:0];
+  assign cap__cmd  = cap[23:16];
+  assign \$241 [23:16] = \$159 ;
+  assign \$241 [15:0] = s3_tile;
   assign \$237 [23:8] = s3_tile;
   assign \$237 [7:0] = ent[28:21];
   assign \$233 [28:21] = \$154 ;

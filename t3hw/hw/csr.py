@@ -108,7 +108,7 @@ from t3hw.spec.layouts import (CsrCommand, addrmap_capture_layout, addrmap_error
                       tracker_stats_layout)
 from t3hw.spec.params import EngineParams, check_params
 from t3hw.spec.regmap import CAPTURES, ERRORS, IRQ_ENABLES, WORD_BITS, Access, RegisterMap
-from .csr_bus import BusSignature, mux_tree, register_word
+from .csr_bus import BusSignature, mux_tree, or_tree, register_word
 from .status import sticky_errors
 
 
@@ -535,11 +535,9 @@ class Csr(wiring.Component):
         return captures
 
     def _read_mux(self, m, bus, sel, tabs, grp, sticky, more):
-        """The bus read: every register's word (:func:`register_word`) through a tree of
-        2:1 multiplexers into ``r_data``; ``more`` gives the values of the groups made
-        elsewhere. A counter's ``_HI`` register reads the shadow its ``_LO`` read loaded."""
+        """The bus read of every register's word (:func:`register_word`; ``more``: the groups
+        made elsewhere). A counter's ``_HI`` reads the shadow its ``_LO`` read loaded."""
         p, rm = self._p, self._map
-        # --- reads ----------------------------------------------------------------------------
         locked = grp.locked
         status = Signal(csr_status_layout(p))
         m.d.comb += [
@@ -566,8 +564,7 @@ class Csr(wiring.Component):
             **{g: bits.as_value() for g, (bits, *_) in sticky.items()},
             **more,
         }
-        # Trees of 2:1 multiplexers on the word address bits (no decoded selects), empty
-        # words pruned; an address that is not a multiple of 4 reads 0.
+        # Every register's word (empty words read 0, as does an unaligned address).
         words = [None] * (1 << (rm.addr_width - 2))
         for r in rm.registers:
             words[r.addr >> 2] = register_word(r, value[r.group])
@@ -579,9 +576,11 @@ class Csr(wiring.Component):
                 m.d.sync += shadow.eq(value[rm.by_name[hi].group][f.bit:f.bit + f.width])
             words[rm.by_name[hi].addr >> 2] = register_word(rm.by_name[hi], Cat(
                 Const(0, f.bit), shadow))
-        # Two registered stages: the word inside its 16-word section of the map (sections are
-        # the map's 0x40-byte windows, each mostly one block's registers, so the first stage
-        # can sit beside the registers it reads), then the section.
+        # Two registered stages: the word in its 16-word section of the map (0x40-byte
+        # windows, mostly one block's registers each), an OR of the words the one-hot
+        # selects pick (a select fans out to one word; a multiplexer tree's address bits
+        # fanned out to every section's 32 bits); then the section, by a 2:1 tree.
+        names = {r.addr >> 2: r.name for r in rm.registers}
         lo = 4
         parts, sec_q = [], Signal(len(bus.addr) - 2 - lo, name="read_section")
         bad_q, read_q = Signal(name="read_unaligned"), Signal(name="read_pending")
@@ -592,7 +591,8 @@ class Csr(wiring.Component):
                 continue
             part = Signal(WORD_BITS, name=f"read_part{k >> lo}")
             with m.If(bus.r_stb):
-                m.d.sync += part.eq(mux_tree(section, bus.addr[2:2 + lo]))
+                m.d.sync += part.eq(or_tree([Mux(sel[names[k + i]], w, 0)
+                                             for i, w in enumerate(section) if w is not None]))
             parts.append(part)
         m.d.sync += read_q.eq(bus.r_stb)
         with m.If(bus.r_stb):

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from t3hw.spec.regmap import WORD_BITS
 
 
-__all__ = ["BusSignature", "register_word", "mux_tree"]
+__all__ = ["BusSignature", "register_word", "mux_tree", "or_tree"]
 
 
 class BusSignature(wiring.Signature):
@@ -92,3 +92,13 @@ def mux_tree(words, sel):
         return words[0]
     half = len(words) // 2
     return Mux(sel[-1], mux_tree(words[half:], sel[:-1]), mux_tree(words[:half], sel[:-1]))
+
+
+def or_tree(words):
+    """The OR of ``words`` (0 for none), as a balanced tree."""
+    if not words:
+        return Const(0, WORD_BITS)
+    if len(words) == 1:
+        return words[0]
+    half = len(words) // 2
+    return or_tree(words[:half]) | or_tree(words[half:])

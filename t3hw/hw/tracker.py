@@ -152,7 +152,8 @@ class Tracker(wiring.Component):
     hold : Out(1)
         Asks the producer of ``write`` for one cycle without a write (see the docstring).
     errors : Out(tracker_errors_layout)
-        Sticky error bits; each stays set until the same bit of ``clear`` is pulsed.
+        Sticky error bits, set two cycles after S3's event; each stays set until the same
+        bit of ``clear`` is pulsed.
     clear : In(tracker_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     capture : Out(tracker_capture_layout)
@@ -203,9 +204,9 @@ class Tracker(wiring.Component):
         fw = self._forwarding(s3)
         ops = self._lookup(m, rd, sweep, s1, s2, fw)
         out = self._s3(m, wr, sweep, s3, fw, ops)
-        s4_push = self._s4(m, queue, s3, ops.ent, out)
+        s4_push, events = self._s4(m, queue, s3, ops.ent, out)
         self._held(m, sweep, s3, ops.ent, out)
-        sticky_errors(m, self.errors, self.clear, out.set_err)
+        sticky_errors(m, self.errors, self.clear, events)
         self._stats(m, out)
         self._hold(m, acks)
         if platform == "formal":    # what tracker_formal checks (never in rtl/); `probe`:
@@ -506,8 +507,8 @@ class Tracker(wiring.Component):
         """S4: push the token into the trigger queue (it always has room: an entry has at
         most one token), the verdict of a programming request onto ``result``, and the
         details of S3's error events onto ``capture``. The trigger leaves with the cmd and
-        the full tile id. Everything is registered first, so the queue's accept logic, the
-        counters and the verdict are not on the count-update loop. Returns ``s4_push``."""
+        the full tile id. Everything is registered first, off the count-update loop.
+        Returns ``s4_push`` and the registered error events."""
         p = self._p
         trig = Signal(trigger_layout(p), reset_less=True)
         s4_push = Signal()
@@ -528,11 +529,14 @@ class Tracker(wiring.Component):
             res.cmd.eq(Mux(last.valid, last.cmd, 0)),
             res.count.eq(Mux(last.valid, last.threshold - last.left, 0)),
         ]
-        with m.If(Value.cast(out.set_err).any()):
-            m.d.sync += [self.capture.tile.eq(s3.tile),
-                         self.capture.cmd.eq(Mux(s3.prog, s3.req.cmd,
-                                                 Mux(out.hit, ent.cmd, 0)))]
-        return s4_push
+        # The error events and details registered before the sticky bits and the capture, so
+        # S3's decision drives flip-flops, not the capture's enable (``errors``: S3 + 2).
+        err, cap = Signal.like(out.set_err), Signal.like(self.capture, reset_less=True)
+        m.d.sync += [err.eq(out.set_err), cap.tile.eq(s3.tile),
+                     cap.cmd.eq(Mux(s3.prog, s3.req.cmd, Mux(out.hit, ent.cmd, 0)))]
+        with m.If(Value.cast(err).any()):
+            m.d.sync += self.capture.eq(cap)
+        return s4_push, err
 
     def _held(self, m, sweep, s3, ent, out):
         """The ``held`` counters: per descriptor index, the entries with a firing pending
