@@ -343,3 +343,57 @@ def test_absorb_ram_output_registers():
                                            "port_directions": {"A": "input"},
                                            "connections": {"A": [11]}}
     assert synth.absorb_ram_output_registers(net) == {}
+
+
+def _mult_netlist(ffs, mult_params=None):
+    """A netlist of one MULT18X18D whose product outputs P0, P1 (nets 10, 11) feed ``ffs``
+    (one ``{param: value, pin: bits}`` override per flip-flop, as :func:`_ram_netlist`);
+    P2 (net 12) is unused."""
+    pins = {"A0": [3], "B0": [4], "P0": [10], "P1": [11], "P2": [12]}
+    cells = {"mult": {"type": "MULT18X18D", "parameters": dict(mult_params or {}),
+                      "port_directions": {p: "output" if p.startswith("P") else "input"
+                                          for p in pins},
+                      "connections": pins}}
+    for i, override in enumerate(ffs):
+        params = {"CEMUX": "1 ", "CLKMUX": "CLK", "GSR": "DISABLED", "LSRMUX": "LSR",
+                  "REGSET": "RESET"}
+        conns = {"CLK": [1], "LSR": ["0"], "DI": [10 + i], "Q": [20 + i]}
+        for key, value in override.items():
+            (conns if isinstance(value, list) else params)[key] = value
+        cells[f"ff{i}"] = {"type": "TRELLIS_FF", "parameters": params,
+                           "port_directions": {p: "output" if p == "Q" else "input"
+                                               for p in conns},
+                           "connections": conns}
+    return {"modules": {"m": {"ports": {}, "cells": cells}}}
+
+
+def test_absorb_mult_output_registers():
+    """A product's registers move into the DSP block only when that changes nothing: every
+    used product output feeds exactly one flip-flop, all on one clock, with no reset, no
+    enable and a reset value of 0, and the block has no register yet."""
+    net = _mult_netlist([{}, {}])
+    assert synth.absorb_mult_output_registers(net) == {"m.mult": 2}
+    mult = net["modules"]["m"]["cells"]["mult"]
+    assert set(net["modules"]["m"]["cells"]) == {"mult"}
+    con, prm = mult["connections"], mult["parameters"]
+    assert con["P0"] == [20] and con["P1"] == [21] and con["P2"] == [12]
+    assert prm["REG_OUTPUT_CLK"] == "CLK0" and con["CLK0"] == [1]
+    assert con["CE0"] == ["1"] and con["RST0"] == ["0"]
+    assert all(mult["port_directions"][p] == "input" for p in ("CLK0", "CE0", "RST0"))
+    for bad in ({"LSR": [7]},                               # a reset
+                {"CLK": [2]},                               # another clock
+                {"CLKMUX": "INV"},                          # the other edge
+                {"M": [8]},
+                {"CEMUX": "CE", "CE": [6]},                 # an enable
+                {"REGSET": "SET"}):                         # starts at 1
+        net = _mult_netlist([{}, bad])
+        assert synth.absorb_mult_output_registers(net) == {}, bad
+        assert len(net["modules"]["m"]["cells"]) == 3
+    # A block with a register already, or a product bit that also feeds logic, is left alone.
+    net = _mult_netlist([{}, {}], {"REG_INPUTA_CLK": "CLK0"})
+    assert synth.absorb_mult_output_registers(net) == {}
+    net = _mult_netlist([{}, {}])
+    net["modules"]["m"]["cells"]["lut"] = {"type": "LUT4", "parameters": {},
+                                           "port_directions": {"A": "input"},
+                                           "connections": {"A": [11]}}
+    assert synth.absorb_mult_output_registers(net) == {}

@@ -81,7 +81,7 @@ from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT
                      PARAM_SETS, SCRIPTS, entry_name, tracker_storage, tracker_storage_bits)
 from .docs import critical_paths_table, markdown_table
 from .flow import FLOWS, ToolTimeout, run, synth_block, tool_versions
-from .netlist import absorb_ram_output_registers, net_sinks
+from .netlist import absorb_mult_output_registers, absorb_ram_output_registers, net_sinks
 from .reports import (ecp5_figures, generic_figures, ice40_figures, parse_memories,
                       parse_nextpnr_report, parse_stat, parse_utilization, signal_of,
                       source_lines)
@@ -93,6 +93,7 @@ __all__ = ["BLOCKS", "PARAM_SETS", "ECP5", "ICE40", "DEFAULT_SEEDS", "DEFAULT_FR
            "tracker_storage", "entry_name", "verilog_ports", "wrapper_verilog", "parse_stat",
            "parse_memories", "parse_nextpnr_report", "parse_utilization", "signal_of",
            "source_lines", "generic_figures", "ecp5_figures", "net_sinks",
-           "absorb_ram_output_registers", "ice40_figures", "tool_versions",
+           "absorb_ram_output_registers", "absorb_mult_output_registers", "ice40_figures",
+           "tool_versions",
            "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd",
            "FLOWS", "add_scale_arguments", "scale_cmd"]

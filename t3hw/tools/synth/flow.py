@@ -24,7 +24,7 @@ from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT
                      tracker_storage_bits)
 from . import sta
 from .docs import update_docs
-from .netlist import absorb_ram_output_registers
+from .netlist import absorb_mult_output_registers, absorb_ram_output_registers
 from .reports import (ecp5_figures, generic_figures, ice40_figures, parse_memories,
                       parse_nextpnr_report, parse_stat, parse_utilization, source_lines)
 from .wrapper import verilog_ports, wrapper_verilog
@@ -204,17 +204,20 @@ class _Job:
         self._yosys("ecp5", stat="ecp5_stat.json", netlist="ecp5.json")
         cells = parse_stat((self.dir / "ecp5_stat.json").read_text(), self.module)
         self.ecp5 = ecp5_figures(cells)
-        # The block RAMs' read registers move into the RAMs (absorb_ram_output_registers):
-        # place and route sees the rewritten netlist, and `ff` counts the fabric's flip-flops.
+        # The block RAMs' read registers and the multipliers' product registers move into
+        # the RAMs and the DSP blocks (absorb_ram_output_registers,
+        # absorb_mult_output_registers): place and route sees the rewritten netlist, and
+        # `ff` counts the fabric's flip-flops.
         netlist = self.dir / "ecp5.json"
         data = json.loads(netlist.read_text())
-        absorbed = absorb_ram_output_registers(data)
-        if absorbed:
+        rams, mults = absorb_ram_output_registers(data), absorb_mult_output_registers(data)
+        if rams or mults:
             netlist.write_text(json.dumps(data))
-        in_block = sum(n for cell, n in absorbed.items()
-                       if cell.split(".", 1)[0] == self.module)
-        self.ecp5["ff"] -= in_block
-        self.ecp5["ram_output_ff"] = in_block
+        for key, absorbed in (("ram_output_ff", rams), ("mult_output_ff", mults)):
+            in_block = sum(n for cell, n in absorbed.items()
+                           if cell.split(".", 1)[0] == self.module)
+            self.ecp5["ff"] -= in_block
+            self.ecp5[key] = in_block
         then()
 
     def task_pnr(self, seed):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Passes over a Yosys ECP5 JSON netlist between synthesis and place and route: the sinks of
-every net (:func:`net_sinks`), and the move of block RAM read registers into the RAMs' own
-output registers (:func:`absorb_ram_output_registers`)."""
+every net (:func:`net_sinks`), and the move of block RAM read registers and multiplier
+product registers into the RAMs' and the DSP blocks' own output registers
+(:func:`absorb_ram_output_registers`, :func:`absorb_mult_output_registers`)."""
 
 
 def net_sinks(cells):
@@ -77,5 +78,70 @@ def absorb_ram_output_registers(netlist):
                     del cells[ff]
                 prm["REGMODE_A"] = prm["REGMODE_B"] = "OUTREG"
                 con["OCEA"] = con["OCEB"] = enable
+                absorbed[f"{mname}.{name}"] = len(plan)
+    return absorbed
+
+
+def absorb_mult_output_registers(netlist):
+    """Move the flip-flops that register a multiplier's product into the ``MULT18X18D``'s own
+    output register (``REG_OUTPUT_CLK = CLK0``), in a Yosys ECP5 JSON ``netlist``, in place.
+
+    Yosys 0.70 maps a multiplication onto a ``MULT18X18D`` with no register, so a product
+    registered in the fabric leaves the DSP block combinationally and crosses the routing to
+    its flip-flops (the DMA's descriptor check: 3.9 ns inside the block, and about 8 ns in
+    all from its operand registers). With the block's output register, nextpnr times the
+    operands into that register through the multiplier (``MULT18X18D_REGS_OUTPUT``) and the
+    product leaves it from a clock-to-out. A ``MULT18X18D`` is rewritten only when it has no
+    register yet, and every product output it uses drives exactly one ``TRELLIS_FF`` data
+    input and nothing else (no module port), every such flip-flop is clocked on the rising
+    edge of one clock net, has no set or reset (``LSR`` tied to 0, reset value 0, as the
+    block's register starts), no ``M`` input and no clock enable. Each flip-flop is removed,
+    its output net is driven by the product output, and the block's ``CLK0`` takes the
+    clock (``CE0`` tied to 1, ``RST0`` to 0). The same product reaches the same nets in the
+    same cycle.
+
+    Returns ``{"module.cell": flip-flops absorbed}`` for every rewritten multiplier.
+    """
+    regs = ("REG_INPUTA_CLK", "REG_INPUTB_CLK", "REG_INPUTC_CLK", "REG_PIPELINE_CLK",
+            "REG_OUTPUT_CLK")
+    absorbed = {}
+    for mname, mod in netlist["modules"].items():
+        cells = mod.get("cells", {})
+        port_bits = {b for port in mod.get("ports", {}).values() for b in port["bits"]}
+        sinks = net_sinks(cells)
+        for name, mult in list(cells.items()):
+            prm, con = mult["parameters"], mult["connections"]
+            if (mult["type"] != "MULT18X18D"
+                    or any(str(prm.get(k, "NONE")).strip() != "NONE" for k in regs)):
+                continue
+            plan, clock = {}, None
+            for pin, bits in con.items():
+                if (not pin.startswith("P") or mult["port_directions"][pin] != "output"
+                        or not isinstance(bits[0], int)):
+                    continue
+                to = sinks.get(bits[0], [])
+                if not to and bits[0] not in port_bits:
+                    continue                                    # an unused product bit
+                if len(to) != 1 or to[0][1] != "DI" or bits[0] in port_bits:
+                    break
+                ff = cells[to[0][0]]
+                fp, fc = ff["parameters"], ff["connections"]
+                if (ff["type"] != "TRELLIS_FF" or fp.get("CLKMUX", "CLK").strip() != "CLK"
+                        or fc.get("LSR", ["0"]) != ["0"] or fc.get("M", ["0"]) != ["0"]
+                        or fp.get("CEMUX", "1").strip() != "1"
+                        or fp.get("REGSET", "RESET").strip() != "RESET"
+                        or clock not in (None, fc["CLK"])):
+                    break
+                clock = fc["CLK"]
+                plan[pin] = (to[0][0], fc["Q"])
+            else:
+                if not plan:
+                    continue
+                for pin, (ff, q) in plan.items():
+                    con[pin] = q
+                    del cells[ff]
+                prm.update(REG_OUTPUT_CLK="CLK0", REG_OUTPUT_CE="CE0", REG_OUTPUT_RST="RST0")
+                con.update(CLK0=clock, CE0=["1"], RST0=["0"])
+                mult["port_directions"].update(CLK0="input", CE0="input", RST0="input")
                 absorbed[f"{mname}.{name}"] = len(plan)
     return absorbed
