@@ -5703,26 +5703,26 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire [1:0] \$116 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [1:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [1:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [1:0] \$123 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
+  wire [31:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [39:0] \$132 ;
+  wire [40:0] \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -5732,7 +5732,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  wire [5:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -5748,7 +5748,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [1:0] \$157 ;
+  wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
@@ -5759,36 +5759,36 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [25:0] \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [32:0] \$170 ;
+  wire [2:0] \$171 ;
+  wire [34:0] \$172 ;
+  wire [33:0] \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
   wire \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire [1:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire \$186 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
@@ -5797,10 +5797,10 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
+  wire [32:0] \$200 ;
+  wire [1:0] \$201 ;
+  wire [1:0] \$202 ;
+  wire [1:0] \$203 ;
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
@@ -5826,22 +5826,22 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
-  wire [1:0] \$227 ;
+  wire \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
-  wire [1:0] \$234 ;
+  wire \$234 ;
   wire \$235 ;
   wire \$236 ;
-  wire [1:0] \$237 ;
-  wire [1:0] \$238 ;
-  wire [1:0] \$239 ;
-  wire \$24 ;
-  wire [1:0] \$240 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire [17:0] \$24 ;
+  wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
@@ -5850,13 +5850,13 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
+  wire [83:0] \$252 ;
+  wire [83:0] \$253 ;
+  wire [83:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -5871,231 +5871,94 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$265 ;
   wire \$266 ;
   wire \$267 ;
-  wire [38:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [8:0] \$270 ;
-  wire [39:0] \$271 ;
-  wire [40:0] \$272 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire [5:0] \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  reg [16:0] \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  reg [83:0] \$290 ;
+  reg [83:0] \$291 ;
+  reg [83:0] \$292 ;
+  reg \$293 ;
+  reg [22:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [24:0] \$296 ;
+  reg [8:0] \$297 ;
+  reg [33:0] \$298 ;
+  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire [25:0] \$306 ;
-  wire \$307 ;
-  wire [25:0] \$308 ;
-  wire [32:0] \$309 ;
+  reg [38:0] \$300 ;
+  reg [7:0] \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [1:0] \$305 ;
+  reg [4:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [24:0] \$308 ;
+  reg [33:0] \$309 ;
   wire \$31 ;
-  wire [2:0] \$310 ;
-  wire [34:0] \$311 ;
-  wire [33:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire [32:0] \$316 ;
-  wire [32:0] \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  reg \$310 ;
+  reg \$311 ;
+  reg [287:0] \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire [32:0] \$321 ;
-  wire [32:0] \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire [32:0] \$326 ;
-  wire [32:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg [1:0] \$320 ;
   wire \$33 ;
-  wire \$330 ;
-  wire [32:0] \$331 ;
-  wire [32:0] \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire [32:0] \$339 ;
   wire \$34 ;
-  wire [1:0] \$340 ;
-  wire [1:0] \$341 ;
-  wire [1:0] \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire \$378 ;
-  wire \$379 ;
   wire \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire \$385 ;
-  wire [1:0] \$386 ;
-  wire \$387 ;
-  wire [1:0] \$388 ;
-  wire [83:0] \$389 ;
   wire \$39 ;
-  wire [83:0] \$390 ;
-  wire [83:0] \$391 ;
-  wire \$392 ;
-  wire \$393 ;
-  wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
-  wire \$397 ;
-  wire \$398 ;
-  wire \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire \$400 ;
-  wire \$401 ;
-  wire \$402 ;
-  wire \$403 ;
-  wire \$404 ;
-  wire \$405 ;
-  wire \$406 ;
-  wire \$407 ;
-  wire \$408 ;
-  wire \$409 ;
   wire \$41 ;
-  wire \$410 ;
-  wire \$411 ;
-  reg \$412 ;
-  reg \$413 ;
-  reg \$414 ;
-  reg \$415 ;
-  reg \$416 ;
-  reg \$417 ;
-  reg [16:0] \$418 ;
-  reg \$419 ;
-  wire [17:0] \$42 ;
-  reg \$420 ;
-  reg \$421 ;
-  reg \$422 ;
-  reg \$423 ;
-  reg \$424 ;
-  reg \$425 ;
-  reg [83:0] \$426 ;
-  reg [83:0] \$427 ;
-  reg [83:0] \$428 ;
-  reg [83:0] \$429 ;
-  wire [17:0] \$43 ;
-  reg \$430 ;
-  reg [22:0] \$431 ;
-  reg [31:0] \$432 ;
-  reg [24:0] \$433 ;
-  reg [8:0] \$434 ;
-  reg [33:0] \$435 ;
-  reg \$436 ;
-  reg [38:0] \$437 ;
-  reg [7:0] \$438 ;
-  reg \$439 ;
-  wire [17:0] \$44 ;
-  reg \$440 ;
-  reg \$441 ;
-  reg [1:0] \$442 ;
-  reg [4:0] \$443 ;
-  reg [31:0] \$444 ;
-  reg [24:0] \$445 ;
-  reg [33:0] \$446 ;
-  reg \$447 ;
-  reg \$448 ;
-  reg [287:0] \$449 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
-  reg \$450 ;
-  reg \$451 ;
-  reg \$452 ;
-  reg \$453 ;
-  reg \$454 ;
-  reg \$455 ;
-  reg \$456 ;
-  reg [1:0] \$457 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [17:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
-  wire [17:0] \$51 ;
-  wire [17:0] \$52 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -6110,7 +5973,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -6135,21 +5998,21 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg \$signal  = 1'h1;
   (* keep = 32'd1 *)
-  wire \$signal$15 ;
-  reg \$signal$31  = 1'h0;
-  reg \$signal$32  = 1'h0;
+  wire \$signal ;
+  reg \$signal$29  = 1'h0;
+  reg \$signal$30  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -6237,6 +6100,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
+  (* keep = 32'd1 *)
+  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
@@ -6454,952 +6319,829 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$13  = ~ dram__valid;
   assign \$14  = \$13  | dram__ready;
   assign \$15  = \$14  & pick_c;
-  assign \$16  = gate_m & \$signal ;
-  assign \$17  = \$signal$15  | \$16 ;
-  assign \$18  = | \new [9:2];
-  assign \$19  = \new [1] & \$18 ;
-  assign \$20  = finish[1] ? cfg[1] : gated;
-  assign \$21  = accept ? \$19  : \$20 ;
-  assign \$22  = ~ dram__valid;
-  assign \$23  = \$22  | dram__ready;
-  assign \$24  = dma__valid | remote__valid;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = dma__valid | remote_ok;
-  assign \$27  = load__valid | store_ok;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = ~ gated;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = comm_first | \$30 ;
-  assign \$32  = \$26  & \$31 ;
-  assign \$33  = \$25  | \$32 ;
-  assign \$34  = dma__valid | remote_ok;
-  assign \$35  = load__valid | store_ok;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = \$37  & gated;
-  assign \$39  = \$38  & \$signal ;
-  assign \$40  = \$33  | \$39 ;
-  assign \$41  = ~ wait_full;
-  assign \$42  = wait1 + 1'h1;
-  assign \$43  = wait_full ? { 1'h0, wait1 } : \$42 ;
-  assign \$44  = \$40  ? 18'h00001 : \$43 ;
-  assign \$45  = dma__valid | remote__valid;
-  assign \$46  = ~ \$45 ;
-  assign \$49  = wait1 + 1'h1;
-  assign \$51  = \$45  ? \$50  : 18'h00001;
-  assign \$52  = \$23  ? \$44  : \$51 ;
-  assign \$53  = ~ dram__valid;
-  assign \$54  = \$53  | dram__ready;
-  assign \$55  = dma__valid | remote_ok;
-  assign \$56  = load__valid | store_ok;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = ~ gated;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = comm_first | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = dma__valid | remote_ok;
-  assign \$63  = load__valid | store_ok;
-  assign \$64  = ~ \$63 ;
-  assign \$65  = \$62  & \$64 ;
-  assign \$66  = \$65  & gated;
-  assign \$67  = \$66  & \$signal ;
-  assign \$68  = \$61  | \$67 ;
-  assign \$69  = pick_c | \$68 ;
-  assign \$70  = dma__valid | remote_ok;
-  assign \$71  = load__valid | store_ok;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = ~ gated;
-  assign \$74  = \$72  & \$73 ;
-  assign \$75  = comm_first | \$74 ;
-  assign \$76  = \$70  & \$75 ;
-  assign \$77  = dma__valid | remote_ok;
-  assign \$78  = load__valid | store_ok;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$77  & \$79 ;
-  assign \$81  = \$80  & gated;
-  assign \$82  = \$81  & \$signal ;
-  assign \$83  = \$76  | \$82 ;
-  assign \$84  = \$69  ? \$83  : last_comm;
-  assign \$86  = \$54  ? \$84  : \$85 ;
-  assign \$87  = ~ dram__valid;
-  assign \$88  = \$87  | dram__ready;
-  assign \$89  = dma__valid | remote__valid;
-  assign \$90  = dma__valid | remote_ok;
-  assign \$91  = load__valid | store_ok;
-  assign \$92  = ~ \$91 ;
-  assign \$93  = ~ gated;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = comm_first | \$94 ;
-  assign \$96  = \$90  & \$95 ;
-  assign \$97  = dma__valid | remote_ok;
-  assign \$98  = load__valid | store_ok;
-  assign \$99  = ~ \$98 ;
-  assign \$100  = \$97  & \$99 ;
-  assign \$101  = \$100  & gated;
-  assign \$102  = \$101  & \$signal ;
-  assign \$103  = \$96  | \$102 ;
-  assign \$104  = ~ \$103 ;
-  assign \$105  = \$89  & \$104 ;
-  assign \$106  = ~ wait_full;
-  assign \$107  = wait1 >= \new [38:23];
-  assign \$108  = wait1 > \new [38:23];
-  assign \$109  = wait_full ? \$108  : \$107 ;
-  assign \$110  = ~ wait_full;
-  assign \$111  = wait1 == cfg[38:23];
-  assign \$112  = wait_full ? wait_full : \$111 ;
-  assign \$113  = accept ? \$109  : \$112 ;
-  assign \$114  = \$105  & \$113 ;
-  assign \$115  = dma__valid | remote__valid;
-  assign \$117  = wait1 > \new [38:23];
-  assign \$118  = accept ? \$117  : wait_full;
-  assign \$119  = \$116  & { 1'h0, \$118  };
-  assign \$120  = \$88  ? { 1'h0, \$114  } : \$119 ;
-  assign \$121  = ~ dram__valid;
-  assign \$122  = \$121  | dram__ready;
-  assign \$123  = accept ? \new [1:0] : cfg[1:0];
-  assign \$124  = ! \$123 ;
-  assign \$125  = dma__valid | remote_ok;
-  assign \$126  = load__valid | store_ok;
-  assign \$127  = ~ \$126 ;
-  assign \$128  = ~ gated;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = comm_first | \$129 ;
-  assign \$131  = \$125  & \$130 ;
-  assign \$132  = dma__valid | remote_ok;
-  assign \$133  = load__valid | store_ok;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = \$135  & gated;
-  assign \$137  = \$136  & \$signal ;
-  assign \$138  = \$131  | \$137 ;
-  assign \$139  = pick_c | \$138 ;
-  assign \$140  = dma__valid | remote_ok;
-  assign \$141  = load__valid | store_ok;
-  assign \$142  = ~ \$141 ;
-  assign \$143  = ~ gated;
-  assign \$144  = \$142  & \$143 ;
-  assign \$145  = comm_first | \$144 ;
-  assign \$146  = \$140  & \$145 ;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = load__valid | store_ok;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = \$147  & \$149 ;
-  assign \$151  = \$150  & gated;
-  assign \$152  = \$151  & \$signal ;
-  assign \$153  = \$146  | \$152 ;
-  assign \$154  = \$139  ? \$153  : last_comm;
-  assign \$155  = ~ \$154 ;
-  assign \$156  = \$124  & \$155 ;
-  assign \$157  = accept ? \new [1:0] : cfg[1:0];
-  assign \$158  = dma__valid | remote__valid;
-  assign \$159  = dma__valid | remote_ok;
-  assign \$160  = load__valid | store_ok;
-  assign \$161  = ~ \$160 ;
-  assign \$162  = ~ gated;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = comm_first | \$163 ;
-  assign \$165  = \$159  & \$164 ;
-  assign \$166  = dma__valid | remote_ok;
-  assign \$167  = load__valid | store_ok;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = \$166  & \$168 ;
-  assign \$170  = \$169  & gated;
-  assign \$171  = \$170  & \$signal ;
-  assign \$172  = \$165  | \$171 ;
-  assign \$173  = ~ \$172 ;
-  assign \$174  = \$158  & \$173 ;
-  assign \$175  = ~ wait_full;
-  assign \$176  = wait1 >= \new [38:23];
-  assign \$177  = wait1 > \new [38:23];
-  assign \$178  = wait_full ? \$177  : \$176 ;
-  assign \$179  = ~ wait_full;
-  assign \$180  = wait1 == cfg[38:23];
-  assign \$181  = wait_full ? wait_full : \$180 ;
-  assign \$182  = accept ? \$178  : \$181 ;
-  assign \$183  = \$174  & \$182 ;
-  assign \$184  = \$157 [1] & \$183 ;
-  assign \$185  = \$156  | \$184 ;
-  assign \$186  = accept ? \new [1:0] : cfg[1:0];
-  assign \$187  = \$186  == 2'h3;
-  assign \$188  = | \new [9:2];
-  assign \$189  = \new [1] & \$188 ;
-  assign \$190  = finish[1] ? cfg[1] : gated;
-  assign \$191  = accept ? \$189  : \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = dma__valid | remote_ok;
-  assign \$194  = load__valid | store_ok;
-  assign \$195  = ~ \$194 ;
-  assign \$196  = ~ gated;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = comm_first | \$197 ;
-  assign \$199  = \$193  & \$198 ;
-  assign \$200  = dma__valid | remote_ok;
-  assign \$201  = load__valid | store_ok;
-  assign \$202  = ~ \$201 ;
-  assign \$203  = \$200  & \$202 ;
-  assign \$204  = \$203  & gated;
-  assign \$205  = \$204  & \$signal ;
-  assign \$206  = \$199  | \$205 ;
-  assign \$207  = pick_c | \$206 ;
-  assign \$208  = dma__valid | remote_ok;
-  assign \$209  = load__valid | store_ok;
-  assign \$210  = ~ \$209 ;
-  assign \$211  = ~ gated;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = comm_first | \$212 ;
-  assign \$214  = \$208  & \$213 ;
-  assign \$215  = dma__valid | remote_ok;
+  assign \$16  = gate_m & below;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = dram__valid & dram__ready;
+  assign \$124  = \$123  & \$254 [83];
+  assign \$125  = | \$254 [1:0];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = \$254 [1:0] == 2'h2;
+  assign \$128  = \$127  ? 1'h1 : 1'h0;
+  assign \$129  = cfg[17:10] << scale;
+  assign \$130  = 1'h1 << scale;
+  assign \$131  = cfg[17:10] + 2'h2;
+  assign \$133  = \$132  - unit;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = \$135  & pick_c;
+  assign \$137  = ~ accept;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = armed & grant_c_q;
+  assign \$140  = ! \new [9:2];
+  assign \$141  = ! \new [9:2];
+  assign \$142  = 5'h18 - \new [22:18];
+  assign \$143  = cfg[22:18] == 1'h1;
+  assign \$144  = cfg[22:18] > 2'h2;
+  assign \$145  = cfg[22:18] > 2'h3;
+  assign \$146  = cfg[22:18] > 3'h4;
+  assign \$147  = cfg[22:18] > 3'h5;
+  assign \$148  = cfg[22:18] > 3'h6;
+  assign \$149  = cfg[22:18] > 3'h7;
+  assign \$150  = cfg[22:18] > 4'h8;
+  assign \$151  = cfg[22:18] > 4'h9;
+  assign \$152  = cfg[22:18] > 4'ha;
+  assign \$153  = cfg[22:18] > 4'hb;
+  assign \$154  = cfg[22:18] > 4'hc;
+  assign \$155  = cfg[22:18] > 4'hd;
+  assign \$156  = cfg[22:18] > 4'he;
+  assign \$157  = cfg[22:18] > 4'hf;
+  assign \$158  = cfg[22:18] > 5'h10;
+  assign \$159  = cfg[22:18] > 5'h11;
+  assign \$160  = cfg[22:18] > 5'h12;
+  assign \$161  = cfg[22:18] > 5'h13;
+  assign \$162  = cfg[22:18] > 5'h14;
+  assign \$163  = cfg[22:18] > 5'h15;
+  assign \$164  = cfg[22:18] > 5'h16;
+  assign \$165  = cfg[22:18] > 5'h17;
+  assign \$166  = cfg[22:18] > 5'h18;
+  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
+  assign \$168  = ! cfg[22:18];
+  assign \$169  = $signed(left) - $signed(2'h1);
+  assign \$170  = acc + sat_s;
+  assign \$172  = base + acc;
+  assign \$174  = load__valid & load__ready;
+  assign \$175  = ~ load__ready;
+  assign \$176  = load__valid & \$175 ;
+  assign \$177  = stats[31:0] + 1'h1;
+  assign \$178  = stats[159:128] + 1'h1;
+  assign \$179  = store__valid & store__ready;
+  assign \$180  = ~ store__ready;
+  assign \$181  = store__valid & \$180 ;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = dma__valid & dma__ready;
+  assign \$185  = ~ dma__ready;
+  assign \$186  = dma__valid & \$185 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[223:192] + 1'h1;
+  assign \$189  = remote__valid & remote__ready;
+  assign \$190  = ~ remote__ready;
+  assign \$191  = remote__valid & \$190 ;
+  assign \$192  = stats[127:96] + 1'h1;
+  assign \$193  = stats[255:224] + 1'h1;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = dma__valid | remote_ok;
+  assign \$197  = \$196  & wait_full;
+  assign \$198  = \$197  & cfg[1];
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = stats[287:256] + 1'h1;
+  assign \$204  = track_hold & store__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign store_ok = store__valid & \$205 ;
+  assign \$206  = track_hold & remote__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign remote_ok = remote__valid & \$207 ;
+  assign \$208  = load__valid | store_ok;
+  assign \$209  = dma__valid | remote_ok;
+  assign \$210  = \$209  & comm_first;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$208  & \$211 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = dma__valid | remote_ok;
+  assign \$215  = \$213  & \$214 ;
   assign \$216  = load__valid | store_ok;
   assign \$217  = ~ \$216 ;
-  assign \$218  = \$215  & \$217 ;
-  assign \$219  = \$218  & gated;
-  assign \$220  = \$219  & \$signal ;
-  assign \$221  = \$214  | \$220 ;
-  assign \$222  = \$207  ? \$221  : last_comm;
-  assign \$223  = ~ \$222 ;
-  assign \$224  = \$192  & \$223 ;
-  assign \$225  = \$224  & below2;
-  assign \$226  = \$185  | \$225 ;
-  assign \$227  = accept ? \new [1:0] : cfg[1:0];
-  assign \$228  = ! \$227 ;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$228  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = dma__valid | remote__valid;
-  assign \$235  = wait1 > \new [38:23];
-  assign \$236  = accept ? \$235  : wait_full;
-  assign \$237  = \$234  & { 1'h0, \$236  };
-  assign \$238  = { 1'h0, \$232 [1] } & \$237 ;
-  assign \$239  = { 1'h0, \$231  } | \$238 ;
-  assign \$240  = accept ? \new [1:0] : cfg[1:0];
-  assign \$241  = \$240  == 2'h3;
-  assign \$242  = | \new [9:2];
-  assign \$243  = \new [1] & \$242 ;
-  assign \$244  = finish[1] ? cfg[1] : gated;
-  assign \$245  = accept ? \$243  : \$244 ;
-  assign \$246  = \$241  & \$245 ;
-  assign \$248  = ~ \$247 ;
-  assign \$249  = \$246  & \$248 ;
-  assign \$250  = \$249  & below2;
-  assign \$251  = \$239  | { 1'h0, \$250  };
-  assign \$252  = \$122  ? { 1'h0, \$226  } : \$251 ;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = ~ dram__valid;
-  assign \$256  = \$255  | dram__ready;
-  assign \$257  = \$256  & pick_c;
-  assign \$258  = gate_m & \$signal ;
-  assign \$259  = \$signal$15  | \$258 ;
-  assign \$260  = \$257  | \$259 ;
-  assign \$261  = ~ pick_c;
-  assign \$262  = dram__valid & dram__ready;
-  assign \$263  = \$262  & \$391 [83];
-  assign \$264  = | \$391 [1:0];
-  assign \$265  = \$263  & \$264 ;
-  assign \$266  = \$391 [1:0] == 2'h2;
-  assign \$267  = \$266  ? 1'h1 : 1'h0;
-  assign \$268  = cfg[17:10] << scale;
-  assign \$269  = 1'h1 << scale;
-  assign \$270  = cfg[17:10] + 2'h2;
-  assign \$272  = \$271  - unit;
-  assign \$273  = ~ dram__valid;
-  assign \$274  = \$273  | dram__ready;
-  assign \$275  = \$274  & pick_c;
-  assign \$276  = ~ accept;
-  assign \$277  = \$275  & \$276 ;
-  assign \$278  = armed & grant_c_q;
-  assign \$279  = ! \new [9:2];
-  assign \$280  = ! \new [9:2];
-  assign \$281  = 5'h18 - \new [22:18];
-  assign \$282  = cfg[22:18] == 1'h1;
-  assign \$283  = cfg[22:18] > 2'h2;
-  assign \$284  = cfg[22:18] > 2'h3;
-  assign \$285  = cfg[22:18] > 3'h4;
-  assign \$286  = cfg[22:18] > 3'h5;
-  assign \$287  = cfg[22:18] > 3'h6;
-  assign \$288  = cfg[22:18] > 3'h7;
-  assign \$289  = cfg[22:18] > 4'h8;
-  assign \$290  = cfg[22:18] > 4'h9;
-  assign \$291  = cfg[22:18] > 4'ha;
-  assign \$292  = cfg[22:18] > 4'hb;
-  assign \$293  = cfg[22:18] > 4'hc;
-  assign \$294  = cfg[22:18] > 4'hd;
-  assign \$295  = cfg[22:18] > 4'he;
-  assign \$296  = cfg[22:18] > 4'hf;
-  assign \$297  = cfg[22:18] > 5'h10;
-  assign \$298  = cfg[22:18] > 5'h11;
-  assign \$299  = cfg[22:18] > 5'h12;
-  assign \$300  = cfg[22:18] > 5'h13;
-  assign \$301  = cfg[22:18] > 5'h14;
-  assign \$302  = cfg[22:18] > 5'h15;
-  assign \$303  = cfg[22:18] > 5'h16;
-  assign \$304  = cfg[22:18] > 5'h17;
-  assign \$305  = cfg[22:18] > 5'h18;
-  assign \$306  = \$282  ? 26'h3ffffff : { 1'h0, \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , 2'h1 };
-  assign \$307  = ! cfg[22:18];
-  assign \$308  = $signed(left) - $signed(2'h1);
-  assign \$309  = acc + sat_s;
-  assign \$311  = base + acc;
-  assign \$313  = load__valid & load__ready;
-  assign \$314  = ~ load__ready;
-  assign \$315  = load__valid & \$314 ;
-  assign \$316  = stats[31:0] + 1'h1;
-  assign \$317  = stats[159:128] + 1'h1;
-  assign \$318  = store__valid & store__ready;
-  assign \$319  = ~ store__ready;
-  assign \$320  = store__valid & \$319 ;
-  assign \$321  = stats[63:32] + 1'h1;
-  assign \$322  = stats[191:160] + 1'h1;
-  assign \$323  = dma__valid & dma__ready;
-  assign \$324  = ~ dma__ready;
-  assign \$325  = dma__valid & \$324 ;
-  assign \$326  = stats[95:64] + 1'h1;
-  assign \$327  = stats[223:192] + 1'h1;
-  assign \$328  = remote__valid & remote__ready;
-  assign \$329  = ~ remote__ready;
-  assign \$330  = remote__valid & \$329 ;
-  assign \$331  = stats[127:96] + 1'h1;
-  assign \$332  = stats[255:224] + 1'h1;
-  assign \$333  = ~ dram__valid;
-  assign \$334  = \$333  | dram__ready;
-  assign \$335  = dma__valid | remote_ok;
-  assign \$336  = \$335  & wait_full;
-  assign \$337  = \$336  & cfg[1];
-  assign \$338  = \$334  & \$337 ;
-  assign \$339  = stats[287:256] + 1'h1;
-  assign \$343  = track_hold & store__payload[72];
-  assign \$344  = ~ \$343 ;
-  assign store_ok = store__valid & \$344 ;
-  assign \$345  = track_hold & remote__payload[72];
-  assign \$346  = ~ \$345 ;
-  assign remote_ok = remote__valid & \$346 ;
-  assign \$347  = load__valid | store_ok;
-  assign \$348  = dma__valid | remote_ok;
-  assign \$349  = \$348  & comm_first;
-  assign \$350  = ~ \$349 ;
-  assign pick_c = \$347  & \$350 ;
-  assign \$351  = ~ dram__valid;
-  assign \$352  = \$351  | dram__ready;
-  assign \$353  = dma__valid | remote_ok;
-  assign \$354  = load__valid | store_ok;
-  assign \$355  = ~ \$354 ;
-  assign \$356  = ~ gated;
-  assign \$357  = \$355  & \$356 ;
-  assign \$358  = comm_first | \$357 ;
-  assign \$359  = \$353  & \$358 ;
-  assign \$signal$15  = \$352  & \$359 ;
-  assign \$360  = ~ dram__valid;
-  assign \$361  = \$360  | dram__ready;
-  assign \$362  = dma__valid | remote_ok;
-  assign \$363  = load__valid | store_ok;
-  assign \$364  = ~ \$363 ;
-  assign \$365  = \$362  & \$364 ;
-  assign \$366  = \$365  & gated;
-  assign gate_m = \$361  & \$366 ;
-  assign \$367  = ~ load__valid;
-  assign \$368  = ~ last_store;
-  assign \$369  = \$367  | \$368 ;
-  assign sel_store = store_ok & \$369 ;
-  assign \$370  = ~ dma__valid;
-  assign \$371  = ~ last_remote;
-  assign \$372  = \$370  | \$371 ;
-  assign sel_remote = remote_ok & \$372 ;
-  assign \$373  = ~ dram__valid;
-  assign \$374  = \$373  | dram__ready;
-  assign \$375  = \$374  & pick_c;
-  assign \$376  = ~ sel_store;
-  assign load__ready = \$375  & \$376 ;
-  assign \$377  = ~ dram__valid;
-  assign \$378  = \$377  | dram__ready;
-  assign \$379  = \$378  & pick_c;
-  assign store__ready = \$379  & sel_store;
-  assign \$380  = gate_m & \$signal ;
-  assign \$381  = \$signal$15  | \$380 ;
-  assign \$382  = ~ sel_remote;
-  assign dma__ready = \$381  & \$382 ;
-  assign \$383  = gate_m & \$signal ;
-  assign \$384  = \$signal$15  | \$383 ;
-  assign remote__ready = \$384  & sel_remote;
-  assign \$386  = \$385  ? 2'h2 : 2'h1;
-  assign \$388  = \$387  ? 2'h2 : 2'h1;
-  assign \$389  = is_remote ? remote_q : dma_q;
-  assign \$390  = \$signal$32  ? store_q : load_q;
-  assign \$391  = \$signal$31  ? \$389  : \$390 ;
-  assign \$392  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$392 ;
-  assign \$393  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$393 ;
-  assign \$394  = ! response__payload[1:0];
-  assign \$395  = response__payload[1:0] == 1'h1;
-  assign \$396  = \$395  ? dma_response__ready : 1'h1;
-  assign response__ready = \$394  ? load_response__ready : \$396 ;
-  assign \$397  = ! response__payload[1:0];
-  assign \$398  = ~ \$397 ;
-  assign \$399  = response__valid & \$398 ;
-  assign \$400  = response__payload[1:0] == 1'h1;
-  assign \$401  = ~ \$400 ;
-  assign \$402  = \$399  & \$401 ;
-  assign \$403  = | config__payload[38:23];
-  assign \$404  = config__payload[22:18] <= 5'h18;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = | config__payload[9:2];
-  assign \$407  = | config__payload[17:10];
-  assign \$408  = \$406  | \$407 ;
-  assign \$409  = \$405  & \$408 ;
-  assign \$410  = ~ \$409 ;
-  assign \$411  = config__valid & \$410 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = load__valid | store_ok;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$224  & \$226 ;
+  assign gate_m = \$227  & gated;
+  assign \$228  = ~ load__valid;
+  assign \$229  = ~ last_store;
+  assign \$230  = \$228  | \$229 ;
+  assign sel_store = store_ok & \$230 ;
+  assign \$231  = ~ dma__valid;
+  assign \$232  = ~ last_remote;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_remote = remote_ok & \$233 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = \$235  & pick_c;
+  assign \$237  = ~ sel_store;
+  assign load__ready = \$236  & \$237 ;
+  assign \$238  = ~ dram__valid;
+  assign \$239  = \$238  | dram__ready;
+  assign \$240  = \$239  & pick_c;
+  assign store__ready = \$240  & sel_store;
+  assign \$241  = gate_m & below;
+  assign \$242  = \$signal  | \$241 ;
+  assign \$243  = ~ sel_remote;
+  assign dma__ready = \$242  & \$243 ;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign remote__ready = \$245  & sel_remote;
+  assign \$246  = dma__valid | remote__valid;
+  assign \$247  = ~ \$246 ;
+  assign drop_wait = \$247  | \$signal ;
+  assign \$249  = \$248  ? 2'h2 : 2'h1;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$252  = is_remote ? remote_q : dma_q;
+  assign \$253  = \$signal$30  ? store_q : load_q;
+  assign \$254  = \$signal$29  ? \$252  : \$253 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$412 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    \$signal  <= \$413 ;
+    below <= \$276 ;
   always @(posedge clk)
-    below2 <= \$414 ;
+    below2 <= \$277 ;
   always @(posedge clk)
-    last_store <= \$415 ;
+    last_store <= \$278 ;
   always @(posedge clk)
-    last_remote <= \$416 ;
+    last_remote <= \$279 ;
   always @(posedge clk)
-    gated <= \$417 ;
+    wait1 <= \$280 ;
   always @(posedge clk)
-    wait1 <= \$418 ;
+    gated <= \$281 ;
   always @(posedge clk)
-    last_comm <= \$419 ;
+    last_comm <= \$282 ;
   always @(posedge clk)
-    wait_full <= \$420 ;
+    wait_full <= \$283 ;
   always @(posedge clk)
-    comm_first <= \$421 ;
+    comm_first <= \$284 ;
   always @(posedge clk)
-    dram__valid <= \$422 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    \$signal$31  <= \$423 ;
+    \$signal$29  <= \$286 ;
   always @(posedge clk)
-    \$signal$32  <= \$424 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    is_remote <= \$425 ;
+    is_remote <= \$288 ;
   always @(posedge clk)
-    load_q <= \$426 ;
+    load_q <= \$289 ;
   always @(posedge clk)
-    store_q <= \$427 ;
+    store_q <= \$290 ;
   always @(posedge clk)
-    dma_q <= \$428 ;
+    dma_q <= \$291 ;
   always @(posedge clk)
-    remote_q <= \$429 ;
+    remote_q <= \$292 ;
   always @(posedge clk)
-    track__valid <= \$430 ;
+    track__valid <= \$293 ;
   always @(posedge clk)
-    track__payload <= \$431 ;
+    track__payload <= \$294 ;
   always @(posedge clk)
-    sat_s <= \$432 ;
+    sat_s <= \$295 ;
   always @(posedge clk)
-    unit <= \$433 ;
+    unit <= \$296 ;
   always @(posedge clk)
-    sat2 <= \$434 ;
+    sat2 <= \$297 ;
   always @(posedge clk)
-    base <= \$435 ;
+    base <= \$298 ;
   always @(posedge clk)
-    grant_c_q <= \$436 ;
+    grant_c_q <= \$299 ;
   always @(posedge clk)
-    cfg <= \$437 ;
+    cfg <= \$300 ;
   always @(posedge clk)
-    thr <= \$438 ;
+    thr <= \$301 ;
   always @(posedge clk)
-    measuring <= \$439 ;
+    measuring <= \$302 ;
   always @(posedge clk)
-    armed <= \$440 ;
+    armed <= \$303 ;
   always @(posedge clk)
-    window <= \$441 ;
+    window <= \$304 ;
   always @(posedge clk)
-    finish <= \$442 ;
+    finish <= \$305 ;
   always @(posedge clk)
-    scale <= \$443 ;
+    scale <= \$306 ;
   always @(posedge clk)
-    acc <= \$444 ;
+    acc <= \$307 ;
   always @(posedge clk)
-    left <= \$445 ;
+    left <= \$308 ;
   always @(posedge clk)
-    num <= \$446 ;
+    num <= \$309 ;
   always @(posedge clk)
-    load_granted <= \$447 ;
+    load_granted <= \$310 ;
   always @(posedge clk)
-    load_stalled <= \$448 ;
+    load_stalled <= \$311 ;
   always @(posedge clk)
-    stats <= \$449 ;
+    stats <= \$312 ;
   always @(posedge clk)
-    store_granted <= \$450 ;
+    store_granted <= \$313 ;
   always @(posedge clk)
-    store_stalled <= \$451 ;
+    store_stalled <= \$314 ;
   always @(posedge clk)
-    dma_granted <= \$452 ;
+    dma_granted <= \$315 ;
   always @(posedge clk)
-    dma_stalled <= \$453 ;
+    dma_stalled <= \$316 ;
   always @(posedge clk)
-    remote_granted <= \$454 ;
+    remote_granted <= \$317 ;
   always @(posedge clk)
-    remote_stalled <= \$455 ;
+    remote_stalled <= \$318 ;
   always @(posedge clk)
-    was_forced <= \$456 ;
+    was_forced <= \$319 ;
   always @(posedge clk)
-    errors <= \$457 ;
+    errors <= \$320 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$412  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$412  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$413  = \$10 ;
+    \$276  = \$10 ;
     if (rst) begin
-      \$413  = 1'h1;
+      \$276  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$414  = \$12 ;
+    \$277  = \$12 ;
     if (rst) begin
-      \$414  = 1'h1;
+      \$277  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$415  = last_store;
+    \$278  = last_store;
     if (\$15 ) begin
-      \$415  = sel_store;
+      \$278  = sel_store;
     end
     if (rst) begin
-      \$415  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$416  = last_remote;
+    \$279  = last_remote;
     if (\$17 ) begin
-      \$416  = sel_remote;
+      \$279  = sel_remote;
     end
     if (rst) begin
-      \$416  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$417  = \$21 ;
+    \$280  = wait1;
+    if (\$19 ) begin
+      \$280  = 17'h00001;
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
+    end
     if (rst) begin
-      \$417  = 1'h0;
+      \$280  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$418  = \$52 [16:0];
+    \$281  = \$28 ;
     if (rst) begin
-      \$418  = 17'h00001;
+      \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$419  = \$86 ;
+    \$282  = \$37 ;
     if (rst) begin
-      \$419  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$420  = \$120 [0];
+    \$283  = \$57 ;
     if (rst) begin
-      \$420  = 1'h0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$421  = \$252 [0];
+    \$284  = \$113 ;
     if (rst) begin
-      \$421  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$422  = dram__valid;
-    if (\$254 ) begin
-      \$422  = \$260 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
     end
     if (rst) begin
-      \$422  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$423  = \$signal$31 ;
-    if (\$254 ) begin
-      \$423  = \$261 ;
+    \$286  = \$signal$29 ;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
-      \$423  = 1'h0;
+      \$286  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$424  = \$signal$32 ;
-    if (\$254 ) begin
-      \$424  = sel_store;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = sel_store;
     end
     if (rst) begin
-      \$424  = 1'h0;
+      \$287  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$425  = is_remote;
-    if (\$254 ) begin
-      \$425  = sel_remote;
+    \$288  = is_remote;
+    if (\$115 ) begin
+      \$288  = sel_remote;
     end
     if (rst) begin
-      \$425  = 1'h0;
+      \$288  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$426  = load_q;
-    if (\$254 ) begin
-      \$426  = { 1'h0, load_req };
+    \$289  = load_q;
+    if (\$115 ) begin
+      \$289  = { 1'h0, load_req };
     end
     if (rst) begin
-      \$426  = 84'h000000000000000000000;
+      \$289  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$427  = store_q;
-    if (\$254 ) begin
-      \$427  = { store__payload[72], store_req };
+    \$290  = store_q;
+    if (\$115 ) begin
+      \$290  = { store__payload[72], store_req };
     end
     if (rst) begin
-      \$427  = 84'h000000000000000000000;
+      \$290  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$428  = dma_q;
-    if (\$254 ) begin
-      \$428  = { 1'h0, dma_req };
+    \$291  = dma_q;
+    if (\$115 ) begin
+      \$291  = { 1'h0, dma_req };
     end
     if (rst) begin
-      \$428  = 84'h000000000000000000000;
+      \$291  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$429  = remote_q;
-    if (\$254 ) begin
-      \$429  = { remote__payload[72], remote_req };
+    \$292  = remote_q;
+    if (\$115 ) begin
+      \$292  = { remote__payload[72], remote_req };
     end
     if (rst) begin
-      \$429  = 84'h000000000000000000000;
+      \$292  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$430  = \$265 ;
+    \$293  = \$126 ;
     if (rst) begin
-      \$430  = 1'h0;
+      \$293  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$431 [15:0] = \$391 [74:59];
-    \$431 [19:16] = 4'h1;
-    \$431 [20] = \$267 ;
-    \$431 [22:21] = \$391 [3:2];
+    \$294 [15:0] = \$254 [74:59];
+    \$294 [19:16] = 4'h1;
+    \$294 [20] = \$128 ;
+    \$294 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$431  = 23'h000000;
+      \$294  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$432  = \$268 [31:0];
+    \$295  = \$129 [31:0];
     if (rst) begin
-      \$432  = 32'd32768;
+      \$295  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$433  = \$269 [24:0];
+    \$296  = \$130 [24:0];
     if (rst) begin
-      \$433  = 25'h0000400;
+      \$296  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$434  = \$270 ;
+    \$297  = \$131 ;
     if (rst) begin
-      \$434  = 9'h022;
+      \$297  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$435  = \$272 [33:0];
+    \$298  = \$133 [33:0];
     if (rst) begin
-      \$435  = 34'h021fffc00;
+      \$298  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$436  = \$277 ;
+    \$299  = \$138 ;
     if (rst) begin
-      \$436  = 1'h0;
+      \$299  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$437  = cfg;
+    \$300  = cfg;
     if (accept) begin
-      \$437  = \new ;
+      \$300  = \new ;
     end
     if (rst) begin
-      \$437  = 39'h0200388002;
+      \$300  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$438  = thr;
+    \$301  = thr;
     if (accept) begin
-      \$438  = \new [9:2];
-    end else if (\$278 ) begin
+      \$301  = \new [9:2];
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$438  = \$312 [7:0];
+      \$301  = \$173 [7:0];
     end
     if (rst) begin
-      \$438  = 8'h00;
+      \$301  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$439  = measuring;
+    \$302  = measuring;
     if (accept) begin
-      \$439  = \$279 ;
-    end else if (\$278 ) begin
+      \$302  = \$140 ;
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$439  = 1'h0;
+      \$302  = 1'h0;
     end
     if (rst) begin
-      \$439  = 1'h1;
+      \$302  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$440  = armed;
+    \$303  = armed;
     if (accept) begin
-      \$440  = \$280 ;
-    end else if (\$278 ) begin
-      \$440  = 1'h0;
+      \$303  = \$141 ;
+    end else if (\$139 ) begin
+      \$303  = 1'h0;
     end
     if (rst) begin
-      \$440  = 1'h1;
+      \$303  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$441  = window;
+    \$304  = window;
     if (accept) begin
-      \$441  = 1'h0;
-    end else if (\$278 ) begin
+      \$304  = 1'h0;
+    end else if (\$139 ) begin
       (* full_case = 32'd1 *)
-      if (\$307 ) begin
+      if (\$168 ) begin
       end else begin
-        \$441  = 1'h1;
+        \$304  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$441  = 1'h0;
+        \$304  = 1'h0;
       end
     end
     if (rst) begin
-      \$441  = 1'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$442  = finish;
+    \$305  = finish;
     if (accept) begin
-      \$442  = 2'h0;
-    end else if (\$278 ) begin
-      if (\$307 ) begin
-        \$442  = 2'h1;
+      \$305  = 2'h0;
+    end else if (\$139 ) begin
+      if (\$168 ) begin
+        \$305  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$442  = 2'h1;
+        \$305  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$442  = \$310 [1:0];
+      \$305  = \$171 [1:0];
     end else if (finish[1]) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
     if (rst) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$443  = scale;
+    \$306  = scale;
     if (accept) begin
-      \$443  = \$281 [4:0];
+      \$306  = \$142 [4:0];
     end
     if (rst) begin
-      \$443  = 5'h0a;
+      \$306  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$444  = acc;
+    \$307  = acc;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$444  = sat_s;
+    end else if (\$139 ) begin
+      \$307  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$444  = \$309 [31:0];
+        \$307  = \$170 [31:0];
       end
     end
     if (rst) begin
-      \$444  = 32'd0;
+      \$307  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$445  = left;
+    \$308  = left;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$445  = \$306 [24:0];
+    end else if (\$139 ) begin
+      \$308  = \$167 [24:0];
     end else if (window) begin
-      \$445  = \$308 [24:0];
+      \$308  = \$169 [24:0];
     end
     if (rst) begin
-      \$445  = 25'h0000000;
+      \$308  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$446  = num;
+    \$309  = num;
     if (accept) begin
-    end else if (\$278 ) begin
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$446  = \$311 [33:0];
+      \$309  = \$172 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$447  = \$313 ;
+    \$310  = \$174 ;
     if (rst) begin
-      \$447  = 1'h0;
+      \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$448  = \$315 ;
+    \$311  = \$176 ;
     if (rst) begin
-      \$448  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$449  = stats;
+    \$312  = stats;
     if (load_granted) begin
-      \$449 [31:0] = \$316 [31:0];
+      \$312 [31:0] = \$177 [31:0];
     end
     if (load_stalled) begin
-      \$449 [159:128] = \$317 [31:0];
+      \$312 [159:128] = \$178 [31:0];
     end
     if (store_granted) begin
-      \$449 [63:32] = \$321 [31:0];
+      \$312 [63:32] = \$182 [31:0];
     end
     if (store_stalled) begin
-      \$449 [191:160] = \$322 [31:0];
+      \$312 [191:160] = \$183 [31:0];
     end
     if (dma_granted) begin
-      \$449 [95:64] = \$326 [31:0];
+      \$312 [95:64] = \$187 [31:0];
     end
     if (dma_stalled) begin
-      \$449 [223:192] = \$327 [31:0];
+      \$312 [223:192] = \$188 [31:0];
     end
     if (remote_granted) begin
-      \$449 [127:96] = \$331 [31:0];
+      \$312 [127:96] = \$192 [31:0];
     end
     if (remote_stalled) begin
-      \$449 [255:224] = \$332 [31:0];
+      \$312 [255:224] = \$193 [31:0];
     end
     if (was_forced) begin
-      \$449 [287:256] = \$339 [31:0];
+      \$312 [287:256] = \$200 [31:0];
     end
     if (rst) begin
-      \$449  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$450  = \$318 ;
+    \$313  = \$179 ;
     if (rst) begin
-      \$450  = 1'h0;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$451  = \$320 ;
+    \$314  = \$181 ;
     if (rst) begin
-      \$451  = 1'h0;
+      \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$452  = \$323 ;
+    \$315  = \$184 ;
     if (rst) begin
-      \$452  = 1'h0;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$453  = \$325 ;
+    \$316  = \$186 ;
     if (rst) begin
-      \$453  = 1'h0;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$454  = \$328 ;
+    \$317  = \$189 ;
     if (rst) begin
-      \$454  = 1'h0;
+      \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$455  = \$330 ;
+    \$318  = \$191 ;
     if (rst) begin
-      \$455  = 1'h0;
+      \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$456  = \$338 ;
+    \$319  = \$199 ;
     if (rst) begin
-      \$456  = 1'h0;
+      \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$457  = \$342 ;
+    \$320  = \$203 ;
     if (rst) begin
-      \$457  = 2'h0;
+      \$320  = 2'h0;
     end
   end
-  assign out_tracked = \$391 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$391 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -7449,12 +7191,12 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$391 [1:0];
-  assign dram__payload__source  = \$391 [3:2];
-  assign dram__payload__addr  = \$391 [51:4];
-  assign dram__payload__bytes  = \$391 [58:52];
-  assign dram__payload__tile  = \$391 [74:59];
-  assign dram__payload__tag  = \$391 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -7492,8 +7234,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$411 ;
-  assign set_err[1] = \$402 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -7512,30 +7254,22 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$388 ;
+  assign remote_req[1:0] = \$251 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$386 ;
+  assign store_req[1:0] = \$249 ;
   assign store_req[82:75] = 8'h00;
-  assign \$47  = \$46 ;
-  assign \$48  = \$46 ;
-  assign \$50  = { 1'h0, wait1 };
-  assign \$85  = last_comm;
-  assign \$116  = { 1'h0, \$115  };
-  assign \$229  = last_comm;
-  assign \$234  = { 1'h0, \$233  };
-  assign \$247  = last_comm;
-  assign \$271  = { 7'h00, sat2, 24'h000000 };
-  assign \$310  = { finish, 1'h0 };
-  assign \$312  = { 25'h0000000, num[33:25] };
-  assign \$340  = 2'h0;
-  assign \$341  = 2'h0;
-  assign \$342  = { \$402 , \$411  };
-  assign \$385  = store__payload[71];
-  assign \$387  = remote__payload[71];
+  assign \$132  = { 7'h00, sat2, 24'h000000 };
+  assign \$171  = { finish, 1'h0 };
+  assign \$173  = { 25'h0000000, num[33:25] };
+  assign \$201  = 2'h0;
+  assign \$202  = 2'h0;
+  assign \$203  = { \$265 , \$274  };
+  assign \$248  = store__payload[71];
+  assign \$250  = remote__payload[71];
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -32801,26 +32535,26 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire [1:0] \$116 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [1:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [1:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [1:0] \$123 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
+  wire [31:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [39:0] \$132 ;
+  wire [40:0] \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -32830,7 +32564,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  wire [5:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -32846,7 +32580,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [1:0] \$157 ;
+  wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
@@ -32857,36 +32591,36 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [25:0] \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [32:0] \$170 ;
+  wire [2:0] \$171 ;
+  wire [34:0] \$172 ;
+  wire [33:0] \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
   wire \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire [1:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire \$186 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
@@ -32895,10 +32629,10 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
+  wire [32:0] \$200 ;
+  wire [1:0] \$201 ;
+  wire [1:0] \$202 ;
+  wire [1:0] \$203 ;
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
@@ -32924,22 +32658,22 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
-  wire [1:0] \$227 ;
+  wire \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
-  wire [1:0] \$234 ;
+  wire \$234 ;
   wire \$235 ;
   wire \$236 ;
-  wire [1:0] \$237 ;
-  wire [1:0] \$238 ;
-  wire [1:0] \$239 ;
-  wire \$24 ;
-  wire [1:0] \$240 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire [17:0] \$24 ;
+  wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
@@ -32948,13 +32682,13 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
+  wire [83:0] \$252 ;
+  wire [83:0] \$253 ;
+  wire [83:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -32969,231 +32703,94 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$265 ;
   wire \$266 ;
   wire \$267 ;
-  wire [38:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [8:0] \$270 ;
-  wire [39:0] \$271 ;
-  wire [40:0] \$272 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire [5:0] \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  reg [16:0] \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  reg [83:0] \$290 ;
+  reg [83:0] \$291 ;
+  reg [83:0] \$292 ;
+  reg \$293 ;
+  reg [22:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [24:0] \$296 ;
+  reg [8:0] \$297 ;
+  reg [33:0] \$298 ;
+  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire [25:0] \$306 ;
-  wire \$307 ;
-  wire [25:0] \$308 ;
-  wire [32:0] \$309 ;
+  reg [38:0] \$300 ;
+  reg [7:0] \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [1:0] \$305 ;
+  reg [4:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [24:0] \$308 ;
+  reg [33:0] \$309 ;
   wire \$31 ;
-  wire [2:0] \$310 ;
-  wire [34:0] \$311 ;
-  wire [33:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire [32:0] \$316 ;
-  wire [32:0] \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  reg \$310 ;
+  reg \$311 ;
+  reg [287:0] \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire [32:0] \$321 ;
-  wire [32:0] \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire [32:0] \$326 ;
-  wire [32:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg [1:0] \$320 ;
   wire \$33 ;
-  wire \$330 ;
-  wire [32:0] \$331 ;
-  wire [32:0] \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire [32:0] \$339 ;
   wire \$34 ;
-  wire [1:0] \$340 ;
-  wire [1:0] \$341 ;
-  wire [1:0] \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire \$378 ;
-  wire \$379 ;
   wire \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire \$385 ;
-  wire [1:0] \$386 ;
-  wire \$387 ;
-  wire [1:0] \$388 ;
-  wire [83:0] \$389 ;
   wire \$39 ;
-  wire [83:0] \$390 ;
-  wire [83:0] \$391 ;
-  wire \$392 ;
-  wire \$393 ;
-  wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
-  wire \$397 ;
-  wire \$398 ;
-  wire \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire \$400 ;
-  wire \$401 ;
-  wire \$402 ;
-  wire \$403 ;
-  wire \$404 ;
-  wire \$405 ;
-  wire \$406 ;
-  wire \$407 ;
-  wire \$408 ;
-  wire \$409 ;
   wire \$41 ;
-  wire \$410 ;
-  wire \$411 ;
-  reg \$412 ;
-  reg \$413 ;
-  reg \$414 ;
-  reg \$415 ;
-  reg \$416 ;
-  reg \$417 ;
-  reg [16:0] \$418 ;
-  reg \$419 ;
-  wire [17:0] \$42 ;
-  reg \$420 ;
-  reg \$421 ;
-  reg \$422 ;
-  reg \$423 ;
-  reg \$424 ;
-  reg \$425 ;
-  reg [83:0] \$426 ;
-  reg [83:0] \$427 ;
-  reg [83:0] \$428 ;
-  reg [83:0] \$429 ;
-  wire [17:0] \$43 ;
-  reg \$430 ;
-  reg [22:0] \$431 ;
-  reg [31:0] \$432 ;
-  reg [24:0] \$433 ;
-  reg [8:0] \$434 ;
-  reg [33:0] \$435 ;
-  reg \$436 ;
-  reg [38:0] \$437 ;
-  reg [7:0] \$438 ;
-  reg \$439 ;
-  wire [17:0] \$44 ;
-  reg \$440 ;
-  reg \$441 ;
-  reg [1:0] \$442 ;
-  reg [4:0] \$443 ;
-  reg [31:0] \$444 ;
-  reg [24:0] \$445 ;
-  reg [33:0] \$446 ;
-  reg \$447 ;
-  reg \$448 ;
-  reg [287:0] \$449 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
-  reg \$450 ;
-  reg \$451 ;
-  reg \$452 ;
-  reg \$453 ;
-  reg \$454 ;
-  reg \$455 ;
-  reg \$456 ;
-  reg [1:0] \$457 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [17:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
-  wire [17:0] \$51 ;
-  wire [17:0] \$52 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -33208,7 +32805,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -33233,21 +32830,21 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg \$signal  = 1'h1;
   (* keep = 32'd1 *)
-  wire \$signal$15 ;
-  reg \$signal$31  = 1'h0;
-  reg \$signal$32  = 1'h0;
+  wire \$signal ;
+  reg \$signal$29  = 1'h0;
+  reg \$signal$30  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -33335,6 +32932,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
+  (* keep = 32'd1 *)
+  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
@@ -33552,952 +33151,829 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$13  = ~ dram__valid;
   assign \$14  = \$13  | dram__ready;
   assign \$15  = \$14  & pick_c;
-  assign \$16  = gate_m & \$signal ;
-  assign \$17  = \$signal$15  | \$16 ;
-  assign \$18  = | \new [9:2];
-  assign \$19  = \new [1] & \$18 ;
-  assign \$20  = finish[1] ? cfg[1] : gated;
-  assign \$21  = accept ? \$19  : \$20 ;
-  assign \$22  = ~ dram__valid;
-  assign \$23  = \$22  | dram__ready;
-  assign \$24  = dma__valid | remote__valid;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = dma__valid | remote_ok;
-  assign \$27  = load__valid | store_ok;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = ~ gated;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = comm_first | \$30 ;
-  assign \$32  = \$26  & \$31 ;
-  assign \$33  = \$25  | \$32 ;
-  assign \$34  = dma__valid | remote_ok;
-  assign \$35  = load__valid | store_ok;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = \$37  & gated;
-  assign \$39  = \$38  & \$signal ;
-  assign \$40  = \$33  | \$39 ;
-  assign \$41  = ~ wait_full;
-  assign \$42  = wait1 + 1'h1;
-  assign \$43  = wait_full ? { 1'h0, wait1 } : \$42 ;
-  assign \$44  = \$40  ? 18'h00001 : \$43 ;
-  assign \$45  = dma__valid | remote__valid;
-  assign \$46  = ~ \$45 ;
-  assign \$49  = wait1 + 1'h1;
-  assign \$51  = \$45  ? \$50  : 18'h00001;
-  assign \$52  = \$23  ? \$44  : \$51 ;
-  assign \$53  = ~ dram__valid;
-  assign \$54  = \$53  | dram__ready;
-  assign \$55  = dma__valid | remote_ok;
-  assign \$56  = load__valid | store_ok;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = ~ gated;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = comm_first | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = dma__valid | remote_ok;
-  assign \$63  = load__valid | store_ok;
-  assign \$64  = ~ \$63 ;
-  assign \$65  = \$62  & \$64 ;
-  assign \$66  = \$65  & gated;
-  assign \$67  = \$66  & \$signal ;
-  assign \$68  = \$61  | \$67 ;
-  assign \$69  = pick_c | \$68 ;
-  assign \$70  = dma__valid | remote_ok;
-  assign \$71  = load__valid | store_ok;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = ~ gated;
-  assign \$74  = \$72  & \$73 ;
-  assign \$75  = comm_first | \$74 ;
-  assign \$76  = \$70  & \$75 ;
-  assign \$77  = dma__valid | remote_ok;
-  assign \$78  = load__valid | store_ok;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$77  & \$79 ;
-  assign \$81  = \$80  & gated;
-  assign \$82  = \$81  & \$signal ;
-  assign \$83  = \$76  | \$82 ;
-  assign \$84  = \$69  ? \$83  : last_comm;
-  assign \$86  = \$54  ? \$84  : \$85 ;
-  assign \$87  = ~ dram__valid;
-  assign \$88  = \$87  | dram__ready;
-  assign \$89  = dma__valid | remote__valid;
-  assign \$90  = dma__valid | remote_ok;
-  assign \$91  = load__valid | store_ok;
-  assign \$92  = ~ \$91 ;
-  assign \$93  = ~ gated;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = comm_first | \$94 ;
-  assign \$96  = \$90  & \$95 ;
-  assign \$97  = dma__valid | remote_ok;
-  assign \$98  = load__valid | store_ok;
-  assign \$99  = ~ \$98 ;
-  assign \$100  = \$97  & \$99 ;
-  assign \$101  = \$100  & gated;
-  assign \$102  = \$101  & \$signal ;
-  assign \$103  = \$96  | \$102 ;
-  assign \$104  = ~ \$103 ;
-  assign \$105  = \$89  & \$104 ;
-  assign \$106  = ~ wait_full;
-  assign \$107  = wait1 >= \new [38:23];
-  assign \$108  = wait1 > \new [38:23];
-  assign \$109  = wait_full ? \$108  : \$107 ;
-  assign \$110  = ~ wait_full;
-  assign \$111  = wait1 == cfg[38:23];
-  assign \$112  = wait_full ? wait_full : \$111 ;
-  assign \$113  = accept ? \$109  : \$112 ;
-  assign \$114  = \$105  & \$113 ;
-  assign \$115  = dma__valid | remote__valid;
-  assign \$117  = wait1 > \new [38:23];
-  assign \$118  = accept ? \$117  : wait_full;
-  assign \$119  = \$116  & { 1'h0, \$118  };
-  assign \$120  = \$88  ? { 1'h0, \$114  } : \$119 ;
-  assign \$121  = ~ dram__valid;
-  assign \$122  = \$121  | dram__ready;
-  assign \$123  = accept ? \new [1:0] : cfg[1:0];
-  assign \$124  = ! \$123 ;
-  assign \$125  = dma__valid | remote_ok;
-  assign \$126  = load__valid | store_ok;
-  assign \$127  = ~ \$126 ;
-  assign \$128  = ~ gated;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = comm_first | \$129 ;
-  assign \$131  = \$125  & \$130 ;
-  assign \$132  = dma__valid | remote_ok;
-  assign \$133  = load__valid | store_ok;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = \$135  & gated;
-  assign \$137  = \$136  & \$signal ;
-  assign \$138  = \$131  | \$137 ;
-  assign \$139  = pick_c | \$138 ;
-  assign \$140  = dma__valid | remote_ok;
-  assign \$141  = load__valid | store_ok;
-  assign \$142  = ~ \$141 ;
-  assign \$143  = ~ gated;
-  assign \$144  = \$142  & \$143 ;
-  assign \$145  = comm_first | \$144 ;
-  assign \$146  = \$140  & \$145 ;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = load__valid | store_ok;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = \$147  & \$149 ;
-  assign \$151  = \$150  & gated;
-  assign \$152  = \$151  & \$signal ;
-  assign \$153  = \$146  | \$152 ;
-  assign \$154  = \$139  ? \$153  : last_comm;
-  assign \$155  = ~ \$154 ;
-  assign \$156  = \$124  & \$155 ;
-  assign \$157  = accept ? \new [1:0] : cfg[1:0];
-  assign \$158  = dma__valid | remote__valid;
-  assign \$159  = dma__valid | remote_ok;
-  assign \$160  = load__valid | store_ok;
-  assign \$161  = ~ \$160 ;
-  assign \$162  = ~ gated;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = comm_first | \$163 ;
-  assign \$165  = \$159  & \$164 ;
-  assign \$166  = dma__valid | remote_ok;
-  assign \$167  = load__valid | store_ok;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = \$166  & \$168 ;
-  assign \$170  = \$169  & gated;
-  assign \$171  = \$170  & \$signal ;
-  assign \$172  = \$165  | \$171 ;
-  assign \$173  = ~ \$172 ;
-  assign \$174  = \$158  & \$173 ;
-  assign \$175  = ~ wait_full;
-  assign \$176  = wait1 >= \new [38:23];
-  assign \$177  = wait1 > \new [38:23];
-  assign \$178  = wait_full ? \$177  : \$176 ;
-  assign \$179  = ~ wait_full;
-  assign \$180  = wait1 == cfg[38:23];
-  assign \$181  = wait_full ? wait_full : \$180 ;
-  assign \$182  = accept ? \$178  : \$181 ;
-  assign \$183  = \$174  & \$182 ;
-  assign \$184  = \$157 [1] & \$183 ;
-  assign \$185  = \$156  | \$184 ;
-  assign \$186  = accept ? \new [1:0] : cfg[1:0];
-  assign \$187  = \$186  == 2'h3;
-  assign \$188  = | \new [9:2];
-  assign \$189  = \new [1] & \$188 ;
-  assign \$190  = finish[1] ? cfg[1] : gated;
-  assign \$191  = accept ? \$189  : \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = dma__valid | remote_ok;
-  assign \$194  = load__valid | store_ok;
-  assign \$195  = ~ \$194 ;
-  assign \$196  = ~ gated;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = comm_first | \$197 ;
-  assign \$199  = \$193  & \$198 ;
-  assign \$200  = dma__valid | remote_ok;
-  assign \$201  = load__valid | store_ok;
-  assign \$202  = ~ \$201 ;
-  assign \$203  = \$200  & \$202 ;
-  assign \$204  = \$203  & gated;
-  assign \$205  = \$204  & \$signal ;
-  assign \$206  = \$199  | \$205 ;
-  assign \$207  = pick_c | \$206 ;
-  assign \$208  = dma__valid | remote_ok;
-  assign \$209  = load__valid | store_ok;
-  assign \$210  = ~ \$209 ;
-  assign \$211  = ~ gated;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = comm_first | \$212 ;
-  assign \$214  = \$208  & \$213 ;
-  assign \$215  = dma__valid | remote_ok;
+  assign \$16  = gate_m & below;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = dram__valid & dram__ready;
+  assign \$124  = \$123  & \$254 [83];
+  assign \$125  = | \$254 [1:0];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = \$254 [1:0] == 2'h2;
+  assign \$128  = \$127  ? 1'h1 : 1'h0;
+  assign \$129  = cfg[17:10] << scale;
+  assign \$130  = 1'h1 << scale;
+  assign \$131  = cfg[17:10] + 2'h2;
+  assign \$133  = \$132  - unit;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = \$135  & pick_c;
+  assign \$137  = ~ accept;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = armed & grant_c_q;
+  assign \$140  = ! \new [9:2];
+  assign \$141  = ! \new [9:2];
+  assign \$142  = 5'h18 - \new [22:18];
+  assign \$143  = cfg[22:18] == 1'h1;
+  assign \$144  = cfg[22:18] > 2'h2;
+  assign \$145  = cfg[22:18] > 2'h3;
+  assign \$146  = cfg[22:18] > 3'h4;
+  assign \$147  = cfg[22:18] > 3'h5;
+  assign \$148  = cfg[22:18] > 3'h6;
+  assign \$149  = cfg[22:18] > 3'h7;
+  assign \$150  = cfg[22:18] > 4'h8;
+  assign \$151  = cfg[22:18] > 4'h9;
+  assign \$152  = cfg[22:18] > 4'ha;
+  assign \$153  = cfg[22:18] > 4'hb;
+  assign \$154  = cfg[22:18] > 4'hc;
+  assign \$155  = cfg[22:18] > 4'hd;
+  assign \$156  = cfg[22:18] > 4'he;
+  assign \$157  = cfg[22:18] > 4'hf;
+  assign \$158  = cfg[22:18] > 5'h10;
+  assign \$159  = cfg[22:18] > 5'h11;
+  assign \$160  = cfg[22:18] > 5'h12;
+  assign \$161  = cfg[22:18] > 5'h13;
+  assign \$162  = cfg[22:18] > 5'h14;
+  assign \$163  = cfg[22:18] > 5'h15;
+  assign \$164  = cfg[22:18] > 5'h16;
+  assign \$165  = cfg[22:18] > 5'h17;
+  assign \$166  = cfg[22:18] > 5'h18;
+  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
+  assign \$168  = ! cfg[22:18];
+  assign \$169  = $signed(left) - $signed(2'h1);
+  assign \$170  = acc + sat_s;
+  assign \$172  = base + acc;
+  assign \$174  = load__valid & load__ready;
+  assign \$175  = ~ load__ready;
+  assign \$176  = load__valid & \$175 ;
+  assign \$177  = stats[31:0] + 1'h1;
+  assign \$178  = stats[159:128] + 1'h1;
+  assign \$179  = store__valid & store__ready;
+  assign \$180  = ~ store__ready;
+  assign \$181  = store__valid & \$180 ;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = dma__valid & dma__ready;
+  assign \$185  = ~ dma__ready;
+  assign \$186  = dma__valid & \$185 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[223:192] + 1'h1;
+  assign \$189  = remote__valid & remote__ready;
+  assign \$190  = ~ remote__ready;
+  assign \$191  = remote__valid & \$190 ;
+  assign \$192  = stats[127:96] + 1'h1;
+  assign \$193  = stats[255:224] + 1'h1;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = dma__valid | remote_ok;
+  assign \$197  = \$196  & wait_full;
+  assign \$198  = \$197  & cfg[1];
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = stats[287:256] + 1'h1;
+  assign \$204  = track_hold & store__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign store_ok = store__valid & \$205 ;
+  assign \$206  = track_hold & remote__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign remote_ok = remote__valid & \$207 ;
+  assign \$208  = load__valid | store_ok;
+  assign \$209  = dma__valid | remote_ok;
+  assign \$210  = \$209  & comm_first;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$208  & \$211 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = dma__valid | remote_ok;
+  assign \$215  = \$213  & \$214 ;
   assign \$216  = load__valid | store_ok;
   assign \$217  = ~ \$216 ;
-  assign \$218  = \$215  & \$217 ;
-  assign \$219  = \$218  & gated;
-  assign \$220  = \$219  & \$signal ;
-  assign \$221  = \$214  | \$220 ;
-  assign \$222  = \$207  ? \$221  : last_comm;
-  assign \$223  = ~ \$222 ;
-  assign \$224  = \$192  & \$223 ;
-  assign \$225  = \$224  & below2;
-  assign \$226  = \$185  | \$225 ;
-  assign \$227  = accept ? \new [1:0] : cfg[1:0];
-  assign \$228  = ! \$227 ;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$228  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = dma__valid | remote__valid;
-  assign \$235  = wait1 > \new [38:23];
-  assign \$236  = accept ? \$235  : wait_full;
-  assign \$237  = \$234  & { 1'h0, \$236  };
-  assign \$238  = { 1'h0, \$232 [1] } & \$237 ;
-  assign \$239  = { 1'h0, \$231  } | \$238 ;
-  assign \$240  = accept ? \new [1:0] : cfg[1:0];
-  assign \$241  = \$240  == 2'h3;
-  assign \$242  = | \new [9:2];
-  assign \$243  = \new [1] & \$242 ;
-  assign \$244  = finish[1] ? cfg[1] : gated;
-  assign \$245  = accept ? \$243  : \$244 ;
-  assign \$246  = \$241  & \$245 ;
-  assign \$248  = ~ \$247 ;
-  assign \$249  = \$246  & \$248 ;
-  assign \$250  = \$249  & below2;
-  assign \$251  = \$239  | { 1'h0, \$250  };
-  assign \$252  = \$122  ? { 1'h0, \$226  } : \$251 ;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = ~ dram__valid;
-  assign \$256  = \$255  | dram__ready;
-  assign \$257  = \$256  & pick_c;
-  assign \$258  = gate_m & \$signal ;
-  assign \$259  = \$signal$15  | \$258 ;
-  assign \$260  = \$257  | \$259 ;
-  assign \$261  = ~ pick_c;
-  assign \$262  = dram__valid & dram__ready;
-  assign \$263  = \$262  & \$391 [83];
-  assign \$264  = | \$391 [1:0];
-  assign \$265  = \$263  & \$264 ;
-  assign \$266  = \$391 [1:0] == 2'h2;
-  assign \$267  = \$266  ? 1'h1 : 1'h0;
-  assign \$268  = cfg[17:10] << scale;
-  assign \$269  = 1'h1 << scale;
-  assign \$270  = cfg[17:10] + 2'h2;
-  assign \$272  = \$271  - unit;
-  assign \$273  = ~ dram__valid;
-  assign \$274  = \$273  | dram__ready;
-  assign \$275  = \$274  & pick_c;
-  assign \$276  = ~ accept;
-  assign \$277  = \$275  & \$276 ;
-  assign \$278  = armed & grant_c_q;
-  assign \$279  = ! \new [9:2];
-  assign \$280  = ! \new [9:2];
-  assign \$281  = 5'h18 - \new [22:18];
-  assign \$282  = cfg[22:18] == 1'h1;
-  assign \$283  = cfg[22:18] > 2'h2;
-  assign \$284  = cfg[22:18] > 2'h3;
-  assign \$285  = cfg[22:18] > 3'h4;
-  assign \$286  = cfg[22:18] > 3'h5;
-  assign \$287  = cfg[22:18] > 3'h6;
-  assign \$288  = cfg[22:18] > 3'h7;
-  assign \$289  = cfg[22:18] > 4'h8;
-  assign \$290  = cfg[22:18] > 4'h9;
-  assign \$291  = cfg[22:18] > 4'ha;
-  assign \$292  = cfg[22:18] > 4'hb;
-  assign \$293  = cfg[22:18] > 4'hc;
-  assign \$294  = cfg[22:18] > 4'hd;
-  assign \$295  = cfg[22:18] > 4'he;
-  assign \$296  = cfg[22:18] > 4'hf;
-  assign \$297  = cfg[22:18] > 5'h10;
-  assign \$298  = cfg[22:18] > 5'h11;
-  assign \$299  = cfg[22:18] > 5'h12;
-  assign \$300  = cfg[22:18] > 5'h13;
-  assign \$301  = cfg[22:18] > 5'h14;
-  assign \$302  = cfg[22:18] > 5'h15;
-  assign \$303  = cfg[22:18] > 5'h16;
-  assign \$304  = cfg[22:18] > 5'h17;
-  assign \$305  = cfg[22:18] > 5'h18;
-  assign \$306  = \$282  ? 26'h3ffffff : { 1'h0, \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , 2'h1 };
-  assign \$307  = ! cfg[22:18];
-  assign \$308  = $signed(left) - $signed(2'h1);
-  assign \$309  = acc + sat_s;
-  assign \$311  = base + acc;
-  assign \$313  = load__valid & load__ready;
-  assign \$314  = ~ load__ready;
-  assign \$315  = load__valid & \$314 ;
-  assign \$316  = stats[31:0] + 1'h1;
-  assign \$317  = stats[159:128] + 1'h1;
-  assign \$318  = store__valid & store__ready;
-  assign \$319  = ~ store__ready;
-  assign \$320  = store__valid & \$319 ;
-  assign \$321  = stats[63:32] + 1'h1;
-  assign \$322  = stats[191:160] + 1'h1;
-  assign \$323  = dma__valid & dma__ready;
-  assign \$324  = ~ dma__ready;
-  assign \$325  = dma__valid & \$324 ;
-  assign \$326  = stats[95:64] + 1'h1;
-  assign \$327  = stats[223:192] + 1'h1;
-  assign \$328  = remote__valid & remote__ready;
-  assign \$329  = ~ remote__ready;
-  assign \$330  = remote__valid & \$329 ;
-  assign \$331  = stats[127:96] + 1'h1;
-  assign \$332  = stats[255:224] + 1'h1;
-  assign \$333  = ~ dram__valid;
-  assign \$334  = \$333  | dram__ready;
-  assign \$335  = dma__valid | remote_ok;
-  assign \$336  = \$335  & wait_full;
-  assign \$337  = \$336  & cfg[1];
-  assign \$338  = \$334  & \$337 ;
-  assign \$339  = stats[287:256] + 1'h1;
-  assign \$343  = track_hold & store__payload[72];
-  assign \$344  = ~ \$343 ;
-  assign store_ok = store__valid & \$344 ;
-  assign \$345  = track_hold & remote__payload[72];
-  assign \$346  = ~ \$345 ;
-  assign remote_ok = remote__valid & \$346 ;
-  assign \$347  = load__valid | store_ok;
-  assign \$348  = dma__valid | remote_ok;
-  assign \$349  = \$348  & comm_first;
-  assign \$350  = ~ \$349 ;
-  assign pick_c = \$347  & \$350 ;
-  assign \$351  = ~ dram__valid;
-  assign \$352  = \$351  | dram__ready;
-  assign \$353  = dma__valid | remote_ok;
-  assign \$354  = load__valid | store_ok;
-  assign \$355  = ~ \$354 ;
-  assign \$356  = ~ gated;
-  assign \$357  = \$355  & \$356 ;
-  assign \$358  = comm_first | \$357 ;
-  assign \$359  = \$353  & \$358 ;
-  assign \$signal$15  = \$352  & \$359 ;
-  assign \$360  = ~ dram__valid;
-  assign \$361  = \$360  | dram__ready;
-  assign \$362  = dma__valid | remote_ok;
-  assign \$363  = load__valid | store_ok;
-  assign \$364  = ~ \$363 ;
-  assign \$365  = \$362  & \$364 ;
-  assign \$366  = \$365  & gated;
-  assign gate_m = \$361  & \$366 ;
-  assign \$367  = ~ load__valid;
-  assign \$368  = ~ last_store;
-  assign \$369  = \$367  | \$368 ;
-  assign sel_store = store_ok & \$369 ;
-  assign \$370  = ~ dma__valid;
-  assign \$371  = ~ last_remote;
-  assign \$372  = \$370  | \$371 ;
-  assign sel_remote = remote_ok & \$372 ;
-  assign \$373  = ~ dram__valid;
-  assign \$374  = \$373  | dram__ready;
-  assign \$375  = \$374  & pick_c;
-  assign \$376  = ~ sel_store;
-  assign load__ready = \$375  & \$376 ;
-  assign \$377  = ~ dram__valid;
-  assign \$378  = \$377  | dram__ready;
-  assign \$379  = \$378  & pick_c;
-  assign store__ready = \$379  & sel_store;
-  assign \$380  = gate_m & \$signal ;
-  assign \$381  = \$signal$15  | \$380 ;
-  assign \$382  = ~ sel_remote;
-  assign dma__ready = \$381  & \$382 ;
-  assign \$383  = gate_m & \$signal ;
-  assign \$384  = \$signal$15  | \$383 ;
-  assign remote__ready = \$384  & sel_remote;
-  assign \$386  = \$385  ? 2'h2 : 2'h1;
-  assign \$388  = \$387  ? 2'h2 : 2'h1;
-  assign \$389  = is_remote ? remote_q : dma_q;
-  assign \$390  = \$signal$32  ? store_q : load_q;
-  assign \$391  = \$signal$31  ? \$389  : \$390 ;
-  assign \$392  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$392 ;
-  assign \$393  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$393 ;
-  assign \$394  = ! response__payload[1:0];
-  assign \$395  = response__payload[1:0] == 1'h1;
-  assign \$396  = \$395  ? dma_response__ready : 1'h1;
-  assign response__ready = \$394  ? load_response__ready : \$396 ;
-  assign \$397  = ! response__payload[1:0];
-  assign \$398  = ~ \$397 ;
-  assign \$399  = response__valid & \$398 ;
-  assign \$400  = response__payload[1:0] == 1'h1;
-  assign \$401  = ~ \$400 ;
-  assign \$402  = \$399  & \$401 ;
-  assign \$403  = | config__payload[38:23];
-  assign \$404  = config__payload[22:18] <= 5'h18;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = | config__payload[9:2];
-  assign \$407  = | config__payload[17:10];
-  assign \$408  = \$406  | \$407 ;
-  assign \$409  = \$405  & \$408 ;
-  assign \$410  = ~ \$409 ;
-  assign \$411  = config__valid & \$410 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = load__valid | store_ok;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$224  & \$226 ;
+  assign gate_m = \$227  & gated;
+  assign \$228  = ~ load__valid;
+  assign \$229  = ~ last_store;
+  assign \$230  = \$228  | \$229 ;
+  assign sel_store = store_ok & \$230 ;
+  assign \$231  = ~ dma__valid;
+  assign \$232  = ~ last_remote;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_remote = remote_ok & \$233 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = \$235  & pick_c;
+  assign \$237  = ~ sel_store;
+  assign load__ready = \$236  & \$237 ;
+  assign \$238  = ~ dram__valid;
+  assign \$239  = \$238  | dram__ready;
+  assign \$240  = \$239  & pick_c;
+  assign store__ready = \$240  & sel_store;
+  assign \$241  = gate_m & below;
+  assign \$242  = \$signal  | \$241 ;
+  assign \$243  = ~ sel_remote;
+  assign dma__ready = \$242  & \$243 ;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign remote__ready = \$245  & sel_remote;
+  assign \$246  = dma__valid | remote__valid;
+  assign \$247  = ~ \$246 ;
+  assign drop_wait = \$247  | \$signal ;
+  assign \$249  = \$248  ? 2'h2 : 2'h1;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$252  = is_remote ? remote_q : dma_q;
+  assign \$253  = \$signal$30  ? store_q : load_q;
+  assign \$254  = \$signal$29  ? \$252  : \$253 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$412 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    \$signal  <= \$413 ;
+    below <= \$276 ;
   always @(posedge clk)
-    below2 <= \$414 ;
+    below2 <= \$277 ;
   always @(posedge clk)
-    last_store <= \$415 ;
+    last_store <= \$278 ;
   always @(posedge clk)
-    last_remote <= \$416 ;
+    last_remote <= \$279 ;
   always @(posedge clk)
-    gated <= \$417 ;
+    wait1 <= \$280 ;
   always @(posedge clk)
-    wait1 <= \$418 ;
+    gated <= \$281 ;
   always @(posedge clk)
-    last_comm <= \$419 ;
+    last_comm <= \$282 ;
   always @(posedge clk)
-    wait_full <= \$420 ;
+    wait_full <= \$283 ;
   always @(posedge clk)
-    comm_first <= \$421 ;
+    comm_first <= \$284 ;
   always @(posedge clk)
-    dram__valid <= \$422 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    \$signal$31  <= \$423 ;
+    \$signal$29  <= \$286 ;
   always @(posedge clk)
-    \$signal$32  <= \$424 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    is_remote <= \$425 ;
+    is_remote <= \$288 ;
   always @(posedge clk)
-    load_q <= \$426 ;
+    load_q <= \$289 ;
   always @(posedge clk)
-    store_q <= \$427 ;
+    store_q <= \$290 ;
   always @(posedge clk)
-    dma_q <= \$428 ;
+    dma_q <= \$291 ;
   always @(posedge clk)
-    remote_q <= \$429 ;
+    remote_q <= \$292 ;
   always @(posedge clk)
-    track__valid <= \$430 ;
+    track__valid <= \$293 ;
   always @(posedge clk)
-    track__payload <= \$431 ;
+    track__payload <= \$294 ;
   always @(posedge clk)
-    sat_s <= \$432 ;
+    sat_s <= \$295 ;
   always @(posedge clk)
-    unit <= \$433 ;
+    unit <= \$296 ;
   always @(posedge clk)
-    sat2 <= \$434 ;
+    sat2 <= \$297 ;
   always @(posedge clk)
-    base <= \$435 ;
+    base <= \$298 ;
   always @(posedge clk)
-    grant_c_q <= \$436 ;
+    grant_c_q <= \$299 ;
   always @(posedge clk)
-    cfg <= \$437 ;
+    cfg <= \$300 ;
   always @(posedge clk)
-    thr <= \$438 ;
+    thr <= \$301 ;
   always @(posedge clk)
-    measuring <= \$439 ;
+    measuring <= \$302 ;
   always @(posedge clk)
-    armed <= \$440 ;
+    armed <= \$303 ;
   always @(posedge clk)
-    window <= \$441 ;
+    window <= \$304 ;
   always @(posedge clk)
-    finish <= \$442 ;
+    finish <= \$305 ;
   always @(posedge clk)
-    scale <= \$443 ;
+    scale <= \$306 ;
   always @(posedge clk)
-    acc <= \$444 ;
+    acc <= \$307 ;
   always @(posedge clk)
-    left <= \$445 ;
+    left <= \$308 ;
   always @(posedge clk)
-    num <= \$446 ;
+    num <= \$309 ;
   always @(posedge clk)
-    load_granted <= \$447 ;
+    load_granted <= \$310 ;
   always @(posedge clk)
-    load_stalled <= \$448 ;
+    load_stalled <= \$311 ;
   always @(posedge clk)
-    stats <= \$449 ;
+    stats <= \$312 ;
   always @(posedge clk)
-    store_granted <= \$450 ;
+    store_granted <= \$313 ;
   always @(posedge clk)
-    store_stalled <= \$451 ;
+    store_stalled <= \$314 ;
   always @(posedge clk)
-    dma_granted <= \$452 ;
+    dma_granted <= \$315 ;
   always @(posedge clk)
-    dma_stalled <= \$453 ;
+    dma_stalled <= \$316 ;
   always @(posedge clk)
-    remote_granted <= \$454 ;
+    remote_granted <= \$317 ;
   always @(posedge clk)
-    remote_stalled <= \$455 ;
+    remote_stalled <= \$318 ;
   always @(posedge clk)
-    was_forced <= \$456 ;
+    was_forced <= \$319 ;
   always @(posedge clk)
-    errors <= \$457 ;
+    errors <= \$320 ;
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$412  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$412  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$413  = \$10 ;
+    \$276  = \$10 ;
     if (rst) begin
-      \$413  = 1'h1;
+      \$276  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$414  = \$12 ;
+    \$277  = \$12 ;
     if (rst) begin
-      \$414  = 1'h1;
+      \$277  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$415  = last_store;
+    \$278  = last_store;
     if (\$15 ) begin
-      \$415  = sel_store;
+      \$278  = sel_store;
     end
     if (rst) begin
-      \$415  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$416  = last_remote;
+    \$279  = last_remote;
     if (\$17 ) begin
-      \$416  = sel_remote;
+      \$279  = sel_remote;
     end
     if (rst) begin
-      \$416  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$417  = \$21 ;
+    \$280  = wait1;
+    if (\$19 ) begin
+      \$280  = 17'h00001;
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
+    end
     if (rst) begin
-      \$417  = 1'h0;
+      \$280  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$418  = \$52 [16:0];
+    \$281  = \$28 ;
     if (rst) begin
-      \$418  = 17'h00001;
+      \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$419  = \$86 ;
+    \$282  = \$37 ;
     if (rst) begin
-      \$419  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$420  = \$120 [0];
+    \$283  = \$57 ;
     if (rst) begin
-      \$420  = 1'h0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$421  = \$252 [0];
+    \$284  = \$113 ;
     if (rst) begin
-      \$421  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$422  = dram__valid;
-    if (\$254 ) begin
-      \$422  = \$260 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
     end
     if (rst) begin
-      \$422  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$423  = \$signal$31 ;
-    if (\$254 ) begin
-      \$423  = \$261 ;
+    \$286  = \$signal$29 ;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
-      \$423  = 1'h0;
+      \$286  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$424  = \$signal$32 ;
-    if (\$254 ) begin
-      \$424  = sel_store;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = sel_store;
     end
     if (rst) begin
-      \$424  = 1'h0;
+      \$287  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$425  = is_remote;
-    if (\$254 ) begin
-      \$425  = sel_remote;
+    \$288  = is_remote;
+    if (\$115 ) begin
+      \$288  = sel_remote;
     end
     if (rst) begin
-      \$425  = 1'h0;
+      \$288  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$426  = load_q;
-    if (\$254 ) begin
-      \$426  = { 1'h0, load_req };
+    \$289  = load_q;
+    if (\$115 ) begin
+      \$289  = { 1'h0, load_req };
     end
     if (rst) begin
-      \$426  = 84'h000000000000000000000;
+      \$289  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$427  = store_q;
-    if (\$254 ) begin
-      \$427  = { store__payload[72], store_req };
+    \$290  = store_q;
+    if (\$115 ) begin
+      \$290  = { store__payload[72], store_req };
     end
     if (rst) begin
-      \$427  = 84'h000000000000000000000;
+      \$290  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$428  = dma_q;
-    if (\$254 ) begin
-      \$428  = { 1'h0, dma_req };
+    \$291  = dma_q;
+    if (\$115 ) begin
+      \$291  = { 1'h0, dma_req };
     end
     if (rst) begin
-      \$428  = 84'h000000000000000000000;
+      \$291  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$429  = remote_q;
-    if (\$254 ) begin
-      \$429  = { remote__payload[72], remote_req };
+    \$292  = remote_q;
+    if (\$115 ) begin
+      \$292  = { remote__payload[72], remote_req };
     end
     if (rst) begin
-      \$429  = 84'h000000000000000000000;
+      \$292  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$430  = \$265 ;
+    \$293  = \$126 ;
     if (rst) begin
-      \$430  = 1'h0;
+      \$293  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$431 [15:0] = \$391 [74:59];
-    \$431 [19:16] = 4'h1;
-    \$431 [20] = \$267 ;
-    \$431 [22:21] = \$391 [3:2];
+    \$294 [15:0] = \$254 [74:59];
+    \$294 [19:16] = 4'h1;
+    \$294 [20] = \$128 ;
+    \$294 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$431  = 23'h000000;
+      \$294  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$432  = \$268 [31:0];
+    \$295  = \$129 [31:0];
     if (rst) begin
-      \$432  = 32'd32768;
+      \$295  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$433  = \$269 [24:0];
+    \$296  = \$130 [24:0];
     if (rst) begin
-      \$433  = 25'h0000400;
+      \$296  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$434  = \$270 ;
+    \$297  = \$131 ;
     if (rst) begin
-      \$434  = 9'h022;
+      \$297  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$435  = \$272 [33:0];
+    \$298  = \$133 [33:0];
     if (rst) begin
-      \$435  = 34'h021fffc00;
+      \$298  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$436  = \$277 ;
+    \$299  = \$138 ;
     if (rst) begin
-      \$436  = 1'h0;
+      \$299  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$437  = cfg;
+    \$300  = cfg;
     if (accept) begin
-      \$437  = \new ;
+      \$300  = \new ;
     end
     if (rst) begin
-      \$437  = 39'h0200388002;
+      \$300  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$438  = thr;
+    \$301  = thr;
     if (accept) begin
-      \$438  = \new [9:2];
-    end else if (\$278 ) begin
+      \$301  = \new [9:2];
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$438  = \$312 [7:0];
+      \$301  = \$173 [7:0];
     end
     if (rst) begin
-      \$438  = 8'h00;
+      \$301  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$439  = measuring;
+    \$302  = measuring;
     if (accept) begin
-      \$439  = \$279 ;
-    end else if (\$278 ) begin
+      \$302  = \$140 ;
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$439  = 1'h0;
+      \$302  = 1'h0;
     end
     if (rst) begin
-      \$439  = 1'h1;
+      \$302  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$440  = armed;
+    \$303  = armed;
     if (accept) begin
-      \$440  = \$280 ;
-    end else if (\$278 ) begin
-      \$440  = 1'h0;
+      \$303  = \$141 ;
+    end else if (\$139 ) begin
+      \$303  = 1'h0;
     end
     if (rst) begin
-      \$440  = 1'h1;
+      \$303  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$441  = window;
+    \$304  = window;
     if (accept) begin
-      \$441  = 1'h0;
-    end else if (\$278 ) begin
+      \$304  = 1'h0;
+    end else if (\$139 ) begin
       (* full_case = 32'd1 *)
-      if (\$307 ) begin
+      if (\$168 ) begin
       end else begin
-        \$441  = 1'h1;
+        \$304  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$441  = 1'h0;
+        \$304  = 1'h0;
       end
     end
     if (rst) begin
-      \$441  = 1'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$442  = finish;
+    \$305  = finish;
     if (accept) begin
-      \$442  = 2'h0;
-    end else if (\$278 ) begin
-      if (\$307 ) begin
-        \$442  = 2'h1;
+      \$305  = 2'h0;
+    end else if (\$139 ) begin
+      if (\$168 ) begin
+        \$305  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$442  = 2'h1;
+        \$305  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$442  = \$310 [1:0];
+      \$305  = \$171 [1:0];
     end else if (finish[1]) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
     if (rst) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$443  = scale;
+    \$306  = scale;
     if (accept) begin
-      \$443  = \$281 [4:0];
+      \$306  = \$142 [4:0];
     end
     if (rst) begin
-      \$443  = 5'h0a;
+      \$306  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$444  = acc;
+    \$307  = acc;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$444  = sat_s;
+    end else if (\$139 ) begin
+      \$307  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$444  = \$309 [31:0];
+        \$307  = \$170 [31:0];
       end
     end
     if (rst) begin
-      \$444  = 32'd0;
+      \$307  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$445  = left;
+    \$308  = left;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$445  = \$306 [24:0];
+    end else if (\$139 ) begin
+      \$308  = \$167 [24:0];
     end else if (window) begin
-      \$445  = \$308 [24:0];
+      \$308  = \$169 [24:0];
     end
     if (rst) begin
-      \$445  = 25'h0000000;
+      \$308  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$446  = num;
+    \$309  = num;
     if (accept) begin
-    end else if (\$278 ) begin
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$446  = \$311 [33:0];
+      \$309  = \$172 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$447  = \$313 ;
+    \$310  = \$174 ;
     if (rst) begin
-      \$447  = 1'h0;
+      \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$448  = \$315 ;
+    \$311  = \$176 ;
     if (rst) begin
-      \$448  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$449  = stats;
+    \$312  = stats;
     if (load_granted) begin
-      \$449 [31:0] = \$316 [31:0];
+      \$312 [31:0] = \$177 [31:0];
     end
     if (load_stalled) begin
-      \$449 [159:128] = \$317 [31:0];
+      \$312 [159:128] = \$178 [31:0];
     end
     if (store_granted) begin
-      \$449 [63:32] = \$321 [31:0];
+      \$312 [63:32] = \$182 [31:0];
     end
     if (store_stalled) begin
-      \$449 [191:160] = \$322 [31:0];
+      \$312 [191:160] = \$183 [31:0];
     end
     if (dma_granted) begin
-      \$449 [95:64] = \$326 [31:0];
+      \$312 [95:64] = \$187 [31:0];
     end
     if (dma_stalled) begin
-      \$449 [223:192] = \$327 [31:0];
+      \$312 [223:192] = \$188 [31:0];
     end
     if (remote_granted) begin
-      \$449 [127:96] = \$331 [31:0];
+      \$312 [127:96] = \$192 [31:0];
     end
     if (remote_stalled) begin
-      \$449 [255:224] = \$332 [31:0];
+      \$312 [255:224] = \$193 [31:0];
     end
     if (was_forced) begin
-      \$449 [287:256] = \$339 [31:0];
+      \$312 [287:256] = \$200 [31:0];
     end
     if (rst) begin
-      \$449  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$450  = \$318 ;
+    \$313  = \$179 ;
     if (rst) begin
-      \$450  = 1'h0;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$451  = \$320 ;
+    \$314  = \$181 ;
     if (rst) begin
-      \$451  = 1'h0;
+      \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$452  = \$323 ;
+    \$315  = \$184 ;
     if (rst) begin
-      \$452  = 1'h0;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$453  = \$325 ;
+    \$316  = \$186 ;
     if (rst) begin
-      \$453  = 1'h0;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$454  = \$328 ;
+    \$317  = \$189 ;
     if (rst) begin
-      \$454  = 1'h0;
+      \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$455  = \$330 ;
+    \$318  = \$191 ;
     if (rst) begin
-      \$455  = 1'h0;
+      \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$456  = \$338 ;
+    \$319  = \$199 ;
     if (rst) begin
-      \$456  = 1'h0;
+      \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$457  = \$342 ;
+    \$320  = \$203 ;
     if (rst) begin
-      \$457  = 2'h0;
+      \$320  = 2'h0;
     end
   end
-  assign out_tracked = \$391 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$391 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -34547,12 +34023,12 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$391 [1:0];
-  assign dram__payload__source  = \$391 [3:2];
-  assign dram__payload__addr  = \$391 [51:4];
-  assign dram__payload__bytes  = \$391 [58:52];
-  assign dram__payload__tile  = \$391 [74:59];
-  assign dram__payload__tag  = \$391 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -34590,8 +34066,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$411 ;
-  assign set_err[1] = \$402 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -34610,30 +34086,22 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$388 ;
+  assign remote_req[1:0] = \$251 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$386 ;
+  assign store_req[1:0] = \$249 ;
   assign store_req[82:75] = 8'h00;
-  assign \$47  = \$46 ;
-  assign \$48  = \$46 ;
-  assign \$50  = { 1'h0, wait1 };
-  assign \$85  = last_comm;
-  assign \$116  = { 1'h0, \$115  };
-  assign \$229  = last_comm;
-  assign \$234  = { 1'h0, \$233  };
-  assign \$247  = last_comm;
-  assign \$271  = { 7'h00, sat2, 24'h000000 };
-  assign \$310  = { finish, 1'h0 };
-  assign \$312  = { 25'h0000000, num[33:25] };
-  assign \$340  = 2'h0;
-  assign \$341  = 2'h0;
-  assign \$342  = { \$402 , \$411  };
-  assign \$385  = store__payload[71];
-  assign \$387  = remote__payload[71];
+  assign \$132  = { 7'h00, sat2, 24'h000000 };
+  assign \$171  = { finish, 1'h0 };
+  assign \$173  = { 25'h0000000, num[33:25] };
+  assign \$201  = 2'h0;
+  assign \$202  = 2'h0;
+  assign \$203  = { \$265 , \$274  };
+  assign \$248  = store__payload[71];
+  assign \$250  = remote__payload[71];
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -59899,26 +59367,26 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire [1:0] \$116 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [1:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [1:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [1:0] \$123 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
+  wire [31:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [39:0] \$132 ;
+  wire [40:0] \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -59928,7 +59396,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  wire [5:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -59944,7 +59412,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [1:0] \$157 ;
+  wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
@@ -59955,36 +59423,36 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [25:0] \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [32:0] \$170 ;
+  wire [2:0] \$171 ;
+  wire [34:0] \$172 ;
+  wire [33:0] \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
   wire \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire [1:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire \$186 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
@@ -59993,10 +59461,10 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
+  wire [32:0] \$200 ;
+  wire [1:0] \$201 ;
+  wire [1:0] \$202 ;
+  wire [1:0] \$203 ;
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
@@ -60022,22 +59490,22 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
-  wire [1:0] \$227 ;
+  wire \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
-  wire [1:0] \$234 ;
+  wire \$234 ;
   wire \$235 ;
   wire \$236 ;
-  wire [1:0] \$237 ;
-  wire [1:0] \$238 ;
-  wire [1:0] \$239 ;
-  wire \$24 ;
-  wire [1:0] \$240 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire [17:0] \$24 ;
+  wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
@@ -60046,13 +59514,13 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
+  wire [83:0] \$252 ;
+  wire [83:0] \$253 ;
+  wire [83:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -60067,231 +59535,94 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$265 ;
   wire \$266 ;
   wire \$267 ;
-  wire [38:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [8:0] \$270 ;
-  wire [39:0] \$271 ;
-  wire [40:0] \$272 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire [5:0] \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  reg [16:0] \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  reg [83:0] \$290 ;
+  reg [83:0] \$291 ;
+  reg [83:0] \$292 ;
+  reg \$293 ;
+  reg [22:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [24:0] \$296 ;
+  reg [8:0] \$297 ;
+  reg [33:0] \$298 ;
+  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire [25:0] \$306 ;
-  wire \$307 ;
-  wire [25:0] \$308 ;
-  wire [32:0] \$309 ;
+  reg [38:0] \$300 ;
+  reg [7:0] \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [1:0] \$305 ;
+  reg [4:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [24:0] \$308 ;
+  reg [33:0] \$309 ;
   wire \$31 ;
-  wire [2:0] \$310 ;
-  wire [34:0] \$311 ;
-  wire [33:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire [32:0] \$316 ;
-  wire [32:0] \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  reg \$310 ;
+  reg \$311 ;
+  reg [287:0] \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire [32:0] \$321 ;
-  wire [32:0] \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire [32:0] \$326 ;
-  wire [32:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg [1:0] \$320 ;
   wire \$33 ;
-  wire \$330 ;
-  wire [32:0] \$331 ;
-  wire [32:0] \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire [32:0] \$339 ;
   wire \$34 ;
-  wire [1:0] \$340 ;
-  wire [1:0] \$341 ;
-  wire [1:0] \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire \$378 ;
-  wire \$379 ;
   wire \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire \$385 ;
-  wire [1:0] \$386 ;
-  wire \$387 ;
-  wire [1:0] \$388 ;
-  wire [83:0] \$389 ;
   wire \$39 ;
-  wire [83:0] \$390 ;
-  wire [83:0] \$391 ;
-  wire \$392 ;
-  wire \$393 ;
-  wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
-  wire \$397 ;
-  wire \$398 ;
-  wire \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire \$400 ;
-  wire \$401 ;
-  wire \$402 ;
-  wire \$403 ;
-  wire \$404 ;
-  wire \$405 ;
-  wire \$406 ;
-  wire \$407 ;
-  wire \$408 ;
-  wire \$409 ;
   wire \$41 ;
-  wire \$410 ;
-  wire \$411 ;
-  reg \$412 ;
-  reg \$413 ;
-  reg \$414 ;
-  reg \$415 ;
-  reg \$416 ;
-  reg \$417 ;
-  reg [16:0] \$418 ;
-  reg \$419 ;
-  wire [17:0] \$42 ;
-  reg \$420 ;
-  reg \$421 ;
-  reg \$422 ;
-  reg \$423 ;
-  reg \$424 ;
-  reg \$425 ;
-  reg [83:0] \$426 ;
-  reg [83:0] \$427 ;
-  reg [83:0] \$428 ;
-  reg [83:0] \$429 ;
-  wire [17:0] \$43 ;
-  reg \$430 ;
-  reg [22:0] \$431 ;
-  reg [31:0] \$432 ;
-  reg [24:0] \$433 ;
-  reg [8:0] \$434 ;
-  reg [33:0] \$435 ;
-  reg \$436 ;
-  reg [38:0] \$437 ;
-  reg [7:0] \$438 ;
-  reg \$439 ;
-  wire [17:0] \$44 ;
-  reg \$440 ;
-  reg \$441 ;
-  reg [1:0] \$442 ;
-  reg [4:0] \$443 ;
-  reg [31:0] \$444 ;
-  reg [24:0] \$445 ;
-  reg [33:0] \$446 ;
-  reg \$447 ;
-  reg \$448 ;
-  reg [287:0] \$449 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
-  reg \$450 ;
-  reg \$451 ;
-  reg \$452 ;
-  reg \$453 ;
-  reg \$454 ;
-  reg \$455 ;
-  reg \$456 ;
-  reg [1:0] \$457 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [17:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
-  wire [17:0] \$51 ;
-  wire [17:0] \$52 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -60306,7 +59637,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -60331,21 +59662,21 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg \$signal  = 1'h1;
   (* keep = 32'd1 *)
-  wire \$signal$15 ;
-  reg \$signal$31  = 1'h0;
-  reg \$signal$32  = 1'h0;
+  wire \$signal ;
+  reg \$signal$29  = 1'h0;
+  reg \$signal$30  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -60433,6 +59764,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
+  (* keep = 32'd1 *)
+  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
@@ -60650,952 +59983,829 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$13  = ~ dram__valid;
   assign \$14  = \$13  | dram__ready;
   assign \$15  = \$14  & pick_c;
-  assign \$16  = gate_m & \$signal ;
-  assign \$17  = \$signal$15  | \$16 ;
-  assign \$18  = | \new [9:2];
-  assign \$19  = \new [1] & \$18 ;
-  assign \$20  = finish[1] ? cfg[1] : gated;
-  assign \$21  = accept ? \$19  : \$20 ;
-  assign \$22  = ~ dram__valid;
-  assign \$23  = \$22  | dram__ready;
-  assign \$24  = dma__valid | remote__valid;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = dma__valid | remote_ok;
-  assign \$27  = load__valid | store_ok;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = ~ gated;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = comm_first | \$30 ;
-  assign \$32  = \$26  & \$31 ;
-  assign \$33  = \$25  | \$32 ;
-  assign \$34  = dma__valid | remote_ok;
-  assign \$35  = load__valid | store_ok;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = \$37  & gated;
-  assign \$39  = \$38  & \$signal ;
-  assign \$40  = \$33  | \$39 ;
-  assign \$41  = ~ wait_full;
-  assign \$42  = wait1 + 1'h1;
-  assign \$43  = wait_full ? { 1'h0, wait1 } : \$42 ;
-  assign \$44  = \$40  ? 18'h00001 : \$43 ;
-  assign \$45  = dma__valid | remote__valid;
-  assign \$46  = ~ \$45 ;
-  assign \$49  = wait1 + 1'h1;
-  assign \$51  = \$45  ? \$50  : 18'h00001;
-  assign \$52  = \$23  ? \$44  : \$51 ;
-  assign \$53  = ~ dram__valid;
-  assign \$54  = \$53  | dram__ready;
-  assign \$55  = dma__valid | remote_ok;
-  assign \$56  = load__valid | store_ok;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = ~ gated;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = comm_first | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = dma__valid | remote_ok;
-  assign \$63  = load__valid | store_ok;
-  assign \$64  = ~ \$63 ;
-  assign \$65  = \$62  & \$64 ;
-  assign \$66  = \$65  & gated;
-  assign \$67  = \$66  & \$signal ;
-  assign \$68  = \$61  | \$67 ;
-  assign \$69  = pick_c | \$68 ;
-  assign \$70  = dma__valid | remote_ok;
-  assign \$71  = load__valid | store_ok;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = ~ gated;
-  assign \$74  = \$72  & \$73 ;
-  assign \$75  = comm_first | \$74 ;
-  assign \$76  = \$70  & \$75 ;
-  assign \$77  = dma__valid | remote_ok;
-  assign \$78  = load__valid | store_ok;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$77  & \$79 ;
-  assign \$81  = \$80  & gated;
-  assign \$82  = \$81  & \$signal ;
-  assign \$83  = \$76  | \$82 ;
-  assign \$84  = \$69  ? \$83  : last_comm;
-  assign \$86  = \$54  ? \$84  : \$85 ;
-  assign \$87  = ~ dram__valid;
-  assign \$88  = \$87  | dram__ready;
-  assign \$89  = dma__valid | remote__valid;
-  assign \$90  = dma__valid | remote_ok;
-  assign \$91  = load__valid | store_ok;
-  assign \$92  = ~ \$91 ;
-  assign \$93  = ~ gated;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = comm_first | \$94 ;
-  assign \$96  = \$90  & \$95 ;
-  assign \$97  = dma__valid | remote_ok;
-  assign \$98  = load__valid | store_ok;
-  assign \$99  = ~ \$98 ;
-  assign \$100  = \$97  & \$99 ;
-  assign \$101  = \$100  & gated;
-  assign \$102  = \$101  & \$signal ;
-  assign \$103  = \$96  | \$102 ;
-  assign \$104  = ~ \$103 ;
-  assign \$105  = \$89  & \$104 ;
-  assign \$106  = ~ wait_full;
-  assign \$107  = wait1 >= \new [38:23];
-  assign \$108  = wait1 > \new [38:23];
-  assign \$109  = wait_full ? \$108  : \$107 ;
-  assign \$110  = ~ wait_full;
-  assign \$111  = wait1 == cfg[38:23];
-  assign \$112  = wait_full ? wait_full : \$111 ;
-  assign \$113  = accept ? \$109  : \$112 ;
-  assign \$114  = \$105  & \$113 ;
-  assign \$115  = dma__valid | remote__valid;
-  assign \$117  = wait1 > \new [38:23];
-  assign \$118  = accept ? \$117  : wait_full;
-  assign \$119  = \$116  & { 1'h0, \$118  };
-  assign \$120  = \$88  ? { 1'h0, \$114  } : \$119 ;
-  assign \$121  = ~ dram__valid;
-  assign \$122  = \$121  | dram__ready;
-  assign \$123  = accept ? \new [1:0] : cfg[1:0];
-  assign \$124  = ! \$123 ;
-  assign \$125  = dma__valid | remote_ok;
-  assign \$126  = load__valid | store_ok;
-  assign \$127  = ~ \$126 ;
-  assign \$128  = ~ gated;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = comm_first | \$129 ;
-  assign \$131  = \$125  & \$130 ;
-  assign \$132  = dma__valid | remote_ok;
-  assign \$133  = load__valid | store_ok;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = \$135  & gated;
-  assign \$137  = \$136  & \$signal ;
-  assign \$138  = \$131  | \$137 ;
-  assign \$139  = pick_c | \$138 ;
-  assign \$140  = dma__valid | remote_ok;
-  assign \$141  = load__valid | store_ok;
-  assign \$142  = ~ \$141 ;
-  assign \$143  = ~ gated;
-  assign \$144  = \$142  & \$143 ;
-  assign \$145  = comm_first | \$144 ;
-  assign \$146  = \$140  & \$145 ;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = load__valid | store_ok;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = \$147  & \$149 ;
-  assign \$151  = \$150  & gated;
-  assign \$152  = \$151  & \$signal ;
-  assign \$153  = \$146  | \$152 ;
-  assign \$154  = \$139  ? \$153  : last_comm;
-  assign \$155  = ~ \$154 ;
-  assign \$156  = \$124  & \$155 ;
-  assign \$157  = accept ? \new [1:0] : cfg[1:0];
-  assign \$158  = dma__valid | remote__valid;
-  assign \$159  = dma__valid | remote_ok;
-  assign \$160  = load__valid | store_ok;
-  assign \$161  = ~ \$160 ;
-  assign \$162  = ~ gated;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = comm_first | \$163 ;
-  assign \$165  = \$159  & \$164 ;
-  assign \$166  = dma__valid | remote_ok;
-  assign \$167  = load__valid | store_ok;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = \$166  & \$168 ;
-  assign \$170  = \$169  & gated;
-  assign \$171  = \$170  & \$signal ;
-  assign \$172  = \$165  | \$171 ;
-  assign \$173  = ~ \$172 ;
-  assign \$174  = \$158  & \$173 ;
-  assign \$175  = ~ wait_full;
-  assign \$176  = wait1 >= \new [38:23];
-  assign \$177  = wait1 > \new [38:23];
-  assign \$178  = wait_full ? \$177  : \$176 ;
-  assign \$179  = ~ wait_full;
-  assign \$180  = wait1 == cfg[38:23];
-  assign \$181  = wait_full ? wait_full : \$180 ;
-  assign \$182  = accept ? \$178  : \$181 ;
-  assign \$183  = \$174  & \$182 ;
-  assign \$184  = \$157 [1] & \$183 ;
-  assign \$185  = \$156  | \$184 ;
-  assign \$186  = accept ? \new [1:0] : cfg[1:0];
-  assign \$187  = \$186  == 2'h3;
-  assign \$188  = | \new [9:2];
-  assign \$189  = \new [1] & \$188 ;
-  assign \$190  = finish[1] ? cfg[1] : gated;
-  assign \$191  = accept ? \$189  : \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = dma__valid | remote_ok;
-  assign \$194  = load__valid | store_ok;
-  assign \$195  = ~ \$194 ;
-  assign \$196  = ~ gated;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = comm_first | \$197 ;
-  assign \$199  = \$193  & \$198 ;
-  assign \$200  = dma__valid | remote_ok;
-  assign \$201  = load__valid | store_ok;
-  assign \$202  = ~ \$201 ;
-  assign \$203  = \$200  & \$202 ;
-  assign \$204  = \$203  & gated;
-  assign \$205  = \$204  & \$signal ;
-  assign \$206  = \$199  | \$205 ;
-  assign \$207  = pick_c | \$206 ;
-  assign \$208  = dma__valid | remote_ok;
-  assign \$209  = load__valid | store_ok;
-  assign \$210  = ~ \$209 ;
-  assign \$211  = ~ gated;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = comm_first | \$212 ;
-  assign \$214  = \$208  & \$213 ;
-  assign \$215  = dma__valid | remote_ok;
+  assign \$16  = gate_m & below;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = dram__valid & dram__ready;
+  assign \$124  = \$123  & \$254 [83];
+  assign \$125  = | \$254 [1:0];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = \$254 [1:0] == 2'h2;
+  assign \$128  = \$127  ? 1'h1 : 1'h0;
+  assign \$129  = cfg[17:10] << scale;
+  assign \$130  = 1'h1 << scale;
+  assign \$131  = cfg[17:10] + 2'h2;
+  assign \$133  = \$132  - unit;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = \$135  & pick_c;
+  assign \$137  = ~ accept;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = armed & grant_c_q;
+  assign \$140  = ! \new [9:2];
+  assign \$141  = ! \new [9:2];
+  assign \$142  = 5'h18 - \new [22:18];
+  assign \$143  = cfg[22:18] == 1'h1;
+  assign \$144  = cfg[22:18] > 2'h2;
+  assign \$145  = cfg[22:18] > 2'h3;
+  assign \$146  = cfg[22:18] > 3'h4;
+  assign \$147  = cfg[22:18] > 3'h5;
+  assign \$148  = cfg[22:18] > 3'h6;
+  assign \$149  = cfg[22:18] > 3'h7;
+  assign \$150  = cfg[22:18] > 4'h8;
+  assign \$151  = cfg[22:18] > 4'h9;
+  assign \$152  = cfg[22:18] > 4'ha;
+  assign \$153  = cfg[22:18] > 4'hb;
+  assign \$154  = cfg[22:18] > 4'hc;
+  assign \$155  = cfg[22:18] > 4'hd;
+  assign \$156  = cfg[22:18] > 4'he;
+  assign \$157  = cfg[22:18] > 4'hf;
+  assign \$158  = cfg[22:18] > 5'h10;
+  assign \$159  = cfg[22:18] > 5'h11;
+  assign \$160  = cfg[22:18] > 5'h12;
+  assign \$161  = cfg[22:18] > 5'h13;
+  assign \$162  = cfg[22:18] > 5'h14;
+  assign \$163  = cfg[22:18] > 5'h15;
+  assign \$164  = cfg[22:18] > 5'h16;
+  assign \$165  = cfg[22:18] > 5'h17;
+  assign \$166  = cfg[22:18] > 5'h18;
+  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
+  assign \$168  = ! cfg[22:18];
+  assign \$169  = $signed(left) - $signed(2'h1);
+  assign \$170  = acc + sat_s;
+  assign \$172  = base + acc;
+  assign \$174  = load__valid & load__ready;
+  assign \$175  = ~ load__ready;
+  assign \$176  = load__valid & \$175 ;
+  assign \$177  = stats[31:0] + 1'h1;
+  assign \$178  = stats[159:128] + 1'h1;
+  assign \$179  = store__valid & store__ready;
+  assign \$180  = ~ store__ready;
+  assign \$181  = store__valid & \$180 ;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = dma__valid & dma__ready;
+  assign \$185  = ~ dma__ready;
+  assign \$186  = dma__valid & \$185 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[223:192] + 1'h1;
+  assign \$189  = remote__valid & remote__ready;
+  assign \$190  = ~ remote__ready;
+  assign \$191  = remote__valid & \$190 ;
+  assign \$192  = stats[127:96] + 1'h1;
+  assign \$193  = stats[255:224] + 1'h1;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = dma__valid | remote_ok;
+  assign \$197  = \$196  & wait_full;
+  assign \$198  = \$197  & cfg[1];
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = stats[287:256] + 1'h1;
+  assign \$204  = track_hold & store__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign store_ok = store__valid & \$205 ;
+  assign \$206  = track_hold & remote__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign remote_ok = remote__valid & \$207 ;
+  assign \$208  = load__valid | store_ok;
+  assign \$209  = dma__valid | remote_ok;
+  assign \$210  = \$209  & comm_first;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$208  & \$211 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = dma__valid | remote_ok;
+  assign \$215  = \$213  & \$214 ;
   assign \$216  = load__valid | store_ok;
   assign \$217  = ~ \$216 ;
-  assign \$218  = \$215  & \$217 ;
-  assign \$219  = \$218  & gated;
-  assign \$220  = \$219  & \$signal ;
-  assign \$221  = \$214  | \$220 ;
-  assign \$222  = \$207  ? \$221  : last_comm;
-  assign \$223  = ~ \$222 ;
-  assign \$224  = \$192  & \$223 ;
-  assign \$225  = \$224  & below2;
-  assign \$226  = \$185  | \$225 ;
-  assign \$227  = accept ? \new [1:0] : cfg[1:0];
-  assign \$228  = ! \$227 ;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$228  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = dma__valid | remote__valid;
-  assign \$235  = wait1 > \new [38:23];
-  assign \$236  = accept ? \$235  : wait_full;
-  assign \$237  = \$234  & { 1'h0, \$236  };
-  assign \$238  = { 1'h0, \$232 [1] } & \$237 ;
-  assign \$239  = { 1'h0, \$231  } | \$238 ;
-  assign \$240  = accept ? \new [1:0] : cfg[1:0];
-  assign \$241  = \$240  == 2'h3;
-  assign \$242  = | \new [9:2];
-  assign \$243  = \new [1] & \$242 ;
-  assign \$244  = finish[1] ? cfg[1] : gated;
-  assign \$245  = accept ? \$243  : \$244 ;
-  assign \$246  = \$241  & \$245 ;
-  assign \$248  = ~ \$247 ;
-  assign \$249  = \$246  & \$248 ;
-  assign \$250  = \$249  & below2;
-  assign \$251  = \$239  | { 1'h0, \$250  };
-  assign \$252  = \$122  ? { 1'h0, \$226  } : \$251 ;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = ~ dram__valid;
-  assign \$256  = \$255  | dram__ready;
-  assign \$257  = \$256  & pick_c;
-  assign \$258  = gate_m & \$signal ;
-  assign \$259  = \$signal$15  | \$258 ;
-  assign \$260  = \$257  | \$259 ;
-  assign \$261  = ~ pick_c;
-  assign \$262  = dram__valid & dram__ready;
-  assign \$263  = \$262  & \$391 [83];
-  assign \$264  = | \$391 [1:0];
-  assign \$265  = \$263  & \$264 ;
-  assign \$266  = \$391 [1:0] == 2'h2;
-  assign \$267  = \$266  ? 1'h1 : 1'h0;
-  assign \$268  = cfg[17:10] << scale;
-  assign \$269  = 1'h1 << scale;
-  assign \$270  = cfg[17:10] + 2'h2;
-  assign \$272  = \$271  - unit;
-  assign \$273  = ~ dram__valid;
-  assign \$274  = \$273  | dram__ready;
-  assign \$275  = \$274  & pick_c;
-  assign \$276  = ~ accept;
-  assign \$277  = \$275  & \$276 ;
-  assign \$278  = armed & grant_c_q;
-  assign \$279  = ! \new [9:2];
-  assign \$280  = ! \new [9:2];
-  assign \$281  = 5'h18 - \new [22:18];
-  assign \$282  = cfg[22:18] == 1'h1;
-  assign \$283  = cfg[22:18] > 2'h2;
-  assign \$284  = cfg[22:18] > 2'h3;
-  assign \$285  = cfg[22:18] > 3'h4;
-  assign \$286  = cfg[22:18] > 3'h5;
-  assign \$287  = cfg[22:18] > 3'h6;
-  assign \$288  = cfg[22:18] > 3'h7;
-  assign \$289  = cfg[22:18] > 4'h8;
-  assign \$290  = cfg[22:18] > 4'h9;
-  assign \$291  = cfg[22:18] > 4'ha;
-  assign \$292  = cfg[22:18] > 4'hb;
-  assign \$293  = cfg[22:18] > 4'hc;
-  assign \$294  = cfg[22:18] > 4'hd;
-  assign \$295  = cfg[22:18] > 4'he;
-  assign \$296  = cfg[22:18] > 4'hf;
-  assign \$297  = cfg[22:18] > 5'h10;
-  assign \$298  = cfg[22:18] > 5'h11;
-  assign \$299  = cfg[22:18] > 5'h12;
-  assign \$300  = cfg[22:18] > 5'h13;
-  assign \$301  = cfg[22:18] > 5'h14;
-  assign \$302  = cfg[22:18] > 5'h15;
-  assign \$303  = cfg[22:18] > 5'h16;
-  assign \$304  = cfg[22:18] > 5'h17;
-  assign \$305  = cfg[22:18] > 5'h18;
-  assign \$306  = \$282  ? 26'h3ffffff : { 1'h0, \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , 2'h1 };
-  assign \$307  = ! cfg[22:18];
-  assign \$308  = $signed(left) - $signed(2'h1);
-  assign \$309  = acc + sat_s;
-  assign \$311  = base + acc;
-  assign \$313  = load__valid & load__ready;
-  assign \$314  = ~ load__ready;
-  assign \$315  = load__valid & \$314 ;
-  assign \$316  = stats[31:0] + 1'h1;
-  assign \$317  = stats[159:128] + 1'h1;
-  assign \$318  = store__valid & store__ready;
-  assign \$319  = ~ store__ready;
-  assign \$320  = store__valid & \$319 ;
-  assign \$321  = stats[63:32] + 1'h1;
-  assign \$322  = stats[191:160] + 1'h1;
-  assign \$323  = dma__valid & dma__ready;
-  assign \$324  = ~ dma__ready;
-  assign \$325  = dma__valid & \$324 ;
-  assign \$326  = stats[95:64] + 1'h1;
-  assign \$327  = stats[223:192] + 1'h1;
-  assign \$328  = remote__valid & remote__ready;
-  assign \$329  = ~ remote__ready;
-  assign \$330  = remote__valid & \$329 ;
-  assign \$331  = stats[127:96] + 1'h1;
-  assign \$332  = stats[255:224] + 1'h1;
-  assign \$333  = ~ dram__valid;
-  assign \$334  = \$333  | dram__ready;
-  assign \$335  = dma__valid | remote_ok;
-  assign \$336  = \$335  & wait_full;
-  assign \$337  = \$336  & cfg[1];
-  assign \$338  = \$334  & \$337 ;
-  assign \$339  = stats[287:256] + 1'h1;
-  assign \$343  = track_hold & store__payload[72];
-  assign \$344  = ~ \$343 ;
-  assign store_ok = store__valid & \$344 ;
-  assign \$345  = track_hold & remote__payload[72];
-  assign \$346  = ~ \$345 ;
-  assign remote_ok = remote__valid & \$346 ;
-  assign \$347  = load__valid | store_ok;
-  assign \$348  = dma__valid | remote_ok;
-  assign \$349  = \$348  & comm_first;
-  assign \$350  = ~ \$349 ;
-  assign pick_c = \$347  & \$350 ;
-  assign \$351  = ~ dram__valid;
-  assign \$352  = \$351  | dram__ready;
-  assign \$353  = dma__valid | remote_ok;
-  assign \$354  = load__valid | store_ok;
-  assign \$355  = ~ \$354 ;
-  assign \$356  = ~ gated;
-  assign \$357  = \$355  & \$356 ;
-  assign \$358  = comm_first | \$357 ;
-  assign \$359  = \$353  & \$358 ;
-  assign \$signal$15  = \$352  & \$359 ;
-  assign \$360  = ~ dram__valid;
-  assign \$361  = \$360  | dram__ready;
-  assign \$362  = dma__valid | remote_ok;
-  assign \$363  = load__valid | store_ok;
-  assign \$364  = ~ \$363 ;
-  assign \$365  = \$362  & \$364 ;
-  assign \$366  = \$365  & gated;
-  assign gate_m = \$361  & \$366 ;
-  assign \$367  = ~ load__valid;
-  assign \$368  = ~ last_store;
-  assign \$369  = \$367  | \$368 ;
-  assign sel_store = store_ok & \$369 ;
-  assign \$370  = ~ dma__valid;
-  assign \$371  = ~ last_remote;
-  assign \$372  = \$370  | \$371 ;
-  assign sel_remote = remote_ok & \$372 ;
-  assign \$373  = ~ dram__valid;
-  assign \$374  = \$373  | dram__ready;
-  assign \$375  = \$374  & pick_c;
-  assign \$376  = ~ sel_store;
-  assign load__ready = \$375  & \$376 ;
-  assign \$377  = ~ dram__valid;
-  assign \$378  = \$377  | dram__ready;
-  assign \$379  = \$378  & pick_c;
-  assign store__ready = \$379  & sel_store;
-  assign \$380  = gate_m & \$signal ;
-  assign \$381  = \$signal$15  | \$380 ;
-  assign \$382  = ~ sel_remote;
-  assign dma__ready = \$381  & \$382 ;
-  assign \$383  = gate_m & \$signal ;
-  assign \$384  = \$signal$15  | \$383 ;
-  assign remote__ready = \$384  & sel_remote;
-  assign \$386  = \$385  ? 2'h2 : 2'h1;
-  assign \$388  = \$387  ? 2'h2 : 2'h1;
-  assign \$389  = is_remote ? remote_q : dma_q;
-  assign \$390  = \$signal$32  ? store_q : load_q;
-  assign \$391  = \$signal$31  ? \$389  : \$390 ;
-  assign \$392  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$392 ;
-  assign \$393  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$393 ;
-  assign \$394  = ! response__payload[1:0];
-  assign \$395  = response__payload[1:0] == 1'h1;
-  assign \$396  = \$395  ? dma_response__ready : 1'h1;
-  assign response__ready = \$394  ? load_response__ready : \$396 ;
-  assign \$397  = ! response__payload[1:0];
-  assign \$398  = ~ \$397 ;
-  assign \$399  = response__valid & \$398 ;
-  assign \$400  = response__payload[1:0] == 1'h1;
-  assign \$401  = ~ \$400 ;
-  assign \$402  = \$399  & \$401 ;
-  assign \$403  = | config__payload[38:23];
-  assign \$404  = config__payload[22:18] <= 5'h18;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = | config__payload[9:2];
-  assign \$407  = | config__payload[17:10];
-  assign \$408  = \$406  | \$407 ;
-  assign \$409  = \$405  & \$408 ;
-  assign \$410  = ~ \$409 ;
-  assign \$411  = config__valid & \$410 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = load__valid | store_ok;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$224  & \$226 ;
+  assign gate_m = \$227  & gated;
+  assign \$228  = ~ load__valid;
+  assign \$229  = ~ last_store;
+  assign \$230  = \$228  | \$229 ;
+  assign sel_store = store_ok & \$230 ;
+  assign \$231  = ~ dma__valid;
+  assign \$232  = ~ last_remote;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_remote = remote_ok & \$233 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = \$235  & pick_c;
+  assign \$237  = ~ sel_store;
+  assign load__ready = \$236  & \$237 ;
+  assign \$238  = ~ dram__valid;
+  assign \$239  = \$238  | dram__ready;
+  assign \$240  = \$239  & pick_c;
+  assign store__ready = \$240  & sel_store;
+  assign \$241  = gate_m & below;
+  assign \$242  = \$signal  | \$241 ;
+  assign \$243  = ~ sel_remote;
+  assign dma__ready = \$242  & \$243 ;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign remote__ready = \$245  & sel_remote;
+  assign \$246  = dma__valid | remote__valid;
+  assign \$247  = ~ \$246 ;
+  assign drop_wait = \$247  | \$signal ;
+  assign \$249  = \$248  ? 2'h2 : 2'h1;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$252  = is_remote ? remote_q : dma_q;
+  assign \$253  = \$signal$30  ? store_q : load_q;
+  assign \$254  = \$signal$29  ? \$252  : \$253 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$412 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    \$signal  <= \$413 ;
+    below <= \$276 ;
   always @(posedge clk)
-    below2 <= \$414 ;
+    below2 <= \$277 ;
   always @(posedge clk)
-    last_store <= \$415 ;
+    last_store <= \$278 ;
   always @(posedge clk)
-    last_remote <= \$416 ;
+    last_remote <= \$279 ;
   always @(posedge clk)
-    gated <= \$417 ;
+    wait1 <= \$280 ;
   always @(posedge clk)
-    wait1 <= \$418 ;
+    gated <= \$281 ;
   always @(posedge clk)
-    last_comm <= \$419 ;
+    last_comm <= \$282 ;
   always @(posedge clk)
-    wait_full <= \$420 ;
+    wait_full <= \$283 ;
   always @(posedge clk)
-    comm_first <= \$421 ;
+    comm_first <= \$284 ;
   always @(posedge clk)
-    dram__valid <= \$422 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    \$signal$31  <= \$423 ;
+    \$signal$29  <= \$286 ;
   always @(posedge clk)
-    \$signal$32  <= \$424 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    is_remote <= \$425 ;
+    is_remote <= \$288 ;
   always @(posedge clk)
-    load_q <= \$426 ;
+    load_q <= \$289 ;
   always @(posedge clk)
-    store_q <= \$427 ;
+    store_q <= \$290 ;
   always @(posedge clk)
-    dma_q <= \$428 ;
+    dma_q <= \$291 ;
   always @(posedge clk)
-    remote_q <= \$429 ;
+    remote_q <= \$292 ;
   always @(posedge clk)
-    track__valid <= \$430 ;
+    track__valid <= \$293 ;
   always @(posedge clk)
-    track__payload <= \$431 ;
+    track__payload <= \$294 ;
   always @(posedge clk)
-    sat_s <= \$432 ;
+    sat_s <= \$295 ;
   always @(posedge clk)
-    unit <= \$433 ;
+    unit <= \$296 ;
   always @(posedge clk)
-    sat2 <= \$434 ;
+    sat2 <= \$297 ;
   always @(posedge clk)
-    base <= \$435 ;
+    base <= \$298 ;
   always @(posedge clk)
-    grant_c_q <= \$436 ;
+    grant_c_q <= \$299 ;
   always @(posedge clk)
-    cfg <= \$437 ;
+    cfg <= \$300 ;
   always @(posedge clk)
-    thr <= \$438 ;
+    thr <= \$301 ;
   always @(posedge clk)
-    measuring <= \$439 ;
+    measuring <= \$302 ;
   always @(posedge clk)
-    armed <= \$440 ;
+    armed <= \$303 ;
   always @(posedge clk)
-    window <= \$441 ;
+    window <= \$304 ;
   always @(posedge clk)
-    finish <= \$442 ;
+    finish <= \$305 ;
   always @(posedge clk)
-    scale <= \$443 ;
+    scale <= \$306 ;
   always @(posedge clk)
-    acc <= \$444 ;
+    acc <= \$307 ;
   always @(posedge clk)
-    left <= \$445 ;
+    left <= \$308 ;
   always @(posedge clk)
-    num <= \$446 ;
+    num <= \$309 ;
   always @(posedge clk)
-    load_granted <= \$447 ;
+    load_granted <= \$310 ;
   always @(posedge clk)
-    load_stalled <= \$448 ;
+    load_stalled <= \$311 ;
   always @(posedge clk)
-    stats <= \$449 ;
+    stats <= \$312 ;
   always @(posedge clk)
-    store_granted <= \$450 ;
+    store_granted <= \$313 ;
   always @(posedge clk)
-    store_stalled <= \$451 ;
+    store_stalled <= \$314 ;
   always @(posedge clk)
-    dma_granted <= \$452 ;
+    dma_granted <= \$315 ;
   always @(posedge clk)
-    dma_stalled <= \$453 ;
+    dma_stalled <= \$316 ;
   always @(posedge clk)
-    remote_granted <= \$454 ;
+    remote_granted <= \$317 ;
   always @(posedge clk)
-    remote_stalled <= \$455 ;
+    remote_stalled <= \$318 ;
   always @(posedge clk)
-    was_forced <= \$456 ;
+    was_forced <= \$319 ;
   always @(posedge clk)
-    errors <= \$457 ;
+    errors <= \$320 ;
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$412  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$412  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$413  = \$10 ;
+    \$276  = \$10 ;
     if (rst) begin
-      \$413  = 1'h1;
+      \$276  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$414  = \$12 ;
+    \$277  = \$12 ;
     if (rst) begin
-      \$414  = 1'h1;
+      \$277  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$415  = last_store;
+    \$278  = last_store;
     if (\$15 ) begin
-      \$415  = sel_store;
+      \$278  = sel_store;
     end
     if (rst) begin
-      \$415  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$416  = last_remote;
+    \$279  = last_remote;
     if (\$17 ) begin
-      \$416  = sel_remote;
+      \$279  = sel_remote;
     end
     if (rst) begin
-      \$416  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$417  = \$21 ;
+    \$280  = wait1;
+    if (\$19 ) begin
+      \$280  = 17'h00001;
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
+    end
     if (rst) begin
-      \$417  = 1'h0;
+      \$280  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$418  = \$52 [16:0];
+    \$281  = \$28 ;
     if (rst) begin
-      \$418  = 17'h00001;
+      \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$419  = \$86 ;
+    \$282  = \$37 ;
     if (rst) begin
-      \$419  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$420  = \$120 [0];
+    \$283  = \$57 ;
     if (rst) begin
-      \$420  = 1'h0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$421  = \$252 [0];
+    \$284  = \$113 ;
     if (rst) begin
-      \$421  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$422  = dram__valid;
-    if (\$254 ) begin
-      \$422  = \$260 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
     end
     if (rst) begin
-      \$422  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$423  = \$signal$31 ;
-    if (\$254 ) begin
-      \$423  = \$261 ;
+    \$286  = \$signal$29 ;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
-      \$423  = 1'h0;
+      \$286  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$424  = \$signal$32 ;
-    if (\$254 ) begin
-      \$424  = sel_store;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = sel_store;
     end
     if (rst) begin
-      \$424  = 1'h0;
+      \$287  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$425  = is_remote;
-    if (\$254 ) begin
-      \$425  = sel_remote;
+    \$288  = is_remote;
+    if (\$115 ) begin
+      \$288  = sel_remote;
     end
     if (rst) begin
-      \$425  = 1'h0;
+      \$288  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$426  = load_q;
-    if (\$254 ) begin
-      \$426  = { 1'h0, load_req };
+    \$289  = load_q;
+    if (\$115 ) begin
+      \$289  = { 1'h0, load_req };
     end
     if (rst) begin
-      \$426  = 84'h000000000000000000000;
+      \$289  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$427  = store_q;
-    if (\$254 ) begin
-      \$427  = { store__payload[72], store_req };
+    \$290  = store_q;
+    if (\$115 ) begin
+      \$290  = { store__payload[72], store_req };
     end
     if (rst) begin
-      \$427  = 84'h000000000000000000000;
+      \$290  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$428  = dma_q;
-    if (\$254 ) begin
-      \$428  = { 1'h0, dma_req };
+    \$291  = dma_q;
+    if (\$115 ) begin
+      \$291  = { 1'h0, dma_req };
     end
     if (rst) begin
-      \$428  = 84'h000000000000000000000;
+      \$291  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$429  = remote_q;
-    if (\$254 ) begin
-      \$429  = { remote__payload[72], remote_req };
+    \$292  = remote_q;
+    if (\$115 ) begin
+      \$292  = { remote__payload[72], remote_req };
     end
     if (rst) begin
-      \$429  = 84'h000000000000000000000;
+      \$292  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$430  = \$265 ;
+    \$293  = \$126 ;
     if (rst) begin
-      \$430  = 1'h0;
+      \$293  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$431 [15:0] = \$391 [74:59];
-    \$431 [19:16] = 4'h1;
-    \$431 [20] = \$267 ;
-    \$431 [22:21] = \$391 [3:2];
+    \$294 [15:0] = \$254 [74:59];
+    \$294 [19:16] = 4'h1;
+    \$294 [20] = \$128 ;
+    \$294 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$431  = 23'h000000;
+      \$294  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$432  = \$268 [31:0];
+    \$295  = \$129 [31:0];
     if (rst) begin
-      \$432  = 32'd32768;
+      \$295  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$433  = \$269 [24:0];
+    \$296  = \$130 [24:0];
     if (rst) begin
-      \$433  = 25'h0000400;
+      \$296  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$434  = \$270 ;
+    \$297  = \$131 ;
     if (rst) begin
-      \$434  = 9'h022;
+      \$297  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$435  = \$272 [33:0];
+    \$298  = \$133 [33:0];
     if (rst) begin
-      \$435  = 34'h021fffc00;
+      \$298  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$436  = \$277 ;
+    \$299  = \$138 ;
     if (rst) begin
-      \$436  = 1'h0;
+      \$299  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$437  = cfg;
+    \$300  = cfg;
     if (accept) begin
-      \$437  = \new ;
+      \$300  = \new ;
     end
     if (rst) begin
-      \$437  = 39'h0200388002;
+      \$300  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$438  = thr;
+    \$301  = thr;
     if (accept) begin
-      \$438  = \new [9:2];
-    end else if (\$278 ) begin
+      \$301  = \new [9:2];
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$438  = \$312 [7:0];
+      \$301  = \$173 [7:0];
     end
     if (rst) begin
-      \$438  = 8'h00;
+      \$301  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$439  = measuring;
+    \$302  = measuring;
     if (accept) begin
-      \$439  = \$279 ;
-    end else if (\$278 ) begin
+      \$302  = \$140 ;
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$439  = 1'h0;
+      \$302  = 1'h0;
     end
     if (rst) begin
-      \$439  = 1'h1;
+      \$302  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$440  = armed;
+    \$303  = armed;
     if (accept) begin
-      \$440  = \$280 ;
-    end else if (\$278 ) begin
-      \$440  = 1'h0;
+      \$303  = \$141 ;
+    end else if (\$139 ) begin
+      \$303  = 1'h0;
     end
     if (rst) begin
-      \$440  = 1'h1;
+      \$303  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$441  = window;
+    \$304  = window;
     if (accept) begin
-      \$441  = 1'h0;
-    end else if (\$278 ) begin
+      \$304  = 1'h0;
+    end else if (\$139 ) begin
       (* full_case = 32'd1 *)
-      if (\$307 ) begin
+      if (\$168 ) begin
       end else begin
-        \$441  = 1'h1;
+        \$304  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$441  = 1'h0;
+        \$304  = 1'h0;
       end
     end
     if (rst) begin
-      \$441  = 1'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$442  = finish;
+    \$305  = finish;
     if (accept) begin
-      \$442  = 2'h0;
-    end else if (\$278 ) begin
-      if (\$307 ) begin
-        \$442  = 2'h1;
+      \$305  = 2'h0;
+    end else if (\$139 ) begin
+      if (\$168 ) begin
+        \$305  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$442  = 2'h1;
+        \$305  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$442  = \$310 [1:0];
+      \$305  = \$171 [1:0];
     end else if (finish[1]) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
     if (rst) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$443  = scale;
+    \$306  = scale;
     if (accept) begin
-      \$443  = \$281 [4:0];
+      \$306  = \$142 [4:0];
     end
     if (rst) begin
-      \$443  = 5'h0a;
+      \$306  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$444  = acc;
+    \$307  = acc;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$444  = sat_s;
+    end else if (\$139 ) begin
+      \$307  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$444  = \$309 [31:0];
+        \$307  = \$170 [31:0];
       end
     end
     if (rst) begin
-      \$444  = 32'd0;
+      \$307  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$445  = left;
+    \$308  = left;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$445  = \$306 [24:0];
+    end else if (\$139 ) begin
+      \$308  = \$167 [24:0];
     end else if (window) begin
-      \$445  = \$308 [24:0];
+      \$308  = \$169 [24:0];
     end
     if (rst) begin
-      \$445  = 25'h0000000;
+      \$308  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$446  = num;
+    \$309  = num;
     if (accept) begin
-    end else if (\$278 ) begin
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$446  = \$311 [33:0];
+      \$309  = \$172 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$447  = \$313 ;
+    \$310  = \$174 ;
     if (rst) begin
-      \$447  = 1'h0;
+      \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$448  = \$315 ;
+    \$311  = \$176 ;
     if (rst) begin
-      \$448  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$449  = stats;
+    \$312  = stats;
     if (load_granted) begin
-      \$449 [31:0] = \$316 [31:0];
+      \$312 [31:0] = \$177 [31:0];
     end
     if (load_stalled) begin
-      \$449 [159:128] = \$317 [31:0];
+      \$312 [159:128] = \$178 [31:0];
     end
     if (store_granted) begin
-      \$449 [63:32] = \$321 [31:0];
+      \$312 [63:32] = \$182 [31:0];
     end
     if (store_stalled) begin
-      \$449 [191:160] = \$322 [31:0];
+      \$312 [191:160] = \$183 [31:0];
     end
     if (dma_granted) begin
-      \$449 [95:64] = \$326 [31:0];
+      \$312 [95:64] = \$187 [31:0];
     end
     if (dma_stalled) begin
-      \$449 [223:192] = \$327 [31:0];
+      \$312 [223:192] = \$188 [31:0];
     end
     if (remote_granted) begin
-      \$449 [127:96] = \$331 [31:0];
+      \$312 [127:96] = \$192 [31:0];
     end
     if (remote_stalled) begin
-      \$449 [255:224] = \$332 [31:0];
+      \$312 [255:224] = \$193 [31:0];
     end
     if (was_forced) begin
-      \$449 [287:256] = \$339 [31:0];
+      \$312 [287:256] = \$200 [31:0];
     end
     if (rst) begin
-      \$449  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$450  = \$318 ;
+    \$313  = \$179 ;
     if (rst) begin
-      \$450  = 1'h0;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$451  = \$320 ;
+    \$314  = \$181 ;
     if (rst) begin
-      \$451  = 1'h0;
+      \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$452  = \$323 ;
+    \$315  = \$184 ;
     if (rst) begin
-      \$452  = 1'h0;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$453  = \$325 ;
+    \$316  = \$186 ;
     if (rst) begin
-      \$453  = 1'h0;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$454  = \$328 ;
+    \$317  = \$189 ;
     if (rst) begin
-      \$454  = 1'h0;
+      \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$455  = \$330 ;
+    \$318  = \$191 ;
     if (rst) begin
-      \$455  = 1'h0;
+      \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$456  = \$338 ;
+    \$319  = \$199 ;
     if (rst) begin
-      \$456  = 1'h0;
+      \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$457  = \$342 ;
+    \$320  = \$203 ;
     if (rst) begin
-      \$457  = 2'h0;
+      \$320  = 2'h0;
     end
   end
-  assign out_tracked = \$391 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$391 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -61645,12 +60855,12 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$391 [1:0];
-  assign dram__payload__source  = \$391 [3:2];
-  assign dram__payload__addr  = \$391 [51:4];
-  assign dram__payload__bytes  = \$391 [58:52];
-  assign dram__payload__tile  = \$391 [74:59];
-  assign dram__payload__tag  = \$391 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -61688,8 +60898,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$411 ;
-  assign set_err[1] = \$402 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -61708,30 +60918,22 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$388 ;
+  assign remote_req[1:0] = \$251 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$386 ;
+  assign store_req[1:0] = \$249 ;
   assign store_req[82:75] = 8'h00;
-  assign \$47  = \$46 ;
-  assign \$48  = \$46 ;
-  assign \$50  = { 1'h0, wait1 };
-  assign \$85  = last_comm;
-  assign \$116  = { 1'h0, \$115  };
-  assign \$229  = last_comm;
-  assign \$234  = { 1'h0, \$233  };
-  assign \$247  = last_comm;
-  assign \$271  = { 7'h00, sat2, 24'h000000 };
-  assign \$310  = { finish, 1'h0 };
-  assign \$312  = { 25'h0000000, num[33:25] };
-  assign \$340  = 2'h0;
-  assign \$341  = 2'h0;
-  assign \$342  = { \$402 , \$411  };
-  assign \$385  = store__payload[71];
-  assign \$387  = remote__payload[71];
+  assign \$132  = { 7'h00, sat2, 24'h000000 };
+  assign \$171  = { finish, 1'h0 };
+  assign \$173  = { 25'h0000000, num[33:25] };
+  assign \$201  = 2'h0;
+  assign \$202  = 2'h0;
+  assign \$203  = { \$265 , \$274  };
+  assign \$248  = store__payload[71];
+  assign \$250  = remote__payload[71];
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -86997,26 +86199,26 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire [1:0] \$116 ;
+  wire \$116 ;
   wire \$117 ;
   wire \$118 ;
-  wire [1:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
-  wire [1:0] \$120 ;
+  wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire [1:0] \$123 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire \$129 ;
+  wire [38:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
+  wire [31:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire [39:0] \$132 ;
+  wire [40:0] \$133 ;
   wire \$134 ;
   wire \$135 ;
   wire \$136 ;
@@ -87026,7 +86228,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  wire [5:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -87042,7 +86244,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [1:0] \$157 ;
+  wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
@@ -87053,36 +86255,36 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [25:0] \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [25:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [32:0] \$170 ;
+  wire [2:0] \$171 ;
+  wire [34:0] \$172 ;
+  wire [33:0] \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
+  wire [32:0] \$177 ;
+  wire [32:0] \$178 ;
   wire \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire [1:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire \$186 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire \$192 ;
-  wire \$193 ;
+  wire [32:0] \$192 ;
+  wire [32:0] \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
@@ -87091,10 +86293,10 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
+  wire [32:0] \$200 ;
+  wire [1:0] \$201 ;
+  wire [1:0] \$202 ;
+  wire [1:0] \$203 ;
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
@@ -87120,22 +86322,22 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$224 ;
   wire \$225 ;
   wire \$226 ;
-  wire [1:0] \$227 ;
+  wire \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire \$23 ;
   wire \$230 ;
   wire \$231 ;
-  wire [1:0] \$232 ;
+  wire \$232 ;
   wire \$233 ;
-  wire [1:0] \$234 ;
+  wire \$234 ;
   wire \$235 ;
   wire \$236 ;
-  wire [1:0] \$237 ;
-  wire [1:0] \$238 ;
-  wire [1:0] \$239 ;
-  wire \$24 ;
-  wire [1:0] \$240 ;
+  wire \$237 ;
+  wire \$238 ;
+  wire \$239 ;
+  wire [17:0] \$24 ;
+  wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
@@ -87144,13 +86346,13 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire [1:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
+  wire [83:0] \$252 ;
+  wire [83:0] \$253 ;
+  wire [83:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -87165,231 +86367,94 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$265 ;
   wire \$266 ;
   wire \$267 ;
-  wire [38:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [8:0] \$270 ;
-  wire [39:0] \$271 ;
-  wire [40:0] \$272 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  wire \$275 ;
-  wire \$276 ;
-  wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
+  reg \$275 ;
+  reg \$276 ;
+  reg \$277 ;
+  reg \$278 ;
+  reg \$279 ;
   wire \$28 ;
-  wire \$280 ;
-  wire [5:0] \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  reg [16:0] \$280 ;
+  reg \$281 ;
+  reg \$282 ;
+  reg \$283 ;
+  reg \$284 ;
+  reg \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg \$288 ;
+  reg [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire \$291 ;
-  wire \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  reg [83:0] \$290 ;
+  reg [83:0] \$291 ;
+  reg [83:0] \$292 ;
+  reg \$293 ;
+  reg [22:0] \$294 ;
+  reg [31:0] \$295 ;
+  reg [24:0] \$296 ;
+  reg [8:0] \$297 ;
+  reg [33:0] \$298 ;
+  reg \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
-  wire \$301 ;
-  wire \$302 ;
-  wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire [25:0] \$306 ;
-  wire \$307 ;
-  wire [25:0] \$308 ;
-  wire [32:0] \$309 ;
+  reg [38:0] \$300 ;
+  reg [7:0] \$301 ;
+  reg \$302 ;
+  reg \$303 ;
+  reg \$304 ;
+  reg [1:0] \$305 ;
+  reg [4:0] \$306 ;
+  reg [31:0] \$307 ;
+  reg [24:0] \$308 ;
+  reg [33:0] \$309 ;
   wire \$31 ;
-  wire [2:0] \$310 ;
-  wire [34:0] \$311 ;
-  wire [33:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire [32:0] \$316 ;
-  wire [32:0] \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  reg \$310 ;
+  reg \$311 ;
+  reg [287:0] \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire [32:0] \$321 ;
-  wire [32:0] \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire [32:0] \$326 ;
-  wire [32:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg [1:0] \$320 ;
   wire \$33 ;
-  wire \$330 ;
-  wire [32:0] \$331 ;
-  wire [32:0] \$332 ;
-  wire \$333 ;
-  wire \$334 ;
-  wire \$335 ;
-  wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
-  wire [32:0] \$339 ;
   wire \$34 ;
-  wire [1:0] \$340 ;
-  wire [1:0] \$341 ;
-  wire [1:0] \$342 ;
-  wire \$343 ;
-  wire \$344 ;
-  wire \$345 ;
-  wire \$346 ;
-  wire \$347 ;
-  wire \$348 ;
-  wire \$349 ;
   wire \$35 ;
-  wire \$350 ;
-  wire \$351 ;
-  wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire \$355 ;
-  wire \$356 ;
-  wire \$357 ;
-  wire \$358 ;
-  wire \$359 ;
   wire \$36 ;
-  wire \$360 ;
-  wire \$361 ;
-  wire \$362 ;
-  wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire \$366 ;
-  wire \$367 ;
-  wire \$368 ;
-  wire \$369 ;
   wire \$37 ;
-  wire \$370 ;
-  wire \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire \$375 ;
-  wire \$376 ;
-  wire \$377 ;
-  wire \$378 ;
-  wire \$379 ;
   wire \$38 ;
-  wire \$380 ;
-  wire \$381 ;
-  wire \$382 ;
-  wire \$383 ;
-  wire \$384 ;
-  wire \$385 ;
-  wire [1:0] \$386 ;
-  wire \$387 ;
-  wire [1:0] \$388 ;
-  wire [83:0] \$389 ;
   wire \$39 ;
-  wire [83:0] \$390 ;
-  wire [83:0] \$391 ;
-  wire \$392 ;
-  wire \$393 ;
-  wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
-  wire \$397 ;
-  wire \$398 ;
-  wire \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire \$400 ;
-  wire \$401 ;
-  wire \$402 ;
-  wire \$403 ;
-  wire \$404 ;
-  wire \$405 ;
-  wire \$406 ;
-  wire \$407 ;
-  wire \$408 ;
-  wire \$409 ;
   wire \$41 ;
-  wire \$410 ;
-  wire \$411 ;
-  reg \$412 ;
-  reg \$413 ;
-  reg \$414 ;
-  reg \$415 ;
-  reg \$416 ;
-  reg \$417 ;
-  reg [16:0] \$418 ;
-  reg \$419 ;
-  wire [17:0] \$42 ;
-  reg \$420 ;
-  reg \$421 ;
-  reg \$422 ;
-  reg \$423 ;
-  reg \$424 ;
-  reg \$425 ;
-  reg [83:0] \$426 ;
-  reg [83:0] \$427 ;
-  reg [83:0] \$428 ;
-  reg [83:0] \$429 ;
-  wire [17:0] \$43 ;
-  reg \$430 ;
-  reg [22:0] \$431 ;
-  reg [31:0] \$432 ;
-  reg [24:0] \$433 ;
-  reg [8:0] \$434 ;
-  reg [33:0] \$435 ;
-  reg \$436 ;
-  reg [38:0] \$437 ;
-  reg [7:0] \$438 ;
-  reg \$439 ;
-  wire [17:0] \$44 ;
-  reg \$440 ;
-  reg \$441 ;
-  reg [1:0] \$442 ;
-  reg [4:0] \$443 ;
-  reg [31:0] \$444 ;
-  reg [24:0] \$445 ;
-  reg [33:0] \$446 ;
-  reg \$447 ;
-  reg \$448 ;
-  reg [287:0] \$449 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
-  reg \$450 ;
-  reg \$451 ;
-  reg \$452 ;
-  reg \$453 ;
-  reg \$454 ;
-  reg \$455 ;
-  reg \$456 ;
-  reg [1:0] \$457 ;
   wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire [17:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire [17:0] \$50 ;
-  wire [17:0] \$51 ;
-  wire [17:0] \$52 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [1:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -87404,7 +86469,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
+  wire [1:0] \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -87429,21 +86494,21 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
-  reg \$signal  = 1'h1;
   (* keep = 32'd1 *)
-  wire \$signal$15 ;
-  reg \$signal$31  = 1'h0;
-  reg \$signal$32  = 1'h0;
+  wire \$signal ;
+  reg \$signal$29  = 1'h0;
+  reg \$signal$30  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
+  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -87531,6 +86596,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
+  (* keep = 32'd1 *)
+  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
@@ -87748,952 +86815,829 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$13  = ~ dram__valid;
   assign \$14  = \$13  | dram__ready;
   assign \$15  = \$14  & pick_c;
-  assign \$16  = gate_m & \$signal ;
-  assign \$17  = \$signal$15  | \$16 ;
-  assign \$18  = | \new [9:2];
-  assign \$19  = \new [1] & \$18 ;
-  assign \$20  = finish[1] ? cfg[1] : gated;
-  assign \$21  = accept ? \$19  : \$20 ;
-  assign \$22  = ~ dram__valid;
-  assign \$23  = \$22  | dram__ready;
-  assign \$24  = dma__valid | remote__valid;
-  assign \$25  = ~ \$24 ;
-  assign \$26  = dma__valid | remote_ok;
-  assign \$27  = load__valid | store_ok;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = ~ gated;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = comm_first | \$30 ;
-  assign \$32  = \$26  & \$31 ;
-  assign \$33  = \$25  | \$32 ;
-  assign \$34  = dma__valid | remote_ok;
-  assign \$35  = load__valid | store_ok;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = \$37  & gated;
-  assign \$39  = \$38  & \$signal ;
-  assign \$40  = \$33  | \$39 ;
-  assign \$41  = ~ wait_full;
-  assign \$42  = wait1 + 1'h1;
-  assign \$43  = wait_full ? { 1'h0, wait1 } : \$42 ;
-  assign \$44  = \$40  ? 18'h00001 : \$43 ;
-  assign \$45  = dma__valid | remote__valid;
-  assign \$46  = ~ \$45 ;
-  assign \$49  = wait1 + 1'h1;
-  assign \$51  = \$45  ? \$50  : 18'h00001;
-  assign \$52  = \$23  ? \$44  : \$51 ;
-  assign \$53  = ~ dram__valid;
-  assign \$54  = \$53  | dram__ready;
-  assign \$55  = dma__valid | remote_ok;
-  assign \$56  = load__valid | store_ok;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = ~ gated;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = comm_first | \$59 ;
-  assign \$61  = \$55  & \$60 ;
-  assign \$62  = dma__valid | remote_ok;
-  assign \$63  = load__valid | store_ok;
-  assign \$64  = ~ \$63 ;
-  assign \$65  = \$62  & \$64 ;
-  assign \$66  = \$65  & gated;
-  assign \$67  = \$66  & \$signal ;
-  assign \$68  = \$61  | \$67 ;
-  assign \$69  = pick_c | \$68 ;
-  assign \$70  = dma__valid | remote_ok;
-  assign \$71  = load__valid | store_ok;
-  assign \$72  = ~ \$71 ;
-  assign \$73  = ~ gated;
-  assign \$74  = \$72  & \$73 ;
-  assign \$75  = comm_first | \$74 ;
-  assign \$76  = \$70  & \$75 ;
-  assign \$77  = dma__valid | remote_ok;
-  assign \$78  = load__valid | store_ok;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = \$77  & \$79 ;
-  assign \$81  = \$80  & gated;
-  assign \$82  = \$81  & \$signal ;
-  assign \$83  = \$76  | \$82 ;
-  assign \$84  = \$69  ? \$83  : last_comm;
-  assign \$86  = \$54  ? \$84  : \$85 ;
-  assign \$87  = ~ dram__valid;
-  assign \$88  = \$87  | dram__ready;
-  assign \$89  = dma__valid | remote__valid;
-  assign \$90  = dma__valid | remote_ok;
-  assign \$91  = load__valid | store_ok;
-  assign \$92  = ~ \$91 ;
-  assign \$93  = ~ gated;
-  assign \$94  = \$92  & \$93 ;
-  assign \$95  = comm_first | \$94 ;
-  assign \$96  = \$90  & \$95 ;
-  assign \$97  = dma__valid | remote_ok;
-  assign \$98  = load__valid | store_ok;
-  assign \$99  = ~ \$98 ;
-  assign \$100  = \$97  & \$99 ;
-  assign \$101  = \$100  & gated;
-  assign \$102  = \$101  & \$signal ;
-  assign \$103  = \$96  | \$102 ;
-  assign \$104  = ~ \$103 ;
-  assign \$105  = \$89  & \$104 ;
-  assign \$106  = ~ wait_full;
-  assign \$107  = wait1 >= \new [38:23];
-  assign \$108  = wait1 > \new [38:23];
-  assign \$109  = wait_full ? \$108  : \$107 ;
-  assign \$110  = ~ wait_full;
-  assign \$111  = wait1 == cfg[38:23];
-  assign \$112  = wait_full ? wait_full : \$111 ;
-  assign \$113  = accept ? \$109  : \$112 ;
-  assign \$114  = \$105  & \$113 ;
-  assign \$115  = dma__valid | remote__valid;
-  assign \$117  = wait1 > \new [38:23];
-  assign \$118  = accept ? \$117  : wait_full;
-  assign \$119  = \$116  & { 1'h0, \$118  };
-  assign \$120  = \$88  ? { 1'h0, \$114  } : \$119 ;
-  assign \$121  = ~ dram__valid;
-  assign \$122  = \$121  | dram__ready;
-  assign \$123  = accept ? \new [1:0] : cfg[1:0];
-  assign \$124  = ! \$123 ;
-  assign \$125  = dma__valid | remote_ok;
-  assign \$126  = load__valid | store_ok;
-  assign \$127  = ~ \$126 ;
-  assign \$128  = ~ gated;
-  assign \$129  = \$127  & \$128 ;
-  assign \$130  = comm_first | \$129 ;
-  assign \$131  = \$125  & \$130 ;
-  assign \$132  = dma__valid | remote_ok;
-  assign \$133  = load__valid | store_ok;
-  assign \$134  = ~ \$133 ;
-  assign \$135  = \$132  & \$134 ;
-  assign \$136  = \$135  & gated;
-  assign \$137  = \$136  & \$signal ;
-  assign \$138  = \$131  | \$137 ;
-  assign \$139  = pick_c | \$138 ;
-  assign \$140  = dma__valid | remote_ok;
-  assign \$141  = load__valid | store_ok;
-  assign \$142  = ~ \$141 ;
-  assign \$143  = ~ gated;
-  assign \$144  = \$142  & \$143 ;
-  assign \$145  = comm_first | \$144 ;
-  assign \$146  = \$140  & \$145 ;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = load__valid | store_ok;
-  assign \$149  = ~ \$148 ;
-  assign \$150  = \$147  & \$149 ;
-  assign \$151  = \$150  & gated;
-  assign \$152  = \$151  & \$signal ;
-  assign \$153  = \$146  | \$152 ;
-  assign \$154  = \$139  ? \$153  : last_comm;
-  assign \$155  = ~ \$154 ;
-  assign \$156  = \$124  & \$155 ;
-  assign \$157  = accept ? \new [1:0] : cfg[1:0];
-  assign \$158  = dma__valid | remote__valid;
-  assign \$159  = dma__valid | remote_ok;
-  assign \$160  = load__valid | store_ok;
-  assign \$161  = ~ \$160 ;
-  assign \$162  = ~ gated;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = comm_first | \$163 ;
-  assign \$165  = \$159  & \$164 ;
-  assign \$166  = dma__valid | remote_ok;
-  assign \$167  = load__valid | store_ok;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = \$166  & \$168 ;
-  assign \$170  = \$169  & gated;
-  assign \$171  = \$170  & \$signal ;
-  assign \$172  = \$165  | \$171 ;
-  assign \$173  = ~ \$172 ;
-  assign \$174  = \$158  & \$173 ;
-  assign \$175  = ~ wait_full;
-  assign \$176  = wait1 >= \new [38:23];
-  assign \$177  = wait1 > \new [38:23];
-  assign \$178  = wait_full ? \$177  : \$176 ;
-  assign \$179  = ~ wait_full;
-  assign \$180  = wait1 == cfg[38:23];
-  assign \$181  = wait_full ? wait_full : \$180 ;
-  assign \$182  = accept ? \$178  : \$181 ;
-  assign \$183  = \$174  & \$182 ;
-  assign \$184  = \$157 [1] & \$183 ;
-  assign \$185  = \$156  | \$184 ;
-  assign \$186  = accept ? \new [1:0] : cfg[1:0];
-  assign \$187  = \$186  == 2'h3;
-  assign \$188  = | \new [9:2];
-  assign \$189  = \new [1] & \$188 ;
-  assign \$190  = finish[1] ? cfg[1] : gated;
-  assign \$191  = accept ? \$189  : \$190 ;
-  assign \$192  = \$187  & \$191 ;
-  assign \$193  = dma__valid | remote_ok;
-  assign \$194  = load__valid | store_ok;
-  assign \$195  = ~ \$194 ;
-  assign \$196  = ~ gated;
-  assign \$197  = \$195  & \$196 ;
-  assign \$198  = comm_first | \$197 ;
-  assign \$199  = \$193  & \$198 ;
-  assign \$200  = dma__valid | remote_ok;
-  assign \$201  = load__valid | store_ok;
-  assign \$202  = ~ \$201 ;
-  assign \$203  = \$200  & \$202 ;
-  assign \$204  = \$203  & gated;
-  assign \$205  = \$204  & \$signal ;
-  assign \$206  = \$199  | \$205 ;
-  assign \$207  = pick_c | \$206 ;
-  assign \$208  = dma__valid | remote_ok;
-  assign \$209  = load__valid | store_ok;
-  assign \$210  = ~ \$209 ;
-  assign \$211  = ~ gated;
-  assign \$212  = \$210  & \$211 ;
-  assign \$213  = comm_first | \$212 ;
-  assign \$214  = \$208  & \$213 ;
-  assign \$215  = dma__valid | remote_ok;
+  assign \$16  = gate_m & below;
+  assign \$17  = \$signal  | \$16 ;
+  assign \$18  = gate_m & below;
+  assign \$19  = drop_wait | \$18 ;
+  assign \$20  = ~ dram__valid;
+  assign \$21  = \$20  | dram__ready;
+  assign \$22  = ~ wait_full;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = wait1 + 1'h1;
+  assign \$25  = | \new [9:2];
+  assign \$26  = \new [1] & \$25 ;
+  assign \$27  = finish[1] ? cfg[1] : gated;
+  assign \$28  = accept ? \$26  : \$27 ;
+  assign \$29  = ~ dram__valid;
+  assign \$30  = \$29  | dram__ready;
+  assign \$31  = \$30  & pick_c;
+  assign \$32  = gate_m & below;
+  assign \$33  = \$signal  | \$32 ;
+  assign \$34  = \$31  | \$33 ;
+  assign \$35  = gate_m & below;
+  assign \$36  = \$signal  | \$35 ;
+  assign \$37  = \$34  ? \$36  : last_comm;
+  assign \$38  = dma__valid | remote__valid;
+  assign \$39  = gate_m & below;
+  assign \$40  = \$signal  | \$39 ;
+  assign \$41  = ~ \$40 ;
+  assign \$42  = \$38  & \$41 ;
+  assign \$43  = ~ dram__valid;
+  assign \$44  = \$43  | dram__ready;
+  assign \$45  = ~ wait_full;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = wait1 >= \new [38:23];
+  assign \$48  = wait1 > \new [38:23];
+  assign \$49  = \$46  ? \$47  : \$48 ;
+  assign \$50  = ~ dram__valid;
+  assign \$51  = \$50  | dram__ready;
+  assign \$52  = ~ wait_full;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = wait1 == cfg[38:23];
+  assign \$55  = \$53  ? \$54  : wait_full;
+  assign \$56  = accept ? \$49  : \$55 ;
+  assign \$57  = \$42  & \$56 ;
+  assign \$58  = accept ? \new [1:0] : cfg[1:0];
+  assign \$59  = ! \$58 ;
+  assign \$60  = ~ dram__valid;
+  assign \$61  = \$60  | dram__ready;
+  assign \$62  = \$61  & pick_c;
+  assign \$63  = gate_m & below;
+  assign \$64  = \$signal  | \$63 ;
+  assign \$65  = \$62  | \$64 ;
+  assign \$66  = gate_m & below;
+  assign \$67  = \$signal  | \$66 ;
+  assign \$68  = \$65  ? \$67  : last_comm;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = \$59  & \$69 ;
+  assign \$71  = accept ? \new [1:0] : cfg[1:0];
+  assign \$72  = dma__valid | remote__valid;
+  assign \$73  = gate_m & below;
+  assign \$74  = \$signal  | \$73 ;
+  assign \$75  = ~ \$74 ;
+  assign \$76  = \$72  & \$75 ;
+  assign \$77  = ~ dram__valid;
+  assign \$78  = \$77  | dram__ready;
+  assign \$79  = ~ wait_full;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = wait1 >= \new [38:23];
+  assign \$82  = wait1 > \new [38:23];
+  assign \$83  = \$80  ? \$81  : \$82 ;
+  assign \$84  = ~ dram__valid;
+  assign \$85  = \$84  | dram__ready;
+  assign \$86  = ~ wait_full;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = wait1 == cfg[38:23];
+  assign \$89  = \$87  ? \$88  : wait_full;
+  assign \$90  = accept ? \$83  : \$89 ;
+  assign \$91  = \$76  & \$90 ;
+  assign \$92  = \$71 [1] & \$91 ;
+  assign \$93  = \$70  | \$92 ;
+  assign \$94  = accept ? \new [1:0] : cfg[1:0];
+  assign \$95  = \$94  == 2'h3;
+  assign \$96  = | \new [9:2];
+  assign \$97  = \new [1] & \$96 ;
+  assign \$98  = finish[1] ? cfg[1] : gated;
+  assign \$99  = accept ? \$97  : \$98 ;
+  assign \$100  = \$95  & \$99 ;
+  assign \$101  = ~ dram__valid;
+  assign \$102  = \$101  | dram__ready;
+  assign \$103  = \$102  & pick_c;
+  assign \$104  = gate_m & below;
+  assign \$105  = \$signal  | \$104 ;
+  assign \$106  = \$103  | \$105 ;
+  assign \$107  = gate_m & below;
+  assign \$108  = \$signal  | \$107 ;
+  assign \$109  = \$106  ? \$108  : last_comm;
+  assign \$110  = ~ \$109 ;
+  assign \$111  = \$100  & \$110 ;
+  assign \$112  = \$111  & below2;
+  assign \$113  = \$93  | \$112 ;
+  assign \$114  = ~ dram__valid;
+  assign \$115  = \$114  | dram__ready;
+  assign \$116  = ~ dram__valid;
+  assign \$117  = \$116  | dram__ready;
+  assign \$118  = \$117  & pick_c;
+  assign \$119  = gate_m & below;
+  assign \$120  = \$signal  | \$119 ;
+  assign \$121  = \$118  | \$120 ;
+  assign \$122  = ~ pick_c;
+  assign \$123  = dram__valid & dram__ready;
+  assign \$124  = \$123  & \$254 [83];
+  assign \$125  = | \$254 [1:0];
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = \$254 [1:0] == 2'h2;
+  assign \$128  = \$127  ? 1'h1 : 1'h0;
+  assign \$129  = cfg[17:10] << scale;
+  assign \$130  = 1'h1 << scale;
+  assign \$131  = cfg[17:10] + 2'h2;
+  assign \$133  = \$132  - unit;
+  assign \$134  = ~ dram__valid;
+  assign \$135  = \$134  | dram__ready;
+  assign \$136  = \$135  & pick_c;
+  assign \$137  = ~ accept;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = armed & grant_c_q;
+  assign \$140  = ! \new [9:2];
+  assign \$141  = ! \new [9:2];
+  assign \$142  = 5'h18 - \new [22:18];
+  assign \$143  = cfg[22:18] == 1'h1;
+  assign \$144  = cfg[22:18] > 2'h2;
+  assign \$145  = cfg[22:18] > 2'h3;
+  assign \$146  = cfg[22:18] > 3'h4;
+  assign \$147  = cfg[22:18] > 3'h5;
+  assign \$148  = cfg[22:18] > 3'h6;
+  assign \$149  = cfg[22:18] > 3'h7;
+  assign \$150  = cfg[22:18] > 4'h8;
+  assign \$151  = cfg[22:18] > 4'h9;
+  assign \$152  = cfg[22:18] > 4'ha;
+  assign \$153  = cfg[22:18] > 4'hb;
+  assign \$154  = cfg[22:18] > 4'hc;
+  assign \$155  = cfg[22:18] > 4'hd;
+  assign \$156  = cfg[22:18] > 4'he;
+  assign \$157  = cfg[22:18] > 4'hf;
+  assign \$158  = cfg[22:18] > 5'h10;
+  assign \$159  = cfg[22:18] > 5'h11;
+  assign \$160  = cfg[22:18] > 5'h12;
+  assign \$161  = cfg[22:18] > 5'h13;
+  assign \$162  = cfg[22:18] > 5'h14;
+  assign \$163  = cfg[22:18] > 5'h15;
+  assign \$164  = cfg[22:18] > 5'h16;
+  assign \$165  = cfg[22:18] > 5'h17;
+  assign \$166  = cfg[22:18] > 5'h18;
+  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
+  assign \$168  = ! cfg[22:18];
+  assign \$169  = $signed(left) - $signed(2'h1);
+  assign \$170  = acc + sat_s;
+  assign \$172  = base + acc;
+  assign \$174  = load__valid & load__ready;
+  assign \$175  = ~ load__ready;
+  assign \$176  = load__valid & \$175 ;
+  assign \$177  = stats[31:0] + 1'h1;
+  assign \$178  = stats[159:128] + 1'h1;
+  assign \$179  = store__valid & store__ready;
+  assign \$180  = ~ store__ready;
+  assign \$181  = store__valid & \$180 ;
+  assign \$182  = stats[63:32] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = dma__valid & dma__ready;
+  assign \$185  = ~ dma__ready;
+  assign \$186  = dma__valid & \$185 ;
+  assign \$187  = stats[95:64] + 1'h1;
+  assign \$188  = stats[223:192] + 1'h1;
+  assign \$189  = remote__valid & remote__ready;
+  assign \$190  = ~ remote__ready;
+  assign \$191  = remote__valid & \$190 ;
+  assign \$192  = stats[127:96] + 1'h1;
+  assign \$193  = stats[255:224] + 1'h1;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = dma__valid | remote_ok;
+  assign \$197  = \$196  & wait_full;
+  assign \$198  = \$197  & cfg[1];
+  assign \$199  = \$195  & \$198 ;
+  assign \$200  = stats[287:256] + 1'h1;
+  assign \$204  = track_hold & store__payload[72];
+  assign \$205  = ~ \$204 ;
+  assign store_ok = store__valid & \$205 ;
+  assign \$206  = track_hold & remote__payload[72];
+  assign \$207  = ~ \$206 ;
+  assign remote_ok = remote__valid & \$207 ;
+  assign \$208  = load__valid | store_ok;
+  assign \$209  = dma__valid | remote_ok;
+  assign \$210  = \$209  & comm_first;
+  assign \$211  = ~ \$210 ;
+  assign pick_c = \$208  & \$211 ;
+  assign \$212  = ~ dram__valid;
+  assign \$213  = \$212  | dram__ready;
+  assign \$214  = dma__valid | remote_ok;
+  assign \$215  = \$213  & \$214 ;
   assign \$216  = load__valid | store_ok;
   assign \$217  = ~ \$216 ;
-  assign \$218  = \$215  & \$217 ;
-  assign \$219  = \$218  & gated;
-  assign \$220  = \$219  & \$signal ;
-  assign \$221  = \$214  | \$220 ;
-  assign \$222  = \$207  ? \$221  : last_comm;
-  assign \$223  = ~ \$222 ;
-  assign \$224  = \$192  & \$223 ;
-  assign \$225  = \$224  & below2;
-  assign \$226  = \$185  | \$225 ;
-  assign \$227  = accept ? \new [1:0] : cfg[1:0];
-  assign \$228  = ! \$227 ;
-  assign \$230  = ~ \$229 ;
-  assign \$231  = \$228  & \$230 ;
-  assign \$232  = accept ? \new [1:0] : cfg[1:0];
-  assign \$233  = dma__valid | remote__valid;
-  assign \$235  = wait1 > \new [38:23];
-  assign \$236  = accept ? \$235  : wait_full;
-  assign \$237  = \$234  & { 1'h0, \$236  };
-  assign \$238  = { 1'h0, \$232 [1] } & \$237 ;
-  assign \$239  = { 1'h0, \$231  } | \$238 ;
-  assign \$240  = accept ? \new [1:0] : cfg[1:0];
-  assign \$241  = \$240  == 2'h3;
-  assign \$242  = | \new [9:2];
-  assign \$243  = \new [1] & \$242 ;
-  assign \$244  = finish[1] ? cfg[1] : gated;
-  assign \$245  = accept ? \$243  : \$244 ;
-  assign \$246  = \$241  & \$245 ;
-  assign \$248  = ~ \$247 ;
-  assign \$249  = \$246  & \$248 ;
-  assign \$250  = \$249  & below2;
-  assign \$251  = \$239  | { 1'h0, \$250  };
-  assign \$252  = \$122  ? { 1'h0, \$226  } : \$251 ;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = ~ dram__valid;
-  assign \$256  = \$255  | dram__ready;
-  assign \$257  = \$256  & pick_c;
-  assign \$258  = gate_m & \$signal ;
-  assign \$259  = \$signal$15  | \$258 ;
-  assign \$260  = \$257  | \$259 ;
-  assign \$261  = ~ pick_c;
-  assign \$262  = dram__valid & dram__ready;
-  assign \$263  = \$262  & \$391 [83];
-  assign \$264  = | \$391 [1:0];
-  assign \$265  = \$263  & \$264 ;
-  assign \$266  = \$391 [1:0] == 2'h2;
-  assign \$267  = \$266  ? 1'h1 : 1'h0;
-  assign \$268  = cfg[17:10] << scale;
-  assign \$269  = 1'h1 << scale;
-  assign \$270  = cfg[17:10] + 2'h2;
-  assign \$272  = \$271  - unit;
-  assign \$273  = ~ dram__valid;
-  assign \$274  = \$273  | dram__ready;
-  assign \$275  = \$274  & pick_c;
-  assign \$276  = ~ accept;
-  assign \$277  = \$275  & \$276 ;
-  assign \$278  = armed & grant_c_q;
-  assign \$279  = ! \new [9:2];
-  assign \$280  = ! \new [9:2];
-  assign \$281  = 5'h18 - \new [22:18];
-  assign \$282  = cfg[22:18] == 1'h1;
-  assign \$283  = cfg[22:18] > 2'h2;
-  assign \$284  = cfg[22:18] > 2'h3;
-  assign \$285  = cfg[22:18] > 3'h4;
-  assign \$286  = cfg[22:18] > 3'h5;
-  assign \$287  = cfg[22:18] > 3'h6;
-  assign \$288  = cfg[22:18] > 3'h7;
-  assign \$289  = cfg[22:18] > 4'h8;
-  assign \$290  = cfg[22:18] > 4'h9;
-  assign \$291  = cfg[22:18] > 4'ha;
-  assign \$292  = cfg[22:18] > 4'hb;
-  assign \$293  = cfg[22:18] > 4'hc;
-  assign \$294  = cfg[22:18] > 4'hd;
-  assign \$295  = cfg[22:18] > 4'he;
-  assign \$296  = cfg[22:18] > 4'hf;
-  assign \$297  = cfg[22:18] > 5'h10;
-  assign \$298  = cfg[22:18] > 5'h11;
-  assign \$299  = cfg[22:18] > 5'h12;
-  assign \$300  = cfg[22:18] > 5'h13;
-  assign \$301  = cfg[22:18] > 5'h14;
-  assign \$302  = cfg[22:18] > 5'h15;
-  assign \$303  = cfg[22:18] > 5'h16;
-  assign \$304  = cfg[22:18] > 5'h17;
-  assign \$305  = cfg[22:18] > 5'h18;
-  assign \$306  = \$282  ? 26'h3ffffff : { 1'h0, \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296 , \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , 2'h1 };
-  assign \$307  = ! cfg[22:18];
-  assign \$308  = $signed(left) - $signed(2'h1);
-  assign \$309  = acc + sat_s;
-  assign \$311  = base + acc;
-  assign \$313  = load__valid & load__ready;
-  assign \$314  = ~ load__ready;
-  assign \$315  = load__valid & \$314 ;
-  assign \$316  = stats[31:0] + 1'h1;
-  assign \$317  = stats[159:128] + 1'h1;
-  assign \$318  = store__valid & store__ready;
-  assign \$319  = ~ store__ready;
-  assign \$320  = store__valid & \$319 ;
-  assign \$321  = stats[63:32] + 1'h1;
-  assign \$322  = stats[191:160] + 1'h1;
-  assign \$323  = dma__valid & dma__ready;
-  assign \$324  = ~ dma__ready;
-  assign \$325  = dma__valid & \$324 ;
-  assign \$326  = stats[95:64] + 1'h1;
-  assign \$327  = stats[223:192] + 1'h1;
-  assign \$328  = remote__valid & remote__ready;
-  assign \$329  = ~ remote__ready;
-  assign \$330  = remote__valid & \$329 ;
-  assign \$331  = stats[127:96] + 1'h1;
-  assign \$332  = stats[255:224] + 1'h1;
-  assign \$333  = ~ dram__valid;
-  assign \$334  = \$333  | dram__ready;
-  assign \$335  = dma__valid | remote_ok;
-  assign \$336  = \$335  & wait_full;
-  assign \$337  = \$336  & cfg[1];
-  assign \$338  = \$334  & \$337 ;
-  assign \$339  = stats[287:256] + 1'h1;
-  assign \$343  = track_hold & store__payload[72];
-  assign \$344  = ~ \$343 ;
-  assign store_ok = store__valid & \$344 ;
-  assign \$345  = track_hold & remote__payload[72];
-  assign \$346  = ~ \$345 ;
-  assign remote_ok = remote__valid & \$346 ;
-  assign \$347  = load__valid | store_ok;
-  assign \$348  = dma__valid | remote_ok;
-  assign \$349  = \$348  & comm_first;
-  assign \$350  = ~ \$349 ;
-  assign pick_c = \$347  & \$350 ;
-  assign \$351  = ~ dram__valid;
-  assign \$352  = \$351  | dram__ready;
-  assign \$353  = dma__valid | remote_ok;
-  assign \$354  = load__valid | store_ok;
-  assign \$355  = ~ \$354 ;
-  assign \$356  = ~ gated;
-  assign \$357  = \$355  & \$356 ;
-  assign \$358  = comm_first | \$357 ;
-  assign \$359  = \$353  & \$358 ;
-  assign \$signal$15  = \$352  & \$359 ;
-  assign \$360  = ~ dram__valid;
-  assign \$361  = \$360  | dram__ready;
-  assign \$362  = dma__valid | remote_ok;
-  assign \$363  = load__valid | store_ok;
-  assign \$364  = ~ \$363 ;
-  assign \$365  = \$362  & \$364 ;
-  assign \$366  = \$365  & gated;
-  assign gate_m = \$361  & \$366 ;
-  assign \$367  = ~ load__valid;
-  assign \$368  = ~ last_store;
-  assign \$369  = \$367  | \$368 ;
-  assign sel_store = store_ok & \$369 ;
-  assign \$370  = ~ dma__valid;
-  assign \$371  = ~ last_remote;
-  assign \$372  = \$370  | \$371 ;
-  assign sel_remote = remote_ok & \$372 ;
-  assign \$373  = ~ dram__valid;
-  assign \$374  = \$373  | dram__ready;
-  assign \$375  = \$374  & pick_c;
-  assign \$376  = ~ sel_store;
-  assign load__ready = \$375  & \$376 ;
-  assign \$377  = ~ dram__valid;
-  assign \$378  = \$377  | dram__ready;
-  assign \$379  = \$378  & pick_c;
-  assign store__ready = \$379  & sel_store;
-  assign \$380  = gate_m & \$signal ;
-  assign \$381  = \$signal$15  | \$380 ;
-  assign \$382  = ~ sel_remote;
-  assign dma__ready = \$381  & \$382 ;
-  assign \$383  = gate_m & \$signal ;
-  assign \$384  = \$signal$15  | \$383 ;
-  assign remote__ready = \$384  & sel_remote;
-  assign \$386  = \$385  ? 2'h2 : 2'h1;
-  assign \$388  = \$387  ? 2'h2 : 2'h1;
-  assign \$389  = is_remote ? remote_q : dma_q;
-  assign \$390  = \$signal$32  ? store_q : load_q;
-  assign \$391  = \$signal$31  ? \$389  : \$390 ;
-  assign \$392  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$392 ;
-  assign \$393  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$393 ;
-  assign \$394  = ! response__payload[1:0];
-  assign \$395  = response__payload[1:0] == 1'h1;
-  assign \$396  = \$395  ? dma_response__ready : 1'h1;
-  assign response__ready = \$394  ? load_response__ready : \$396 ;
-  assign \$397  = ! response__payload[1:0];
-  assign \$398  = ~ \$397 ;
-  assign \$399  = response__valid & \$398 ;
-  assign \$400  = response__payload[1:0] == 1'h1;
-  assign \$401  = ~ \$400 ;
-  assign \$402  = \$399  & \$401 ;
-  assign \$403  = | config__payload[38:23];
-  assign \$404  = config__payload[22:18] <= 5'h18;
-  assign \$405  = \$403  & \$404 ;
-  assign \$406  = | config__payload[9:2];
-  assign \$407  = | config__payload[17:10];
-  assign \$408  = \$406  | \$407 ;
-  assign \$409  = \$405  & \$408 ;
-  assign \$410  = ~ \$409 ;
-  assign \$411  = config__valid & \$410 ;
+  assign \$218  = ~ gated;
+  assign \$219  = \$217  & \$218 ;
+  assign \$220  = comm_first | \$219 ;
+  assign \$signal  = \$215  & \$220 ;
+  assign \$221  = ~ dram__valid;
+  assign \$222  = \$221  | dram__ready;
+  assign \$223  = dma__valid | remote_ok;
+  assign \$224  = \$222  & \$223 ;
+  assign \$225  = load__valid | store_ok;
+  assign \$226  = ~ \$225 ;
+  assign \$227  = \$224  & \$226 ;
+  assign gate_m = \$227  & gated;
+  assign \$228  = ~ load__valid;
+  assign \$229  = ~ last_store;
+  assign \$230  = \$228  | \$229 ;
+  assign sel_store = store_ok & \$230 ;
+  assign \$231  = ~ dma__valid;
+  assign \$232  = ~ last_remote;
+  assign \$233  = \$231  | \$232 ;
+  assign sel_remote = remote_ok & \$233 ;
+  assign \$234  = ~ dram__valid;
+  assign \$235  = \$234  | dram__ready;
+  assign \$236  = \$235  & pick_c;
+  assign \$237  = ~ sel_store;
+  assign load__ready = \$236  & \$237 ;
+  assign \$238  = ~ dram__valid;
+  assign \$239  = \$238  | dram__ready;
+  assign \$240  = \$239  & pick_c;
+  assign store__ready = \$240  & sel_store;
+  assign \$241  = gate_m & below;
+  assign \$242  = \$signal  | \$241 ;
+  assign \$243  = ~ sel_remote;
+  assign dma__ready = \$242  & \$243 ;
+  assign \$244  = gate_m & below;
+  assign \$245  = \$signal  | \$244 ;
+  assign remote__ready = \$245  & sel_remote;
+  assign \$246  = dma__valid | remote__valid;
+  assign \$247  = ~ \$246 ;
+  assign drop_wait = \$247  | \$signal ;
+  assign \$249  = \$248  ? 2'h2 : 2'h1;
+  assign \$251  = \$250  ? 2'h2 : 2'h1;
+  assign \$252  = is_remote ? remote_q : dma_q;
+  assign \$253  = \$signal$30  ? store_q : load_q;
+  assign \$254  = \$signal$29  ? \$252  : \$253 ;
+  assign \$255  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$255 ;
+  assign \$256  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$256 ;
+  assign \$257  = ! response__payload[1:0];
+  assign \$258  = response__payload[1:0] == 1'h1;
+  assign \$259  = \$258  ? dma_response__ready : 1'h1;
+  assign response__ready = \$257  ? load_response__ready : \$259 ;
+  assign \$260  = ! response__payload[1:0];
+  assign \$261  = ~ \$260 ;
+  assign \$262  = response__valid & \$261 ;
+  assign \$263  = response__payload[1:0] == 1'h1;
+  assign \$264  = ~ \$263 ;
+  assign \$265  = \$262  & \$264 ;
+  assign \$266  = | config__payload[38:23];
+  assign \$267  = config__payload[22:18] <= 5'h18;
+  assign \$268  = \$266  & \$267 ;
+  assign \$269  = | config__payload[9:2];
+  assign \$270  = | config__payload[17:10];
+  assign \$271  = \$269  | \$270 ;
+  assign \$272  = \$268  & \$271 ;
+  assign \$273  = ~ \$272 ;
+  assign \$274  = config__valid & \$273 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$412 ;
+    accept <= \$275 ;
   always @(posedge clk)
-    \$signal  <= \$413 ;
+    below <= \$276 ;
   always @(posedge clk)
-    below2 <= \$414 ;
+    below2 <= \$277 ;
   always @(posedge clk)
-    last_store <= \$415 ;
+    last_store <= \$278 ;
   always @(posedge clk)
-    last_remote <= \$416 ;
+    last_remote <= \$279 ;
   always @(posedge clk)
-    gated <= \$417 ;
+    wait1 <= \$280 ;
   always @(posedge clk)
-    wait1 <= \$418 ;
+    gated <= \$281 ;
   always @(posedge clk)
-    last_comm <= \$419 ;
+    last_comm <= \$282 ;
   always @(posedge clk)
-    wait_full <= \$420 ;
+    wait_full <= \$283 ;
   always @(posedge clk)
-    comm_first <= \$421 ;
+    comm_first <= \$284 ;
   always @(posedge clk)
-    dram__valid <= \$422 ;
+    dram__valid <= \$285 ;
   always @(posedge clk)
-    \$signal$31  <= \$423 ;
+    \$signal$29  <= \$286 ;
   always @(posedge clk)
-    \$signal$32  <= \$424 ;
+    \$signal$30  <= \$287 ;
   always @(posedge clk)
-    is_remote <= \$425 ;
+    is_remote <= \$288 ;
   always @(posedge clk)
-    load_q <= \$426 ;
+    load_q <= \$289 ;
   always @(posedge clk)
-    store_q <= \$427 ;
+    store_q <= \$290 ;
   always @(posedge clk)
-    dma_q <= \$428 ;
+    dma_q <= \$291 ;
   always @(posedge clk)
-    remote_q <= \$429 ;
+    remote_q <= \$292 ;
   always @(posedge clk)
-    track__valid <= \$430 ;
+    track__valid <= \$293 ;
   always @(posedge clk)
-    track__payload <= \$431 ;
+    track__payload <= \$294 ;
   always @(posedge clk)
-    sat_s <= \$432 ;
+    sat_s <= \$295 ;
   always @(posedge clk)
-    unit <= \$433 ;
+    unit <= \$296 ;
   always @(posedge clk)
-    sat2 <= \$434 ;
+    sat2 <= \$297 ;
   always @(posedge clk)
-    base <= \$435 ;
+    base <= \$298 ;
   always @(posedge clk)
-    grant_c_q <= \$436 ;
+    grant_c_q <= \$299 ;
   always @(posedge clk)
-    cfg <= \$437 ;
+    cfg <= \$300 ;
   always @(posedge clk)
-    thr <= \$438 ;
+    thr <= \$301 ;
   always @(posedge clk)
-    measuring <= \$439 ;
+    measuring <= \$302 ;
   always @(posedge clk)
-    armed <= \$440 ;
+    armed <= \$303 ;
   always @(posedge clk)
-    window <= \$441 ;
+    window <= \$304 ;
   always @(posedge clk)
-    finish <= \$442 ;
+    finish <= \$305 ;
   always @(posedge clk)
-    scale <= \$443 ;
+    scale <= \$306 ;
   always @(posedge clk)
-    acc <= \$444 ;
+    acc <= \$307 ;
   always @(posedge clk)
-    left <= \$445 ;
+    left <= \$308 ;
   always @(posedge clk)
-    num <= \$446 ;
+    num <= \$309 ;
   always @(posedge clk)
-    load_granted <= \$447 ;
+    load_granted <= \$310 ;
   always @(posedge clk)
-    load_stalled <= \$448 ;
+    load_stalled <= \$311 ;
   always @(posedge clk)
-    stats <= \$449 ;
+    stats <= \$312 ;
   always @(posedge clk)
-    store_granted <= \$450 ;
+    store_granted <= \$313 ;
   always @(posedge clk)
-    store_stalled <= \$451 ;
+    store_stalled <= \$314 ;
   always @(posedge clk)
-    dma_granted <= \$452 ;
+    dma_granted <= \$315 ;
   always @(posedge clk)
-    dma_stalled <= \$453 ;
+    dma_stalled <= \$316 ;
   always @(posedge clk)
-    remote_granted <= \$454 ;
+    remote_granted <= \$317 ;
   always @(posedge clk)
-    remote_stalled <= \$455 ;
+    remote_stalled <= \$318 ;
   always @(posedge clk)
-    was_forced <= \$456 ;
+    was_forced <= \$319 ;
   always @(posedge clk)
-    errors <= \$457 ;
+    errors <= \$320 ;
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$412  = \$8 ;
+    \$275  = \$8 ;
     if (rst) begin
-      \$412  = 1'h0;
+      \$275  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$413  = \$10 ;
+    \$276  = \$10 ;
     if (rst) begin
-      \$413  = 1'h1;
+      \$276  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$414  = \$12 ;
+    \$277  = \$12 ;
     if (rst) begin
-      \$414  = 1'h1;
+      \$277  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$415  = last_store;
+    \$278  = last_store;
     if (\$15 ) begin
-      \$415  = sel_store;
+      \$278  = sel_store;
     end
     if (rst) begin
-      \$415  = 1'h0;
+      \$278  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$416  = last_remote;
+    \$279  = last_remote;
     if (\$17 ) begin
-      \$416  = sel_remote;
+      \$279  = sel_remote;
     end
     if (rst) begin
-      \$416  = 1'h0;
+      \$279  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$417  = \$21 ;
+    \$280  = wait1;
+    if (\$19 ) begin
+      \$280  = 17'h00001;
+    end else if (\$23 ) begin
+      \$280  = \$24 [16:0];
+    end
     if (rst) begin
-      \$417  = 1'h0;
+      \$280  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$418  = \$52 [16:0];
+    \$281  = \$28 ;
     if (rst) begin
-      \$418  = 17'h00001;
+      \$281  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$419  = \$86 ;
+    \$282  = \$37 ;
     if (rst) begin
-      \$419  = 1'h0;
+      \$282  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$420  = \$120 [0];
+    \$283  = \$57 ;
     if (rst) begin
-      \$420  = 1'h0;
+      \$283  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$421  = \$252 [0];
+    \$284  = \$113 ;
     if (rst) begin
-      \$421  = 1'h0;
+      \$284  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$422  = dram__valid;
-    if (\$254 ) begin
-      \$422  = \$260 ;
+    \$285  = dram__valid;
+    if (\$115 ) begin
+      \$285  = \$121 ;
     end
     if (rst) begin
-      \$422  = 1'h0;
+      \$285  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$423  = \$signal$31 ;
-    if (\$254 ) begin
-      \$423  = \$261 ;
+    \$286  = \$signal$29 ;
+    if (\$115 ) begin
+      \$286  = \$122 ;
     end
     if (rst) begin
-      \$423  = 1'h0;
+      \$286  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$424  = \$signal$32 ;
-    if (\$254 ) begin
-      \$424  = sel_store;
+    \$287  = \$signal$30 ;
+    if (\$115 ) begin
+      \$287  = sel_store;
     end
     if (rst) begin
-      \$424  = 1'h0;
+      \$287  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$425  = is_remote;
-    if (\$254 ) begin
-      \$425  = sel_remote;
+    \$288  = is_remote;
+    if (\$115 ) begin
+      \$288  = sel_remote;
     end
     if (rst) begin
-      \$425  = 1'h0;
+      \$288  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$426  = load_q;
-    if (\$254 ) begin
-      \$426  = { 1'h0, load_req };
+    \$289  = load_q;
+    if (\$115 ) begin
+      \$289  = { 1'h0, load_req };
     end
     if (rst) begin
-      \$426  = 84'h000000000000000000000;
+      \$289  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$427  = store_q;
-    if (\$254 ) begin
-      \$427  = { store__payload[72], store_req };
+    \$290  = store_q;
+    if (\$115 ) begin
+      \$290  = { store__payload[72], store_req };
     end
     if (rst) begin
-      \$427  = 84'h000000000000000000000;
+      \$290  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$428  = dma_q;
-    if (\$254 ) begin
-      \$428  = { 1'h0, dma_req };
+    \$291  = dma_q;
+    if (\$115 ) begin
+      \$291  = { 1'h0, dma_req };
     end
     if (rst) begin
-      \$428  = 84'h000000000000000000000;
+      \$291  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$429  = remote_q;
-    if (\$254 ) begin
-      \$429  = { remote__payload[72], remote_req };
+    \$292  = remote_q;
+    if (\$115 ) begin
+      \$292  = { remote__payload[72], remote_req };
     end
     if (rst) begin
-      \$429  = 84'h000000000000000000000;
+      \$292  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$430  = \$265 ;
+    \$293  = \$126 ;
     if (rst) begin
-      \$430  = 1'h0;
+      \$293  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$431 [15:0] = \$391 [74:59];
-    \$431 [19:16] = 4'h1;
-    \$431 [20] = \$267 ;
-    \$431 [22:21] = \$391 [3:2];
+    \$294 [15:0] = \$254 [74:59];
+    \$294 [19:16] = 4'h1;
+    \$294 [20] = \$128 ;
+    \$294 [22:21] = \$254 [3:2];
     if (rst) begin
-      \$431  = 23'h000000;
+      \$294  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$432  = \$268 [31:0];
+    \$295  = \$129 [31:0];
     if (rst) begin
-      \$432  = 32'd32768;
+      \$295  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$433  = \$269 [24:0];
+    \$296  = \$130 [24:0];
     if (rst) begin
-      \$433  = 25'h0000400;
+      \$296  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$434  = \$270 ;
+    \$297  = \$131 ;
     if (rst) begin
-      \$434  = 9'h022;
+      \$297  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$435  = \$272 [33:0];
+    \$298  = \$133 [33:0];
     if (rst) begin
-      \$435  = 34'h021fffc00;
+      \$298  = 34'h021fffc00;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$436  = \$277 ;
+    \$299  = \$138 ;
     if (rst) begin
-      \$436  = 1'h0;
+      \$299  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$437  = cfg;
+    \$300  = cfg;
     if (accept) begin
-      \$437  = \new ;
+      \$300  = \new ;
     end
     if (rst) begin
-      \$437  = 39'h0200388002;
+      \$300  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$438  = thr;
+    \$301  = thr;
     if (accept) begin
-      \$438  = \new [9:2];
-    end else if (\$278 ) begin
+      \$301  = \new [9:2];
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$438  = \$312 [7:0];
+      \$301  = \$173 [7:0];
     end
     if (rst) begin
-      \$438  = 8'h00;
+      \$301  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$439  = measuring;
+    \$302  = measuring;
     if (accept) begin
-      \$439  = \$279 ;
-    end else if (\$278 ) begin
+      \$302  = \$140 ;
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$439  = 1'h0;
+      \$302  = 1'h0;
     end
     if (rst) begin
-      \$439  = 1'h1;
+      \$302  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$440  = armed;
+    \$303  = armed;
     if (accept) begin
-      \$440  = \$280 ;
-    end else if (\$278 ) begin
-      \$440  = 1'h0;
+      \$303  = \$141 ;
+    end else if (\$139 ) begin
+      \$303  = 1'h0;
     end
     if (rst) begin
-      \$440  = 1'h1;
+      \$303  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$441  = window;
+    \$304  = window;
     if (accept) begin
-      \$441  = 1'h0;
-    end else if (\$278 ) begin
+      \$304  = 1'h0;
+    end else if (\$139 ) begin
       (* full_case = 32'd1 *)
-      if (\$307 ) begin
+      if (\$168 ) begin
       end else begin
-        \$441  = 1'h1;
+        \$304  = 1'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$441  = 1'h0;
+        \$304  = 1'h0;
       end
     end
     if (rst) begin
-      \$441  = 1'h0;
+      \$304  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$442  = finish;
+    \$305  = finish;
     if (accept) begin
-      \$442  = 2'h0;
-    end else if (\$278 ) begin
-      if (\$307 ) begin
-        \$442  = 2'h1;
+      \$305  = 2'h0;
+    end else if (\$139 ) begin
+      if (\$168 ) begin
+        \$305  = 2'h1;
       end
     end else if (window) begin
       if (left[24]) begin
-        \$442  = 2'h1;
+        \$305  = 2'h1;
       end
     end else if (finish[0]) begin
-      \$442  = \$310 [1:0];
+      \$305  = \$171 [1:0];
     end else if (finish[1]) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
     if (rst) begin
-      \$442  = 2'h0;
+      \$305  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$443  = scale;
+    \$306  = scale;
     if (accept) begin
-      \$443  = \$281 [4:0];
+      \$306  = \$142 [4:0];
     end
     if (rst) begin
-      \$443  = 5'h0a;
+      \$306  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$444  = acc;
+    \$307  = acc;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$444  = sat_s;
+    end else if (\$139 ) begin
+      \$307  = sat_s;
     end else if (window) begin
       if (grant_c_q) begin
-        \$444  = \$309 [31:0];
+        \$307  = \$170 [31:0];
       end
     end
     if (rst) begin
-      \$444  = 32'd0;
+      \$307  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$445  = left;
+    \$308  = left;
     if (accept) begin
-    end else if (\$278 ) begin
-      \$445  = \$306 [24:0];
+    end else if (\$139 ) begin
+      \$308  = \$167 [24:0];
     end else if (window) begin
-      \$445  = \$308 [24:0];
+      \$308  = \$169 [24:0];
     end
     if (rst) begin
-      \$445  = 25'h0000000;
+      \$308  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$446  = num;
+    \$309  = num;
     if (accept) begin
-    end else if (\$278 ) begin
+    end else if (\$139 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
-      \$446  = \$311 [33:0];
+      \$309  = \$172 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$447  = \$313 ;
+    \$310  = \$174 ;
     if (rst) begin
-      \$447  = 1'h0;
+      \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$448  = \$315 ;
+    \$311  = \$176 ;
     if (rst) begin
-      \$448  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$449  = stats;
+    \$312  = stats;
     if (load_granted) begin
-      \$449 [31:0] = \$316 [31:0];
+      \$312 [31:0] = \$177 [31:0];
     end
     if (load_stalled) begin
-      \$449 [159:128] = \$317 [31:0];
+      \$312 [159:128] = \$178 [31:0];
     end
     if (store_granted) begin
-      \$449 [63:32] = \$321 [31:0];
+      \$312 [63:32] = \$182 [31:0];
     end
     if (store_stalled) begin
-      \$449 [191:160] = \$322 [31:0];
+      \$312 [191:160] = \$183 [31:0];
     end
     if (dma_granted) begin
-      \$449 [95:64] = \$326 [31:0];
+      \$312 [95:64] = \$187 [31:0];
     end
     if (dma_stalled) begin
-      \$449 [223:192] = \$327 [31:0];
+      \$312 [223:192] = \$188 [31:0];
     end
     if (remote_granted) begin
-      \$449 [127:96] = \$331 [31:0];
+      \$312 [127:96] = \$192 [31:0];
     end
     if (remote_stalled) begin
-      \$449 [255:224] = \$332 [31:0];
+      \$312 [255:224] = \$193 [31:0];
     end
     if (was_forced) begin
-      \$449 [287:256] = \$339 [31:0];
+      \$312 [287:256] = \$200 [31:0];
     end
     if (rst) begin
-      \$449  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$450  = \$318 ;
+    \$313  = \$179 ;
     if (rst) begin
-      \$450  = 1'h0;
+      \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$451  = \$320 ;
+    \$314  = \$181 ;
     if (rst) begin
-      \$451  = 1'h0;
+      \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$452  = \$323 ;
+    \$315  = \$184 ;
     if (rst) begin
-      \$452  = 1'h0;
+      \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$453  = \$325 ;
+    \$316  = \$186 ;
     if (rst) begin
-      \$453  = 1'h0;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$454  = \$328 ;
+    \$317  = \$189 ;
     if (rst) begin
-      \$454  = 1'h0;
+      \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$455  = \$330 ;
+    \$318  = \$191 ;
     if (rst) begin
-      \$455  = 1'h0;
+      \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$456  = \$338 ;
+    \$319  = \$199 ;
     if (rst) begin
-      \$456  = 1'h0;
+      \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$457  = \$342 ;
+    \$320  = \$203 ;
     if (rst) begin
-      \$457  = 2'h0;
+      \$320  = 2'h0;
     end
   end
-  assign out_tracked = \$391 [83];
+  assign out_tracked = \$254 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$391 [82:0];
+  assign dram__payload = \$254 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -88743,12 +87687,12 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$391 [1:0];
-  assign dram__payload__source  = \$391 [3:2];
-  assign dram__payload__addr  = \$391 [51:4];
-  assign dram__payload__bytes  = \$391 [58:52];
-  assign dram__payload__tile  = \$391 [74:59];
-  assign dram__payload__tag  = \$391 [82:75];
+  assign dram__payload__op  = \$254 [1:0];
+  assign dram__payload__source  = \$254 [3:2];
+  assign dram__payload__addr  = \$254 [51:4];
+  assign dram__payload__bytes  = \$254 [58:52];
+  assign dram__payload__tile  = \$254 [74:59];
+  assign dram__payload__tag  = \$254 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -88786,8 +87730,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$411 ;
-  assign set_err[1] = \$402 ;
+  assign set_err[0] = \$274 ;
+  assign set_err[1] = \$265 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -88806,30 +87750,22 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$388 ;
+  assign remote_req[1:0] = \$251 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$386 ;
+  assign store_req[1:0] = \$249 ;
   assign store_req[82:75] = 8'h00;
-  assign \$47  = \$46 ;
-  assign \$48  = \$46 ;
-  assign \$50  = { 1'h0, wait1 };
-  assign \$85  = last_comm;
-  assign \$116  = { 1'h0, \$115  };
-  assign \$229  = last_comm;
-  assign \$234  = { 1'h0, \$233  };
-  assign \$247  = last_comm;
-  assign \$271  = { 7'h00, sat2, 24'h000000 };
-  assign \$310  = { finish, 1'h0 };
-  assign \$312  = { 25'h0000000, num[33:25] };
-  assign \$340  = 2'h0;
-  assign \$341  = 2'h0;
-  assign \$342  = { \$402 , \$411  };
-  assign \$385  = store__payload[71];
-  assign \$387  = remote__payload[71];
+  assign \$132  = { 7'h00, sat2, 24'h000000 };
+  assign \$171  = { finish, 1'h0 };
+  assign \$173  = { 25'h0000000, num[33:25] };
+  assign \$201  = 2'h0;
+  assign \$202  = 2'h0;
+  assign \$203  = { \$265 , \$274  };
+  assign \$248  = store__payload[71];
+  assign \$250  = remote__payload[71];
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready

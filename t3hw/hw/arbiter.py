@@ -292,9 +292,10 @@ class Arbiter(wiring.Component):
         # cycle), so a gated grant never finds the queue at the threshold (docs/arbiter.md,
         # "Timing"). T3_MCA_RR's turn enters ``comm_first`` at the clock edge, so it uses a
         # compare one cycle older still, with two requests more: ``below2``.
-        below, below2 = Signal(init=1), Signal(init=1)     # the occupancy of reset, 0
-        m.d.sync += [below.eq(self.occupancy + 1 < dv.thr),
-                     below2.eq(self.occupancy + 2 < dv.thr)]
+        below = Signal(init=1)                             # the occupancy of reset, 0
+        m.d.sync += below.eq(self.occupancy + 1 < dv.thr)
+        below2 = Signal(init=1)
+        m.d.sync += below2.eq(self.occupancy + 2 < dv.thr)
         rst_policy = ArbPolicy(rst_cfg["policy"])
         rst_mca = rst_policy in MCA_POLICIES
         gated = Signal(init=rst_mca and not dv.derive)
@@ -310,8 +311,8 @@ class Arbiter(wiring.Component):
         # The communication grant is ``go_m | (gate_m & below)``: communication goes first,
         # or after no compute request without (``go_m``) or with (``gate_m``) the threshold.
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
-        go0, gate0 = mp_ok & (comm_first | (~cp & ~gated)), mp_ok & ~cp & gated
-        m.d.comb += [go_m.eq(slot & go0), gate_m.eq(slot & gate0)]
+        m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
+                     gate_m.eq(slot & mp_ok & ~cp & gated)]
         grant_m = go_m | (gate_m & below)
 
         # --- inside each class: alternate when both inputs request --------------------------
@@ -335,47 +336,45 @@ class Arbiter(wiring.Component):
             new=new, accept=accept, slot=slot, mp=mp, wait1=wait1, wait_full=wait_full,
             last_comm=last_comm, gated=gated, comm_first=comm_first, pick_c=pick_c,
             forced=forced, grant_c=grant_c, go_m=go_m, gate_m=gate_m, below=below,
-            go0=go0, gate0=gate0, below2=below2,
+            below2=below2,
             grant_m=grant_m, sel_store=sel_store, sel_remote=sel_remote)
 
     def _policy_state(self, m, cfg, dv, d):
-        """The next state of the registers the decision reads (``wait1``, ``wait_full``,
-        ``gated``, ``last_comm``, ``comm_first``), each computed with an issue slot and
-        without: from ``slot`` (``dram.ready``, an input) it is one 2:1 multiplexer."""
-        new, accept, mp, below = d.new, d.accept, d.mp, d.below
+        """The next state of the registers the decision reads: ``wait1``, ``wait_full``,
+        ``gated``, ``last_comm`` and ``comm_first``."""
+        new, accept, mp, go_m, gate_m, below = d.new, d.accept, d.mp, d.go_m, d.gate_m, d.below
         wait1, wait_full, gated = d.wait1, d.wait_full, d.gated
+        # ``wait_full`` next cycle is ``wait >= limit`` with the wait and the limit of the next
+        # cycle. Under the limit in effect, a wait that grows is below it, so it becomes full
+        # exactly when ``wait + 1`` reaches it, and one that holds keeps its flag. Under a
+        # configuration applied now (its limit at least 1, so a reset ``wait`` is never
+        # full), both are compared with the new limit.
+        grow = d.slot & ~wait_full
+        full_keep = Mux(grow, wait1 == cfg.starvation_limit, wait_full)
+        full_new = Mux(grow, wait1 >= new.starvation_limit, wait1 > new.starvation_limit)
+        drop_wait = Signal(attrs={"keep": 1})              # ``wait`` restarts unless gated
+        m.d.comb += drop_wait.eq(~mp | go_m)
+        with m.If(drop_wait | (gate_m & below)):
+            m.d.sync += wait1.eq(1)
+        with m.Elif(grow):
+            m.d.sync += wait1.eq(wait1 + 1)
         # ``gated`` changes with the configuration and when a derivation ends.
         gated_next = Mux(accept, _is_mca(new.policy) & (new.threshold != 0),
                          Mux(dv.finish[1], _is_mca(cfg.policy), gated))
         m.d.sync += gated.eq(gated_next)
         policy_next = Mux(accept, new.policy, cfg.policy)
-
-        def after(slot):
-            go, gate = (d.go0, d.gate0 & below) if slot else (0, 0)
-            grant_m, grant_c = go | gate, d.pick_c if slot else 0
-            # ``wait_full`` next is ``wait >= limit`` with next cycle's wait and limit: a wait
-            # that grows under the limit in effect is full when ``wait + 1`` reaches it, one
-            # that holds keeps its flag; under a configuration applied now (its limit >= 1:
-            # a reset ``wait`` is never full) both compare with the new limit.
-            if slot:
-                grow = ~wait_full
-                full_keep = Mux(grow, wait1 == cfg.starvation_limit, wait_full)
-                full_new = Mux(grow, wait1 >= new.starvation_limit,
-                               wait1 > new.starvation_limit)
-            else:
-                grow, full_keep, full_new = 0, wait_full, wait1 > new.starvation_limit
-            wait1_next = Mux(~mp | go | gate, 1, Mux(grow, wait1 + 1, wait1))
-            last_comm_next = Mux(grant_c | grant_m, grant_m, d.last_comm)
-            wait_full_next = mp & ~grant_m & Mux(accept, full_new, full_keep)
-            comm_first_next = (((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
-                               | (_is_mca(policy_next) & wait_full_next)
-                               | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next
-                                  & ~last_comm_next & d.below2))
-            return wait1_next, last_comm_next, wait_full_next, comm_first_next
-
-        with_slot, without = after(True), after(False)
-        for reg, a, b in zip((wait1, d.last_comm, wait_full, d.comm_first), with_slot, without):
-            m.d.sync += reg.eq(Mux(d.slot, a, b))
+        # ``below`` is a register, so the communication grant is one level of logic over
+        # flip-flops and the requests, and the registers below follow it directly.
+        last_comm_next = Mux(d.grant_c | d.grant_m, d.grant_m, d.last_comm)
+        wait_full_next = mp & ~d.grant_m & Mux(accept, full_new, full_keep)
+        m.d.sync += [
+            d.last_comm.eq(last_comm_next),
+            wait_full.eq(wait_full_next),
+            d.comm_first.eq(((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
+                            | (_is_mca(policy_next) & wait_full_next)
+                            | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next
+                               & ~last_comm_next & d.below2)),
+        ]
 
     def _output(self, m, d):
         """The output register (the payload loaded in every issue slot, ``dram.valid`` set by
