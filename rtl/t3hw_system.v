@@ -19798,31 +19798,30 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  reg [7:0] \$104 ;
-  reg \$105 ;
-  reg [4:0] \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg [178:0] \$106 ;
+  reg [11:0] \$107 ;
+  reg \$108 ;
   reg \$109 ;
   wire [23:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
+  reg [4:0] \$112 ;
+  reg \$113 ;
   reg \$114 ;
   reg \$115 ;
   reg \$116 ;
   reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  reg [178:0] \$118 ;
+  reg \$119 ;
   wire [23:0] \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
+  reg \$123 ;
+  reg [4:0] \$124 ;
   wire [38:0] \$13 ;
   wire [39:0] \$14 ;
   wire [40:0] \$15 ;
@@ -19834,8 +19833,8 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [5:0] \$23 ;
-  wire [6:0] \$24 ;
+  wire \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -19849,23 +19848,23 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
+  wire [4:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire [12:0] \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
+  wire [4:0] \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [4:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -19891,27 +19890,27 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
-  wire [5:0] \$79 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [6:0] \$80 ;
-  wire \$81 ;
-  wire [7:0] \$82 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
   wire [5:0] \$90 ;
   wire [5:0] \$91 ;
-  wire [5:0] \$92 ;
-  wire [6:0] \$93 ;
+  wire [6:0] \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
@@ -19931,11 +19930,11 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg busy = 1'h1;
   reg \busy$19  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$100 ;
-  wire [7:0] \check__addr$105 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$106 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$65 ;
-  wire [4:0] \check__data$72 ;
+  wire [4:0] \check__data$66 ;
+  wire [4:0] \check__data$73 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -20020,22 +20019,22 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$61  = 5'h00;
-  reg [4:0] \old$68  = 5'h00;
+  reg [4:0] \old$62  = 5'h00;
+  reg [4:0] \old$69  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
   reg \pending$59  = 1'h0;
-  reg \pending$66  = 1'h0;
+  reg \pending$67  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$60  = 8'h00;
-  reg [7:0] \pending_index$67  = 8'h00;
+  reg [7:0] \pending_index$61  = 8'h00;
+  reg [7:0] \pending_index$68  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$101 ;
+  wire [7:0] \pre__addr$102 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$96 ;
+  wire [7:0] \pre__addr$97 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$62 ;
-  wire [4:0] \pre__data$69 ;
+  wire [4:0] \pre__data$63 ;
+  wire [4:0] \pre__data$70 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -20075,6 +20074,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
+  wire room_next;
   reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
@@ -20098,17 +20098,17 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$63 ;
-  wire [4:0] \value$70 ;
+  wire [4:0] \value$64 ;
+  wire [4:0] \value$71 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$102 ;
-  reg [7:0] \wr__addr$97 ;
+  reg [7:0] \wr__addr$103 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$103 ;
-  reg [4:0] \wr__data$98 ;
+  reg [4:0] \wr__data$104 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$104 ;
-  reg \wr__en$99 ;
+  reg \wr__en$100 ;
+  reg \wr__en$105 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -20658,11 +20658,11 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$99 )
-      dropped_count[\wr__addr$97 ] <= \wr__data$98 ;
+    if (\wr__en$100 )
+      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  assign \check__data$65  = dropped_count[desc[7:0]];
-  assign \pre__data$62  = dropped_count[s2_cmd];
+  assign \check__data$66  = dropped_count[desc[7:0]];
+  assign \pre__data$63  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -21459,11 +21459,11 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$104 )
-      taken_count[\wr__addr$102 ] <= \wr__data$103 ;
+    if (\wr__en$105 )
+      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
   end
-  assign \check__data$72  = taken_count[desc[7:0]];
-  assign \pre__data$69  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$73  = taken_count[desc[7:0]];
+  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
@@ -21482,114 +21482,114 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$17  = in_use | held;
   assign \$20  = \$18  | \$19 ;
   assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = \held$35  + \$22 ;
-  assign \$24  = \$23  - bad_descriptor;
-  assign \$25  = $signed(\$24 ) < $signed(6'h10);
-  assign \$26  = sweep != 8'hff;
-  assign \$27  = busy & \$26 ;
+  assign \$22  = sweep != 8'hff;
+  assign \$23  = busy & \$22 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = program__valid & program__ready;
+  assign \$26  = | stage[3:0];
+  assign \$27  = \$25  | \$26 ;
   assign \$28  = ~ \$27 ;
-  assign \$29  = program__valid & program__ready;
-  assign \$30  = | stage[3:0];
-  assign \$31  = \$29  | \$30 ;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$28  & \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = trigger__valid & trigger__ready;
-  assign \$36  = ~ busy;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = pending_index == trigger__payload[7:0];
-  assign \$39  = pending & \$38 ;
-  assign \$40  = \$39  ? \$89 [4:0] : pre__data;
-  assign \$41  = ~ busy;
-  assign \$42  = bad_descriptor & \$41 ;
-  assign \$43  = \pending_index$60  == s2_cmd;
-  assign \$44  = \pending$59  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$62 ;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = ~ busy;
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = \pending_index$67  == descriptor__payload[7:0];
-  assign \$50  = \pending$66  & \$49 ;
-  assign \$51  = \$50  ? \$91 [4:0] : \pre__data$69 ;
-  assign \$52  = ~ busy;
-  assign \$53  = ! stage;
-  assign program__ready = \$52  & \$53 ;
+  assign \$29  = \$24  & \$28 ;
+  assign \$30  = \$29  & room_next;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = trigger__valid & trigger__ready;
+  assign \$33  = ~ busy;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = pending_index == trigger__payload[7:0];
+  assign \$36  = pending & \$35 ;
+  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
+  assign \$38  = ~ busy;
+  assign \$39  = bad_descriptor & \$38 ;
+  assign \$40  = \pending_index$61  == s2_cmd;
+  assign \$41  = \pending$59  & \$40 ;
+  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
+  assign \$43  = descriptor__valid & descriptor__ready;
+  assign \$44  = ~ busy;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
+  assign \$47  = \pending$67  & \$46 ;
+  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
+  assign \$49  = ~ busy;
+  assign \$50  = ! stage;
+  assign program__ready = \$49  & \$50 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$54  = stage[4] & desc[8];
-  assign bad_program = \$54  & empty;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_pitch = \$54  & overlap;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign bad_pitch = \$57  & overlap;
-  assign \$58  = stage[4] & desc[8];
-  assign \$59  = ~ empty;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = ~ overlap;
-  assign \$62  = \$60  & \$61 ;
-  assign bad_range = \$62  & wraps;
-  assign \$63  = empty | overlap;
-  assign \$64  = \$63  | wraps;
-  assign \$65  = desc[8] & \$64 ;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = stage[4] & \$66 ;
-  assign desc_busy = \$67  & \busy$19 ;
-  assign \$68  = bad_program | bad_pitch;
-  assign \$69  = \$68  | bad_range;
-  assign refused = \$69  | desc_busy;
-  assign \$70  = ~ refused;
-  assign \$71  = stage[4] & \$70 ;
-  assign \$72  = ~ refused;
-  assign \$73  = stage[4] & \$72 ;
-  assign \$74  = ready & room;
-  assign \$75  = ~ program__valid;
-  assign trigger__ready = \$74  & \$75 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$19 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$76  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$76 ;
-  assign \$77  = ~ refused;
-  assign \$78  = trigger__valid & trigger__ready;
-  assign \$79  = \held$35  + \$78 ;
-  assign \$80  = \$79  - bad_descriptor;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = $signed(\$80 ) - $signed({ 1'h0, \$81  });
-  assign \$83  = ~ fetching;
-  assign \$84  = ~ fetched;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = ~ descriptor__valid;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = ~ stage[4];
-  assign o__ready = \$87  & \$88 ;
-  assign \$89  = old + 1'h1;
-  assign \$90  = \old$61  + 1'h1;
-  assign \$91  = \old$68  + 1'h1;
-  assign \$92  = issued_checked - dropped_checked;
-  assign \$93  = $signed(\$92 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$93 [4:0];
-  assign \$94  = ~ s1_valid;
-  assign \$95  = ~ s2_valid;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ o__valid;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ fetching;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = ~ fetched;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = ~ descriptor__valid;
-  assign idle = \$102  & \$103 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$35  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$35  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$62  + 1'h1;
+  assign \$90  = \old$69  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$104 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$105 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$106 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$107 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$108 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -21605,17 +21605,17 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$19  <= \$110 ;
+    \busy$19  <= \$109 ;
   always @(posedge clk)
     wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$110 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$111 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -21623,15 +21623,15 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$35  <= \$113 ;
+    \held$35  <= \$112 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$113 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$114 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$115 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$116 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -21639,33 +21639,33 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$117 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$118 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$119 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$40 ;
+    old <= \$37 ;
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$120 ;
   always @(posedge clk)
-    \pending$59  <= \$122 ;
+    \pending$59  <= \$121 ;
   always @(posedge clk)
-    \pending_index$60  <= s2_cmd;
+    \pending_index$61  <= s2_cmd;
   always @(posedge clk)
-    \old$61  <= \$45 ;
+    \old$62  <= \$42 ;
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$122 ;
   always @(posedge clk)
-    \pending$66  <= \$124 ;
+    \pending$67  <= \$123 ;
   always @(posedge clk)
-    \pending_index$67  <= descriptor__payload[7:0];
+    \pending_index$68  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$68  <= \$51 ;
+    \old$69  <= \$48 ;
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$124 ;
   t3hw_system__e0__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -21677,182 +21677,182 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$104  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$104  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$104  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$105  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$105  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$105  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$106  = { stage[3:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$106  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$107  = desc;
+    \$106  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$108  = rows1;
+    \$107  = rows1;
     if (program__ready) begin
-      \$108  = \$4 [11:0];
+      \$107  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$109  = held;
+    \$108  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$108  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$110  = \busy$19 ;
+    \$109  = \busy$19 ;
     if (stage[2]) begin
-      \$110  = \$17 ;
+      \$109  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$111  = \$21 ;
+    \$110  = \$21 ;
+    if (rst) begin
+      \$110  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_9 ) begin end
+    \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$112  = s1_valid;
+    \$112  = \$78 [4:0];
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$113  = \$82 [4:0];
+    \$113  = room_next;
     if (rst) begin
-      \$113  = 5'h00;
+      \$113  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$114  = \$25 ;
+    \$114  = \$30 ;
     if (rst) begin
-      \$114  = 1'h1;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$115  = \$33 ;
+    \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$116  = \$34 ;
+    \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$117  = fetching;
+    \$117  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$117  = 1'h0;
+    end
+    if (fetched) begin
+      \$117  = 1'h1;
+    end
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$118  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$118  = 1'h0;
-    end
+    \$118  = descriptor__payload;
     if (fetched) begin
-      \$118  = 1'h1;
+      \$118 [8] = got[0];
+      \$118 [9] = got[1];
+      \$118 [14:10] = got[6:2];
+      \$118 [30:15] = got[22:7];
+      \$118 [42:31] = got[34:23];
+      \$118 [58:43] = got[50:35];
+      \$118 [82:59] = got[74:51];
+      \$118 [130:83] = got[122:75];
+      \$118 [178:131] = got[170:123];
+      \$118 [7:0] = got_index;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$118  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$119  = descriptor__payload;
-    if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
-    end
+    \$119  = \$34 ;
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$120  = \$37 ;
-    if (rst) begin
-      \$120  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_9 ) begin end
-    \$121  = issued_checked;
+    \$120  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$120  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$122  = \$42 ;
+    \$121  = \$39 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$123  = dropped_checked;
+    \$122  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$65 ;
+      \$122  = \check__data$66 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$124  = \$48 ;
+    \$123  = \$45 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$125  = taken_checked;
+    \$124  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$72 ;
+      \$124  = \check__data$73 ;
     end
   end
   always @* begin
@@ -21863,7 +21863,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$77 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -21892,7 +21892,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$71 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -21927,7 +21927,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$73 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -21945,7 +21945,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$89 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -21961,60 +21961,60 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$97  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$97  = \pending_index$60 ;
+      \wr__addr$98  = \pending_index$61 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$98  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$98  = \$90 [4:0];
+      \wr__data$99  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$99  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$99  = \pending$59 ;
+      \wr__en$100  = \pending$59 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$102  = sweep;
+      \wr__addr$103  = sweep;
     end else begin
-      \wr__addr$102  = \pending_index$67 ;
+      \wr__addr$103  = \pending_index$68 ;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$103  = 5'h00;
+      \wr__data$104  = 5'h00;
     end else begin
-      \wr__data$103  = \$91 [4:0];
+      \wr__data$104  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$104  = 1'h1;
+      \wr__en$105  = 1'h1;
     end else begin
-      \wr__en$104  = \pending$66 ;
+      \wr__en$105  = \pending$67 ;
     end
   end
-  assign held_next = \$82 [4:0];
-  assign value = \$89 [4:0];
-  assign \value$63  = \$90 [4:0];
-  assign \value$70  = \$91 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$64  = \$89 [4:0];
+  assign \value$71  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -22022,10 +22022,10 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$96  = s2_cmd;
-  assign \check__addr$100  = desc[7:0];
-  assign \pre__addr$101  = descriptor__payload[7:0];
-  assign \check__addr$105  = desc[7:0];
+  assign \pre__addr$97  = s2_cmd;
+  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$102  = descriptor__payload[7:0];
+  assign \check__addr$106  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -46630,31 +46630,30 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  reg [7:0] \$104 ;
-  reg \$105 ;
-  reg [4:0] \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg [178:0] \$106 ;
+  reg [11:0] \$107 ;
+  reg \$108 ;
   reg \$109 ;
   wire [23:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
+  reg [4:0] \$112 ;
+  reg \$113 ;
   reg \$114 ;
   reg \$115 ;
   reg \$116 ;
   reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  reg [178:0] \$118 ;
+  reg \$119 ;
   wire [23:0] \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
+  reg \$123 ;
+  reg [4:0] \$124 ;
   wire [38:0] \$13 ;
   wire [39:0] \$14 ;
   wire [40:0] \$15 ;
@@ -46666,8 +46665,8 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [5:0] \$23 ;
-  wire [6:0] \$24 ;
+  wire \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -46681,23 +46680,23 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
+  wire [4:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire [12:0] \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
+  wire [4:0] \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [4:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -46723,27 +46722,27 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
-  wire [5:0] \$79 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [6:0] \$80 ;
-  wire \$81 ;
-  wire [7:0] \$82 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
   wire [5:0] \$90 ;
   wire [5:0] \$91 ;
-  wire [5:0] \$92 ;
-  wire [6:0] \$93 ;
+  wire [6:0] \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
@@ -46763,11 +46762,11 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg busy = 1'h1;
   reg \busy$19  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$100 ;
-  wire [7:0] \check__addr$105 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$106 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$65 ;
-  wire [4:0] \check__data$72 ;
+  wire [4:0] \check__data$66 ;
+  wire [4:0] \check__data$73 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -46852,22 +46851,22 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$61  = 5'h00;
-  reg [4:0] \old$68  = 5'h00;
+  reg [4:0] \old$62  = 5'h00;
+  reg [4:0] \old$69  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
   reg \pending$59  = 1'h0;
-  reg \pending$66  = 1'h0;
+  reg \pending$67  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$60  = 8'h00;
-  reg [7:0] \pending_index$67  = 8'h00;
+  reg [7:0] \pending_index$61  = 8'h00;
+  reg [7:0] \pending_index$68  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$101 ;
+  wire [7:0] \pre__addr$102 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$96 ;
+  wire [7:0] \pre__addr$97 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$62 ;
-  wire [4:0] \pre__data$69 ;
+  wire [4:0] \pre__data$63 ;
+  wire [4:0] \pre__data$70 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -46907,6 +46906,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
+  wire room_next;
   reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
@@ -46930,17 +46930,17 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$63 ;
-  wire [4:0] \value$70 ;
+  wire [4:0] \value$64 ;
+  wire [4:0] \value$71 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$102 ;
-  reg [7:0] \wr__addr$97 ;
+  reg [7:0] \wr__addr$103 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$103 ;
-  reg [4:0] \wr__data$98 ;
+  reg [4:0] \wr__data$104 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$104 ;
-  reg \wr__en$99 ;
+  reg \wr__en$100 ;
+  reg \wr__en$105 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -47490,11 +47490,11 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$99 )
-      dropped_count[\wr__addr$97 ] <= \wr__data$98 ;
+    if (\wr__en$100 )
+      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  assign \check__data$65  = dropped_count[desc[7:0]];
-  assign \pre__data$62  = dropped_count[s2_cmd];
+  assign \check__data$66  = dropped_count[desc[7:0]];
+  assign \pre__data$63  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -48291,11 +48291,11 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$104 )
-      taken_count[\wr__addr$102 ] <= \wr__data$103 ;
+    if (\wr__en$105 )
+      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
   end
-  assign \check__data$72  = taken_count[desc[7:0]];
-  assign \pre__data$69  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$73  = taken_count[desc[7:0]];
+  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
@@ -48314,114 +48314,114 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$17  = in_use | held;
   assign \$20  = \$18  | \$19 ;
   assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = \held$35  + \$22 ;
-  assign \$24  = \$23  - bad_descriptor;
-  assign \$25  = $signed(\$24 ) < $signed(6'h10);
-  assign \$26  = sweep != 8'hff;
-  assign \$27  = busy & \$26 ;
+  assign \$22  = sweep != 8'hff;
+  assign \$23  = busy & \$22 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = program__valid & program__ready;
+  assign \$26  = | stage[3:0];
+  assign \$27  = \$25  | \$26 ;
   assign \$28  = ~ \$27 ;
-  assign \$29  = program__valid & program__ready;
-  assign \$30  = | stage[3:0];
-  assign \$31  = \$29  | \$30 ;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$28  & \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = trigger__valid & trigger__ready;
-  assign \$36  = ~ busy;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = pending_index == trigger__payload[7:0];
-  assign \$39  = pending & \$38 ;
-  assign \$40  = \$39  ? \$89 [4:0] : pre__data;
-  assign \$41  = ~ busy;
-  assign \$42  = bad_descriptor & \$41 ;
-  assign \$43  = \pending_index$60  == s2_cmd;
-  assign \$44  = \pending$59  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$62 ;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = ~ busy;
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = \pending_index$67  == descriptor__payload[7:0];
-  assign \$50  = \pending$66  & \$49 ;
-  assign \$51  = \$50  ? \$91 [4:0] : \pre__data$69 ;
-  assign \$52  = ~ busy;
-  assign \$53  = ! stage;
-  assign program__ready = \$52  & \$53 ;
+  assign \$29  = \$24  & \$28 ;
+  assign \$30  = \$29  & room_next;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = trigger__valid & trigger__ready;
+  assign \$33  = ~ busy;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = pending_index == trigger__payload[7:0];
+  assign \$36  = pending & \$35 ;
+  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
+  assign \$38  = ~ busy;
+  assign \$39  = bad_descriptor & \$38 ;
+  assign \$40  = \pending_index$61  == s2_cmd;
+  assign \$41  = \pending$59  & \$40 ;
+  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
+  assign \$43  = descriptor__valid & descriptor__ready;
+  assign \$44  = ~ busy;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
+  assign \$47  = \pending$67  & \$46 ;
+  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
+  assign \$49  = ~ busy;
+  assign \$50  = ! stage;
+  assign program__ready = \$49  & \$50 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$54  = stage[4] & desc[8];
-  assign bad_program = \$54  & empty;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_pitch = \$54  & overlap;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign bad_pitch = \$57  & overlap;
-  assign \$58  = stage[4] & desc[8];
-  assign \$59  = ~ empty;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = ~ overlap;
-  assign \$62  = \$60  & \$61 ;
-  assign bad_range = \$62  & wraps;
-  assign \$63  = empty | overlap;
-  assign \$64  = \$63  | wraps;
-  assign \$65  = desc[8] & \$64 ;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = stage[4] & \$66 ;
-  assign desc_busy = \$67  & \busy$19 ;
-  assign \$68  = bad_program | bad_pitch;
-  assign \$69  = \$68  | bad_range;
-  assign refused = \$69  | desc_busy;
-  assign \$70  = ~ refused;
-  assign \$71  = stage[4] & \$70 ;
-  assign \$72  = ~ refused;
-  assign \$73  = stage[4] & \$72 ;
-  assign \$74  = ready & room;
-  assign \$75  = ~ program__valid;
-  assign trigger__ready = \$74  & \$75 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$19 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$76  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$76 ;
-  assign \$77  = ~ refused;
-  assign \$78  = trigger__valid & trigger__ready;
-  assign \$79  = \held$35  + \$78 ;
-  assign \$80  = \$79  - bad_descriptor;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = $signed(\$80 ) - $signed({ 1'h0, \$81  });
-  assign \$83  = ~ fetching;
-  assign \$84  = ~ fetched;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = ~ descriptor__valid;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = ~ stage[4];
-  assign o__ready = \$87  & \$88 ;
-  assign \$89  = old + 1'h1;
-  assign \$90  = \old$61  + 1'h1;
-  assign \$91  = \old$68  + 1'h1;
-  assign \$92  = issued_checked - dropped_checked;
-  assign \$93  = $signed(\$92 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$93 [4:0];
-  assign \$94  = ~ s1_valid;
-  assign \$95  = ~ s2_valid;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ o__valid;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ fetching;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = ~ fetched;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = ~ descriptor__valid;
-  assign idle = \$102  & \$103 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$35  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$35  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$62  + 1'h1;
+  assign \$90  = \old$69  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$104 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$105 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$106 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$107 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$108 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -48437,17 +48437,17 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$19  <= \$110 ;
+    \busy$19  <= \$109 ;
   always @(posedge clk)
     wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$110 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$111 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -48455,15 +48455,15 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$35  <= \$113 ;
+    \held$35  <= \$112 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$113 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$114 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$115 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$116 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -48471,33 +48471,33 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$117 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$118 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$119 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$40 ;
+    old <= \$37 ;
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$120 ;
   always @(posedge clk)
-    \pending$59  <= \$122 ;
+    \pending$59  <= \$121 ;
   always @(posedge clk)
-    \pending_index$60  <= s2_cmd;
+    \pending_index$61  <= s2_cmd;
   always @(posedge clk)
-    \old$61  <= \$45 ;
+    \old$62  <= \$42 ;
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$122 ;
   always @(posedge clk)
-    \pending$66  <= \$124 ;
+    \pending$67  <= \$123 ;
   always @(posedge clk)
-    \pending_index$67  <= descriptor__payload[7:0];
+    \pending_index$68  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$68  <= \$51 ;
+    \old$69  <= \$48 ;
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$124 ;
   t3hw_system__e1__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -48509,182 +48509,182 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$104  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$104  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$104  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$105  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$105  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$105  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$106  = { stage[3:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$106  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$107  = desc;
+    \$106  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$108  = rows1;
+    \$107  = rows1;
     if (program__ready) begin
-      \$108  = \$4 [11:0];
+      \$107  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$109  = held;
+    \$108  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$108  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$110  = \busy$19 ;
+    \$109  = \busy$19 ;
     if (stage[2]) begin
-      \$110  = \$17 ;
+      \$109  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$111  = \$21 ;
+    \$110  = \$21 ;
+    if (rst) begin
+      \$110  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$112  = s1_valid;
+    \$112  = \$78 [4:0];
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$113  = \$82 [4:0];
+    \$113  = room_next;
     if (rst) begin
-      \$113  = 5'h00;
+      \$113  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$114  = \$25 ;
+    \$114  = \$30 ;
     if (rst) begin
-      \$114  = 1'h1;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$115  = \$33 ;
+    \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$116  = \$34 ;
+    \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$117  = fetching;
+    \$117  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$117  = 1'h0;
+    end
+    if (fetched) begin
+      \$117  = 1'h1;
+    end
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$118  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$118  = 1'h0;
-    end
+    \$118  = descriptor__payload;
     if (fetched) begin
-      \$118  = 1'h1;
+      \$118 [8] = got[0];
+      \$118 [9] = got[1];
+      \$118 [14:10] = got[6:2];
+      \$118 [30:15] = got[22:7];
+      \$118 [42:31] = got[34:23];
+      \$118 [58:43] = got[50:35];
+      \$118 [82:59] = got[74:51];
+      \$118 [130:83] = got[122:75];
+      \$118 [178:131] = got[170:123];
+      \$118 [7:0] = got_index;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$118  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$119  = descriptor__payload;
-    if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
-    end
+    \$119  = \$34 ;
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$120  = \$37 ;
-    if (rst) begin
-      \$120  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_29 ) begin end
-    \$121  = issued_checked;
+    \$120  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$120  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$122  = \$42 ;
+    \$121  = \$39 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$123  = dropped_checked;
+    \$122  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$65 ;
+      \$122  = \check__data$66 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$124  = \$48 ;
+    \$123  = \$45 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$125  = taken_checked;
+    \$124  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$72 ;
+      \$124  = \check__data$73 ;
     end
   end
   always @* begin
@@ -48695,7 +48695,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$77 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -48724,7 +48724,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$71 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -48759,7 +48759,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$73 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -48777,7 +48777,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$89 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -48793,60 +48793,60 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$97  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$97  = \pending_index$60 ;
+      \wr__addr$98  = \pending_index$61 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$98  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$98  = \$90 [4:0];
+      \wr__data$99  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$99  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$99  = \pending$59 ;
+      \wr__en$100  = \pending$59 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$102  = sweep;
+      \wr__addr$103  = sweep;
     end else begin
-      \wr__addr$102  = \pending_index$67 ;
+      \wr__addr$103  = \pending_index$68 ;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$103  = 5'h00;
+      \wr__data$104  = 5'h00;
     end else begin
-      \wr__data$103  = \$91 [4:0];
+      \wr__data$104  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$104  = 1'h1;
+      \wr__en$105  = 1'h1;
     end else begin
-      \wr__en$104  = \pending$66 ;
+      \wr__en$105  = \pending$67 ;
     end
   end
-  assign held_next = \$82 [4:0];
-  assign value = \$89 [4:0];
-  assign \value$63  = \$90 [4:0];
-  assign \value$70  = \$91 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$64  = \$89 [4:0];
+  assign \value$71  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -48854,10 +48854,10 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$96  = s2_cmd;
-  assign \check__addr$100  = desc[7:0];
-  assign \pre__addr$101  = descriptor__payload[7:0];
-  assign \check__addr$105  = desc[7:0];
+  assign \pre__addr$97  = s2_cmd;
+  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$102  = descriptor__payload[7:0];
+  assign \check__addr$106  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -73462,31 +73462,30 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  reg [7:0] \$104 ;
-  reg \$105 ;
-  reg [4:0] \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg [178:0] \$106 ;
+  reg [11:0] \$107 ;
+  reg \$108 ;
   reg \$109 ;
   wire [23:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
+  reg [4:0] \$112 ;
+  reg \$113 ;
   reg \$114 ;
   reg \$115 ;
   reg \$116 ;
   reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  reg [178:0] \$118 ;
+  reg \$119 ;
   wire [23:0] \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
+  reg \$123 ;
+  reg [4:0] \$124 ;
   wire [38:0] \$13 ;
   wire [39:0] \$14 ;
   wire [40:0] \$15 ;
@@ -73498,8 +73497,8 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [5:0] \$23 ;
-  wire [6:0] \$24 ;
+  wire \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -73513,23 +73512,23 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
+  wire [4:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire [12:0] \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
+  wire [4:0] \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [4:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -73555,27 +73554,27 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
-  wire [5:0] \$79 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [6:0] \$80 ;
-  wire \$81 ;
-  wire [7:0] \$82 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
   wire [5:0] \$90 ;
   wire [5:0] \$91 ;
-  wire [5:0] \$92 ;
-  wire [6:0] \$93 ;
+  wire [6:0] \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
@@ -73595,11 +73594,11 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg busy = 1'h1;
   reg \busy$19  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$100 ;
-  wire [7:0] \check__addr$105 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$106 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$65 ;
-  wire [4:0] \check__data$72 ;
+  wire [4:0] \check__data$66 ;
+  wire [4:0] \check__data$73 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -73684,22 +73683,22 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$61  = 5'h00;
-  reg [4:0] \old$68  = 5'h00;
+  reg [4:0] \old$62  = 5'h00;
+  reg [4:0] \old$69  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
   reg \pending$59  = 1'h0;
-  reg \pending$66  = 1'h0;
+  reg \pending$67  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$60  = 8'h00;
-  reg [7:0] \pending_index$67  = 8'h00;
+  reg [7:0] \pending_index$61  = 8'h00;
+  reg [7:0] \pending_index$68  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$101 ;
+  wire [7:0] \pre__addr$102 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$96 ;
+  wire [7:0] \pre__addr$97 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$62 ;
-  wire [4:0] \pre__data$69 ;
+  wire [4:0] \pre__data$63 ;
+  wire [4:0] \pre__data$70 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -73739,6 +73738,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
+  wire room_next;
   reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
@@ -73762,17 +73762,17 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$63 ;
-  wire [4:0] \value$70 ;
+  wire [4:0] \value$64 ;
+  wire [4:0] \value$71 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$102 ;
-  reg [7:0] \wr__addr$97 ;
+  reg [7:0] \wr__addr$103 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$103 ;
-  reg [4:0] \wr__data$98 ;
+  reg [4:0] \wr__data$104 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$104 ;
-  reg \wr__en$99 ;
+  reg \wr__en$100 ;
+  reg \wr__en$105 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -74322,11 +74322,11 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$99 )
-      dropped_count[\wr__addr$97 ] <= \wr__data$98 ;
+    if (\wr__en$100 )
+      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  assign \check__data$65  = dropped_count[desc[7:0]];
-  assign \pre__data$62  = dropped_count[s2_cmd];
+  assign \check__data$66  = dropped_count[desc[7:0]];
+  assign \pre__data$63  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -75123,11 +75123,11 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$104 )
-      taken_count[\wr__addr$102 ] <= \wr__data$103 ;
+    if (\wr__en$105 )
+      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
   end
-  assign \check__data$72  = taken_count[desc[7:0]];
-  assign \pre__data$69  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$73  = taken_count[desc[7:0]];
+  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
@@ -75146,114 +75146,114 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$17  = in_use | held;
   assign \$20  = \$18  | \$19 ;
   assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = \held$35  + \$22 ;
-  assign \$24  = \$23  - bad_descriptor;
-  assign \$25  = $signed(\$24 ) < $signed(6'h10);
-  assign \$26  = sweep != 8'hff;
-  assign \$27  = busy & \$26 ;
+  assign \$22  = sweep != 8'hff;
+  assign \$23  = busy & \$22 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = program__valid & program__ready;
+  assign \$26  = | stage[3:0];
+  assign \$27  = \$25  | \$26 ;
   assign \$28  = ~ \$27 ;
-  assign \$29  = program__valid & program__ready;
-  assign \$30  = | stage[3:0];
-  assign \$31  = \$29  | \$30 ;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$28  & \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = trigger__valid & trigger__ready;
-  assign \$36  = ~ busy;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = pending_index == trigger__payload[7:0];
-  assign \$39  = pending & \$38 ;
-  assign \$40  = \$39  ? \$89 [4:0] : pre__data;
-  assign \$41  = ~ busy;
-  assign \$42  = bad_descriptor & \$41 ;
-  assign \$43  = \pending_index$60  == s2_cmd;
-  assign \$44  = \pending$59  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$62 ;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = ~ busy;
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = \pending_index$67  == descriptor__payload[7:0];
-  assign \$50  = \pending$66  & \$49 ;
-  assign \$51  = \$50  ? \$91 [4:0] : \pre__data$69 ;
-  assign \$52  = ~ busy;
-  assign \$53  = ! stage;
-  assign program__ready = \$52  & \$53 ;
+  assign \$29  = \$24  & \$28 ;
+  assign \$30  = \$29  & room_next;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = trigger__valid & trigger__ready;
+  assign \$33  = ~ busy;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = pending_index == trigger__payload[7:0];
+  assign \$36  = pending & \$35 ;
+  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
+  assign \$38  = ~ busy;
+  assign \$39  = bad_descriptor & \$38 ;
+  assign \$40  = \pending_index$61  == s2_cmd;
+  assign \$41  = \pending$59  & \$40 ;
+  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
+  assign \$43  = descriptor__valid & descriptor__ready;
+  assign \$44  = ~ busy;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
+  assign \$47  = \pending$67  & \$46 ;
+  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
+  assign \$49  = ~ busy;
+  assign \$50  = ! stage;
+  assign program__ready = \$49  & \$50 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$54  = stage[4] & desc[8];
-  assign bad_program = \$54  & empty;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_pitch = \$54  & overlap;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign bad_pitch = \$57  & overlap;
-  assign \$58  = stage[4] & desc[8];
-  assign \$59  = ~ empty;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = ~ overlap;
-  assign \$62  = \$60  & \$61 ;
-  assign bad_range = \$62  & wraps;
-  assign \$63  = empty | overlap;
-  assign \$64  = \$63  | wraps;
-  assign \$65  = desc[8] & \$64 ;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = stage[4] & \$66 ;
-  assign desc_busy = \$67  & \busy$19 ;
-  assign \$68  = bad_program | bad_pitch;
-  assign \$69  = \$68  | bad_range;
-  assign refused = \$69  | desc_busy;
-  assign \$70  = ~ refused;
-  assign \$71  = stage[4] & \$70 ;
-  assign \$72  = ~ refused;
-  assign \$73  = stage[4] & \$72 ;
-  assign \$74  = ready & room;
-  assign \$75  = ~ program__valid;
-  assign trigger__ready = \$74  & \$75 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$19 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$76  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$76 ;
-  assign \$77  = ~ refused;
-  assign \$78  = trigger__valid & trigger__ready;
-  assign \$79  = \held$35  + \$78 ;
-  assign \$80  = \$79  - bad_descriptor;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = $signed(\$80 ) - $signed({ 1'h0, \$81  });
-  assign \$83  = ~ fetching;
-  assign \$84  = ~ fetched;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = ~ descriptor__valid;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = ~ stage[4];
-  assign o__ready = \$87  & \$88 ;
-  assign \$89  = old + 1'h1;
-  assign \$90  = \old$61  + 1'h1;
-  assign \$91  = \old$68  + 1'h1;
-  assign \$92  = issued_checked - dropped_checked;
-  assign \$93  = $signed(\$92 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$93 [4:0];
-  assign \$94  = ~ s1_valid;
-  assign \$95  = ~ s2_valid;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ o__valid;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ fetching;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = ~ fetched;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = ~ descriptor__valid;
-  assign idle = \$102  & \$103 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$35  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$35  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$62  + 1'h1;
+  assign \$90  = \old$69  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$104 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$105 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$106 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$107 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$108 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -75269,17 +75269,17 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$19  <= \$110 ;
+    \busy$19  <= \$109 ;
   always @(posedge clk)
     wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$110 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$111 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -75287,15 +75287,15 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$35  <= \$113 ;
+    \held$35  <= \$112 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$113 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$114 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$115 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$116 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -75303,33 +75303,33 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$117 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$118 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$119 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$40 ;
+    old <= \$37 ;
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$120 ;
   always @(posedge clk)
-    \pending$59  <= \$122 ;
+    \pending$59  <= \$121 ;
   always @(posedge clk)
-    \pending_index$60  <= s2_cmd;
+    \pending_index$61  <= s2_cmd;
   always @(posedge clk)
-    \old$61  <= \$45 ;
+    \old$62  <= \$42 ;
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$122 ;
   always @(posedge clk)
-    \pending$66  <= \$124 ;
+    \pending$67  <= \$123 ;
   always @(posedge clk)
-    \pending_index$67  <= descriptor__payload[7:0];
+    \pending_index$68  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$68  <= \$51 ;
+    \old$69  <= \$48 ;
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$124 ;
   t3hw_system__e2__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -75341,182 +75341,182 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$104  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$104  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$104  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$105  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$105  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$105  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$106  = { stage[3:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$106  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$107  = desc;
+    \$106  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$108  = rows1;
+    \$107  = rows1;
     if (program__ready) begin
-      \$108  = \$4 [11:0];
+      \$107  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$109  = held;
+    \$108  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$108  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$110  = \busy$19 ;
+    \$109  = \busy$19 ;
     if (stage[2]) begin
-      \$110  = \$17 ;
+      \$109  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$111  = \$21 ;
+    \$110  = \$21 ;
+    if (rst) begin
+      \$110  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$112  = s1_valid;
+    \$112  = \$78 [4:0];
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$113  = \$82 [4:0];
+    \$113  = room_next;
     if (rst) begin
-      \$113  = 5'h00;
+      \$113  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$114  = \$25 ;
+    \$114  = \$30 ;
     if (rst) begin
-      \$114  = 1'h1;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$115  = \$33 ;
+    \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$116  = \$34 ;
+    \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$117  = fetching;
+    \$117  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$117  = 1'h0;
+    end
+    if (fetched) begin
+      \$117  = 1'h1;
+    end
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$118  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$118  = 1'h0;
-    end
+    \$118  = descriptor__payload;
     if (fetched) begin
-      \$118  = 1'h1;
+      \$118 [8] = got[0];
+      \$118 [9] = got[1];
+      \$118 [14:10] = got[6:2];
+      \$118 [30:15] = got[22:7];
+      \$118 [42:31] = got[34:23];
+      \$118 [58:43] = got[50:35];
+      \$118 [82:59] = got[74:51];
+      \$118 [130:83] = got[122:75];
+      \$118 [178:131] = got[170:123];
+      \$118 [7:0] = got_index;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$118  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$119  = descriptor__payload;
-    if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
-    end
+    \$119  = \$34 ;
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$120  = \$37 ;
-    if (rst) begin
-      \$120  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$121  = issued_checked;
+    \$120  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$120  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$122  = \$42 ;
+    \$121  = \$39 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$123  = dropped_checked;
+    \$122  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$65 ;
+      \$122  = \check__data$66 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$124  = \$48 ;
+    \$123  = \$45 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$125  = taken_checked;
+    \$124  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$72 ;
+      \$124  = \check__data$73 ;
     end
   end
   always @* begin
@@ -75527,7 +75527,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$77 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -75556,7 +75556,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$71 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -75591,7 +75591,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$73 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -75609,7 +75609,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$89 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -75625,60 +75625,60 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$97  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$97  = \pending_index$60 ;
+      \wr__addr$98  = \pending_index$61 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$98  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$98  = \$90 [4:0];
+      \wr__data$99  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$99  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$99  = \pending$59 ;
+      \wr__en$100  = \pending$59 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$102  = sweep;
+      \wr__addr$103  = sweep;
     end else begin
-      \wr__addr$102  = \pending_index$67 ;
+      \wr__addr$103  = \pending_index$68 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$103  = 5'h00;
+      \wr__data$104  = 5'h00;
     end else begin
-      \wr__data$103  = \$91 [4:0];
+      \wr__data$104  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$104  = 1'h1;
+      \wr__en$105  = 1'h1;
     end else begin
-      \wr__en$104  = \pending$66 ;
+      \wr__en$105  = \pending$67 ;
     end
   end
-  assign held_next = \$82 [4:0];
-  assign value = \$89 [4:0];
-  assign \value$63  = \$90 [4:0];
-  assign \value$70  = \$91 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$64  = \$89 [4:0];
+  assign \value$71  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -75686,10 +75686,10 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$96  = s2_cmd;
-  assign \check__addr$100  = desc[7:0];
-  assign \pre__addr$101  = descriptor__payload[7:0];
-  assign \check__addr$105  = desc[7:0];
+  assign \pre__addr$97  = s2_cmd;
+  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$102  = descriptor__payload[7:0];
+  assign \check__addr$106  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -100294,31 +100294,30 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  reg [7:0] \$104 ;
-  reg \$105 ;
-  reg [4:0] \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg [178:0] \$106 ;
+  reg [11:0] \$107 ;
+  reg \$108 ;
   reg \$109 ;
   wire [23:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
+  reg [4:0] \$112 ;
+  reg \$113 ;
   reg \$114 ;
   reg \$115 ;
   reg \$116 ;
   reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  reg [178:0] \$118 ;
+  reg \$119 ;
   wire [23:0] \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  reg [4:0] \$120 ;
+  reg \$121 ;
+  reg [4:0] \$122 ;
+  reg \$123 ;
+  reg [4:0] \$124 ;
   wire [38:0] \$13 ;
   wire [39:0] \$14 ;
   wire [40:0] \$15 ;
@@ -100330,8 +100329,8 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [5:0] \$23 ;
-  wire [6:0] \$24 ;
+  wire \$23 ;
+  wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
@@ -100345,23 +100344,23 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire \$37 ;
+  wire [4:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire [12:0] \$4 ;
-  wire [4:0] \$40 ;
+  wire \$40 ;
   wire \$41 ;
-  wire \$42 ;
+  wire [4:0] \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire [4:0] \$45 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
+  wire [4:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [4:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
@@ -100387,27 +100386,27 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
-  wire [5:0] \$79 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [6:0] \$80 ;
-  wire \$81 ;
-  wire [7:0] \$82 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [5:0] \$88 ;
   wire [5:0] \$89 ;
   wire \$9 ;
   wire [5:0] \$90 ;
   wire [5:0] \$91 ;
-  wire [5:0] \$92 ;
-  wire [6:0] \$93 ;
+  wire [6:0] \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
@@ -100427,11 +100426,11 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg busy = 1'h1;
   reg \busy$19  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$100 ;
-  wire [7:0] \check__addr$105 ;
+  wire [7:0] \check__addr$101 ;
+  wire [7:0] \check__addr$106 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$65 ;
-  wire [4:0] \check__data$72 ;
+  wire [4:0] \check__data$66 ;
+  wire [4:0] \check__data$73 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -100516,22 +100515,22 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$61  = 5'h00;
-  reg [4:0] \old$68  = 5'h00;
+  reg [4:0] \old$62  = 5'h00;
+  reg [4:0] \old$69  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
   reg \pending$59  = 1'h0;
-  reg \pending$66  = 1'h0;
+  reg \pending$67  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$60  = 8'h00;
-  reg [7:0] \pending_index$67  = 8'h00;
+  reg [7:0] \pending_index$61  = 8'h00;
+  reg [7:0] \pending_index$68  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$101 ;
+  wire [7:0] \pre__addr$102 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$96 ;
+  wire [7:0] \pre__addr$97 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$62 ;
-  wire [4:0] \pre__data$69 ;
+  wire [4:0] \pre__data$63 ;
+  wire [4:0] \pre__data$70 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -100571,6 +100570,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
+  wire room_next;
   reg [11:0] rows1 = 12'h000;
   input rst;
   wire rst;
@@ -100594,17 +100594,17 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$63 ;
-  wire [4:0] \value$70 ;
+  wire [4:0] \value$64 ;
+  wire [4:0] \value$71 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$102 ;
-  reg [7:0] \wr__addr$97 ;
+  reg [7:0] \wr__addr$103 ;
+  reg [7:0] \wr__addr$98 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$103 ;
-  reg [4:0] \wr__data$98 ;
+  reg [4:0] \wr__data$104 ;
+  reg [4:0] \wr__data$99 ;
   reg wr__en;
-  reg \wr__en$104 ;
-  reg \wr__en$99 ;
+  reg \wr__en$100 ;
+  reg \wr__en$105 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -101154,11 +101154,11 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$99 )
-      dropped_count[\wr__addr$97 ] <= \wr__data$98 ;
+    if (\wr__en$100 )
+      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
   end
-  assign \check__data$65  = dropped_count[desc[7:0]];
-  assign \pre__data$62  = dropped_count[s2_cmd];
+  assign \check__data$66  = dropped_count[desc[7:0]];
+  assign \pre__data$63  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -101955,11 +101955,11 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$104 )
-      taken_count[\wr__addr$102 ] <= \wr__data$103 ;
+    if (\wr__en$105 )
+      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
   end
-  assign \check__data$72  = taken_count[desc[7:0]];
-  assign \pre__data$69  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$73  = taken_count[desc[7:0]];
+  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
@@ -101978,114 +101978,114 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign \$17  = in_use | held;
   assign \$20  = \$18  | \$19 ;
   assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = trigger__valid & trigger__ready;
-  assign \$23  = \held$35  + \$22 ;
-  assign \$24  = \$23  - bad_descriptor;
-  assign \$25  = $signed(\$24 ) < $signed(6'h10);
-  assign \$26  = sweep != 8'hff;
-  assign \$27  = busy & \$26 ;
+  assign \$22  = sweep != 8'hff;
+  assign \$23  = busy & \$22 ;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = program__valid & program__ready;
+  assign \$26  = | stage[3:0];
+  assign \$27  = \$25  | \$26 ;
   assign \$28  = ~ \$27 ;
-  assign \$29  = program__valid & program__ready;
-  assign \$30  = | stage[3:0];
-  assign \$31  = \$29  | \$30 ;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$28  & \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = trigger__valid & trigger__ready;
-  assign \$36  = ~ busy;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = pending_index == trigger__payload[7:0];
-  assign \$39  = pending & \$38 ;
-  assign \$40  = \$39  ? \$89 [4:0] : pre__data;
-  assign \$41  = ~ busy;
-  assign \$42  = bad_descriptor & \$41 ;
-  assign \$43  = \pending_index$60  == s2_cmd;
-  assign \$44  = \pending$59  & \$43 ;
-  assign \$45  = \$44  ? \$90 [4:0] : \pre__data$62 ;
-  assign \$46  = descriptor__valid & descriptor__ready;
-  assign \$47  = ~ busy;
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = \pending_index$67  == descriptor__payload[7:0];
-  assign \$50  = \pending$66  & \$49 ;
-  assign \$51  = \$50  ? \$91 [4:0] : \pre__data$69 ;
-  assign \$52  = ~ busy;
-  assign \$53  = ! stage;
-  assign program__ready = \$52  & \$53 ;
+  assign \$29  = \$24  & \$28 ;
+  assign \$30  = \$29  & room_next;
+  assign \$31  = o__valid & o__ready;
+  assign \$32  = trigger__valid & trigger__ready;
+  assign \$33  = ~ busy;
+  assign \$34  = \$32  & \$33 ;
+  assign \$35  = pending_index == trigger__payload[7:0];
+  assign \$36  = pending & \$35 ;
+  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
+  assign \$38  = ~ busy;
+  assign \$39  = bad_descriptor & \$38 ;
+  assign \$40  = \pending_index$61  == s2_cmd;
+  assign \$41  = \pending$59  & \$40 ;
+  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
+  assign \$43  = descriptor__valid & descriptor__ready;
+  assign \$44  = ~ busy;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
+  assign \$47  = \pending$67  & \$46 ;
+  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
+  assign \$49  = ~ busy;
+  assign \$50  = ! stage;
+  assign program__ready = \$49  & \$50 ;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$54  = stage[4] & desc[8];
-  assign bad_program = \$54  & empty;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_pitch = \$54  & overlap;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign bad_pitch = \$57  & overlap;
-  assign \$58  = stage[4] & desc[8];
-  assign \$59  = ~ empty;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = ~ overlap;
-  assign \$62  = \$60  & \$61 ;
-  assign bad_range = \$62  & wraps;
-  assign \$63  = empty | overlap;
-  assign \$64  = \$63  | wraps;
-  assign \$65  = desc[8] & \$64 ;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = stage[4] & \$66 ;
-  assign desc_busy = \$67  & \busy$19 ;
-  assign \$68  = bad_program | bad_pitch;
-  assign \$69  = \$68  | bad_range;
-  assign refused = \$69  | desc_busy;
-  assign \$70  = ~ refused;
-  assign \$71  = stage[4] & \$70 ;
-  assign \$72  = ~ refused;
-  assign \$73  = stage[4] & \$72 ;
-  assign \$74  = ready & room;
-  assign \$75  = ~ program__valid;
-  assign trigger__ready = \$74  & \$75 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$19 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$76  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$76 ;
-  assign \$77  = ~ refused;
-  assign \$78  = trigger__valid & trigger__ready;
-  assign \$79  = \held$35  + \$78 ;
-  assign \$80  = \$79  - bad_descriptor;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = $signed(\$80 ) - $signed({ 1'h0, \$81  });
-  assign \$83  = ~ fetching;
-  assign \$84  = ~ fetched;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = ~ descriptor__valid;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = ~ stage[4];
-  assign o__ready = \$87  & \$88 ;
-  assign \$89  = old + 1'h1;
-  assign \$90  = \old$61  + 1'h1;
-  assign \$91  = \old$68  + 1'h1;
-  assign \$92  = issued_checked - dropped_checked;
-  assign \$93  = $signed(\$92 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$93 [4:0];
-  assign \$94  = ~ s1_valid;
-  assign \$95  = ~ s2_valid;
-  assign \$96  = \$94  & \$95 ;
-  assign \$97  = ~ o__valid;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ fetching;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = ~ fetched;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = ~ descriptor__valid;
-  assign idle = \$102  & \$103 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$35  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$35  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign \$88  = old + 1'h1;
+  assign \$89  = \old$62  + 1'h1;
+  assign \$90  = \old$69  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$104 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$105 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$106 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$106 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$107 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$108 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -102101,17 +102101,17 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$16 [36:0];
   always @(posedge clk)
-    \busy$19  <= \$110 ;
+    \busy$19  <= \$109 ;
   always @(posedge clk)
     wraps <= \$20 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$110 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$111 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -102119,15 +102119,15 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$35  <= \$113 ;
+    \held$35  <= \$112 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$113 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$114 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$115 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$116 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -102135,33 +102135,33 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$117 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$118 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$119 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$40 ;
+    old <= \$37 ;
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$120 ;
   always @(posedge clk)
-    \pending$59  <= \$122 ;
+    \pending$59  <= \$121 ;
   always @(posedge clk)
-    \pending_index$60  <= s2_cmd;
+    \pending_index$61  <= s2_cmd;
   always @(posedge clk)
-    \old$61  <= \$45 ;
+    \old$62  <= \$42 ;
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$122 ;
   always @(posedge clk)
-    \pending$66  <= \$124 ;
+    \pending$67  <= \$123 ;
   always @(posedge clk)
-    \pending_index$67  <= descriptor__payload[7:0];
+    \pending_index$68  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$68  <= \$51 ;
+    \old$69  <= \$48 ;
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$124 ;
   t3hw_system__e3__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -102173,182 +102173,182 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$104  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$104  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$104  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$105  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$105  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$105  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$106  = { stage[3:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$106  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$107  = desc;
+    \$106  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$106  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$108  = rows1;
+    \$107  = rows1;
     if (program__ready) begin
-      \$108  = \$4 [11:0];
+      \$107  = \$4 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$109  = held;
+    \$108  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$108  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$110  = \busy$19 ;
+    \$109  = \busy$19 ;
     if (stage[2]) begin
-      \$110  = \$17 ;
+      \$109  = \$17 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$111  = \$21 ;
+    \$110  = \$21 ;
+    if (rst) begin
+      \$110  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_69 ) begin end
+    \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$112  = s1_valid;
+    \$112  = \$78 [4:0];
     if (rst) begin
-      \$112  = 1'h0;
+      \$112  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$113  = \$82 [4:0];
+    \$113  = room_next;
     if (rst) begin
-      \$113  = 5'h00;
+      \$113  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$114  = \$25 ;
+    \$114  = \$30 ;
     if (rst) begin
-      \$114  = 1'h1;
+      \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$115  = \$33 ;
+    \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$116  = \$34 ;
+    \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$117  = fetching;
+    \$117  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$117  = 1'h0;
+    end
+    if (fetched) begin
+      \$117  = 1'h1;
+    end
     if (rst) begin
       \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$118  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$118  = 1'h0;
-    end
+    \$118  = descriptor__payload;
     if (fetched) begin
-      \$118  = 1'h1;
+      \$118 [8] = got[0];
+      \$118 [9] = got[1];
+      \$118 [14:10] = got[6:2];
+      \$118 [30:15] = got[22:7];
+      \$118 [42:31] = got[34:23];
+      \$118 [58:43] = got[50:35];
+      \$118 [82:59] = got[74:51];
+      \$118 [130:83] = got[122:75];
+      \$118 [178:131] = got[170:123];
+      \$118 [7:0] = got_index;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$118  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$119  = descriptor__payload;
-    if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
-    end
+    \$119  = \$34 ;
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$120  = \$37 ;
-    if (rst) begin
-      \$120  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_69 ) begin end
-    \$121  = issued_checked;
+    \$120  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$120  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$122  = \$42 ;
+    \$121  = \$39 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$121  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$123  = dropped_checked;
+    \$122  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$65 ;
+      \$122  = \check__data$66 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$124  = \$48 ;
+    \$123  = \$45 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
-    \$125  = taken_checked;
+    \$124  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$72 ;
+      \$124  = \check__data$73 ;
     end
   end
   always @* begin
@@ -102359,7 +102359,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$77 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -102388,7 +102388,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$71 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -102423,7 +102423,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$73 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -102441,7 +102441,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$89 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -102457,60 +102457,60 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$97  = sweep;
+      \wr__addr$98  = sweep;
     end else begin
-      \wr__addr$97  = \pending_index$60 ;
+      \wr__addr$98  = \pending_index$61 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$98  = 5'h00;
+      \wr__data$99  = 5'h00;
     end else begin
-      \wr__data$98  = \$90 [4:0];
+      \wr__data$99  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$99  = 1'h1;
+      \wr__en$100  = 1'h1;
     end else begin
-      \wr__en$99  = \pending$59 ;
+      \wr__en$100  = \pending$59 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$102  = sweep;
+      \wr__addr$103  = sweep;
     end else begin
-      \wr__addr$102  = \pending_index$67 ;
+      \wr__addr$103  = \pending_index$68 ;
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$103  = 5'h00;
+      \wr__data$104  = 5'h00;
     end else begin
-      \wr__data$103  = \$91 [4:0];
+      \wr__data$104  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_69 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$104  = 1'h1;
+      \wr__en$105  = 1'h1;
     end else begin
-      \wr__en$104  = \pending$66 ;
+      \wr__en$105  = \pending$67 ;
     end
   end
-  assign held_next = \$82 [4:0];
-  assign value = \$89 [4:0];
-  assign \value$63  = \$90 [4:0];
-  assign \value$70  = \$91 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$64  = \$89 [4:0];
+  assign \value$71  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -102518,10 +102518,10 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$96  = s2_cmd;
-  assign \check__addr$100  = desc[7:0];
-  assign \pre__addr$101  = descriptor__payload[7:0];
-  assign \check__addr$105  = desc[7:0];
+  assign \pre__addr$97  = s2_cmd;
+  assign \check__addr$101  = desc[7:0];
+  assign \pre__addr$102  = descriptor__payload[7:0];
+  assign \check__addr$106  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];

@@ -477,7 +477,6 @@ class Csr(wiring.Component):
         and a copy of each target's, whose ``clear`` is held high. Returns ``{group name:
         (sticky bits, events, the bits software clears this cycle, the first-error decision
         of this cycle)}``; the decision is a register, ``None`` for the block's own group."""
-        # --- sticky errors (W1C); the targets' clears are held high -------------------------
         # A target's events (and its ``capture``, :meth:`_captures`) are registered as they
         # enter, so the first-error decision and the sticky update start from flip-flops
         # beside them: a target's event shows here two cycles after it happened. (A write's

@@ -49,8 +49,8 @@ class DmaQueue(wiring.Component):
         Triggers; ``cmd`` is the descriptor index (``tile`` only goes to ``detail``).
         Ready while not ``busy``, while no descriptor write is presented or being checked,
         and while the ready queue has room for it and for the triggers being checked (a
-        register: a place freed by a fetch counts from the cycle after next); a full queue
-        holds ``ready`` low: triggers are never dropped. ``ready`` is one gate of registers.
+        register with the first two: a place freed by a fetch counts from the cycle after
+        next); a full queue holds ``ready`` low: triggers are never dropped.
     desc_held : In(1)
         The descriptor of ``program``'s index is named by a firing still pending in the
         tracker (its ``desc_held``, a register, answering ``program.payload.index`` as
@@ -201,11 +201,11 @@ class DmaQueue(wiring.Component):
         # and no adder lies on the tracker's path into its trigger queue.
         held = Signal(range(p.dma_ready_depth + 1))
         room = Signal(init=1)
-        # ``trigger.ready``: one gate of three registers into the tracker's trigger queue:
-        # ``ready`` (not busy, no write being checked, computed a cycle ahead), ``room`` and
-        # the presented write (``program.valid``, the register block's).
+        # ``trigger.ready``: one register (not busy, no write being checked, room) and the
+        # presented write (``program.valid``, the register block's register), one gate from
+        # flip-flops into the tracker's trigger queue.
         ready = Signal()
-        m.d.comb += self.trigger.ready.eq(ready & room & ~self.program.valid)
+        m.d.comb += self.trigger.ready.eq(ready & ~self.program.valid)
         take_trig = self.trigger.valid & self.trigger.ready
         m.d.comb += rd_check.addr.eq(self.trigger.payload.cmd)
         m.d.sync += [s1_valid.eq(take_trig), s1_cmd.eq(self.trigger.payload.cmd),
@@ -228,10 +228,11 @@ class DmaQueue(wiring.Component):
         held_next = Signal.like(held)
         m.d.comb += held_next.eq(held + take_trig - self.bad_descriptor
                                  - (rq.o.valid & rq.o.ready))
-        m.d.sync += [held.eq(held_next),
-                     room.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth),
+        room_next = Signal()
+        m.d.comb += room_next.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth)
+        m.d.sync += [held.eq(held_next), room.eq(room_next),
                      ready.eq(~(self.busy & (sweep != p.dma_descriptors - 1))
-                              & ~chk.checking_next)]
+                              & ~chk.checking_next & room_next)]
 
         # --- fetch: pop the head index, read its descriptor, offer it ------------------------
         f = self._fetch(m, rq, rd_fetch, chk, dlayout)

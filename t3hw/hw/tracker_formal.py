@@ -177,7 +177,8 @@ def formal_spec(params: EngineParams, *, bug=None):
             m.d.comb += [Assert(queue.data.cmd == s4_cmd, "tracker: trigger with the wrong cmd"),
                          Assert(queue.data.tile == s4_tile,
                                 "tracker: trigger with the wrong tile")]
-        with m.If(past(m, s3_lost, name="s4_lost")):
+        # (the error events are registered before the sticky bits: S3 + 2)
+        with m.If(past(m, past(m, s3_lost, name="s4_lost"), name="s5_lost")):
             m.d.comb += Assert(dut.errors.overflow, "tracker: lost firing not reported")
         # Tokens of I in flight: in the trigger queue, in the ack queue, an ack in S1-S3
         # (an ack in S3 only if it pushes again), a push in S3 or S4.
