@@ -70,7 +70,8 @@ class AddrMapEnv(StreamEnv):
     the one that wins (store, then packet, then region write) and holds them.
 
     ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because ``Q``
-    packets were held (behind a stalled ``rx_mem``); ``prog_held`` the cycles a region write
+    packets were held (behind a stalled ``rx_mem``; a random run that has not met one by
+    half way holds ``rx_mem`` low until it does, ``rx_forced`` cycles); ``prog_held`` the cycles a region write
     waited for ``program.ready``; ``coincident`` the cycles with more than one error event.
     """
 
@@ -108,6 +109,7 @@ class AddrMapEnv(StreamEnv):
         self.rx_tracked = 0         # ... of which written, tracked
         self.rx_refused = 0         # ... of which refused
         self.rx_held = 0            # cycles `rx` refused: Q packets held
+        self.rx_forced = 0          # cycles rx_mem was held low to reach that (random runs)
         self.prog = None            # (index, fields) presented on `program`
         self.prog_held = 0          # cycles a region write waited for program.ready
         self.busy = 0               # the RTL's busy count: program.ready = busy == 0
@@ -216,6 +218,13 @@ class AddrMapEnv(StreamEnv):
                 self.prog = head[1:]
         if self.sent < self.stores:
             self._random()
+            # From half way, if no packet has yet been refused for Q held behind a stalled
+            # rx_mem (random stalls reach it at most seeds, not all), hold rx_mem low until
+            # one is (or for 64 Q cycles), so that every random run covers it.
+            force = (not self.rx_held and self.sent >= self.stores // 2
+                     and self.rx_forced < 64 * self.depth)
+            self.rx_stall.hold = force
+            self.rx_forced += force
         return {
             "rx":        None if self.rx is None else self.net_c.pack(**self.rx),
             "rx_mem":    self.rx_stall.ready(),
