@@ -16,6 +16,30 @@ def net_sinks(cells):
     return sinks
 
 
+def _output_flip_flops(cell, cells, sinks, port_bits, pins):
+    """``{pin: (flip-flop name, its Q bits)}`` for the used outputs of ``cell`` among
+    ``pins`` when each drives exactly one ``TRELLIS_FF`` data input and nothing else (no
+    module port), the flip-flop on a rising edge with no set or reset and no ``M`` input;
+    None when one does not. Unused outputs are left out."""
+    plan = {}
+    for pin, bits in cell["connections"].items():
+        if (pin not in pins or cell["port_directions"][pin] != "output"
+                or not isinstance(bits[0], int)):
+            continue
+        to = sinks.get(bits[0], [])
+        if not to and bits[0] not in port_bits:
+            continue                                    # an unused output
+        if len(to) != 1 or to[0][1] != "DI" or bits[0] in port_bits:
+            return None
+        ff = cells[to[0][0]]
+        fp, fc = ff["parameters"], ff["connections"]
+        if (ff["type"] != "TRELLIS_FF" or fp.get("CLKMUX", "CLK").strip() != "CLK"
+                or fc.get("LSR", ["0"]) != ["0"] or fc.get("M", ["0"]) != ["0"]):
+            return None
+        plan[pin] = (to[0][0], fc["Q"])
+    return plan
+
+
 def absorb_ram_output_registers(netlist):
     """Move the flip-flops that register a block RAM's read data into the RAM's own output
     register (``REGMODE = OUTREG``), in a Yosys ECP5 JSON ``netlist``, in place.
@@ -48,37 +72,27 @@ def absorb_ram_output_registers(netlist):
                     or any(prm.get(k, "NOREG").strip() != "NOREG"
                            for k in ("REGMODE_A", "REGMODE_B"))):
                 continue
-            plan, enable = {}, None
-            for pin, bits in con.items():
-                if ram["port_directions"][pin] != "output" or not isinstance(bits[0], int):
-                    continue
-                to = sinks.get(bits[0], [])
-                if not to and bits[0] not in port_bits:
-                    continue                                    # an unused output
-                if len(to) != 1 or to[0][1] != "DI" or bits[0] in port_bits:
-                    break
-                ff = cells[to[0][0]]
-                fp, fc = ff["parameters"], ff["connections"]
-                cemux = fp.get("CEMUX", "1").strip()
-                if (ff["type"] != "TRELLIS_FF" or fc.get("CLK") != con["CLKB"]
-                        or fp.get("CLKMUX", "CLK").strip() != "CLK"
-                        or fc.get("LSR", ["0"]) != ["0"] or fc.get("M", ["0"]) != ["0"]
-                        or cemux not in ("1", "CE")):
-                    break
-                ce = ["1"] if cemux == "1" else fc["CE"]
-                if enable not in (None, ce):
-                    break
-                enable = ce
-                plan[pin] = (to[0][0], fc["Q"])
-            else:
-                if not plan:
-                    continue
-                for pin, (ff, q) in plan.items():
-                    con[pin] = q
-                    del cells[ff]
-                prm["REGMODE_A"] = prm["REGMODE_B"] = "OUTREG"
-                con["OCEA"] = con["OCEB"] = enable
-                absorbed[f"{mname}.{name}"] = len(plan)
+            plan = _output_flip_flops(ram, cells, sinks, port_bits,
+                                      {p for p, d in ram["port_directions"].items()
+                                       if d == "output"})
+            if not plan:
+                continue
+            ffs = [cells[ff] for ff, _ in plan.values()]
+            if any(f["connections"].get("CLK") != con["CLKB"]
+                   or f["parameters"].get("CEMUX", "1").strip() not in ("1", "CE")
+                   for f in ffs):
+                continue
+            enables = {tuple(["1"] if f["parameters"].get("CEMUX", "1").strip() == "1"
+                             else f["connections"]["CE"]) for f in ffs}
+            if len(enables) != 1:
+                continue
+            enable = list(enables.pop())
+            for pin, (ff, q) in plan.items():
+                con[pin] = q
+                del cells[ff]
+            prm["REGMODE_A"] = prm["REGMODE_B"] = "OUTREG"
+            con["OCEA"] = con["OCEB"] = enable
+            absorbed[f"{mname}.{name}"] = len(plan)
     return absorbed
 
 
@@ -114,34 +128,22 @@ def absorb_mult_output_registers(netlist):
             if (mult["type"] != "MULT18X18D"
                     or any(str(prm.get(k, "NONE")).strip() != "NONE" for k in regs)):
                 continue
-            plan, clock = {}, None
-            for pin, bits in con.items():
-                if (not pin.startswith("P") or mult["port_directions"][pin] != "output"
-                        or not isinstance(bits[0], int)):
-                    continue
-                to = sinks.get(bits[0], [])
-                if not to and bits[0] not in port_bits:
-                    continue                                    # an unused product bit
-                if len(to) != 1 or to[0][1] != "DI" or bits[0] in port_bits:
-                    break
-                ff = cells[to[0][0]]
-                fp, fc = ff["parameters"], ff["connections"]
-                if (ff["type"] != "TRELLIS_FF" or fp.get("CLKMUX", "CLK").strip() != "CLK"
-                        or fc.get("LSR", ["0"]) != ["0"] or fc.get("M", ["0"]) != ["0"]
-                        or fp.get("CEMUX", "1").strip() != "1"
-                        or fp.get("REGSET", "RESET").strip() != "RESET"
-                        or clock not in (None, fc["CLK"])):
-                    break
-                clock = fc["CLK"]
-                plan[pin] = (to[0][0], fc["Q"])
-            else:
-                if not plan:
-                    continue
-                for pin, (ff, q) in plan.items():
-                    con[pin] = q
-                    del cells[ff]
-                prm.update(REG_OUTPUT_CLK="CLK0", REG_OUTPUT_CE="CE0", REG_OUTPUT_RST="RST0")
-                con.update(CLK0=clock, CE0=["1"], RST0=["0"])
-                mult["port_directions"].update(CLK0="input", CE0="input", RST0="input")
-                absorbed[f"{mname}.{name}"] = len(plan)
+            plan = _output_flip_flops(mult, cells, sinks, port_bits,
+                                      {p for p in con if p.startswith("P")})
+            if not plan:
+                continue
+            ffs = [cells[ff] for ff, _ in plan.values()]
+            clocks = {tuple(f["connections"]["CLK"]) for f in ffs}
+            if (len(clocks) != 1 or any(f["parameters"].get("CEMUX", "1").strip() != "1"
+                                        or f["parameters"].get("REGSET", "RESET").strip()
+                                        != "RESET" for f in ffs)):
+                continue
+            clock = list(clocks.pop())
+            for pin, (ff, q) in plan.items():
+                con[pin] = q
+                del cells[ff]
+            prm.update(REG_OUTPUT_CLK="CLK0", REG_OUTPUT_CE="CE0", REG_OUTPUT_RST="RST0")
+            con.update(CLK0=clock, CE0=["1"], RST0=["0"])
+            mult["port_directions"].update(CLK0="input", CE0="input", RST0="input")
+            absorbed[f"{mname}.{name}"] = len(plan)
     return absorbed
