@@ -297,6 +297,23 @@ def test_tracker_table_read_goes_straight_to_registers(tmp_path):
     assert len(after) == width and all(t != "TRELLIS_FF" for s in after for t, _ in s)
 
 
+def _flip_flops(ffs):
+    """One TRELLIS_FF per ``{param: value, pin: bits}`` override (clock net 1, no reset,
+    always enabled, D on nets 10, 11, ..., Q on nets 20, 21, ...)."""
+    cells = {}
+    for i, override in enumerate(ffs):
+        params = {"CEMUX": "1 ", "CLKMUX": "CLK", "GSR": "DISABLED", "LSRMUX": "LSR",
+                  "REGSET": "RESET"}
+        conns = {"CLK": [1], "LSR": ["0"], "DI": [10 + i], "Q": [20 + i]}
+        for key, value in override.items():
+            (conns if isinstance(value, list) else params)[key] = value
+        cells[f"ff{i}"] = {"type": "TRELLIS_FF", "parameters": params,
+                           "port_directions": {p: "output" if p == "Q" else "input"
+                                               for p in conns},
+                           "connections": conns}
+    return cells
+
+
 def _ram_netlist(ffs):
     """A netlist of one DP16KD whose read outputs DOB0, DOB1 (nets 10, 11) feed ``ffs``: one
     ``{param: value, pin: bits}`` override per flip-flop (TRELLIS_FF, clock net 1, no reset,
@@ -309,16 +326,7 @@ def _ram_netlist(ffs):
                                          "DOB2": "output"},
                      "connections": {"CLKB": [1], "OCEA": ["0"], "OCEB": ["1"],
                                      "DOB0": [10], "DOB1": [11], "DOB2": [12]}}}
-    for i, override in enumerate(ffs):
-        params = {"CEMUX": "1 ", "CLKMUX": "CLK", "GSR": "DISABLED", "LSRMUX": "LSR",
-                  "REGSET": "RESET"}
-        conns = {"CLK": [1], "LSR": ["0"], "DI": [10 + i], "Q": [20 + i]}
-        for key, value in override.items():
-            (conns if isinstance(value, list) else params)[key] = value
-        cells[f"ff{i}"] = {"type": "TRELLIS_FF", "parameters": params,
-                           "port_directions": {p: "output" if p == "Q" else "input"
-                                               for p in conns},
-                           "connections": conns}
+    cells.update(_flip_flops(ffs))
     return {"modules": {"m": {"ports": {}, "cells": cells}}}
 
 
@@ -361,16 +369,7 @@ def _mult_netlist(ffs, mult_params=None):
                       "port_directions": {p: "output" if p.startswith("P") else "input"
                                           for p in pins},
                       "connections": pins}}
-    for i, override in enumerate(ffs):
-        params = {"CEMUX": "1 ", "CLKMUX": "CLK", "GSR": "DISABLED", "LSRMUX": "LSR",
-                  "REGSET": "RESET"}
-        conns = {"CLK": [1], "LSR": ["0"], "DI": [10 + i], "Q": [20 + i]}
-        for key, value in override.items():
-            (conns if isinstance(value, list) else params)[key] = value
-        cells[f"ff{i}"] = {"type": "TRELLIS_FF", "parameters": params,
-                           "port_directions": {p: "output" if p == "Q" else "input"
-                                               for p in conns},
-                           "connections": conns}
+    cells.update(_flip_flops(ffs))
     return {"modules": {"m": {"ports": {}, "cells": cells}}}
 
 
