@@ -282,9 +282,18 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$signal  = 1'h0;
   reg \$signal$89  = 1'h0;
   wire [7:0] \$signature__addr ;
+  wire [7:0] \$signature__addr$91 ;
   reg [7:0] \$signature__addr$99  = 8'h00;
-  wire [8:0] \$signature__data ;
+  wire [45:0] \$signature__data ;
+  wire [8:0] \$signature__data$125 ;
   wire \$signature__data$126 ;
+  wire [7:0] \$signature__data.cmd ;
+  wire [11:0] \$signature__data.left ;
+  wire [3:0] \$signature__data.pending ;
+  wire \$signature__data.rearm ;
+  wire [7:0] \$signature__data.tag ;
+  wire [11:0] \$signature__data.threshold ;
+  wire \$signature__data.valid ;
   wire arm;
   (* init = 8'h00 *)
   wire [7:0] asked;
@@ -441,15 +450,6 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire push;
   wire \push$67 ;
   reg \push$82  = 1'h0;
-  wire [7:0] rd__addr;
-  wire [45:0] rd__data;
-  wire [7:0] rd__data__cmd ;
-  wire [11:0] rd__data__left ;
-  wire [3:0] rd__data__pending ;
-  wire rd__data__rearm ;
-  wire [7:0] rd__data__tag ;
-  wire [11:0] rd__data__threshold ;
-  wire rd__data__valid ;
   reg [45:0] rdata = 46'h000000000000;
   wire [7:0] rdata__cmd ;
   wire [11:0] rdata__left ;
@@ -910,7 +910,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk) begin
     _0_ <= entries[\$9 [7:0]];
   end
-  assign rd__data = _0_;
+  assign \$signature__data  = _0_;
   reg [8:0] held [255:0];
   initial begin
     held[0] = 9'h000;
@@ -1174,7 +1174,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     if (\wr__en$95 )
       held[\wr__addr$92 ] <= \wr__data$94 ;
   end
-  assign \$signature__data  = held[ent[28:21]];
+  assign \$signature__data$125  = held[ent[28:21]];
   reg [0:0] held_nonzero [255:0];
   initial begin
     held_nonzero[0] = 1'h0;
@@ -1627,7 +1627,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$166  = \$signal$89  | s4_dec;
   assign \$167  = s4_cmd == ent[28:21];
   assign \$168  = \$166  & \$167 ;
-  assign \$169  = \$168  ? \$74 [8:0] : \$signature__data ;
+  assign \$169  = \$168  ? \$74 [8:0] : \$signature__data$125 ;
   assign \$170  = \$signal$89  | s4_dec;
   assign \$171  = s4_cmd == \$signature__addr$99 ;
   assign \$172  = \$170  & \$171 ;
@@ -1724,7 +1724,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     fwd_tag_eq <= \$225 ;
   always @(posedge clk)
-    rdata <= rd__data;
+    rdata <= \$signature__data ;
   always @(posedge clk)
     fwd_hit <= \$226 ;
   always @(posedge clk)
@@ -2226,7 +2226,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign o__ready = trigger__ready;
   assign o__valid = trigger__valid;
   assign data = trigger__payload[23:8];
-  assign rd__addr = \$9 [7:0];
+  assign \$signature__addr  = \$9 [7:0];
   assign new_left = \$22 [11:0];
   assign over = \$22 [12];
   assign done = \$23 [12];
@@ -2236,7 +2236,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign trig = \data$80 ;
   assign s4_push = \push$82 ;
   assign \new  = \$74 [8:0];
-  assign \$signature__addr  = ent[28:21];
+  assign \$signature__addr$91  = ent[28:21];
   assign asked = \$signature__addr$99 ;
   assign write__payload__tile  = write__payload[15:0];
   assign write__payload__beats  = write__payload[19:16];
@@ -2377,13 +2377,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign s3_write__beats  = s3_write[19:16];
   assign s3_write__kind  = s3_write[20];
   assign s3_write__source  = s3_write[22:21];
-  assign rd__data__valid  = rd__data[0];
-  assign rd__data__rearm  = rd__data[1];
-  assign rd__data__tag  = rd__data[9:2];
-  assign rd__data__threshold  = rd__data[21:10];
-  assign rd__data__left  = rd__data[33:22];
-  assign rd__data__cmd  = rd__data[41:34];
-  assign rd__data__pending  = rd__data[45:42];
+  assign \$signature__data.valid  = \$signature__data [0];
+  assign \$signature__data.rearm  = \$signature__data [1];
+  assign \$signature__data.tag  = \$signature__data [9:2];
+  assign \$signature__data.threshold  = \$signature__data [21:10];
+  assign \$signature__data.left  = \$signature__data [33:22];
+  assign \$signature__data.cmd  = \$signature__data [41:34];
+  assign \$signature__data.pending  = \$signature__data [45:42];
   assign \$like$123.unprogrammed  = \$like$123 [0];
   assign \$like$123.overcount  = \$like$123 [1];
   assign \$like$123.reprogram  = \$like$123 [2];
@@ -2435,11 +2435,65 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire [8:0] \$133 ;
+  wire [8:0] \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [8:0] \$138 ;
+  wire [8:0] \$139 ;
   wire \$14 ;
+  reg [8:0] \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg \$146 ;
+  reg \$147 ;
+  reg \$148 ;
+  reg [15:0] \$149 ;
   wire \$15 ;
+  reg [15:0] \$150 ;
+  reg [15:0] \$151 ;
+  reg [7:0] \$152 ;
+  reg [7:0] \$153 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2480,38 +2534,74 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [8:0] \$52 ;
-  wire [8:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [8:0] \$57 ;
-  wire [8:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [10:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [15:0] \$63 ;
-  reg [8:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [7:0] \$68 ;
-  reg [7:0] \$69 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [15:0] \$70 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 8'h00 *)
+  wire [7:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
-  reg full = 1'h0;
-  (* init = 8'h00 *)
-  wire [7:0] head;
   (* init = 16'h0000 *)
-  wire [15:0] head_reg;
+  wire [15:0] front0;
+  reg [15:0] front1 = 16'h0000;
+  reg [15:0] front2 = 16'h0000;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
   reg [15:0] o__payload = 16'h0000;
@@ -2523,15 +2613,16 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire push;
   reg [7:0] rd__addr = 8'h00;
   wire [15:0] rd__data;
+  reg [15:0] rd_q = 16'h0000;
   input rst;
   wire rst;
-  (* init = 8'h00 *)
-  wire [7:0] tail;
   reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
+  (* init = 8'h00 *)
+  wire [7:0] wr_ptr;
   reg [15:0] storage [255:0];
   initial begin
     storage[0] = 16'h0000;
@@ -2794,56 +2885,11 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 8'hff;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 9'h000 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 8'hff;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 9'h000 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
-  always @(posedge clk)
-    level <= \$64 ;
-  always @(posedge clk)
-    o__valid <= \$65 ;
-  always @(posedge clk)
-    full <= \$66 ;
-  always @(posedge clk)
-    waiting <= \$67 ;
-  always @(posedge clk)
-    wr__addr <= \$68 ;
-  always @(posedge clk)
-    rd__addr <= \$69 ;
-  always @(posedge clk)
-    o__payload <= \$70 ;
+  reg [15:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -2873,77 +2919,331 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = late & \$68 ;
+  assign \$70  = issued2 & \$69 ;
+  assign \$71  = push & accept;
+  assign \$72  = ~ ge3;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = ~ ge4;
+  assign \$75  = \$73  & \$74 ;
+  assign \$76  = \$72  | \$75 ;
+  assign \$77  = \$71  & \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ waiting;
+  assign \$80  = o__valid & \$79 ;
+  assign \$81  = ~ o__valid;
+  assign \$82  = \$78  ? \$80  : \$81 ;
+  assign \$83  = \$77  & \$82 ;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = late ^ \$85 ;
+  assign \$87  = issued2 & \$86 ;
+  assign \$88  = push & accept;
+  assign \$89  = ~ ge3;
+  assign \$90  = o__valid & o__ready;
+  assign \$91  = ~ ge4;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = \$89  | \$92 ;
+  assign \$94  = \$88  & \$93 ;
+  assign \$95  = o__valid & o__ready;
+  assign \$96  = ~ ge3;
+  assign \$97  = waiting & \$96 ;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
+  assign \$100  = \$95  ? \$97  : \$99 ;
+  assign \$101  = \$94  & \$100 ;
+  assign \$102  = o__valid & o__ready;
+  assign \$103  = ~ late;
+  assign \$104  = o__valid & o__ready;
+  assign \$105  = ~ \$104 ;
+  assign \$106  = \$103  & \$105 ;
+  assign \$107  = issued2 & \$106 ;
+  assign \$108  = push & accept;
+  assign \$109  = ~ ge3;
+  assign \$110  = o__valid & o__ready;
+  assign \$111  = ~ ge4;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = \$109  | \$112 ;
+  assign \$114  = \$108  & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ ge4;
+  assign \$117  = ge3 & \$116 ;
+  assign \$118  = ~ ge3;
+  assign \$119  = waiting & \$118 ;
+  assign \$120  = \$115  ? \$117  : \$119 ;
+  assign \$121  = \$114  & \$120 ;
+  assign \$122  = push & accept;
+  assign \$123  = push & accept;
+  assign \$124  = ~ ge3;
+  assign \$125  = o__valid & o__ready;
+  assign \$126  = ~ ge4;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = \$124  | \$127 ;
+  assign \$129  = \$123  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = wr__addr == 8'hff;
+  assign \$133  = wr__addr + 1'h1;
+  assign \$134  = \$132  ? 9'h000 : \$133 ;
+  assign \$135  = o__valid & o__ready;
+  assign \$136  = \$135  & ge4;
+  assign \$137  = rd__addr == 8'hff;
+  assign \$138  = rd__addr + 1'h1;
+  assign \$139  = \$137  ? 9'h000 : \$138 ;
+  always @(posedge clk)
+    level <= \$140 ;
+  always @(posedge clk)
+    o__valid <= \$141 ;
+  always @(posedge clk)
+    full <= \$142 ;
+  always @(posedge clk)
+    waiting <= \$143 ;
+  always @(posedge clk)
+    ge3 <= \$144 ;
+  always @(posedge clk)
+    ge4 <= \$145 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$146 ;
+  always @(posedge clk)
+    issued2 <= \$147 ;
+  always @(posedge clk)
+    late <= \$148 ;
+  always @(posedge clk)
+    o__payload <= \$149 ;
+  always @(posedge clk)
+    front1 <= \$150 ;
+  always @(posedge clk)
+    front2 <= \$151 ;
+  always @(posedge clk)
+    wr__addr <= \$152 ;
+  always @(posedge clk)
+    rd__addr <= \$153 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$64  = \$6 [8:0];
+    \$140  = \$6 [8:0];
     if (rst) begin
-      \$64  = 9'h000;
+      \$140  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$65  = \$16 ;
+    \$141  = \$16 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = \$28 ;
+    \$142  = \$28 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = \$40 ;
+    \$143  = \$40 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [7:0];
+    \$144  = \$52 ;
+    if (rst) begin
+      \$144  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$145  = \$64 ;
+    if (rst) begin
+      \$145  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$146  = \$66 ;
+    if (rst) begin
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$147  = issued1;
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$148  = \$67 ;
+    if (rst) begin
+      \$148  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$149  = o__payload;
+    if (\$70 ) begin
+      \$149  = rd_q;
+    end else if (\$83 ) begin
+      \$149  = wr__data;
+    end else if (\$84 ) begin
+      \$149  = front1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$150  = front1;
+    if (\$87 ) begin
+      \$150  = rd_q;
+    end else if (\$101 ) begin
+      \$150  = wr__data;
+    end else if (\$102 ) begin
+      \$150  = front2;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$151  = front2;
+    if (\$107 ) begin
+      \$151  = rd_q;
+    end else if (\$121 ) begin
+      \$151  = wr__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$152  = wr__addr;
+    if (\$131 ) begin
+      \$152  = \$134 [7:0];
     end
     if (rst) begin
-      \$68  = 8'h00;
+      \$152  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [7:0];
+    \$153  = rd__addr;
+    if (\$136 ) begin
+      \$153  = \$139 [7:0];
     end
     if (rst) begin
-      \$69  = 8'h00;
+      \$153  = 8'h00;
     end
   end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
-    end
-  end
-  assign head_reg = o__payload;
-  assign tail = wr__addr;
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign head = rd__addr;
+  assign \$signal  = rd__addr;
 endmodule
 
 module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire [8:0] \$133 ;
+  wire [8:0] \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [8:0] \$138 ;
+  wire [8:0] \$139 ;
   wire \$14 ;
+  reg [8:0] \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg \$146 ;
+  reg \$147 ;
+  reg \$148 ;
+  reg [23:0] \$149 ;
   wire \$15 ;
+  reg [23:0] \$150 ;
+  reg [23:0] \$151 ;
+  reg [7:0] \$152 ;
+  reg [7:0] \$153 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2984,42 +3284,82 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [8:0] \$52 ;
-  wire [8:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [8:0] \$57 ;
-  wire [8:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [10:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [23:0] \$63 ;
-  reg [8:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [7:0] \$68 ;
-  reg [7:0] \$69 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [23:0] \$70 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 8'h00 *)
+  wire [7:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
-  reg full = 1'h0;
-  (* init = 8'h00 *)
-  wire [7:0] head;
   (* init = 24'h000000 *)
-  wire [23:0] head_reg;
-  wire [7:0] head_reg__cmd ;
-  wire [15:0] head_reg__tile ;
+  wire [23:0] front0;
+  wire [7:0] front0__cmd ;
+  wire [15:0] front0__tile ;
+  reg [23:0] front1 = 24'h000000;
+  wire [7:0] front1__cmd ;
+  wire [15:0] front1__tile ;
+  reg [23:0] front2 = 24'h000000;
+  wire [7:0] front2__cmd ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
   reg [23:0] o__payload = 24'h000000;
@@ -3035,10 +3375,11 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire [23:0] rd__data;
   wire [7:0] rd__data__cmd ;
   wire [15:0] rd__data__tile ;
+  reg [23:0] rd_q = 24'h000000;
+  wire [7:0] rd_q__cmd ;
+  wire [15:0] rd_q__tile ;
   input rst;
   wire rst;
-  (* init = 8'h00 *)
-  wire [7:0] tail;
   reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
@@ -3046,6 +3387,8 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
+  (* init = 8'h00 *)
+  wire [7:0] wr_ptr;
   reg [23:0] storage [255:0];
   initial begin
     storage[0] = 24'h000000;
@@ -3308,56 +3651,11 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 8'hff;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 9'h000 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 8'hff;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 9'h000 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
-  always @(posedge clk)
-    level <= \$64 ;
-  always @(posedge clk)
-    o__valid <= \$65 ;
-  always @(posedge clk)
-    full <= \$66 ;
-  always @(posedge clk)
-    waiting <= \$67 ;
-  always @(posedge clk)
-    wr__addr <= \$68 ;
-  always @(posedge clk)
-    rd__addr <= \$69 ;
-  always @(posedge clk)
-    o__payload <= \$70 ;
+  reg [23:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -3387,74 +3685,280 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = late & \$68 ;
+  assign \$70  = issued2 & \$69 ;
+  assign \$71  = push & accept;
+  assign \$72  = ~ ge3;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = ~ ge4;
+  assign \$75  = \$73  & \$74 ;
+  assign \$76  = \$72  | \$75 ;
+  assign \$77  = \$71  & \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ waiting;
+  assign \$80  = o__valid & \$79 ;
+  assign \$81  = ~ o__valid;
+  assign \$82  = \$78  ? \$80  : \$81 ;
+  assign \$83  = \$77  & \$82 ;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = late ^ \$85 ;
+  assign \$87  = issued2 & \$86 ;
+  assign \$88  = push & accept;
+  assign \$89  = ~ ge3;
+  assign \$90  = o__valid & o__ready;
+  assign \$91  = ~ ge4;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = \$89  | \$92 ;
+  assign \$94  = \$88  & \$93 ;
+  assign \$95  = o__valid & o__ready;
+  assign \$96  = ~ ge3;
+  assign \$97  = waiting & \$96 ;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
+  assign \$100  = \$95  ? \$97  : \$99 ;
+  assign \$101  = \$94  & \$100 ;
+  assign \$102  = o__valid & o__ready;
+  assign \$103  = ~ late;
+  assign \$104  = o__valid & o__ready;
+  assign \$105  = ~ \$104 ;
+  assign \$106  = \$103  & \$105 ;
+  assign \$107  = issued2 & \$106 ;
+  assign \$108  = push & accept;
+  assign \$109  = ~ ge3;
+  assign \$110  = o__valid & o__ready;
+  assign \$111  = ~ ge4;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = \$109  | \$112 ;
+  assign \$114  = \$108  & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ ge4;
+  assign \$117  = ge3 & \$116 ;
+  assign \$118  = ~ ge3;
+  assign \$119  = waiting & \$118 ;
+  assign \$120  = \$115  ? \$117  : \$119 ;
+  assign \$121  = \$114  & \$120 ;
+  assign \$122  = push & accept;
+  assign \$123  = push & accept;
+  assign \$124  = ~ ge3;
+  assign \$125  = o__valid & o__ready;
+  assign \$126  = ~ ge4;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = \$124  | \$127 ;
+  assign \$129  = \$123  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = wr__addr == 8'hff;
+  assign \$133  = wr__addr + 1'h1;
+  assign \$134  = \$132  ? 9'h000 : \$133 ;
+  assign \$135  = o__valid & o__ready;
+  assign \$136  = \$135  & ge4;
+  assign \$137  = rd__addr == 8'hff;
+  assign \$138  = rd__addr + 1'h1;
+  assign \$139  = \$137  ? 9'h000 : \$138 ;
+  always @(posedge clk)
+    level <= \$140 ;
+  always @(posedge clk)
+    o__valid <= \$141 ;
+  always @(posedge clk)
+    full <= \$142 ;
+  always @(posedge clk)
+    waiting <= \$143 ;
+  always @(posedge clk)
+    ge3 <= \$144 ;
+  always @(posedge clk)
+    ge4 <= \$145 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$146 ;
+  always @(posedge clk)
+    issued2 <= \$147 ;
+  always @(posedge clk)
+    late <= \$148 ;
+  always @(posedge clk)
+    o__payload <= \$149 ;
+  always @(posedge clk)
+    front1 <= \$150 ;
+  always @(posedge clk)
+    front2 <= \$151 ;
+  always @(posedge clk)
+    wr__addr <= \$152 ;
+  always @(posedge clk)
+    rd__addr <= \$153 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$64  = \$6 [8:0];
+    \$140  = \$6 [8:0];
     if (rst) begin
-      \$64  = 9'h000;
+      \$140  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$65  = \$16 ;
+    \$141  = \$16 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$66  = \$28 ;
+    \$142  = \$28 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$67  = \$40 ;
+    \$143  = \$40 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [7:0];
+    \$144  = \$52 ;
+    if (rst) begin
+      \$144  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$145  = \$64 ;
+    if (rst) begin
+      \$145  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$146  = \$66 ;
+    if (rst) begin
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$147  = issued1;
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$148  = \$67 ;
+    if (rst) begin
+      \$148  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$149  = o__payload;
+    if (\$70 ) begin
+      \$149  = rd_q;
+    end else if (\$83 ) begin
+      \$149  = wr__data;
+    end else if (\$84 ) begin
+      \$149  = front1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$150  = front1;
+    if (\$87 ) begin
+      \$150  = rd_q;
+    end else if (\$101 ) begin
+      \$150  = wr__data;
+    end else if (\$102 ) begin
+      \$150  = front2;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$151  = front2;
+    if (\$107 ) begin
+      \$151  = rd_q;
+    end else if (\$121 ) begin
+      \$151  = wr__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$152  = wr__addr;
+    if (\$131 ) begin
+      \$152  = \$134 [7:0];
     end
     if (rst) begin
-      \$68  = 8'h00;
+      \$152  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [7:0];
+    \$153  = rd__addr;
+    if (\$136 ) begin
+      \$153  = \$139 [7:0];
     end
     if (rst) begin
-      \$69  = 8'h00;
+      \$153  = 8'h00;
     end
   end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
-    end
-  end
-  assign head_reg = o__payload;
-  assign tail = wr__addr;
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign head = rd__addr;
+  assign \$signal  = rd__addr;
   assign o__payload__cmd  = o__payload[7:0];
   assign o__payload__tile  = o__payload[23:8];
-  assign head_reg__cmd  = o__payload[7:0];
-  assign head_reg__tile  = o__payload[23:8];
+  assign front0__cmd  = o__payload[7:0];
+  assign front0__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
+  assign rd_q__cmd  = rd_q[7:0];
+  assign rd_q__tile  = rd_q[23:8];
   assign rd__data__cmd  = rd__data[7:0];
   assign rd__data__tile  = rd__data[23:8];
+  assign front1__cmd  = front1[7:0];
+  assign front1__tile  = front1[23:8];
+  assign front2__cmd  = front2[7:0];
+  assign front2__tile  = front2[23:8];
 endmodule

@@ -6,15 +6,24 @@ which its head is read, so a queue of any depth (1 included) passes one item per
 its reader is ready.
 """
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assume, Cover
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
+from t3hw.spec.layouts import rd_collision_attrs
 from .formal import Spec, drive_inputs, past, stream_rules
 
 
-__all__ = ["Queue", "Slice", "formal_spec", "slice_formal_spec"]
+__all__ = ["HEADS", "BLOCK_MIN_DEPTH", "Queue", "Slice", "formal_spec", "slice_formal_spec"]
+
+#: Where a :class:`Queue` keeps its items (its ``head`` parameter).
+HEADS = ("register", "select", "memory", "block")
+
+#: Fewest items a ``head="block"`` queue holds: its three front registers and one more.
+BLOCK_MIN_DEPTH = 4
 
 
 class Queue(wiring.Component):
@@ -32,7 +41,11 @@ class Queue(wiring.Component):
         selects, so that a pop toggles one flip-flop instead of enabling a register as wide
         as an item; ``"memory"``: every item in a memory of ``depth`` entries with an
         asynchronous read port, ``o.payload`` the entry a read pointer addresses (a pop
-        moves the pointer, and enables no register as wide as an item).
+        moves the pointer, and enables no register as wide as an item); ``"block"``
+        (``depth`` 4 or more): the first items in three registers, the rest in a memory
+        with a synchronous read port whose data is registered before use (block RAM with
+        its output register on FPGAs), so that neither the depth nor the RAM's
+        clock-to-out is on any path but the RAM's own.
 
     Members
     -------
@@ -59,18 +72,47 @@ class Queue(wiring.Component):
     in a memory with an asynchronous read port (LUT RAM), written at a write pointer and read
     at a read pointer (``o.payload`` is the read data; a full queue that pops and pushes in
     the same cycle reads the leaving item and writes the new one over it at the clock edge).
+    ``head="block"``: the three oldest items in a *front* of three registers, ``o.payload``
+    the first of them; behind them, items in a memory of ``depth`` entries, written at a
+    write pointer in every cycle (the entry there is always free, so the handshake reaches
+    the pointer, not the RAM's write enable) and read at a read pointer in every cycle
+    (``rd_data`` registered in ``rd_q``, with no logic between: the synthesis flow moves
+    that register into the block RAM's output register). A read is *issued* (the read
+    pointer moves on) while items wait in the memory and the front and the two reads in
+    flight leave room for it; its item joins the front two cycles later, from ``rd_q``. A
+    push goes straight into the front when the memory is empty, no read is in flight and
+    the front has room; otherwise into the memory. A read never meets a write of the same
+    entry (the memory holds at most ``depth - 1`` items), and an item is read at the
+    earliest in the cycle after it was written. Three front registers are what one item per
+    cycle needs: an item issued in cycle t can leave as the head in cycle t + 3, by which
+    time two more have been issued behind it.
+
     Every way, an item pushed in cycle t is valid at ``o`` in cycle t + 1, and the cycle
     behaviour is the same.
     """
 
     def __init__(self, shape, *, depth, head="register"):
-        if not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be a positive integer, not {depth!r}")
-        if head not in ("register", "select", "memory"):
-            raise ValueError(f"head must be 'register', 'select' or 'memory', not {head!r}")
-        if head == "select" and depth != 2:
-            raise ValueError(f"head='select' needs depth 2, not {depth!r}")
+        error = None
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            error = f"depth must be an integer in [1, inf), not {depth!r}"
+        elif head not in HEADS:
+            error = f"head must be one of {HEADS}, not {head!r}"
+        elif head == "select" and depth != 2:
+            error = f"head='select' needs depth 2, not {depth!r}"
+        elif head == "block" and depth < BLOCK_MIN_DEPTH:
+            error = (f"head='block' needs depth in [{BLOCK_MIN_DEPTH}, inf) (three front "
+                     f"registers and a memory), not {depth!r}")
+        if error:
+            self._MustUse__silence = True
+            raise ValueError(error)
         self._shape, self._depth, self._head = shape, depth, head
+        if head == "block":
+            # The block variant's state, made here so that :meth:`properties` can reach it:
+            # ``level >= 3`` and ``level >= 4`` (registers), reads issued one and two cycles
+            # ago, and whether a pop followed the issue (:meth:`_block`).
+            self._block_state = SimpleNamespace(
+                ge3=Signal(name="ge3"), ge4=Signal(name="ge4"), issued1=Signal(name="issued1"),
+                issued2=Signal(name="issued2"), late=Signal(name="late"))
         super().__init__({
             "push":   In(1),
             "data":   In(shape),
@@ -106,6 +148,9 @@ class Queue(wiring.Component):
         if depth > 1:
             m.d.sync += waiting.eq(Mux(up, level >= 1, Mux(down, level >= 3, waiting)))
 
+        if self._head == "block":
+            self._block(m, do_push, pop, waiting)
+            return m
         if self._head == "select":
             # Two registers, written in turn (``wr``) and read in turn (``rd``): the pop
             # reaches one flip-flop, the push (from the writer's side) the enable of one
@@ -186,6 +231,65 @@ class Queue(wiring.Component):
                 m.d.sync += head_reg.eq(Mux(waiting, oldest, self.data))
         return m
 
+    def _block(self, m, do_push, pop, waiting):
+        """``head="block"``: queue positions 0 to 2 in the front registers (or on their way
+        there from the memory), positions 3 and up in a memory read synchronously into
+        ``rd_q`` (class docstring)."""
+        depth, shape, level = self._depth, self._shape, self.level
+        b = self._block_state
+        front = [Signal(shape, reset_less=True, name=f"front{k}") for k in range(3)]
+        m.d.comb += self.o.payload.eq(front[0])
+        # ``level >= 3`` and ``level >= 4`` as registers (like ``waiting``)
+        up, down = do_push & ~pop, pop & ~do_push
+        m.d.sync += [
+            b.ge3.eq(Mux(up, level >= 2, Mux(down, level >= 4, b.ge3))),
+            b.ge4.eq(Mux(up, level >= 3, Mux(down, level >= 5, b.ge4))),
+        ]
+        # Memory: written at ``wr_ptr`` in every cycle (that entry is free), read at ``rd_ptr``
+        # in every cycle into ``rd_q`` (no logic between: the RAM's output register).
+        # A read that meets the write of the same entry is never used (the pointers meet only
+        # when the memory is empty, and no read is issued then): the attribute lets the
+        # synthesis flow map the RAM without a collision bypass between it and ``rd_q``.
+        m.submodules.storage = storage = memory.Memory(shape=shape, depth=depth, init=[],
+                                                       attrs=rd_collision_attrs("excluded"))
+        wr = storage.write_port()
+        rd = storage.read_port(domain="sync")
+        rd_q = Signal(shape, reset_less=True)
+        rd_ptr, wr_ptr = Signal(range(depth)), Signal(range(depth))
+        m.d.comb += [wr.addr.eq(wr_ptr), wr.data.eq(self.data), wr.en.eq(1),
+                     rd.addr.eq(rd_ptr)]
+        # A pop with items in the memory (level >= 4) moves the item at position 3 to
+        # position 2: it is *issued*, read this cycle, in ``rd_q`` two cycles later, when
+        # it joins the front at position ``2 - late - pop`` (``late``: a pop in the cycle
+        # after the issue).
+        issue = pop & b.ge4
+        m.d.sync += [rd_q.eq(rd.data), b.issued1.eq(issue), b.issued2.eq(b.issued1),
+                     b.late.eq(pop)]
+        # A push joins the front at position ``level - pop`` when that is below 3, else the
+        # memory.
+        direct = do_push & (~b.ge3 | (pop & ~b.ge4))
+        to_memory = do_push & ~direct
+        # Each front register's next value is computed for both outcomes of the pop, from
+        # registers, ``push`` and ``data``, and the pop (from ``o.ready``, the reader's
+        # decision) selects between the two: one multiplexer level from the handshake to the
+        # 3 x item-width flip-flops, with no enable. Without a pop the pushed item goes to
+        # position ``level`` if below 3 (``level < 3``: ``push`` is accepted); with a pop, to
+        # ``level - 1`` if below 3.
+        at = [~self.o.valid, self.o.valid & ~waiting, waiting & ~b.ge3,
+              b.ge3 & ~b.ge4]                            # level == 0, 1, 2, 3
+        # the item in ``rd_q`` lands at position 2 - late - pop
+        land_stay, land_move = [C(0), b.late, ~b.late], [b.late, ~b.late, C(0)]
+        for k in range(3):
+            stay = Mux(b.issued2 & land_stay[k], rd_q,
+                       Mux(self.push & at[k], self.data, front[k]))
+            move = Mux(b.issued2 & land_move[k], rd_q,
+                       Mux(self.push & at[k + 1], self.data, front[min(k + 1, 2)]))
+            m.d.sync += front[k].eq(Mux(pop, move, stay))
+        with m.If(to_memory):
+            m.d.sync += wr_ptr.eq(Mux(wr_ptr == depth - 1, 0, wr_ptr + 1))
+        with m.If(issue):
+            m.d.sync += rd_ptr.eq(Mux(rd_ptr == depth - 1, 0, rd_ptr + 1))
+
     # --- formal properties (docs/formal.md); never part of the generated Verilog -----------
 
     def properties(self, m):
@@ -216,6 +320,12 @@ class Queue(wiring.Component):
                    "queue: level is not pushes - pops"),
         ]
         stream_rules(m, self.o, Assert, "queue.o")
+        if self._head == "block":
+            b = self._block_state
+            m.d.comb += [
+                Assert(b.ge3 == (self.level >= 3), "queue: ge3 is not level >= 3"),
+                Assert(b.ge4 == (self.level >= 4), "queue: ge4 is not level >= 4"),
+            ]
 
         # One tracked item: `ahead` items were pushed before it and have not left yet.
         held  = Signal(name="queue_held")
@@ -249,6 +359,10 @@ def formal_spec(*, depth, width=2, head="register"):
             Cover(full & dut.push & dut.o.ready),
             Cover(was_full & (dut.level == 0)),
         ]
+        if head == "block":
+            # an item read from the memory joins the front straight at the head's position
+            b = dut._block_state
+            m.d.comb += Cover(b.issued2 & b.late & dut.o.valid & dut.o.ready)
     return Spec(body)
 
 

@@ -56,7 +56,7 @@ adder (``docs/synthesis.md``).
   ``(cmd, tile)`` in the trigger queue, or, once the DMA took it, an *ack* in the ack queue
   that comes back through S0 like any request and takes one firing off (and pushes the token
   again if firings remain). So the two queues (:class:`t3hw.hw.queue.Queue`, both
-  ``tracker_entries`` deep) hold at most one item per entry and can never overflow, the
+  ``tracker_entries`` deep, in block RAM) hold at most one item per entry and can never overflow, the
   trigger queue passes one trigger per cycle while ``trigger.ready`` is high, and an entry
   with a firing pending cannot be armed again (the ARM is refused: ``TrackResult.BUSY``,
   ``errors.reprogram``), so a trigger always names the entry's command and tile as they were
@@ -118,7 +118,7 @@ from t3hw.spec.layouts import (TrackOp, TrackResult, WriteSource, entry_layout, 
                                tracker_result_layout, tracker_stats_layout, trigger_layout,
                                write_layout)
 from t3hw.spec.params import EngineParams, check_params
-from .queue import Queue
+from .queue import BLOCK_MIN_DEPTH, Queue
 from .status import count, sticky_errors
 
 
@@ -224,17 +224,17 @@ class Tracker(wiring.Component):
         trigger in either (its *token*), so neither can overflow. A read that collides with a
         write to the same entry is never used: S2 forwards that write (``fwd_old``). The
         attribute says so to the synthesis flow (``t3hw/tools/synth_scripts/ecp5.ys``), which
-        then needs no read-before-write bypass after the RAM."""
+        then needs no read-before-write bypass after the RAM. The queues are in block RAM
+        (``head="block"``): neither the depth nor a LUT RAM read is on a head's path."""
         p = self._p
-        m.submodules.entries = table = memory.Memory(
-            shape=entry_layout(p), depth=p.tracker_entries, init=[],
-            attrs=rd_collision_attrs("forwarded"))
-        rd = table.read_port(domain="sync")
-        wr = table.write_port()
-        m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.tracker_entries)
+        m.submodules.entries = table = memory.Memory(shape=entry_layout(p), init=[],
+            depth=p.tracker_entries, attrs=rd_collision_attrs("forwarded"))
+        rd, wr = table.read_port(domain="sync"), table.write_port()
+        head = "block" if p.tracker_entries >= BLOCK_MIN_DEPTH else "register"
+        m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.tracker_entries, head=head)
         wiring.connect(m, queue.o, wiring.flipped(self.trigger))
         # Every trigger the DMA takes comes back as an ``ack`` request for its entry.
-        m.submodules.acks = acks = Queue(p.tile_width, depth=p.tracker_entries)
+        m.submodules.acks = acks = Queue(p.tile_width, depth=p.tracker_entries, head=head)
         m.d.comb += [acks.push.eq(self.trigger.valid & self.trigger.ready),
                      acks.data.eq(self.trigger.payload.tile)]
         return table, rd, wr, queue, acks

@@ -134,6 +134,12 @@ PROOFS = {proof.name: proof for proof in [
     Proof("queue_memory3", lambda: _queue(3, head="memory"), {"bmc": 10, "cover": 10},
           "every item in a 3-entry ring read at its read pointer (pointers that wrap at 3); "
           "10 cycles fill it, pass items while full, wrap both pointers and drain it"),
+    Proof("queue_block4", lambda: _queue(4, head="block"), {"bmc": 16, "cover": 16},
+          "three front registers and a 4-entry memory read synchronously through rd_q (the "
+          "tracker's queues in block RAM); 16 cycles fill it through the memory, pass items "
+          "while full and drain it"),
+    Proof("queue_block5", lambda: _queue(5, head="block"), {"bmc": 18, "cover": 18},
+          "the same with a 5-entry memory (pointers that wrap at 5, not a power of two)"),
     Proof("slice", _slice, {"bmc": 10, "cover": 10},
           "two entries: 2 cycles fill it, and 10 cycles pass items through it full, "
           "stalled and flowing, with every pointer wrapped"),
