@@ -8,82 +8,82 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg _init_strobe_1  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
+  wire [5:0] \$100 ;
+  wire [5:0] \$101 ;
+  wire [5:0] \$102 ;
+  wire [5:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
-  wire \$107 ;
-  wire [3:0] \$108 ;
-  wire [3:0] \$109 ;
+  wire [6:0] \$107 ;
+  wire [6:0] \$108 ;
+  wire [6:0] \$109 ;
   wire \$11 ;
-  wire [3:0] \$110 ;
-  wire [5:0] \$111 ;
-  wire [5:0] \$112 ;
-  wire [5:0] \$113 ;
-  wire \$114 ;
-  wire [5:0] \$115 ;
-  wire [5:0] \$116 ;
-  wire [5:0] \$117 ;
-  wire [5:0] \$118 ;
-  wire [5:0] \$119 ;
+  wire \$110 ;
+  wire [6:0] \$111 ;
+  wire [6:0] \$112 ;
+  wire [6:0] \$113 ;
+  wire [6:0] \$114 ;
+  wire [6:0] \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire [6:0] \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
+  wire [6:0] \$120 ;
+  wire [6:0] \$121 ;
   wire \$122 ;
   wire [6:0] \$123 ;
   wire [6:0] \$124 ;
   wire [6:0] \$125 ;
-  wire \$126 ;
+  wire [6:0] \$126 ;
   wire [6:0] \$127 ;
-  wire [6:0] \$128 ;
-  wire [6:0] \$129 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [6:0] \$130 ;
-  wire [6:0] \$131 ;
-  wire \$132 ;
-  wire \$133 ;
+  wire \$130 ;
+  wire [1:0] \$131 ;
+  wire [1:0] \$132 ;
+  wire [1:0] \$133 ;
   wire \$134 ;
-  wire [6:0] \$135 ;
-  wire [6:0] \$136 ;
-  wire [6:0] \$137 ;
-  wire \$138 ;
-  wire [6:0] \$139 ;
+  wire [1:0] \$135 ;
+  wire [1:0] \$136 ;
+  wire [1:0] \$137 ;
+  wire [1:0] \$138 ;
+  wire [1:0] \$139 ;
   wire \$14 ;
-  wire [6:0] \$140 ;
-  wire [6:0] \$141 ;
-  wire [6:0] \$142 ;
-  wire [6:0] \$143 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire [3:0] \$143 ;
   wire \$144 ;
-  wire \$145 ;
+  wire [5:0] \$145 ;
   wire \$146 ;
-  wire [1:0] \$147 ;
-  wire [1:0] \$148 ;
-  wire [1:0] \$149 ;
+  wire [6:0] \$147 ;
+  wire \$148 ;
+  wire [6:0] \$149 ;
   wire \$15 ;
   wire \$150 ;
   wire [1:0] \$151 ;
-  wire [1:0] \$152 ;
-  wire [1:0] \$153 ;
-  wire [1:0] \$154 ;
-  wire [1:0] \$155 ;
-  wire \$156 ;
-  wire \$157 ;
-  wire \$158 ;
-  wire [3:0] \$159 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire [31:0] \$154 ;
+  wire [31:0] \$155 ;
+  wire [31:0] \$156 ;
+  wire [31:0] \$157 ;
+  wire [31:0] \$158 ;
+  wire [31:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [5:0] \$161 ;
-  wire \$162 ;
-  wire [6:0] \$163 ;
-  wire \$164 ;
-  wire [6:0] \$165 ;
-  wire \$166 ;
-  wire [1:0] \$167 ;
-  wire \$168 ;
-  wire \$169 ;
+  wire [31:0] \$160 ;
+  wire [31:0] \$161 ;
+  wire [31:0] \$162 ;
+  wire [31:0] \$163 ;
+  wire [31:0] \$164 ;
+  wire [31:0] \$165 ;
+  wire [31:0] \$166 ;
+  wire [31:0] \$167 ;
+  wire [31:0] \$168 ;
+  wire [31:0] \$169 ;
   wire \$17 ;
   wire [31:0] \$170 ;
   wire [31:0] \$171 ;
@@ -224,7 +224,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [31:0] \$293 ;
   wire [31:0] \$294 ;
   wire [31:0] \$295 ;
-  wire [31:0] \$296 ;
+  wire \$296 ;
   wire [31:0] \$297 ;
   wire [31:0] \$298 ;
   wire [31:0] \$299 ;
@@ -243,24 +243,24 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$31 ;
   wire [31:0] \$310 ;
   wire [31:0] \$311 ;
-  wire \$312 ;
-  wire [31:0] \$313 ;
-  wire [31:0] \$314 ;
-  wire [31:0] \$315 ;
-  wire [31:0] \$316 ;
-  wire [31:0] \$317 ;
-  wire [31:0] \$318 ;
-  wire [31:0] \$319 ;
+  wire [31:0] \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
   wire \$32 ;
-  wire [31:0] \$320 ;
-  wire [31:0] \$321 ;
-  wire [31:0] \$322 ;
-  wire [31:0] \$323 ;
-  wire [31:0] \$324 ;
-  wire [31:0] \$325 ;
-  wire [31:0] \$326 ;
-  wire [31:0] \$327 ;
-  wire [31:0] \$328 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
   wire \$329 ;
   wire \$33 ;
   wire \$330 ;
@@ -443,44 +443,44 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$490 ;
   wire \$491 ;
   wire \$492 ;
-  wire \$493 ;
-  wire \$494 ;
-  wire \$495 ;
-  wire \$496 ;
-  wire \$497 ;
-  wire \$498 ;
-  wire \$499 ;
+  reg [9:0] \$493 ;
+  reg [31:0] \$494 ;
+  reg \$495 ;
+  reg \$496 ;
+  reg \$497 ;
+  reg \$498 ;
+  reg \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$500 ;
-  wire \$501 ;
-  wire \$502 ;
-  wire \$503 ;
-  wire \$504 ;
-  wire \$505 ;
-  wire \$506 ;
-  wire \$507 ;
-  wire \$508 ;
-  wire \$509 ;
+  reg \$500 ;
+  reg \$501 ;
+  reg \$502 ;
+  reg \$503 ;
+  reg \$504 ;
+  reg \$505 ;
+  reg \$506 ;
+  reg \$507 ;
+  reg \$508 ;
+  reg \$509 ;
   wire \$51 ;
-  wire \$510 ;
-  wire \$511 ;
-  wire \$512 ;
-  wire \$513 ;
-  wire \$514 ;
-  wire \$515 ;
-  wire \$516 ;
-  wire \$517 ;
-  wire \$518 ;
-  wire \$519 ;
+  reg \$510 ;
+  reg \$511 ;
+  reg \$512 ;
+  reg \$513 ;
+  reg \$514 ;
+  reg \$515 ;
+  reg \$516 ;
+  reg \$517 ;
+  reg \$518 ;
+  reg \$519 ;
   wire \$52 ;
-  wire \$520 ;
-  wire \$521 ;
-  wire \$522 ;
-  wire \$523 ;
-  wire \$524 ;
-  reg [9:0] \$525 ;
-  reg [31:0] \$526 ;
+  reg \$520 ;
+  reg \$521 ;
+  reg \$522 ;
+  reg \$523 ;
+  reg \$524 ;
+  reg \$525 ;
+  reg \$526 ;
   reg \$527 ;
   reg \$528 ;
   reg \$529 ;
@@ -534,7 +534,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$572 ;
   reg \$573 ;
   reg \$574 ;
-  reg \$575 ;
+  reg [7:0] \$575 ;
   reg \$576 ;
   reg \$577 ;
   reg \$578 ;
@@ -557,7 +557,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$593 ;
   reg \$594 ;
   reg \$595 ;
-  reg \$596 ;
+  reg [154:0] \$596 ;
   reg \$597 ;
   reg \$598 ;
   reg \$599 ;
@@ -568,103 +568,69 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg \$602 ;
   reg \$603 ;
   reg \$604 ;
-  reg \$605 ;
-  reg \$606 ;
-  reg [7:0] \$607 ;
-  reg \$608 ;
-  reg \$609 ;
+  reg [178:0] \$605 ;
+  reg [58:0] \$606 ;
+  reg \$607 ;
+  reg [38:0] \$608 ;
+  reg [38:0] \$609 ;
   wire \$61 ;
-  reg \$610 ;
-  reg \$611 ;
-  reg \$612 ;
-  reg \$613 ;
-  reg \$614 ;
-  reg \$615 ;
+  reg [4:0] \$610 ;
+  reg [3:0] \$611 ;
+  reg [5:0] \$612 ;
+  reg [6:0] \$613 ;
+  reg [6:0] \$614 ;
+  reg [1:0] \$615 ;
   reg \$616 ;
   reg \$617 ;
-  reg \$618 ;
-  reg \$619 ;
+  reg [5:0] \$618 ;
+  reg [6:0] \$619 ;
   wire \$62 ;
-  reg \$620 ;
-  reg \$621 ;
-  reg \$622 ;
-  reg \$623 ;
-  reg \$624 ;
-  reg \$625 ;
+  reg [6:0] \$620 ;
+  reg [1:0] \$621 ;
+  reg [3:0] \$622 ;
+  reg [3:0] \$623 ;
+  reg [5:0] \$624 ;
+  reg [5:0] \$625 ;
   reg \$626 ;
-  reg \$627 ;
-  reg \$628 ;
-  reg [154:0] \$629 ;
+  reg [6:0] \$627 ;
+  reg [6:0] \$628 ;
+  reg \$629 ;
   wire \$63 ;
-  reg \$630 ;
-  reg \$631 ;
+  reg [6:0] \$630 ;
+  reg [6:0] \$631 ;
   reg \$632 ;
-  reg \$633 ;
-  reg \$634 ;
+  reg [1:0] \$633 ;
+  reg [1:0] \$634 ;
   reg \$635 ;
-  reg \$636 ;
-  reg \$637 ;
-  reg \$638 ;
-  reg [178:0] \$639 ;
+  reg [23:0] \$636 ;
+  reg [29:0] \$637 ;
+  reg [71:0] \$638 ;
+  reg [78:0] \$639 ;
   wire \$64 ;
-  reg [58:0] \$640 ;
-  reg \$641 ;
-  reg [38:0] \$642 ;
-  reg [38:0] \$643 ;
-  reg [4:0] \$644 ;
-  reg [3:0] \$645 ;
-  reg [5:0] \$646 ;
-  reg [6:0] \$647 ;
-  reg [6:0] \$648 ;
-  reg [1:0] \$649 ;
+  reg [68:0] \$640 ;
+  reg [75:0] \$641 ;
+  reg \$642 ;
+  reg [31:0] \$643 ;
+  reg [31:0] \$644 ;
+  reg [31:0] \$645 ;
+  reg [31:0] \$646 ;
+  reg [31:0] \$647 ;
+  reg [31:0] \$648 ;
+  reg [31:0] \$649 ;
   wire \$65 ;
-  reg \$650 ;
-  reg \$651 ;
-  reg [5:0] \$652 ;
-  reg [6:0] \$653 ;
-  reg [6:0] \$654 ;
-  reg [1:0] \$655 ;
+  reg [31:0] \$650 ;
+  reg [31:0] \$651 ;
+  reg [31:0] \$652 ;
+  reg [31:0] \$653 ;
+  reg [31:0] \$654 ;
+  reg \$655 ;
   reg [3:0] \$656 ;
-  reg [3:0] \$657 ;
-  reg [5:0] \$658 ;
-  reg [5:0] \$659 ;
+  reg \$657 ;
+  reg [31:0] \$658 ;
   wire \$66 ;
-  reg \$660 ;
-  reg [6:0] \$661 ;
-  reg [6:0] \$662 ;
-  reg \$663 ;
-  reg [6:0] \$664 ;
-  reg [6:0] \$665 ;
-  reg \$666 ;
-  reg [1:0] \$667 ;
-  reg [1:0] \$668 ;
-  reg \$669 ;
   wire \$67 ;
-  reg [23:0] \$670 ;
-  reg [29:0] \$671 ;
-  reg [71:0] \$672 ;
-  reg [78:0] \$673 ;
-  reg [68:0] \$674 ;
-  reg [75:0] \$675 ;
-  reg \$676 ;
-  reg [31:0] \$677 ;
-  reg [31:0] \$678 ;
-  reg [31:0] \$679 ;
   wire \$68 ;
-  reg [31:0] \$680 ;
-  reg [31:0] \$681 ;
-  reg [31:0] \$682 ;
-  reg [31:0] \$683 ;
-  reg [31:0] \$684 ;
-  reg [31:0] \$685 ;
-  reg [31:0] \$686 ;
-  reg [31:0] \$687 ;
-  reg [31:0] \$688 ;
-  reg \$689 ;
   wire \$69 ;
-  reg [3:0] \$690 ;
-  reg \$691 ;
-  reg [31:0] \$692 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
@@ -690,28 +656,28 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
+  wire [3:0] \$92 ;
+  wire [3:0] \$93 ;
+  wire [3:0] \$94 ;
+  wire [5:0] \$95 ;
+  wire [5:0] \$96 ;
+  wire [5:0] \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [5:0] \$99 ;
   input [68:0] addrmap_capture;
   wire [68:0] addrmap_capture;
-  reg [75:0] \addrmap_capture$195  = 76'h0000000000000000000;
-  wire [47:0] addrmap_capture$195__addr ;
-  wire [4:0] addrmap_capture$195__device ;
-  wire [6:0] addrmap_capture$195__events ;
-  wire addrmap_capture$195__events__bad_region ;
-  wire addrmap_capture$195__events__overlap ;
-  wire addrmap_capture$195__events__rx_crosses ;
-  wire addrmap_capture$195__events__rx_misrouted ;
-  wire addrmap_capture$195__events__rx_remote ;
-  wire addrmap_capture$195__events__rx_unmapped ;
-  wire addrmap_capture$195__events__store_crosses ;
-  wire [15:0] addrmap_capture$195__tile ;
+  reg [75:0] \addrmap_capture$193  = 76'h0000000000000000000;
+  wire [47:0] addrmap_capture$193__addr ;
+  wire [4:0] addrmap_capture$193__device ;
+  wire [6:0] addrmap_capture$193__events ;
+  wire addrmap_capture$193__events__bad_region ;
+  wire addrmap_capture$193__events__overlap ;
+  wire addrmap_capture$193__events__rx_crosses ;
+  wire addrmap_capture$193__events__rx_misrouted ;
+  wire addrmap_capture$193__events__rx_remote ;
+  wire addrmap_capture$193__events__rx_unmapped ;
+  wire addrmap_capture$193__events__store_crosses ;
+  wire [15:0] addrmap_capture$193__tile ;
   wire [47:0] addrmap_capture__addr ;
   wire [4:0] addrmap_capture__device ;
   wire [15:0] addrmap_capture__tile ;
@@ -863,7 +829,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [47:0] desc_got__src ;
   wire [15:0] desc_got__tile ;
   wire desc_got__valid ;
-  reg desc_judging = 1'h0;
   reg desc_load = 1'h0;
   reg desc_locked = 1'h0;
   reg desc_started;
@@ -876,24 +841,24 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   output [4:0] device_id;
   reg [4:0] device_id = 5'h00;
   (* init = 5'h00 *)
-  wire [4:0] \device_id$159 ;
-  wire [4:0] device_id$159__device ;
+  wire [4:0] \device_id$157 ;
+  wire [4:0] device_id$157__device ;
   input dma_busy;
   wire dma_busy;
   input [71:0] dma_capture;
   wire [71:0] dma_capture;
-  reg [78:0] \dma_capture$193  = 79'h00000000000000000000;
-  wire [47:0] dma_capture$193__addr ;
-  wire [6:0] dma_capture$193__events ;
-  wire dma_capture$193__events__bad_descriptor ;
-  wire dma_capture$193__events__bad_pitch ;
-  wire dma_capture$193__events__bad_program ;
-  wire dma_capture$193__events__bad_range ;
-  wire dma_capture$193__events__bad_response ;
-  wire dma_capture$193__events__desc_busy ;
-  wire dma_capture$193__events__read_error ;
-  wire [7:0] dma_capture$193__index ;
-  wire [15:0] dma_capture$193__tile ;
+  reg [78:0] \dma_capture$191  = 79'h00000000000000000000;
+  wire [47:0] dma_capture$191__addr ;
+  wire [6:0] dma_capture$191__events ;
+  wire dma_capture$191__events__bad_descriptor ;
+  wire dma_capture$191__events__bad_pitch ;
+  wire dma_capture$191__events__bad_program ;
+  wire dma_capture$191__events__bad_range ;
+  wire dma_capture$191__events__bad_response ;
+  wire dma_capture$191__events__desc_busy ;
+  wire dma_capture$191__events__read_error ;
+  wire [7:0] dma_capture$191__index ;
+  wire [15:0] dma_capture$191__tile ;
   wire [47:0] dma_capture__addr ;
   wire [7:0] dma_capture__index ;
   wire [15:0] dma_capture__tile ;
@@ -1014,7 +979,6 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [47:0] region_got__remote_base ;
   wire [47:0] region_got__size ;
   wire region_got__valid ;
-  reg region_judging = 1'h0;
   reg region_load = 1'h0;
   reg region_locked = 1'h0;
   output [154:0] region_program__payload;
@@ -1053,21 +1017,21 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   reg [31:0] req_w_data = 32'd0;
   reg req_w_stb = 1'h0;
   wire [2:0] rp__addr;
-  wire [7:0] \rp__addr$219 ;
+  wire [7:0] \rp__addr$217 ;
   wire [151:0] rp__data;
-  wire [170:0] \rp__data$152 ;
-  wire [4:0] rp__data$152__device ;
-  wire [47:0] rp__data$152__dst ;
+  wire [170:0] \rp__data$150 ;
+  wire [4:0] rp__data$150__device ;
+  wire [47:0] rp__data$150__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire rp__data$152__op ;
-  wire [23:0] rp__data$152__pitch ;
-  wire [15:0] rp__data$152__row_bytes ;
-  wire [11:0] rp__data$152__rows ;
-  wire [47:0] rp__data$152__src ;
-  wire [15:0] rp__data$152__tile ;
-  wire rp__data$152__valid ;
+  wire rp__data$150__op ;
+  wire [23:0] rp__data$150__pitch ;
+  wire [15:0] rp__data$150__row_bytes ;
+  wire [11:0] rp__data$150__rows ;
+  wire [47:0] rp__data$150__src ;
+  wire [15:0] rp__data$150__tile ;
+  wire rp__data$150__valid ;
   wire [47:0] rp__data__base ;
   wire [4:0] rp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1199,16 +1163,16 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_busy;
   input [23:0] tracker_capture;
   wire [23:0] tracker_capture;
-  reg [29:0] \tracker_capture$191  = 30'h00000000;
-  wire [7:0] tracker_capture$191__cmd ;
-  wire [5:0] tracker_capture$191__events ;
-  wire tracker_capture$191__events__bad_op ;
-  wire tracker_capture$191__events__bad_threshold ;
-  wire tracker_capture$191__events__overcount ;
-  wire tracker_capture$191__events__overflow ;
-  wire tracker_capture$191__events__reprogram ;
-  wire tracker_capture$191__events__unprogrammed ;
-  wire [15:0] tracker_capture$191__tile ;
+  reg [29:0] \tracker_capture$189  = 30'h00000000;
+  wire [7:0] tracker_capture$189__cmd ;
+  wire [5:0] tracker_capture$189__events ;
+  wire tracker_capture$189__events__bad_op ;
+  wire tracker_capture$189__events__bad_threshold ;
+  wire tracker_capture$189__events__overcount ;
+  wire tracker_capture$189__events__overflow ;
+  wire tracker_capture$189__events__reprogram ;
+  wire tracker_capture$189__events__unprogrammed ;
+  wire [15:0] tracker_capture$189__tile ;
   wire [7:0] tracker_capture__cmd ;
   wire [15:0] tracker_capture__tile ;
   output [5:0] tracker_clear;
@@ -1301,21 +1265,21 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire tracker_sticky__reprogram ;
   wire tracker_sticky__unprogrammed ;
   reg [2:0] wp__addr;
-  reg [7:0] \wp__addr$216 ;
+  reg [7:0] \wp__addr$214 ;
   reg [151:0] wp__data;
-  reg [170:0] \wp__data$217 ;
-  wire [4:0] wp__data$217__device ;
-  wire [47:0] wp__data$217__dst ;
+  reg [170:0] \wp__data$215 ;
+  wire [4:0] wp__data$215__device ;
+  wire [47:0] wp__data$215__dst ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire wp__data$217__op ;
-  wire [23:0] wp__data$217__pitch ;
-  wire [15:0] wp__data$217__row_bytes ;
-  wire [11:0] wp__data$217__rows ;
-  wire [47:0] wp__data$217__src ;
-  wire [15:0] wp__data$217__tile ;
-  wire wp__data$217__valid ;
+  wire wp__data$215__op ;
+  wire [23:0] wp__data$215__pitch ;
+  wire [15:0] wp__data$215__row_bytes ;
+  wire [11:0] wp__data$215__rows ;
+  wire [47:0] wp__data$215__src ;
+  wire [15:0] wp__data$215__tile ;
+  wire wp__data$215__valid ;
   wire [47:0] wp__data__base ;
   wire [4:0] wp__data__device ;
   (* enum_base_type = "RegionMode" *)
@@ -1327,7 +1291,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   wire [47:0] wp__data__size ;
   wire wp__data__valid ;
   reg wp__en;
-  reg \wp__en$218 ;
+  reg \wp__en$216 ;
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] desc_table [255:0];
   initial begin
@@ -1589,14 +1553,14 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     desc_table[255] = 171'h0000000000000000000000000000000000000000000;
   end
   always @(posedge clk) begin
-    if (\wp__en$218 )
-      desc_table[\wp__addr$216 ] <= \wp__data$217 ;
+    if (\wp__en$216 )
+      desc_table[\wp__addr$214 ] <= \wp__data$215 ;
   end
   reg [170:0] _0_;
   always @(posedge clk) begin
     _0_ <= desc_table[dma_program__payload[7:0]];
   end
-  assign \rp__data$152  = _0_;
+  assign \rp__data$150  = _0_;
   (* t3hw_rd_collision = "excluded" *)
   reg [151:0] region_table [7:0];
   initial begin
@@ -1618,854 +1582,2190 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     _1_ <= region_table[region_program__payload[2:0]];
   end
   assign rp__data = _1_;
-  assign \$308  = sel_addrmap_capture_device ? { 4'h0, \addrmap_capture$195 [75:48] } : 32'd0;
-  assign \$309  = \$307  | \$308 ;
-  assign \$310  = \$306  | \$309 ;
-  assign \$311  = \$303  | \$310 ;
-  assign \$312  = | req_addr[1:0];
-  assign \$313  = read_section[0] ? 32'd0 : read_part14;
-  assign \$314  = read_section[0] ? read_part13 : 32'd0;
-  assign \$315  = read_section[1] ? \$313  : \$314 ;
-  assign \$316  = read_section[0] ? read_part11 : read_part10;
-  assign \$317  = read_section[0] ? 32'd0 : read_part8;
-  assign \$318  = read_section[1] ? \$316  : \$317 ;
-  assign \$319  = read_section[2] ? \$315  : \$318 ;
-  assign \$320  = read_section[0] ? 32'd0 : read_part6;
-  assign \$321  = read_section[0] ? read_part5 : read_part4;
-  assign \$322  = read_section[1] ? \$320  : \$321 ;
-  assign \$323  = read_section[0] ? read_part3 : read_part2;
-  assign \$324  = read_section[0] ? read_part1 : read_part0;
-  assign \$325  = read_section[1] ? \$323  : \$324 ;
-  assign \$326  = read_section[2] ? \$322  : \$325 ;
-  assign \$327  = read_section[3] ? \$319  : \$326 ;
-  assign \$328  = read_unaligned ? 32'd0 : \$327 ;
-  assign \$329  = req_r_stb | req_w_stb;
-  assign \$330  = ~ mapped;
-  assign \$331  = \$329  & \$330 ;
-  assign \$332  = req_w_stb & sel_id;
-  assign \$333  = req_w_stb & sel_config;
-  assign \$334  = req_w_stb & sel_status;
-  assign \$335  = req_w_stb & sel_track_result_op;
-  assign \$336  = req_w_stb & sel_track_result_threshold;
-  assign \$337  = req_w_stb & sel_tracker_writes_compute;
-  assign \$338  = req_w_stb & sel_tracker_writes_dma;
-  assign \$339  = req_w_stb & sel_tracker_writes_remote;
-  assign \$340  = req_w_stb & sel_tracker_unprogrammed;
-  assign \$341  = req_w_stb & sel_tracker_triggers;
-  assign \$342  = req_w_stb & sel_tracker_dropped;
-  assign \$343  = req_w_stb & sel_dma_triggers;
-  assign \$344  = req_w_stb & sel_dma_rejected;
-  assign \$345  = req_w_stb & sel_dma_reads;
-  assign \$346  = req_w_stb & sel_dma_packets;
-  assign \$347  = req_w_stb & sel_dma_bad_program;
-  assign \$348  = req_w_stb & sel_dma_bad_range;
-  assign \$349  = req_w_stb & sel_dma_bad_pitch;
-  assign \$350  = req_w_stb & sel_dma_desc_busy;
-  assign \$351  = req_w_stb & sel_dma_aborted;
-  assign \$352  = req_w_stb & sel_addrmap_local;
-  assign \$353  = req_w_stb & sel_addrmap_tracked;
-  assign \$354  = req_w_stb & sel_addrmap_remote;
-  assign \$355  = req_w_stb & sel_addrmap_unmapped;
-  assign \$356  = req_w_stb & sel_addrmap_store_crosses;
-  assign \$357  = req_w_stb & sel_addrmap_rx_misrouted;
-  assign \$358  = req_w_stb & sel_addrmap_rx_remote;
-  assign \$359  = req_w_stb & sel_addrmap_rx_unmapped;
-  assign \$360  = req_w_stb & sel_addrmap_rx_crosses;
-  assign \$361  = req_w_stb & sel_arb_status;
-  assign \$362  = req_w_stb & sel_arbiter_grants_load;
-  assign \$363  = req_w_stb & sel_arbiter_grants_store;
-  assign \$364  = req_w_stb & sel_arbiter_grants_dma;
-  assign \$365  = req_w_stb & sel_arbiter_grants_remote;
-  assign \$366  = req_w_stb & sel_arbiter_stalls_load;
-  assign \$367  = req_w_stb & sel_arbiter_stalls_store;
-  assign \$368  = req_w_stb & sel_arbiter_stalls_dma;
-  assign \$369  = req_w_stb & sel_arbiter_stalls_remote;
-  assign \$370  = req_w_stb & sel_arbiter_starved;
-  assign \$371  = req_w_stb & sel_tracker_capture;
-  assign \$372  = req_w_stb & sel_dma_capture_index;
-  assign \$373  = req_w_stb & sel_dma_capture_addr_lo;
-  assign \$374  = req_w_stb & sel_dma_capture_addr_hi;
-  assign \$375  = req_w_stb & sel_dma_capture_events;
-  assign \$376  = req_w_stb & sel_addrmap_capture_addr_lo;
-  assign \$377  = req_w_stb & sel_addrmap_capture_addr_hi;
-  assign \$378  = req_w_stb & sel_addrmap_capture_device;
-  assign \$379  = | { \$378 , \$377 , \$376 , \$375 , \$374 , \$373 , \$372 , \$371 , \$370 , \$369 , \$368 , \$367 , \$366 , \$365 , \$364 , \$363 , \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332  };
-  assign \$380  = sweep_at < 4'h8;
-  assign \$381  = | addrmap_errors[1:0];
-  assign \$382  = ~ \$381 ;
-  assign \$383  = region_verdict & \$382 ;
-  assign \$384  = | { dma_errors[5:3], dma_errors[1] };
-  assign \$385  = ~ \$384 ;
-  assign \$386  = desc_verdict & \$385 ;
-  assign \$387  = req_w_stb & sel_region_index;
-  assign \$388  = \$387  & region_locked;
-  assign \$389  = req_w_stb & sel_region_index;
-  assign \$390  = req_r_stb & sel_region_index;
-  assign \$391  = region_fetch | region_load;
-  assign \$392  = \$390  & \$391 ;
-  assign \$393  = req_w_stb & sel_region_base_lo;
-  assign \$394  = \$393  & region_locked;
-  assign \$395  = req_w_stb & sel_region_base_lo;
-  assign \$396  = req_r_stb & sel_region_base_lo;
-  assign \$397  = region_fetch | region_load;
-  assign \$398  = \$396  & \$397 ;
-  assign \$399  = req_w_stb & sel_region_base_hi;
-  assign \$400  = \$399  & region_locked;
-  assign \$401  = req_w_stb & sel_region_base_hi;
-  assign \$402  = req_r_stb & sel_region_base_hi;
-  assign \$403  = region_fetch | region_load;
-  assign \$404  = \$402  & \$403 ;
-  assign \$405  = req_w_stb & sel_region_size_lo;
-  assign \$406  = \$405  & region_locked;
-  assign \$407  = req_w_stb & sel_region_size_lo;
-  assign \$408  = req_r_stb & sel_region_size_lo;
-  assign \$409  = region_fetch | region_load;
-  assign \$410  = \$408  & \$409 ;
-  assign \$411  = req_w_stb & sel_region_size_hi;
-  assign \$412  = \$411  & region_locked;
-  assign \$413  = req_w_stb & sel_region_size_hi;
-  assign \$414  = req_r_stb & sel_region_size_hi;
-  assign \$415  = region_fetch | region_load;
-  assign \$416  = \$414  & \$415 ;
-  assign \$417  = req_w_stb & sel_region_remote_base_lo;
-  assign \$418  = \$417  & region_locked;
-  assign \$419  = req_w_stb & sel_region_remote_base_lo;
-  assign \$420  = req_r_stb & sel_region_remote_base_lo;
-  assign \$421  = region_fetch | region_load;
-  assign \$422  = \$420  & \$421 ;
-  assign \$423  = req_w_stb & sel_region_remote_base_hi;
-  assign \$424  = \$423  & region_locked;
-  assign \$425  = req_w_stb & sel_region_remote_base_hi;
-  assign \$426  = req_r_stb & sel_region_remote_base_hi;
-  assign \$427  = region_fetch | region_load;
-  assign \$428  = \$426  & \$427 ;
-  assign \$429  = req_w_stb & sel_desc_index;
-  assign \$430  = \$429  & desc_locked;
-  assign \$431  = req_w_stb & sel_desc_index;
-  assign \$432  = req_r_stb & sel_desc_index;
-  assign \$433  = desc_fetch | desc_load;
-  assign \$434  = \$432  & \$433 ;
-  assign \$435  = req_w_stb & sel_desc_rows;
-  assign \$436  = \$435  & desc_locked;
-  assign \$437  = req_w_stb & sel_desc_rows;
-  assign \$438  = req_r_stb & sel_desc_rows;
-  assign \$439  = desc_fetch | desc_load;
-  assign \$440  = \$438  & \$439 ;
-  assign \$441  = req_w_stb & sel_desc_pitch;
-  assign \$442  = \$441  & desc_locked;
-  assign \$443  = req_w_stb & sel_desc_pitch;
-  assign \$444  = req_r_stb & sel_desc_pitch;
-  assign \$445  = desc_fetch | desc_load;
-  assign \$446  = \$444  & \$445 ;
-  assign \$447  = req_w_stb & sel_desc_src_lo;
-  assign \$448  = \$447  & desc_locked;
-  assign \$449  = req_w_stb & sel_desc_src_lo;
-  assign \$450  = req_r_stb & sel_desc_src_lo;
-  assign \$451  = desc_fetch | desc_load;
-  assign \$452  = \$450  & \$451 ;
-  assign \$453  = req_w_stb & sel_desc_src_hi;
-  assign \$454  = \$453  & desc_locked;
-  assign \$455  = req_w_stb & sel_desc_src_hi;
-  assign \$456  = req_r_stb & sel_desc_src_hi;
-  assign \$457  = desc_fetch | desc_load;
-  assign \$458  = \$456  & \$457 ;
-  assign \$459  = req_w_stb & sel_desc_dst_lo;
-  assign \$460  = \$459  & desc_locked;
-  assign \$461  = req_w_stb & sel_desc_dst_lo;
-  assign \$462  = req_r_stb & sel_desc_dst_lo;
-  assign \$463  = desc_fetch | desc_load;
-  assign \$464  = \$462  & \$463 ;
-  assign \$465  = req_w_stb & sel_desc_dst_hi;
-  assign \$466  = \$465  & desc_locked;
-  assign \$467  = req_w_stb & sel_desc_dst_hi;
-  assign \$468  = req_r_stb & sel_desc_dst_hi;
-  assign \$469  = desc_fetch | desc_load;
-  assign \$470  = \$468  & \$469 ;
-  assign \$471  = req_w_stb & sel_track_op;
-  assign \$474  = \$473  | track_answer;
-  assign \$475  = \$471  & \$474 ;
-  assign \$476  = req_w_stb & sel_track_op;
-  assign \$477  = req_w_stb & sel_track_cmd;
-  assign \$480  = \$479  | track_answer;
-  assign \$481  = \$477  & \$480 ;
-  assign \$482  = req_w_stb & sel_track_cmd;
-  assign \$483  = req_w_stb & sel_arb_policy;
-  assign \$487  = \$483  & \$486 ;
-  assign \$488  = req_w_stb & sel_arb_policy;
-  assign \$489  = req_w_stb & sel_arb_starvation_limit;
-  assign \$493  = \$489  & \$492 ;
-  assign \$494  = req_w_stb & sel_arb_starvation_limit;
-  assign \$495  = req_w_stb & sel_command;
-  assign \$496  = region_locked | sweep;
-  assign \$497  = region_locked | sweep;
-  assign \$498  = sweep | dma_busy;
-  assign \$499  = desc_locked | \$498 ;
-  assign \$500  = desc_locked | sweep;
-  assign \$503  = \$502  | track_answer;
-  assign \$504  = \$503  | tracker_busy;
-  assign \$509  = bus__addr == 7'h40;
-  assign \$510  = bus__w_stb & \$509 ;
-  assign \$511  = bus__addr == 7'h44;
-  assign \$512  = bus__w_stb & \$511 ;
-  assign \$513  = bus__addr == 7'h48;
-  assign \$514  = bus__w_stb & \$513 ;
-  assign \$515  = bus__addr == 7'h4c;
-  assign \$516  = bus__w_stb & \$515 ;
-  assign \$517  = bus__addr == 7'h50;
-  assign \$518  = bus__w_stb & \$517 ;
-  assign \$521  = \$520  | track_answer;
+  assign \$342  = req_w_stb & sel_addrmap_rx_remote;
+  assign \$343  = req_w_stb & sel_addrmap_rx_unmapped;
+  assign \$344  = req_w_stb & sel_addrmap_rx_crosses;
+  assign \$345  = req_w_stb & sel_arb_status;
+  assign \$346  = req_w_stb & sel_arbiter_grants_load;
+  assign \$347  = req_w_stb & sel_arbiter_grants_store;
+  assign \$348  = req_w_stb & sel_arbiter_grants_dma;
+  assign \$349  = req_w_stb & sel_arbiter_grants_remote;
+  assign \$350  = req_w_stb & sel_arbiter_stalls_load;
+  assign \$351  = req_w_stb & sel_arbiter_stalls_store;
+  assign \$352  = req_w_stb & sel_arbiter_stalls_dma;
+  assign \$353  = req_w_stb & sel_arbiter_stalls_remote;
+  assign \$354  = req_w_stb & sel_arbiter_starved;
+  assign \$355  = req_w_stb & sel_tracker_capture;
+  assign \$356  = req_w_stb & sel_dma_capture_index;
+  assign \$357  = req_w_stb & sel_dma_capture_addr_lo;
+  assign \$358  = req_w_stb & sel_dma_capture_addr_hi;
+  assign \$359  = req_w_stb & sel_dma_capture_events;
+  assign \$360  = req_w_stb & sel_addrmap_capture_addr_lo;
+  assign \$361  = req_w_stb & sel_addrmap_capture_addr_hi;
+  assign \$362  = req_w_stb & sel_addrmap_capture_device;
+  assign \$363  = | { \$362 , \$361 , \$360 , \$359 , \$358 , \$357 , \$356 , \$355 , \$354 , \$353 , \$352 , \$351 , \$350 , \$349 , \$348 , \$347 , \$346 , \$345 , \$344 , \$343 , \$342 , \$341 , \$340 , \$339 , \$338 , \$337 , \$336 , \$335 , \$334 , \$333 , \$332 , \$331 , \$330 , \$329 , \$328 , \$327 , \$326 , \$325 , \$324 , \$323 , \$322 , \$321 , \$320 , \$319 , \$318 , \$317 , \$316  };
+  assign \$364  = sweep_at < 4'h8;
+  assign \$365  = | addrmap_errors[1:0];
+  assign \$366  = ~ \$365 ;
+  assign \$367  = region_verdict & \$366 ;
+  assign \$368  = | { dma_errors[5:3], dma_errors[1] };
+  assign \$369  = ~ \$368 ;
+  assign \$370  = desc_verdict & \$369 ;
+  assign \$371  = req_w_stb & sel_region_index;
+  assign \$372  = \$371  & region_locked;
+  assign \$373  = req_w_stb & sel_region_index;
+  assign \$374  = req_r_stb & sel_region_index;
+  assign \$375  = region_fetch | region_load;
+  assign \$376  = \$374  & \$375 ;
+  assign \$377  = req_w_stb & sel_region_base_lo;
+  assign \$378  = \$377  & region_locked;
+  assign \$379  = req_w_stb & sel_region_base_lo;
+  assign \$380  = req_r_stb & sel_region_base_lo;
+  assign \$381  = region_fetch | region_load;
+  assign \$382  = \$380  & \$381 ;
+  assign \$383  = req_w_stb & sel_region_base_hi;
+  assign \$384  = \$383  & region_locked;
+  assign \$385  = req_w_stb & sel_region_base_hi;
+  assign \$386  = req_r_stb & sel_region_base_hi;
+  assign \$387  = region_fetch | region_load;
+  assign \$388  = \$386  & \$387 ;
+  assign \$389  = req_w_stb & sel_region_size_lo;
+  assign \$390  = \$389  & region_locked;
+  assign \$391  = req_w_stb & sel_region_size_lo;
+  assign \$392  = req_r_stb & sel_region_size_lo;
+  assign \$393  = region_fetch | region_load;
+  assign \$394  = \$392  & \$393 ;
+  assign \$395  = req_w_stb & sel_region_size_hi;
+  assign \$396  = \$395  & region_locked;
+  assign \$397  = req_w_stb & sel_region_size_hi;
+  assign \$398  = req_r_stb & sel_region_size_hi;
+  assign \$399  = region_fetch | region_load;
+  assign \$400  = \$398  & \$399 ;
+  assign \$401  = req_w_stb & sel_region_remote_base_lo;
+  assign \$402  = \$401  & region_locked;
+  assign \$403  = req_w_stb & sel_region_remote_base_lo;
+  assign \$404  = req_r_stb & sel_region_remote_base_lo;
+  assign \$405  = region_fetch | region_load;
+  assign \$406  = \$404  & \$405 ;
+  assign \$407  = req_w_stb & sel_region_remote_base_hi;
+  assign \$408  = \$407  & region_locked;
+  assign \$409  = req_w_stb & sel_region_remote_base_hi;
+  assign \$410  = req_r_stb & sel_region_remote_base_hi;
+  assign \$411  = region_fetch | region_load;
+  assign \$412  = \$410  & \$411 ;
+  assign \$413  = req_w_stb & sel_desc_index;
+  assign \$414  = \$413  & desc_locked;
+  assign \$415  = req_w_stb & sel_desc_index;
+  assign \$416  = req_r_stb & sel_desc_index;
+  assign \$417  = desc_fetch | desc_load;
+  assign \$418  = \$416  & \$417 ;
+  assign \$419  = req_w_stb & sel_desc_rows;
+  assign \$420  = \$419  & desc_locked;
+  assign \$421  = req_w_stb & sel_desc_rows;
+  assign \$422  = req_r_stb & sel_desc_rows;
+  assign \$423  = desc_fetch | desc_load;
+  assign \$424  = \$422  & \$423 ;
+  assign \$425  = req_w_stb & sel_desc_pitch;
+  assign \$426  = \$425  & desc_locked;
+  assign \$427  = req_w_stb & sel_desc_pitch;
+  assign \$428  = req_r_stb & sel_desc_pitch;
+  assign \$429  = desc_fetch | desc_load;
+  assign \$430  = \$428  & \$429 ;
+  assign \$431  = req_w_stb & sel_desc_src_lo;
+  assign \$432  = \$431  & desc_locked;
+  assign \$433  = req_w_stb & sel_desc_src_lo;
+  assign \$434  = req_r_stb & sel_desc_src_lo;
+  assign \$435  = desc_fetch | desc_load;
+  assign \$436  = \$434  & \$435 ;
+  assign \$437  = req_w_stb & sel_desc_src_hi;
+  assign \$438  = \$437  & desc_locked;
+  assign \$439  = req_w_stb & sel_desc_src_hi;
+  assign \$440  = req_r_stb & sel_desc_src_hi;
+  assign \$441  = desc_fetch | desc_load;
+  assign \$442  = \$440  & \$441 ;
+  assign \$443  = req_w_stb & sel_desc_dst_lo;
+  assign \$444  = \$443  & desc_locked;
+  assign \$445  = req_w_stb & sel_desc_dst_lo;
+  assign \$446  = req_r_stb & sel_desc_dst_lo;
+  assign \$447  = desc_fetch | desc_load;
+  assign \$448  = \$446  & \$447 ;
+  assign \$449  = req_w_stb & sel_desc_dst_hi;
+  assign \$450  = \$449  & desc_locked;
+  assign \$451  = req_w_stb & sel_desc_dst_hi;
+  assign \$452  = req_r_stb & sel_desc_dst_hi;
+  assign \$453  = desc_fetch | desc_load;
+  assign \$454  = \$452  & \$453 ;
+  assign \$455  = req_w_stb & sel_track_op;
+  assign \$456  = tracker_program__valid | track_answer;
+  assign \$457  = \$455  & \$456 ;
+  assign \$458  = req_w_stb & sel_track_op;
+  assign \$459  = req_w_stb & sel_track_cmd;
+  assign \$460  = tracker_program__valid | track_answer;
+  assign \$461  = \$459  & \$460 ;
+  assign \$462  = req_w_stb & sel_track_cmd;
+  assign \$463  = req_w_stb & sel_arb_policy;
+  assign \$465  = \$463  & \$464 ;
+  assign \$466  = req_w_stb & sel_arb_policy;
+  assign \$467  = req_w_stb & sel_arb_starvation_limit;
+  assign \$469  = \$467  & \$468 ;
+  assign \$470  = req_w_stb & sel_arb_starvation_limit;
+  assign \$471  = req_w_stb & sel_command;
+  assign \$472  = region_locked | sweep;
+  assign \$473  = region_locked | sweep;
+  assign \$474  = sweep | dma_busy;
+  assign \$475  = desc_locked | \$474 ;
+  assign \$476  = desc_locked | sweep;
+  assign \$477  = tracker_program__valid | track_answer;
+  assign \$478  = \$477  | tracker_busy;
+  assign \$481  = bus__addr == 7'h40;
+  assign \$482  = bus__w_stb & \$481 ;
+  assign \$483  = bus__addr == 7'h44;
+  assign \$484  = bus__w_stb & \$483 ;
+  assign \$485  = bus__addr == 7'h48;
+  assign \$486  = bus__w_stb & \$485 ;
+  assign \$487  = bus__addr == 7'h4c;
+  assign \$488  = bus__w_stb & \$487 ;
+  assign \$489  = bus__addr == 7'h50;
+  assign \$490  = bus__w_stb & \$489 ;
+  assign \$491  = tracker_program__valid | track_answer;
   always @(posedge clk)
-    req_addr <= \$525 ;
+    req_addr <= \$493 ;
   always @(posedge clk)
-    req_w_data <= \$526 ;
+    req_w_data <= \$494 ;
   always @(posedge clk)
-    req_w_stb <= \$527 ;
+    req_w_stb <= \$495 ;
   always @(posedge clk)
-    req_r_stb <= \$528 ;
+    req_r_stb <= \$496 ;
   always @(posedge clk)
-    sel_id <= \$529 ;
+    sel_id <= \$497 ;
   always @(posedge clk)
-    sel_config <= \$530 ;
+    sel_config <= \$498 ;
   always @(posedge clk)
-    sel_status <= \$531 ;
+    sel_status <= \$499 ;
   always @(posedge clk)
-    sel_command <= \$532 ;
+    sel_command <= \$500 ;
   always @(posedge clk)
-    sel_device_id <= \$533 ;
+    sel_device_id <= \$501 ;
   always @(posedge clk)
-    sel_csr_errors <= \$534 ;
+    sel_csr_errors <= \$502 ;
   always @(posedge clk)
-    sel_tracker_errors <= \$535 ;
+    sel_tracker_errors <= \$503 ;
   always @(posedge clk)
-    sel_dma_errors <= \$536 ;
+    sel_dma_errors <= \$504 ;
   always @(posedge clk)
-    sel_addrmap_errors <= \$537 ;
+    sel_addrmap_errors <= \$505 ;
   always @(posedge clk)
-    sel_arbiter_errors <= \$538 ;
+    sel_arbiter_errors <= \$506 ;
   always @(posedge clk)
-    sel_region_index <= \$539 ;
+    sel_region_index <= \$507 ;
   always @(posedge clk)
-    sel_region_base_lo <= \$540 ;
+    sel_region_base_lo <= \$508 ;
   always @(posedge clk)
-    sel_region_base_hi <= \$541 ;
+    sel_region_base_hi <= \$509 ;
   always @(posedge clk)
-    sel_region_size_lo <= \$542 ;
+    sel_region_size_lo <= \$510 ;
   always @(posedge clk)
-    sel_region_size_hi <= \$543 ;
+    sel_region_size_hi <= \$511 ;
   always @(posedge clk)
-    sel_region_remote_base_lo <= \$544 ;
+    sel_region_remote_base_lo <= \$512 ;
   always @(posedge clk)
-    sel_region_remote_base_hi <= \$545 ;
+    sel_region_remote_base_hi <= \$513 ;
   always @(posedge clk)
-    sel_desc_index <= \$546 ;
+    sel_desc_index <= \$514 ;
   always @(posedge clk)
-    sel_desc_rows <= \$547 ;
+    sel_desc_rows <= \$515 ;
   always @(posedge clk)
-    sel_desc_pitch <= \$548 ;
+    sel_desc_pitch <= \$516 ;
   always @(posedge clk)
-    sel_desc_src_lo <= \$549 ;
+    sel_desc_src_lo <= \$517 ;
   always @(posedge clk)
-    sel_desc_src_hi <= \$550 ;
+    sel_desc_src_hi <= \$518 ;
   always @(posedge clk)
-    sel_desc_dst_lo <= \$551 ;
+    sel_desc_dst_lo <= \$519 ;
   always @(posedge clk)
-    sel_desc_dst_hi <= \$552 ;
+    sel_desc_dst_hi <= \$520 ;
   always @(posedge clk)
-    sel_track_op <= \$553 ;
+    sel_track_op <= \$521 ;
   always @(posedge clk)
-    sel_track_cmd <= \$554 ;
+    sel_track_cmd <= \$522 ;
   always @(posedge clk)
-    sel_track_result_op <= \$555 ;
+    sel_track_result_op <= \$523 ;
   always @(posedge clk)
-    sel_track_result_threshold <= \$556 ;
+    sel_track_result_threshold <= \$524 ;
   always @(posedge clk)
-    sel_tracker_writes_compute <= \$557 ;
+    sel_tracker_writes_compute <= \$525 ;
   always @(posedge clk)
-    sel_tracker_writes_dma <= \$558 ;
+    sel_tracker_writes_dma <= \$526 ;
   always @(posedge clk)
-    sel_tracker_writes_remote <= \$559 ;
+    sel_tracker_writes_remote <= \$527 ;
   always @(posedge clk)
-    sel_tracker_unprogrammed <= \$560 ;
+    sel_tracker_unprogrammed <= \$528 ;
   always @(posedge clk)
-    sel_tracker_triggers <= \$561 ;
+    sel_tracker_triggers <= \$529 ;
   always @(posedge clk)
-    sel_tracker_dropped <= \$562 ;
+    sel_tracker_dropped <= \$530 ;
   always @(posedge clk)
-    sel_dma_triggers <= \$563 ;
+    sel_dma_triggers <= \$531 ;
   always @(posedge clk)
-    sel_dma_rejected <= \$564 ;
+    sel_dma_rejected <= \$532 ;
   always @(posedge clk)
-    sel_dma_reads <= \$565 ;
+    sel_dma_reads <= \$533 ;
   always @(posedge clk)
-    sel_dma_packets <= \$566 ;
+    sel_dma_packets <= \$534 ;
   always @(posedge clk)
-    sel_dma_bad_program <= \$567 ;
+    sel_dma_bad_program <= \$535 ;
   always @(posedge clk)
-    sel_dma_bad_range <= \$568 ;
+    sel_dma_bad_range <= \$536 ;
   always @(posedge clk)
-    sel_dma_bad_pitch <= \$569 ;
+    sel_dma_bad_pitch <= \$537 ;
   always @(posedge clk)
-    sel_dma_desc_busy <= \$570 ;
+    sel_dma_desc_busy <= \$538 ;
   always @(posedge clk)
-    sel_dma_aborted <= \$571 ;
+    sel_dma_aborted <= \$539 ;
   always @(posedge clk)
-    sel_addrmap_local <= \$572 ;
+    sel_addrmap_local <= \$540 ;
   always @(posedge clk)
-    sel_addrmap_tracked <= \$573 ;
+    sel_addrmap_tracked <= \$541 ;
   always @(posedge clk)
-    sel_addrmap_remote <= \$574 ;
+    sel_addrmap_remote <= \$542 ;
   always @(posedge clk)
-    sel_addrmap_unmapped <= \$575 ;
+    sel_addrmap_unmapped <= \$543 ;
   always @(posedge clk)
-    sel_addrmap_store_crosses <= \$576 ;
+    sel_addrmap_store_crosses <= \$544 ;
   always @(posedge clk)
-    sel_addrmap_rx_misrouted <= \$577 ;
+    sel_addrmap_rx_misrouted <= \$545 ;
   always @(posedge clk)
-    sel_addrmap_rx_remote <= \$578 ;
+    sel_addrmap_rx_remote <= \$546 ;
   always @(posedge clk)
-    sel_addrmap_rx_unmapped <= \$579 ;
+    sel_addrmap_rx_unmapped <= \$547 ;
   always @(posedge clk)
-    sel_addrmap_rx_crosses <= \$580 ;
+    sel_addrmap_rx_crosses <= \$548 ;
   always @(posedge clk)
-    sel_arb_policy <= \$581 ;
+    sel_arb_policy <= \$549 ;
   always @(posedge clk)
-    sel_arb_starvation_limit <= \$582 ;
+    sel_arb_starvation_limit <= \$550 ;
   always @(posedge clk)
-    sel_arb_status <= \$583 ;
+    sel_arb_status <= \$551 ;
   always @(posedge clk)
-    sel_arbiter_grants_load <= \$584 ;
+    sel_arbiter_grants_load <= \$552 ;
   always @(posedge clk)
-    sel_arbiter_grants_store <= \$585 ;
+    sel_arbiter_grants_store <= \$553 ;
   always @(posedge clk)
-    sel_arbiter_grants_dma <= \$586 ;
+    sel_arbiter_grants_dma <= \$554 ;
   always @(posedge clk)
-    sel_arbiter_grants_remote <= \$587 ;
+    sel_arbiter_grants_remote <= \$555 ;
   always @(posedge clk)
-    sel_arbiter_stalls_load <= \$588 ;
+    sel_arbiter_stalls_load <= \$556 ;
   always @(posedge clk)
-    sel_arbiter_stalls_store <= \$589 ;
+    sel_arbiter_stalls_store <= \$557 ;
   always @(posedge clk)
-    sel_arbiter_stalls_dma <= \$590 ;
+    sel_arbiter_stalls_dma <= \$558 ;
   always @(posedge clk)
-    sel_arbiter_stalls_remote <= \$591 ;
+    sel_arbiter_stalls_remote <= \$559 ;
   always @(posedge clk)
-    sel_arbiter_starved <= \$592 ;
+    sel_arbiter_starved <= \$560 ;
   always @(posedge clk)
-    sel_csr_irq_enable <= \$593 ;
+    sel_csr_irq_enable <= \$561 ;
   always @(posedge clk)
-    sel_tracker_irq_enable <= \$594 ;
+    sel_tracker_irq_enable <= \$562 ;
   always @(posedge clk)
-    sel_dma_irq_enable <= \$595 ;
+    sel_dma_irq_enable <= \$563 ;
   always @(posedge clk)
-    sel_addrmap_irq_enable <= \$596 ;
+    sel_addrmap_irq_enable <= \$564 ;
   always @(posedge clk)
-    sel_arbiter_irq_enable <= \$597 ;
+    sel_arbiter_irq_enable <= \$565 ;
   always @(posedge clk)
-    sel_tracker_capture <= \$598 ;
+    sel_tracker_capture <= \$566 ;
   always @(posedge clk)
-    sel_dma_capture_index <= \$599 ;
+    sel_dma_capture_index <= \$567 ;
   always @(posedge clk)
-    sel_dma_capture_addr_lo <= \$600 ;
+    sel_dma_capture_addr_lo <= \$568 ;
   always @(posedge clk)
-    sel_dma_capture_addr_hi <= \$601 ;
+    sel_dma_capture_addr_hi <= \$569 ;
   always @(posedge clk)
-    sel_dma_capture_events <= \$602 ;
+    sel_dma_capture_events <= \$570 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_lo <= \$603 ;
+    sel_addrmap_capture_addr_lo <= \$571 ;
   always @(posedge clk)
-    sel_addrmap_capture_addr_hi <= \$604 ;
+    sel_addrmap_capture_addr_hi <= \$572 ;
   always @(posedge clk)
-    sel_addrmap_capture_device <= \$605 ;
+    sel_addrmap_capture_device <= \$573 ;
   always @(posedge clk)
-    mapped <= \$606 ;
+    mapped <= \$574 ;
   always @(posedge clk)
-    sweep_at <= \$607 ;
+    sweep_at <= \$575 ;
   always @(posedge clk)
-    sweep <= \$608 ;
+    sweep <= \$576 ;
   always @(posedge clk)
-    region_program__valid <= \$609 ;
+    region_program__valid <= \$577 ;
   always @(posedge clk)
-    dma_program__valid <= \$610 ;
+    dma_program__valid <= \$578 ;
   always @(posedge clk)
-    tracker_program__valid <= \$611 ;
+    tracker_program__valid <= \$579 ;
   always @(posedge clk)
-    arbiter_program__valid <= \$612 ;
+    arbiter_program__valid <= \$580 ;
   always @(posedge clk)
-    region_waiting0 <= \$613 ;
+    region_waiting0 <= \$581 ;
   always @(posedge clk)
-    region_waiting1 <= \$614 ;
+    region_waiting1 <= \$582 ;
   always @(posedge clk)
-    region_waiting2 <= \$615 ;
+    region_waiting2 <= \$583 ;
   always @(posedge clk)
-    region_waiting3 <= \$616 ;
+    region_waiting3 <= \$584 ;
   always @(posedge clk)
-    region_waiting4 <= \$617 ;
+    region_waiting4 <= \$585 ;
   always @(posedge clk)
-    region_waiting5 <= \$618 ;
+    region_waiting5 <= \$586 ;
   always @(posedge clk)
-    region_waiting6 <= \$619 ;
+    region_waiting6 <= \$587 ;
   always @(posedge clk)
-    region_waiting7 <= \$620 ;
+    region_waiting7 <= \$588 ;
   always @(posedge clk)
-    region_waiting8 <= \$621 ;
+    region_waiting8 <= \$589 ;
   always @(posedge clk)
-    region_waiting9 <= \$622 ;
+    region_waiting9 <= \$590 ;
   always @(posedge clk)
-    region_waiting10 <= \$623 ;
+    region_waiting10 <= \$591 ;
   always @(posedge clk)
-    region_waiting11 <= \$624 ;
+    region_waiting11 <= \$592 ;
   always @(posedge clk)
-    region_verdict <= \$625 ;
-  always @(posedge clk)
-    region_judging <= \$626 ;
+    region_verdict <= \$593 ;
   always @(posedge clk)
     region_got <= rp__data;
   always @(posedge clk)
-    region_fetch <= \$627 ;
+    region_fetch <= \$594 ;
   always @(posedge clk)
-    region_load <= \$628 ;
+    region_load <= \$595 ;
   always @(posedge clk)
-    region_program__payload <= \$629 ;
+    region_program__payload <= \$596 ;
   always @(posedge clk)
-    desc_waiting0 <= \$630 ;
+    desc_waiting0 <= \$597 ;
   always @(posedge clk)
-    desc_waiting1 <= \$631 ;
+    desc_waiting1 <= \$598 ;
   always @(posedge clk)
-    desc_waiting2 <= \$632 ;
+    desc_waiting2 <= \$599 ;
   always @(posedge clk)
-    desc_waiting3 <= \$633 ;
+    desc_waiting3 <= \$600 ;
   always @(posedge clk)
-    desc_waiting4 <= \$634 ;
+    desc_waiting4 <= \$601 ;
   always @(posedge clk)
-    desc_verdict <= \$635 ;
+    desc_verdict <= \$602 ;
   always @(posedge clk)
-    desc_judging <= \$636 ;
+    desc_got <= \rp__data$150 ;
   always @(posedge clk)
-    desc_got <= \rp__data$152 ;
+    desc_fetch <= \$603 ;
   always @(posedge clk)
-    desc_fetch <= \$637 ;
+    desc_load <= \$604 ;
   always @(posedge clk)
-    desc_load <= \$638 ;
+    dma_program__payload <= \$605 ;
   always @(posedge clk)
-    dma_program__payload <= \$639 ;
+    track_result <= \$606 ;
   always @(posedge clk)
-    track_result <= \$640 ;
+    track_answer <= \$607 ;
   always @(posedge clk)
-    track_answer <= \$641 ;
+    tracker_program__payload <= \$608 ;
   always @(posedge clk)
-    tracker_program__payload <= \$642 ;
+    arbiter_program__payload <= \$609 ;
   always @(posedge clk)
-    arbiter_program__payload <= \$643 ;
+    device_id <= \$610 ;
   always @(posedge clk)
-    device_id <= \$644 ;
+    csr_irq_enable <= \$611 ;
   always @(posedge clk)
-    csr_irq_enable <= \$645 ;
+    tracker_irq_enable <= \$612 ;
   always @(posedge clk)
-    tracker_irq_enable <= \$646 ;
+    dma_irq_enable <= \$613 ;
   always @(posedge clk)
-    dma_irq_enable <= \$647 ;
+    addrmap_irq_enable <= \$614 ;
   always @(posedge clk)
-    addrmap_irq_enable <= \$648 ;
+    arbiter_irq_enable <= \$615 ;
   always @(posedge clk)
-    arbiter_irq_enable <= \$649 ;
+    region_locked <= \$616 ;
   always @(posedge clk)
-    region_locked <= \$650 ;
+    desc_locked <= \$617 ;
   always @(posedge clk)
-    desc_locked <= \$651 ;
+    tracker_events <= \$618 ;
   always @(posedge clk)
-    tracker_events <= \$652 ;
+    dma_events <= \$619 ;
   always @(posedge clk)
-    dma_events <= \$653 ;
+    addrmap_events <= \$620 ;
   always @(posedge clk)
-    addrmap_events <= \$654 ;
+    arbiter_events <= \$621 ;
   always @(posedge clk)
-    arbiter_events <= \$655 ;
+    csr_errors_clear <= \$622 ;
   always @(posedge clk)
-    csr_errors_clear <= \$656 ;
+    errors <= \$623 ;
   always @(posedge clk)
-    errors <= \$657 ;
+    tracker_errors_clear <= \$624 ;
   always @(posedge clk)
-    tracker_errors_clear <= \$658 ;
+    tracker_sticky <= \$625 ;
   always @(posedge clk)
-    tracker_sticky <= \$659 ;
+    tracker_errors_first <= \$626 ;
   always @(posedge clk)
-    tracker_errors_first <= \$660 ;
+    dma_errors_clear <= \$627 ;
   always @(posedge clk)
-    dma_errors_clear <= \$661 ;
+    dma_sticky <= \$628 ;
   always @(posedge clk)
-    dma_sticky <= \$662 ;
+    dma_errors_first <= \$629 ;
   always @(posedge clk)
-    dma_errors_first <= \$663 ;
+    addrmap_errors_clear <= \$630 ;
   always @(posedge clk)
-    addrmap_errors_clear <= \$664 ;
+    addrmap_sticky <= \$631 ;
   always @(posedge clk)
-    addrmap_sticky <= \$665 ;
+    addrmap_errors_first <= \$632 ;
   always @(posedge clk)
-    addrmap_errors_first <= \$666 ;
+    arbiter_errors_clear <= \$633 ;
   always @(posedge clk)
-    arbiter_errors_clear <= \$667 ;
+    arbiter_sticky <= \$634 ;
   always @(posedge clk)
-    arbiter_sticky <= \$668 ;
+    arbiter_errors_first <= \$635 ;
   always @(posedge clk)
-    arbiter_errors_first <= \$669 ;
+    tracker_given <= \$636 ;
   always @(posedge clk)
-    tracker_given <= \$670 ;
+    \tracker_capture$189  <= \$637 ;
   always @(posedge clk)
-    \tracker_capture$191  <= \$671 ;
+    dma_given <= \$638 ;
   always @(posedge clk)
-    dma_given <= \$672 ;
+    \dma_capture$191  <= \$639 ;
   always @(posedge clk)
-    \dma_capture$193  <= \$673 ;
+    addrmap_given <= \$640 ;
   always @(posedge clk)
-    addrmap_given <= \$674 ;
+    \addrmap_capture$193  <= \$641 ;
   always @(posedge clk)
-    \addrmap_capture$195  <= \$675 ;
+    irq <= \$642 ;
   always @(posedge clk)
-    irq <= \$676 ;
+    read_part0 <= \$643 ;
   always @(posedge clk)
-    read_part0 <= \$677 ;
+    read_part1 <= \$644 ;
   always @(posedge clk)
-    read_part1 <= \$678 ;
+    read_part2 <= \$645 ;
   always @(posedge clk)
-    read_part2 <= \$679 ;
+    read_part3 <= \$646 ;
   always @(posedge clk)
-    read_part3 <= \$680 ;
+    read_part4 <= \$647 ;
   always @(posedge clk)
-    read_part4 <= \$681 ;
+    read_part5 <= \$648 ;
   always @(posedge clk)
-    read_part5 <= \$682 ;
+    read_part6 <= \$649 ;
   always @(posedge clk)
-    read_part6 <= \$683 ;
+    read_part8 <= \$650 ;
   always @(posedge clk)
-    read_part8 <= \$684 ;
+    read_part10 <= \$651 ;
   always @(posedge clk)
-    read_part10 <= \$685 ;
+    read_part11 <= \$652 ;
   always @(posedge clk)
-    read_part11 <= \$686 ;
+    read_part13 <= \$653 ;
   always @(posedge clk)
-    read_part13 <= \$687 ;
+    read_part14 <= \$654 ;
   always @(posedge clk)
-    read_part14 <= \$688 ;
+    read_pending <= \$655 ;
   always @(posedge clk)
-    read_pending <= \$689 ;
+    read_section <= \$656 ;
   always @(posedge clk)
-    read_section <= \$690 ;
+    read_unaligned <= \$657 ;
   always @(posedge clk)
-    read_unaligned <= \$691 ;
-  always @(posedge clk)
-    bus__r_data <= \$692 ;
+    bus__r_data <= \$658 ;
   assign \$1  = sweep_at + 1'h1;
   assign \$2  = sweep_at == 8'hff;
   assign \$3  = region_program__valid & region_program__ready;
   assign \$4  = dma_program__valid & dma_program__ready;
   assign \$5  = tracker_program__valid & tracker_program__ready;
   assign \$7  = region_program__valid & region_program__ready;
-  assign \$8  = region_program__valid & region_program__ready;
-  assign \$9  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0, \$8  };
-  assign \$10  = dma_program__valid & dma_program__ready;
-  assign \$11  = dma_program__valid & dma_program__ready;
-  assign \$12  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0, \$11  };
-  assign \$13  = tracker_program__valid & tracker_program__ready;
-  assign \$14  = req_w_stb & sel_region_index;
-  assign \$15  = \$14  & region_locked;
-  assign \$16  = req_w_stb & sel_region_index;
-  assign \$17  = req_w_stb & sel_region_base_lo;
-  assign \$18  = \$17  & region_locked;
-  assign \$19  = req_w_stb & sel_region_base_lo;
-  assign \$20  = req_w_stb & sel_region_base_hi;
-  assign \$21  = \$20  & region_locked;
-  assign \$22  = req_w_stb & sel_region_base_hi;
-  assign \$23  = req_w_stb & sel_region_size_lo;
-  assign \$24  = \$23  & region_locked;
-  assign \$25  = req_w_stb & sel_region_size_lo;
-  assign \$26  = req_w_stb & sel_region_size_hi;
-  assign \$27  = \$26  & region_locked;
-  assign \$28  = req_w_stb & sel_region_size_hi;
-  assign \$29  = req_w_stb & sel_region_remote_base_lo;
-  assign \$30  = \$29  & region_locked;
-  assign \$31  = req_w_stb & sel_region_remote_base_lo;
-  assign \$32  = req_w_stb & sel_region_remote_base_hi;
-  assign \$33  = \$32  & region_locked;
-  assign \$34  = req_w_stb & sel_region_remote_base_hi;
-  assign \$35  = req_w_stb & sel_desc_index;
-  assign \$36  = \$35  & desc_locked;
-  assign \$37  = req_w_stb & sel_desc_index;
-  assign \$38  = req_w_stb & sel_desc_rows;
-  assign \$39  = \$38  & desc_locked;
-  assign \$40  = req_w_stb & sel_desc_rows;
-  assign \$41  = req_w_stb & sel_desc_pitch;
-  assign \$42  = \$41  & desc_locked;
-  assign \$43  = req_w_stb & sel_desc_pitch;
-  assign \$44  = req_w_stb & sel_desc_src_lo;
-  assign \$45  = \$44  & desc_locked;
-  assign \$46  = req_w_stb & sel_desc_src_lo;
-  assign \$47  = req_w_stb & sel_desc_src_hi;
-  assign \$48  = \$47  & desc_locked;
-  assign \$49  = req_w_stb & sel_desc_src_hi;
-  assign \$50  = req_w_stb & sel_desc_dst_lo;
-  assign \$51  = \$50  & desc_locked;
-  assign \$52  = req_w_stb & sel_desc_dst_lo;
-  assign \$53  = req_w_stb & sel_desc_dst_hi;
-  assign \$54  = \$53  & desc_locked;
-  assign \$55  = req_w_stb & sel_desc_dst_hi;
-  assign \$56  = req_w_stb & sel_track_op;
-  assign \$59  = \$58  | track_answer;
-  assign \$60  = \$56  & \$59 ;
-  assign \$61  = req_w_stb & sel_track_op;
-  assign \$62  = req_w_stb & sel_track_cmd;
-  assign \$65  = \$64  | track_answer;
-  assign \$66  = \$62  & \$65 ;
-  assign \$67  = req_w_stb & sel_track_cmd;
-  assign \$68  = req_w_stb & sel_arb_policy;
-  assign \$72  = \$68  & \$71 ;
-  assign \$73  = req_w_stb & sel_arb_policy;
-  assign \$74  = req_w_stb & sel_arb_starvation_limit;
-  assign \$78  = \$74  & \$77 ;
-  assign \$79  = req_w_stb & sel_arb_starvation_limit;
-  assign \$80  = req_w_stb & sel_device_id;
-  assign \$81  = req_w_stb & sel_csr_irq_enable;
-  assign \$82  = req_w_stb & sel_tracker_irq_enable;
-  assign \$83  = req_w_stb & sel_dma_irq_enable;
-  assign \$84  = req_w_stb & sel_addrmap_irq_enable;
-  assign \$85  = req_w_stb & sel_arbiter_irq_enable;
-  assign \$86  = region_started | region_program__valid;
-  assign \$87  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
-  assign \$88  = \$86  | \$87 ;
-  assign \$89  = \$88  | region_fetch;
-  assign \$90  = desc_started | dma_program__valid;
-  assign \$91  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
-  assign \$92  = \$90  | \$91 ;
-  assign \$93  = \$92  | desc_fetch;
-  assign \$94  = req_w_stb & sel_command;
-  assign \$95  = region_locked | sweep;
-  assign \$96  = region_locked | sweep;
-  assign \$97  = sweep | dma_busy;
-  assign \$98  = desc_locked | \$97 ;
-  assign \$99  = desc_locked | sweep;
-  assign \$102  = \$101  | track_answer;
-  assign \$103  = \$102  | tracker_busy;
-  assign \$108  = ~ csr_errors_clear;
-  assign \$109  = errors & \$108 ;
-  assign \$110  = \$109  | set_err;
-  assign \$111  = ~ tracker_errors_clear;
-  assign \$112  = tracker_sticky & \$111 ;
-  assign \$113  = \$112  | tracker_events;
-  assign \$114  = | tracker_errors;
-  assign \$115  = ~ tracker_errors_clear;
-  assign \$116  = tracker_sticky & \$115 ;
-  assign \$117  = \$116  | tracker_events;
-  assign \$118  = ~ tracker_errors_clear_next;
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = | \$119 ;
-  assign \$121  = ~ \$120 ;
-  assign \$122  = \$114  & \$121 ;
-  assign \$123  = ~ dma_errors_clear;
-  assign \$124  = dma_sticky & \$123 ;
-  assign \$125  = \$124  | dma_events;
-  assign \$126  = | dma_errors;
-  assign \$127  = ~ dma_errors_clear;
-  assign \$128  = dma_sticky & \$127 ;
-  assign \$129  = \$128  | dma_events;
-  assign \$130  = ~ dma_errors_clear_next;
-  assign \$131  = \$129  & \$130 ;
-  assign \$132  = | \$131 ;
-  assign \$133  = ~ \$132 ;
-  assign \$134  = \$126  & \$133 ;
-  assign \$135  = ~ addrmap_errors_clear;
-  assign \$136  = addrmap_sticky & \$135 ;
-  assign \$137  = \$136  | addrmap_events;
-  assign \$138  = | addrmap_errors;
-  assign \$139  = ~ addrmap_errors_clear;
-  assign \$140  = addrmap_sticky & \$139 ;
-  assign \$141  = \$140  | addrmap_events;
-  assign \$142  = ~ addrmap_errors_clear_next;
-  assign \$143  = \$141  & \$142 ;
+  assign \$8  = dma_program__valid & dma_program__ready;
+  assign \$9  = tracker_program__valid & tracker_program__ready;
+  assign \$10  = req_w_stb & sel_region_index;
+  assign \$11  = \$10  & region_locked;
+  assign \$12  = req_w_stb & sel_region_index;
+  assign \$13  = req_w_stb & sel_region_base_lo;
+  assign \$14  = \$13  & region_locked;
+  assign \$15  = req_w_stb & sel_region_base_lo;
+  assign \$16  = req_w_stb & sel_region_base_hi;
+  assign \$17  = \$16  & region_locked;
+  assign \$18  = req_w_stb & sel_region_base_hi;
+  assign \$19  = req_w_stb & sel_region_size_lo;
+  assign \$20  = \$19  & region_locked;
+  assign \$21  = req_w_stb & sel_region_size_lo;
+  assign \$22  = req_w_stb & sel_region_size_hi;
+  assign \$23  = \$22  & region_locked;
+  assign \$24  = req_w_stb & sel_region_size_hi;
+  assign \$25  = req_w_stb & sel_region_remote_base_lo;
+  assign \$26  = \$25  & region_locked;
+  assign \$27  = req_w_stb & sel_region_remote_base_lo;
+  assign \$28  = req_w_stb & sel_region_remote_base_hi;
+  assign \$29  = \$28  & region_locked;
+  assign \$30  = req_w_stb & sel_region_remote_base_hi;
+  assign \$31  = req_w_stb & sel_desc_index;
+  assign \$32  = \$31  & desc_locked;
+  assign \$33  = req_w_stb & sel_desc_index;
+  assign \$34  = req_w_stb & sel_desc_rows;
+  assign \$35  = \$34  & desc_locked;
+  assign \$36  = req_w_stb & sel_desc_rows;
+  assign \$37  = req_w_stb & sel_desc_pitch;
+  assign \$38  = \$37  & desc_locked;
+  assign \$39  = req_w_stb & sel_desc_pitch;
+  assign \$40  = req_w_stb & sel_desc_src_lo;
+  assign \$41  = \$40  & desc_locked;
+  assign \$42  = req_w_stb & sel_desc_src_lo;
+  assign \$43  = req_w_stb & sel_desc_src_hi;
+  assign \$44  = \$43  & desc_locked;
+  assign \$45  = req_w_stb & sel_desc_src_hi;
+  assign \$46  = req_w_stb & sel_desc_dst_lo;
+  assign \$47  = \$46  & desc_locked;
+  assign \$48  = req_w_stb & sel_desc_dst_lo;
+  assign \$49  = req_w_stb & sel_desc_dst_hi;
+  assign \$50  = \$49  & desc_locked;
+  assign \$51  = req_w_stb & sel_desc_dst_hi;
+  assign \$52  = req_w_stb & sel_track_op;
+  assign \$53  = tracker_program__valid | track_answer;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = req_w_stb & sel_track_op;
+  assign \$56  = req_w_stb & sel_track_cmd;
+  assign \$57  = tracker_program__valid | track_answer;
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = req_w_stb & sel_track_cmd;
+  assign \$60  = req_w_stb & sel_arb_policy;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = req_w_stb & sel_arb_policy;
+  assign \$64  = req_w_stb & sel_arb_starvation_limit;
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = req_w_stb & sel_arb_starvation_limit;
+  assign \$68  = req_w_stb & sel_device_id;
+  assign \$69  = req_w_stb & sel_csr_irq_enable;
+  assign \$70  = req_w_stb & sel_tracker_irq_enable;
+  assign \$71  = req_w_stb & sel_dma_irq_enable;
+  assign \$72  = req_w_stb & sel_addrmap_irq_enable;
+  assign \$73  = req_w_stb & sel_arbiter_irq_enable;
+  assign \$74  = region_started | region_program__valid;
+  assign \$75  = | { region_waiting11, region_waiting10, region_waiting9, region_waiting8, region_waiting7, region_waiting6, region_waiting5, region_waiting4, region_waiting3, region_waiting2, region_waiting1, region_waiting0 };
+  assign \$76  = \$74  | \$75 ;
+  assign \$77  = \$76  | region_fetch;
+  assign \$78  = desc_started | dma_program__valid;
+  assign \$79  = | { desc_waiting4, desc_waiting3, desc_waiting2, desc_waiting1, desc_waiting0 };
+  assign \$80  = \$78  | \$79 ;
+  assign \$81  = \$80  | desc_fetch;
+  assign \$82  = req_w_stb & sel_command;
+  assign \$83  = region_locked | sweep;
+  assign \$84  = region_locked | sweep;
+  assign \$85  = sweep | dma_busy;
+  assign \$86  = desc_locked | \$85 ;
+  assign \$87  = desc_locked | sweep;
+  assign \$88  = tracker_program__valid | track_answer;
+  assign \$89  = \$88  | tracker_busy;
+  assign \$92  = ~ csr_errors_clear;
+  assign \$93  = errors & \$92 ;
+  assign \$94  = \$93  | set_err;
+  assign \$95  = ~ tracker_errors_clear;
+  assign \$96  = tracker_sticky & \$95 ;
+  assign \$97  = \$96  | tracker_events;
+  assign \$98  = | tracker_errors;
+  assign \$99  = ~ tracker_errors_clear;
+  assign \$100  = tracker_sticky & \$99 ;
+  assign \$101  = \$100  | tracker_events;
+  assign \$102  = ~ tracker_errors_clear_next;
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = | \$103 ;
+  assign \$105  = ~ \$104 ;
+  assign \$106  = \$98  & \$105 ;
+  assign \$107  = ~ dma_errors_clear;
+  assign \$108  = dma_sticky & \$107 ;
+  assign \$109  = \$108  | dma_events;
+  assign \$110  = | dma_errors;
+  assign \$111  = ~ dma_errors_clear;
+  assign \$112  = dma_sticky & \$111 ;
+  assign \$113  = \$112  | dma_events;
+  assign \$114  = ~ dma_errors_clear_next;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = | \$115 ;
+  assign \$117  = ~ \$116 ;
+  assign \$118  = \$110  & \$117 ;
+  assign \$119  = ~ addrmap_errors_clear;
+  assign \$120  = addrmap_sticky & \$119 ;
+  assign \$121  = \$120  | addrmap_events;
+  assign \$122  = | addrmap_errors;
+  assign \$123  = ~ addrmap_errors_clear;
+  assign \$124  = addrmap_sticky & \$123 ;
+  assign \$125  = \$124  | addrmap_events;
+  assign \$126  = ~ addrmap_errors_clear_next;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = | \$127 ;
+  assign \$129  = ~ \$128 ;
+  assign \$130  = \$122  & \$129 ;
+  assign \$131  = ~ arbiter_errors_clear;
+  assign \$132  = arbiter_sticky & \$131 ;
+  assign \$133  = \$132  | arbiter_events;
+  assign \$134  = | arbiter_errors;
+  assign \$135  = ~ arbiter_errors_clear;
+  assign \$136  = arbiter_sticky & \$135 ;
+  assign \$137  = \$136  | arbiter_events;
+  assign \$138  = ~ arbiter_errors_clear_next;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = | \$139 ;
+  assign \$141  = ~ \$140 ;
+  assign \$142  = \$134  & \$141 ;
+  assign \$143  = errors & csr_irq_enable;
   assign \$144  = | \$143 ;
-  assign \$145  = ~ \$144 ;
-  assign \$146  = \$138  & \$145 ;
-  assign \$147  = ~ arbiter_errors_clear;
-  assign \$148  = arbiter_sticky & \$147 ;
-  assign \$149  = \$148  | arbiter_events;
-  assign \$150  = | arbiter_errors;
-  assign \$151  = ~ arbiter_errors_clear;
-  assign \$152  = arbiter_sticky & \$151 ;
-  assign \$153  = \$152  | arbiter_events;
-  assign \$154  = ~ arbiter_errors_clear_next;
-  assign \$155  = \$153  & \$154 ;
-  assign \$156  = | \$155 ;
-  assign \$157  = ~ \$156 ;
-  assign \$158  = \$150  & \$157 ;
-  assign \$159  = errors & csr_irq_enable;
-  assign \$160  = | \$159 ;
-  assign \$161  = tracker_sticky & tracker_irq_enable;
-  assign \$162  = | \$161 ;
-  assign \$163  = dma_sticky & dma_irq_enable;
-  assign \$164  = | \$163 ;
-  assign \$165  = addrmap_sticky & addrmap_irq_enable;
-  assign \$166  = | \$165 ;
-  assign \$167  = arbiter_sticky & arbiter_irq_enable;
-  assign \$168  = | \$167 ;
-  assign \$169  = | { \$168 , \$166 , \$164 , \$162 , \$160  };
-  assign \$170  = sel_id ? 32'd1412646999 : 32'd0;
-  assign \$171  = sel_config ? 32'd811731048 : 32'd0;
-  assign \$172  = \$170  | \$171 ;
-  assign \$173  = sel_status ? { 23'h000000, status } : 32'd0;
-  assign \$175  = sel_device_id ? { 27'h0000000, device_id } : 32'd0;
-  assign \$177  = \$173  | \$176 ;
-  assign \$178  = \$172  | \$177 ;
-  assign \$179  = sel_csr_errors ? { 28'h0000000, errors } : 32'd0;
-  assign \$180  = sel_tracker_errors ? { 26'h0000000, tracker_sticky } : 32'd0;
-  assign \$181  = \$179  | \$180 ;
-  assign \$182  = sel_dma_errors ? { 25'h0000000, dma_sticky } : 32'd0;
-  assign \$183  = sel_addrmap_errors ? { 25'h0000000, addrmap_sticky } : 32'd0;
-  assign \$184  = sel_arbiter_errors ? { 30'h00000000, arbiter_sticky } : 32'd0;
-  assign \$185  = \$183  | \$184 ;
-  assign \$186  = \$182  | \$185 ;
-  assign \$187  = \$181  | \$186 ;
-  assign \$188  = sel_region_index ? { 21'h000000, region_program__payload[10:0] } : 32'd0;
-  assign \$189  = sel_region_base_lo ? region_program__payload[42:11] : 32'd0;
-  assign \$190  = sel_region_base_hi ? { 16'h0000, region_program__payload[58:43] } : 32'd0;
-  assign \$191  = \$189  | \$190 ;
-  assign \$192  = \$188  | \$191 ;
-  assign \$193  = sel_region_size_lo ? region_program__payload[90:59] : 32'd0;
-  assign \$194  = sel_region_size_hi ? { 16'h0000, region_program__payload[106:91] } : 32'd0;
+  assign \$145  = tracker_sticky & tracker_irq_enable;
+  assign \$146  = | \$145 ;
+  assign \$147  = dma_sticky & dma_irq_enable;
+  assign \$148  = | \$147 ;
+  assign \$149  = addrmap_sticky & addrmap_irq_enable;
+  assign \$150  = | \$149 ;
+  assign \$151  = arbiter_sticky & arbiter_irq_enable;
+  assign \$152  = | \$151 ;
+  assign \$153  = | { \$152 , \$150 , \$148 , \$146 , \$144  };
+  assign \$154  = sel_id ? 32'd1412646999 : 32'd0;
+  assign \$155  = sel_config ? 32'd811731048 : 32'd0;
+  assign \$156  = \$154  | \$155 ;
+  assign \$157  = sel_status ? { 23'h000000, status } : 32'd0;
+  assign \$159  = sel_device_id ? { 27'h0000000, device_id } : 32'd0;
+  assign \$161  = \$157  | \$160 ;
+  assign \$162  = \$156  | \$161 ;
+  assign \$163  = sel_csr_errors ? { 28'h0000000, errors } : 32'd0;
+  assign \$164  = sel_tracker_errors ? { 26'h0000000, tracker_sticky } : 32'd0;
+  assign \$165  = \$163  | \$164 ;
+  assign \$166  = sel_dma_errors ? { 25'h0000000, dma_sticky } : 32'd0;
+  assign \$167  = sel_addrmap_errors ? { 25'h0000000, addrmap_sticky } : 32'd0;
+  assign \$168  = sel_arbiter_errors ? { 30'h00000000, arbiter_sticky } : 32'd0;
+  assign \$169  = \$167  | \$168 ;
+  assign \$170  = \$166  | \$169 ;
+  assign \$171  = \$165  | \$170 ;
+  assign \$172  = sel_region_index ? { 21'h000000, region_program__payload[10:0] } : 32'd0;
+  assign \$173  = sel_region_base_lo ? region_program__payload[42:11] : 32'd0;
+  assign \$174  = sel_region_base_hi ? { 16'h0000, region_program__payload[58:43] } : 32'd0;
+  assign \$175  = \$173  | \$174 ;
+  assign \$176  = \$172  | \$175 ;
+  assign \$177  = sel_region_size_lo ? region_program__payload[90:59] : 32'd0;
+  assign \$178  = sel_region_size_hi ? { 16'h0000, region_program__payload[106:91] } : 32'd0;
+  assign \$179  = \$177  | \$178 ;
+  assign \$180  = sel_region_remote_base_lo ? region_program__payload[138:107] : 32'd0;
+  assign \$181  = sel_region_remote_base_hi ? { 16'h0000, region_program__payload[154:139] } : 32'd0;
+  assign \$182  = \$180  | \$181 ;
+  assign \$183  = \$179  | \$182 ;
+  assign \$184  = \$176  | \$183 ;
+  assign \$185  = sel_desc_index ? { 1'h0, dma_program__payload[30:0] } : 32'd0;
+  assign \$186  = sel_desc_rows ? { 4'h0, dma_program__payload[58:31] } : 32'd0;
+  assign \$187  = sel_desc_pitch ? { 8'h00, dma_program__payload[82:59] } : 32'd0;
+  assign \$188  = \$186  | \$187 ;
+  assign \$189  = \$185  | \$188 ;
+  assign \$190  = sel_desc_src_lo ? dma_program__payload[114:83] : 32'd0;
+  assign \$191  = sel_desc_src_hi ? { 16'h0000, dma_program__payload[130:115] } : 32'd0;
+  assign \$192  = \$190  | \$191 ;
+  assign \$193  = sel_desc_dst_lo ? dma_program__payload[162:131] : 32'd0;
+  assign \$194  = sel_desc_dst_hi ? { 16'h0000, dma_program__payload[178:163] } : 32'd0;
   assign \$195  = \$193  | \$194 ;
-  assign \$196  = sel_region_remote_base_lo ? region_program__payload[138:107] : 32'd0;
-  assign \$197  = sel_region_remote_base_hi ? { 16'h0000, region_program__payload[154:139] } : 32'd0;
-  assign \$198  = \$196  | \$197 ;
-  assign \$199  = \$195  | \$198 ;
-  assign \$200  = \$192  | \$199 ;
-  assign \$201  = sel_desc_index ? { 1'h0, dma_program__payload[30:0] } : 32'd0;
-  assign \$202  = sel_desc_rows ? { 4'h0, dma_program__payload[58:31] } : 32'd0;
-  assign \$203  = sel_desc_pitch ? { 8'h00, dma_program__payload[82:59] } : 32'd0;
-  assign \$204  = \$202  | \$203 ;
-  assign \$205  = \$201  | \$204 ;
-  assign \$206  = sel_desc_src_lo ? dma_program__payload[114:83] : 32'd0;
-  assign \$207  = sel_desc_src_hi ? { 16'h0000, dma_program__payload[130:115] } : 32'd0;
+  assign \$196  = \$192  | \$195 ;
+  assign \$197  = \$189  | \$196 ;
+  assign \$198  = sel_track_op ? { 2'h0, tracker_program__payload[29:0] } : 32'd0;
+  assign \$199  = sel_track_cmd ? { 23'h000000, tracker_program__payload[38:30] } : 32'd0;
+  assign \$200  = \$198  | \$199 ;
+  assign \$201  = sel_track_result_op ? { 5'h00, track_result[26:0] } : 32'd0;
+  assign \$202  = sel_track_result_threshold ? track_result[58:27] : 32'd0;
+  assign \$203  = \$201  | \$202 ;
+  assign \$204  = \$200  | \$203 ;
+  assign \$205  = sel_tracker_writes_compute ? tracker_stats[31:0] : 32'd0;
+  assign \$206  = sel_tracker_writes_dma ? tracker_stats[63:32] : 32'd0;
+  assign \$207  = sel_tracker_writes_remote ? tracker_stats[95:64] : 32'd0;
   assign \$208  = \$206  | \$207 ;
-  assign \$209  = sel_desc_dst_lo ? dma_program__payload[162:131] : 32'd0;
-  assign \$210  = sel_desc_dst_hi ? { 16'h0000, dma_program__payload[178:163] } : 32'd0;
-  assign \$211  = \$209  | \$210 ;
-  assign \$212  = \$208  | \$211 ;
-  assign \$213  = \$205  | \$212 ;
-  assign \$214  = sel_track_op ? { 2'h0, tracker_program__payload[29:0] } : 32'd0;
-  assign \$215  = sel_track_cmd ? { 23'h000000, tracker_program__payload[38:30] } : 32'd0;
-  assign \$216  = \$214  | \$215 ;
-  assign \$217  = sel_track_result_op ? { 5'h00, track_result[26:0] } : 32'd0;
-  assign \$218  = sel_track_result_threshold ? track_result[58:27] : 32'd0;
-  assign \$219  = \$217  | \$218 ;
-  assign \$220  = \$216  | \$219 ;
-  assign \$221  = sel_tracker_writes_compute ? tracker_stats[31:0] : 32'd0;
-  assign \$222  = sel_tracker_writes_dma ? tracker_stats[63:32] : 32'd0;
-  assign \$223  = sel_tracker_writes_remote ? tracker_stats[95:64] : 32'd0;
-  assign \$224  = \$222  | \$223 ;
-  assign \$225  = \$221  | \$224 ;
-  assign \$226  = sel_tracker_unprogrammed ? tracker_stats[127:96] : 32'd0;
-  assign \$227  = sel_tracker_triggers ? tracker_stats[159:128] : 32'd0;
-  assign \$228  = sel_tracker_dropped ? tracker_stats[191:160] : 32'd0;
+  assign \$209  = \$205  | \$208 ;
+  assign \$210  = sel_tracker_unprogrammed ? tracker_stats[127:96] : 32'd0;
+  assign \$211  = sel_tracker_triggers ? tracker_stats[159:128] : 32'd0;
+  assign \$212  = sel_tracker_dropped ? tracker_stats[191:160] : 32'd0;
+  assign \$213  = \$211  | \$212 ;
+  assign \$214  = \$210  | \$213 ;
+  assign \$215  = \$209  | \$214 ;
+  assign \$216  = sel_dma_triggers ? dma_stats[31:0] : 32'd0;
+  assign \$217  = sel_dma_rejected ? dma_stats[63:32] : 32'd0;
+  assign \$218  = \$216  | \$217 ;
+  assign \$219  = sel_dma_reads ? dma_stats[95:64] : 32'd0;
+  assign \$220  = sel_dma_packets ? dma_stats[127:96] : 32'd0;
+  assign \$221  = \$219  | \$220 ;
+  assign \$222  = \$218  | \$221 ;
+  assign \$223  = sel_dma_bad_program ? dma_stats[159:128] : 32'd0;
+  assign \$224  = sel_dma_bad_range ? dma_stats[191:160] : 32'd0;
+  assign \$225  = \$223  | \$224 ;
+  assign \$226  = sel_dma_bad_pitch ? dma_stats[223:192] : 32'd0;
+  assign \$227  = sel_dma_desc_busy ? dma_stats[255:224] : 32'd0;
+  assign \$228  = sel_dma_aborted ? dma_stats[287:256] : 32'd0;
   assign \$229  = \$227  | \$228 ;
   assign \$230  = \$226  | \$229 ;
   assign \$231  = \$225  | \$230 ;
-  assign \$232  = sel_dma_triggers ? dma_stats[31:0] : 32'd0;
-  assign \$233  = sel_dma_rejected ? dma_stats[63:32] : 32'd0;
-  assign \$234  = \$232  | \$233 ;
-  assign \$235  = sel_dma_reads ? dma_stats[95:64] : 32'd0;
-  assign \$236  = sel_dma_packets ? dma_stats[127:96] : 32'd0;
-  assign \$237  = \$235  | \$236 ;
-  assign \$238  = \$234  | \$237 ;
-  assign \$239  = sel_dma_bad_program ? dma_stats[159:128] : 32'd0;
-  assign \$240  = sel_dma_bad_range ? dma_stats[191:160] : 32'd0;
-  assign \$241  = \$239  | \$240 ;
-  assign \$242  = sel_dma_bad_pitch ? dma_stats[223:192] : 32'd0;
-  assign \$243  = sel_dma_desc_busy ? dma_stats[255:224] : 32'd0;
-  assign \$244  = sel_dma_aborted ? dma_stats[287:256] : 32'd0;
-  assign \$245  = \$243  | \$244 ;
-  assign \$246  = \$242  | \$245 ;
-  assign \$247  = \$241  | \$246 ;
-  assign \$248  = \$238  | \$247 ;
-  assign \$249  = sel_addrmap_local ? addrmap_stats[31:0] : 32'd0;
-  assign \$250  = sel_addrmap_tracked ? addrmap_stats[63:32] : 32'd0;
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = sel_addrmap_remote ? addrmap_stats[95:64] : 32'd0;
-  assign \$253  = sel_addrmap_unmapped ? addrmap_stats[127:96] : 32'd0;
-  assign \$254  = \$252  | \$253 ;
-  assign \$255  = \$251  | \$254 ;
-  assign \$256  = sel_addrmap_store_crosses ? addrmap_stats[159:128] : 32'd0;
-  assign \$257  = sel_addrmap_rx_misrouted ? addrmap_stats[191:160] : 32'd0;
-  assign \$258  = \$256  | \$257 ;
-  assign \$259  = sel_addrmap_rx_remote ? addrmap_stats[223:192] : 32'd0;
-  assign \$260  = sel_addrmap_rx_unmapped ? addrmap_stats[255:224] : 32'd0;
-  assign \$261  = sel_addrmap_rx_crosses ? addrmap_stats[287:256] : 32'd0;
-  assign \$262  = \$260  | \$261 ;
-  assign \$263  = \$259  | \$262 ;
-  assign \$264  = \$258  | \$263 ;
-  assign \$265  = \$255  | \$264 ;
-  assign \$266  = sel_arb_policy ? { 9'h000, arbiter_program__payload[22:0] } : 32'd0;
-  assign \$267  = sel_arb_starvation_limit ? { 16'h0000, arbiter_program__payload[38:23] } : 32'd0;
-  assign \$268  = sel_arb_status ? { 21'h000000, arbiter_status } : 32'd0;
-  assign \$269  = \$267  | \$268 ;
-  assign \$270  = \$266  | \$269 ;
-  assign \$271  = sel_arbiter_grants_load ? arbiter_stats[31:0] : 32'd0;
-  assign \$272  = sel_arbiter_grants_store ? arbiter_stats[63:32] : 32'd0;
-  assign \$273  = \$271  | \$272 ;
-  assign \$274  = sel_arbiter_grants_dma ? arbiter_stats[95:64] : 32'd0;
-  assign \$275  = sel_arbiter_grants_remote ? arbiter_stats[127:96] : 32'd0;
-  assign \$276  = \$274  | \$275 ;
-  assign \$277  = \$273  | \$276 ;
-  assign \$278  = sel_arbiter_stalls_load ? arbiter_stats[159:128] : 32'd0;
-  assign \$279  = sel_arbiter_stalls_store ? arbiter_stats[191:160] : 32'd0;
-  assign \$280  = \$278  | \$279 ;
-  assign \$281  = sel_arbiter_stalls_dma ? arbiter_stats[223:192] : 32'd0;
-  assign \$282  = sel_arbiter_stalls_remote ? arbiter_stats[255:224] : 32'd0;
-  assign \$283  = sel_arbiter_starved ? arbiter_stats[287:256] : 32'd0;
-  assign \$284  = \$282  | \$283 ;
-  assign \$285  = \$281  | \$284 ;
-  assign \$286  = \$280  | \$285 ;
-  assign \$287  = \$277  | \$286 ;
-  assign \$288  = sel_csr_irq_enable ? { 28'h0000000, csr_irq_enable } : 32'd0;
-  assign \$289  = sel_tracker_irq_enable ? { 26'h0000000, tracker_irq_enable } : 32'd0;
+  assign \$232  = \$222  | \$231 ;
+  assign \$233  = sel_addrmap_local ? addrmap_stats[31:0] : 32'd0;
+  assign \$234  = sel_addrmap_tracked ? addrmap_stats[63:32] : 32'd0;
+  assign \$235  = \$233  | \$234 ;
+  assign \$236  = sel_addrmap_remote ? addrmap_stats[95:64] : 32'd0;
+  assign \$237  = sel_addrmap_unmapped ? addrmap_stats[127:96] : 32'd0;
+  assign \$238  = \$236  | \$237 ;
+  assign \$239  = \$235  | \$238 ;
+  assign \$240  = sel_addrmap_store_crosses ? addrmap_stats[159:128] : 32'd0;
+  assign \$241  = sel_addrmap_rx_misrouted ? addrmap_stats[191:160] : 32'd0;
+  assign \$242  = \$240  | \$241 ;
+  assign \$243  = sel_addrmap_rx_remote ? addrmap_stats[223:192] : 32'd0;
+  assign \$244  = sel_addrmap_rx_unmapped ? addrmap_stats[255:224] : 32'd0;
+  assign \$245  = sel_addrmap_rx_crosses ? addrmap_stats[287:256] : 32'd0;
+  assign \$246  = \$244  | \$245 ;
+  assign \$247  = \$243  | \$246 ;
+  assign \$248  = \$242  | \$247 ;
+  assign \$249  = \$239  | \$248 ;
+  assign \$250  = sel_arb_policy ? { 9'h000, arbiter_program__payload[22:0] } : 32'd0;
+  assign \$251  = sel_arb_starvation_limit ? { 16'h0000, arbiter_program__payload[38:23] } : 32'd0;
+  assign \$252  = sel_arb_status ? { 21'h000000, arbiter_status } : 32'd0;
+  assign \$253  = \$251  | \$252 ;
+  assign \$254  = \$250  | \$253 ;
+  assign \$255  = sel_arbiter_grants_load ? arbiter_stats[31:0] : 32'd0;
+  assign \$256  = sel_arbiter_grants_store ? arbiter_stats[63:32] : 32'd0;
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = sel_arbiter_grants_dma ? arbiter_stats[95:64] : 32'd0;
+  assign \$259  = sel_arbiter_grants_remote ? arbiter_stats[127:96] : 32'd0;
+  assign \$260  = \$258  | \$259 ;
+  assign \$261  = \$257  | \$260 ;
+  assign \$262  = sel_arbiter_stalls_load ? arbiter_stats[159:128] : 32'd0;
+  assign \$263  = sel_arbiter_stalls_store ? arbiter_stats[191:160] : 32'd0;
+  assign \$264  = \$262  | \$263 ;
+  assign \$265  = sel_arbiter_stalls_dma ? arbiter_stats[223:192] : 32'd0;
+  assign \$266  = sel_arbiter_stalls_remote ? arbiter_stats[255:224] : 32'd0;
+  assign \$267  = sel_arbiter_starved ? arbiter_stats[287:256] : 32'd0;
+  assign \$268  = \$266  | \$267 ;
+  assign \$269  = \$265  | \$268 ;
+  assign \$270  = \$264  | \$269 ;
+  assign \$271  = \$261  | \$270 ;
+  assign \$272  = sel_csr_irq_enable ? { 28'h0000000, csr_irq_enable } : 32'd0;
+  assign \$273  = sel_tracker_irq_enable ? { 26'h0000000, tracker_irq_enable } : 32'd0;
+  assign \$274  = \$272  | \$273 ;
+  assign \$275  = sel_dma_irq_enable ? { 25'h0000000, dma_irq_enable } : 32'd0;
+  assign \$276  = sel_addrmap_irq_enable ? { 25'h0000000, addrmap_irq_enable } : 32'd0;
+  assign \$277  = sel_arbiter_irq_enable ? { 30'h00000000, arbiter_irq_enable } : 32'd0;
+  assign \$278  = \$276  | \$277 ;
+  assign \$279  = \$275  | \$278 ;
+  assign \$280  = \$274  | \$279 ;
+  assign \$281  = sel_tracker_capture ? { 2'h0, \tracker_capture$189  } : 32'd0;
+  assign \$282  = sel_dma_capture_index ? { 8'h00, \dma_capture$191 [23:0] } : 32'd0;
+  assign \$283  = \$281  | \$282 ;
+  assign \$284  = sel_dma_capture_addr_lo ? \dma_capture$191 [55:24] : 32'd0;
+  assign \$285  = sel_dma_capture_addr_hi ? { 16'h0000, \dma_capture$191 [71:56] } : 32'd0;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = \$283  | \$286 ;
+  assign \$288  = sel_dma_capture_events ? { 25'h0000000, \dma_capture$191 [78:72] } : 32'd0;
+  assign \$289  = sel_addrmap_capture_addr_lo ? \addrmap_capture$193 [31:0] : 32'd0;
   assign \$290  = \$288  | \$289 ;
-  assign \$291  = sel_dma_irq_enable ? { 25'h0000000, dma_irq_enable } : 32'd0;
-  assign \$292  = sel_addrmap_irq_enable ? { 25'h0000000, addrmap_irq_enable } : 32'd0;
-  assign \$293  = sel_arbiter_irq_enable ? { 30'h00000000, arbiter_irq_enable } : 32'd0;
-  assign \$294  = \$292  | \$293 ;
-  assign \$295  = \$291  | \$294 ;
-  assign \$296  = \$290  | \$295 ;
-  assign \$297  = sel_tracker_capture ? { 2'h0, \tracker_capture$191  } : 32'd0;
-  assign \$298  = sel_dma_capture_index ? { 8'h00, \dma_capture$193 [23:0] } : 32'd0;
-  assign \$299  = \$297  | \$298 ;
-  assign \$300  = sel_dma_capture_addr_lo ? \dma_capture$193 [55:24] : 32'd0;
-  assign \$301  = sel_dma_capture_addr_hi ? { 16'h0000, \dma_capture$193 [71:56] } : 32'd0;
-  assign \$302  = \$300  | \$301 ;
-  assign \$303  = \$299  | \$302 ;
-  assign \$304  = sel_dma_capture_events ? { 25'h0000000, \dma_capture$193 [78:72] } : 32'd0;
-  assign \$305  = sel_addrmap_capture_addr_lo ? \addrmap_capture$195 [31:0] : 32'd0;
-  assign \$306  = \$304  | \$305 ;
-  assign \$307  = sel_addrmap_capture_addr_hi ? { 16'h0000, \addrmap_capture$195 [47:32] } : 32'd0;
+  assign \$291  = sel_addrmap_capture_addr_hi ? { 16'h0000, \addrmap_capture$193 [47:32] } : 32'd0;
+  assign \$292  = sel_addrmap_capture_device ? { 4'h0, \addrmap_capture$193 [75:48] } : 32'd0;
+  assign \$293  = \$291  | \$292 ;
+  assign \$294  = \$290  | \$293 ;
+  assign \$295  = \$287  | \$294 ;
+  assign \$296  = | req_addr[1:0];
+  assign \$297  = read_section[0] ? 32'd0 : read_part14;
+  assign \$298  = read_section[0] ? read_part13 : 32'd0;
+  assign \$299  = read_section[1] ? \$297  : \$298 ;
+  assign \$300  = read_section[0] ? read_part11 : read_part10;
+  assign \$301  = read_section[0] ? 32'd0 : read_part8;
+  assign \$302  = read_section[1] ? \$300  : \$301 ;
+  assign \$303  = read_section[2] ? \$299  : \$302 ;
+  assign \$304  = read_section[0] ? 32'd0 : read_part6;
+  assign \$305  = read_section[0] ? read_part5 : read_part4;
+  assign \$306  = read_section[1] ? \$304  : \$305 ;
+  assign \$307  = read_section[0] ? read_part3 : read_part2;
+  assign \$308  = read_section[0] ? read_part1 : read_part0;
+  assign \$309  = read_section[1] ? \$307  : \$308 ;
+  assign \$310  = read_section[2] ? \$306  : \$309 ;
+  assign \$311  = read_section[3] ? \$303  : \$310 ;
+  assign \$312  = read_unaligned ? 32'd0 : \$311 ;
+  assign \$313  = req_r_stb | req_w_stb;
+  assign \$314  = ~ mapped;
+  assign \$315  = \$313  & \$314 ;
+  assign \$316  = req_w_stb & sel_id;
+  assign \$317  = req_w_stb & sel_config;
+  assign \$318  = req_w_stb & sel_status;
+  assign \$319  = req_w_stb & sel_track_result_op;
+  assign \$320  = req_w_stb & sel_track_result_threshold;
+  assign \$321  = req_w_stb & sel_tracker_writes_compute;
+  assign \$322  = req_w_stb & sel_tracker_writes_dma;
+  assign \$323  = req_w_stb & sel_tracker_writes_remote;
+  assign \$324  = req_w_stb & sel_tracker_unprogrammed;
+  assign \$325  = req_w_stb & sel_tracker_triggers;
+  assign \$326  = req_w_stb & sel_tracker_dropped;
+  assign \$327  = req_w_stb & sel_dma_triggers;
+  assign \$328  = req_w_stb & sel_dma_rejected;
+  assign \$329  = req_w_stb & sel_dma_reads;
+  assign \$330  = req_w_stb & sel_dma_packets;
+  assign \$331  = req_w_stb & sel_dma_bad_program;
+  assign \$332  = req_w_stb & sel_dma_bad_range;
+  assign \$333  = req_w_stb & sel_dma_bad_pitch;
+  assign \$334  = req_w_stb & sel_dma_desc_busy;
+  assign \$335  = req_w_stb & sel_dma_aborted;
+  assign \$336  = req_w_stb & sel_addrmap_local;
+  assign \$337  = req_w_stb & sel_addrmap_tracked;
+  assign \$338  = req_w_stb & sel_addrmap_remote;
+  assign \$339  = req_w_stb & sel_addrmap_unmapped;
+  assign \$340  = req_w_stb & sel_addrmap_store_crosses;
+  assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$525  = bus__addr;
+    \$493  = bus__addr;
     if (rst) begin
-      \$525  = 10'h000;
+      \$493  = 10'h000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$526  = bus__w_data;
+    \$494  = bus__w_data;
     if (rst) begin
-      \$526  = 32'd0;
+      \$494  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$527  = bus__w_stb;
+    \$495  = bus__w_stb;
+    if (rst) begin
+      \$495  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$496  = bus__r_stb;
+    if (rst) begin
+      \$496  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$497  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          \$497  = 1'h1;
+    endcase
+    if (rst) begin
+      \$497  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$498  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          \$498  = 1'h1;
+    endcase
+    if (rst) begin
+      \$498  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$499  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          \$499  = 1'h1;
+    endcase
+    if (rst) begin
+      \$499  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$500  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          \$500  = 1'h1;
+    endcase
+    if (rst) begin
+      \$500  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$501  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          \$501  = 1'h1;
+    endcase
+    if (rst) begin
+      \$501  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$502  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          \$502  = 1'h1;
+    endcase
+    if (rst) begin
+      \$502  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$503  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          \$503  = 1'h1;
+    endcase
+    if (rst) begin
+      \$503  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$504  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          \$504  = 1'h1;
+    endcase
+    if (rst) begin
+      \$504  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$505  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          \$505  = 1'h1;
+    endcase
+    if (rst) begin
+      \$505  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$506  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          \$506  = 1'h1;
+    endcase
+    if (rst) begin
+      \$506  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$507  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          \$507  = 1'h1;
+    endcase
+    if (rst) begin
+      \$507  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$508  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          \$508  = 1'h1;
+    endcase
+    if (rst) begin
+      \$508  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$509  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          \$509  = 1'h1;
+    endcase
+    if (rst) begin
+      \$509  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$510  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          \$510  = 1'h1;
+    endcase
+    if (rst) begin
+      \$510  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$511  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          \$511  = 1'h1;
+    endcase
+    if (rst) begin
+      \$511  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$512  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          \$512  = 1'h1;
+    endcase
+    if (rst) begin
+      \$512  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$513  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          \$513  = 1'h1;
+    endcase
+    if (rst) begin
+      \$513  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$514  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          \$514  = 1'h1;
+    endcase
+    if (rst) begin
+      \$514  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$515  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          \$515  = 1'h1;
+    endcase
+    if (rst) begin
+      \$515  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$516  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          \$516  = 1'h1;
+    endcase
+    if (rst) begin
+      \$516  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$517  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          \$517  = 1'h1;
+    endcase
+    if (rst) begin
+      \$517  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$518  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          \$518  = 1'h1;
+    endcase
+    if (rst) begin
+      \$518  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$519  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          \$519  = 1'h1;
+    endcase
+    if (rst) begin
+      \$519  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$520  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          \$520  = 1'h1;
+    endcase
+    if (rst) begin
+      \$520  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$521  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          \$521  = 1'h1;
+    endcase
+    if (rst) begin
+      \$521  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$522  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          \$522  = 1'h1;
+    endcase
+    if (rst) begin
+      \$522  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$523  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          \$523  = 1'h1;
+    endcase
+    if (rst) begin
+      \$523  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$524  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          \$524  = 1'h1;
+    endcase
+    if (rst) begin
+      \$524  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$525  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          \$525  = 1'h1;
+    endcase
+    if (rst) begin
+      \$525  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$526  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          \$526  = 1'h1;
+    endcase
+    if (rst) begin
+      \$526  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$527  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          \$527  = 1'h1;
+    endcase
     if (rst) begin
       \$527  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$528  = bus__r_stb;
+    \$528  = 1'h0;
+    casez (bus__addr)
+      10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          \$528  = 1'h1;
+    endcase
     if (rst) begin
       \$528  = 1'h0;
     end
@@ -2475,6 +3775,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
+          /* empty */;
+      10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
           \$529  = 1'h1;
     endcase
     if (rst) begin
@@ -2488,6 +3852,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h000:
           /* empty */;
       10'h004:
+          /* empty */;
+      10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
           \$530  = 1'h1;
     endcase
     if (rst) begin
@@ -2503,6 +3931,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h004:
           /* empty */;
       10'h008:
+          /* empty */;
+      10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
           \$531  = 1'h1;
     endcase
     if (rst) begin
@@ -2520,6 +4012,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h008:
           /* empty */;
       10'h00c:
+          /* empty */;
+      10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
           \$532  = 1'h1;
     endcase
     if (rst) begin
@@ -2539,6 +4095,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h00c:
           /* empty */;
       10'h010:
+          /* empty */;
+      10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
           \$533  = 1'h1;
     endcase
     if (rst) begin
@@ -2560,6 +4180,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h010:
           /* empty */;
       10'h040:
+          /* empty */;
+      10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
           \$534  = 1'h1;
     endcase
     if (rst) begin
@@ -2583,6 +4267,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h040:
           /* empty */;
       10'h044:
+          /* empty */;
+      10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
           \$535  = 1'h1;
     endcase
     if (rst) begin
@@ -2608,6 +4356,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h044:
           /* empty */;
       10'h048:
+          /* empty */;
+      10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
           \$536  = 1'h1;
     endcase
     if (rst) begin
@@ -2635,6 +4447,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h048:
           /* empty */;
       10'h04c:
+          /* empty */;
+      10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
           \$537  = 1'h1;
     endcase
     if (rst) begin
@@ -2664,6 +4540,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h04c:
           /* empty */;
       10'h050:
+          /* empty */;
+      10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
           \$538  = 1'h1;
     endcase
     if (rst) begin
@@ -2695,6 +4635,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h050:
           /* empty */;
       10'h080:
+          /* empty */;
+      10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
           \$539  = 1'h1;
     endcase
     if (rst) begin
@@ -2728,6 +4732,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h080:
           /* empty */;
       10'h084:
+          /* empty */;
+      10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
           \$540  = 1'h1;
     endcase
     if (rst) begin
@@ -2763,6 +4831,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h084:
           /* empty */;
       10'h088:
+          /* empty */;
+      10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
           \$541  = 1'h1;
     endcase
     if (rst) begin
@@ -2800,6 +4932,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h088:
           /* empty */;
       10'h08c:
+          /* empty */;
+      10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
           \$542  = 1'h1;
     endcase
     if (rst) begin
@@ -2839,6 +5035,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h08c:
           /* empty */;
       10'h090:
+          /* empty */;
+      10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
           \$543  = 1'h1;
     endcase
     if (rst) begin
@@ -2880,6 +5140,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h090:
           /* empty */;
       10'h094:
+          /* empty */;
+      10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
           \$544  = 1'h1;
     endcase
     if (rst) begin
@@ -2923,6 +5247,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h094:
           /* empty */;
       10'h098:
+          /* empty */;
+      10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
           \$545  = 1'h1;
     endcase
     if (rst) begin
@@ -2968,6 +5356,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h098:
           /* empty */;
       10'h0c0:
+          /* empty */;
+      10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
           \$546  = 1'h1;
     endcase
     if (rst) begin
@@ -3015,6 +5467,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c0:
           /* empty */;
       10'h0c4:
+          /* empty */;
+      10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
           \$547  = 1'h1;
     endcase
     if (rst) begin
@@ -3064,6 +5580,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c4:
           /* empty */;
       10'h0c8:
+          /* empty */;
+      10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
           \$548  = 1'h1;
     endcase
     if (rst) begin
@@ -3115,6 +5695,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0c8:
           /* empty */;
       10'h0cc:
+          /* empty */;
+      10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
           \$549  = 1'h1;
     endcase
     if (rst) begin
@@ -3168,6 +5812,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0cc:
           /* empty */;
       10'h0d0:
+          /* empty */;
+      10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
           \$550  = 1'h1;
     endcase
     if (rst) begin
@@ -3223,6 +5931,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d0:
           /* empty */;
       10'h0d4:
+          /* empty */;
+      10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
           \$551  = 1'h1;
     endcase
     if (rst) begin
@@ -3280,6 +6052,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d4:
           /* empty */;
       10'h0d8:
+          /* empty */;
+      10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
           \$552  = 1'h1;
     endcase
     if (rst) begin
@@ -3339,6 +6175,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h0d8:
           /* empty */;
       10'h100:
+          /* empty */;
+      10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
           \$553  = 1'h1;
     endcase
     if (rst) begin
@@ -3400,6 +6300,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h100:
           /* empty */;
       10'h104:
+          /* empty */;
+      10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
           \$554  = 1'h1;
     endcase
     if (rst) begin
@@ -3463,6 +6427,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h104:
           /* empty */;
       10'h108:
+          /* empty */;
+      10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
           \$555  = 1'h1;
     endcase
     if (rst) begin
@@ -3528,6 +6556,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h108:
           /* empty */;
       10'h10c:
+          /* empty */;
+      10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
           \$556  = 1'h1;
     endcase
     if (rst) begin
@@ -3595,6 +6687,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h10c:
           /* empty */;
       10'h140:
+          /* empty */;
+      10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
           \$557  = 1'h1;
     endcase
     if (rst) begin
@@ -3664,6 +6820,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h140:
           /* empty */;
       10'h144:
+          /* empty */;
+      10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
           \$558  = 1'h1;
     endcase
     if (rst) begin
@@ -3735,6 +6955,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h144:
           /* empty */;
       10'h148:
+          /* empty */;
+      10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
           \$559  = 1'h1;
     endcase
     if (rst) begin
@@ -3808,6 +7092,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h148:
           /* empty */;
       10'h14c:
+          /* empty */;
+      10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
           \$560  = 1'h1;
     endcase
     if (rst) begin
@@ -3883,6 +7231,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h14c:
           /* empty */;
       10'h150:
+          /* empty */;
+      10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
           \$561  = 1'h1;
     endcase
     if (rst) begin
@@ -3960,6 +7372,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h150:
           /* empty */;
       10'h154:
+          /* empty */;
+      10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
           \$562  = 1'h1;
     endcase
     if (rst) begin
@@ -4039,6 +7515,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h154:
           /* empty */;
       10'h180:
+          /* empty */;
+      10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
           \$563  = 1'h1;
     endcase
     if (rst) begin
@@ -4120,6 +7660,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h180:
           /* empty */;
       10'h184:
+          /* empty */;
+      10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
           \$564  = 1'h1;
     endcase
     if (rst) begin
@@ -4203,6 +7807,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h184:
           /* empty */;
       10'h188:
+          /* empty */;
+      10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
           \$565  = 1'h1;
     endcase
     if (rst) begin
@@ -4288,6 +7956,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h188:
           /* empty */;
       10'h18c:
+          /* empty */;
+      10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
           \$566  = 1'h1;
     endcase
     if (rst) begin
@@ -4375,6 +8107,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h18c:
           /* empty */;
       10'h190:
+          /* empty */;
+      10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
           \$567  = 1'h1;
     endcase
     if (rst) begin
@@ -4464,6 +8260,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h190:
           /* empty */;
       10'h194:
+          /* empty */;
+      10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
           \$568  = 1'h1;
     endcase
     if (rst) begin
@@ -4555,6 +8415,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h194:
           /* empty */;
       10'h198:
+          /* empty */;
+      10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
           \$569  = 1'h1;
     endcase
     if (rst) begin
@@ -4648,6 +8572,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h198:
           /* empty */;
       10'h19c:
+          /* empty */;
+      10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
           \$570  = 1'h1;
     endcase
     if (rst) begin
@@ -4743,6 +8731,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h19c:
           /* empty */;
       10'h1a0:
+          /* empty */;
+      10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
           \$571  = 1'h1;
     endcase
     if (rst) begin
@@ -4840,6 +8892,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h1a0:
           /* empty */;
       10'h200:
+          /* empty */;
+      10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
           \$572  = 1'h1;
     endcase
     if (rst) begin
@@ -4939,6 +9055,70 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
       10'h200:
           /* empty */;
       10'h204:
+          /* empty */;
+      10'h208:
+          /* empty */;
+      10'h20c:
+          /* empty */;
+      10'h210:
+          /* empty */;
+      10'h214:
+          /* empty */;
+      10'h218:
+          /* empty */;
+      10'h21c:
+          /* empty */;
+      10'h220:
+          /* empty */;
+      10'h280:
+          /* empty */;
+      10'h284:
+          /* empty */;
+      10'h288:
+          /* empty */;
+      10'h2c0:
+          /* empty */;
+      10'h2c4:
+          /* empty */;
+      10'h2c8:
+          /* empty */;
+      10'h2cc:
+          /* empty */;
+      10'h2d0:
+          /* empty */;
+      10'h2d4:
+          /* empty */;
+      10'h2d8:
+          /* empty */;
+      10'h2dc:
+          /* empty */;
+      10'h2e0:
+          /* empty */;
+      10'h340:
+          /* empty */;
+      10'h344:
+          /* empty */;
+      10'h348:
+          /* empty */;
+      10'h34c:
+          /* empty */;
+      10'h350:
+          /* empty */;
+      10'h380:
+          /* empty */;
+      10'h384:
+          /* empty */;
+      10'h388:
+          /* empty */;
+      10'h38c:
+          /* empty */;
+      10'h390:
+          /* empty */;
+      10'h394:
+          /* empty */;
+      10'h398:
+          /* empty */;
+      10'h39c:
           \$573  = 1'h1;
     endcase
     if (rst) begin
@@ -4950,96 +9130,158 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
-          /* empty */;
+          \$574  = 1'h1;
       10'h004:
-          /* empty */;
+          \$574  = 1'h1;
       10'h008:
-          /* empty */;
+          \$574  = 1'h1;
       10'h00c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h010:
-          /* empty */;
+          \$574  = 1'h1;
       10'h040:
-          /* empty */;
+          \$574  = 1'h1;
       10'h044:
-          /* empty */;
+          \$574  = 1'h1;
       10'h048:
-          /* empty */;
+          \$574  = 1'h1;
       10'h04c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h050:
-          /* empty */;
+          \$574  = 1'h1;
       10'h080:
-          /* empty */;
+          \$574  = 1'h1;
       10'h084:
-          /* empty */;
+          \$574  = 1'h1;
       10'h088:
-          /* empty */;
+          \$574  = 1'h1;
       10'h08c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h090:
-          /* empty */;
+          \$574  = 1'h1;
       10'h094:
-          /* empty */;
+          \$574  = 1'h1;
       10'h098:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0c0:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0c4:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0c8:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0cc:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0d0:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0d4:
-          /* empty */;
+          \$574  = 1'h1;
       10'h0d8:
-          /* empty */;
+          \$574  = 1'h1;
       10'h100:
-          /* empty */;
+          \$574  = 1'h1;
       10'h104:
-          /* empty */;
+          \$574  = 1'h1;
       10'h108:
-          /* empty */;
+          \$574  = 1'h1;
       10'h10c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h140:
-          /* empty */;
+          \$574  = 1'h1;
       10'h144:
-          /* empty */;
+          \$574  = 1'h1;
       10'h148:
-          /* empty */;
+          \$574  = 1'h1;
       10'h14c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h150:
-          /* empty */;
+          \$574  = 1'h1;
       10'h154:
-          /* empty */;
+          \$574  = 1'h1;
       10'h180:
-          /* empty */;
+          \$574  = 1'h1;
       10'h184:
-          /* empty */;
+          \$574  = 1'h1;
       10'h188:
-          /* empty */;
+          \$574  = 1'h1;
       10'h18c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h190:
-          /* empty */;
+          \$574  = 1'h1;
       10'h194:
-          /* empty */;
+          \$574  = 1'h1;
       10'h198:
-          /* empty */;
+          \$574  = 1'h1;
       10'h19c:
-          /* empty */;
+          \$574  = 1'h1;
       10'h1a0:
-          /* empty */;
+          \$574  = 1'h1;
       10'h200:
-          /* empty */;
+          \$574  = 1'h1;
       10'h204:
-          /* empty */;
+          \$574  = 1'h1;
       10'h208:
+          \$574  = 1'h1;
+      10'h20c:
+          \$574  = 1'h1;
+      10'h210:
+          \$574  = 1'h1;
+      10'h214:
+          \$574  = 1'h1;
+      10'h218:
+          \$574  = 1'h1;
+      10'h21c:
+          \$574  = 1'h1;
+      10'h220:
+          \$574  = 1'h1;
+      10'h280:
+          \$574  = 1'h1;
+      10'h284:
+          \$574  = 1'h1;
+      10'h288:
+          \$574  = 1'h1;
+      10'h2c0:
+          \$574  = 1'h1;
+      10'h2c4:
+          \$574  = 1'h1;
+      10'h2c8:
+          \$574  = 1'h1;
+      10'h2cc:
+          \$574  = 1'h1;
+      10'h2d0:
+          \$574  = 1'h1;
+      10'h2d4:
+          \$574  = 1'h1;
+      10'h2d8:
+          \$574  = 1'h1;
+      10'h2dc:
+          \$574  = 1'h1;
+      10'h2e0:
+          \$574  = 1'h1;
+      10'h340:
+          \$574  = 1'h1;
+      10'h344:
+          \$574  = 1'h1;
+      10'h348:
+          \$574  = 1'h1;
+      10'h34c:
+          \$574  = 1'h1;
+      10'h350:
+          \$574  = 1'h1;
+      10'h380:
+          \$574  = 1'h1;
+      10'h384:
+          \$574  = 1'h1;
+      10'h388:
+          \$574  = 1'h1;
+      10'h38c:
+          \$574  = 1'h1;
+      10'h390:
+          \$574  = 1'h1;
+      10'h394:
+          \$574  = 1'h1;
+      10'h398:
+          \$574  = 1'h1;
+      10'h39c:
           \$574  = 1'h1;
     endcase
     if (rst) begin
@@ -5048,2299 +9290,215 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$575  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          \$575  = 1'h1;
-    endcase
+    \$575  = sweep_at;
+    if (sweep) begin
+      \$575  = \$1 [7:0];
+    end
     if (rst) begin
-      \$575  = 1'h0;
+      \$575  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$576  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          \$576  = 1'h1;
-    endcase
+    \$576  = sweep;
+    if (sweep) begin
+      if (\$2 ) begin
+        \$576  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$576  = 1'h0;
+      \$576  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$577  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          \$577  = 1'h1;
-    endcase
+    \$577  = region_program__valid;
+    if (\$3 ) begin
+      \$577  = 1'h0;
+    end
+    if (\$82 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            (* full_case = 32'd1 *)
+            if (\$83 ) begin
+            end else begin
+              \$577  = 1'h1;
+            end
+      endcase
+    end
     if (rst) begin
       \$577  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$578  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          \$578  = 1'h1;
-    endcase
+    \$578  = dma_program__valid;
+    if (\$4 ) begin
+      \$578  = 1'h0;
+    end
+    if (\$82 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            (* full_case = 32'd1 *)
+            if (\$86 ) begin
+            end else begin
+              \$578  = 1'h1;
+            end
+      endcase
+    end
     if (rst) begin
       \$578  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$579  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          \$579  = 1'h1;
-    endcase
+    \$579  = tracker_program__valid;
+    if (\$5 ) begin
+      \$579  = 1'h0;
+    end
+    if (\$82 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            /* empty */;
+        3'h5:
+            (* full_case = 32'd1 *)
+            if (\$89 ) begin
+            end else begin
+              \$579  = 1'h1;
+            end
+      endcase
+    end
     if (rst) begin
       \$579  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$580  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          \$580  = 1'h1;
-    endcase
+    \$580  = arbiter_program__valid;
+    if (\$6 ) begin
+      \$580  = 1'h0;
+    end
+    if (\$82 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            /* empty */;
+        3'h5:
+            /* empty */;
+        3'h6:
+            (* full_case = 32'd1 *)
+            if (\$91 ) begin
+            end else begin
+              \$580  = 1'h1;
+            end
+      endcase
+    end
     if (rst) begin
       \$580  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$581  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          \$581  = 1'h1;
-    endcase
+    \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$582  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          \$582  = 1'h1;
-    endcase
+    \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$583  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          \$583  = 1'h1;
-    endcase
+    \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$584  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          \$584  = 1'h1;
-    endcase
+    \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$585  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          \$585  = 1'h1;
-    endcase
+    \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$586  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          \$586  = 1'h1;
-    endcase
+    \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$587  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          \$587  = 1'h1;
-    endcase
+    \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$588  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          \$588  = 1'h1;
-    endcase
+    \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$589  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          \$589  = 1'h1;
-    endcase
+    \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$590  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          \$590  = 1'h1;
-    endcase
+    \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$591  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          \$591  = 1'h1;
-    endcase
+    \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$592  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          \$592  = 1'h1;
-    endcase
+    \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$593  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          \$593  = 1'h1;
-    endcase
+    \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
@@ -7348,1340 +9506,113 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     \$594  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          \$594  = 1'h1;
-    endcase
+    if (\$82 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            (* full_case = 32'd1 *)
+            if (\$84 ) begin
+            end else begin
+              \$594  = 1'h1;
+            end
+      endcase
+    end
     if (rst) begin
       \$594  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$595  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          \$595  = 1'h1;
-    endcase
+    \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$596  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          \$596  = 1'h1;
-    endcase
+    \$596  = region_program__payload;
+    if (region_load) begin
+      \$596 [3] = region_got[0];
+      \$596 [5:4] = region_got[2:1];
+      \$596 [10:6] = region_got[7:3];
+      \$596 [58:11] = region_got[55:8];
+      \$596 [106:59] = region_got[103:56];
+      \$596 [154:107] = region_got[151:104];
+    end
+    if (\$11 ) begin
+    end else if (\$12 ) begin
+      \$596 [2:0] = req_w_data[2:0];
+      \$596 [3] = req_w_data[3];
+      \$596 [5:4] = req_w_data[5:4];
+      \$596 [10:6] = req_w_data[10:6];
+    end
+    if (\$14 ) begin
+    end else if (\$15 ) begin
+      \$596 [42:11] = req_w_data;
+    end
+    if (\$17 ) begin
+    end else if (\$18 ) begin
+      \$596 [58:43] = req_w_data[15:0];
+    end
+    if (\$20 ) begin
+    end else if (\$21 ) begin
+      \$596 [90:59] = req_w_data;
+    end
+    if (\$23 ) begin
+    end else if (\$24 ) begin
+      \$596 [106:91] = req_w_data[15:0];
+    end
+    if (\$26 ) begin
+    end else if (\$27 ) begin
+      \$596 [138:107] = req_w_data;
+    end
+    if (\$29 ) begin
+    end else if (\$30 ) begin
+      \$596 [154:139] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$596  = 1'h0;
+      \$596  = 155'h000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$597  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          \$597  = 1'h1;
-    endcase
+    \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$598  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          \$598  = 1'h1;
-    endcase
+    \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$599  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          \$599  = 1'h1;
-    endcase
+    \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$600  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          \$600  = 1'h1;
-    endcase
+    \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$601  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          \$601  = 1'h1;
-    endcase
+    \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$602  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          \$602  = 1'h1;
-    endcase
+    \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
@@ -8689,1699 +9620,710 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     \$603  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          \$603  = 1'h1;
-    endcase
+    if (\$82 ) begin
+      casez (req_w_data[2:0])
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            /* empty */;
+        3'h4:
+            (* full_case = 32'd1 *)
+            if (\$87 ) begin
+            end else begin
+              \$603  = 1'h1;
+            end
+      endcase
+    end
     if (rst) begin
       \$603  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$604  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          \$604  = 1'h1;
-    endcase
+    \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$605  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          /* empty */;
-      10'h004:
-          /* empty */;
-      10'h008:
-          /* empty */;
-      10'h00c:
-          /* empty */;
-      10'h010:
-          /* empty */;
-      10'h040:
-          /* empty */;
-      10'h044:
-          /* empty */;
-      10'h048:
-          /* empty */;
-      10'h04c:
-          /* empty */;
-      10'h050:
-          /* empty */;
-      10'h080:
-          /* empty */;
-      10'h084:
-          /* empty */;
-      10'h088:
-          /* empty */;
-      10'h08c:
-          /* empty */;
-      10'h090:
-          /* empty */;
-      10'h094:
-          /* empty */;
-      10'h098:
-          /* empty */;
-      10'h0c0:
-          /* empty */;
-      10'h0c4:
-          /* empty */;
-      10'h0c8:
-          /* empty */;
-      10'h0cc:
-          /* empty */;
-      10'h0d0:
-          /* empty */;
-      10'h0d4:
-          /* empty */;
-      10'h0d8:
-          /* empty */;
-      10'h100:
-          /* empty */;
-      10'h104:
-          /* empty */;
-      10'h108:
-          /* empty */;
-      10'h10c:
-          /* empty */;
-      10'h140:
-          /* empty */;
-      10'h144:
-          /* empty */;
-      10'h148:
-          /* empty */;
-      10'h14c:
-          /* empty */;
-      10'h150:
-          /* empty */;
-      10'h154:
-          /* empty */;
-      10'h180:
-          /* empty */;
-      10'h184:
-          /* empty */;
-      10'h188:
-          /* empty */;
-      10'h18c:
-          /* empty */;
-      10'h190:
-          /* empty */;
-      10'h194:
-          /* empty */;
-      10'h198:
-          /* empty */;
-      10'h19c:
-          /* empty */;
-      10'h1a0:
-          /* empty */;
-      10'h200:
-          /* empty */;
-      10'h204:
-          /* empty */;
-      10'h208:
-          /* empty */;
-      10'h20c:
-          /* empty */;
-      10'h210:
-          /* empty */;
-      10'h214:
-          /* empty */;
-      10'h218:
-          /* empty */;
-      10'h21c:
-          /* empty */;
-      10'h220:
-          /* empty */;
-      10'h280:
-          /* empty */;
-      10'h284:
-          /* empty */;
-      10'h288:
-          /* empty */;
-      10'h2c0:
-          /* empty */;
-      10'h2c4:
-          /* empty */;
-      10'h2c8:
-          /* empty */;
-      10'h2cc:
-          /* empty */;
-      10'h2d0:
-          /* empty */;
-      10'h2d4:
-          /* empty */;
-      10'h2d8:
-          /* empty */;
-      10'h2dc:
-          /* empty */;
-      10'h2e0:
-          /* empty */;
-      10'h340:
-          /* empty */;
-      10'h344:
-          /* empty */;
-      10'h348:
-          /* empty */;
-      10'h34c:
-          /* empty */;
-      10'h350:
-          /* empty */;
-      10'h380:
-          /* empty */;
-      10'h384:
-          /* empty */;
-      10'h388:
-          /* empty */;
-      10'h38c:
-          /* empty */;
-      10'h390:
-          /* empty */;
-      10'h394:
-          /* empty */;
-      10'h398:
-          /* empty */;
-      10'h39c:
-          \$605  = 1'h1;
-    endcase
+    \$605  = dma_program__payload;
+    if (desc_load) begin
+      \$605 [8] = desc_got[0];
+      \$605 [9] = desc_got[1];
+      \$605 [14:10] = desc_got[6:2];
+      \$605 [30:15] = desc_got[22:7];
+      \$605 [42:31] = desc_got[34:23];
+      \$605 [58:43] = desc_got[50:35];
+      \$605 [82:59] = desc_got[74:51];
+      \$605 [130:83] = desc_got[122:75];
+      \$605 [178:131] = desc_got[170:123];
+    end
+    if (\$32 ) begin
+    end else if (\$33 ) begin
+      \$605 [7:0] = req_w_data[7:0];
+      \$605 [8] = req_w_data[8];
+      \$605 [9] = req_w_data[9];
+      \$605 [14:10] = req_w_data[14:10];
+      \$605 [30:15] = req_w_data[30:15];
+    end
+    if (\$35 ) begin
+    end else if (\$36 ) begin
+      \$605 [42:31] = req_w_data[11:0];
+      \$605 [58:43] = req_w_data[27:12];
+    end
+    if (\$38 ) begin
+    end else if (\$39 ) begin
+      \$605 [82:59] = req_w_data[23:0];
+    end
+    if (\$41 ) begin
+    end else if (\$42 ) begin
+      \$605 [114:83] = req_w_data;
+    end
+    if (\$44 ) begin
+    end else if (\$45 ) begin
+      \$605 [130:115] = req_w_data[15:0];
+    end
+    if (\$47 ) begin
+    end else if (\$48 ) begin
+      \$605 [162:131] = req_w_data;
+    end
+    if (\$50 ) begin
+    end else if (\$51 ) begin
+      \$605 [178:163] = req_w_data[15:0];
+    end
     if (rst) begin
-      \$605  = 1'h0;
+      \$605  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$606  = 1'h0;
-    casez (bus__addr)
-      10'h000:
-          \$606  = 1'h1;
-      10'h004:
-          \$606  = 1'h1;
-      10'h008:
-          \$606  = 1'h1;
-      10'h00c:
-          \$606  = 1'h1;
-      10'h010:
-          \$606  = 1'h1;
-      10'h040:
-          \$606  = 1'h1;
-      10'h044:
-          \$606  = 1'h1;
-      10'h048:
-          \$606  = 1'h1;
-      10'h04c:
-          \$606  = 1'h1;
-      10'h050:
-          \$606  = 1'h1;
-      10'h080:
-          \$606  = 1'h1;
-      10'h084:
-          \$606  = 1'h1;
-      10'h088:
-          \$606  = 1'h1;
-      10'h08c:
-          \$606  = 1'h1;
-      10'h090:
-          \$606  = 1'h1;
-      10'h094:
-          \$606  = 1'h1;
-      10'h098:
-          \$606  = 1'h1;
-      10'h0c0:
-          \$606  = 1'h1;
-      10'h0c4:
-          \$606  = 1'h1;
-      10'h0c8:
-          \$606  = 1'h1;
-      10'h0cc:
-          \$606  = 1'h1;
-      10'h0d0:
-          \$606  = 1'h1;
-      10'h0d4:
-          \$606  = 1'h1;
-      10'h0d8:
-          \$606  = 1'h1;
-      10'h100:
-          \$606  = 1'h1;
-      10'h104:
-          \$606  = 1'h1;
-      10'h108:
-          \$606  = 1'h1;
-      10'h10c:
-          \$606  = 1'h1;
-      10'h140:
-          \$606  = 1'h1;
-      10'h144:
-          \$606  = 1'h1;
-      10'h148:
-          \$606  = 1'h1;
-      10'h14c:
-          \$606  = 1'h1;
-      10'h150:
-          \$606  = 1'h1;
-      10'h154:
-          \$606  = 1'h1;
-      10'h180:
-          \$606  = 1'h1;
-      10'h184:
-          \$606  = 1'h1;
-      10'h188:
-          \$606  = 1'h1;
-      10'h18c:
-          \$606  = 1'h1;
-      10'h190:
-          \$606  = 1'h1;
-      10'h194:
-          \$606  = 1'h1;
-      10'h198:
-          \$606  = 1'h1;
-      10'h19c:
-          \$606  = 1'h1;
-      10'h1a0:
-          \$606  = 1'h1;
-      10'h200:
-          \$606  = 1'h1;
-      10'h204:
-          \$606  = 1'h1;
-      10'h208:
-          \$606  = 1'h1;
-      10'h20c:
-          \$606  = 1'h1;
-      10'h210:
-          \$606  = 1'h1;
-      10'h214:
-          \$606  = 1'h1;
-      10'h218:
-          \$606  = 1'h1;
-      10'h21c:
-          \$606  = 1'h1;
-      10'h220:
-          \$606  = 1'h1;
-      10'h280:
-          \$606  = 1'h1;
-      10'h284:
-          \$606  = 1'h1;
-      10'h288:
-          \$606  = 1'h1;
-      10'h2c0:
-          \$606  = 1'h1;
-      10'h2c4:
-          \$606  = 1'h1;
-      10'h2c8:
-          \$606  = 1'h1;
-      10'h2cc:
-          \$606  = 1'h1;
-      10'h2d0:
-          \$606  = 1'h1;
-      10'h2d4:
-          \$606  = 1'h1;
-      10'h2d8:
-          \$606  = 1'h1;
-      10'h2dc:
-          \$606  = 1'h1;
-      10'h2e0:
-          \$606  = 1'h1;
-      10'h340:
-          \$606  = 1'h1;
-      10'h344:
-          \$606  = 1'h1;
-      10'h348:
-          \$606  = 1'h1;
-      10'h34c:
-          \$606  = 1'h1;
-      10'h350:
-          \$606  = 1'h1;
-      10'h380:
-          \$606  = 1'h1;
-      10'h384:
-          \$606  = 1'h1;
-      10'h388:
-          \$606  = 1'h1;
-      10'h38c:
-          \$606  = 1'h1;
-      10'h390:
-          \$606  = 1'h1;
-      10'h394:
-          \$606  = 1'h1;
-      10'h398:
-          \$606  = 1'h1;
-      10'h39c:
-          \$606  = 1'h1;
-    endcase
+    \$606  = track_result;
+    if (tracker_result__valid) begin
+      \$606  = tracker_result__payload;
+    end
     if (rst) begin
-      \$606  = 1'h0;
+      \$606  = 59'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$607  = sweep_at;
-    if (sweep) begin
-      \$607  = \$1 [7:0];
+    \$607  = track_answer;
+    if (tracker_result__valid) begin
+      \$607  = 1'h0;
+    end else if (\$9 ) begin
+      \$607  = 1'h1;
     end
     if (rst) begin
-      \$607  = 8'h00;
+      \$607  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$608  = sweep;
-    if (sweep) begin
-      if (\$2 ) begin
-        \$608  = 1'h0;
-      end
+    \$608  = tracker_program__payload;
+    if (\$54 ) begin
+    end else if (\$55 ) begin
+      \$608 [1:0] = req_w_data[1:0];
+      \$608 [17:2] = req_w_data[17:2];
+      \$608 [29:18] = req_w_data[29:18];
+    end
+    if (\$58 ) begin
+    end else if (\$59 ) begin
+      \$608 [37:30] = req_w_data[7:0];
+      \$608 [38] = req_w_data[8];
     end
     if (rst) begin
-      \$608  = 1'h1;
+      \$608  = 39'h0000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$609  = region_program__valid;
-    if (\$3 ) begin
-      \$609  = 1'h0;
+    \$609  = arbiter_program__payload;
+    if (\$62 ) begin
+    end else if (\$63 ) begin
+      \$609 [1:0] = req_w_data[1:0];
+      \$609 [9:2] = req_w_data[9:2];
+      \$609 [17:10] = req_w_data[17:10];
+      \$609 [22:18] = req_w_data[22:18];
     end
-    if (\$94 ) begin
-      casez (req_w_data[2:0])
-        3'h1:
-            (* full_case = 32'd1 *)
-            if (\$95 ) begin
-            end else begin
-              \$609  = 1'h1;
-            end
-      endcase
+    if (\$66 ) begin
+    end else if (\$67 ) begin
+      \$609 [38:23] = req_w_data[15:0];
     end
     if (rst) begin
-      \$609  = 1'h0;
+      \$609  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$610  = dma_program__valid;
-    if (\$4 ) begin
-      \$610  = 1'h0;
-    end
-    if (\$94 ) begin
-      casez (req_w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            (* full_case = 32'd1 *)
-            if (\$98 ) begin
-            end else begin
-              \$610  = 1'h1;
-            end
-      endcase
+    \$610  = device_id;
+    if (\$68 ) begin
+      \$610  = req_w_data[4:0];
     end
     if (rst) begin
-      \$610  = 1'h0;
+      \$610  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$611  = tracker_program__valid;
-    if (\$5 ) begin
-      \$611  = 1'h0;
-    end
-    if (\$94 ) begin
-      casez (req_w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            /* empty */;
-        3'h5:
-            (* full_case = 32'd1 *)
-            if (\$103 ) begin
-            end else begin
-              \$611  = 1'h1;
-            end
-      endcase
+    \$611  = csr_irq_enable;
+    if (\$69 ) begin
+      \$611 [0] = req_w_data[0];
+      \$611 [1] = req_w_data[1];
+      \$611 [2] = req_w_data[2];
+      \$611 [3] = req_w_data[3];
     end
     if (rst) begin
-      \$611  = 1'h0;
+      \$611  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$612  = arbiter_program__valid;
-    if (\$6 ) begin
-      \$612  = 1'h0;
-    end
-    if (\$94 ) begin
-      casez (req_w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            /* empty */;
-        3'h5:
-            /* empty */;
-        3'h6:
-            (* full_case = 32'd1 *)
-            if (\$107 ) begin
-            end else begin
-              \$612  = 1'h1;
-            end
-      endcase
+    \$612  = tracker_irq_enable;
+    if (\$70 ) begin
+      \$612 [0] = req_w_data[0];
+      \$612 [1] = req_w_data[1];
+      \$612 [2] = req_w_data[2];
+      \$612 [3] = req_w_data[3];
+      \$612 [4] = req_w_data[4];
+      \$612 [5] = req_w_data[5];
     end
     if (rst) begin
-      \$612  = 1'h0;
+      \$612  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$613  = \$7 ;
+    \$613  = dma_irq_enable;
+    if (\$71 ) begin
+      \$613 [0] = req_w_data[0];
+      \$613 [1] = req_w_data[1];
+      \$613 [2] = req_w_data[2];
+      \$613 [3] = req_w_data[3];
+      \$613 [4] = req_w_data[4];
+      \$613 [5] = req_w_data[5];
+      \$613 [6] = req_w_data[6];
+    end
     if (rst) begin
-      \$613  = 1'h0;
+      \$613  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$614  = region_waiting0;
+    \$614  = addrmap_irq_enable;
+    if (\$72 ) begin
+      \$614 [0] = req_w_data[0];
+      \$614 [1] = req_w_data[1];
+      \$614 [2] = req_w_data[2];
+      \$614 [3] = req_w_data[3];
+      \$614 [4] = req_w_data[4];
+      \$614 [5] = req_w_data[5];
+      \$614 [6] = req_w_data[6];
+    end
     if (rst) begin
-      \$614  = 1'h0;
+      \$614  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$615  = region_waiting1;
+    \$615  = arbiter_irq_enable;
+    if (\$73 ) begin
+      \$615 [0] = req_w_data[0];
+      \$615 [1] = req_w_data[1];
+    end
     if (rst) begin
-      \$615  = 1'h0;
+      \$615  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$616  = region_waiting2;
+    \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$617  = region_waiting3;
+    \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$618  = region_waiting4;
+    \$618  = tracker_errors;
     if (rst) begin
-      \$618  = 1'h0;
+      \$618  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$619  = region_waiting5;
+    \$619  = dma_errors;
     if (rst) begin
-      \$619  = 1'h0;
+      \$619  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$620  = region_waiting6;
+    \$620  = addrmap_errors;
     if (rst) begin
-      \$620  = 1'h0;
+      \$620  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$621  = region_waiting7;
+    \$621  = arbiter_errors;
     if (rst) begin
-      \$621  = 1'h0;
+      \$621  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$622  = region_waiting8;
+    \$622  = csr_errors_clear_next;
     if (rst) begin
-      \$622  = 1'h0;
+      \$622  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$623  = region_waiting9;
+    \$623  = \$94 ;
     if (rst) begin
-      \$623  = 1'h0;
+      \$623  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$624  = region_waiting10;
+    \$624  = tracker_errors_clear_next;
     if (rst) begin
-      \$624  = 1'h0;
+      \$624  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$625  = region_waiting11;
+    \$625  = \$97 ;
     if (rst) begin
-      \$625  = 1'h0;
+      \$625  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$626  = \$9 ;
+    \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$627  = 1'h0;
-    if (\$94 ) begin
-      casez (req_w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            (* full_case = 32'd1 *)
-            if (\$96 ) begin
-            end else begin
-              \$627  = 1'h1;
-            end
-      endcase
-    end
+    \$627  = dma_errors_clear_next;
     if (rst) begin
-      \$627  = 1'h0;
+      \$627  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$628  = region_fetch;
+    \$628  = \$109 ;
     if (rst) begin
-      \$628  = 1'h0;
+      \$628  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$629  = region_program__payload;
-    if (region_load) begin
-      \$629 [3] = region_got[0];
-      \$629 [5:4] = region_got[2:1];
-      \$629 [10:6] = region_got[7:3];
-      \$629 [58:11] = region_got[55:8];
-      \$629 [106:59] = region_got[103:56];
-      \$629 [154:107] = region_got[151:104];
-    end
-    if (\$15 ) begin
-    end else if (\$16 ) begin
-      \$629 [2:0] = req_w_data[2:0];
-      \$629 [3] = req_w_data[3];
-      \$629 [5:4] = req_w_data[5:4];
-      \$629 [10:6] = req_w_data[10:6];
-    end
-    if (\$18 ) begin
-    end else if (\$19 ) begin
-      \$629 [42:11] = req_w_data;
-    end
-    if (\$21 ) begin
-    end else if (\$22 ) begin
-      \$629 [58:43] = req_w_data[15:0];
-    end
-    if (\$24 ) begin
-    end else if (\$25 ) begin
-      \$629 [90:59] = req_w_data;
-    end
-    if (\$27 ) begin
-    end else if (\$28 ) begin
-      \$629 [106:91] = req_w_data[15:0];
-    end
-    if (\$30 ) begin
-    end else if (\$31 ) begin
-      \$629 [138:107] = req_w_data;
-    end
-    if (\$33 ) begin
-    end else if (\$34 ) begin
-      \$629 [154:139] = req_w_data[15:0];
-    end
+    \$629  = \$118 ;
     if (rst) begin
-      \$629  = 155'h000000000000000000000000000000000000000;
+      \$629  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$630  = \$10 ;
+    \$630  = addrmap_errors_clear_next;
     if (rst) begin
-      \$630  = 1'h0;
+      \$630  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$631  = desc_waiting0;
+    \$631  = \$121 ;
     if (rst) begin
-      \$631  = 1'h0;
+      \$631  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$632  = desc_waiting1;
+    \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$633  = desc_waiting2;
+    \$633  = arbiter_errors_clear_next;
     if (rst) begin
-      \$633  = 1'h0;
+      \$633  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$634  = desc_waiting3;
+    \$634  = \$133 ;
     if (rst) begin
-      \$634  = 1'h0;
+      \$634  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$635  = desc_waiting4;
+    \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$636  = \$12 ;
+    \$636  = tracker_capture;
     if (rst) begin
-      \$636  = 1'h0;
+      \$636  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$637  = 1'h0;
-    if (\$94 ) begin
-      casez (req_w_data[2:0])
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            (* full_case = 32'd1 *)
-            if (\$99 ) begin
-            end else begin
-              \$637  = 1'h1;
-            end
-      endcase
+    \$637  = \tracker_capture$189 ;
+    if (tracker_errors_first) begin
+      \$637 [15:0] = tracker_given[15:0];
+      \$637 [23:16] = tracker_given[23:16];
+      \$637 [29:24] = tracker_events;
     end
     if (rst) begin
-      \$637  = 1'h0;
+      \$637  = 30'h00000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$638  = desc_fetch;
+    \$638  = dma_capture;
     if (rst) begin
-      \$638  = 1'h0;
+      \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$639  = dma_program__payload;
-    if (desc_load) begin
-      \$639 [8] = desc_got[0];
-      \$639 [9] = desc_got[1];
-      \$639 [14:10] = desc_got[6:2];
-      \$639 [30:15] = desc_got[22:7];
-      \$639 [42:31] = desc_got[34:23];
-      \$639 [58:43] = desc_got[50:35];
-      \$639 [82:59] = desc_got[74:51];
-      \$639 [130:83] = desc_got[122:75];
-      \$639 [178:131] = desc_got[170:123];
-    end
-    if (\$36 ) begin
-    end else if (\$37 ) begin
-      \$639 [7:0] = req_w_data[7:0];
-      \$639 [8] = req_w_data[8];
-      \$639 [9] = req_w_data[9];
-      \$639 [14:10] = req_w_data[14:10];
-      \$639 [30:15] = req_w_data[30:15];
-    end
-    if (\$39 ) begin
-    end else if (\$40 ) begin
-      \$639 [42:31] = req_w_data[11:0];
-      \$639 [58:43] = req_w_data[27:12];
-    end
-    if (\$42 ) begin
-    end else if (\$43 ) begin
-      \$639 [82:59] = req_w_data[23:0];
-    end
-    if (\$45 ) begin
-    end else if (\$46 ) begin
-      \$639 [114:83] = req_w_data;
-    end
-    if (\$48 ) begin
-    end else if (\$49 ) begin
-      \$639 [130:115] = req_w_data[15:0];
-    end
-    if (\$51 ) begin
-    end else if (\$52 ) begin
-      \$639 [162:131] = req_w_data;
-    end
-    if (\$54 ) begin
-    end else if (\$55 ) begin
-      \$639 [178:163] = req_w_data[15:0];
+    \$639  = \dma_capture$191 ;
+    if (dma_errors_first) begin
+      \$639 [7:0] = dma_given[7:0];
+      \$639 [23:8] = dma_given[23:8];
+      \$639 [71:24] = dma_given[71:24];
+      \$639 [78:72] = dma_events;
     end
     if (rst) begin
-      \$639  = 179'h000000000000000000000000000000000000000000000;
+      \$639  = 79'h00000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$640  = track_result;
-    if (tracker_result__valid) begin
-      \$640  = tracker_result__payload;
-    end
+    \$640  = addrmap_capture;
     if (rst) begin
-      \$640  = 59'h000000000000000;
+      \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$641  = track_answer;
-    if (tracker_result__valid) begin
-      \$641  = 1'h0;
-    end else if (\$13 ) begin
-      \$641  = 1'h1;
+    \$641  = \addrmap_capture$193 ;
+    if (addrmap_errors_first) begin
+      \$641 [47:0] = addrmap_given[47:0];
+      \$641 [52:48] = addrmap_given[52:48];
+      \$641 [68:53] = addrmap_given[68:53];
+      \$641 [75:69] = addrmap_events;
     end
     if (rst) begin
-      \$641  = 1'h0;
+      \$641  = 76'h0000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$642  = tracker_program__payload;
-    if (\$60 ) begin
-    end else if (\$61 ) begin
-      \$642 [1:0] = req_w_data[1:0];
-      \$642 [17:2] = req_w_data[17:2];
-      \$642 [29:18] = req_w_data[29:18];
-    end
-    if (\$66 ) begin
-    end else if (\$67 ) begin
-      \$642 [37:30] = req_w_data[7:0];
-      \$642 [38] = req_w_data[8];
-    end
+    \$642  = \$153 ;
     if (rst) begin
-      \$642  = 39'h0000000000;
+      \$642  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$643  = arbiter_program__payload;
-    if (\$72 ) begin
-    end else if (\$73 ) begin
-      \$643 [1:0] = req_w_data[1:0];
-      \$643 [9:2] = req_w_data[9:2];
-      \$643 [17:10] = req_w_data[17:10];
-      \$643 [22:18] = req_w_data[22:18];
-    end
-    if (\$78 ) begin
-    end else if (\$79 ) begin
-      \$643 [38:23] = req_w_data[15:0];
+    \$643  = read_part0;
+    if (req_r_stb) begin
+      \$643  = \$162 ;
     end
     if (rst) begin
-      \$643  = 39'h0200388002;
+      \$643  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$644  = device_id;
-    if (\$80 ) begin
-      \$644  = req_w_data[4:0];
+    \$644  = read_part1;
+    if (req_r_stb) begin
+      \$644  = \$171 ;
     end
     if (rst) begin
-      \$644  = 5'h00;
+      \$644  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$645  = csr_irq_enable;
-    if (\$81 ) begin
-      \$645 [0] = req_w_data[0];
-      \$645 [1] = req_w_data[1];
-      \$645 [2] = req_w_data[2];
-      \$645 [3] = req_w_data[3];
+    \$645  = read_part2;
+    if (req_r_stb) begin
+      \$645  = \$184 ;
     end
     if (rst) begin
-      \$645  = 4'h0;
+      \$645  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$646  = tracker_irq_enable;
-    if (\$82 ) begin
-      \$646 [0] = req_w_data[0];
-      \$646 [1] = req_w_data[1];
-      \$646 [2] = req_w_data[2];
-      \$646 [3] = req_w_data[3];
-      \$646 [4] = req_w_data[4];
-      \$646 [5] = req_w_data[5];
+    \$646  = read_part3;
+    if (req_r_stb) begin
+      \$646  = \$197 ;
     end
     if (rst) begin
-      \$646  = 6'h00;
+      \$646  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$647  = dma_irq_enable;
-    if (\$83 ) begin
-      \$647 [0] = req_w_data[0];
-      \$647 [1] = req_w_data[1];
-      \$647 [2] = req_w_data[2];
-      \$647 [3] = req_w_data[3];
-      \$647 [4] = req_w_data[4];
-      \$647 [5] = req_w_data[5];
-      \$647 [6] = req_w_data[6];
+    \$647  = read_part4;
+    if (req_r_stb) begin
+      \$647  = \$204 ;
     end
     if (rst) begin
-      \$647  = 7'h00;
+      \$647  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$648  = addrmap_irq_enable;
-    if (\$84 ) begin
-      \$648 [0] = req_w_data[0];
-      \$648 [1] = req_w_data[1];
-      \$648 [2] = req_w_data[2];
-      \$648 [3] = req_w_data[3];
-      \$648 [4] = req_w_data[4];
-      \$648 [5] = req_w_data[5];
-      \$648 [6] = req_w_data[6];
+    \$648  = read_part5;
+    if (req_r_stb) begin
+      \$648  = \$215 ;
     end
     if (rst) begin
-      \$648  = 7'h00;
+      \$648  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$649  = arbiter_irq_enable;
-    if (\$85 ) begin
-      \$649 [0] = req_w_data[0];
-      \$649 [1] = req_w_data[1];
+    \$649  = read_part6;
+    if (req_r_stb) begin
+      \$649  = \$232 ;
     end
     if (rst) begin
-      \$649  = 2'h0;
+      \$649  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$650  = \$89 ;
+    \$650  = read_part8;
+    if (req_r_stb) begin
+      \$650  = \$249 ;
+    end
     if (rst) begin
-      \$650  = 1'h0;
+      \$650  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$651  = \$93 ;
+    \$651  = read_part10;
+    if (req_r_stb) begin
+      \$651  = \$254 ;
+    end
     if (rst) begin
-      \$651  = 1'h0;
+      \$651  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$652  = tracker_errors;
+    \$652  = read_part11;
+    if (req_r_stb) begin
+      \$652  = \$271 ;
+    end
     if (rst) begin
-      \$652  = 6'h00;
+      \$652  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$653  = dma_errors;
+    \$653  = read_part13;
+    if (req_r_stb) begin
+      \$653  = \$280 ;
+    end
     if (rst) begin
-      \$653  = 7'h00;
+      \$653  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$654  = addrmap_errors;
+    \$654  = read_part14;
+    if (req_r_stb) begin
+      \$654  = \$295 ;
+    end
     if (rst) begin
-      \$654  = 7'h00;
+      \$654  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$655  = arbiter_errors;
+    \$655  = req_r_stb;
     if (rst) begin
-      \$655  = 2'h0;
+      \$655  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$656  = csr_errors_clear_next;
+    \$656  = read_section;
+    if (req_r_stb) begin
+      \$656  = req_addr[9:6];
+    end
     if (rst) begin
       \$656  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$657  = \$110 ;
-    if (rst) begin
-      \$657  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$658  = tracker_errors_clear_next;
-    if (rst) begin
-      \$658  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$659  = \$113 ;
-    if (rst) begin
-      \$659  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$660  = \$122 ;
-    if (rst) begin
-      \$660  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$661  = dma_errors_clear_next;
-    if (rst) begin
-      \$661  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$662  = \$125 ;
-    if (rst) begin
-      \$662  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$663  = \$134 ;
-    if (rst) begin
-      \$663  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$664  = addrmap_errors_clear_next;
-    if (rst) begin
-      \$664  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$665  = \$137 ;
-    if (rst) begin
-      \$665  = 7'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$666  = \$146 ;
-    if (rst) begin
-      \$666  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$667  = arbiter_errors_clear_next;
-    if (rst) begin
-      \$667  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$668  = \$149 ;
-    if (rst) begin
-      \$668  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$669  = \$158 ;
-    if (rst) begin
-      \$669  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$670  = tracker_capture;
-    if (rst) begin
-      \$670  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$671  = \tracker_capture$191 ;
-    if (tracker_errors_first) begin
-      \$671 [15:0] = tracker_given[15:0];
-      \$671 [23:16] = tracker_given[23:16];
-      \$671 [29:24] = tracker_events;
-    end
-    if (rst) begin
-      \$671  = 30'h00000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$672  = dma_capture;
-    if (rst) begin
-      \$672  = 72'h000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$673  = \dma_capture$193 ;
-    if (dma_errors_first) begin
-      \$673 [7:0] = dma_given[7:0];
-      \$673 [23:8] = dma_given[23:8];
-      \$673 [71:24] = dma_given[71:24];
-      \$673 [78:72] = dma_events;
-    end
-    if (rst) begin
-      \$673  = 79'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$674  = addrmap_capture;
-    if (rst) begin
-      \$674  = 69'h000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$675  = \addrmap_capture$195 ;
-    if (addrmap_errors_first) begin
-      \$675 [47:0] = addrmap_given[47:0];
-      \$675 [52:48] = addrmap_given[52:48];
-      \$675 [68:53] = addrmap_given[68:53];
-      \$675 [75:69] = addrmap_events;
-    end
-    if (rst) begin
-      \$675  = 76'h0000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$676  = \$169 ;
-    if (rst) begin
-      \$676  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$677  = read_part0;
+    \$657  = read_unaligned;
     if (req_r_stb) begin
-      \$677  = \$178 ;
+      \$657  = \$296 ;
     end
     if (rst) begin
-      \$677  = 32'd0;
+      \$657  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$678  = read_part1;
-    if (req_r_stb) begin
-      \$678  = \$187 ;
-    end
-    if (rst) begin
-      \$678  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$679  = read_part2;
-    if (req_r_stb) begin
-      \$679  = \$200 ;
-    end
-    if (rst) begin
-      \$679  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$680  = read_part3;
-    if (req_r_stb) begin
-      \$680  = \$213 ;
-    end
-    if (rst) begin
-      \$680  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$681  = read_part4;
-    if (req_r_stb) begin
-      \$681  = \$220 ;
-    end
-    if (rst) begin
-      \$681  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$682  = read_part5;
-    if (req_r_stb) begin
-      \$682  = \$231 ;
-    end
-    if (rst) begin
-      \$682  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$683  = read_part6;
-    if (req_r_stb) begin
-      \$683  = \$248 ;
-    end
-    if (rst) begin
-      \$683  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$684  = read_part8;
-    if (req_r_stb) begin
-      \$684  = \$265 ;
-    end
-    if (rst) begin
-      \$684  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$685  = read_part10;
-    if (req_r_stb) begin
-      \$685  = \$270 ;
-    end
-    if (rst) begin
-      \$685  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$686  = read_part11;
-    if (req_r_stb) begin
-      \$686  = \$287 ;
-    end
-    if (rst) begin
-      \$686  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$687  = read_part13;
-    if (req_r_stb) begin
-      \$687  = \$296 ;
-    end
-    if (rst) begin
-      \$687  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$688  = read_part14;
-    if (req_r_stb) begin
-      \$688  = \$311 ;
-    end
-    if (rst) begin
-      \$688  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$689  = req_r_stb;
-    if (rst) begin
-      \$689  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$690  = read_section;
-    if (req_r_stb) begin
-      \$690  = req_addr[9:6];
-    end
-    if (rst) begin
-      \$690  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$691  = read_unaligned;
-    if (req_r_stb) begin
-      \$691  = \$312 ;
-    end
-    if (rst) begin
-      \$691  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$692  = bus__r_data;
+    \$658  = bus__r_data;
     if (read_pending) begin
-      \$692  = \$328 ;
+      \$658  = \$312 ;
     end
     if (rst) begin
-      \$692  = 32'd0;
+      \$658  = 32'd0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     set_err[3:2] = 2'h0;
+    if (\$372 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$376 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$378 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$382 ) begin
+      set_err[3] = 1'h1;
+    end
+    if (\$384 ) begin
+      set_err[3] = 1'h1;
+    end
     if (\$388 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$392 ) begin
+    if (\$390 ) begin
       set_err[3] = 1'h1;
     end
     if (\$394 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$398 ) begin
+    if (\$396 ) begin
       set_err[3] = 1'h1;
     end
     if (\$400 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$404 ) begin
+    if (\$402 ) begin
       set_err[3] = 1'h1;
     end
     if (\$406 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$410 ) begin
+    if (\$408 ) begin
       set_err[3] = 1'h1;
     end
     if (\$412 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$416 ) begin
+    if (\$414 ) begin
       set_err[3] = 1'h1;
     end
     if (\$418 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$422 ) begin
+    if (\$420 ) begin
       set_err[3] = 1'h1;
     end
     if (\$424 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$428 ) begin
+    if (\$426 ) begin
       set_err[3] = 1'h1;
     end
     if (\$430 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$434 ) begin
+    if (\$432 ) begin
       set_err[3] = 1'h1;
     end
     if (\$436 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$440 ) begin
+    if (\$438 ) begin
       set_err[3] = 1'h1;
     end
     if (\$442 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$446 ) begin
+    if (\$444 ) begin
       set_err[3] = 1'h1;
     end
     if (\$448 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$452 ) begin
+    if (\$450 ) begin
       set_err[3] = 1'h1;
     end
     if (\$454 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$458 ) begin
+    if (\$457 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$460 ) begin
+    if (\$461 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$464 ) begin
+    if (\$465 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$466 ) begin
+    if (\$469 ) begin
       set_err[3] = 1'h1;
     end
-    if (\$470 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$475 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$481 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$487 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$493 ) begin
-      set_err[3] = 1'h1;
-    end
-    if (\$495 ) begin
+    if (\$471 ) begin
       (* full_case = 32'd1 *)
       casez (req_w_data[2:0])
         3'h1:
-            if (\$496 ) begin
+            if (\$472 ) begin
               set_err[3] = 1'h1;
             end
         3'h2:
-            if (\$497 ) begin
+            if (\$473 ) begin
               set_err[3] = 1'h1;
             end
         3'h3:
-            if (\$499 ) begin
+            if (\$475 ) begin
               set_err[3] = 1'h1;
             end
         3'h4:
-            if (\$500 ) begin
+            if (\$476 ) begin
               set_err[3] = 1'h1;
             end
         3'h5:
-            if (\$504 ) begin
+            if (\$478 ) begin
               set_err[3] = 1'h1;
             end
         3'h6:
-            if (\$508 ) begin
+            if (\$480 ) begin
               set_err[3] = 1'h1;
             end
         default:
@@ -10416,60 +10358,60 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      wp__en = \$380 ;
+      wp__en = \$364 ;
     end else begin
-      wp__en = \$383 ;
+      wp__en = \$367 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__addr$216  = sweep_at;
+      \wp__addr$214  = sweep_at;
     end else begin
-      \wp__addr$216  = dma_program__payload[7:0];
+      \wp__addr$214  = dma_program__payload[7:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__data$217  = 171'h0000000000000000000000000000000000000000000;
+      \wp__data$215  = 171'h0000000000000000000000000000000000000000000;
     end else begin
-      \wp__data$217 [0] = dma_program__payload[8];
-      \wp__data$217 [1] = dma_program__payload[9];
-      \wp__data$217 [6:2] = dma_program__payload[14:10];
-      \wp__data$217 [22:7] = dma_program__payload[30:15];
-      \wp__data$217 [34:23] = dma_program__payload[42:31];
-      \wp__data$217 [50:35] = dma_program__payload[58:43];
-      \wp__data$217 [74:51] = dma_program__payload[82:59];
-      \wp__data$217 [122:75] = dma_program__payload[130:83];
-      \wp__data$217 [170:123] = dma_program__payload[178:131];
+      \wp__data$215 [0] = dma_program__payload[8];
+      \wp__data$215 [1] = dma_program__payload[9];
+      \wp__data$215 [6:2] = dma_program__payload[14:10];
+      \wp__data$215 [22:7] = dma_program__payload[30:15];
+      \wp__data$215 [34:23] = dma_program__payload[42:31];
+      \wp__data$215 [50:35] = dma_program__payload[58:43];
+      \wp__data$215 [74:51] = dma_program__payload[82:59];
+      \wp__data$215 [122:75] = dma_program__payload[130:83];
+      \wp__data$215 [170:123] = dma_program__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
-      \wp__en$218  = 1'h1;
+      \wp__en$216  = 1'h1;
     end else begin
-      \wp__en$218  = \$386 ;
+      \wp__en$216  = \$370 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     region_started = 1'h0;
-    if (\$495 ) begin
+    if (\$471 ) begin
       casez (req_w_data[2:0])
         3'h1:
             (* full_case = 32'd1 *)
-            if (\$496 ) begin
+            if (\$472 ) begin
             end else begin
               region_started = 1'h1;
             end
         3'h2:
             (* full_case = 32'd1 *)
-            if (\$497 ) begin
+            if (\$473 ) begin
             end else begin
               region_started = 1'h1;
             end
@@ -10479,7 +10421,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     desc_started = 1'h0;
-    if (\$495 ) begin
+    if (\$471 ) begin
       casez (req_w_data[2:0])
         3'h1:
             /* empty */;
@@ -10487,13 +10429,13 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
             /* empty */;
         3'h3:
             (* full_case = 32'd1 *)
-            if (\$499 ) begin
+            if (\$475 ) begin
             end else begin
               desc_started = 1'h1;
             end
         3'h4:
             (* full_case = 32'd1 *)
-            if (\$500 ) begin
+            if (\$476 ) begin
             end else begin
               desc_started = 1'h1;
             end
@@ -10503,7 +10445,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     csr_errors_clear_next = 4'h0;
-    if (\$510 ) begin
+    if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
       csr_errors_clear_next[1] = bus__w_data[1];
       csr_errors_clear_next[2] = bus__w_data[2];
@@ -10513,7 +10455,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     tracker_errors_clear_next = 6'h00;
-    if (\$512 ) begin
+    if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
       tracker_errors_clear_next[1] = bus__w_data[1];
       tracker_errors_clear_next[2] = bus__w_data[2];
@@ -10525,7 +10467,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     dma_errors_clear_next = 7'h00;
-    if (\$514 ) begin
+    if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
       dma_errors_clear_next[1] = bus__w_data[1];
       dma_errors_clear_next[2] = bus__w_data[2];
@@ -10538,7 +10480,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     addrmap_errors_clear_next = 7'h00;
-    if (\$516 ) begin
+    if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
       addrmap_errors_clear_next[1] = bus__w_data[1];
       addrmap_errors_clear_next[2] = bus__w_data[2];
@@ -10551,14 +10493,14 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   always @* begin
     if (_init_strobe_1 ) begin end
     arbiter_errors_clear_next = 2'h0;
-    if (\$518 ) begin
+    if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
       arbiter_errors_clear_next[1] = bus__w_data[1];
     end
   end
-  assign \device_id$159  = device_id;
+  assign \device_id$157  = device_id;
   assign rp__addr = region_program__payload[2:0];
-  assign \rp__addr$219  = dma_program__payload[7:0];
+  assign \rp__addr$217  = dma_program__payload[7:0];
   assign tracker_clear = 6'h3f;
   assign dma_clear = 7'h7f;
   assign addrmap_clear = 7'h7f;
@@ -10712,15 +10654,15 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign desc_got__pitch  = desc_got[74:51];
   assign desc_got__src  = desc_got[122:75];
   assign desc_got__dst  = desc_got[170:123];
-  assign rp__data$152__valid  = \rp__data$152 [0];
-  assign rp__data$152__op  = \rp__data$152 [1];
-  assign rp__data$152__device  = \rp__data$152 [6:2];
-  assign rp__data$152__tile  = \rp__data$152 [22:7];
-  assign rp__data$152__rows  = \rp__data$152 [34:23];
-  assign rp__data$152__row_bytes  = \rp__data$152 [50:35];
-  assign rp__data$152__pitch  = \rp__data$152 [74:51];
-  assign rp__data$152__src  = \rp__data$152 [122:75];
-  assign rp__data$152__dst  = \rp__data$152 [170:123];
+  assign rp__data$150__valid  = \rp__data$150 [0];
+  assign rp__data$150__op  = \rp__data$150 [1];
+  assign rp__data$150__device  = \rp__data$150 [6:2];
+  assign rp__data$150__tile  = \rp__data$150 [22:7];
+  assign rp__data$150__rows  = \rp__data$150 [34:23];
+  assign rp__data$150__row_bytes  = \rp__data$150 [50:35];
+  assign rp__data$150__pitch  = \rp__data$150 [74:51];
+  assign rp__data$150__src  = \rp__data$150 [122:75];
+  assign rp__data$150__dst  = \rp__data$150 [170:123];
   assign track_result__op  = track_result[1:0];
   assign track_result__code  = track_result[4:2];
   assign track_result__tile  = track_result[20:5];
@@ -10730,7 +10672,7 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign track_result__threshold  = track_result[38:27];
   assign track_result__count  = track_result[50:39];
   assign track_result__cmd  = track_result[58:51];
-  assign device_id$159__device  = device_id;
+  assign device_id$157__device  = device_id;
   assign csr_irq_enable__unmapped  = csr_irq_enable[0];
   assign csr_irq_enable__read_only  = csr_irq_enable[1];
   assign csr_irq_enable__bad_command  = csr_irq_enable[2];
@@ -10807,43 +10749,43 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign arbiter_sticky__bad_response  = arbiter_sticky[1];
   assign tracker_given__tile  = tracker_given[15:0];
   assign tracker_given__cmd  = tracker_given[23:16];
-  assign tracker_capture$191__tile  = \tracker_capture$191 [15:0];
-  assign tracker_capture$191__cmd  = \tracker_capture$191 [23:16];
-  assign tracker_capture$191__events  = \tracker_capture$191 [29:24];
-  assign tracker_capture$191__events__unprogrammed  = \tracker_capture$191 [24];
-  assign tracker_capture$191__events__overcount  = \tracker_capture$191 [25];
-  assign tracker_capture$191__events__reprogram  = \tracker_capture$191 [26];
-  assign tracker_capture$191__events__bad_threshold  = \tracker_capture$191 [27];
-  assign tracker_capture$191__events__overflow  = \tracker_capture$191 [28];
-  assign tracker_capture$191__events__bad_op  = \tracker_capture$191 [29];
+  assign tracker_capture$189__tile  = \tracker_capture$189 [15:0];
+  assign tracker_capture$189__cmd  = \tracker_capture$189 [23:16];
+  assign tracker_capture$189__events  = \tracker_capture$189 [29:24];
+  assign tracker_capture$189__events__unprogrammed  = \tracker_capture$189 [24];
+  assign tracker_capture$189__events__overcount  = \tracker_capture$189 [25];
+  assign tracker_capture$189__events__reprogram  = \tracker_capture$189 [26];
+  assign tracker_capture$189__events__bad_threshold  = \tracker_capture$189 [27];
+  assign tracker_capture$189__events__overflow  = \tracker_capture$189 [28];
+  assign tracker_capture$189__events__bad_op  = \tracker_capture$189 [29];
   assign dma_given__index  = dma_given[7:0];
   assign dma_given__tile  = dma_given[23:8];
   assign dma_given__addr  = dma_given[71:24];
-  assign dma_capture$193__index  = \dma_capture$193 [7:0];
-  assign dma_capture$193__tile  = \dma_capture$193 [23:8];
-  assign dma_capture$193__addr  = \dma_capture$193 [71:24];
-  assign dma_capture$193__events  = \dma_capture$193 [78:72];
-  assign dma_capture$193__events__bad_descriptor  = \dma_capture$193 [72];
-  assign dma_capture$193__events__bad_program  = \dma_capture$193 [73];
-  assign dma_capture$193__events__bad_response  = \dma_capture$193 [74];
-  assign dma_capture$193__events__bad_range  = \dma_capture$193 [75];
-  assign dma_capture$193__events__bad_pitch  = \dma_capture$193 [76];
-  assign dma_capture$193__events__desc_busy  = \dma_capture$193 [77];
-  assign dma_capture$193__events__read_error  = \dma_capture$193 [78];
+  assign dma_capture$191__index  = \dma_capture$191 [7:0];
+  assign dma_capture$191__tile  = \dma_capture$191 [23:8];
+  assign dma_capture$191__addr  = \dma_capture$191 [71:24];
+  assign dma_capture$191__events  = \dma_capture$191 [78:72];
+  assign dma_capture$191__events__bad_descriptor  = \dma_capture$191 [72];
+  assign dma_capture$191__events__bad_program  = \dma_capture$191 [73];
+  assign dma_capture$191__events__bad_response  = \dma_capture$191 [74];
+  assign dma_capture$191__events__bad_range  = \dma_capture$191 [75];
+  assign dma_capture$191__events__bad_pitch  = \dma_capture$191 [76];
+  assign dma_capture$191__events__desc_busy  = \dma_capture$191 [77];
+  assign dma_capture$191__events__read_error  = \dma_capture$191 [78];
   assign addrmap_given__addr  = addrmap_given[47:0];
   assign addrmap_given__device  = addrmap_given[52:48];
   assign addrmap_given__tile  = addrmap_given[68:53];
-  assign addrmap_capture$195__addr  = \addrmap_capture$195 [47:0];
-  assign addrmap_capture$195__device  = \addrmap_capture$195 [52:48];
-  assign addrmap_capture$195__tile  = \addrmap_capture$195 [68:53];
-  assign addrmap_capture$195__events  = \addrmap_capture$195 [75:69];
-  assign addrmap_capture$195__events__bad_region  = \addrmap_capture$195 [69];
-  assign addrmap_capture$195__events__overlap  = \addrmap_capture$195 [70];
-  assign addrmap_capture$195__events__store_crosses  = \addrmap_capture$195 [71];
-  assign addrmap_capture$195__events__rx_misrouted  = \addrmap_capture$195 [72];
-  assign addrmap_capture$195__events__rx_remote  = \addrmap_capture$195 [73];
-  assign addrmap_capture$195__events__rx_unmapped  = \addrmap_capture$195 [74];
-  assign addrmap_capture$195__events__rx_crosses  = \addrmap_capture$195 [75];
+  assign addrmap_capture$193__addr  = \addrmap_capture$193 [47:0];
+  assign addrmap_capture$193__device  = \addrmap_capture$193 [52:48];
+  assign addrmap_capture$193__tile  = \addrmap_capture$193 [68:53];
+  assign addrmap_capture$193__events  = \addrmap_capture$193 [75:69];
+  assign addrmap_capture$193__events__bad_region  = \addrmap_capture$193 [69];
+  assign addrmap_capture$193__events__overlap  = \addrmap_capture$193 [70];
+  assign addrmap_capture$193__events__store_crosses  = \addrmap_capture$193 [71];
+  assign addrmap_capture$193__events__rx_misrouted  = \addrmap_capture$193 [72];
+  assign addrmap_capture$193__events__rx_remote  = \addrmap_capture$193 [73];
+  assign addrmap_capture$193__events__rx_unmapped  = \addrmap_capture$193 [74];
+  assign addrmap_capture$193__events__rx_crosses  = \addrmap_capture$193 [75];
   assign status__tracker_busy  = status[0];
   assign status__dma_busy  = status[1];
   assign status__dma_idle  = status[2];
@@ -10859,18 +10801,18 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign wp__data__base  = wp__data[55:8];
   assign wp__data__size  = wp__data[103:56];
   assign wp__data__remote_base  = wp__data[151:104];
-  assign wp__data$217__valid  = \wp__data$217 [0];
-  assign wp__data$217__op  = \wp__data$217 [1];
-  assign wp__data$217__device  = \wp__data$217 [6:2];
-  assign wp__data$217__tile  = \wp__data$217 [22:7];
-  assign wp__data$217__rows  = \wp__data$217 [34:23];
-  assign wp__data$217__row_bytes  = \wp__data$217 [50:35];
-  assign wp__data$217__pitch  = \wp__data$217 [74:51];
-  assign wp__data$217__src  = \wp__data$217 [122:75];
-  assign wp__data$217__dst  = \wp__data$217 [170:123];
+  assign wp__data$215__valid  = \wp__data$215 [0];
+  assign wp__data$215__op  = \wp__data$215 [1];
+  assign wp__data$215__device  = \wp__data$215 [6:2];
+  assign wp__data$215__tile  = \wp__data$215 [22:7];
+  assign wp__data$215__rows  = \wp__data$215 [34:23];
+  assign wp__data$215__row_bytes  = \wp__data$215 [50:35];
+  assign wp__data$215__pitch  = \wp__data$215 [74:51];
+  assign wp__data$215__src  = \wp__data$215 [122:75];
+  assign wp__data$215__dst  = \wp__data$215 [170:123];
   assign status[8] = irq;
-  assign status[7] = \$524 ;
-  assign status[6] = \$521 ;
+  assign status[7] = \$492 ;
+  assign status[6] = \$491 ;
   assign status[5] = desc_locked;
   assign status[4] = region_locked;
   assign status[3] = sweep;
@@ -10878,47 +10820,19 @@ module t3hw_csr(bus__w_data, bus__w_stb, bus__r_stb, region_program__ready, dma_
   assign status[1] = dma_busy;
   assign status[0] = tracker_busy;
   always @*
-    set_err[1] = \$379 ;
+    set_err[1] = \$363 ;
   always @*
-    set_err[0] = \$331 ;
+    set_err[0] = \$315 ;
   assign \$6  = arbiter_program__valid;
-  assign \$57  = tracker_program__valid;
-  assign \$58  = tracker_program__valid;
-  assign \$63  = tracker_program__valid;
-  assign \$64  = tracker_program__valid;
-  assign \$69  = arbiter_program__valid;
-  assign \$70  = arbiter_program__valid;
-  assign \$71  = arbiter_program__valid;
-  assign \$75  = arbiter_program__valid;
-  assign \$76  = arbiter_program__valid;
-  assign \$77  = arbiter_program__valid;
-  assign \$100  = tracker_program__valid;
-  assign \$101  = tracker_program__valid;
-  assign \$104  = arbiter_program__valid;
-  assign \$105  = arbiter_program__valid;
-  assign \$106  = arbiter_program__valid;
-  assign \$107  = arbiter_program__valid;
-  assign \$519  = tracker_program__valid;
-  assign \$520  = tracker_program__valid;
-  assign \$522  = arbiter_program__valid;
-  assign \$523  = arbiter_program__valid;
-  assign \$524  = arbiter_program__valid;
-  assign \$174  = 32'd0;
-  assign \$176  = \$175 ;
-  assign \$472  = tracker_program__valid;
-  assign \$473  = tracker_program__valid;
-  assign \$478  = tracker_program__valid;
-  assign \$479  = tracker_program__valid;
-  assign \$484  = arbiter_program__valid;
-  assign \$485  = arbiter_program__valid;
-  assign \$486  = arbiter_program__valid;
-  assign \$490  = arbiter_program__valid;
-  assign \$491  = arbiter_program__valid;
+  assign \$61  = arbiter_program__valid;
+  assign \$65  = arbiter_program__valid;
+  assign \$90  = arbiter_program__valid;
+  assign \$91  = arbiter_program__valid;
   assign \$492  = arbiter_program__valid;
-  assign \$501  = tracker_program__valid;
-  assign \$502  = tracker_program__valid;
-  assign \$505  = arbiter_program__valid;
-  assign \$506  = arbiter_program__valid;
-  assign \$507  = arbiter_program__valid;
-  assign \$508  = arbiter_program__valid;
+  assign \$158  = 32'd0;
+  assign \$160  = \$159 ;
+  assign \$464  = arbiter_program__valid;
+  assign \$468  = arbiter_program__valid;
+  assign \$479  = arbiter_program__valid;
+  assign \$480  = arbiter_program__valid;
 endmodule

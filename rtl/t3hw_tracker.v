@@ -2436,17 +2436,17 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
+  wire [15:0] \$101 ;
+  wire [15:0] \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [15:0] \$108 ;
+  wire [15:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
+  wire [15:0] \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
@@ -2459,41 +2459,27 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
+  wire [8:0] \$122 ;
+  wire [8:0] \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [8:0] \$127 ;
+  wire [8:0] \$128 ;
+  reg [8:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire [8:0] \$133 ;
-  wire [8:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire [8:0] \$138 ;
-  wire [8:0] \$139 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [7:0] \$138 ;
+  reg [7:0] \$139 ;
   wire \$14 ;
-  reg [8:0] \$140 ;
-  reg \$141 ;
-  reg \$142 ;
-  reg \$143 ;
-  reg \$144 ;
-  reg \$145 ;
-  reg \$146 ;
-  reg \$147 ;
-  reg \$148 ;
-  reg [15:0] \$149 ;
   wire \$15 ;
-  reg [15:0] \$150 ;
-  reg [15:0] \$151 ;
-  reg [7:0] \$152 ;
-  reg [7:0] \$153 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -2557,31 +2543,31 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [15:0] \$73 ;
+  wire [15:0] \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [15:0] \$78 ;
+  wire [15:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [15:0] \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
+  wire [15:0] \$87 ;
+  wire [15:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire [15:0] \$93 ;
+  wire [15:0] \$94 ;
+  wire [15:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
@@ -2623,6 +2609,7 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire wr__en;
   (* init = 8'h00 *)
   wire [7:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
   reg [15:0] storage [255:0];
   initial begin
     storage[0] = 16'h0000;
@@ -2959,219 +2946,173 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$66  = \$65  & ge4;
   assign \$67  = o__valid & o__ready;
   assign \$68  = o__valid & o__ready;
-  assign \$69  = late & \$68 ;
-  assign \$70  = issued2 & \$69 ;
-  assign \$71  = push & accept;
-  assign \$72  = ~ ge3;
-  assign \$73  = o__valid & o__ready;
-  assign \$74  = ~ ge4;
-  assign \$75  = \$73  & \$74 ;
-  assign \$76  = \$72  | \$75 ;
-  assign \$77  = \$71  & \$76 ;
-  assign \$78  = o__valid & o__ready;
-  assign \$79  = ~ waiting;
-  assign \$80  = o__valid & \$79 ;
-  assign \$81  = ~ o__valid;
-  assign \$82  = \$78  ? \$80  : \$81 ;
-  assign \$83  = \$77  & \$82 ;
-  assign \$84  = o__valid & o__ready;
-  assign \$85  = o__valid & o__ready;
-  assign \$86  = late ^ \$85 ;
-  assign \$87  = issued2 & \$86 ;
-  assign \$88  = push & accept;
-  assign \$89  = ~ ge3;
-  assign \$90  = o__valid & o__ready;
-  assign \$91  = ~ ge4;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = \$89  | \$92 ;
-  assign \$94  = \$88  & \$93 ;
-  assign \$95  = o__valid & o__ready;
-  assign \$96  = ~ ge3;
-  assign \$97  = waiting & \$96 ;
-  assign \$98  = ~ waiting;
-  assign \$99  = o__valid & \$98 ;
-  assign \$100  = \$95  ? \$97  : \$99 ;
-  assign \$101  = \$94  & \$100 ;
-  assign \$102  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
   assign \$103  = ~ late;
-  assign \$104  = o__valid & o__ready;
-  assign \$105  = ~ \$104 ;
-  assign \$106  = \$103  & \$105 ;
-  assign \$107  = issued2 & \$106 ;
-  assign \$108  = push & accept;
-  assign \$109  = ~ ge3;
-  assign \$110  = o__valid & o__ready;
-  assign \$111  = ~ ge4;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = \$109  | \$112 ;
-  assign \$114  = \$108  & \$113 ;
-  assign \$115  = o__valid & o__ready;
-  assign \$116  = ~ ge4;
-  assign \$117  = ge3 & \$116 ;
-  assign \$118  = ~ ge3;
-  assign \$119  = waiting & \$118 ;
-  assign \$120  = \$115  ? \$117  : \$119 ;
-  assign \$121  = \$114  & \$120 ;
-  assign \$122  = push & accept;
-  assign \$123  = push & accept;
-  assign \$124  = ~ ge3;
-  assign \$125  = o__valid & o__ready;
-  assign \$126  = ~ ge4;
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = \$124  | \$127 ;
-  assign \$129  = \$123  & \$128 ;
-  assign \$130  = ~ \$129 ;
-  assign \$131  = \$122  & \$130 ;
-  assign \$132  = wr__addr == 8'hff;
-  assign \$133  = wr__addr + 1'h1;
-  assign \$134  = \$132  ? 9'h000 : \$133 ;
-  assign \$135  = o__valid & o__ready;
-  assign \$136  = \$135  & ge4;
-  assign \$137  = rd__addr == 8'hff;
-  assign \$138  = rd__addr + 1'h1;
-  assign \$139  = \$137  ? 9'h000 : \$138 ;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 8'hff;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 9'h000 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 8'hff;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 9'h000 : \$127 ;
   always @(posedge clk)
-    level <= \$140 ;
+    level <= \$129 ;
   always @(posedge clk)
-    o__valid <= \$141 ;
+    o__valid <= \$130 ;
   always @(posedge clk)
-    full <= \$142 ;
+    full <= \$131 ;
   always @(posedge clk)
-    waiting <= \$143 ;
+    waiting <= \$132 ;
   always @(posedge clk)
-    ge3 <= \$144 ;
+    ge3 <= \$133 ;
   always @(posedge clk)
-    ge4 <= \$145 ;
+    ge4 <= \$134 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$146 ;
+    issued1 <= \$135 ;
   always @(posedge clk)
-    issued2 <= \$147 ;
+    issued2 <= \$136 ;
   always @(posedge clk)
-    late <= \$148 ;
+    late <= \$137 ;
   always @(posedge clk)
-    o__payload <= \$149 ;
+    o__payload <= \$80 ;
   always @(posedge clk)
-    front1 <= \$150 ;
+    front1 <= \$95 ;
   always @(posedge clk)
-    front2 <= \$151 ;
+    front2 <= \$110 ;
   always @(posedge clk)
-    wr__addr <= \$152 ;
+    wr__addr <= \$138 ;
   always @(posedge clk)
-    rd__addr <= \$153 ;
+    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$140  = \$6 [8:0];
+    \$129  = \$6 [8:0];
     if (rst) begin
-      \$140  = 9'h000;
+      \$129  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$141  = \$16 ;
+    \$130  = \$16 ;
     if (rst) begin
-      \$141  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$142  = \$28 ;
+    \$131  = \$28 ;
     if (rst) begin
-      \$142  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$143  = \$40 ;
+    \$132  = \$40 ;
     if (rst) begin
-      \$143  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$144  = \$52 ;
+    \$133  = \$52 ;
     if (rst) begin
-      \$144  = 1'h0;
+      \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$145  = \$64 ;
+    \$134  = \$64 ;
     if (rst) begin
-      \$145  = 1'h0;
+      \$134  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$146  = \$66 ;
+    \$135  = \$66 ;
     if (rst) begin
-      \$146  = 1'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$147  = issued1;
+    \$136  = issued1;
     if (rst) begin
-      \$147  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$148  = \$67 ;
+    \$137  = \$67 ;
     if (rst) begin
-      \$148  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$149  = o__payload;
-    if (\$70 ) begin
-      \$149  = rd_q;
-    end else if (\$83 ) begin
-      \$149  = wr__data;
-    end else if (\$84 ) begin
-      \$149  = front1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$150  = front1;
-    if (\$87 ) begin
-      \$150  = rd_q;
-    end else if (\$101 ) begin
-      \$150  = wr__data;
-    end else if (\$102 ) begin
-      \$150  = front2;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$151  = front2;
-    if (\$107 ) begin
-      \$151  = rd_q;
-    end else if (\$121 ) begin
-      \$151  = wr__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$152  = wr__addr;
-    if (\$131 ) begin
-      \$152  = \$134 [7:0];
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [7:0];
     end
     if (rst) begin
-      \$152  = 8'h00;
+      \$138  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$153  = rd__addr;
-    if (\$136 ) begin
-      \$153  = \$139 [7:0];
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [7:0];
     end
     if (rst) begin
-      \$153  = 8'h00;
+      \$139  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -3179,6 +3120,10 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
 endmodule
 
 module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__ready);
@@ -3186,17 +3131,17 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
+  wire [23:0] \$101 ;
+  wire [23:0] \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [23:0] \$108 ;
+  wire [23:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
+  wire [23:0] \$110 ;
   wire \$111 ;
   wire \$112 ;
   wire \$113 ;
@@ -3209,41 +3154,27 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
+  wire [8:0] \$122 ;
+  wire [8:0] \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [8:0] \$127 ;
+  wire [8:0] \$128 ;
+  reg [8:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire [8:0] \$133 ;
-  wire [8:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire [8:0] \$138 ;
-  wire [8:0] \$139 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [7:0] \$138 ;
+  reg [7:0] \$139 ;
   wire \$14 ;
-  reg [8:0] \$140 ;
-  reg \$141 ;
-  reg \$142 ;
-  reg \$143 ;
-  reg \$144 ;
-  reg \$145 ;
-  reg \$146 ;
-  reg \$147 ;
-  reg \$148 ;
-  reg [23:0] \$149 ;
   wire \$15 ;
-  reg [23:0] \$150 ;
-  reg [23:0] \$151 ;
-  reg [7:0] \$152 ;
-  reg [7:0] \$153 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
@@ -3307,31 +3238,31 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
+  wire [23:0] \$73 ;
+  wire [23:0] \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire \$78 ;
-  wire \$79 ;
+  wire [23:0] \$78 ;
+  wire [23:0] \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [23:0] \$80 ;
   wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
   wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
+  wire [23:0] \$87 ;
+  wire [23:0] \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire [23:0] \$93 ;
+  wire [23:0] \$94 ;
+  wire [23:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
@@ -3389,6 +3320,7 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire wr__en;
   (* init = 8'h00 *)
   wire [7:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
   reg [23:0] storage [255:0];
   initial begin
     storage[0] = 24'h000000;
@@ -3725,219 +3657,173 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$66  = \$65  & ge4;
   assign \$67  = o__valid & o__ready;
   assign \$68  = o__valid & o__ready;
-  assign \$69  = late & \$68 ;
-  assign \$70  = issued2 & \$69 ;
-  assign \$71  = push & accept;
-  assign \$72  = ~ ge3;
-  assign \$73  = o__valid & o__ready;
-  assign \$74  = ~ ge4;
-  assign \$75  = \$73  & \$74 ;
-  assign \$76  = \$72  | \$75 ;
-  assign \$77  = \$71  & \$76 ;
-  assign \$78  = o__valid & o__ready;
-  assign \$79  = ~ waiting;
-  assign \$80  = o__valid & \$79 ;
-  assign \$81  = ~ o__valid;
-  assign \$82  = \$78  ? \$80  : \$81 ;
-  assign \$83  = \$77  & \$82 ;
-  assign \$84  = o__valid & o__ready;
-  assign \$85  = o__valid & o__ready;
-  assign \$86  = late ^ \$85 ;
-  assign \$87  = issued2 & \$86 ;
-  assign \$88  = push & accept;
-  assign \$89  = ~ ge3;
-  assign \$90  = o__valid & o__ready;
-  assign \$91  = ~ ge4;
-  assign \$92  = \$90  & \$91 ;
-  assign \$93  = \$89  | \$92 ;
-  assign \$94  = \$88  & \$93 ;
-  assign \$95  = o__valid & o__ready;
-  assign \$96  = ~ ge3;
-  assign \$97  = waiting & \$96 ;
-  assign \$98  = ~ waiting;
-  assign \$99  = o__valid & \$98 ;
-  assign \$100  = \$95  ? \$97  : \$99 ;
-  assign \$101  = \$94  & \$100 ;
-  assign \$102  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
   assign \$103  = ~ late;
-  assign \$104  = o__valid & o__ready;
-  assign \$105  = ~ \$104 ;
-  assign \$106  = \$103  & \$105 ;
-  assign \$107  = issued2 & \$106 ;
-  assign \$108  = push & accept;
-  assign \$109  = ~ ge3;
-  assign \$110  = o__valid & o__ready;
-  assign \$111  = ~ ge4;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = \$109  | \$112 ;
-  assign \$114  = \$108  & \$113 ;
-  assign \$115  = o__valid & o__ready;
-  assign \$116  = ~ ge4;
-  assign \$117  = ge3 & \$116 ;
-  assign \$118  = ~ ge3;
-  assign \$119  = waiting & \$118 ;
-  assign \$120  = \$115  ? \$117  : \$119 ;
-  assign \$121  = \$114  & \$120 ;
-  assign \$122  = push & accept;
-  assign \$123  = push & accept;
-  assign \$124  = ~ ge3;
-  assign \$125  = o__valid & o__ready;
-  assign \$126  = ~ ge4;
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = \$124  | \$127 ;
-  assign \$129  = \$123  & \$128 ;
-  assign \$130  = ~ \$129 ;
-  assign \$131  = \$122  & \$130 ;
-  assign \$132  = wr__addr == 8'hff;
-  assign \$133  = wr__addr + 1'h1;
-  assign \$134  = \$132  ? 9'h000 : \$133 ;
-  assign \$135  = o__valid & o__ready;
-  assign \$136  = \$135  & ge4;
-  assign \$137  = rd__addr == 8'hff;
-  assign \$138  = rd__addr + 1'h1;
-  assign \$139  = \$137  ? 9'h000 : \$138 ;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 8'hff;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 9'h000 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 8'hff;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 9'h000 : \$127 ;
   always @(posedge clk)
-    level <= \$140 ;
+    level <= \$129 ;
   always @(posedge clk)
-    o__valid <= \$141 ;
+    o__valid <= \$130 ;
   always @(posedge clk)
-    full <= \$142 ;
+    full <= \$131 ;
   always @(posedge clk)
-    waiting <= \$143 ;
+    waiting <= \$132 ;
   always @(posedge clk)
-    ge3 <= \$144 ;
+    ge3 <= \$133 ;
   always @(posedge clk)
-    ge4 <= \$145 ;
+    ge4 <= \$134 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$146 ;
+    issued1 <= \$135 ;
   always @(posedge clk)
-    issued2 <= \$147 ;
+    issued2 <= \$136 ;
   always @(posedge clk)
-    late <= \$148 ;
+    late <= \$137 ;
   always @(posedge clk)
-    o__payload <= \$149 ;
+    o__payload <= \$80 ;
   always @(posedge clk)
-    front1 <= \$150 ;
+    front1 <= \$95 ;
   always @(posedge clk)
-    front2 <= \$151 ;
+    front2 <= \$110 ;
   always @(posedge clk)
-    wr__addr <= \$152 ;
+    wr__addr <= \$138 ;
   always @(posedge clk)
-    rd__addr <= \$153 ;
+    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$140  = \$6 [8:0];
+    \$129  = \$6 [8:0];
     if (rst) begin
-      \$140  = 9'h000;
+      \$129  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$141  = \$16 ;
+    \$130  = \$16 ;
     if (rst) begin
-      \$141  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$142  = \$28 ;
+    \$131  = \$28 ;
     if (rst) begin
-      \$142  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$143  = \$40 ;
+    \$132  = \$40 ;
     if (rst) begin
-      \$143  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$144  = \$52 ;
+    \$133  = \$52 ;
     if (rst) begin
-      \$144  = 1'h0;
+      \$133  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$145  = \$64 ;
+    \$134  = \$64 ;
     if (rst) begin
-      \$145  = 1'h0;
+      \$134  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$146  = \$66 ;
+    \$135  = \$66 ;
     if (rst) begin
-      \$146  = 1'h0;
+      \$135  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$147  = issued1;
+    \$136  = issued1;
     if (rst) begin
-      \$147  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$148  = \$67 ;
+    \$137  = \$67 ;
     if (rst) begin
-      \$148  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$149  = o__payload;
-    if (\$70 ) begin
-      \$149  = rd_q;
-    end else if (\$83 ) begin
-      \$149  = wr__data;
-    end else if (\$84 ) begin
-      \$149  = front1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$150  = front1;
-    if (\$87 ) begin
-      \$150  = rd_q;
-    end else if (\$101 ) begin
-      \$150  = wr__data;
-    end else if (\$102 ) begin
-      \$150  = front2;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$151  = front2;
-    if (\$107 ) begin
-      \$151  = rd_q;
-    end else if (\$121 ) begin
-      \$151  = wr__data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$152  = wr__addr;
-    if (\$131 ) begin
-      \$152  = \$134 [7:0];
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [7:0];
     end
     if (rst) begin
-      \$152  = 8'h00;
+      \$138  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$153  = rd__addr;
-    if (\$136 ) begin
-      \$153  = \$139 [7:0];
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [7:0];
     end
     if (rst) begin
-      \$153  = 8'h00;
+      \$139  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -3961,4 +3847,8 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
 endmodule

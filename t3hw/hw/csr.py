@@ -343,22 +343,17 @@ class Csr(wiring.Component):
         loading = {g: fetch[g] | load[g] for g in tables}
         # TRACK, from the tracker taking the request to its answer on ``tracker_result``.
         answer  = {"TRACK": Signal(name="track_answer")}
-        # ``judging``: a write waits for its verdict (some ``waiting`` or ``verdict`` is set),
-        # a register of its own (next value: the OR of the chain's next values), so that
-        # ``locked``, which gates every write of the group's staging registers, is an OR of
-        # four flip-flops, not of the whole chain.
-        judging = {g: Signal(name=f"{g.lower()}_judging") for g in tables}
-        locked  = {g: s.valid | judging.get(g, 0) | loading.get(g, 0) | answer.get(g, 0)
-                   for g, s in stage.items()}
-        # A group with a table: ``locked`` is a register loaded with the OR above one cycle
-        # ahead (:meth:`_commands`), so that the enable of its staging registers (154 bits
-        # for a region) does not gather ``valid``, which runs to the target, across the die.
+        # ``locked`` gates every write of a group's staging registers. A group with a table:
+        # a register, loaded one cycle ahead with "a write is presented, waits for its
+        # verdict, or a read fetches or loads" (:meth:`_commands`), so that the enable of its
+        # staging registers (154 bits for a region) does not gather ``valid``, which runs to
+        # the target, across the die. The others: the write presented, or TRACK's answer.
         lock = {g: Signal(name=f"{g.lower()}_locked") for g in tables}
-        locked.update(lock)
+        locked = {g: lock[g] if g in lock else s.valid | answer.get(g, 0)
+                  for g, s in stage.items()}
         return SimpleNamespace(stage=stage, tables=tables, verdict=verdict, waiting=waiting,
-                               judging=judging, lock=lock,
-                               fetch=fetch, load=load, loading=loading, answer=answer,
-                               locked=locked)
+                               lock=lock, fetch=fetch, load=load, loading=loading,
+                               answer=answer, locked=locked)
 
     def _table_ports(self, m, tabs, grp):
         """Each staging stream's ``valid`` cleared when taken, and per read-back table: the
@@ -371,7 +366,6 @@ class Csr(wiring.Component):
             payload = grp.stage[g].payload
             chain = [grp.stage[g].valid & grp.stage[g].ready, *grp.waiting[g], grp.verdict[g]]
             m.d.sync += [dst.eq(src) for src, dst in zip(chain, chain[1:])]
-            m.d.sync += grp.judging[g].eq(Cat(chain[:-1]).any())
             # The target takes the write in cycle t and reports a rejection in
             # t + csr_verdict_delay.
             wp = table.write_port()
@@ -453,9 +447,10 @@ class Csr(wiring.Component):
         reads = (CsrCommand.REGION_READ, CsrCommand.DESC_READ)
         started = {g: Signal(name=f"{g.lower()}_started") for g in grp.lock}
         for g, lock in grp.lock.items():
-            # Next cycle's ``valid | judging | fetch | load``: a command taken now, or the
-            # write presented (taken or not: taken, it is judging next), or the verdict chain
-            # short of its last cycle, or the read fetching now (loading next).
+            # Next cycle's "presented, waiting for a verdict, fetching or loading": a command
+            # taken now, or the write presented (taken or not: taken, it waits for its verdict
+            # next), or the verdict chain short of its last cycle, or the read fetching now
+            # (loading next).
             m.d.sync += lock.eq(started[g] | grp.stage[g].valid | Cat(grp.waiting[g]).any()
                                 | grp.fetch[g])
         with m.If(wr["COMMAND"]):
