@@ -61,7 +61,8 @@ VERILATOR_MAKE_ARGS = ("OPT_FAST=-O2", "OPT_SLOW=-O2", "OPT_GLOBAL=-O2")
 #: Part of every Verilator build folder's name: a change of the flags above gets new folders
 #: (the runner's cache looks only at the sources).
 VERILATOR_KEY = hashlib.sha256(
-    json.dumps([VERILATOR_ARGS, VERILATOR_MAKE_ARGS, "ports.vlt"]).encode()).hexdigest()[:6]
+    json.dumps([VERILATOR_ARGS, VERILATOR_MAKE_ARGS, "ports.vlt: inputs rw, outputs rd"]
+               ).encode()).hexdigest()[:6]
 
 
 def verilator_runner(extra_make_args=()):
@@ -184,14 +185,18 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False,
 
 def ports_vlt(source, module, bdir):
     """A Verilator configuration file making each port of ``module`` (read from the header
-    of its declaration in ``source``) public for cocotb, and nothing else."""
+    of its declaration in ``source``) public for cocotb, and nothing else: the inputs
+    writable, the outputs read-only. (A writable variable may change at any time, so
+    Verilator evaluates the logic that reads it in its input-combinational phase, at every
+    time step; an output register read inside the design would put that logic there.)"""
     from .synth.wrapper import verilog_ports      # (the synth package imports this module)
     try:
-        ports = [name for _, name, _ in verilog_ports(Path(source).read_text(), module)]
+        ports = verilog_ports(Path(source).read_text(), module)
     except ValueError as exc:
         raise RuntimeError(f"{source}: {exc}") from None
     lines = ["`verilator_config", f"// the ports of {module}: all that cocotb touches"]
-    lines += [f'public_flat_rw -module "{module}" -var "{p}"' for p in ports]
+    lines += [f'public_flat_{"rw" if d == "input" else "rd"} -module "{module}" -var "{p}"'
+              for d, p, _ in ports]
     path = Path(bdir) / "ports.vlt"
     path.write_text("\n".join(lines) + "\n")
     return path

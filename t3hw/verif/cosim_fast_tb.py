@@ -7,14 +7,17 @@ The run, against the exact co-simulation (:mod:`t3hw.verif.cosim_tb`):
 
 * reset and programming are the same code (:func:`~t3hw.verif.cosim_tb.reset_and_program`),
   so the run starts on the same cycle of the same engine state; the testbench raises ``run``
-  at the falling edge where the exact loop writes its first inputs (cycle 0);
-* then it sleeps on the top's ``stamp`` (it changes in every cycle in which some GPU retires
-  or dispatches a tile, and once the run is done). At an event it does what
-  :class:`sim_models.gpu.GpuCores` does in Python at that cycle's end: the retiring compute
-  units' tiles leave the producer's L2 (:meth:`~sim_models.gpu.GemmProducer.retire`, in CU
-  order), the dispatched tiles enter it (:meth:`~sim_models.gpu.GemmProducer.dispatch`),
-  and each dispatched CU's load count is written on ``g<i>__loads`` before the clock edge
-  that ends the cycle samples it;
+  at the falling edge where the exact loop writes its first inputs (cycle 0), with cycle 0's
+  tiles on every GPU's ``desc`` (every unit is free then: the testbench knows which take a
+  tile, and checks it once the cycle has started);
+* then it sleeps on the top's ``stamp`` (it changes, at a rising edge, in every cycle in
+  which some GPU retires or dispatches a tile, and once the run is done). At an event it
+  does what :class:`sim_models.gpu.GpuCores` does in Python at that cycle's end: the
+  retiring compute units' tiles leave the producer's L2
+  (:meth:`~sim_models.gpu.GemmProducer.retire`, in CU order), the dispatched tiles enter it
+  (:meth:`~sim_models.gpu.GemmProducer.dispatch`), and each dispatched CU's tile is written
+  on ``g<i>__desc`` at once, which the shell samples at the falling edge in the middle of
+  the cycle, for the rising edge that ends it;
 * at the end it reads the counters of the models and, over the register buses, every
   engine's error bits and counters, and writes the results, with each GPU's tiles in the
   order they retired: :func:`t3hw.verif.cosim_replay.replay` attaches the data to the log the
@@ -81,6 +84,22 @@ class _Gpu:
             word |= values[name] << offset
         return word
 
+    def first(self):
+        """Write cycle 0's tiles before the cycle starts (the shell samples ``desc`` at its
+        falling edge): every unit is free then, so units ``0 .. min(cus, tiles) - 1``
+        dispatch and none retires. Returns that dispatch mask, for :meth:`check_first`."""
+        mask = (1 << min(self.cus, len(self.order))) - 1
+        self._dispatch(mask)
+        return mask
+
+    def check_first(self, mask):
+        """Raise if cycle 0's retire and dispatch masks are not what :meth:`first` wrote
+        tiles for."""
+        r, d = self.retire.get_signal_val_long(), self.dispatch.get_signal_val_long()
+        if r or d != mask:
+            raise AssertionError(f"GPU {self.i}: cycle 0 retires {r:#x} and dispatches "
+                                 f"{d:#x}; the testbench wrote tiles for {mask:#x}")
+
     def handle(self):
         """This cycle's retires and dispatches, as ``GpuCores.retire`` then ``dispatch``."""
         r, d = self.retire.get_signal_val_long(), self.dispatch.get_signal_val_long()
@@ -90,6 +109,11 @@ class _Gpu:
                 self.prod.retire(t)
                 self.retired.append(t)
                 self.held[k] = None
+        if d:
+            self._dispatch(d)
+
+    def _dispatch(self, d):
+        """The next tiles to the units of mask ``d``, written on ``desc``."""
         if d:
             value, size = 0, self.layout.size
             for k in range(self.cus):
@@ -132,10 +156,11 @@ async def cosim_fast(dut):
     # shell samples `run` (t3hw.tools.cosim_fast.shell) --------------------------------------
     t_run = time.perf_counter()
     dut.run._handle.set_signal_val_int(_GPI_NO_DELAY, 1)
+    first = [g.first() for g in gpus]           # cycle 0's tiles, sampled with `run`
     await FallingEdge(dut.clk)
-    await Timer(1, "ns")                        # cycle 0's dispatch, before its edge
-    for g in gpus:
-        g.handle()
+    await Timer(1, "ns")
+    for g, mask in zip(gpus, first):
+        g.check_first(mask)
     stamp = dut.stamp._handle
     events = wakes = 0
     stuck, last, quiet = False, None, 0
