@@ -268,10 +268,11 @@ def _ram_read_sinks(netlist, module):
 
 
 def test_tracker_table_read_goes_straight_to_registers(tmp_path):
-    """At the paper's parameters the tracker's table is block RAM whose read data goes
-    straight into flip-flops (no bypass logic): ``t3hw/tools/synth_scripts/ecp5.ys`` declares its read/write
-    collisions don't-care (the tracker forwards them). Without that step Yosys puts a LUT
-    after every read data bit."""
+    """At the paper's parameters the tracker's table and its two queues (``head="block"``)
+    are block RAM whose read data goes straight into flip-flops (no bypass logic):
+    ``t3hw/tools/synth_scripts/ecp5.ys`` declares their read/write collisions don't-care (the
+    tracker forwards the table's; a queue never uses a read that meets a write). Without that
+    step Yosys puts a LUT after every read data bit."""
     module, source = simulate.generate_for("tracker", DEFAULT, tmp_path)
     exe = toolchain.yowasp("yosys")
     sinks = {}
@@ -281,7 +282,8 @@ def test_tracker_table_read_goes_straight_to_registers(tmp_path):
         subprocess.run([exe, "-q", "-p", script], cwd=tmp_path, check=True, timeout=600)
         sinks[name] = _ram_read_sinks(json.loads((tmp_path / f"{name}.json").read_text()),
                                       module)
-    width = entry_layout(DEFAULT).size
+    width = (entry_layout(DEFAULT).size + trigger_layout(DEFAULT).size   # table, trigger queue
+             + DEFAULT.tile_width)                                         # ack queue
     assert len(sinks["marked"]) == width
     assert set(sinks["marked"]) == {(("TRELLIS_FF", "DI"),)}
     assert len(sinks["plain"]) == width
