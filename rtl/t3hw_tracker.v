@@ -124,11 +124,11 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$204 ;
   wire \$205 ;
   wire [3:0] \$206 ;
-  reg [7:0] \$207 ;
-  reg [8:0] \$208 ;
-  reg \$209 ;
+  wire [3:0] \$207 ;
+  wire [3:0] \$208 ;
+  reg [7:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
+  reg [8:0] \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
@@ -145,39 +145,41 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg [2:0] \$226 ;
+  reg \$226 ;
   reg \$227 ;
-  reg \$228 ;
+  reg [2:0] \$228 ;
   reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [28:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
-  reg \$235 ;
+  wire [28:0] \$235 ;
   reg \$236 ;
-  wire [23:0] \$237 ;
+  reg \$237 ;
   reg \$238 ;
-  reg \$239 ;
+  wire [23:0] \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  wire [23:0] \$241 ;
-  reg [23:0] \$242 ;
-  reg \$243 ;
-  reg \$244 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg [5:0] \$242 ;
+  wire [23:0] \$243 ;
+  reg [23:0] \$244 ;
   reg \$245 ;
-  reg [5:0] \$246 ;
+  reg \$246 ;
   reg \$247 ;
-  reg [191:0] \$248 ;
+  reg [5:0] \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg \$250 ;
+  reg [191:0] \$250 ;
   reg \$251 ;
   reg \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg [2:0] \$255 ;
+  reg \$255 ;
+  reg \$256 ;
+  reg [2:0] \$257 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -1665,22 +1667,24 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$204  = \$202  & \$203 ;
   assign \$205  = | \wait ;
   assign \$206  = \wait  - 1'h1;
+  assign \$207  = \$205  ? \$206  : 4'h0;
+  assign \$208  = \$204  ? 4'h7 : \$207 ;
   always @(posedge clk)
-    sweep <= \$207 ;
+    sweep <= \$209 ;
   always @(posedge clk)
-    sweep1 <= \$208 ;
+    sweep1 <= \$210 ;
   always @(posedge clk)
-    sweep_last <= \$209 ;
+    sweep_last <= \$211 ;
   always @(posedge clk)
-    busy <= \$210 ;
+    busy <= \$212 ;
   always @(posedge clk)
-    s1_valid <= \$211 ;
+    s1_valid <= \$213 ;
   always @(posedge clk)
-    s1_stale <= \$212 ;
+    s1_stale <= \$214 ;
   always @(posedge clk)
-    s1_prog <= \$213 ;
+    s1_prog <= \$215 ;
   always @(posedge clk)
-    s1_ack <= \$214 ;
+    s1_ack <= \$216 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -1688,13 +1692,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$215 ;
+    s2_valid <= \$217 ;
   always @(posedge clk)
-    s2_stale <= \$216 ;
+    s2_stale <= \$218 ;
   always @(posedge clk)
-    s2_prog <= \$217 ;
+    s2_prog <= \$219 ;
   always @(posedge clk)
-    s2_ack <= \$218 ;
+    s2_ack <= \$220 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -1702,13 +1706,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$219 ;
+    s3_valid <= \$221 ;
   always @(posedge clk)
-    s3_stale <= \$220 ;
+    s3_stale <= \$222 ;
   always @(posedge clk)
-    s3_prog <= \$221 ;
+    s3_prog <= \$223 ;
   always @(posedge clk)
-    s3_ack <= \$222 ;
+    s3_ack <= \$224 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -1716,63 +1720,63 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$223 ;
+    \$signal  <= \$225 ;
   always @(posedge clk)
-    tag_ahead <= \$224 ;
+    tag_ahead <= \$226 ;
   always @(posedge clk)
     s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$225 ;
+    fwd_tag_eq <= \$227 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$226 ;
+    fwd_hit <= \$228 ;
   always @(posedge clk)
-    s3_hit <= \$227 ;
+    s3_hit <= \$229 ;
   always @(posedge clk)
-    base_valid <= \$228 ;
+    base_valid <= \$230 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$229 ;
+    tag_ok <= \$231 ;
   always @(posedge clk)
     base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$230 ;
+    count_ok <= \$232 ;
   always @(posedge clk)
-    disarm_ok <= \$231 ;
+    disarm_ok <= \$233 ;
   always @(posedge clk)
-    s3_arm <= \$232 ;
+    s3_arm <= \$234 ;
   always @(posedge clk)
     s3_beats <= \$146 ;
   always @(posedge clk)
     s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$233 ;
+    ent <= \$235 ;
   always @(posedge clk)
-    fwd_last_we <= \$234 ;
+    fwd_last_we <= \$236 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$235 ;
+    fwd_old_we <= \$237 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$236 ;
+    fwd_prev_we <= \$238 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$80  <= \$237 ;
+    \data$80  <= \$239 ;
   always @(posedge clk)
-    \push$82  <= \$238 ;
+    \push$82  <= \$240 ;
   always @(posedge clk)
-    result__valid <= \$239 ;
+    result__valid <= \$241 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -1780,43 +1784,43 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     \$like$86  <= s3_tile;
   always @(posedge clk)
-    \$like$123  <= \$240 ;
+    \$like$123  <= \$242 ;
   always @(posedge clk)
-    cap <= \$241 ;
+    cap <= \$243 ;
   always @(posedge clk)
-    capture <= \$242 ;
+    capture <= \$244 ;
   always @(posedge clk)
     \$signature__addr$99  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$89  <= \$243 ;
+    \$signal$89  <= \$245 ;
   always @(posedge clk)
-    s4_dec <= \$244 ;
+    s4_dec <= \$246 ;
   always @(posedge clk)
     s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$245 ;
+    desc_held <= \$247 ;
   always @(posedge clk)
-    errors <= \$246 ;
+    errors <= \$248 ;
   always @(posedge clk)
-    writes_compute_event <= \$247 ;
+    writes_compute_event <= \$249 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    stats <= \$250 ;
   always @(posedge clk)
-    writes_dma_event <= \$249 ;
+    writes_dma_event <= \$251 ;
   always @(posedge clk)
-    writes_remote_event <= \$250 ;
+    writes_remote_event <= \$252 ;
   always @(posedge clk)
-    unprogrammed_event <= \$251 ;
+    unprogrammed_event <= \$253 ;
   always @(posedge clk)
-    triggers_event <= \$252 ;
+    triggers_event <= \$254 ;
   always @(posedge clk)
-    dropped_event <= \$253 ;
+    dropped_event <= \$255 ;
   always @(posedge clk)
-    hold <= \$254 ;
+    hold <= \$256 ;
   always @(posedge clk)
-    \wait  <= \$255 ;
+    \wait  <= \$257 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$28 ),
@@ -1862,49 +1866,30 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$207  = sweep;
+    \$209  = sweep;
     if (busy) begin
-      \$207  = sweep1[7:0];
+      \$209  = sweep1[7:0];
     end
     if (rst) begin
-      \$207  = 8'h00;
+      \$209  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$208  = sweep1;
+    \$210  = sweep1;
     if (busy) begin
-      \$208  = \$78 [8:0];
+      \$210  = \$78 [8:0];
     end
     if (rst) begin
-      \$208  = 9'h001;
+      \$210  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$209  = sweep_last;
+    \$211  = sweep_last;
     if (busy) begin
-      \$209  = \$79 ;
+      \$211  = \$79 ;
     end
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$210  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$210  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$210  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
@@ -1912,314 +1897,328 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @* begin
     if (_init_strobe_1 ) begin end
     \$212  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$212  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$212  = 1'h0;
+      \$212  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = \$80 ;
+    \$213  = write__valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = \$86 ;
+    \$214  = busy;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = s1_valid;
+    \$215  = \$80 ;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = s1_stale;
+    \$216  = \$86 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$217  = s1_prog;
+    \$217  = s1_valid;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$218  = s1_ack;
+    \$218  = s1_stale;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$219  = s2_valid;
+    \$219  = s1_prog;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$220  = s2_stale;
+    \$220  = s1_ack;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = s2_prog;
+    \$221  = s2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = s2_ack;
+    \$222  = s2_stale;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = \$98 ;
+    \$223  = s2_prog;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = \$99 ;
+    \$224  = s2_ack;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = \$122 ;
+    \$225  = \$98 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = { \$131 , \$129 , \$127  };
+    \$226  = \$99 ;
     if (rst) begin
-      \$226  = 3'h0;
+      \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = \$signal ;
+    \$227  = \$122 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = base[0];
+    \$228  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$228  = 1'h0;
+      \$228  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = ok_next;
+    \$229  = \$signal ;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = \$135 ;
+    \$230  = base[0];
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = \$138 ;
+    \$231  = ok_next;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = \$142 ;
+    \$232  = \$135 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = \$157 ;
+    \$233  = \$138 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$234  = \$142 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = fwd_prev_we;
-    if (rst) begin
-      \$235  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$236  = fwd_last_we;
+    \$236  = \$157 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = \push$67 ;
+    \$237  = fwd_prev_we;
+    if (rst) begin
+      \$237  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$238  = fwd_last_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = s3_prog;
+    \$240  = \push$67 ;
     if (rst) begin
-      \$239  = 1'h0;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = set_err;
+    \$241  = s3_prog;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = capture;
+    \$242  = set_err;
+    if (rst) begin
+      \$242  = 6'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$244  = capture;
     if (\$160 ) begin
-      \$242  = cap;
+      \$244  = cap;
     end
     if (rst) begin
-      \$242  = 24'h000000;
+      \$244  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$243  = \$163 ;
+    \$245  = \$163 ;
     if (rst) begin
-      \$243  = 1'h0;
+      \$245  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$244  = \$165 ;
+    \$246  = \$165 ;
     if (rst) begin
-      \$244  = 1'h0;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$245  = \$175 ;
+    \$247  = \$175 ;
     if (rst) begin
-      \$245  = 1'h1;
+      \$247  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$246  = \$178 ;
+    \$248  = \$178 ;
     if (rst) begin
-      \$246  = 6'h00;
+      \$248  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$247  = \$180 ;
-    if (rst) begin
-      \$247  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$248  = stats;
-    if (writes_compute_event) begin
-      \$248 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$248 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$248 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$248 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$248 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$248 [191:160] = \$192 [31:0];
-    end
-    if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$249  = \$183 ;
+    \$249  = \$180 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = \$186 ;
+    \$250  = stats;
+    if (writes_compute_event) begin
+      \$250 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$250 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$250 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$250 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$250 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$250 [191:160] = \$192 [31:0];
+    end
     if (rst) begin
-      \$250  = 1'h0;
+      \$250  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$251  = set_err[0];
+    \$251  = \$183 ;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$252  = \$190 ;
+    \$252  = \$186 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$253  = lost;
+    \$253  = set_err[0];
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$254  = \$198 ;
+    \$254  = \$190 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$255  = \wait ;
-    if (\$204 ) begin
-      \$255  = 3'h7;
-    end else if (\$205 ) begin
-      \$255  = \$206 [2:0];
-    end
+    \$255  = lost;
     if (rst) begin
-      \$255  = 3'h0;
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$256  = \$198 ;
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$257  = \$208 [2:0];
+    if (rst) begin
+      \$257  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -2392,14 +2391,14 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$like$123.bad_op  = \$like$123 [5];
   assign cap__tile  = cap[15:0];
   assign cap__cmd  = cap[23:16];
-  assign \$241 [23:16] = \$159 ;
-  assign \$241 [15:0] = s3_tile;
-  assign \$237 [23:8] = s3_tile;
-  assign \$237 [7:0] = ent[28:21];
-  assign \$233 [28:21] = \$154 ;
-  assign \$233 [20:9] = \$153 ;
-  assign \$233 [8:1] = \$152 ;
-  assign \$233 [0] = \$151 ;
+  assign \$243 [23:16] = \$159 ;
+  assign \$243 [15:0] = s3_tile;
+  assign \$239 [23:8] = s3_tile;
+  assign \$239 [7:0] = ent[28:21];
+  assign \$235 [28:21] = \$154 ;
+  assign \$235 [20:9] = \$153 ;
+  assign \$235 [8:1] = \$152 ;
+  assign \$235 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;
@@ -2435,49 +2434,9 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [15:0] \$101 ;
-  wire [15:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire [15:0] \$108 ;
-  wire [15:0] \$109 ;
   wire \$11 ;
-  wire [15:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
   wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -2520,74 +2479,38 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [8:0] \$52 ;
+  wire [8:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [8:0] \$57 ;
+  wire [8:0] \$58 ;
   wire \$59 ;
   wire [10:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [15:0] \$63 ;
+  reg [8:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [7:0] \$68 ;
+  reg [7:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  reg [15:0] \$70 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [15:0] \$87 ;
-  wire [15:0] \$88 ;
-  wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
-  wire [15:0] \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  (* init = 8'h00 *)
-  wire [7:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
-  (* init = 16'h0000 *)
-  wire [15:0] front0;
-  reg [15:0] front1 = 16'h0000;
-  reg [15:0] front2 = 16'h0000;
   reg full = 1'h0;
-  reg ge3 = 1'h0;
-  reg ge4 = 1'h0;
-  reg issued1 = 1'h0;
-  reg issued2 = 1'h0;
-  reg late = 1'h0;
+  (* init = 8'h00 *)
+  wire [7:0] head;
+  (* init = 16'h0000 *)
+  wire [15:0] head_reg;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
   reg [15:0] o__payload = 16'h0000;
@@ -2599,17 +2522,15 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire push;
   reg [7:0] rd__addr = 8'h00;
   wire [15:0] rd__data;
-  reg [15:0] rd_q = 16'h0000;
   input rst;
   wire rst;
+  (* init = 8'h00 *)
+  wire [7:0] tail;
   reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
-  (* init = 8'h00 *)
-  wire [7:0] wr_ptr;
-  (* t3hw_rd_collision = "excluded" *)
   reg [15:0] storage [255:0];
   initial begin
     storage[0] = 16'h0000;
@@ -2872,11 +2793,56 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  reg [15:0] _0_;
-  always @(posedge clk) begin
-    _0_ <= storage[rd__addr];
-  end
-  assign rd__data = _0_;
+  assign rd__data = storage[rd__addr];
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 8'hff;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 9'h000 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 8'hff;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 9'h000 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
+  always @(posedge clk)
+    level <= \$64 ;
+  always @(posedge clk)
+    o__valid <= \$65 ;
+  always @(posedge clk)
+    full <= \$66 ;
+  always @(posedge clk)
+    waiting <= \$67 ;
+  always @(posedge clk)
+    wr__addr <= \$68 ;
+  always @(posedge clk)
+    rd__addr <= \$69 ;
+  always @(posedge clk)
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -2906,273 +2872,75 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
-  assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
-  assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
-  always @(posedge clk)
-    level <= \$129 ;
-  always @(posedge clk)
-    o__valid <= \$130 ;
-  always @(posedge clk)
-    full <= \$131 ;
-  always @(posedge clk)
-    waiting <= \$132 ;
-  always @(posedge clk)
-    ge3 <= \$133 ;
-  always @(posedge clk)
-    ge4 <= \$134 ;
-  always @(posedge clk)
-    rd_q <= rd__data;
-  always @(posedge clk)
-    issued1 <= \$135 ;
-  always @(posedge clk)
-    issued2 <= \$136 ;
-  always @(posedge clk)
-    late <= \$137 ;
-  always @(posedge clk)
-    o__payload <= \$80 ;
-  always @(posedge clk)
-    front1 <= \$95 ;
-  always @(posedge clk)
-    front2 <= \$110 ;
-  always @(posedge clk)
-    wr__addr <= \$138 ;
-  always @(posedge clk)
-    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$129  = \$6 [8:0];
+    \$64  = \$6 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$64  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$130  = \$16 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$131  = \$28 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$132  = \$40 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$133  = \$52 ;
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [7:0];
+    end
     if (rst) begin
-      \$133  = 1'h0;
+      \$68  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$134  = \$64 ;
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [7:0];
+    end
     if (rst) begin
-      \$134  = 1'h0;
+      \$69  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$135  = \$66 ;
-    if (rst) begin
-      \$135  = 1'h0;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$136  = issued1;
-    if (rst) begin
-      \$136  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$137  = \$67 ;
-    if (rst) begin
-      \$137  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
-    end
-    if (rst) begin
-      \$138  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
-    end
-    if (rst) begin
-      \$139  = 8'h00;
-    end
-  end
-  assign front0 = o__payload;
-  assign wr_ptr = wr__addr;
+  assign head_reg = o__payload;
+  assign tail = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign head = rd__addr;
 endmodule
 
 module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [23:0] \$101 ;
-  wire [23:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire [23:0] \$108 ;
-  wire [23:0] \$109 ;
   wire \$11 ;
-  wire [23:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
   wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -3215,82 +2983,42 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [8:0] \$52 ;
+  wire [8:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [8:0] \$57 ;
+  wire [8:0] \$58 ;
   wire \$59 ;
   wire [10:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [23:0] \$63 ;
+  reg [8:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [7:0] \$68 ;
+  reg [7:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  reg [23:0] \$70 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [23:0] \$87 ;
-  wire [23:0] \$88 ;
-  wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
-  wire [23:0] \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  (* init = 8'h00 *)
-  wire [7:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
-  (* init = 24'h000000 *)
-  wire [23:0] front0;
-  wire [7:0] front0__cmd ;
-  wire [15:0] front0__tile ;
-  reg [23:0] front1 = 24'h000000;
-  wire [7:0] front1__cmd ;
-  wire [15:0] front1__tile ;
-  reg [23:0] front2 = 24'h000000;
-  wire [7:0] front2__cmd ;
-  wire [15:0] front2__tile ;
   reg full = 1'h0;
-  reg ge3 = 1'h0;
-  reg ge4 = 1'h0;
-  reg issued1 = 1'h0;
-  reg issued2 = 1'h0;
-  reg late = 1'h0;
+  (* init = 8'h00 *)
+  wire [7:0] head;
+  (* init = 24'h000000 *)
+  wire [23:0] head_reg;
+  wire [7:0] head_reg__cmd ;
+  wire [15:0] head_reg__tile ;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
   reg [23:0] o__payload = 24'h000000;
@@ -3306,11 +3034,10 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire [23:0] rd__data;
   wire [7:0] rd__data__cmd ;
   wire [15:0] rd__data__tile ;
-  reg [23:0] rd_q = 24'h000000;
-  wire [7:0] rd_q__cmd ;
-  wire [15:0] rd_q__tile ;
   input rst;
   wire rst;
+  (* init = 8'h00 *)
+  wire [7:0] tail;
   reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
@@ -3318,9 +3045,6 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  (* init = 8'h00 *)
-  wire [7:0] wr_ptr;
-  (* t3hw_rd_collision = "excluded" *)
   reg [23:0] storage [255:0];
   initial begin
     storage[0] = 24'h000000;
@@ -3583,11 +3307,56 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  reg [23:0] _0_;
-  always @(posedge clk) begin
-    _0_ <= storage[rd__addr];
-  end
-  assign rd__data = _0_;
+  assign rd__data = storage[rd__addr];
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 8'hff;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 9'h000 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 8'hff;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 9'h000 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
+  always @(posedge clk)
+    level <= \$64 ;
+  always @(posedge clk)
+    o__valid <= \$65 ;
+  always @(posedge clk)
+    full <= \$66 ;
+  always @(posedge clk)
+    waiting <= \$67 ;
+  always @(posedge clk)
+    wr__addr <= \$68 ;
+  always @(posedge clk)
+    rd__addr <= \$69 ;
+  always @(posedge clk)
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -3617,238 +3386,74 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
-  assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
-  assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
-  always @(posedge clk)
-    level <= \$129 ;
-  always @(posedge clk)
-    o__valid <= \$130 ;
-  always @(posedge clk)
-    full <= \$131 ;
-  always @(posedge clk)
-    waiting <= \$132 ;
-  always @(posedge clk)
-    ge3 <= \$133 ;
-  always @(posedge clk)
-    ge4 <= \$134 ;
-  always @(posedge clk)
-    rd_q <= rd__data;
-  always @(posedge clk)
-    issued1 <= \$135 ;
-  always @(posedge clk)
-    issued2 <= \$136 ;
-  always @(posedge clk)
-    late <= \$137 ;
-  always @(posedge clk)
-    o__payload <= \$80 ;
-  always @(posedge clk)
-    front1 <= \$95 ;
-  always @(posedge clk)
-    front2 <= \$110 ;
-  always @(posedge clk)
-    wr__addr <= \$138 ;
-  always @(posedge clk)
-    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$129  = \$6 [8:0];
+    \$64  = \$6 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$64  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$130  = \$16 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$131  = \$28 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$132  = \$40 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$133  = \$52 ;
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [7:0];
+    end
     if (rst) begin
-      \$133  = 1'h0;
+      \$68  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$134  = \$64 ;
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [7:0];
+    end
     if (rst) begin
-      \$134  = 1'h0;
+      \$69  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$135  = \$66 ;
-    if (rst) begin
-      \$135  = 1'h0;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$136  = issued1;
-    if (rst) begin
-      \$136  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$137  = \$67 ;
-    if (rst) begin
-      \$137  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
-    end
-    if (rst) begin
-      \$138  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
-    end
-    if (rst) begin
-      \$139  = 8'h00;
-    end
-  end
-  assign front0 = o__payload;
-  assign wr_ptr = wr__addr;
+  assign head_reg = o__payload;
+  assign tail = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign \$signal  = rd__addr;
+  assign head = rd__addr;
   assign o__payload__cmd  = o__payload[7:0];
   assign o__payload__tile  = o__payload[23:8];
-  assign front0__cmd  = o__payload[7:0];
-  assign front0__tile  = o__payload[23:8];
+  assign head_reg__cmd  = o__payload[7:0];
+  assign head_reg__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
-  assign rd_q__cmd  = rd_q[7:0];
-  assign rd_q__tile  = rd_q[23:8];
   assign rd__data__cmd  = rd__data[7:0];
   assign rd__data__tile  = rd__data[23:8];
-  assign front1__cmd  = front1[7:0];
-  assign front1__tile  = front1[23:8];
-  assign front2__cmd  = front2[7:0];
-  assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
 endmodule

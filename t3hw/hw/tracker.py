@@ -56,7 +56,7 @@ adder (``docs/synthesis.md``).
   ``(cmd, tile)`` in the trigger queue, or, once the DMA took it, an *ack* in the ack queue
   that comes back through S0 like any request and takes one firing off (and pushes the token
   again if firings remain). So the two queues (:class:`t3hw.hw.queue.Queue`, both
-  ``tracker_entries`` deep, in block RAM) hold at most one item per entry and can never overflow, the
+  ``tracker_entries`` deep) hold at most one item per entry and can never overflow, the
   trigger queue passes one trigger per cycle while ``trigger.ready`` is high, and an entry
   with a firing pending cannot be armed again (the ARM is refused: ``TrackResult.BUSY``,
   ``errors.reprogram``), so a trigger always names the entry's command and tile as they were
@@ -65,8 +65,7 @@ adder (``docs/synthesis.md``).
   pushes the token again, at the tail of the queue); a completion that finds
   ``2**pending_width - 1`` firings pending is the one firing that can be lost (``overflow``,
   ``dropped``, with the tile in ``capture``), after that many completions of one entry with
-  none taken. ``t3hw.hw.tracker_formal`` proves all of this with the trigger output held
-  arbitrarily.
+  none taken. ``t3hw.hw.tracker_formal`` proves all of this with ``trigger`` held at will.
 * **Programming and acks** are taken only in cycles with no observed write (programming
   first), so they never delay an observation; every programming request gets one verdict on
   ``result`` (:class:`~t3hw.spec.layouts.TrackResult`, with the entry's state after it: a
@@ -82,14 +81,13 @@ adder (``docs/synthesis.md``).
   cycle at S4: +1 when an entry's first firing becomes pending, -1 when an ack takes its
   last one). ``desc_held`` answers, two cycles later (the query is registered as it enters,
   the answer is a register), whether descriptor ``desc_query`` is named by such a firing;
-  the DMA refuses a write to it (``desc_busy``).
-  The DMA's own use counters cover a trigger from the cycle after it takes it, long before
-  its ack reaches S3, so a descriptor is held from the cycle after the completion until its
-  DMA starts.
+  the DMA refuses a write to it (``desc_busy``). The DMA's own use counters cover a trigger
+  from the cycle after it takes it, long before its ack reaches S3, so a descriptor is held
+  from the cycle after the completion until its DMA starts.
 * **Reset**: block RAM has no reset, so after ``rst`` the tracker spends
-  ``max(tracker_entries, 2**cmd_width)`` cycles clearing the table and the ``held``
-  counters, with ``busy`` high (``desc_held`` is high meanwhile). Programming waits; a
-  write observed in that time is counted as ``unprogrammed``.
+  ``max(tracker_entries, 2**cmd_width)`` cycles clearing the table and the ``held`` counters,
+  with ``busy`` high (``desc_held`` is high meanwhile). Programming waits; a write observed
+  in that time is counted as ``unprogrammed``.
 
 Entry semantics
 ---------------
@@ -104,8 +102,7 @@ pending firings still leave); a READ changes nothing. An ARM with threshold 0 is
 
 The table stores the count as ``left = threshold - count`` (the beats still to come), so that
 the hardware decides ``beats >= left`` and computes ``left - beats`` side by side, each one
-carry chain; a completed entry reloads ``left = threshold``.
-"""
+carry chain; a completed entry reloads ``left = threshold``."""
 
 from types import SimpleNamespace
 
@@ -113,19 +110,23 @@ from amaranth import *
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from t3hw.spec.layouts import (TrackOp, TrackResult, WriteSource, entry_layout, program_layout,
-                               rd_collision_attrs, tracker_capture_layout, tracker_errors_layout,
-                               tracker_result_layout, tracker_stats_layout, trigger_layout,
-                               write_layout)
+from t3hw.spec.layouts import (
+    TrackOp, TrackResult, WriteSource, entry_layout, program_layout, rd_collision_attrs,
+    tracker_capture_layout, tracker_errors_layout, tracker_result_layout, tracker_stats_layout,
+    trigger_layout, write_layout)
 from t3hw.spec.params import EngineParams, check_params
-from .queue import BLOCK_MIN_DEPTH, Queue
+from .queue import Queue
 from .status import count, sticky_errors
 
 
-__all__ = ["Tracker", "HOLD_INTERVAL"]
+__all__ = ["Tracker", "HOLD_INTERVAL", "BLOCK_QUEUE_DEPTH"]
 
 #: Cycles between two ``hold`` requests (see the module docstring).
 HOLD_INTERVAL = 8
+
+#: Depth from which the trigger and ack queues are block RAM (``head="block"``), below it
+#: LUT RAM behind a head register (measured: docs/synthesis.md, "Round 6").
+BLOCK_QUEUE_DEPTH = 512
 
 
 class Tracker(wiring.Component):
@@ -225,15 +226,16 @@ class Tracker(wiring.Component):
         write to the same entry is never used: S2 forwards that write (``fwd_old``). The
         attribute says so to the synthesis flow (``t3hw/tools/synth_scripts/ecp5.ys``), which
         then needs no read-before-write bypass after the RAM. The queues are in block RAM
-        (``head="block"``): neither the depth nor a LUT RAM read is on a head's path."""
+        from :data:`BLOCK_QUEUE_DEPTH` entries up."""
         p = self._p
         m.submodules.entries = table = memory.Memory(shape=entry_layout(p), init=[],
-            depth=p.tracker_entries, attrs=rd_collision_attrs("forwarded"))
+                                                     depth=p.tracker_entries,
+                                                     attrs=rd_collision_attrs("forwarded"))
         rd, wr = table.read_port(domain="sync"), table.write_port()
-        head = "block" if p.tracker_entries >= BLOCK_MIN_DEPTH else "register"
+        head = "block" if p.tracker_entries >= BLOCK_QUEUE_DEPTH else "register"
         m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.tracker_entries, head=head)
         wiring.connect(m, queue.o, wiring.flipped(self.trigger))
-        # Every trigger the DMA takes comes back as an ``ack`` request for its entry.
+        # Every trigger the DMA takes comes back as an ``ack`` request for its entry:
         m.submodules.acks = acks = Queue(p.tile_width, depth=p.tracker_entries, head=head)
         m.d.comb += [acks.push.eq(self.trigger.valid & self.trigger.ready),
                      acks.data.eq(self.trigger.payload.tile)]
@@ -551,10 +553,10 @@ class Tracker(wiring.Component):
         it when S4 changes the same counter: a descriptor is held from the cycle after its
         entry completes to its last ack."""
         p = self._p
-        m.submodules.held = held = memory.Memory(
-            shape=range(p.tracker_entries + 1), depth=p.dma_descriptors, init=[])
-        m.submodules.held_nonzero = nonzero = memory.Memory(
-            shape=1, depth=p.dma_descriptors, init=[])
+        m.submodules.held = held = memory.Memory(shape=range(p.tracker_entries + 1),
+                                                 depth=p.dma_descriptors, init=[])
+        m.submodules.held_nonzero = nonzero = memory.Memory(shape=1, depth=p.dma_descriptors,
+                                                            init=[])
         pre, wr = held.read_port(domain="comb"), held.write_port()
         query, nz_wr = nonzero.read_port(domain="comb"), nonzero.write_port()
         asked = Signal(p.cmd_width, reset_less=True)
@@ -594,7 +596,4 @@ class Tracker(wiring.Component):
         waiting = ~self.busy & (self.program.valid | acks.o.valid) & self.write.valid
         raise_ = waiting & (wait == 0)
         m.d.sync += self.hold.eq(raise_)
-        with m.If(raise_):
-            m.d.sync += wait.eq(HOLD_INTERVAL - 1)
-        with m.Elif(wait != 0):
-            m.d.sync += wait.eq(wait - 1)
+        m.d.sync += wait.eq(Mux(raise_, HOLD_INTERVAL - 1, Mux(wait != 0, wait - 1, 0)))
