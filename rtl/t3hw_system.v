@@ -24389,11 +24389,11 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   wire \$204 ;
   wire \$205 ;
   wire [3:0] \$206 ;
-  wire [3:0] \$207 ;
-  wire [3:0] \$208 ;
-  reg [7:0] \$209 ;
+  reg [7:0] \$207 ;
+  reg [8:0] \$208 ;
+  reg \$209 ;
   wire [7:0] \$21 ;
-  reg [8:0] \$210 ;
+  reg \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
@@ -24410,41 +24410,39 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
+  reg [2:0] \$226 ;
   reg \$227 ;
-  reg [2:0] \$228 ;
+  reg \$228 ;
   reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
+  wire [28:0] \$233 ;
   reg \$234 ;
-  wire [28:0] \$235 ;
+  reg \$235 ;
   reg \$236 ;
-  reg \$237 ;
+  wire [23:0] \$237 ;
   reg \$238 ;
-  wire [23:0] \$239 ;
+  reg \$239 ;
   wire [11:0] \$24 ;
-  reg \$240 ;
-  reg \$241 ;
-  reg [5:0] \$242 ;
-  wire [23:0] \$243 ;
-  reg [23:0] \$244 ;
+  reg [5:0] \$240 ;
+  wire [23:0] \$241 ;
+  reg [23:0] \$242 ;
+  reg \$243 ;
+  reg \$244 ;
   reg \$245 ;
-  reg \$246 ;
+  reg [5:0] \$246 ;
   reg \$247 ;
-  reg [5:0] \$248 ;
+  reg [191:0] \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg [191:0] \$250 ;
+  reg \$250 ;
   reg \$251 ;
   reg \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [2:0] \$257 ;
+  reg [2:0] \$255 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -25928,24 +25926,22 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   assign \$204  = \$202  & \$203 ;
   assign \$205  = | \wait ;
   assign \$206  = \wait  - 1'h1;
-  assign \$207  = \$205  ? \$206  : 4'h0;
-  assign \$208  = \$204  ? 4'h7 : \$207 ;
   always @(posedge clk)
-    sweep <= \$209 ;
+    sweep <= \$207 ;
   always @(posedge clk)
-    sweep1 <= \$210 ;
+    sweep1 <= \$208 ;
   always @(posedge clk)
-    sweep_last <= \$211 ;
+    sweep_last <= \$209 ;
   always @(posedge clk)
-    busy <= \$212 ;
+    busy <= \$210 ;
   always @(posedge clk)
-    s1_valid <= \$213 ;
+    s1_valid <= \$211 ;
   always @(posedge clk)
-    s1_stale <= \$214 ;
+    s1_stale <= \$212 ;
   always @(posedge clk)
-    s1_prog <= \$215 ;
+    s1_prog <= \$213 ;
   always @(posedge clk)
-    s1_ack <= \$216 ;
+    s1_ack <= \$214 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -25953,13 +25949,13 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$217 ;
+    s2_valid <= \$215 ;
   always @(posedge clk)
-    s2_stale <= \$218 ;
+    s2_stale <= \$216 ;
   always @(posedge clk)
-    s2_prog <= \$219 ;
+    s2_prog <= \$217 ;
   always @(posedge clk)
-    s2_ack <= \$220 ;
+    s2_ack <= \$218 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -25967,13 +25963,13 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$221 ;
+    s3_valid <= \$219 ;
   always @(posedge clk)
-    s3_stale <= \$222 ;
+    s3_stale <= \$220 ;
   always @(posedge clk)
-    s3_prog <= \$223 ;
+    s3_prog <= \$221 ;
   always @(posedge clk)
-    s3_ack <= \$224 ;
+    s3_ack <= \$222 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -25981,63 +25977,63 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$225 ;
+    \$signal  <= \$223 ;
   always @(posedge clk)
-    tag_ahead <= \$226 ;
+    tag_ahead <= \$224 ;
   always @(posedge clk)
     s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$227 ;
+    fwd_tag_eq <= \$225 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$228 ;
+    fwd_hit <= \$226 ;
   always @(posedge clk)
-    s3_hit <= \$229 ;
+    s3_hit <= \$227 ;
   always @(posedge clk)
-    base_valid <= \$230 ;
+    base_valid <= \$228 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$231 ;
+    tag_ok <= \$229 ;
   always @(posedge clk)
     base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$232 ;
+    count_ok <= \$230 ;
   always @(posedge clk)
-    disarm_ok <= \$233 ;
+    disarm_ok <= \$231 ;
   always @(posedge clk)
-    s3_arm <= \$234 ;
+    s3_arm <= \$232 ;
   always @(posedge clk)
     s3_beats <= \$146 ;
   always @(posedge clk)
     s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$235 ;
+    ent <= \$233 ;
   always @(posedge clk)
-    fwd_last_we <= \$236 ;
+    fwd_last_we <= \$234 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$237 ;
+    fwd_old_we <= \$235 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$238 ;
+    fwd_prev_we <= \$236 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$239 ;
+    \data$69  <= \$237 ;
   always @(posedge clk)
-    \push$71  <= \$240 ;
+    \push$71  <= \$238 ;
   always @(posedge clk)
-    result__valid <= \$241 ;
+    result__valid <= \$239 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -26045,43 +26041,43 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     \$like$76  <= s3_tile;
   always @(posedge clk)
-    \$like$116  <= \$242 ;
+    \$like$116  <= \$240 ;
   always @(posedge clk)
-    cap <= \$243 ;
+    cap <= \$241 ;
   always @(posedge clk)
-    capture <= \$244 ;
+    capture <= \$242 ;
   always @(posedge clk)
     \$signature__addr$89  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$79  <= \$245 ;
+    \$signal$79  <= \$243 ;
   always @(posedge clk)
-    s4_dec <= \$246 ;
+    s4_dec <= \$244 ;
   always @(posedge clk)
     s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$247 ;
+    desc_held <= \$245 ;
   always @(posedge clk)
-    errors <= \$248 ;
+    errors <= \$246 ;
   always @(posedge clk)
-    writes_compute_event <= \$249 ;
+    writes_compute_event <= \$247 ;
   always @(posedge clk)
-    stats <= \$250 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    writes_dma_event <= \$251 ;
+    writes_dma_event <= \$249 ;
   always @(posedge clk)
-    writes_remote_event <= \$252 ;
+    writes_remote_event <= \$250 ;
   always @(posedge clk)
-    unprogrammed_event <= \$253 ;
+    unprogrammed_event <= \$251 ;
   always @(posedge clk)
-    triggers_event <= \$254 ;
+    triggers_event <= \$252 ;
   always @(posedge clk)
-    dropped_event <= \$255 ;
+    dropped_event <= \$253 ;
   always @(posedge clk)
-    hold <= \$256 ;
+    hold <= \$254 ;
   always @(posedge clk)
-    \wait  <= \$257 ;
+    \wait  <= \$255 ;
   t3hw_system__e0__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -26127,30 +26123,49 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$209  = sweep;
+    \$207  = sweep;
     if (busy) begin
-      \$209  = sweep1[7:0];
+      \$207  = sweep1[7:0];
     end
     if (rst) begin
-      \$209  = 8'h00;
+      \$207  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$210  = sweep1;
+    \$208  = sweep1;
     if (busy) begin
-      \$210  = \$78 [8:0];
+      \$208  = \$78 [8:0];
     end
     if (rst) begin
-      \$210  = 9'h001;
+      \$208  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$211  = sweep_last;
+    \$209  = sweep_last;
     if (busy) begin
-      \$211  = \$79 ;
+      \$209  = \$79 ;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$210  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$210  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$210  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
@@ -26158,328 +26173,314 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   always @* begin
     if (_init_strobe_17 ) begin end
     \$212  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$212  = 1'h0;
-      end
-    end
     if (rst) begin
-      \$212  = 1'h1;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$213  = write__valid;
+    \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$214  = busy;
+    \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$215  = \$80 ;
+    \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$216  = \$86 ;
+    \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$217  = s1_valid;
+    \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$218  = s1_stale;
+    \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$219  = s1_prog;
+    \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$220  = s1_ack;
+    \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$221  = s2_valid;
+    \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$222  = s2_stale;
+    \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$223  = s2_prog;
+    \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$224  = s2_ack;
+    \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$225  = \$98 ;
+    \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$226  = \$99 ;
+    \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$227  = \$122 ;
+    \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$228  = { \$131 , \$129 , \$127  };
+    \$228  = base[0];
     if (rst) begin
-      \$228  = 3'h0;
+      \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$229  = \$signal ;
+    \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$230  = base[0];
+    \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$231  = ok_next;
+    \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$232  = \$135 ;
+    \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$233  = \$138 ;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$234  = \$142 ;
+    \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$236  = \$157 ;
+    \$235  = fwd_prev_we;
+    if (rst) begin
+      \$235  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$237  = fwd_prev_we;
-    if (rst) begin
-      \$237  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$238  = fwd_last_we;
+    \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$240  = \push$56 ;
+    \$239  = s3_prog;
     if (rst) begin
-      \$240  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$241  = s3_prog;
+    \$240  = set_err;
     if (rst) begin
-      \$241  = 1'h0;
+      \$240  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$242  = set_err;
-    if (rst) begin
-      \$242  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$244  = capture;
+    \$242  = capture;
     if (\$160 ) begin
-      \$244  = cap;
+      \$242  = cap;
     end
     if (rst) begin
-      \$244  = 24'h000000;
+      \$242  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$245  = \$163 ;
+    \$243  = \$163 ;
     if (rst) begin
-      \$245  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$246  = \$165 ;
+    \$244  = \$165 ;
     if (rst) begin
-      \$246  = 1'h0;
+      \$244  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$247  = \$175 ;
+    \$245  = \$175 ;
     if (rst) begin
-      \$247  = 1'h1;
+      \$245  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$248  = \$178 ;
+    \$246  = \$178 ;
     if (rst) begin
-      \$248  = 6'h00;
+      \$246  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$249  = \$180 ;
+    \$247  = \$180 ;
+    if (rst) begin
+      \$247  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$248  = stats;
+    if (writes_compute_event) begin
+      \$248 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$248 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$248 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$248 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$248 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$248 [191:160] = \$192 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$250  = stats;
-    if (writes_compute_event) begin
-      \$250 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$250 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$250 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$250 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$250 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$250 [191:160] = \$192 [31:0];
-    end
+    \$250  = \$186 ;
     if (rst) begin
-      \$250  = 192'h000000000000000000000000000000000000000000000000;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$251  = \$183 ;
+    \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$252  = \$186 ;
+    \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$253  = set_err[0];
+    \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$254  = \$190 ;
+    \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$255  = lost;
-    if (rst) begin
-      \$255  = 1'h0;
+    \$255  = \wait ;
+    if (\$204 ) begin
+      \$255  = 3'h7;
+    end else if (\$205 ) begin
+      \$255  = \$206 [2:0];
     end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$256  = \$198 ;
     if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$257  = \$208 [2:0];
-    if (rst) begin
-      \$257  = 3'h0;
+      \$255  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -26653,14 +26654,14 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$243 [23:16] = \$159 ;
-  assign \$243 [15:0] = s3_tile;
-  assign \$239 [23:8] = s3_tile;
-  assign \$239 [7:0] = ent[28:21];
-  assign \$235 [28:21] = \$154 ;
-  assign \$235 [20:9] = \$153 ;
-  assign \$235 [8:1] = \$152 ;
-  assign \$235 [0] = \$151 ;
+  assign \$241 [23:16] = \$159 ;
+  assign \$241 [15:0] = s3_tile;
+  assign \$237 [23:8] = s3_tile;
+  assign \$237 [7:0] = ent[28:21];
+  assign \$233 [28:21] = \$154 ;
+  assign \$233 [20:9] = \$153 ;
+  assign \$233 [8:1] = \$152 ;
+  assign \$233 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;
@@ -51134,11 +51135,11 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   wire \$204 ;
   wire \$205 ;
   wire [3:0] \$206 ;
-  wire [3:0] \$207 ;
-  wire [3:0] \$208 ;
-  reg [7:0] \$209 ;
+  reg [7:0] \$207 ;
+  reg [8:0] \$208 ;
+  reg \$209 ;
   wire [7:0] \$21 ;
-  reg [8:0] \$210 ;
+  reg \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
@@ -51155,41 +51156,39 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
+  reg [2:0] \$226 ;
   reg \$227 ;
-  reg [2:0] \$228 ;
+  reg \$228 ;
   reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
+  wire [28:0] \$233 ;
   reg \$234 ;
-  wire [28:0] \$235 ;
+  reg \$235 ;
   reg \$236 ;
-  reg \$237 ;
+  wire [23:0] \$237 ;
   reg \$238 ;
-  wire [23:0] \$239 ;
+  reg \$239 ;
   wire [11:0] \$24 ;
-  reg \$240 ;
-  reg \$241 ;
-  reg [5:0] \$242 ;
-  wire [23:0] \$243 ;
-  reg [23:0] \$244 ;
+  reg [5:0] \$240 ;
+  wire [23:0] \$241 ;
+  reg [23:0] \$242 ;
+  reg \$243 ;
+  reg \$244 ;
   reg \$245 ;
-  reg \$246 ;
+  reg [5:0] \$246 ;
   reg \$247 ;
-  reg [5:0] \$248 ;
+  reg [191:0] \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg [191:0] \$250 ;
+  reg \$250 ;
   reg \$251 ;
   reg \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [2:0] \$257 ;
+  reg [2:0] \$255 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -52673,24 +52672,22 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   assign \$204  = \$202  & \$203 ;
   assign \$205  = | \wait ;
   assign \$206  = \wait  - 1'h1;
-  assign \$207  = \$205  ? \$206  : 4'h0;
-  assign \$208  = \$204  ? 4'h7 : \$207 ;
   always @(posedge clk)
-    sweep <= \$209 ;
+    sweep <= \$207 ;
   always @(posedge clk)
-    sweep1 <= \$210 ;
+    sweep1 <= \$208 ;
   always @(posedge clk)
-    sweep_last <= \$211 ;
+    sweep_last <= \$209 ;
   always @(posedge clk)
-    busy <= \$212 ;
+    busy <= \$210 ;
   always @(posedge clk)
-    s1_valid <= \$213 ;
+    s1_valid <= \$211 ;
   always @(posedge clk)
-    s1_stale <= \$214 ;
+    s1_stale <= \$212 ;
   always @(posedge clk)
-    s1_prog <= \$215 ;
+    s1_prog <= \$213 ;
   always @(posedge clk)
-    s1_ack <= \$216 ;
+    s1_ack <= \$214 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -52698,13 +52695,13 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$217 ;
+    s2_valid <= \$215 ;
   always @(posedge clk)
-    s2_stale <= \$218 ;
+    s2_stale <= \$216 ;
   always @(posedge clk)
-    s2_prog <= \$219 ;
+    s2_prog <= \$217 ;
   always @(posedge clk)
-    s2_ack <= \$220 ;
+    s2_ack <= \$218 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -52712,13 +52709,13 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$221 ;
+    s3_valid <= \$219 ;
   always @(posedge clk)
-    s3_stale <= \$222 ;
+    s3_stale <= \$220 ;
   always @(posedge clk)
-    s3_prog <= \$223 ;
+    s3_prog <= \$221 ;
   always @(posedge clk)
-    s3_ack <= \$224 ;
+    s3_ack <= \$222 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -52726,63 +52723,63 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$225 ;
+    \$signal  <= \$223 ;
   always @(posedge clk)
-    tag_ahead <= \$226 ;
+    tag_ahead <= \$224 ;
   always @(posedge clk)
     s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$227 ;
+    fwd_tag_eq <= \$225 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$228 ;
+    fwd_hit <= \$226 ;
   always @(posedge clk)
-    s3_hit <= \$229 ;
+    s3_hit <= \$227 ;
   always @(posedge clk)
-    base_valid <= \$230 ;
+    base_valid <= \$228 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$231 ;
+    tag_ok <= \$229 ;
   always @(posedge clk)
     base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$232 ;
+    count_ok <= \$230 ;
   always @(posedge clk)
-    disarm_ok <= \$233 ;
+    disarm_ok <= \$231 ;
   always @(posedge clk)
-    s3_arm <= \$234 ;
+    s3_arm <= \$232 ;
   always @(posedge clk)
     s3_beats <= \$146 ;
   always @(posedge clk)
     s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$235 ;
+    ent <= \$233 ;
   always @(posedge clk)
-    fwd_last_we <= \$236 ;
+    fwd_last_we <= \$234 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$237 ;
+    fwd_old_we <= \$235 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$238 ;
+    fwd_prev_we <= \$236 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$239 ;
+    \data$69  <= \$237 ;
   always @(posedge clk)
-    \push$71  <= \$240 ;
+    \push$71  <= \$238 ;
   always @(posedge clk)
-    result__valid <= \$241 ;
+    result__valid <= \$239 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -52790,43 +52787,43 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     \$like$76  <= s3_tile;
   always @(posedge clk)
-    \$like$116  <= \$242 ;
+    \$like$116  <= \$240 ;
   always @(posedge clk)
-    cap <= \$243 ;
+    cap <= \$241 ;
   always @(posedge clk)
-    capture <= \$244 ;
+    capture <= \$242 ;
   always @(posedge clk)
     \$signature__addr$89  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$79  <= \$245 ;
+    \$signal$79  <= \$243 ;
   always @(posedge clk)
-    s4_dec <= \$246 ;
+    s4_dec <= \$244 ;
   always @(posedge clk)
     s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$247 ;
+    desc_held <= \$245 ;
   always @(posedge clk)
-    errors <= \$248 ;
+    errors <= \$246 ;
   always @(posedge clk)
-    writes_compute_event <= \$249 ;
+    writes_compute_event <= \$247 ;
   always @(posedge clk)
-    stats <= \$250 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    writes_dma_event <= \$251 ;
+    writes_dma_event <= \$249 ;
   always @(posedge clk)
-    writes_remote_event <= \$252 ;
+    writes_remote_event <= \$250 ;
   always @(posedge clk)
-    unprogrammed_event <= \$253 ;
+    unprogrammed_event <= \$251 ;
   always @(posedge clk)
-    triggers_event <= \$254 ;
+    triggers_event <= \$252 ;
   always @(posedge clk)
-    dropped_event <= \$255 ;
+    dropped_event <= \$253 ;
   always @(posedge clk)
-    hold <= \$256 ;
+    hold <= \$254 ;
   always @(posedge clk)
-    \wait  <= \$257 ;
+    \wait  <= \$255 ;
   t3hw_system__e1__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -52872,30 +52869,49 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$209  = sweep;
+    \$207  = sweep;
     if (busy) begin
-      \$209  = sweep1[7:0];
+      \$207  = sweep1[7:0];
     end
     if (rst) begin
-      \$209  = 8'h00;
+      \$207  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$210  = sweep1;
+    \$208  = sweep1;
     if (busy) begin
-      \$210  = \$78 [8:0];
+      \$208  = \$78 [8:0];
     end
     if (rst) begin
-      \$210  = 9'h001;
+      \$208  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$211  = sweep_last;
+    \$209  = sweep_last;
     if (busy) begin
-      \$211  = \$79 ;
+      \$209  = \$79 ;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$210  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$210  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$210  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
@@ -52903,328 +52919,314 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   always @* begin
     if (_init_strobe_37 ) begin end
     \$212  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$212  = 1'h0;
-      end
-    end
     if (rst) begin
-      \$212  = 1'h1;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$213  = write__valid;
+    \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$214  = busy;
+    \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$215  = \$80 ;
+    \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$216  = \$86 ;
+    \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$217  = s1_valid;
+    \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$218  = s1_stale;
+    \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$219  = s1_prog;
+    \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$220  = s1_ack;
+    \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$221  = s2_valid;
+    \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$222  = s2_stale;
+    \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$223  = s2_prog;
+    \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$224  = s2_ack;
+    \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$225  = \$98 ;
+    \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$226  = \$99 ;
+    \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$227  = \$122 ;
+    \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$228  = { \$131 , \$129 , \$127  };
+    \$228  = base[0];
     if (rst) begin
-      \$228  = 3'h0;
+      \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$229  = \$signal ;
+    \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$230  = base[0];
+    \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$231  = ok_next;
+    \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$232  = \$135 ;
+    \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$233  = \$138 ;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$234  = \$142 ;
+    \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$236  = \$157 ;
+    \$235  = fwd_prev_we;
+    if (rst) begin
+      \$235  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$237  = fwd_prev_we;
-    if (rst) begin
-      \$237  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$238  = fwd_last_we;
+    \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$240  = \push$56 ;
+    \$239  = s3_prog;
     if (rst) begin
-      \$240  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$241  = s3_prog;
+    \$240  = set_err;
     if (rst) begin
-      \$241  = 1'h0;
+      \$240  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$242  = set_err;
-    if (rst) begin
-      \$242  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$244  = capture;
+    \$242  = capture;
     if (\$160 ) begin
-      \$244  = cap;
+      \$242  = cap;
     end
     if (rst) begin
-      \$244  = 24'h000000;
+      \$242  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$245  = \$163 ;
+    \$243  = \$163 ;
     if (rst) begin
-      \$245  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$246  = \$165 ;
+    \$244  = \$165 ;
     if (rst) begin
-      \$246  = 1'h0;
+      \$244  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$247  = \$175 ;
+    \$245  = \$175 ;
     if (rst) begin
-      \$247  = 1'h1;
+      \$245  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$248  = \$178 ;
+    \$246  = \$178 ;
     if (rst) begin
-      \$248  = 6'h00;
+      \$246  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$249  = \$180 ;
+    \$247  = \$180 ;
+    if (rst) begin
+      \$247  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$248  = stats;
+    if (writes_compute_event) begin
+      \$248 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$248 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$248 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$248 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$248 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$248 [191:160] = \$192 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$250  = stats;
-    if (writes_compute_event) begin
-      \$250 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$250 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$250 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$250 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$250 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$250 [191:160] = \$192 [31:0];
-    end
+    \$250  = \$186 ;
     if (rst) begin
-      \$250  = 192'h000000000000000000000000000000000000000000000000;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$251  = \$183 ;
+    \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$252  = \$186 ;
+    \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$253  = set_err[0];
+    \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$254  = \$190 ;
+    \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$255  = lost;
-    if (rst) begin
-      \$255  = 1'h0;
+    \$255  = \wait ;
+    if (\$204 ) begin
+      \$255  = 3'h7;
+    end else if (\$205 ) begin
+      \$255  = \$206 [2:0];
     end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$256  = \$198 ;
     if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$257  = \$208 [2:0];
-    if (rst) begin
-      \$257  = 3'h0;
+      \$255  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -53398,14 +53400,14 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$243 [23:16] = \$159 ;
-  assign \$243 [15:0] = s3_tile;
-  assign \$239 [23:8] = s3_tile;
-  assign \$239 [7:0] = ent[28:21];
-  assign \$235 [28:21] = \$154 ;
-  assign \$235 [20:9] = \$153 ;
-  assign \$235 [8:1] = \$152 ;
-  assign \$235 [0] = \$151 ;
+  assign \$241 [23:16] = \$159 ;
+  assign \$241 [15:0] = s3_tile;
+  assign \$237 [23:8] = s3_tile;
+  assign \$237 [7:0] = ent[28:21];
+  assign \$233 [28:21] = \$154 ;
+  assign \$233 [20:9] = \$153 ;
+  assign \$233 [8:1] = \$152 ;
+  assign \$233 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;
@@ -77879,11 +77881,11 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   wire \$204 ;
   wire \$205 ;
   wire [3:0] \$206 ;
-  wire [3:0] \$207 ;
-  wire [3:0] \$208 ;
-  reg [7:0] \$209 ;
+  reg [7:0] \$207 ;
+  reg [8:0] \$208 ;
+  reg \$209 ;
   wire [7:0] \$21 ;
-  reg [8:0] \$210 ;
+  reg \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
@@ -77900,41 +77902,39 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
+  reg [2:0] \$226 ;
   reg \$227 ;
-  reg [2:0] \$228 ;
+  reg \$228 ;
   reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
+  wire [28:0] \$233 ;
   reg \$234 ;
-  wire [28:0] \$235 ;
+  reg \$235 ;
   reg \$236 ;
-  reg \$237 ;
+  wire [23:0] \$237 ;
   reg \$238 ;
-  wire [23:0] \$239 ;
+  reg \$239 ;
   wire [11:0] \$24 ;
-  reg \$240 ;
-  reg \$241 ;
-  reg [5:0] \$242 ;
-  wire [23:0] \$243 ;
-  reg [23:0] \$244 ;
+  reg [5:0] \$240 ;
+  wire [23:0] \$241 ;
+  reg [23:0] \$242 ;
+  reg \$243 ;
+  reg \$244 ;
   reg \$245 ;
-  reg \$246 ;
+  reg [5:0] \$246 ;
   reg \$247 ;
-  reg [5:0] \$248 ;
+  reg [191:0] \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg [191:0] \$250 ;
+  reg \$250 ;
   reg \$251 ;
   reg \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [2:0] \$257 ;
+  reg [2:0] \$255 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -79418,24 +79418,22 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   assign \$204  = \$202  & \$203 ;
   assign \$205  = | \wait ;
   assign \$206  = \wait  - 1'h1;
-  assign \$207  = \$205  ? \$206  : 4'h0;
-  assign \$208  = \$204  ? 4'h7 : \$207 ;
   always @(posedge clk)
-    sweep <= \$209 ;
+    sweep <= \$207 ;
   always @(posedge clk)
-    sweep1 <= \$210 ;
+    sweep1 <= \$208 ;
   always @(posedge clk)
-    sweep_last <= \$211 ;
+    sweep_last <= \$209 ;
   always @(posedge clk)
-    busy <= \$212 ;
+    busy <= \$210 ;
   always @(posedge clk)
-    s1_valid <= \$213 ;
+    s1_valid <= \$211 ;
   always @(posedge clk)
-    s1_stale <= \$214 ;
+    s1_stale <= \$212 ;
   always @(posedge clk)
-    s1_prog <= \$215 ;
+    s1_prog <= \$213 ;
   always @(posedge clk)
-    s1_ack <= \$216 ;
+    s1_ack <= \$214 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -79443,13 +79441,13 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$217 ;
+    s2_valid <= \$215 ;
   always @(posedge clk)
-    s2_stale <= \$218 ;
+    s2_stale <= \$216 ;
   always @(posedge clk)
-    s2_prog <= \$219 ;
+    s2_prog <= \$217 ;
   always @(posedge clk)
-    s2_ack <= \$220 ;
+    s2_ack <= \$218 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -79457,13 +79455,13 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$221 ;
+    s3_valid <= \$219 ;
   always @(posedge clk)
-    s3_stale <= \$222 ;
+    s3_stale <= \$220 ;
   always @(posedge clk)
-    s3_prog <= \$223 ;
+    s3_prog <= \$221 ;
   always @(posedge clk)
-    s3_ack <= \$224 ;
+    s3_ack <= \$222 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -79471,63 +79469,63 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$225 ;
+    \$signal  <= \$223 ;
   always @(posedge clk)
-    tag_ahead <= \$226 ;
+    tag_ahead <= \$224 ;
   always @(posedge clk)
     s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$227 ;
+    fwd_tag_eq <= \$225 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$228 ;
+    fwd_hit <= \$226 ;
   always @(posedge clk)
-    s3_hit <= \$229 ;
+    s3_hit <= \$227 ;
   always @(posedge clk)
-    base_valid <= \$230 ;
+    base_valid <= \$228 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$231 ;
+    tag_ok <= \$229 ;
   always @(posedge clk)
     base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$232 ;
+    count_ok <= \$230 ;
   always @(posedge clk)
-    disarm_ok <= \$233 ;
+    disarm_ok <= \$231 ;
   always @(posedge clk)
-    s3_arm <= \$234 ;
+    s3_arm <= \$232 ;
   always @(posedge clk)
     s3_beats <= \$146 ;
   always @(posedge clk)
     s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$235 ;
+    ent <= \$233 ;
   always @(posedge clk)
-    fwd_last_we <= \$236 ;
+    fwd_last_we <= \$234 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$237 ;
+    fwd_old_we <= \$235 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$238 ;
+    fwd_prev_we <= \$236 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$239 ;
+    \data$69  <= \$237 ;
   always @(posedge clk)
-    \push$71  <= \$240 ;
+    \push$71  <= \$238 ;
   always @(posedge clk)
-    result__valid <= \$241 ;
+    result__valid <= \$239 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -79535,43 +79533,43 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     \$like$76  <= s3_tile;
   always @(posedge clk)
-    \$like$116  <= \$242 ;
+    \$like$116  <= \$240 ;
   always @(posedge clk)
-    cap <= \$243 ;
+    cap <= \$241 ;
   always @(posedge clk)
-    capture <= \$244 ;
+    capture <= \$242 ;
   always @(posedge clk)
     \$signature__addr$89  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$79  <= \$245 ;
+    \$signal$79  <= \$243 ;
   always @(posedge clk)
-    s4_dec <= \$246 ;
+    s4_dec <= \$244 ;
   always @(posedge clk)
     s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$247 ;
+    desc_held <= \$245 ;
   always @(posedge clk)
-    errors <= \$248 ;
+    errors <= \$246 ;
   always @(posedge clk)
-    writes_compute_event <= \$249 ;
+    writes_compute_event <= \$247 ;
   always @(posedge clk)
-    stats <= \$250 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    writes_dma_event <= \$251 ;
+    writes_dma_event <= \$249 ;
   always @(posedge clk)
-    writes_remote_event <= \$252 ;
+    writes_remote_event <= \$250 ;
   always @(posedge clk)
-    unprogrammed_event <= \$253 ;
+    unprogrammed_event <= \$251 ;
   always @(posedge clk)
-    triggers_event <= \$254 ;
+    triggers_event <= \$252 ;
   always @(posedge clk)
-    dropped_event <= \$255 ;
+    dropped_event <= \$253 ;
   always @(posedge clk)
-    hold <= \$256 ;
+    hold <= \$254 ;
   always @(posedge clk)
-    \wait  <= \$257 ;
+    \wait  <= \$255 ;
   t3hw_system__e2__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -79617,30 +79615,49 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$209  = sweep;
+    \$207  = sweep;
     if (busy) begin
-      \$209  = sweep1[7:0];
+      \$207  = sweep1[7:0];
     end
     if (rst) begin
-      \$209  = 8'h00;
+      \$207  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$210  = sweep1;
+    \$208  = sweep1;
     if (busy) begin
-      \$210  = \$78 [8:0];
+      \$208  = \$78 [8:0];
     end
     if (rst) begin
-      \$210  = 9'h001;
+      \$208  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$211  = sweep_last;
+    \$209  = sweep_last;
     if (busy) begin
-      \$211  = \$79 ;
+      \$209  = \$79 ;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$210  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$210  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$210  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
@@ -79648,328 +79665,314 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   always @* begin
     if (_init_strobe_57 ) begin end
     \$212  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$212  = 1'h0;
-      end
-    end
     if (rst) begin
-      \$212  = 1'h1;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$213  = write__valid;
+    \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$214  = busy;
+    \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$215  = \$80 ;
+    \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$216  = \$86 ;
+    \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$217  = s1_valid;
+    \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$218  = s1_stale;
+    \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$219  = s1_prog;
+    \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$220  = s1_ack;
+    \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$221  = s2_valid;
+    \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$222  = s2_stale;
+    \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$223  = s2_prog;
+    \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$224  = s2_ack;
+    \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$225  = \$98 ;
+    \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$226  = \$99 ;
+    \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$227  = \$122 ;
+    \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$228  = { \$131 , \$129 , \$127  };
+    \$228  = base[0];
     if (rst) begin
-      \$228  = 3'h0;
+      \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$229  = \$signal ;
+    \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$230  = base[0];
+    \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$231  = ok_next;
+    \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$232  = \$135 ;
+    \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$233  = \$138 ;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$234  = \$142 ;
+    \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$236  = \$157 ;
+    \$235  = fwd_prev_we;
+    if (rst) begin
+      \$235  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$237  = fwd_prev_we;
-    if (rst) begin
-      \$237  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$238  = fwd_last_we;
+    \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$240  = \push$56 ;
+    \$239  = s3_prog;
     if (rst) begin
-      \$240  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$241  = s3_prog;
+    \$240  = set_err;
     if (rst) begin
-      \$241  = 1'h0;
+      \$240  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$242  = set_err;
-    if (rst) begin
-      \$242  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$244  = capture;
+    \$242  = capture;
     if (\$160 ) begin
-      \$244  = cap;
+      \$242  = cap;
     end
     if (rst) begin
-      \$244  = 24'h000000;
+      \$242  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$245  = \$163 ;
+    \$243  = \$163 ;
     if (rst) begin
-      \$245  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$246  = \$165 ;
+    \$244  = \$165 ;
     if (rst) begin
-      \$246  = 1'h0;
+      \$244  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$247  = \$175 ;
+    \$245  = \$175 ;
     if (rst) begin
-      \$247  = 1'h1;
+      \$245  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$248  = \$178 ;
+    \$246  = \$178 ;
     if (rst) begin
-      \$248  = 6'h00;
+      \$246  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$249  = \$180 ;
+    \$247  = \$180 ;
+    if (rst) begin
+      \$247  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$248  = stats;
+    if (writes_compute_event) begin
+      \$248 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$248 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$248 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$248 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$248 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$248 [191:160] = \$192 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$250  = stats;
-    if (writes_compute_event) begin
-      \$250 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$250 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$250 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$250 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$250 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$250 [191:160] = \$192 [31:0];
-    end
+    \$250  = \$186 ;
     if (rst) begin
-      \$250  = 192'h000000000000000000000000000000000000000000000000;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$251  = \$183 ;
+    \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$252  = \$186 ;
+    \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$253  = set_err[0];
+    \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$254  = \$190 ;
+    \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$255  = lost;
-    if (rst) begin
-      \$255  = 1'h0;
+    \$255  = \wait ;
+    if (\$204 ) begin
+      \$255  = 3'h7;
+    end else if (\$205 ) begin
+      \$255  = \$206 [2:0];
     end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$256  = \$198 ;
     if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$257  = \$208 [2:0];
-    if (rst) begin
-      \$257  = 3'h0;
+      \$255  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -80143,14 +80146,14 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$243 [23:16] = \$159 ;
-  assign \$243 [15:0] = s3_tile;
-  assign \$239 [23:8] = s3_tile;
-  assign \$239 [7:0] = ent[28:21];
-  assign \$235 [28:21] = \$154 ;
-  assign \$235 [20:9] = \$153 ;
-  assign \$235 [8:1] = \$152 ;
-  assign \$235 [0] = \$151 ;
+  assign \$241 [23:16] = \$159 ;
+  assign \$241 [15:0] = s3_tile;
+  assign \$237 [23:8] = s3_tile;
+  assign \$237 [7:0] = ent[28:21];
+  assign \$233 [28:21] = \$154 ;
+  assign \$233 [20:9] = \$153 ;
+  assign \$233 [8:1] = \$152 ;
+  assign \$233 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;
@@ -104624,11 +104627,11 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   wire \$204 ;
   wire \$205 ;
   wire [3:0] \$206 ;
-  wire [3:0] \$207 ;
-  wire [3:0] \$208 ;
-  reg [7:0] \$209 ;
+  reg [7:0] \$207 ;
+  reg [8:0] \$208 ;
+  reg \$209 ;
   wire [7:0] \$21 ;
-  reg [8:0] \$210 ;
+  reg \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
@@ -104645,41 +104648,39 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg \$226 ;
+  reg [2:0] \$226 ;
   reg \$227 ;
-  reg [2:0] \$228 ;
+  reg \$228 ;
   reg \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  reg \$233 ;
+  wire [28:0] \$233 ;
   reg \$234 ;
-  wire [28:0] \$235 ;
+  reg \$235 ;
   reg \$236 ;
-  reg \$237 ;
+  wire [23:0] \$237 ;
   reg \$238 ;
-  wire [23:0] \$239 ;
+  reg \$239 ;
   wire [11:0] \$24 ;
-  reg \$240 ;
-  reg \$241 ;
-  reg [5:0] \$242 ;
-  wire [23:0] \$243 ;
-  reg [23:0] \$244 ;
+  reg [5:0] \$240 ;
+  wire [23:0] \$241 ;
+  reg [23:0] \$242 ;
+  reg \$243 ;
+  reg \$244 ;
   reg \$245 ;
-  reg \$246 ;
+  reg [5:0] \$246 ;
   reg \$247 ;
-  reg [5:0] \$248 ;
+  reg [191:0] \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg [191:0] \$250 ;
+  reg \$250 ;
   reg \$251 ;
   reg \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [2:0] \$257 ;
+  reg [2:0] \$255 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -106163,24 +106164,22 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   assign \$204  = \$202  & \$203 ;
   assign \$205  = | \wait ;
   assign \$206  = \wait  - 1'h1;
-  assign \$207  = \$205  ? \$206  : 4'h0;
-  assign \$208  = \$204  ? 4'h7 : \$207 ;
   always @(posedge clk)
-    sweep <= \$209 ;
+    sweep <= \$207 ;
   always @(posedge clk)
-    sweep1 <= \$210 ;
+    sweep1 <= \$208 ;
   always @(posedge clk)
-    sweep_last <= \$211 ;
+    sweep_last <= \$209 ;
   always @(posedge clk)
-    busy <= \$212 ;
+    busy <= \$210 ;
   always @(posedge clk)
-    s1_valid <= \$213 ;
+    s1_valid <= \$211 ;
   always @(posedge clk)
-    s1_stale <= \$214 ;
+    s1_stale <= \$212 ;
   always @(posedge clk)
-    s1_prog <= \$215 ;
+    s1_prog <= \$213 ;
   always @(posedge clk)
-    s1_ack <= \$216 ;
+    s1_ack <= \$214 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
@@ -106188,13 +106187,13 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s1_tile <= \$88 ;
   always @(posedge clk)
-    s2_valid <= \$217 ;
+    s2_valid <= \$215 ;
   always @(posedge clk)
-    s2_stale <= \$218 ;
+    s2_stale <= \$216 ;
   always @(posedge clk)
-    s2_prog <= \$219 ;
+    s2_prog <= \$217 ;
   always @(posedge clk)
-    s2_ack <= \$220 ;
+    s2_ack <= \$218 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -106202,13 +106201,13 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$221 ;
+    s3_valid <= \$219 ;
   always @(posedge clk)
-    s3_stale <= \$222 ;
+    s3_stale <= \$220 ;
   always @(posedge clk)
-    s3_prog <= \$223 ;
+    s3_prog <= \$221 ;
   always @(posedge clk)
-    s3_ack <= \$224 ;
+    s3_ack <= \$222 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -106216,63 +106215,63 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$225 ;
+    \$signal  <= \$223 ;
   always @(posedge clk)
-    tag_ahead <= \$226 ;
+    tag_ahead <= \$224 ;
   always @(posedge clk)
     s2_beats1 <= \$100 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$227 ;
+    fwd_tag_eq <= \$225 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$228 ;
+    fwd_hit <= \$226 ;
   always @(posedge clk)
-    s3_hit <= \$229 ;
+    s3_hit <= \$227 ;
   always @(posedge clk)
-    base_valid <= \$230 ;
+    base_valid <= \$228 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$231 ;
+    tag_ok <= \$229 ;
   always @(posedge clk)
     base_left <= \$132 ;
   always @(posedge clk)
-    count_ok <= \$232 ;
+    count_ok <= \$230 ;
   always @(posedge clk)
-    disarm_ok <= \$233 ;
+    disarm_ok <= \$231 ;
   always @(posedge clk)
-    s3_arm <= \$234 ;
+    s3_arm <= \$232 ;
   always @(posedge clk)
     s3_beats <= \$146 ;
   always @(posedge clk)
     s3_beats1 <= \$150 ;
   always @(posedge clk)
-    ent <= \$235 ;
+    ent <= \$233 ;
   always @(posedge clk)
-    fwd_last_we <= \$236 ;
+    fwd_last_we <= \$234 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$237 ;
+    fwd_old_we <= \$235 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$238 ;
+    fwd_prev_we <= \$236 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$239 ;
+    \data$69  <= \$237 ;
   always @(posedge clk)
-    \push$71  <= \$240 ;
+    \push$71  <= \$238 ;
   always @(posedge clk)
-    result__valid <= \$241 ;
+    result__valid <= \$239 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -106280,43 +106279,43 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   always @(posedge clk)
     \$like$76  <= s3_tile;
   always @(posedge clk)
-    \$like$116  <= \$242 ;
+    \$like$116  <= \$240 ;
   always @(posedge clk)
-    cap <= \$243 ;
+    cap <= \$241 ;
   always @(posedge clk)
-    capture <= \$244 ;
+    capture <= \$242 ;
   always @(posedge clk)
     \$signature__addr$89  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$79  <= \$245 ;
+    \$signal$79  <= \$243 ;
   always @(posedge clk)
-    s4_dec <= \$246 ;
+    s4_dec <= \$244 ;
   always @(posedge clk)
     s4_old <= \$169 ;
   always @(posedge clk)
-    desc_held <= \$247 ;
+    desc_held <= \$245 ;
   always @(posedge clk)
-    errors <= \$248 ;
+    errors <= \$246 ;
   always @(posedge clk)
-    writes_compute_event <= \$249 ;
+    writes_compute_event <= \$247 ;
   always @(posedge clk)
-    stats <= \$250 ;
+    stats <= \$248 ;
   always @(posedge clk)
-    writes_dma_event <= \$251 ;
+    writes_dma_event <= \$249 ;
   always @(posedge clk)
-    writes_remote_event <= \$252 ;
+    writes_remote_event <= \$250 ;
   always @(posedge clk)
-    unprogrammed_event <= \$253 ;
+    unprogrammed_event <= \$251 ;
   always @(posedge clk)
-    triggers_event <= \$254 ;
+    triggers_event <= \$252 ;
   always @(posedge clk)
-    dropped_event <= \$255 ;
+    dropped_event <= \$253 ;
   always @(posedge clk)
-    hold <= \$256 ;
+    hold <= \$254 ;
   always @(posedge clk)
-    \wait  <= \$257 ;
+    \wait  <= \$255 ;
   t3hw_system__e3__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -106362,30 +106361,49 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$209  = sweep;
+    \$207  = sweep;
     if (busy) begin
-      \$209  = sweep1[7:0];
+      \$207  = sweep1[7:0];
     end
     if (rst) begin
-      \$209  = 8'h00;
+      \$207  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$210  = sweep1;
+    \$208  = sweep1;
     if (busy) begin
-      \$210  = \$78 [8:0];
+      \$208  = \$78 [8:0];
     end
     if (rst) begin
-      \$210  = 9'h001;
+      \$208  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$211  = sweep_last;
+    \$209  = sweep_last;
     if (busy) begin
-      \$211  = \$79 ;
+      \$209  = \$79 ;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$210  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$210  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$210  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
@@ -106393,328 +106411,314 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   always @* begin
     if (_init_strobe_77 ) begin end
     \$212  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$212  = 1'h0;
-      end
-    end
     if (rst) begin
-      \$212  = 1'h1;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$213  = write__valid;
+    \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$214  = busy;
+    \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$215  = \$80 ;
+    \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$216  = \$86 ;
+    \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$217  = s1_valid;
+    \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$218  = s1_stale;
+    \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$219  = s1_prog;
+    \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$220  = s1_ack;
+    \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$221  = s2_valid;
+    \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$222  = s2_stale;
+    \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$223  = s2_prog;
+    \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$224  = s2_ack;
+    \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$225  = \$98 ;
+    \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$226  = \$99 ;
+    \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$227  = \$122 ;
+    \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$228  = { \$131 , \$129 , \$127  };
+    \$228  = base[0];
     if (rst) begin
-      \$228  = 3'h0;
+      \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$229  = \$signal ;
+    \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$230  = base[0];
+    \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$231  = ok_next;
+    \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$232  = \$135 ;
+    \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$233  = \$138 ;
-    if (rst) begin
-      \$233  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$234  = \$142 ;
+    \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$236  = \$157 ;
+    \$235  = fwd_prev_we;
+    if (rst) begin
+      \$235  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$237  = fwd_prev_we;
-    if (rst) begin
-      \$237  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$238  = fwd_last_we;
+    \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$240  = \push$56 ;
+    \$239  = s3_prog;
     if (rst) begin
-      \$240  = 1'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$241  = s3_prog;
+    \$240  = set_err;
     if (rst) begin
-      \$241  = 1'h0;
+      \$240  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$242  = set_err;
-    if (rst) begin
-      \$242  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$244  = capture;
+    \$242  = capture;
     if (\$160 ) begin
-      \$244  = cap;
+      \$242  = cap;
     end
     if (rst) begin
-      \$244  = 24'h000000;
+      \$242  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$245  = \$163 ;
+    \$243  = \$163 ;
     if (rst) begin
-      \$245  = 1'h0;
+      \$243  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$246  = \$165 ;
+    \$244  = \$165 ;
     if (rst) begin
-      \$246  = 1'h0;
+      \$244  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$247  = \$175 ;
+    \$245  = \$175 ;
     if (rst) begin
-      \$247  = 1'h1;
+      \$245  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$248  = \$178 ;
+    \$246  = \$178 ;
     if (rst) begin
-      \$248  = 6'h00;
+      \$246  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$249  = \$180 ;
+    \$247  = \$180 ;
+    if (rst) begin
+      \$247  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$248  = stats;
+    if (writes_compute_event) begin
+      \$248 [31:0] = \$181 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$248 [63:32] = \$184 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$248 [95:64] = \$187 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$248 [127:96] = \$188 [31:0];
+    end
+    if (triggers_event) begin
+      \$248 [159:128] = \$191 [31:0];
+    end
+    if (dropped_event) begin
+      \$248 [191:160] = \$192 [31:0];
+    end
+    if (rst) begin
+      \$248  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$250  = stats;
-    if (writes_compute_event) begin
-      \$250 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$250 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$250 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$250 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$250 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$250 [191:160] = \$192 [31:0];
-    end
+    \$250  = \$186 ;
     if (rst) begin
-      \$250  = 192'h000000000000000000000000000000000000000000000000;
+      \$250  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$251  = \$183 ;
+    \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$252  = \$186 ;
+    \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$253  = set_err[0];
+    \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$254  = \$190 ;
+    \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$255  = lost;
-    if (rst) begin
-      \$255  = 1'h0;
+    \$255  = \wait ;
+    if (\$204 ) begin
+      \$255  = 3'h7;
+    end else if (\$205 ) begin
+      \$255  = \$206 [2:0];
     end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$256  = \$198 ;
     if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$257  = \$208 [2:0];
-    if (rst) begin
-      \$257  = 3'h0;
+      \$255  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -106888,14 +106892,14 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$243 [23:16] = \$159 ;
-  assign \$243 [15:0] = s3_tile;
-  assign \$239 [23:8] = s3_tile;
-  assign \$239 [7:0] = ent[28:21];
-  assign \$235 [28:21] = \$154 ;
-  assign \$235 [20:9] = \$153 ;
-  assign \$235 [8:1] = \$152 ;
-  assign \$235 [0] = \$151 ;
+  assign \$241 [23:16] = \$159 ;
+  assign \$241 [15:0] = s3_tile;
+  assign \$237 [23:8] = s3_tile;
+  assign \$237 [7:0] = ent[28:21];
+  assign \$233 [28:21] = \$154 ;
+  assign \$233 [20:9] = \$153 ;
+  assign \$233 [8:1] = \$152 ;
+  assign \$233 [0] = \$151 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;

@@ -124,8 +124,8 @@ __all__ = ["Tracker", "HOLD_INTERVAL", "BLOCK_QUEUE_DEPTH"]
 #: Cycles between two ``hold`` requests (see the module docstring).
 HOLD_INTERVAL = 8
 
-#: Depth from which the trigger and ack queues are block RAM (``head="block"``), below it
-#: LUT RAM behind a head register (measured: docs/synthesis.md, "Round 6").
+#: Depth from which the trigger and ack queues are block RAM (``head="block"``; below it LUT
+#: RAM behind a head register), measured in docs/synthesis.md, "Round 6".
 BLOCK_QUEUE_DEPTH = 512
 
 
@@ -148,13 +148,12 @@ class Tracker(wiring.Component):
         One verdict per programming request taken, in order, 4 cycles after it was taken
         (``valid`` for one cycle).
     trigger : Out(stream.Signature(trigger_layout))
-        Completed tiles. Latency 5 cycles from the completing write. Every completion leaves
-        exactly once, whatever the back-pressure.
+        Completed tiles, 5 cycles after the completing write; each exactly once, whatever
+        the back-pressure.
     hold : Out(1)
         Asks the producer of ``write`` for one cycle without a write (see the docstring).
     errors : Out(tracker_errors_layout)
-        Sticky error bits, set two cycles after S3's event; each stays set until the same
-        bit of ``clear`` is pulsed.
+        Sticky error bits, set two cycles after S3's event, until ``clear`` pulses the bit.
     clear : In(tracker_errors_layout)
         Write-one-to-clear strobe for ``errors``.
     capture : Out(tracker_capture_layout)
@@ -164,10 +163,9 @@ class Tracker(wiring.Component):
     desc_query : In(cmd_width)
         A descriptor index (the DMA's descriptor write, in the engine).
     desc_held : Out(1)
-        A register (high from reset): in cycle t + 2, whether in t + 1 a pending firing
-        named descriptor ``desc_query`` of cycle t (from the cycle after its completion to
-        the cycle of the ack of the entry's last firing, both in S3), or the reset sweep
-        ran.
+        A register (high from reset): in cycle t + 2, whether in t + 1 a pending firing named
+        descriptor ``desc_query`` of cycle t (from the cycle after its completion to the
+        cycle of the ack of the entry's last firing, both in S3), or the reset sweep ran.
     busy : Out(1)
         High while the table is being cleared after reset.
     """
@@ -596,4 +594,7 @@ class Tracker(wiring.Component):
         waiting = ~self.busy & (self.program.valid | acks.o.valid) & self.write.valid
         raise_ = waiting & (wait == 0)
         m.d.sync += self.hold.eq(raise_)
-        m.d.sync += wait.eq(Mux(raise_, HOLD_INTERVAL - 1, Mux(wait != 0, wait - 1, 0)))
+        with m.If(raise_):
+            m.d.sync += wait.eq(HOLD_INTERVAL - 1)
+        with m.Elif(wait != 0):
+            m.d.sync += wait.eq(wait - 1)
