@@ -2435,9 +2435,49 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   reg _init_strobe_2  = 0;
   wire \$1 ;
   wire \$10 ;
+  wire \$100 ;
+  wire [15:0] \$101 ;
+  wire [15:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [15:0] \$108 ;
+  wire [15:0] \$109 ;
   wire \$11 ;
+  wire [15:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [8:0] \$122 ;
+  wire [8:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [8:0] \$127 ;
+  wire [8:0] \$128 ;
+  reg [8:0] \$129 ;
   wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [7:0] \$138 ;
+  reg [7:0] \$139 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -2480,38 +2520,74 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [8:0] \$52 ;
-  wire [8:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [8:0] \$57 ;
-  wire [8:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [10:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [15:0] \$63 ;
-  reg [8:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [7:0] \$68 ;
-  reg [7:0] \$69 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [15:0] \$70 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [15:0] \$73 ;
+  wire [15:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [15:0] \$78 ;
+  wire [15:0] \$79 ;
   wire \$8 ;
+  wire [15:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [15:0] \$87 ;
+  wire [15:0] \$88 ;
+  wire \$89 ;
   wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [15:0] \$93 ;
+  wire [15:0] \$94 ;
+  wire [15:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 8'h00 *)
+  wire [7:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
   wire [15:0] data;
-  reg full = 1'h0;
-  (* init = 8'h00 *)
-  wire [7:0] head;
   (* init = 16'h0000 *)
-  wire [15:0] head_reg;
+  wire [15:0] front0;
+  reg [15:0] front1 = 16'h0000;
+  reg [15:0] front2 = 16'h0000;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
   reg [8:0] level = 9'h000;
   output [15:0] o__payload;
   reg [15:0] o__payload = 16'h0000;
@@ -2523,15 +2599,17 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire push;
   reg [7:0] rd__addr = 8'h00;
   wire [15:0] rd__data;
+  reg [15:0] rd_q = 16'h0000;
   input rst;
   wire rst;
-  (* init = 8'h00 *)
-  wire [7:0] tail;
   reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [15:0] wr__data;
   wire [15:0] wr__data;
   wire wr__en;
+  (* init = 8'h00 *)
+  wire [7:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
   reg [15:0] storage [255:0];
   initial begin
     storage[0] = 16'h0000;
@@ -2794,56 +2872,11 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 8'hff;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 9'h000 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 8'hff;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 9'h000 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
-  always @(posedge clk)
-    level <= \$64 ;
-  always @(posedge clk)
-    o__valid <= \$65 ;
-  always @(posedge clk)
-    full <= \$66 ;
-  always @(posedge clk)
-    waiting <= \$67 ;
-  always @(posedge clk)
-    wr__addr <= \$68 ;
-  always @(posedge clk)
-    rd__addr <= \$69 ;
-  always @(posedge clk)
-    o__payload <= \$70 ;
+  reg [15:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -2873,75 +2906,273 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 8'hff;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 9'h000 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 8'hff;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$64  = \$6 [8:0];
+    \$129  = \$6 [8:0];
     if (rst) begin
-      \$64  = 9'h000;
+      \$129  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$65  = \$16 ;
+    \$130  = \$16 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = \$28 ;
+    \$131  = \$28 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = \$40 ;
+    \$132  = \$40 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [7:0];
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [7:0];
     end
     if (rst) begin
-      \$68  = 8'h00;
+      \$138  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [7:0];
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [7:0];
     end
     if (rst) begin
-      \$69  = 8'h00;
+      \$139  = 8'h00;
     end
   end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
-    end
-  end
-  assign head_reg = o__payload;
-  assign tail = wr__addr;
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign head = rd__addr;
+  assign \$signal  = rd__addr;
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
 endmodule
 
 module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__ready);
   reg _init_strobe_3  = 0;
   wire \$1 ;
   wire \$10 ;
+  wire \$100 ;
+  wire [23:0] \$101 ;
+  wire [23:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [23:0] \$108 ;
+  wire [23:0] \$109 ;
   wire \$11 ;
+  wire [23:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [8:0] \$122 ;
+  wire [8:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [8:0] \$127 ;
+  wire [8:0] \$128 ;
+  reg [8:0] \$129 ;
   wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [7:0] \$138 ;
+  reg [7:0] \$139 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -2984,42 +3215,82 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [8:0] \$52 ;
-  wire [8:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [8:0] \$57 ;
-  wire [8:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
   wire [10:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [23:0] \$63 ;
-  reg [8:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [7:0] \$68 ;
-  reg [7:0] \$69 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [23:0] \$70 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [23:0] \$73 ;
+  wire [23:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [23:0] \$78 ;
+  wire [23:0] \$79 ;
   wire \$8 ;
+  wire [23:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [23:0] \$87 ;
+  wire [23:0] \$88 ;
+  wire \$89 ;
   wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [23:0] \$93 ;
+  wire [23:0] \$94 ;
+  wire [23:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 8'h00 *)
+  wire [7:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
   wire [23:0] data;
   wire [7:0] data__cmd ;
   wire [15:0] data__tile ;
-  reg full = 1'h0;
-  (* init = 8'h00 *)
-  wire [7:0] head;
   (* init = 24'h000000 *)
-  wire [23:0] head_reg;
-  wire [7:0] head_reg__cmd ;
-  wire [15:0] head_reg__tile ;
+  wire [23:0] front0;
+  wire [7:0] front0__cmd ;
+  wire [15:0] front0__tile ;
+  reg [23:0] front1 = 24'h000000;
+  wire [7:0] front1__cmd ;
+  wire [15:0] front1__tile ;
+  reg [23:0] front2 = 24'h000000;
+  wire [7:0] front2__cmd ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
   reg [8:0] level = 9'h000;
   output [23:0] o__payload;
   reg [23:0] o__payload = 24'h000000;
@@ -3035,10 +3306,11 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire [23:0] rd__data;
   wire [7:0] rd__data__cmd ;
   wire [15:0] rd__data__tile ;
+  reg [23:0] rd_q = 24'h000000;
+  wire [7:0] rd_q__cmd ;
+  wire [15:0] rd_q__tile ;
   input rst;
   wire rst;
-  (* init = 8'h00 *)
-  wire [7:0] tail;
   reg waiting = 1'h0;
   reg [7:0] wr__addr = 8'h00;
   input [23:0] wr__data;
@@ -3046,6 +3318,9 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire [7:0] wr__data__cmd ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
+  (* init = 8'h00 *)
+  wire [7:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
   reg [23:0] storage [255:0];
   initial begin
     storage[0] = 24'h000000;
@@ -3308,56 +3583,11 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 8'hff;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 9'h000 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 8'hff;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 9'h000 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
-  always @(posedge clk)
-    level <= \$64 ;
-  always @(posedge clk)
-    o__valid <= \$65 ;
-  always @(posedge clk)
-    full <= \$66 ;
-  always @(posedge clk)
-    waiting <= \$67 ;
-  always @(posedge clk)
-    wr__addr <= \$68 ;
-  always @(posedge clk)
-    rd__addr <= \$69 ;
-  always @(posedge clk)
-    o__payload <= \$70 ;
+  reg [23:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -3387,74 +3617,238 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 8'hff;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 9'h000 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 8'hff;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$64  = \$6 [8:0];
+    \$129  = \$6 [8:0];
     if (rst) begin
-      \$64  = 9'h000;
+      \$129  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$65  = \$16 ;
+    \$130  = \$16 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$130  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$66  = \$28 ;
+    \$131  = \$28 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$131  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$67  = \$40 ;
+    \$132  = \$40 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [7:0];
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [7:0];
     end
     if (rst) begin
-      \$68  = 8'h00;
+      \$138  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [7:0];
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [7:0];
     end
     if (rst) begin
-      \$69  = 8'h00;
+      \$139  = 8'h00;
     end
   end
-  always @* begin
-    if (_init_strobe_3 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
-    end
-  end
-  assign head_reg = o__payload;
-  assign tail = wr__addr;
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign head = rd__addr;
+  assign \$signal  = rd__addr;
   assign o__payload__cmd  = o__payload[7:0];
   assign o__payload__tile  = o__payload[23:8];
-  assign head_reg__cmd  = o__payload[7:0];
-  assign head_reg__tile  = o__payload[23:8];
+  assign front0__cmd  = o__payload[7:0];
+  assign front0__tile  = o__payload[23:8];
   assign wr__data__cmd  = wr__data[7:0];
   assign wr__data__tile  = wr__data[23:8];
   assign data__cmd  = wr__data[7:0];
   assign data__tile  = wr__data[23:8];
+  assign rd_q__cmd  = rd_q[7:0];
+  assign rd_q__tile  = rd_q[23:8];
   assign rd__data__cmd  = rd__data[7:0];
   assign rd__data__tile  = rd__data[23:8];
+  assign front1__cmd  = front1[7:0];
+  assign front1__tile  = front1[23:8];
+  assign front2__cmd  = front2[7:0];
+  assign front2__tile  = front2[23:8];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
 endmodule

@@ -115,18 +115,15 @@ from t3hw.spec.layouts import (
     tracker_capture_layout, tracker_errors_layout, tracker_result_layout, tracker_stats_layout,
     trigger_layout, write_layout)
 from t3hw.spec.params import EngineParams, check_params
-from .queue import Queue
+from .queue import BLOCK_MIN_DEPTH, Queue
 from .status import count, sticky_errors
 
 
-__all__ = ["Tracker", "HOLD_INTERVAL", "BLOCK_QUEUE_DEPTH"]
+__all__ = ["Tracker", "HOLD_INTERVAL"]
 
 #: Cycles between two ``hold`` requests (see the module docstring).
 HOLD_INTERVAL = 8
 
-#: Depth from which the trigger and ack queues are block RAM (``head="block"``; below it LUT
-#: RAM behind a head register), measured in docs/synthesis.md, "Round 6".
-BLOCK_QUEUE_DEPTH = 512
 
 
 class Tracker(wiring.Component):
@@ -224,13 +221,13 @@ class Tracker(wiring.Component):
         write to the same entry is never used: S2 forwards that write (``fwd_old``). The
         attribute says so to the synthesis flow (``t3hw/tools/synth_scripts/ecp5.ys``), which
         then needs no read-before-write bypass after the RAM. The queues are in block RAM
-        from :data:`BLOCK_QUEUE_DEPTH` entries up."""
+        (``head="block"``): neither the depth nor a LUT RAM read is on a head's path."""
         p = self._p
         m.submodules.entries = table = memory.Memory(shape=entry_layout(p), init=[],
                                                      depth=p.tracker_entries,
                                                      attrs=rd_collision_attrs("forwarded"))
         rd, wr = table.read_port(domain="sync"), table.write_port()
-        head = "block" if p.tracker_entries >= BLOCK_QUEUE_DEPTH else "register"
+        head = "block" if p.tracker_entries >= BLOCK_MIN_DEPTH else "register"
         m.submodules.queue = queue = Queue(trigger_layout(p), depth=p.tracker_entries, head=head)
         wiring.connect(m, queue.o, wiring.flipped(self.trigger))
         # Every trigger the DMA takes comes back as an ``ack`` request for its entry:
