@@ -72,20 +72,18 @@ class Queue(wiring.Component):
     in a memory with an asynchronous read port (LUT RAM), written at a write pointer and read
     at a read pointer (``o.payload`` is the read data; a full queue that pops and pushes in
     the same cycle reads the leaving item and writes the new one over it at the clock edge).
-    ``head="block"``: the three oldest items in a *front* of three registers, ``o.payload``
-    the first of them; behind them, items in a memory of ``depth`` entries, written at a
-    write pointer in every cycle (the entry there is always free, so the handshake reaches
-    the pointer, not the RAM's write enable) and read at a read pointer in every cycle
-    (``rd_data`` registered in ``rd_q``, with no logic between: the synthesis flow moves
-    that register into the block RAM's output register). A read is *issued* (the read
-    pointer moves on) while items wait in the memory and the front and the two reads in
-    flight leave room for it; its item joins the front two cycles later, from ``rd_q``. A
-    push goes straight into the front when the memory is empty, no read is in flight and
-    the front has room; otherwise into the memory. A read never meets a write of the same
-    entry (the memory holds at most ``depth - 1`` items), and an item is read at the
-    earliest in the cycle after it was written. Three front registers are what one item per
-    cycle needs: an item issued in cycle t can leave as the head in cycle t + 3, by which
-    time two more have been issued behind it.
+    ``head="block"``: queue positions 0 to 2 in a *front* of three registers (``o.payload`` is
+    the first), positions 3 and up in a memory of ``depth`` entries, written at a write
+    pointer in every cycle (the entry there is always free, so the handshake reaches the
+    pointer, not the RAM's write enable) and read at a read pointer in every cycle into
+    ``rd_q``, with no logic between (the synthesis flow moves that register into the block
+    RAM's output register). A push goes to the front at position ``level - pop`` when that
+    is below 3, else to the memory. A pop with 4 or more items held *issues* the item at
+    position 3 (the read pointer moves on): it is in ``rd_q`` two cycles later and joins the
+    front then, at the position it has reached (2, less the pops of those two cycles), so
+    the head is always a register. The read pointer meets the write pointer only when the
+    memory is empty, when no read is issued, and an item is read at the earliest in the
+    cycle after it was written.
 
     Every way, an item pushed in cycle t is valid at ``o`` in cycle t + 1, and the cycle
     behaviour is the same.
