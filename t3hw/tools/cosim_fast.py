@@ -171,10 +171,8 @@ def build(cfg, *, root=None):
         # evaluates the logic that reads it in its input-combinational phase, at every time
         # step: the outputs ``cycle``, ``retire`` and ``dispatch`` are read by much of the
         # simulation-only HDL.
-        vlt = bdir / "ports.vlt"
-        vlt.write_text("\n".join(["`verilator_config"] + [
-            f'public_flat_{"rw" if d == "input" else "rd"} -module "{SHELL}" -var "{name}"'
-            for d, name, _ in [("output", "clk", 1)] + shell_ports(core)]) + "\n")
+        vlt = simulate.write_ports_vlt(SHELL, [("output", "clk", 1)] + shell_ports(core),
+                                       bdir / "ports.vlt", "the shell's ports")
         runner.build(sources=list(files), hdl_toplevel=SHELL, build_dir=bdir, always=False,
                      build_args=[*simulate.VERILATOR_ARGS, "--timing", str(vlt)],
                      log_file=bdir / "build.log")

@@ -35,6 +35,7 @@ from .toolchain import build_root, toolchain_env
 
 __all__ = ["SIMULATORS", "WAVE_SUFFIX", "ICARUS_TIMESCALE", "VERILATOR_ARGS",
            "VERILATOR_MAKE_ARGS", "VERILATOR_KEY", "verilator_runner", "ports_vlt",
+           "write_ports_vlt",
            "build_dir", "generate_for", "build", "run"]
 
 #: The simulators :func:`build` and :func:`run` drive, default first.
@@ -194,10 +195,18 @@ def ports_vlt(source, module, bdir):
         ports = verilog_ports(Path(source).read_text(), module)
     except ValueError as exc:
         raise RuntimeError(f"{source}: {exc}") from None
-    lines = ["`verilator_config", f"// the ports of {module}: all that cocotb touches"]
+    return write_ports_vlt(module, ports, Path(bdir) / "ports.vlt",
+                           f"the ports of {module}: all that cocotb touches")
+
+
+def write_ports_vlt(module, ports, path, comment):
+    """Write to ``path`` the Verilator configuration that makes ``ports`` (``(direction,
+    name, width)``) of ``module`` public: ``public_flat_rw`` for an input, ``public_flat_rd``
+    for an output (:func:`ports_vlt`). Returns ``path``."""
+    lines = ["`verilator_config", f"// {comment}"]
     lines += [f'public_flat_{"rw" if d == "input" else "rd"} -module "{module}" -var "{p}"'
               for d, p, _ in ports]
-    path = Path(bdir) / "ports.vlt"
+    path = Path(path)
     path.write_text("\n".join(lines) + "\n")
     return path
 
