@@ -231,9 +231,10 @@ class Csr(wiring.Component):
         # (counters, the arbiter's status) or a constant (``_staging`` says how each staging
         # group waits). The bus read multiplexer selects among registers only (and the
         # inputs, which the targets drive from registers). Built in this order (the order of
-        # the calls is the order of the statements, and so of the generated Verilog): the address decode (``_decode``), the read-back tables
-        # and their reset sweep (``_tables``), the staging groups' state (``_staging``) and
-        # their tables' ports (``_table_ports``), the tracker's answers (``_track_result``),
+        # the calls is the order of the statements, and so of the generated Verilog): the
+        # address decode (``_decode``), the read-back tables and their reset sweep
+        # (``_tables``), the staging groups' state (``_staging``) and their tables' ports
+        # (``_table_ports``), the tracker's answers (``_track_result``),
         # bus writes to read-write registers (``_rw_access``), commands (``_commands``), the
         # sticky errors (``_sticky_errors``), the first-error captures and the interrupt
         # (``_captures``) and the bus read multiplexer with the counter shadows

@@ -125,7 +125,6 @@ __all__ = ["Tracker", "HOLD_INTERVAL"]
 HOLD_INTERVAL = 8
 
 
-
 class Tracker(wiring.Component):
     """Tracker table and trigger logic.
 

@@ -64,17 +64,6 @@ def _drop_zero_inits(text):
     return _ZERO_INIT.sub("", text)
 
 
-#: Inputs of the core that the shell passes straight through (none). The shell samples every
-#: input (reset, ``run``, the register buses, a GPU's new tiles ``desc``) at the falling edge,
-#: for the rising edge after it: the testbench writes them right after a rising edge (a tile
-#: event shows there), so the engines and the GPUs see them on the same edge as when
-#: connected directly. No logic then depends on the shell's inputs, so Verilator's
-#: input-combinational phase, which it runs at every time step, has nothing to evaluate:
-#: with ``desc`` passed through, every GPU's next-state logic that reads it was evaluated
-#: there twice per cycle (a fifth of the simulator's time at N = 4).
-LIVE_INPUTS = ()
-
-
 def shell_ports(core_text):
     """The shell's ports but its clock: ``(direction, name, width)`` of every port of the
     core but ``clk`` and the ``log<i>`` ones."""
@@ -95,8 +84,13 @@ def shell(core_text, n):
              ",\n".join(["  output reg clk"] + [decl(*p) for p in outer]),
              ");"]
     vec = lambda w: '[%d:0] ' % (w - 1) if w > 1 else ''
-    latched = [(name, w) for d, name, w in outer if d == "input" and name not in LIVE_INPUTS
-               and not any(name.endswith(f"__{s}") for s in LIVE_INPUTS)]
+    # Every input is sampled at the falling edge, for the rising edge after it: the testbench
+    # writes them right after a rising edge (a tile event shows there), so the engines and
+    # the GPUs see them on the same edge as when connected directly, and no logic depends on
+    # the shell's inputs. Verilator's input-combinational phase, which it runs at every time
+    # step, then has nothing to evaluate (with ``desc`` passed through, the GPUs' next-state
+    # logic was evaluated there twice per cycle: a fifth of the simulator's time at N = 4).
+    latched = [(name, w) for d, name, w in outer if d == "input"]
     for d, name, w in ports:
         if name.startswith("log"):
             lines.append(f"  wire {vec(w)}{name};")

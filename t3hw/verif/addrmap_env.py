@@ -72,7 +72,8 @@ class AddrMapEnv(StreamEnv):
     ``rx_held`` counts the cycles in which a packet on ``rx`` was refused because ``Q``
     packets were held (behind a stalled ``rx_mem``; a random run that has not met one by
     half way holds ``rx_mem`` low until it does, ``rx_forced`` cycles); ``prog_held`` the
-    cycles a region write waited for ``program.ready``; ``coincident`` the cycles with more than one error event.
+    cycles a region write waited for ``program.ready``; ``coincident`` the cycles with more
+    than one error event.
     """
 
     in_streams  = ("store", "program", "rx")

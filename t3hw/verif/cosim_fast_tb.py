@@ -109,8 +109,7 @@ class _Gpu:
                 self.prod.retire(t)
                 self.retired.append(t)
                 self.held[k] = None
-        if d:
-            self._dispatch(d)
+        self._dispatch(d)
 
     def _dispatch(self, d):
         """The next tiles to the units of mask ``d``, written on ``desc``."""
