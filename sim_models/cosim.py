@@ -31,6 +31,7 @@ packets leave in the order of their reads).
 """
 
 import functools
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -42,8 +43,8 @@ from t3hw.spec.params import EngineParams
 from .collective import B_BASE, DTYPE as _DTYPE, Plan
 from .dram import NmcDram
 from .engine_model import POLICIES
-from .hbm_dram import HbmDram
-from .gpu import GemmShape, GpuConfig, GpuCores
+from .hbm_dram import COSIM_HBM, HbmDram
+from .gpu import LOAD_SPACING, GemmShape, GpuConfig, GpuCores
 from .network import Ring, link_rate
 from .workloads import SUBLAYERS, Workload
 
@@ -238,11 +239,17 @@ class CosimConfig:
         under the same :class:`~t3hw.spec.params.EngineParams` (burst, tracker, T3-MCA)."""
         from .perf import SystemConfig
         g, p = self.gpu, self.params
+        hbm = {}
+        if self.memory == "hbm":         # all of COSIM_HBM, its clock the RTL's cycle
+            hbm = dict(memory="hbm", hbm=COSIM_HBM, hbm_sample_pcs=COSIM_HBM.n_pcs,
+                       load_slots=max(1, (1 << p.load_tag_width) // self.cus),
+                       fabric_cycles=0, lookahead_steps=math.inf, hbm_port="single",
+                       load_spacing=LOAD_SPACING)
         return SystemConfig(
             gpu=g, dram_gbs=p.burst_bytes * g.freq_ghz, dram_latency_cycles=self.dram_latency,
             link_gbs=self.link_bytes_per_cycle * g.freq_ghz,
             link_latency_ns=self.link_latency / g.freq_ghz, packet_bytes=p.burst_bytes,
-            step_cycles=8, tx_buffer_bytes=self.tx_buffer_bytes, params=p)
+            step_cycles=8, tx_buffer_bytes=self.tx_buffer_bytes, params=p, **hbm)
 
     def to_dict(self):
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "params"}

@@ -69,7 +69,7 @@ from .l2 import L2Model
 
 
 __all__ = ["GpuConfig", "GemmShape", "Tile", "TileEvent", "L2Model", "GemmProducer",
-           "SteppedCores", "GpuCores", "first_load"]
+           "SteppedCores", "GpuCores", "first_load", "LOAD_SPACING"]
 
 
 def _check_int(name, value, low):
@@ -409,10 +409,14 @@ class SteppedCores:
         self.held[cu] = False
 
 
+#: Bytes between the first loads of consecutive tiles in the co-simulation's GPU.
+LOAD_SPACING = 4096
+
+
 def first_load(load_base, tile):
     """The address of tile ``tile``'s first load (the next go up by a burst each): loads carry
     timing only, so each tile's start at its own 4 KiB step, wrapped at 1 GiB."""
-    return load_base + (tile * 4096) % (1 << 30)
+    return load_base + (tile * LOAD_SPACING) % (1 << 30)
 
 
 class GpuCores:

@@ -7,22 +7,34 @@ T3 arbiter in front of each, bounded outstanding GPU loads.
 on either (``SystemConfig(memory="hbm")``). Underneath it is
 :class:`~sim_models.hbm.HbmModel`:
 
-* **Sampling.** Addresses interleave every 256-B granule over the 64 pseudo-channels (PCs),
-  so every stream loads them alike. Only the granules that map to ``sample_pcs`` of them
-  (channels ``0 .. sample_pcs - 1``, pseudo-channel 0) are simulated, each standing for
-  ``64 / sample_pcs`` granules of the whole GPU. The simulated PCs see exactly their share
+* **Sampling.** Addresses interleave every granule (``interleave_bytes``: 256 B on the
+  paper's memory, 64 B on the co-simulation's) over the pseudo-channels (PCs: 64 on the
+  paper's memory), channels first, so every stream loads them alike. Only the granules
+  whose index modulo the PC count is below ``sample_pcs`` are simulated (channels first,
+  then pseudo-channels: ``sample_pcs`` up to the channel count takes pseudo-channel 0 of
+  channels ``0 .. sample_pcs - 1``), each standing for ``n_pcs / sample_pcs`` granules of
+  the whole GPU. The simulated PCs see exactly their share
   of every stream, with its real addresses (row locality and bank conflicts included).
 * **Arbitration per PC.** Each sampled PC has its own copy of the step's
   :class:`~sim_models.engine_model.Arbiter` (policy, starvation limit, and the threshold
   the shared arbiter derives or was given), deciding one request per cycle between the
   compute stream and the communication stream waiting for that PC. T3-MCA compares its
   threshold with the PC's real queue (``HbmModel`` accesses waiting), scaled to the whole
-  memory system (x 64).
+  memory system (x ``n_pcs / sample_pcs``).
+* **One port instead** (``port="single"``, the co-simulation's memory controller: one
+  engine in front of the whole memory). One arbiter, the step's own, grants at most one
+  request per cycle for the whole memory, into a one-request input register; a request
+  its pseudo-channel's queue refuses stays there, and nothing is granted until the model
+  takes it (head-of-line blocking, as at the engine's ``dram`` port). T3-MCA compares its
+  threshold with the whole memory's waiting accesses plus the input register, the RTL's
+  ``occupancy``. The GEMM's loads are bounded by ``mshrs`` for the whole GPU (its load
+  tags) instead of per channel. Every pseudo-channel is simulated.
 * **Latency at the GPU.** A GEMM load holds one of its channel's outstanding-load slots
-  (``mshrs`` 256-B requests for the whole GPU, split evenly over the 64 PCs: the L2 slice
-  in front of each channel tracks its own misses) from its issue to the return of its
+  (``mshrs`` granule-sized requests for the whole GPU, split evenly over the PCs: the L2
+  slice in front of each channel tracks its own misses) from its issue to the return of its
   data, the fabric's cycles after the DRAM's completion (the interconnect and L2 on the
-  way there and back: what ``latency_cycles`` leaves after an unloaded 256-B DRAM read).
+  way there and back: by default what ``latency_cycles`` leaves after an unloaded DRAM read
+  of one granule, or ``fabric_cycles`` when given).
   Stores, updates and the DMA's requests are at the memory controller: a write is served
   (and seen by the tracker) when the arbiter grants it into the DRAM queue, as in the RTL;
   a DMA read when its data is back.
@@ -41,6 +53,7 @@ hold reads back either.
 """
 
 import heapq
+import itertools
 import random
 from collections import deque
 
@@ -52,7 +65,6 @@ from t3hw.spec.layouts import MemOp
 
 __all__ = ["HbmMemory"]
 
-_GRANULE_BITS = 8                    # 256-B granules, HbmParams' default interleaving
 _TICK = 16                           # cycles between arbitration rounds
 _READ = MemOp.READ.value
 
@@ -63,52 +75,99 @@ class HbmMemory:
     Parameters
     ----------
     hbm : HbmParams
-        The memory system (default: the paper's 1 TB/s); ``interleave_bytes`` must be 256.
+        The memory system (default: the paper's 1 TB/s); its mapping must start with the
+        channel and the pseudo-channel.
     sample_pcs : int
-        Pseudo-channels simulated, 1 .. ``hbm.channels``.
+        Pseudo-channels simulated, 1 .. ``hbm.n_pcs``.
     burst_bytes : int
-        Request size of the GPU and the DMA (256).
+        Request size of the GPU and the DMA: ``hbm.interleave_bytes`` (256 on the paper's
+        memory, 64 on the co-simulation's), one granule.
     latency_cycles : int
-        Unloaded load latency seen by a compute unit (the fabric adds what the DRAM's own
-        unloaded latency leaves).
+        Unloaded load latency seen by a compute unit; sets :attr:`saturation`, and the
+        fabric's cycles when ``fabric_cycles`` is None (what the DRAM's own unloaded latency
+        leaves of it).
+    fabric_cycles : int or None
+        Cycles a load's data takes from the DRAM to the compute unit (None: derived above).
+    port : str
+        ``"channel"`` (an arbiter per pseudo-channel, the paper's GPU) or ``"single"`` (one
+        arbiter and one request per cycle for the whole memory, the co-simulation's engine;
+        ``sample_pcs`` must then be ``hbm.n_pcs``).
     mshrs : int
-        Outstanding 256-B loads of the whole GPU (``mshrs / 64`` per pseudo-channel).
+        Outstanding loads of the whole GPU (``mshrs / n_pcs`` per pseudo-channel).
     cus : int
         Compute units (one load stream each).
     panel_bytes : int
         Bytes a load stream reads before jumping to a new base.
+    load_spacing : int or None
+        None: each load stream starts at a pseudo-random base and jumps every
+        ``panel_bytes``. An integer: compute unit ``k``'s stream starts at ``k *
+        load_spacing`` and runs on sequentially, as the co-simulation's GPU's do (a tile's
+        loads start at ``tile * 4096``, :func:`~sim_models.gpu.first_load`, and the running
+        tiles are consecutive).
     seed : int
         Of the pseudo-random panel bases.
     """
 
     def __init__(self, *, hbm=None, sample_pcs=2, burst_bytes=256, latency_cycles=350,
-                 mshrs=4096, cus=80, panel_bytes=1 << 18, seed=1):
+                 fabric_cycles=None, mshrs=4096, cus=80, panel_bytes=1 << 18, seed=1,
+                 port="channel", load_spacing=None):
         self.p = p = hbm if hbm is not None else HbmParams()
-        if p.interleave_bytes != 1 << _GRANULE_BITS or p.mapping[:2] != ("ch", "pc"):
-            raise ValueError(f"hbm must interleave 256-B granules over channels first, "
-                             f"not {p.interleave_bytes} B / {p.mapping}")
-        if not 1 <= sample_pcs <= p.channels:
-            raise ValueError(f"sample_pcs must be in [1, {p.channels}], not {sample_pcs!r}")
-        if burst_bytes != 1 << _GRANULE_BITS:
-            raise ValueError(f"burst_bytes must be 256 for the HBM memory, not {burst_bytes!r}")
+        if p.mapping[:2] != ("ch", "pc"):
+            raise ValueError(f"hbm must interleave its granules over channels first, then "
+                             f"pseudo-channels, not {p.mapping}")
+        if not 1 <= sample_pcs <= p.n_pcs:
+            raise ValueError(f"sample_pcs must be in [1, {p.n_pcs}], not {sample_pcs!r}")
+        if burst_bytes != p.interleave_bytes:
+            raise ValueError(f"burst_bytes must be hbm.interleave_bytes="
+                             f"{p.interleave_bytes} for the HBM memory, not {burst_bytes!r}")
+        if fabric_cycles is not None and (isinstance(fabric_cycles, bool) or
+                                          not isinstance(fabric_cycles, int) or
+                                          fabric_cycles < 0):
+            raise ValueError(f"fabric_cycles must be None or an integer in [0, inf), "
+                             f"not {fabric_cycles!r}")
+        if load_spacing is not None and (isinstance(load_spacing, bool) or
+                                         not isinstance(load_spacing, int) or load_spacing < 1):
+            raise ValueError(f"load_spacing must be None or an integer in [1, inf), "
+                             f"not {load_spacing!r}")
+        if port not in ("channel", "single"):
+            raise ValueError(f"port must be 'channel' or 'single', not {port!r}")
+        if port == "single" and sample_pcs != p.n_pcs:
+            raise ValueError(f"sample_pcs must be hbm.n_pcs={p.n_pcs} with port='single' "
+                             f"(one port sees every channel), not {sample_pcs!r}")
+        self.port = port
+        self.slot = None                     # single port: (stream, op, addr, entry)
+        self.early = []                      # completions collected within a tick
         self.hbm = HbmModel(p)
         self.k = sample_pcs
+        self.n = p.n_pcs
+        self.gbits = (p.interleave_bytes - 1).bit_length()
+        self.g = 1 << self.gbits
+        # the PC of each sampled residue (granule index modulo n_pcs): channel, then PC
+        self.pc_of = [(r % p.channels) * p.pseudo_channels + r // p.channels
+                      for r in range(sample_pcs)]
         self.scale = p.n_pcs / sample_pcs
         self.burst_bytes = burst_bytes
         self.freq_ghz = p.clock_ghz
         self.latency_cycles = latency_cycles
-        bursts = (1 << _GRANULE_BITS) // p.burst_bytes       # a 256-B read of a closed bank
+        bursts = self.g // p.burst_bytes              # a granule's read of a closed bank
         dram = p.trcd_rd + (bursts - 1) * p.lanes * p.slot + p.tcl + p.tbl
         unloaded = -(-dram * p.ratio.denominator // p.ratio.numerator)
-        self.fabric = max(0, latency_cycles - unloaded)
+        self.fabric = max(0, latency_cycles - unloaded) if fabric_cycles is None \
+            else fabric_cycles
         self.mshrs = max(1, round(mshrs / p.n_pcs))      # per pseudo-channel
+        self.gpu_mshrs = mshrs                           # single port: the whole GPU's
         self.traffic = {cls: 0 for cls in TRAFFIC_CLASSES}
         self.busy_cycles = 0.0
         self.waiting = 0.0
         self.now = 0
         self.rng = random.Random(seed)
-        self.panel_bytes = panel_bytes
-        self.cursors = [[self._base(), 0] for _ in range(cus)]
+        if load_spacing is None:
+            self.panel_bytes = panel_bytes
+            self.cursors = [[self._base(), 0] for _ in range(cus)]
+        else:
+            _ = [self._base() for _ in range(cus)]        # the same draws either way
+            self.panel_bytes = float("inf")
+            self.cursors = [[k * load_spacing, 0] for k in range(cus)]
         self.cu_next = 0
         self.regions = {"comm_read": 1 << 33, "comm_write": 3 << 32, "compute_write": 1 << 34}
         # an entry per request call: [bytes, sampled granules, stream]; per PC and
@@ -116,6 +175,7 @@ class HbmMemory:
         lanes = [(s, r) for s in ("compute", "comm") for r in (True, False)]
         self.open = {"compute": 0.0, "comm": 0.0}   # bytes requested, not yet served
         self.pending = [{lane: deque() for lane in lanes} for _ in range(sample_pcs)]
+        self.lanes = {lane: deque() for lane in lanes}      # single port
         self.arbs = None
         self.loads = [0] * sample_pcs        # GEMM loads outstanding per sampled PC
         self.queued = 0                      # sampled requests waiting for an arbiter
@@ -143,22 +203,23 @@ class HbmMemory:
 
     def _base(self):
         """A pseudo-random granule in the first 4 GB (the GEMM's operands)."""
-        return self.rng.randrange(1 << (32 - _GRANULE_BITS)) << _GRANULE_BITS
+        return self.rng.randrange(1 << (32 - self.gbits)) << self.gbits
 
     # -- requests ------------------------------------------------------------------------
     def _granules(self, addr, nbytes):
-        """Addresses of the sampled 256-B granules of ``[addr, addr + nbytes)``."""
-        g0, g1 = addr >> _GRANULE_BITS, -(-(addr + nbytes) >> _GRANULE_BITS)
-        r0 = g0 & 63
-        if r0 >= self.k and r0 + g1 - g0 <= 64:
+        """Addresses of the sampled granules of ``[addr, addr + nbytes)``."""
+        bits, n = self.gbits, self.n
+        g0, g1 = addr >> bits, -(-(addr + nbytes) >> bits)
+        r0 = g0 % n
+        if r0 >= self.k and r0 + g1 - g0 <= n:
             return []                        # the run lies between two sampled channels
         out = []
-        g = g0 - (g0 & 63)
+        g = g0 - r0
         while g < g1:
             for c in range(self.k):
                 if g0 <= g + c < g1:
-                    out.append((g + c) << _GRANULE_BITS)
-            g += 64
+                    out.append((g + c) << bits)
+            g += n
         return out
 
     def request(self, stream, nbytes, cls, *, op=None, region=None):
@@ -181,20 +242,27 @@ class HbmMemory:
                                         row_bytes)
         elif stream == "compute" and op == MemOp.READ.value:
             left = span                      # spread over the compute units' streams
-            share = max(self.burst_bytes, -(-span // len(self.cursors) // 256) * 256)
+            g = self.g
+            share = max(self.burst_bytes, -(-span // len(self.cursors) // g) * g)
+            runs = []
             while left > 0:
                 cur = self.cursors[self.cu_next]
                 self.cu_next = (self.cu_next + 1) % len(self.cursors)
                 take = min(share, left)
-                addrs += self._granules(cur[0] + cur[1], take)
+                runs.append(self._granules(cur[0] + cur[1], take))
                 cur[1] += take
                 if cur[1] >= self.panel_bytes:
                     cur[0], cur[1] = self._base(), 0
                 left -= take
+            if self.port == "single":        # the GPU's loads: a granule per CU in turn
+                addrs = [a for tier in itertools.zip_longest(*runs) for a in tier
+                         if a is not None]
+            else:
+                addrs = [a for run in runs for a in run]
         else:
             key = f"{stream}_{'read' if op == MemOp.READ.value else 'write'}"
             addrs = self._granules(self.regions[key], span)
-            self.regions[key] += -(-span // 256) * 256
+            self.regions[key] += -(-span // self.g) * self.g
         lane = (stream, op == _READ)
         entry = [nbytes, len(addrs), stream]
         if not addrs:                        # all of it on channels not simulated
@@ -202,8 +270,12 @@ class HbmMemory:
         else:
             self.open[stream] += nbytes
         self.seq += 1
-        for a in addrs:
-            self.pending[(a >> _GRANULE_BITS) & 63][lane].append((self.seq, op, a, entry))
+        bits, n = self.gbits, self.n
+        if self.port == "single":            # one queue per lane, in the order asked
+            self.lanes[lane].extend((self.seq, op, a, entry) for a in addrs)
+        else:
+            for a in addrs:
+                self.pending[(a >> bits) % n][lane].append((self.seq, op, a, entry))
         self.queued += len(addrs)
 
     # -- time ----------------------------------------------------------------------------
@@ -241,7 +313,7 @@ class HbmMemory:
         hbm, scale = self.hbm, self.scale
         for i in range(self.k):
             pend, arb = self.pending[i], arbs[i]
-            pc = i * self.p.pseudo_channels              # channel i, pseudo-channel 0
+            pc = self.pc_of[i]
             for _ in range(_TICK):
                 waiting = hbm.waiting(pc)
                 cq = self._ready(pend, "compute", waiting, i)
@@ -256,7 +328,7 @@ class HbmMemory:
                 _, op, addr, entry = q.popleft()
                 self.queued -= 1
                 self.seq += 1
-                hbm.submit(t, op, addr, 256, source=choice, tag=self.seq)
+                hbm.submit(t, op, addr, self.g, source=choice, tag=self.seq)
                 if op == _READ:
                     self.inflight[self.seq] = (entry, i)
                     if choice == "compute":
@@ -264,15 +336,68 @@ class HbmMemory:
                 else:
                     self._finish(entry)
 
+    def _head(self, stream):
+        """Single port: the queue of ``stream``'s oldest request that may be offered (a GEMM
+        load needs a free load tag), or None."""
+        rq, wq = self.lanes[(stream, True)], self.lanes[(stream, False)]
+        if not rq or (stream == "compute" and sum(self.loads) >= self.gpu_mshrs):
+            return wq or None
+        return wq if wq and wq[0][0] < rq[0][0] else rq
+
+    def _offer(self, t):
+        """Single port: the input register's request to the model at cycle ``t``; True if
+        it was taken."""
+        stream, op, addr, entry = self.slot
+        self.seq += 1
+        if not self.hbm.submit(t, op, addr, self.g, source=stream, tag=self.seq):
+            return False
+        self.slot = None
+        if op == _READ:
+            i = (addr >> self.gbits) % self.n
+            self.inflight[self.seq] = (entry, i)
+            if stream == "compute":
+                self.loads[i] += 1
+        else:
+            self._finish(entry)
+        return True
+
+    def _port_cycles(self, t, end, arb):
+        """Single port: cycles ``t .. end - 1``, one grant at most in each."""
+        for c in range(t, end):
+            if self.slot is not None and not self._offer(c):
+                # the port is not ready: nothing is granted; the banks work on this cycle
+                # (so the next offer sees the queue as it is then)
+                self.early += self.hbm.advance(c)
+                continue
+            if not self.queued:
+                return
+            cq, mq = self._head("compute"), self._head("comm")
+            if cq is None and mq is None:
+                return
+            choice = arb.grant(compute_ready=cq is not None, comm_ready=mq is not None,
+                               occupancy=self.hbm.occupancy + (self.slot is not None))
+            if choice is None:
+                continue
+            _, op, addr, entry = (cq if choice == "compute" else mq).popleft()
+            self.queued -= 1
+            self.slot = (choice, op, addr, entry)
+            self._offer(c)
+
     def step(self, cycles, arbiter):
         """Run ``cycles`` cycles; return ``(compute_bytes, comm_bytes)`` served."""
-        arbs = self._arbiters(arbiter)
+        single = self.port == "single"
+        arbs = None if single else self._arbiters(arbiter)
         end = self.now + cycles
         t = self.now
         while t < end:
-            self._grant_round(t, arbs)
-            t = min(t + _TICK, end)
-            for c in self.hbm.advance(t - 1):
+            nxt = min(t + _TICK, end)
+            if single:
+                self._port_cycles(t, nxt, arbiter)
+            else:
+                self._grant_round(t, arbs)
+            t = nxt
+            done, self.early = self.early + self.hbm.advance(t - 1), []
+            for c in done:
                 if c.op != _READ:
                     continue                 # writes were served when granted
                 entry, i = self.inflight.pop(c.tag)

@@ -123,9 +123,25 @@ class SystemConfig:
         The ``"hbm"`` memory's organisation and timings (None: ``HbmParams()``, the
         defaults of ``docs/dram.md``).
     hbm_sample_pcs : int
-        Pseudo-channels the ``"hbm"`` memory simulates (of 64).
+        Pseudo-channels the ``"hbm"`` memory simulates (of ``hbm.n_pcs``, 64 by default).
     load_slots : int
-        Outstanding 256-B loads per compute unit (``"hbm"`` only).
+        Outstanding loads (of ``burst_bytes``) per compute unit (``"hbm"`` only).
+    hbm_port : str
+        The ``"hbm"`` memory's arbitration: ``"channel"`` (an arbiter per pseudo-channel, the
+        paper's GPU) or ``"single"`` (one arbiter, one request per cycle for the whole
+        memory: the co-simulation's engine; :class:`~sim_models.memsys.HbmMemory`).
+    load_spacing : int or None
+        The ``"hbm"`` memory's GEMM load addresses: None, pseudo-random panels; an integer,
+        compute unit ``k`` reads on from ``k * load_spacing`` (the co-simulation's GPU,
+        whose tiles' loads start 4 KiB apart; :class:`~sim_models.memsys.HbmMemory`).
+    lookahead_steps : float
+        How far ahead of its compute a compute unit asks for its tile's reads, in
+        ``step_cycles`` (2; ``math.inf``: the whole tile at dispatch, as the
+        co-simulation's GPU does on the ``"hbm"`` memory, its loads bounded by their tags).
+    fabric_cycles : int or None
+        Cycles a load's data takes from the DRAM to its compute unit on the ``"hbm"``
+        memory (None: what ``dram_latency_cycles`` leaves after the DRAM's unloaded read,
+        the L2 and interconnect of the paper's GPU; the co-simulation's GPU has none).
     params : EngineParams
         The engines' parameters, which the model reads rather than shadows:
         ``burst_bytes`` (DRAM request size and tracker beat), the tracker geometry
@@ -147,6 +163,10 @@ class SystemConfig:
     hbm:                 HbmParams = None
     hbm_sample_pcs:      int = 2
     load_slots:          int = 16
+    hbm_port:            str = "channel"
+    load_spacing:        int = None
+    lookahead_steps:     float = 2
+    fabric_cycles:       int = None
     params:              EngineParams = field(
                              default_factory=lambda: EngineParams(burst_bytes=256))
 
@@ -173,9 +193,21 @@ class SystemConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer in [1, inf), not {v!r}")
-        if self.memory == "hbm" and self.burst_bytes != 256:
-            raise ValueError(f"params.burst_bytes must be 256 with memory='hbm', "
-                             f"not {self.burst_bytes!r}")
+        granule = (self.hbm or HbmParams()).interleave_bytes
+        if self.memory == "hbm" and self.burst_bytes != granule:
+            raise ValueError(f"params.burst_bytes must be hbm.interleave_bytes={granule} "
+                             f"with memory='hbm', not {self.burst_bytes!r}")
+        if self.hbm_port not in ("channel", "single"):
+            raise ValueError(f"hbm_port must be 'channel' or 'single', not {self.hbm_port!r}")
+        if isinstance(self.lookahead_steps, bool) or \
+                not isinstance(self.lookahead_steps, (int, float)) or not self.lookahead_steps > 0:
+            raise ValueError(f"lookahead_steps must be a number in (0, inf], "
+                             f"not {self.lookahead_steps!r}")
+        if self.fabric_cycles is not None:
+            v = self.fabric_cycles
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"fabric_cycles must be None or an integer in [0, inf), "
+                                 f"not {v!r}")
         if self.tx_buffer_bytes < self.packet_bytes:
             raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
                              f"not {self.tx_buffer_bytes!r}")
@@ -200,6 +232,8 @@ class SystemConfig:
             return HbmMemory(hbm=self.hbm, sample_pcs=self.hbm_sample_pcs,
                              burst_bytes=self.burst_bytes,
                              latency_cycles=self.dram_latency_cycles,
+                             fabric_cycles=self.fabric_cycles, port=self.hbm_port,
+                             load_spacing=self.load_spacing,
                              mshrs=self.load_slots * self.gpu.cus, cus=self.gpu.cus)
         return DramModel(bandwidth_gbs=self.dram_gbs, freq_ghz=self.gpu.freq_ghz,
                          latency_cycles=self.dram_latency_cycles, burst_bytes=self.burst_bytes)
@@ -303,7 +337,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
                         cache_outputs=not fused)
     dram = cfg.dram()
     arb = cfg.arbiter(policy, dram.saturation)
-    gemm = SteppedCores(prod)
+    gemm = SteppedCores(prod, lookahead_steps=cfg.lookahead_steps)
     cfifo, mfifo = _Fifo(), _Fifo()
     now = 0.0
     if not fused:

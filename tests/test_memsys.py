@@ -7,6 +7,7 @@ import pytest
 
 from sim_models.engine_model import Arbiter
 from sim_models.hbm import HbmParams
+from sim_models.hbm_dram import COSIM_HBM
 from sim_models.memsys import HbmMemory
 from sim_models.perf import SystemConfig, simulate_sequential, simulate_t3
 from sim_models.workloads import Workload
@@ -100,10 +101,22 @@ def test_mca_holds_communication_back_while_the_gemm_fills_the_queue():
 
 
 def test_bad_memory_configurations():
-    with pytest.raises(ValueError, match="sample_pcs must be in \\[1, 32\\], not 0"):
+    with pytest.raises(ValueError, match="sample_pcs must be in \\[1, 64\\], not 0"):
         HbmMemory(sample_pcs=0)
-    with pytest.raises(ValueError, match="burst_bytes must be 256"):
+    with pytest.raises(ValueError, match="burst_bytes must be hbm.interleave_bytes=256"):
         HbmMemory(burst_bytes=64)
+    with pytest.raises(ValueError, match="port must be 'channel' or 'single', not 'x'"):
+        HbmMemory(port="x")
+    with pytest.raises(ValueError, match="sample_pcs must be hbm.n_pcs=64 with port='single'"):
+        HbmMemory(port="single", sample_pcs=2)
+    with pytest.raises(ValueError, match="fabric_cycles must be None or an integer"):
+        HbmMemory(fabric_cycles=-1)
+    with pytest.raises(ValueError, match="hbm_port must be 'channel' or 'single'"):
+        SystemConfig(hbm_port="both")
+    with pytest.raises(ValueError, match="lookahead_steps must be a number in \\(0, inf\\]"):
+        SystemConfig(lookahead_steps=0)
+    with pytest.raises(ValueError, match="burst_bytes must be hbm.interleave_bytes=64"):
+        SystemConfig(memory="hbm", hbm=COSIM_HBM)
     with pytest.raises(ValueError, match="memory must be 'fluid' or 'hbm', not 'ddr'"):
         SystemConfig(memory="ddr")
     with pytest.raises(ValueError, match="load_slots must be an integer in \\[1, inf\\)"):
@@ -126,3 +139,88 @@ def test_perf_model_on_the_hbm_memory():
         assert r.total < seq_h.total
     # the GEMM alone runs at its compute bound on either memory
     assert seq_h.cycles["gemm"] == pytest.approx(seq_f.cycles["gemm"], rel=0.05)
+
+
+def test_granules_of_the_cosimulation_memory_go_to_their_pseudo_channel():
+    """64-B granules over 2 channels x 2 pseudo-channels: every granule is simulated, and
+    the PC it is queued for is the one the HBM model decodes from its address."""
+    m = HbmMemory(hbm=COSIM_HBM, sample_pcs=4, burst_bytes=64)
+    got = m._granules(7 * 64, 64 * 9)
+    assert got == [(7 + i) * 64 for i in range(9)]
+    for a in got:
+        assert m.pc_of[(a >> 6) % 4] == m.hbm._split(a, 64)[0][0]
+    assert sorted(m.pc_of) == [0, 1, 2, 3] and m.scale == 1
+
+
+def _single(**kw):
+    return HbmMemory(hbm=COSIM_HBM, sample_pcs=4, burst_bytes=64, latency_cycles=64,
+                     fabric_cycles=0, cus=8, port="single", **kw)
+
+
+def test_single_port_grants_one_request_per_cycle_and_serves_every_byte():
+    m = _single(mshrs=256)
+    arb = Arbiter(policy="round_robin")
+    m.request("compute", 64 * 3000, "gemm_reads")
+    m.request("compute", 64 * 64, "gemm_writes", op=MemOp.UPDATE, region=(0, 16, 256, 4096))
+    m.request("comm", 64 * 500, "rs_reads")
+    m.request("comm", 64 * 500, "rs_writes", op=MemOp.UPDATE)
+    submitted, t, served = 0, 0, [0.0, 0.0]
+    while m.queued or m.slot or m.inflight or m.returns or m.hbm.occupancy:
+        gc, gm = m.step(16, arb)
+        served = [served[0] + gc, served[1] + gm]
+        t += 16
+        assert t < 100_000
+    assert served == pytest.approx([64 * 3064, 64 * 1000])
+    # one request per cycle at most: 4,064 requests need at least as many cycles
+    assert t >= 3000 + 64 + 1000
+    assert sum(m.loads) == 0 and m.hbm.occupancy == 0
+
+
+def test_single_port_bounds_the_gpus_loads_and_blocks_behind_a_refused_request():
+    m = _single(mshrs=40)
+    arb = Arbiter(policy="compute_first")
+    m.request("compute", 64 * 4000, "gemm_reads")
+    peak = 0
+    for _ in range(300):
+        m.step(4, arb)
+        peak = max(peak, sum(m.loads))
+    assert peak == 40                          # the GPU's tags, not 40 per channel
+    # Output rows 256 B apart: every granule on pseudo-channel 0, whose write queue fills.
+    # The port then holds the refused write and grants nothing else, though the other
+    # three channels are idle and the DMA's reads wait (head-of-line blocking, as at the
+    # engine's dram port).
+    m = _single(mshrs=256)
+    arb = Arbiter(policy="round_robin")
+    m.request("compute", 64 * 300, "gemm_writes", op=MemOp.STORE, region=(0, 300, 64, 256))
+    m.request("comm", 64 * 300, "rs_reads")
+    blocked = 0
+    for _ in range(600):
+        before = (m.slot, m.queued)
+        m.step(1, arb)
+        if m.slot is not None:
+            _, op, addr, _ = m.slot
+            write = op != MemOp.READ.value
+            # refused at a full queue (one may have issued since, at the step's end)
+            depth = COSIM_HBM.write_queue if write else COSIM_HBM.read_queue
+            assert m.hbm.waiting(m.pc_of[(addr >> 6) % 4])[write] >= depth - 1
+            if m.slot is before[0]:                         # still refused:
+                assert m.queued == before[1]                # nothing granted behind it
+                blocked += 1
+    assert blocked > 50
+
+
+def test_the_cosimulations_model_runs_on_the_cosimulations_memory():
+    """``t3hw cosim --memory hbm``'s ``cycles.model`` is the performance model on the same
+    HBM2 (all four pseudo-channels of COSIM_HBM behind one port and one arbiter, the GPU's
+    load tags, no fabric, loads 4 KiB apart per compute unit), not the fluid memory."""
+    from sim_models.cosim import model_cycles
+    from t3hw.verif.cosim_scenarios import small
+    cfg = small(4, memory="hbm", policy="t3_mca")
+    m = cfg.system_config().dram()
+    assert isinstance(m, HbmMemory) and m.p == COSIM_HBM and m.port == "single"
+    assert m.k == m.n == 4 and m.scale == 1 and m.fabric == 0
+    assert m.gpu_mshrs == 1 << cfg.params.load_tag_width
+    assert [c[0] for c in m.cursors[:3]] == [0, 4096, 8192]
+    assert small(4).system_config().memory == "fluid"
+    r = model_cycles(cfg)
+    assert r["t3"] > 0 and r["sequential"] > 0
