@@ -150,7 +150,7 @@ class CosimConfig:
     memory:               str = "fixed"
     threshold_error:      int = 0
     params:               EngineParams = field(default_factory=lambda: EngineParams(
-                              mca_saturation=64, mca_window_log2=12,                               max_outstanding=64))
+                              mca_saturation=64, mca_window_log2=12, max_outstanding=64))
 
     @staticmethod
     def max_gpus(params):

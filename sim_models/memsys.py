@@ -27,8 +27,12 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   its pseudo-channel's queue refuses stays there, and nothing is granted until the model
   takes it (head-of-line blocking, as at the engine's ``dram`` port). T3-MCA compares its
   threshold with the whole memory's waiting accesses plus the input register, the RTL's
-  ``occupancy``. The GEMM's loads are bounded by ``mshrs`` for the whole GPU (its load
-  tags) instead of per channel. Every pseudo-channel is simulated.
+  ``occupancy``. Inside each stream a pointer takes its reads and its writes in turn
+  while both wait (the arbiter's round robin between loads and stores, DMA reads and
+  received updates), each in the order asked. Reads are answered in request order (the
+  co-simulation's DRAM has a reorder buffer). The GEMM's loads are bounded by ``mshrs``
+  for the whole GPU (its load tags) instead of per channel, and are asked one compute unit
+  after the other. Every pseudo-channel is simulated.
 * **Latency at the GPU.** A GEMM load holds one of its channel's outstanding-load slots
   (``mshrs`` granule-sized requests for the whole GPU, split evenly over the PCs: the L2
   slice in front of each channel tracks its own misses) from its issue to the return of its
@@ -52,6 +56,7 @@ request the DRAM can take now, so a write waiting for room in the write queue do
 hold reads back either.
 """
 
+import dataclasses
 import heapq
 import itertools
 import random
@@ -137,6 +142,9 @@ class HbmMemory:
         self.port = port
         self.slot = None                     # single port: (stream, op, addr, entry)
         self.early = []                      # completions collected within a tick
+        self.rob = deque()                   # single port: reads in request order
+        self.last_read = {"compute": False, "comm": False}   # each class's pointer
+        self.rob_done = {}                   # their completions, until older ones are in
         self.hbm = HbmModel(p)
         self.k = sample_pcs
         self.n = p.n_pcs
@@ -337,12 +345,16 @@ class HbmMemory:
                     self._finish(entry)
 
     def _head(self, stream):
-        """Single port: the queue of ``stream``'s oldest request that may be offered (a GEMM
-        load needs a free load tag), or None."""
+        """Single port: the queue ``stream`` offers now, or None: its reads (a GEMM load
+        needs a free load tag) or its writes, in turn when both wait (the round-robin
+        pointer inside the arbiter's class: loads and stores, DMA reads and received
+        updates)."""
         rq, wq = self.lanes[(stream, True)], self.lanes[(stream, False)]
         if not rq or (stream == "compute" and sum(self.loads) >= self.gpu_mshrs):
             return wq or None
-        return wq if wq and wq[0][0] < rq[0][0] else rq
+        if not wq:
+            return rq
+        return wq if self.last_read[stream] else rq
 
     def _offer(self, t):
         """Single port: the input register's request to the model at cycle ``t``; True if
@@ -355,6 +367,7 @@ class HbmMemory:
         if op == _READ:
             i = (addr >> self.gbits) % self.n
             self.inflight[self.seq] = (entry, i)
+            self.rob.append(self.seq)
             if stream == "compute":
                 self.loads[i] += 1
         else:
@@ -379,6 +392,7 @@ class HbmMemory:
             if choice is None:
                 continue
             _, op, addr, entry = (cq if choice == "compute" else mq).popleft()
+            self.last_read[choice] = op == _READ
             self.queued -= 1
             self.slot = (choice, op, addr, entry)
             self._offer(c)
@@ -397,6 +411,15 @@ class HbmMemory:
                 self._grant_round(t, arbs)
             t = nxt
             done, self.early = self.early + self.hbm.advance(t - 1), []
+            if single:                       # reads answer in request order
+                for c in done:
+                    if c.op == _READ:
+                        self.rob_done[c.tag] = c
+                done, last = [], 0
+                while self.rob and self.rob[0] in self.rob_done:
+                    c = self.rob_done.pop(self.rob.popleft())
+                    last = max(last, c.done)
+                    done.append(dataclasses.replace(c, done=last))
             for c in done:
                 if c.op != _READ:
                     continue                 # writes were served when granted

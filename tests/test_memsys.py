@@ -224,3 +224,35 @@ def test_the_cosimulations_model_runs_on_the_cosimulations_memory():
     assert small(4).system_config().memory == "fluid"
     r = model_cycles(cfg)
     assert r["t3"] > 0 and r["sequential"] > 0
+
+
+def test_single_port_answers_reads_in_order_and_takes_loads_and_stores_in_turn():
+    """As the co-simulation: the DRAM answers reads in request order (a read done early
+    waits for the older ones), and inside a class the port takes reads and writes in turn
+    while both wait (the arbiter's round-robin pointer)."""
+    m = _single(mshrs=256)
+    taken = []
+    submit = m.hbm.submit
+
+    def record(cycle, op, addr, nbytes, **kw):
+        ok = submit(cycle, op, addr, nbytes, **kw)
+        if ok:
+            taken.append(op)
+        return ok
+    m.hbm.submit = record
+    m.request("compute", 64 * 2000, "gemm_reads")
+    m.request("compute", 64 * 200, "gemm_writes", op=MemOp.STORE, region=(0, 200, 64, 64))
+    arb = Arbiter(policy="compute_first")
+    released_max, seen = 0, set()
+    for _ in range(400):
+        m.step(8, arb)
+        now = set(m.inflight)
+        gone = seen - now
+        if gone and now:
+            assert max(gone) < min(now)       # every read released is older than any held
+        released_max = max([released_max, *gone])
+        seen |= now
+    assert released_max > 0
+    write = [op != MemOp.READ.value for op in taken[:400]]
+    assert write[:8] in ([False, True] * 4, [True, False] * 4)
+    assert sum(write[:400]) == 200                # the 200 stores, one in every two slots
