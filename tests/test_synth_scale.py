@@ -216,6 +216,15 @@ def test_sweep_merges_and_reuses(tmp_path):
     flow4 = FakeFlow()
     _sweep(path, flow4, force=True)
     assert sorted(c[1] for c in flow4.calls) == [64, 256, 1024]
+    # A point measured inside another timing wrapper is measured again.
+    stored = json.loads(path.read_text())
+    assert stored["axes"]["tracker_entries"]["results"]["tracker"]["64"]["wrapper_sha256"] \
+        == synth.config.wrapper_sha256()
+    stored["axes"]["tracker_entries"]["results"]["tracker"]["64"]["wrapper_sha256"] = "0" * 64
+    path.write_text(json.dumps(stored))
+    flow5 = FakeFlow()
+    _sweep(path, flow5)
+    assert [c[1] for c in flow5.calls] == [64]
 
 
 def test_sweep_shares_default_point_and_records_failures(tmp_path):

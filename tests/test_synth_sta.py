@@ -61,3 +61,6 @@ def test_summary_groups_failing_endpoints_by_register():
     assert sta.summary(sta.analyse(_sdf(), 6000))["failing"] == 0
     assert sta.register_name("dut.arbiter.wait1_TRELLIS_FF_Q_3/Q") == "dut.arbiter.wait1"
     assert sta.register_name("dut.x.y\\$DPRAM_COMB0/A") == "dut.x.y"
+    assert sta.register_name("dut.dma.engine.\\$signal$12_TRELLIS_FF_Q_2/Q") == \
+        "dut.dma.engine.$signal"
+    assert sta.register_name("dut.queue.held$35_TRELLIS_FF_Q_4/Q") == "dut.queue.held"

@@ -3,6 +3,7 @@
 iCE40 targets, the defaults of a run, the script templates (package data in
 ``t3hw/tools/synth_scripts/``), and the tracker's storage figures."""
 
+import hashlib
 import string
 
 from .. import toolchain
@@ -134,3 +135,9 @@ def entry_name(block, param_set):
 def script_template(name):
     """The script template ``name`` of :data:`SCRIPTS`, as a :class:`string.Template`."""
     return string.Template((SCRIPTS / name).read_text())
+
+
+def wrapper_sha256():
+    """The sha256 of the timing wrapper's template (``wrapper.v``): a stored measurement
+    made inside another wrapper is not reused."""
+    return hashlib.sha256((SCRIPTS / "wrapper.v").read_bytes()).hexdigest()

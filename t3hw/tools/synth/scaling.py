@@ -70,7 +70,7 @@ import numpy as np
 from .. import simulate, toolchain
 from ..errors import ToolError
 from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_PNR_TIMEOUT_S, DEFAULT_SEEDS,
-                     DEFAULT_TIMEOUT_S, ECP5, choose)
+                     DEFAULT_TIMEOUT_S, ECP5, choose, wrapper_sha256)
 from .flow import GENERATE_LOCK, _check_options, synth_block, tool_versions
 from t3hw.spec.params import DEFAULT, PARAM_RANGES, EngineParams
 
@@ -307,7 +307,7 @@ def _record(entry, *, axis, x, block, params, wall, command, seeds, freq, pnr_ti
            **{k: e[k] for k in ("lut4", "lut4_logic", "ccu2c", "ff", "ram_output_ff", "bram",
                                 "dpr16x4", "dsp", "pfumx", "l6mux21")},
            "fmax_mhz": e["fmax_mhz"], "fmax_seeds": e["fmax_seeds"], "pnr": pnr,
-           "seeds": list(seeds), "target_mhz": freq}
+           "seeds": list(seeds), "target_mhz": freq, "wrapper_sha256": wrapper_sha256()}
     if pnr != "finished":
         rec["pnr_timeout_s"] = pnr_timeout
     if e.get("pnr_errors"):
@@ -329,6 +329,8 @@ def _reusable(rec, sha, seeds, freq, pnr_timeout):
     if "error" in rec or rec.get("verilog_sha256") != sha:
         return False
     if rec.get("seeds") != list(seeds) or rec.get("target_mhz") != freq:
+        return False
+    if rec.get("wrapper_sha256") != wrapper_sha256():
         return False
     if rec.get("tools") != _tools():
         return False

@@ -97,10 +97,14 @@ def analyse(sdf, period_ps):
 
 def register_name(pin):
     """The register (or RAM) a cell pin belongs to, without the packer's suffixes:
-    ``dut.arbiter.wait1_TRELLIS_FF_Q_3/Q`` is ``dut.arbiter.wait1``."""
+    ``dut.arbiter.wait1_TRELLIS_FF_Q_3/Q`` is ``dut.arbiter.wait1``; a register named after
+    a Yosys-internal wire keeps that name (``dut.dma.$signal$12_TRELLIS_FF_Q`` is
+    ``dut.dma.$signal``)."""
     cell = pin.rsplit("/", 1)[0].replace("\\", "")
     cell = re.sub(r"_TRELLIS_FF_Q(_\d+)?$", "", cell)
-    return re.sub(r"\$.*$", "", cell)
+    head, dot, last = cell.rpartition(".")
+    lead = "$" if last.startswith("$") else ""
+    return head + dot + lead + re.sub(r"\$.*$", "", last[len(lead):])
 
 
 def summary(endpoints, *, top=40):
