@@ -26,9 +26,9 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   request per cycle for the whole memory, into a one-request input register; a request
   its pseudo-channel's queue refuses stays there, and nothing is granted until the model
   takes it (head-of-line blocking, as at the engine's ``dram`` port). T3-MCA compares its
-  threshold with the whole memory's waiting accesses plus the input register, the RTL's
-  ``occupancy``. Inside each stream a pointer takes its reads and its writes in turn
-  while both wait (the arbiter's round robin between loads and stores, DMA reads and
+  threshold with the whole memory's waiting accesses, the RTL's ``occupancy`` (which
+  counts the input register too, empty whenever a request is granted). Inside each stream
+  a pointer takes its reads and its writes in turn while both wait (the arbiter's round robin between loads and stores, DMA reads and
   received updates), each in the order asked. Reads are answered in request order (the
   co-simulation's DRAM has a reorder buffer). The GEMM's loads are bounded by ``mshrs``
   for the whole GPU (its load tags) instead of per channel, and are asked one compute unit
@@ -68,10 +68,19 @@ from .hbm import HbmModel, HbmParams
 from t3hw.spec.layouts import MemOp
 
 
-__all__ = ["HbmMemory"]
+__all__ = ["HbmMemory", "check_optional_int"]
 
 _TICK = 16                           # cycles between arbitration rounds
 _READ = MemOp.READ.value
+
+
+def check_optional_int(name, value, low):
+    """``value`` if it is None or an integer of at least ``low``; else a ValueError that
+    names the value and the range."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or
+                              value < low):
+        raise ValueError(f"{name} must be None or an integer in [{low}, inf), not {value!r}")
+    return value
 
 
 class HbmMemory:
@@ -125,15 +134,8 @@ class HbmMemory:
         if burst_bytes != p.interleave_bytes:
             raise ValueError(f"burst_bytes must be hbm.interleave_bytes="
                              f"{p.interleave_bytes} for the HBM memory, not {burst_bytes!r}")
-        if fabric_cycles is not None and (isinstance(fabric_cycles, bool) or
-                                          not isinstance(fabric_cycles, int) or
-                                          fabric_cycles < 0):
-            raise ValueError(f"fabric_cycles must be None or an integer in [0, inf), "
-                             f"not {fabric_cycles!r}")
-        if load_spacing is not None and (isinstance(load_spacing, bool) or
-                                         not isinstance(load_spacing, int) or load_spacing < 1):
-            raise ValueError(f"load_spacing must be None or an integer in [1, inf), "
-                             f"not {load_spacing!r}")
+        check_optional_int("fabric_cycles", fabric_cycles, 0)
+        check_optional_int("load_spacing", load_spacing, 1)
         if port not in ("channel", "single"):
             raise ValueError(f"port must be 'channel' or 'single', not {port!r}")
         if port == "single" and sample_pcs != p.n_pcs:
@@ -173,7 +175,6 @@ class HbmMemory:
             self.panel_bytes = panel_bytes
             self.cursors = [[self._base(), 0] for _ in range(cus)]
         else:
-            _ = [self._base() for _ in range(cus)]        # the same draws either way
             self.panel_bytes = float("inf")
             self.cursors = [[k * load_spacing, 0] for k in range(cus)]
         self.cu_next = 0
@@ -387,8 +388,9 @@ class HbmMemory:
             cq, mq = self._head("compute"), self._head("comm")
             if cq is None and mq is None:
                 return
+            # the input register is empty whenever a request is granted
             choice = arb.grant(compute_ready=cq is not None, comm_ready=mq is not None,
-                               occupancy=self.hbm.occupancy + (self.slot is not None))
+                               occupancy=self.hbm.occupancy)
             if choice is None:
                 continue
             _, op, addr, entry = (cq if choice == "compute" else mq).popleft()

@@ -66,7 +66,7 @@ from .dram import TRAFFIC_CLASSES, DramModel
 from .engine_model import MCA_NAMES, Arbiter, DmaDescriptor, observe_bytes
 from .gpu import GemmProducer, GpuConfig, SteppedCores
 from .hbm_params import HbmParams
-from .memsys import HbmMemory
+from .memsys import HbmMemory, check_optional_int
 from .network import RingNetwork
 from .tracker import TrackerModel
 from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
@@ -203,11 +203,8 @@ class SystemConfig:
                 not isinstance(self.lookahead_steps, (int, float)) or not self.lookahead_steps > 0:
             raise ValueError(f"lookahead_steps must be a number in (0, inf], "
                              f"not {self.lookahead_steps!r}")
-        if self.fabric_cycles is not None:
-            v = self.fabric_cycles
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"fabric_cycles must be None or an integer in [0, inf), "
-                                 f"not {v!r}")
+        check_optional_int("fabric_cycles", self.fabric_cycles, 0)
+        check_optional_int("load_spacing", self.load_spacing, 1)
         if self.tx_buffer_bytes < self.packet_bytes:
             raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
                              f"not {self.tx_buffer_bytes!r}")

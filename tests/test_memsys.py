@@ -111,6 +111,8 @@ def test_bad_memory_configurations():
         HbmMemory(port="single", sample_pcs=2)
     with pytest.raises(ValueError, match="fabric_cycles must be None or an integer"):
         HbmMemory(fabric_cycles=-1)
+    with pytest.raises(ValueError, match="load_spacing must be None or an integer in \\[1, inf\\)"):
+        SystemConfig(load_spacing=0)
     with pytest.raises(ValueError, match="hbm_port must be 'channel' or 'single'"):
         SystemConfig(hbm_port="both")
     with pytest.raises(ValueError, match="lookahead_steps must be a number in \\(0, inf\\]"):
