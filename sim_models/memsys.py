@@ -23,16 +23,16 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   memory system (x ``n_pcs / sample_pcs``).
 * **One port instead** (``port="single"``, the co-simulation's memory controller: one
   engine in front of the whole memory). One arbiter, the step's own, grants at most one
-  request per cycle for the whole memory, into a one-request input register; a request
-  its pseudo-channel's queue refuses stays there, and nothing is granted until the model
-  takes it (head-of-line blocking, as at the engine's ``dram`` port). T3-MCA compares its
-  threshold with the whole memory's waiting accesses, the RTL's ``occupancy`` (which
-  counts the input register too, empty whenever a request is granted). Inside each stream
-  a pointer takes its reads and its writes in turn while both wait (the arbiter's round robin between loads and stores, DMA reads and
-  received updates), each in the order asked. Reads are answered in request order (the
-  co-simulation's DRAM has a reorder buffer). The GEMM's loads are bounded by ``mshrs``
-  for the whole GPU (its load tags) instead of per channel, and are asked one compute unit
-  after the other. Every pseudo-channel is simulated.
+  request per cycle for the whole memory, into a one-request input register; a request its
+  pseudo-channel's queue refuses stays there, and nothing is granted until the model takes
+  it (head-of-line blocking, as at the engine's ``dram`` port). T3-MCA compares its
+  threshold with the whole memory's waiting accesses, the RTL's ``occupancy`` (which counts
+  the input register too, empty whenever a request is granted). Inside each stream a
+  pointer takes its reads and its writes in turn while both wait (the arbiter's round robin
+  between loads and stores, DMA reads and received updates), each in the order asked. Reads
+  are answered in request order (the co-simulation's DRAM has a reorder buffer). The GEMM's
+  loads are bounded by ``mshrs`` for the whole GPU (its load tags) instead of per channel,
+  and are asked one compute unit after the other. Every pseudo-channel is simulated.
 * **Latency at the GPU.** A GEMM load holds one of its channel's outstanding-load slots
   (``mshrs`` granule-sized requests for the whole GPU, split evenly over the PCs: the L2
   slice in front of each channel tracks its own misses) from its issue to the return of its
