@@ -57,12 +57,16 @@ def check(r, cfg):
     for s in r["stats"]:
         assert s["tracker"]["dropped"] == 0 and s["tracker"]["unprogrammed"] == 0
         assert s["dma"]["packets"] == s["dma"]["reads"]
+    # every GPU's GEMM ended (its last tile retired) before the run did
+    assert all(0 < g < r["cycles"]["rtl"] for g in r["gemm_cycles"]), r["gemm_cycles"]
+    assert r["cycles"]["gemm"] == max(r["gemm_cycles"])
 
 
 def check_fast(cfg, exact):
     """The fast mode (simulation-only HDL models, Python at tile events) runs ``cfg`` to the
     same result as the exact mode did: cycles, triggers, packets, store waits, DRAM bytes
-    per class, every error bit and every engine counter, and numerics."""
+    per class, when each GPU's GEMM ended, every error bit and every engine counter, and
+    numerics."""
     f = cosim.run(cfg, model=False, mode="fast")
     print(cosim.result_line(f))
     assert f["mode"] == "fast" and exact["mode"] == "exact"

@@ -460,6 +460,7 @@ class GpuCores:
         self.compute = self.prod.compute_cycles
         self.first_load = None
         self.last_store = None
+        self.last_retire = None                  # the cycle the last tile so far retired in
         # Kept as they change, so that no per-cycle call scans the CUs:
         self.busy = 0                            # CUs holding a tile
         self.loading = 0                         # CUs with loads still to issue
@@ -541,6 +542,7 @@ class GpuCores:
             self.cus[k] = None
             self.busy -= 1
             self.tiles_done += 1
+        self.last_retire = cycle
 
     def next_event(self, cycle):
         """The earliest cycle at which a CU can retire, if none can act now."""

@@ -328,7 +328,8 @@ def _units(producer, n, max_units, burst_bytes, packet_bytes, max_threshold):
 
 
 def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
-    """The GEMM phase: alone (``fused=False``) or fused with the ring RS (T3)."""
+    """The GEMM phase: alone (``fused=False``) or fused with the ring RS (T3): ``(cycles,
+    traffic, arbiter, gemm_end)``, ``gemm_end`` where the last tile left its compute unit."""
     n, dt = work.tp, cfg.step_cycles
     prod = GemmProducer(shape=work.shape, gpu=cfg.gpu, n_gpus=n if fused else 1,
                         cache_outputs=not fused)
@@ -336,7 +337,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
     arb = cfg.arbiter(policy, dram.saturation)
     gemm = SteppedCores(prod, lookahead_steps=cfg.lookahead_steps)
     cfifo, mfifo = _Fifo(), _Fifo()
-    now = 0.0
+    now, gemm_end = 0.0, None
     if not fused:
         while not (gemm.done and not cfifo):
             gemm.dispatch()
@@ -354,7 +355,8 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
                              region=prod.store_region(t))
                 gemm.free(cu)
             now += dt
-        return now, dram.traffic, arb
+            gemm_end = now if gemm_end is None and gemm.done else gemm_end
+        return now, dram.traffic, arb, gemm_end
 
     p = cfg.params
     stages, ubytes, beat = _units(prod, n, max(1, p.tracker_entries // (n - 1)),
@@ -427,6 +429,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             if not dma[0][1]:
                 dma.popleft()
         running = not gemm.done
+        gemm_end = now if gemm_end is None and not running else gemm_end
         gc, gm = dram.step(dt, arb)
         if running:                       # T3-MCA: compute's share of this step's capacity
             arb.measure(dt, min(1.0, gc / (dram.bytes_per_cycle * dt)))
@@ -461,7 +464,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
                 f"armed units: {sorted(armed)[:8]}")
     if any(tracker.errors.values()):
         raise RuntimeError(f"tracker errors in the fused run: {tracker.errors}")
-    return now, dram.traffic, arb
+    return now, dram.traffic, arb, now if gemm_end is None else gemm_end
 
 
 def _ring_sim(work, cfg, kind):
@@ -520,7 +523,7 @@ def _ring_sim(work, cfg, kind):
 def simulate_sequential(work, cfg=None):
     """Sequential: GEMM, then ring RS, then ring AG. Returns a :class:`PhaseResult`."""
     cfg = cfg or SystemConfig()
-    g, g_traffic, _ = _gemm_sim(work, cfg, fused=False)
+    g, g_traffic, _, _ = _gemm_sim(work, cfg, fused=False)
     rs, rs_traffic = _ring_sim(work, cfg, "rs")
     ag, ag_traffic = _ring_sim(work, cfg, "ag")
     traffic = {c: g_traffic[c] + rs_traffic[c] + ag_traffic[c] for c in TRAFFIC_CLASSES}
@@ -529,16 +532,18 @@ def simulate_sequential(work, cfg=None):
 
 def simulate_t3(work, cfg=None, *, policy="round_robin", ag=None):
     """T3 (``policy="round_robin"``), T3-MCA (``"t3_mca"``) or T3-MCA with round robin below
-    the threshold (``"t3_mca_rr"``, ours): fused GEMM+RS, then AG.
+    the threshold (``"t3_mca_rr"``, ours): fused GEMM+RS, then AG. ``cycles["gemm"]`` is
+    the cycle, inside the fused phase, at which the GEMM's last tile left its compute unit.
 
     ``ag`` is ``(cycles, traffic)`` of the all-gather if already simulated (it is the same
     phase as Sequential's).
     """
     cfg = cfg or SystemConfig()
-    fused, f_traffic, arb = _gemm_sim(work, cfg, fused=True, policy=policy)
+    fused, f_traffic, arb, gemm_end = _gemm_sim(work, cfg, fused=True, policy=policy)
     ag_cycles, ag_traffic = ag if ag is not None else _ring_sim(work, cfg, "ag")
     traffic = {c: f_traffic[c] + ag_traffic[c] for c in TRAFFIC_CLASSES}
-    return PhaseResult({"gemm_rs": fused, "ag": ag_cycles, "total": fused + ag_cycles}, traffic,
+    return PhaseResult({"gemm_rs": fused, "gemm": gemm_end, "ag": ag_cycles, "total": fused
+                        + ag_cycles}, traffic,
                        arb.threshold if policy in MCA_NAMES else None)
 
 

@@ -30,6 +30,11 @@ def _local_stores(plan, gpu, tile):
     return out
 
 
+def _end(loads=(0, 0)):
+    """The lines the shell writes at the end of a run: each GPU's GEMM load bytes."""
+    return "".join(f"2 {gpu} 0 0 0 0 {n}\n" for gpu, n in enumerate(loads))
+
+
 def _setup():
     cfg = small(2)
     plan = Plan(cfg)
@@ -43,8 +48,7 @@ def test_local_stores_land_and_are_counted(tmp_path):
     log = tmp_path / "log.txt"
     lines = [f"0 0 {c} {UPDATE} {COMPUTE} {addr} {data.nbytes}"
              for c, (addr, data) in enumerate(stores)]
-    lines.append(f"0 0 99 {READ} {COMPUTE} {plan.o_base} 64")
-    log.write_text("\n".join(lines) + "\n")
+    log.write_text("\n".join(lines) + "\n" + _end((64, 0)))
     r = replay(cfg, plan, read_log(log), [[tile], []])
     d = r["drams"][0]
     for addr, data in stores:
@@ -58,7 +62,7 @@ def test_a_write_with_no_store_behind_it_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
     log = tmp_path / "log.txt"
     addr, data = stores[0]
-    log.write_text(f"0 0 5 {UPDATE} {COMPUTE} {addr} {data.nbytes}\n")
+    log.write_text(f"0 0 5 {UPDATE} {COMPUTE} {addr} {data.nbytes}\n" + _end())
     with pytest.raises(AssertionError, match="cycle 5: GPU 0 DRAM write .* no store behind it"):
         replay(cfg, plan, read_log(log), [[], []])          # no tile retired: no store
 
@@ -67,7 +71,7 @@ def test_data_of_the_wrong_size_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
     log = tmp_path / "log.txt"
     addr, data = stores[0]
-    log.write_text(f"0 0 7 {UPDATE} {COMPUTE} {addr} {data.nbytes + 2}\n")
+    log.write_text(f"0 0 7 {UPDATE} {COMPUTE} {addr} {data.nbytes + 2}\n" + _end())
     with pytest.raises(AssertionError, match="cycle 7: GPU 0 write of .* carries"):
         replay(cfg, plan, read_log(log), [[tile], []])
 
@@ -75,7 +79,7 @@ def test_data_of_the_wrong_size_is_an_error(tmp_path):
 def test_an_access_outside_the_memory_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
     log = tmp_path / "log.txt"
-    log.write_text(f"0 1 3 {READ} {DMA} {plan.o_base - 64} 64\n")
+    log.write_text(f"0 1 3 {READ} {DMA} {plan.o_base - 64} 64\n" + _end())
     with pytest.raises(AssertionError, match="cycle 3: GPU 1 DRAM access .* outside"):
         replay(cfg, plan, read_log(log), [[], []])
 
@@ -83,7 +87,7 @@ def test_an_access_outside_the_memory_is_an_error(tmp_path):
 def test_a_received_packet_nobody_sent_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
     log = tmp_path / "log.txt"
-    log.write_text(f"0 0 9 {UPDATE} {REMOTE} {plan.o_base} 64\n")
+    log.write_text(f"0 0 9 {UPDATE} {REMOTE} {plan.o_base} 64\n" + _end())
     with pytest.raises(AssertionError, match="cycle 9: GPU 0 writes a received packet"):
         replay(cfg, plan, read_log(log), [[], []])
 
@@ -93,3 +97,14 @@ def test_a_truncated_log_is_refused(tmp_path):
     log.write_text("0 0 1 2 0\n")
     with pytest.raises(ValueError, match="truncated"):
         read_log(log)
+
+
+def test_a_log_without_its_end_is_refused(tmp_path):
+    """The GEMM's load bytes are written when the run ends; a log without them (a run that
+    was cut short) is not replayed."""
+    cfg, plan, tile, stores = _setup()
+    log = tmp_path / "log.txt"
+    log.write_text(f"0 0 5 {UPDATE} {COMPUTE} {stores[0][0]} {stores[0][1].nbytes}\n"
+                   + _end((64,)))
+    with pytest.raises(AssertionError, match="0 counts of GPU 1's GEMM loads"):
+        replay(cfg, plan, read_log(log), [[tile], []])

@@ -86,6 +86,11 @@ def test_t3_bounds(runs, w):
         assert r.cycles["ag"] == seq.cycles["ag"]
         assert r.cycles["gemm_rs"] >= link_bound
         assert r.total < seq.total
+        # the GEMM inside the fused phase: done before the phase ends, and no faster than
+        # its compute allows (the whole GEMM's flops spread over every CU)
+        g = cfg.gpu
+        assert w.shape.flops / (g.cus * g.flops_per_cu_cycle) <= r.cycles["gemm"] \
+            <= r.cycles["gemm_rs"]
 
 
 # -- arbiter policies ---------------------------------------------------------------------

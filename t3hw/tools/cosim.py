@@ -198,7 +198,7 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
 
 #: The result fields the fast and the exact mode must agree on (with ``cycles.rtl``).
 SAME_IN_BOTH_MODES = ("numerics_ok", "max_abs_err", "triggers_per_gpu", "armed", "packets",
-                      "store_wait_cycles", "dram_bytes", "errors", "stats")
+                      "store_wait_cycles", "gemm_cycles", "dram_bytes", "errors", "stats")
 
 
 def differences(fast, exact):
@@ -219,9 +219,13 @@ def _run_fast(cfg, root, progress):
 
 def _finish(cfg, r, json_path, model):
     """Add the model's figures to a result and write it to ``json_path`` (if given)."""
+    done = [c for c in r.get("gemm_cycles") or () if c is not None]
+    if done:                     # the GEMM's end: the last tile retired on the slowest GPU
+        r["cycles"]["gemm"] = max(done)
     if model:
         m = model_cycles(cfg)
         r["cycles"]["model"] = m["t3"]
+        r["cycles"]["model_gemm"] = m["phases"]["t3"]["gemm"]
         r["cycles"]["sequential"] = m["sequential"]
         r["model"] = m
         r["cycles"]["gap"] = r["cycles"]["rtl"] / m["t3"] - 1.0
@@ -238,10 +242,14 @@ def result_line(r):
     """One line summing up a result."""
     c = r["cycles"]
     model = f", model {c['model']:,.0f} ({100 * c['gap']:+.1f}%)" if "model" in c else ""
+    gemm = ""
+    if "gemm" in c:
+        gemm = f"; GEMM done at {c['gemm']:,}" + (f" (model {c['model_gemm']:,.0f})"
+                                                   if "model_gemm" in c else "")
     mem = r["config"].get("memory", "fixed")
     return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']} "
             f"({mem} DRAM, {r.get('mode', 'exact')} mode): "
-            f"{c['rtl']:,} RTL cycles{model}; numerics "
+            f"{c['rtl']:,} RTL cycles{model}{gemm}; numerics "
             f"{'exact' if r['numerics_ok'] else 'WRONG'} (max err {r['max_abs_err']:g}); "
             f"{r['triggers']} triggers; {r['rtl_cycles_per_s']:,.0f} cycles/s")
 

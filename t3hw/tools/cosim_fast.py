@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 from sim_models.collective import Plan
+from t3hw.spec.arbiter_layouts import MemOp
+from t3hw.spec.kinds import WriteSource
 from . import simulate, toolchain
 from .synth.wrapper import verilog_ports
 
@@ -108,16 +110,26 @@ def shell(core_text, n):
               "  reg [8*1024-1:0] path;",
               "  initial begin",
               '    if ($value$plusargs("t3hw_log=%s", path)) fd = $fopen(path, "w");',
-              "  end",
-              "  always @(posedge clk) if (fd != 0) begin"]
+              "  end"]
+    # The GEMM's loads (compute reads) carry no data: each GPU's read bytes are summed here
+    # and written once at the end, which keeps most of the DRAM's requests out of the log.
+    lines += [f"  reg [63:0] gemm_reads{i} = 0;" for i in range(n)]
+    lines += ["  always @(posedge clk) if (fd != 0) begin"]
     for i in range(n):
-        lines += [f"    if (log{i}__serve_valid) $fwrite(fd, \"0 {i} %0d %0d %0d %0d %0d\\n\", "
-                  f"cycle, log{i}__serve_op, log{i}__serve_source, log{i}__serve_addr, "
-                  f"log{i}__serve_bytes);",
+        load = (f"log{i}__serve_op == {MemOp.READ.value} && "
+                f"log{i}__serve_source == {WriteSource.COMPUTE.value}")
+        lines += [f"    if (log{i}__serve_valid && {load}) gemm_reads{i} <= gemm_reads{i} + "
+                  f"log{i}__serve_bytes;",
+                  f"    else if (log{i}__serve_valid) $fwrite(fd, \"0 {i} %0d %0d %0d %0d "
+                  f"%0d\\n\", cycle, log{i}__serve_op, log{i}__serve_source, "
+                  f"log{i}__serve_addr, log{i}__serve_bytes);",
                   f"    if (log{i}__tx_valid) $fwrite(fd, \"1 {i} %0d %0d %0d 0 0\\n\", cycle, "
                   f"log{i}__tx_kind, log{i}__tx_tile);"]
     lines += ["  end",
-              "  final if (fd != 0) $fclose(fd);",
+              "  final if (fd != 0) begin"]
+    lines += [f"    $fwrite(fd, \"2 {i} 0 0 0 0 %0d\\n\", gemm_reads{i});" for i in range(n)]
+    lines += ["    $fclose(fd);",
+              "  end",
               "endmodule", ""]
     return "\n".join(lines)
 

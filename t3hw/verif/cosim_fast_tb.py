@@ -68,6 +68,7 @@ class _Gpu:
         self.fields = [(name, f.offset, (1 << f.width) - 1) for name, f in self.layout]
         self.held = [None] * self.cus               # the tile each CU holds
         self.retired = []                           # tiles, in the order they retired
+        self.last_retire = None                     # the cycle of the last retirement
 
     def _entry(self, t):
         """The ``desc`` entry of tile ``t``, packed (as ``GpuCores.dispatch`` would set up
@@ -100,9 +101,12 @@ class _Gpu:
             raise AssertionError(f"GPU {self.i}: cycle 0 retires {r:#x} and dispatches "
                                  f"{d:#x}; the testbench wrote tiles for {mask:#x}")
 
-    def handle(self):
-        """This cycle's retires and dispatches, as ``GpuCores.retire`` then ``dispatch``."""
+    def handle(self, cycle):
+        """Cycle ``cycle``'s retires and dispatches, as ``GpuCores.retire`` then
+        ``dispatch``."""
         r, d = self.retire.get_signal_val_long(), self.dispatch.get_signal_val_long()
+        if r:
+            self.last_retire = cycle
         for k in range(self.cus):
             if r >> k & 1:
                 t = self.held[k]
@@ -160,7 +164,7 @@ async def cosim_fast(dut):
     await Timer(1, "ns")
     for g, mask in zip(gpus, first):
         g.check_first(mask)
-    stamp = dut.stamp._handle
+    stamp, now = dut.stamp._handle, dut.cycle._handle
     events = wakes = 0
     stuck, last, quiet = False, None, 0
     while True:
@@ -188,8 +192,9 @@ async def cosim_fast(dut):
         if _val(dut, "done") or _val(dut, "error"):
             break
         events += 1
+        cyc = now.get_signal_val_long()
         for g in gpus:
-            g.handle()
+            g.handle(cyc)
     cycle = _val(dut, "cycle")
     wall_run = time.perf_counter() - t_run
 
@@ -212,6 +217,7 @@ async def cosim_fast(dut):
         "armed": armed,
         "packets": [g["packets"] for g in per_gpu],
         "store_wait_cycles": [g["store_wait"] for g in per_gpu],
+        "gemm_cycles": [None if g.last_retire is None else g.last_retire + 1 for g in gpus],
         "tiles_done": [g["tiles_done"] for g in per_gpu],
         "r_writes": [g["r_writes"] for g in per_gpu],
         "retired": [g.retired for g in gpus],

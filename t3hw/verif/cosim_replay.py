@@ -4,9 +4,11 @@ with numpy arrays while it runs (:class:`sim_models.cosim.SystemEnv`), done from
 the run instead.
 
 The simulation shell (:mod:`t3hw.tools.cosim_fast`) writes one line per event, in cycle
-order: ``0 <gpu> <cycle> <op> <source> <addr> <bytes>`` for every request a DRAM serves, and
-``1 <gpu> <cycle> <kind> <tile> 0 0`` for every packet an engine sends. With the order in
-which each GPU's tiles retired (the testbench's events), that fixes every datum:
+order: ``0 <gpu> <cycle> <op> <source> <addr> <bytes>`` for every request a DRAM serves but
+the GEMM's loads, and ``1 <gpu> <cycle> <kind> <tile> 0 0`` for every packet an engine
+sends; at the end, ``2 <gpu> 0 0 0 0 <bytes>``, the bytes of the GEMM's loads each DRAM
+served (they carry no data: only their count is kept). With the order in which each GPU's
+tiles retired (the testbench's events), that fixes every datum:
 
 * a GPU's stores are its retired tiles' stores in order (:meth:`~sim_models.collective.Plan.
   tile_stores`); those into a ``REMOTE`` region are the data of its forwarded updates, the
@@ -41,16 +43,22 @@ _COMPUTE, _DMA = WriteSource.COMPUTE.value, WriteSource.DMA.value
 _UPDATE = WriteKind.UPDATE.value
 
 
-def _count(drams, serves, result_base):
-    """Each DRAM's traffic counters, ``r_writes`` and ``last_write`` from its serves, as
+def _count(drams, serves, loads, result_base):
+    """Each DRAM's traffic counters, ``r_writes`` and ``last_write`` from its serves and the
+    GEMM's load bytes (``loads``, the log's kind-2 lines), as
     :meth:`~sim_models.dram.NmcDram.access` and ``written`` count them one by one."""
     for gpu, d in enumerate(drams):
         mine = serves[serves[:, 1] == gpu]
+        counted = loads[loads[:, 1] == gpu]
+        if len(counted) != 1:
+            raise AssertionError(f"the log has {len(counted)} counts of GPU {gpu}'s GEMM "
+                                 f"loads, not 1 (a run that did not end?)")
+        d.memory.count("gemm_reads", int(counted[0, 6]))
         op, source, addr, nbytes = mine[:, 3], mine[:, 4], mine[:, 5], mine[:, 6]
         read, compute, in_r = op == _READ, source == _COMPUTE, addr >= result_base
         dma_read = read & (source == _DMA)
         remote_write = ~read & ~compute
-        for cls, mask in (("gemm_reads", read & (source != _DMA)), ("gemm_writes", ~read & compute),
+        for cls, mask in (("gemm_writes", ~read & compute),
                           ("rs_reads", dma_read & ~in_r), ("ag_reads", dma_read & in_r),
                           ("rs_writes", remote_write & (op != _STORE)),
                           ("ag_writes", remote_write & (op == _STORE))):
@@ -110,13 +118,13 @@ def replay(cfg, plan, log, retired):
             for addr, _tile, data in plan.tile_stores(i, t):
                 (remote if plan.is_remote(i, addr) else local)[i].append(data)
     kind = log[:, 0]
-    tx, serves = log[kind == 1], log[kind == 0]
+    tx, serves, loads = log[kind == 1], log[kind == 0], log[kind == 2]
     packets = []
     for s in range(n):
         mine = tx[tx[:, 1] == s]
         packets.append(_Packets(mine[:, 3], mine[:, 4], (s + 1) % n, plan.ids.units,
                                 remote[s], drams[s].dma_data))
-    _count(drams, serves, plan.r_base)
+    _count(drams, serves, loads, plan.r_base)
     data_ops = serves[(serves[:, 3] != _READ) | (serves[:, 4] == _DMA)]
     outside = (data_ops[:, 5] < plan.o_base) | \
         (data_ops[:, 5] + data_ops[:, 6] > plan.o_base + size)
@@ -125,9 +133,8 @@ def replay(cfg, plan, log, retired):
         raise AssertionError(f"cycle {cycle}: GPU {gpu} DRAM access of {nbytes} bytes at "
                              f"{addr:#x}, outside the memory [{plan.o_base:#x}, "
                              f"{plan.o_base + size:#x})")
-    # compute reads carry no data; the rest, in cycle order (then GPU), one numpy op each
-    rest = serves[~((serves[:, 3] == _READ) & (serves[:, 4] == _COMPUTE))]
-    rest = rest[np.lexsort((rest[:, 1], rest[:, 2]))]
+    # every logged serve, in cycle order (then GPU), one numpy op each
+    rest = serves[np.lexsort((serves[:, 1], serves[:, 2]))]
     words = [d.memory.mem.view(DTYPE) for d in drams]        # element i: byte 2 i
     base = plan.o_base
     # six flat lists, not one list per row: a list per row makes the garbage collector

@@ -321,6 +321,8 @@ async def cosim(dut):
         "armed": triggers_armed,
         "packets": env.packets,
         "store_wait_cycles": env.store_wait,
+        "gemm_cycles": [None if g.last_retire is None else g.last_retire + 1 - start
+                        for g in env.gpus],
         "dram_bytes": env.traffic(),
         "memory": cfg.memory,
         "hbm": [dict(d.hbm.stats, late_reads=d.late_reads) for d in env.drams]
