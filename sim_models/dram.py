@@ -208,11 +208,12 @@ class DramModel:
         """Occupancy at which the DRAM saturates: the bandwidth-delay product in requests."""
         return self.bytes_per_cycle * self.latency_cycles / self.burst_bytes
 
-    def request(self, stream, nbytes, cls, *, op=None, region=None):
+    def request(self, stream, nbytes, cls, *, op=None, region=None, cus=None):
         """Issue ``nbytes`` of requests on ``stream`` (``"compute"`` or ``"comm"``).
 
-        ``op`` and ``region`` (what the requests do and where) matter to the HBM2 memory
-        (:class:`sim_models.memsys.HbmMemory`); this fluid model moves bytes only.
+        ``op``, ``region`` and ``cus`` (what the requests do, where, and for which compute
+        units' tiles) matter to the HBM2 memory (:class:`sim_models.memsys.HbmMemory`);
+        this fluid model moves bytes only.
         """
         if stream not in self.backlog:
             raise ValueError(f"stream must be 'compute' or 'comm', not {stream!r}")

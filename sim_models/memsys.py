@@ -171,12 +171,15 @@ class HbmMemory:
         self.waiting = 0.0
         self.now = 0
         self.rng = random.Random(seed)
+        self.spacing, self.cu_lanes, self.cu_rr = load_spacing, None, 0
         if load_spacing is None:
             self.panel_bytes = panel_bytes
             self.cursors = [[self._base(), 0] for _ in range(cus)]
         else:
             self.panel_bytes = float("inf")
-            self.cursors = [[k * load_spacing, 0] for k in range(cus)]
+            self.cursors = [[k * load_spacing, 0, None] for k in range(cus)]
+            if port == "single":                # per unit, taken in turn (_cu_loads)
+                self.cu_lanes = [deque() for _ in range(cus)]
         self.cu_next = 0
         self.regions = {"comm_read": 1 << 33, "comm_write": 3 << 32, "compute_write": 1 << 34}
         # an entry per request call: [bytes, sampled granules, stream]; per PC and
@@ -231,10 +234,13 @@ class HbmMemory:
             g += n
         return out
 
-    def request(self, stream, nbytes, cls, *, op=None, region=None):
+    def request(self, stream, nbytes, cls, *, op=None, region=None, cus=None):
         """``nbytes`` more of ``stream`` (``"compute"`` or ``"comm"``), counted in ``cls``;
         ``op`` a :class:`MemOp` (default: read for ``*_reads``, store otherwise),
-        ``region`` ``(addr, rows, row_bytes, pitch)`` where the bytes lie, if known."""
+        ``region`` ``(addr, rows, row_bytes, pitch)`` where the bytes lie, if known; ``cus``
+        for the GEMM's loads, ``(tile, bytes)`` of each compute unit (:meth:`_cu_loads`)."""
+        if cus is not None and self.cu_lanes is not None and stream == "compute":
+            return self._cu_loads(cls, cus)
         if stream not in self.served:
             raise ValueError(f"stream must be 'compute' or 'comm', not {stream!r}")
         if nbytes <= 0:
@@ -286,6 +292,31 @@ class HbmMemory:
             for a in addrs:
                 self.pending[(a >> bits) % n][lane].append((self.seq, op, a, entry))
         self.queued += len(addrs)
+
+    def _cu_loads(self, cls, cus):
+        """Single port with ``load_spacing``: the GEMM's loads as the co-simulation's GPU
+        issues them. Compute unit ``k``'s tile ``t`` reads from ``t * load_spacing`` (wrapped
+        at 1 GiB) on, a queue per unit, and the units take the port in turn
+        (:class:`~sim_models.gpu.GpuCores`)."""
+        cus = list(cus)
+        total = sum(nb for _, nb in cus)
+        if total <= 0:
+            return
+        self.traffic[cls] += int(total)
+        entry, bits, seq = [total, 0, "compute"], self.gbits, self.seq + 1
+        for k, (tile, nb) in enumerate(cus):
+            if nb <= 0:
+                continue
+            cur = self.cursors[k]
+            if cur[2] != tile:                  # a new tile: its own first load
+                cur[:] = [(tile * self.spacing) % (1 << 30), 0, tile]
+            addrs = self._granules(cur[0] + cur[1], int(-(-nb // 1)))
+            cur[1] += int(-(-nb // 1))
+            self.cu_lanes[k].extend((seq, _READ, a, entry) for a in addrs)
+            entry[1] += len(addrs)
+        self.seq = seq
+        self.queued += entry[1]
+        self.open["compute"] += total
 
     # -- time ----------------------------------------------------------------------------
     def _arbiters(self, arb):
@@ -351,6 +382,10 @@ class HbmMemory:
         pointer inside the arbiter's class: loads and stores, DMA reads and received
         updates)."""
         rq, wq = self.lanes[(stream, True)], self.lanes[(stream, False)]
+        if stream == "compute" and self.cu_lanes is not None:
+            n = len(self.cu_lanes)
+            rq = next((self.cu_lanes[(self.cu_rr + d) % n] for d in range(n)
+                       if self.cu_lanes[(self.cu_rr + d) % n]), rq)
         if not rq or (stream == "compute" and sum(self.loads) >= self.gpu_mshrs):
             return wq or None
         if not wq:
@@ -393,7 +428,11 @@ class HbmMemory:
                                occupancy=self.hbm.occupancy)
             if choice is None:
                 continue
-            _, op, addr, entry = (cq if choice == "compute" else mq).popleft()
+            q = cq if choice == "compute" else mq
+            _, op, addr, entry = q.popleft()
+            if self.cu_lanes is not None and choice == "compute" and op == _READ:
+                self.cu_rr = next((k + 1 for k, lane in enumerate(self.cu_lanes)
+                                   if lane is q), self.cu_rr)
             self.last_read[choice] = op == _READ
             self.queued -= 1
             self.slot = (choice, op, addr, entry)

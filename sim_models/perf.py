@@ -55,9 +55,10 @@ A unit's threshold is its local plus its incoming bytes in beats; the beat (the 
 counting unit) is ``burst_bytes``, doubled until the threshold fits ``count_width``.
 """
 
+import functools
 import heapq
 import math
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,6 +69,7 @@ from .gpu import GemmProducer, GpuConfig, SteppedCores
 from .hbm_params import HbmParams
 from .memsys import HbmMemory, check_optional_int
 from .network import RingNetwork
+from .ring_phase import Fifo as _Fifo, ring_sim as _ring_sim
 from .tracker import TrackerModel
 from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
@@ -258,40 +260,6 @@ class PhaseResult:
         return self.cycles["total"]
 
 
-class _Fifo:
-    """A stream's requests at the DRAM, served in order: ``[bytes_left, kind, key, arr]``."""
-
-    def __init__(self):
-        self.q = deque()
-
-    def push(self, kind, key, nbytes, arr=None):
-        self.q.append([float(nbytes), kind, key, nbytes, arr])
-
-    def serve(self, amount, deliver=None):
-        """Consume ``amount`` bytes from the head; return the entries completed."""
-        done = []
-        while self.q and amount > 1e-9:
-            e = self.q[0]
-            take = min(amount, e[0])
-            if e[4] is not None:                     # aggregated tile reads: per-CU array
-                part = e[4] * (take / e[0])
-                e[4] -= part
-                deliver(part)
-            e[0] -= take
-            amount -= take
-            # A thousandth of a byte left is float rounding of the DRAM's byte account (which
-            # clamps its backlog at 0), not a request: waiting for it would wait forever
-            # (T-NLG FC-2 on 8 GPUs at 512 tokens left 2.3e-6 B of a store).
-            if e[0] <= 1e-3:
-                self.q.popleft()
-                if e[4] is None:
-                    done.append((e[1], e[2], e[3]))
-        return done
-
-    def __bool__(self):
-        return bool(self.q)
-
-
 def _units(producer, n, max_units, burst_bytes, packet_bytes, max_threshold):
     """Tracked units per stage (lists of tile ids), their bytes, and the tracker beat."""
     per_chunk = max(len(c) for c in producer.chunks)
@@ -344,7 +312,8 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             new = gemm.requests(dt)
             if new.sum() > 0:
                 cfifo.push("read", None, new.sum(), new)
-                dram.request("compute", new.sum(), "gemm_reads")
+                dram.request("compute", new.sum(), "gemm_reads",
+                             cus=zip(gemm.tile.tolist(), new))
             gc, _ = dram.step(dt, arb)
             cfifo.serve(gc, gemm.deliver)
             for cu in gemm.advance(dt):
@@ -368,17 +337,30 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
     tracker = TrackerModel(p)
     cmd_mask = (1 << p.cmd_width) - 1
     descriptors, armed = {}, set()
-    dma, dma_out = deque(), 0
+    dma, dma_out, rx_off = deque(), 0, Counter()   # dma: [unit, left, done]
     arrivals, seq = [], 0
     done_units = 0
 
-    def descriptor(s, j):
+    @functools.lru_cache(maxsize=None)
+    def region(s, j):                     # unit (s, j)'s output: (addr, rows, row_bytes, pitch)
         tiles = stages[s][j]
         addr, rows, _, pitch = prod.store_region(tiles[0])
-        row_bytes = sum(prod.store_region(t)[2] for t in tiles)
+        return addr, rows, sum(prod.store_region(t)[2] for t in tiles), pitch
+
+    def descriptor(s, j):
+        addr, rows, row_bytes, pitch = region(s, j)
         return DmaDescriptor(src=addr, rows=rows, row_bytes=row_bytes, pitch=pitch,
                              dest_device=n - 1, dest_addr=addr, op=WriteKind.UPDATE,
                              dest_tile=(s + 1) * n_units + j)
+
+    def comm(unit, off, nbytes, cls, op=None):
+        # a packet's bytes where they lie: the unit's rows, walked as the DMA walks them
+        addr, _, row_bytes, pitch = region(*unit)
+        while nbytes > 0:
+            r, c = divmod(off, row_bytes)
+            take = min(nbytes, row_bytes - c)
+            dram.request("comm", take, cls, op=op, region=(addr + r * pitch + c, 1, take, pitch))
+            off, nbytes = off + take, nbytes - take
 
     def observe(s, j, nbytes, source):
         nonlocal done_units
@@ -396,7 +378,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             if s == n - 1:
                 done_units += 1
             else:
-                dma.append([(s, j), descriptors.pop(trig.tile).nbytes])
+                dma.append([(s, j), descriptors.pop(trig.tile).nbytes, 0])
 
     held = deque()
     while done_units < n_units:
@@ -404,7 +386,8 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         while arrivals and arrivals[0][0] <= now:
             _, _, (s, j), nb = heapq.heappop(arrivals)
             mfifo.push("rx", (s + 1, j), nb)
-            dram.request("comm", nb, "rs_writes", op=MemOp.UPDATE)
+            comm((s + 1, j), rx_off[s + 1, j], nb, "rs_writes", MemOp.UPDATE)
+            rx_off[s + 1, j] += nb
         while held:                       # stage-0 tiles waiting for TX buffer room
             cu = held[0]
             t = int(gemm.tile[cu])
@@ -419,13 +402,14 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         new = gemm.requests(dt)
         if new.sum() > 0:
             cfifo.push("read", None, new.sum(), new)
-            dram.request("compute", new.sum(), "gemm_reads")
+            dram.request("compute", new.sum(), "gemm_reads", cus=zip(gemm.tile.tolist(), new))
         while dma and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
             nb = min(cfg.packet_bytes, dma[0][1])
             mfifo.push("dma", dma[0][0], nb)
-            dram.request("comm", nb, "rs_reads")
+            comm(dma[0][0], dma[0][2], nb, "rs_reads")
             dma_out += nb
             dma[0][1] -= nb
+            dma[0][2] += nb
             if not dma[0][1]:
                 dma.popleft()
         running = not gemm.done
@@ -465,59 +449,6 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
     if any(tracker.errors.values()):
         raise RuntimeError(f"tracker errors in the fused run: {tracker.errors}")
     return now, dram.traffic, arb, now if gemm_end is None else gemm_end
-
-
-def _ring_sim(work, cfg, kind):
-    """A sequential ring reduce-scatter (``kind="rs"``), the same with near-memory reduction
-    (``"rs_nmc"``), or an all-gather (``"ag"``) of the output.
-
-    N-1 synchronous steps of one chunk each; GPU 0 receives what it sends (symmetry).
-    RS: DMA read, send, write into a buffer, kernel reads local + received and writes the sum.
-    RS with NMC: DMA read, send, the received chunk added in memory (an update).
-    AG: DMA read, send, write.
-    """
-    n = work.tp
-    dt = max(1, cfg.step_cycles // 4)
-    shape = work.shape
-    total = shape.m * shape.n * cfg.gpu.elem_bytes
-    chunk = -(-total // n // cfg.burst_bytes) * cfg.burst_bytes
-    dram = cfg.dram()
-    arb = Arbiter(policy="compute_first")
-    link = cfg.ring(n).links[0]
-    rd, wr = ("ag_reads", "ag_writes") if kind == "ag" else ("rs_reads", "rs_writes")
-    rx_op = MemOp.UPDATE if kind == "rs_nmc" else MemOp.STORE
-    now = 0.0
-    for _ in range(n - 1):
-        cfifo, mfifo = _Fifo(), _Fifo()
-        to_read, dma_out, pending, arrivals = chunk, 0, chunk, deque()
-        while pending > 0:
-            end = now + dt
-            while arrivals and arrivals[0].arrival <= now:
-                d = arrivals.popleft()
-                mfifo.push("rx", None, d.nbytes)
-                dram.request("comm", d.nbytes, wr, op=rx_op)
-            while to_read and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
-                nb = min(cfg.packet_bytes, to_read)
-                mfifo.push("dma", None, nb)
-                dram.request("comm", nb, rd)
-                dma_out += nb
-                to_read -= nb
-            gc, gm = dram.step(dt, arb)
-            for _, _, nb in cfifo.serve(gc):
-                pending -= nb // 3
-            for what, _, nb in mfifo.serve(gm):
-                if what == "dma":
-                    dma_out -= nb
-                    link.enqueue(nb, None, ready=end + dram.read_delay)
-                elif kind == "rs":
-                    cfifo.push("reduce", None, 3 * nb)
-                    dram.request("compute", 2 * nb, rd)
-                    dram.request("compute", nb, wr)
-                else:
-                    pending -= nb
-            arrivals.extend(link.transmit(end))
-            now = end
-    return now, dram.traffic
 
 
 def simulate_sequential(work, cfg=None):
