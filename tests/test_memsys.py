@@ -258,3 +258,35 @@ def test_single_port_answers_reads_in_order_and_takes_loads_and_stores_in_turn()
     write = [op != MemOp.READ.value for op in taken[:400]]
     assert write[:8] in ([False, True] * 4, [True, False] * 4)
     assert sum(write[:400]) == 200                # the 200 stores, one in every two slots
+
+
+def test_single_port_issues_the_gpus_loads_per_compute_unit_in_turn():
+    """With ``load_spacing`` (the co-simulation's GPU), a compute unit's tile ``t`` reads
+    from ``t * load_spacing`` on, its next tile from that tile's own start, and the units
+    holding loads take the port in turn, one load each (``GpuCores.load``); a unit that
+    asks later is not queued behind the others' earlier loads."""
+    m = _single(mshrs=256, load_spacing=4096)
+    taken = []
+    submit = m.hbm.submit
+
+    def record(cycle, op, addr, nbytes, **kw):
+        ok = submit(cycle, op, addr, nbytes, **kw)
+        if ok and op == MemOp.READ.value:
+            taken.append(addr)
+        return ok
+    m.hbm.submit = record
+    arb = Arbiter(policy="compute_first")
+    # units 0 and 1 hold tiles 5 and 9 (3 and 2 loads); unit 2 asks for tile 2 later
+    m.request("compute", 5 * 64, "gemm_reads", cus=[(5, 3 * 64), (9, 2 * 64), (-1, 0)])
+    m.step(1, arb)
+    m.request("compute", 2 * 64, "gemm_reads", cus=[(5, 0), (9, 0), (2, 2 * 64)])
+    while m.queued or m.slot:
+        m.step(1, arb)
+    a, b, c = 5 * 4096, 9 * 4096, 2 * 4096
+    assert taken == [a, b, c, a + 64, b + 64, c + 64, a + 128]
+    # unit 0's next tile starts at its own first load, not after tile 5's last
+    m.request("compute", 64, "gemm_reads", cus=[(7, 64)])
+    while m.queued or m.slot:
+        m.step(1, arb)
+    assert taken[-1] == 7 * 4096
+    assert m.traffic["gemm_reads"] == 8 * 64
