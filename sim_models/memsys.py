@@ -32,7 +32,9 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   between loads and stores, DMA reads and received updates), each in the order asked. Reads
   are answered in request order (the co-simulation's DRAM has a reorder buffer). The GEMM's
   loads are bounded by ``mshrs`` for the whole GPU (its load tags) instead of per channel,
-  and are asked one compute unit after the other. Every pseudo-channel is simulated.
+  and, with ``load_spacing``, issued as the co-simulation's GPU issues them: a queue per
+  compute unit from its tile's first load, the units in turn (:meth:`HbmMemory._cu_loads`).
+  Every pseudo-channel is simulated.
 * **Latency at the GPU.** A GEMM load holds one of its channel's outstanding-load slots
   (``mshrs`` granule-sized requests for the whole GPU, split evenly over the PCs: the L2
   slice in front of each channel tracks its own misses) from its issue to the return of its
@@ -45,7 +47,8 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
 * **Addresses.** GEMM loads: one sequential stream per compute unit (the panels its tile
   reads), a new pseudo-random base every ``panel_bytes``. Output stores and updates: the
   tile's output rows (``region``: 256-B rows ``pitch`` apart). DMA reads and received
-  updates: consecutive 4-KB packets in regions of their own.
+  updates: the rows of their unit's output when given (``region``, as
+  :mod:`sim_models.perf` does), else consecutive packets in regions of their own.
 
 Each sampled granule served serves its share of its ``request`` call's bytes (a call with
 no sampled granule is served at once), in whatever order they finish: the performance
