@@ -50,7 +50,8 @@ from .workloads import SUBLAYERS, Workload
 
 
 __all__ = ["POLICIES", "COLLECTIVES", "MEMORIES", "CosimConfig", "Plan", "GpuCores",
-           "NmcDram", "HbmDram", "Ring", "SystemEnv", "check_numerics", "model_cycles"]
+           "NmcDram", "HbmDram", "Ring", "SystemEnv", "gpu_cores", "gpu_dram", "check_numerics",
+           "model_cycles"]
 
 #: Collectives: fused GEMM + reduce-scatter, or fused GEMM + all-reduce.
 COLLECTIVES = ("rs", "allreduce")
@@ -272,6 +273,26 @@ class _Port:
     net_rx: tuple = None
 
 
+def gpu_cores(cfg: CosimConfig, plan: Plan, i):
+    """GPU ``i``'s compute units in the co-simulation: its GEMM's tiles, their loads and
+    their stores (:class:`~sim_models.gpu.GpuCores`)."""
+    p = cfg.params
+    return GpuCores(plan.producers[i], functools.partial(plan.tile_stores, i), index=i,
+                    tag_width=p.load_tag_width, burst_bytes=p.burst_bytes, load_base=B_BASE)
+
+
+def gpu_dram(cfg: CosimConfig, plan: Plan, rng):
+    """One GPU's DRAM in the co-simulation: :class:`~sim_models.hbm_dram.HbmDram` on
+    ``memory="hbm"``, else the fixed-latency :class:`~sim_models.dram.NmcDram` (``rng``
+    draws its refusals when ``dram_stall`` is set)."""
+    size = plan.r_base - plan.o_base + plan.out_bytes
+    if cfg.memory == "hbm":
+        return HbmDram(rng, base=plan.o_base, result_base=plan.r_base, size_bytes=size,
+                       stall=cfg.dram_stall, dtype=_DTYPE)
+    return NmcDram(rng, base=plan.o_base, result_base=plan.r_base, size_bytes=size,
+                   latency=cfg.dram_latency, stall=cfg.dram_stall, dtype=_DTYPE)
+
+
 class SystemEnv:
     """The GPUs, DRAMs and ring around the N engines, and the scoreboard (module docstring).
 
@@ -285,18 +306,8 @@ class SystemEnv:
         n, p = cfg.gpus, cfg.params
         self.n, self.p = n, p
         self.cycle = 0
-        self.gpus = [GpuCores(plan.producers[i], functools.partial(plan.tile_stores, i),
-                              index=i, tag_width=p.load_tag_width, burst_bytes=p.burst_bytes,
-                              load_base=B_BASE) for i in range(n)]
-        size = plan.r_base - plan.o_base + plan.out_bytes
-        if cfg.memory == "hbm":
-            self.drams = [HbmDram(rng, base=plan.o_base, result_base=plan.r_base,
-                                  size_bytes=size, stall=cfg.dram_stall, dtype=_DTYPE)
-                          for _ in range(n)]
-        else:
-            self.drams = [NmcDram(rng, base=plan.o_base, result_base=plan.r_base,
-                                  size_bytes=size, latency=cfg.dram_latency,
-                                  stall=cfg.dram_stall, dtype=_DTYPE) for _ in range(n)]
+        self.gpus = [gpu_cores(cfg, plan, i) for i in range(n)]
+        self.drams = [gpu_dram(cfg, plan, rng) for _ in range(n)]
         self.ring = Ring(n, rng, bytes_per_cycle=cfg.link_bytes_per_cycle,
                          latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
                          jitter=cfg.net_jitter, reorder=cfg.reorder)

@@ -12,14 +12,10 @@ arbiter's pointer inside the compute class); responses go back one per cycle.
 do. Python, cycle by cycle: about 30 s per million cycles.
 """
 
-import functools
+import random
 
-import numpy as np
-
-from .collective import B_BASE, Plan
-from .dram import NmcDram
-from .gpu import GpuCores
-from .hbm_dram import HbmDram
+from .collective import Plan
+from .cosim import gpu_cores, gpu_dram
 from t3hw.spec.kinds import WriteSource
 from t3hw.spec.layouts import MemOp
 
@@ -29,20 +25,13 @@ __all__ = ["gemm_alone"]
 
 def gemm_alone(cfg, *, gpu=0, updates=False):
     """Cycles GPU ``gpu`` of scenario ``cfg`` (a :class:`~sim_models.cosim.CosimConfig`)
-    takes for its GEMM alone on its DRAM (``cfg.memory``), until its last tile retired and
-    its last store was taken: ``{"cycles", "loads", "stores"}``."""
+    takes for its GEMM alone on its DRAM (the co-simulation's own: ``cfg.memory``, and its
+    ``dram_stall`` refusals if set), until its last tile retired and its last store was
+    taken: ``{"cycles", "loads", "stores"}``."""
     if not 0 <= gpu < cfg.gpus:
         raise ValueError(f"gpu must be in [0, {cfg.gpus - 1}], not {gpu!r}")
-    plan, p = Plan(cfg), cfg.params
-    g = GpuCores(plan.producers[gpu], functools.partial(plan.tile_stores, gpu), index=gpu,
-                 tag_width=p.load_tag_width, burst_bytes=p.burst_bytes, load_base=B_BASE)
-    size = plan.r_base - plan.o_base + plan.out_bytes
-    if cfg.memory == "hbm":
-        d = HbmDram(None, base=plan.o_base, result_base=plan.r_base, size_bytes=size,
-                    dtype=np.float16)
-    else:
-        d = NmcDram(None, base=plan.o_base, result_base=plan.r_base, size_bytes=size,
-                    latency=cfg.dram_latency, stall=0.0, dtype=np.float16)
+    plan = Plan(cfg)
+    g, d = gpu_cores(cfg, plan, gpu), gpu_dram(cfg, plan, random.Random(cfg.seed))
     store_op = (MemOp.UPDATE if updates else MemOp.STORE).value
     compute = WriteSource.COMPUTE.value
     cycle, stores, store_next = 0, 0, False

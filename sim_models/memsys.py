@@ -174,7 +174,7 @@ class HbmMemory:
         self.waiting = 0.0
         self.now = 0
         self.rng = random.Random(seed)
-        self.spacing, self.cu_lanes, self.cu_rr = load_spacing, None, 0
+        self.spacing, self.cu_lanes, self.cu_rr, self.cu_pick = load_spacing, None, 0, 0
         if load_spacing is None:
             self.panel_bytes = panel_bytes
             self.cursors = [[self._base(), 0] for _ in range(cus)]
@@ -313,8 +313,9 @@ class HbmMemory:
             cur = self.cursors[k]
             if cur[2] != tile:                  # a new tile: its own first load
                 cur[:] = [(tile * self.spacing) % (1 << 30), 0, tile]
-            addrs = self._granules(cur[0] + cur[1], int(-(-nb // 1)))
-            cur[1] += int(-(-nb // 1))
+            span = int(-(-nb // 1))            # whole bytes (the fluid GPU asks fractions)
+            addrs = self._granules(cur[0] + cur[1], span)
+            cur[1] += span
             self.cu_lanes[k].extend((seq, _READ, a, entry) for a in addrs)
             entry[1] += len(addrs)
         self.seq = seq
@@ -387,8 +388,10 @@ class HbmMemory:
         rq, wq = self.lanes[(stream, True)], self.lanes[(stream, False)]
         if stream == "compute" and self.cu_lanes is not None:
             n = len(self.cu_lanes)
-            rq = next((self.cu_lanes[(self.cu_rr + d) % n] for d in range(n)
-                       if self.cu_lanes[(self.cu_rr + d) % n]), rq)
+            k = next(((self.cu_rr + d) % n for d in range(n)
+                      if self.cu_lanes[(self.cu_rr + d) % n]), None)
+            if k is not None:                   # the next unit with loads, in turn
+                rq, self.cu_pick = self.cu_lanes[k], k
         if not rq or (stream == "compute" and sum(self.loads) >= self.gpu_mshrs):
             return wq or None
         if not wq:
@@ -433,9 +436,8 @@ class HbmMemory:
                 continue
             q = cq if choice == "compute" else mq
             _, op, addr, entry = q.popleft()
-            if self.cu_lanes is not None and choice == "compute" and op == _READ:
-                self.cu_rr = next((k + 1 for k, lane in enumerate(self.cu_lanes)
-                                   if lane is q), self.cu_rr)
+            if self.cu_lanes is not None and q is self.cu_lanes[self.cu_pick]:
+                self.cu_rr = self.cu_pick + 1
             self.last_read[choice] = op == _READ
             self.queued -= 1
             self.slot = (choice, op, addr, entry)
