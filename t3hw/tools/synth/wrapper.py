@@ -12,7 +12,8 @@ from .config import script_template
 WRAPPER_TOP = "t3hw_synth_wrapper"
 
 
-_PORT_RE = re.compile(r"^\s*(input|output|inout)\s+(?:\[(\d+):(\d+)\]\s+)?([A-Za-z_][\w$]*)\s*;",
+_PORT_RE = re.compile(r"^\s*(input|output|inout)\s+(?:\[(\d+):(\d+)\]\s+)?"
+                      r"([A-Za-z_][\w$]*|\\[^\s;]+)\s*;",
                       re.M)
 
 

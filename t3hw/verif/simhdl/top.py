@@ -20,6 +20,12 @@ cycle, in the exact co-simulation (:mod:`t3hw.verif.cosim_tb`). What is left to 
   ports, which the simulation shell writes to a file (``t3hw.tools.cosim_fast``), and the
   testbench replays the stores, packets and near-memory additions in numpy afterwards.
 
+The engines, GPUs and DRAMs of one top are identical, so each is one Verilog module
+(:data:`ENGINE`, :data:`GPU`, :data:`DRAM`, :meth:`FastSystem.modules`) that the top
+instantiates N times: generating and Verilating a top costs one engine, not N, and
+Verilator, which does not inline a large module instantiated more than once, runs one copy of
+the engine's code for all N.
+
 Nothing before ``run`` rises: ``cycle`` counts from 0 at the first cycle with ``run`` high,
 which the testbench raises where the exact mode's loop starts. The scenario is not in the
 HDL: its sizes (``g<i>__tiles``, ``g<i>__compute``, ``result_base``, ``r_expected``) are
@@ -28,6 +34,7 @@ inputs written before the run, so one build serves every scenario of the same ha
 """
 
 from amaranth import *
+from amaranth.hdl import ValueCastable
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -41,7 +48,12 @@ from .hbm import HbmDramHdl
 from .ring import RingHdl
 
 
-__all__ = ["FastSystem", "check_fast"]
+__all__ = ["FastSystem", "check_fast", "instance_ports"]
+
+#: The Verilog module of each block that a :class:`FastSystem` has once per GPU. The engines,
+#: GPUs and DRAMs of one top are identical, so each is generated once and instantiated N
+#: times (:meth:`FastSystem.modules`), not generated N times as N modules of the same text.
+ENGINE, GPU, DRAM = "t3hw_fast_engine", "t3hw_fast_gpu", "t3hw_fast_dram"
 
 
 def check_fast(cfg):
@@ -92,6 +104,34 @@ def hardware_key(cfg):
             "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX)}
 
 
+def instance_ports(component):
+    """``{name: (direction, value)}``: the ports :func:`t3hw.tools.generate.convert` gives
+    ``component``'s module (``"__"``-joined member paths; constant members are not ports),
+    ``"i"`` for an input and ``"o"`` for an output, bound to the component's own members."""
+    ports = {}
+    for path, member, value in component.signature.flatten(component):
+        if isinstance(value, ValueCastable):
+            value = value.as_value()
+        if isinstance(value, Const):
+            continue
+        ports["__".join(map(str, path))] = ("i" if member.flow == wiring.In else "o", value)
+    return ports
+
+
+def _ports_of(block):
+    """``block``, used for its members only (an instance's ports): never elaborated, and not
+    to be warned about as unused."""
+    block._MustUse__used = True
+    return block
+
+
+def _instance(module, component):
+    """An instance of ``module``, the Verilog of a block like ``component``, bound to
+    ``component``'s members (which the top then connects as if it were the block)."""
+    kwargs = {f"{d}_{name}": value for name, (d, value) in instance_ports(component).items()}
+    return Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(), **kwargs)
+
+
 class FastSystem(wiring.Component):
     """N engines and their GPU, DRAM and ring models (module docstring).
 
@@ -126,17 +166,19 @@ class FastSystem(wiring.Component):
         hw = hardware_key(cfg)
         p, n = cfg.params, cfg.gpus
         self.n = n
-        self._engines = [Engine(p) for _ in range(n)]
-        self._gpus = [GpuHdl(p, cus=cfg.cus, burst_bytes=p.burst_bytes,
-                             tag_width=p.load_tag_width, wb_depth=hw["wb_depth"])
-                      for _ in range(n)]
+        self._engine = lambda: Engine(p)
+        self._gpu = lambda: GpuHdl(p, cus=cfg.cus, burst_bytes=p.burst_bytes,
+                                   tag_width=p.load_tag_width, wb_depth=hw["wb_depth"])
         # responses wait for the engine: at most one per read outstanding, and an engine
         # has at most a load tag's worth of compute reads and max_outstanding DMA reads
         reads = (1 << p.load_tag_width) + p.max_outstanding
         depth = 1 << (reads - 1).bit_length()
-        self._drams = [HbmDramHdl(p, rsp_depth=depth) if cfg.memory == "hbm" else
-                       FixedDram(p, latency=cfg.dram_latency, rsp_depth=depth)
-                       for _ in range(n)]
+        self._dram = (lambda: HbmDramHdl(p, rsp_depth=depth)) if cfg.memory == "hbm" else \
+            (lambda: FixedDram(p, latency=cfg.dram_latency, rsp_depth=depth))
+        # one of each per GPU: the instances' ports, connected as the blocks themselves
+        self._engines = [_ports_of(self._engine()) for _ in range(n)]
+        self._gpus = [_ports_of(self._gpu()) for _ in range(n)]
+        self._drams = [_ports_of(self._dram()) for _ in range(n)]
         self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
                              latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
                              wire_depth=hw["wire_depth"])
@@ -158,6 +200,11 @@ class FastSystem(wiring.Component):
         members["ring_error_cycle"] = Out(CYCLE_WIDTH)
         super().__init__(members)
 
+    def modules(self):
+        """``{module name: block}``: a fresh engine, GPU and DRAM, whose Verilog modules
+        (:data:`ENGINE`, :data:`GPU`, :data:`DRAM`) the top instantiates once per GPU."""
+        return {ENGINE: self._engine(), GPU: self._gpu(), DRAM: self._dram()}
+
     def elaborate(self, platform):
         m = Module()
         n = self.n
@@ -168,9 +215,9 @@ class FastSystem(wiring.Component):
         finished, event, errors = [], [], []
         for i in range(n):
             eng, g, d = self._engines[i], self._gpus[i], self._drams[i]
-            m.submodules[f"e{i}"] = eng
-            m.submodules[f"g{i}"] = g
-            m.submodules[f"d{i}"] = d
+            m.submodules[f"e{i}"] = _instance(ENGINE, eng)
+            m.submodules[f"g{i}"] = _instance(GPU, g)
+            m.submodules[f"d{i}"] = _instance(DRAM, d)
             gp, lg = getattr(self, f"g{i}"), getattr(self, f"log{i}")
             connect(m, flipped(getattr(self, f"e{i}").bus), eng.bus)
             connect(m, g.load, eng.load)
