@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test verilog check-rtl lint bench paper paper-rtl sweep formal synth synth-scale bitstream check-install clean help
+.PHONY: setup demo test test-long verilog check-rtl lint bench paper paper-rtl sweep formal synth synth-scale bitstream check-install clean help
 
 setup: $(STAMP)
 
@@ -32,6 +32,12 @@ demo: $(STAMP) verilog
 # conftest.py names: the formal proofs one by one, the co-simulation per ring size.
 test: $(STAMP) check-rtl lint
 	$(PY) -m pytest -n 2 --dist loadgroup
+
+# The runs `make test` leaves out (the `long` marker, pyproject.toml): the 8-engine
+# co-simulation, Icarus at every parameter set, the deepest formal bounds, the board's place
+# and route. About half an hour on 2 cores.
+test-long: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -m long
 
 # rtl/: Verilog, manifest.json, the register map (t3hw_regs.rdl, t3hw_regs.h,
 # t3hw_regs_peakrdl.h), payloads.md, files.f and the FuseSoC core t3hw.core; docs/registers.md.
@@ -87,6 +93,7 @@ help:
 	@echo "make setup          create .venv from the pinned versions in pyproject.toml (every target does it first)"
 	@echo "make demo           make verilog, then a 4-GPU fused GEMM + ring reduce-scatter co-simulated on generated RTL"
 	@echo "make test           make check-rtl, make lint, then pytest (Python tests, FuseSoC lint, cocotb regressions)"
+	@echo "make test-long      the runs make test leaves out: 8-engine co-simulation, Icarus at every parameter set, deepest formal bounds, board place and route"
 	@echo "make verilog        regenerate rtl/ (Verilog, manifest, SystemRDL, C headers, payloads.md, files.f, t3hw.core) and docs/registers.md"
 	@echo "make check-rtl      regenerate into a temporary folder; fail on any byte of difference from rtl/ or docs/registers.md"
 	@echo "make lint           verilator --lint-only -Wall on rtl/ with the waivers of t3hw/tools/lint_waivers.vlt"

@@ -43,6 +43,11 @@ INDEPENDENT_FILES = {"tests/test_formal.py"}
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = item.nodeid.split("::")[0]
+        # The second simulator checks the same random runs as Verilator at the paper's
+        # parameters in `make test`, at every parameter set in `make test-long`.
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("sim") == "icarus" and params.get("name", "paper") != "paper":
+            item.add_marker(pytest.mark.long)
         if path not in INDEPENDENT_FILES and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(path))
 

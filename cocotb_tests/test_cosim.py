@@ -84,7 +84,9 @@ def _ring(n):
 
 @pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca"])
 @pytest.mark.parametrize("collective", ["rs", "allreduce"])
-@pytest.mark.parametrize("gpus", [pytest.param(n, marks=_ring(n)) for n in (2, 4, 8)])
+# N = 8 (its builds take most of its time) is one of `make test-long`'s runs.
+@pytest.mark.parametrize("gpus", [pytest.param(2, marks=_ring(2)), pytest.param(4, marks=_ring(4)),
+                                  pytest.param(8, marks=[_ring(8), pytest.mark.long])])
 def test_scenario(gpus, collective, policy, seed):
     """Exact numerics, clear error bits, every armed trigger fired, cycles within the
     allowance of the model's; and the fast mode's result the same as the exact mode's."""

@@ -377,6 +377,7 @@ def test_bitstream_command_errors(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.long
 @pytest.mark.skipif(bool(os.environ.get("T3HW_SKIP_PNR")), reason="T3HW_SKIP_PNR is set")
 def test_build_bitstream_place_and_route(tmp_path):
     """SLOW (real place and route): the ULX3S-85F bitstream is produced and meets 25 MHz."""
