@@ -31,13 +31,13 @@ demo: $(STAMP) verilog
 # per file, and no two workers may build the same design at once), but for the groups that
 # conftest.py names: the formal proofs one by one, the co-simulation per ring size.
 test: $(STAMP) check-rtl lint
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 2 --dist loadfile
 
 # The runs `make test` leaves out (the `long` marker, pyproject.toml): the 8-engine
 # co-simulation, Icarus at every parameter set, the deepest formal bounds, the board's place
 # and route. About half an hour on 2 cores.
 test-long: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup -m long
+	$(PY) -m pytest -n 2 --dist loadfile -m long
 
 # rtl/: Verilog, manifest.json, the register map (t3hw_regs.rdl, t3hw_regs.h,
 # t3hw_regs_peakrdl.h), payloads.md, files.f and the FuseSoC core t3hw.core; docs/registers.md.

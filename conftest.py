@@ -10,6 +10,7 @@ header also names the simulators the block-level cocotb tests run in (their ids 
 import importlib.metadata
 import os
 import random
+import re
 import shutil
 import subprocess
 
@@ -32,24 +33,52 @@ def pytest_configure(config):
     os.environ["T3HW_SEED"] = str(value)
 
 
-#: Test files whose tests share no build folder and no state, so that pytest-xdist may give
-#: each test to whichever worker is free (``--dist loadgroup``): every other file's tests run
-#: on one worker as a group (their build folders are per file, and no two workers may build
-#: the same design at once), unless a test names its own group (``xdist_group``, as the
-#: co-simulation's tests do per ring size).
-INDEPENDENT_FILES = {"tests/test_formal.py"}
+#: Which tests pytest-xdist keeps on one worker (``make test``: ``-n 2 --dist loadfile``,
+#: scheduled by :func:`pytest_xdist_make_scheduler`). By default a test file's tests run
+#: together on one worker: their build folders are per file, and no two workers may build the
+#: same design at once. The exceptions, first match wins (``(node id pattern, group)``; a
+#: group of None runs each matching test on its own, on whichever worker is free):
+#: the formal proofs share nothing; the co-simulation's tests share builds per ring size (and
+#: its all-reduce checks reuse the reduce-scatter run of their size), so each ring size is a
+#: group of its own.
+GROUPS = (
+    (r"tests/test_formal\.py::", None),
+    (r"cocotb_tests/test_cosim\.py::test_scenario\[(\d+)-", r"cosim-\1"),
+    (r"cocotb_tests/test_cosim\.py::test_hbm", "cosim-hbm"),
+    (r"cocotb_tests/test_cosim\.py::test_(scenario_mca_rr|faults|threshold)", "cosim-4"),
+)
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        # The second simulator checks the same random runs as Verilator at the paper's
-        # parameters in `make test`, at every parameter set in `make test-long`.
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if params.get("sim") == "icarus" and params.get("name", "paper") != "paper":
-            item.add_marker(pytest.mark.long)
-        if path not in INDEPENDENT_FILES and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(path))
+def group_of(nodeid):
+    """The group of the test ``nodeid`` (:data:`GROUPS`): its file's by default."""
+    for pattern, group in GROUPS:
+        mo = re.match(pattern, nodeid)
+        if mo:
+            return nodeid if group is None else mo.expand(group)
+    return nodeid.split("::")[0]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the groups of :data:`GROUPS`. (pytest-xdist's own
+    ``loadgroup`` renames node ids in a way pytest 9 no longer sees: it runs as ``load``.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_itemcollected(item):
+    # The second simulator checks the same random runs as Verilator at the paper's
+    # parameters in `make test`, at every parameter set in `make test-long`. (Per item as
+    # it is collected: before pytest's ``-m`` deselects.)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if params.get("sim") == "icarus" and params.get("name", "paper") != "paper":
+        item.add_marker(pytest.mark.long)
 
 
 def _simulators():

@@ -45,7 +45,7 @@ ALLREDUCE_LEAD = 0.30
 def run_once(cfg):
     """``cosim.run(cfg)``, once per configuration in a test session: the all-reduce check
     compares with the reduce-scatter run of the same configuration, which its own test ran.
-    (The tests of one ring size are one ``xdist_group``, so they run on one worker: a ring
+    (The tests of one ring size run on one worker, ``GROUPS`` in ``conftest.py``: a ring
     size's builds are made once and shared by its tests, and each size may go to its own
     worker.)"""
     return cosim.run(cfg, mode="exact")
@@ -77,16 +77,10 @@ def check_fast(cfg, exact):
         {k: (f.get(k), exact.get(k)) for k in cosim.differences(f, exact)}
 
 
-def _ring(n):
-    """A ring size's tests: one worker's (:func:`run_once`)."""
-    return pytest.mark.xdist_group(f"cosim-{n}")
-
-
 @pytest.mark.parametrize("policy", ["round_robin", "compute_first", "t3_mca"])
 @pytest.mark.parametrize("collective", ["rs", "allreduce"])
 # N = 8 (its builds take most of its time) is one of `make test-long`'s runs.
-@pytest.mark.parametrize("gpus", [pytest.param(2, marks=_ring(2)), pytest.param(4, marks=_ring(4)),
-                                  pytest.param(8, marks=[_ring(8), pytest.mark.long])])
+@pytest.mark.parametrize("gpus", [2, 4, pytest.param(8, marks=pytest.mark.long)])
 def test_scenario(gpus, collective, policy, seed):
     """Exact numerics, clear error bits, every armed trigger fired, cycles within the
     allowance of the model's; and the fast mode's result the same as the exact mode's."""
@@ -112,7 +106,6 @@ def test_scenario(gpus, collective, policy, seed):
     assert c["sequential"] > 0
 
 
-@_ring(4)
 @pytest.mark.parametrize("collective", ["rs", "allreduce"])
 def test_scenario_mca_rr(collective, seed):
     """This kit's policy, T3-MCA with round robin below the threshold, on the 4-GPU
@@ -121,7 +114,6 @@ def test_scenario_mca_rr(collective, seed):
     test_scenario(4, collective, "t3_mca_rr", seed)
 
 
-@_ring(4)
 @pytest.mark.parametrize("fault", ["jitter_reorder", "dram_backpressure"])
 def test_faults_keep_numerics_exact(fault, seed):
     kw = dict(net_jitter=300, reorder=True) if fault == "jitter_reorder" else \
@@ -132,7 +124,6 @@ def test_faults_keep_numerics_exact(fault, seed):
     check(r, cfg)
 
 
-@pytest.mark.xdist_group("cosim-hbm")
 def test_hbm_memory_policies_differ(seed):
     """On the HBM2 DRAM (``memory="hbm"``: banks, rows, FR-FCFS, refresh, updates that use
     their bank twice) the DRAM is the bottleneck and the GEMM's loads and stores compete
@@ -156,7 +147,6 @@ def test_hbm_memory_policies_differ(seed):
     assert cycles["round_robin"] == max(cycles.values()), cycles
 
 
-@_ring(4)
 @pytest.mark.parametrize("memory", ["fixed", "hbm"])
 def test_threshold_one_too_low_is_caught(seed, memory):
     """Every threshold one below the unit's writes: each trigger fires one write early, and

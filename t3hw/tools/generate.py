@@ -21,6 +21,7 @@ list), the FuseSoC core ``t3hw.core`` with its lint waivers ``t3hw_lint_waivers.
 of the kit's, :data:`t3hw.tools.toolchain.WAIVERS`).
 """
 
+import functools
 import hashlib
 import json
 import re
@@ -219,6 +220,17 @@ def _integration(tops):
     }
 
 
+@functools.lru_cache(maxsize=None)
+def _block_verilog(name, params):
+    """``(component, Verilog file)`` of block ``name`` at ``params``, generated once per
+    process (the conversion of the engine and the system takes most of a `generate`, and a
+    test session or `check` asks for the same blocks again). The text depends on nothing
+    else: ``tests/test_generate.py`` clears this cache to check that two generations agree."""
+    module, factory = BLOCKS[name]
+    top = factory(params)
+    return top, _header(name, module, params) + convert(top, module)
+
+
 def generate(params: EngineParams, out_dir, *, blocks=None, docs=None):
     """Write the Verilog of ``blocks`` (default: all) and ``manifest.json`` into ``out_dir``;
     with ``csr``, also the register map's SystemRDL and C headers; always the integration
@@ -246,8 +258,8 @@ def generate(params: EngineParams, out_dir, *, blocks=None, docs=None):
 
     for name in names:
         module, factory = BLOCKS[name]
-        tops[module] = factory(params)
-        write(f"{module}.v", _header(name, module, params) + convert(tops[module], module))
+        tops[module], text = _block_verilog(name, params)
+        write(f"{module}.v", text)
     if "csr" in names:
         from t3hw.spec.regmap import RegisterMap
         from t3hw.tools import rdl
