@@ -30,8 +30,8 @@ from importlib import metadata
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import Const, ValueCastable
 
+from t3hw.hw.ports import module_ports
 from t3hw.spec.params import EngineParams, PARAM_RANGES, check_params
 
 
@@ -122,13 +122,7 @@ def convert(component, name):
     Constant members of the signature (the ``ready`` of an ``always_ready`` stream) are
     not ports.
     """
-    ports = {}
-    for path, _member, value in component.signature.flatten(component):
-        if isinstance(value, ValueCastable):
-            value = value.as_value()
-        if isinstance(value, Const):
-            continue
-        ports["__".join(map(str, path))] = (value, None)
+    ports = {name: (value, None) for name, (_, value) in module_ports(component).items()}
     text = verilog.convert(component, name=name, ports=ports,
                            emit_src=False, strip_internal_attrs=True)
     text = _AUTO_RE.sub(lambda mo: f"_init_strobe_{mo.group(1)} ", text)

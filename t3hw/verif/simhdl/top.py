@@ -34,12 +34,12 @@ inputs written before the run, so one build serves every scenario of the same ha
 """
 
 from amaranth import *
-from amaranth.hdl import ValueCastable
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from t3hw.hw.csr_bus import BusSignature
 from t3hw.hw.engine import Engine
+from t3hw.hw.ports import module_ports
 from t3hw.spec.regmap import RegisterMap
 
 from .dram import CYCLE_WIDTH, FixedDram
@@ -48,7 +48,7 @@ from .hbm import HbmDramHdl
 from .ring import RingHdl
 
 
-__all__ = ["FastSystem", "check_fast", "instance_ports"]
+__all__ = ["FastSystem", "check_fast"]
 
 #: The Verilog module of each block that a :class:`FastSystem` has once per GPU. The engines,
 #: GPUs and DRAMs of one top are identical, so each is generated once and instantiated N
@@ -104,20 +104,6 @@ def hardware_key(cfg):
             "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX)}
 
 
-def instance_ports(component):
-    """``{name: (direction, value)}``: the ports :func:`t3hw.tools.generate.convert` gives
-    ``component``'s module (``"__"``-joined member paths; constant members are not ports),
-    ``"i"`` for an input and ``"o"`` for an output, bound to the component's own members."""
-    ports = {}
-    for path, member, value in component.signature.flatten(component):
-        if isinstance(value, ValueCastable):
-            value = value.as_value()
-        if isinstance(value, Const):
-            continue
-        ports["__".join(map(str, path))] = ("i" if member.flow == wiring.In else "o", value)
-    return ports
-
-
 def _ports_of(block):
     """``block``, used for its members only (an instance's ports): never elaborated, and not
     to be warned about as unused."""
@@ -128,7 +114,7 @@ def _ports_of(block):
 def _instance(module, component):
     """An instance of ``module``, the Verilog of a block like ``component``, bound to
     ``component``'s members (which the top then connects as if it were the block)."""
-    kwargs = {f"{d}_{name}": value for name, (d, value) in instance_ports(component).items()}
+    kwargs = {f"{d}_{name}": value for name, (d, value) in module_ports(component).items()}
     return Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(), **kwargs)
 
 
