@@ -31,8 +31,15 @@ def _local_stores(plan, gpu, tile):
 
 
 def _end(loads=(0, 0)):
-    """The lines the shell writes at the end of a run: each GPU's GEMM load bytes."""
-    return "".join(f"2 {gpu} 0 0 0 0 {n}\n" for gpu, n in enumerate(loads))
+    """The records the shell writes at the end of a run: each GPU's GEMM load bytes."""
+    return [(2, gpu, 0, 0, 0, 0, n) for gpu, n in enumerate(loads)]
+
+
+def _log(tmp_path, rows):
+    """A log as the shell writes it: seven little-endian int64s per record."""
+    path = tmp_path / "log.bin"
+    path.write_bytes(np.array(rows, dtype="<i8").reshape(-1, 7).tobytes())
+    return path
 
 
 def _setup():
@@ -45,10 +52,8 @@ def _setup():
 
 def test_local_stores_land_and_are_counted(tmp_path):
     cfg, plan, tile, stores = _setup()
-    log = tmp_path / "log.txt"
-    lines = [f"0 0 {c} {UPDATE} {COMPUTE} {addr} {data.nbytes}"
-             for c, (addr, data) in enumerate(stores)]
-    log.write_text("\n".join(lines) + "\n" + _end((64, 0)))
+    rows = [(0, 0, c, UPDATE, COMPUTE, addr, data.nbytes) for c, (addr, data) in enumerate(stores)]
+    log = _log(tmp_path, rows + _end((64, 0)))
     r = replay(cfg, plan, read_log(log), [[tile], []])
     d = r["drams"][0]
     for addr, data in stores:
@@ -60,41 +65,37 @@ def test_local_stores_land_and_are_counted(tmp_path):
 
 def test_a_write_with_no_store_behind_it_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
-    log = tmp_path / "log.txt"
     addr, data = stores[0]
-    log.write_text(f"0 0 5 {UPDATE} {COMPUTE} {addr} {data.nbytes}\n" + _end())
+    log = _log(tmp_path, [(0, 0, 5, UPDATE, COMPUTE, addr, data.nbytes)] + _end())
     with pytest.raises(AssertionError, match="cycle 5: GPU 0 DRAM write .* no store behind it"):
         replay(cfg, plan, read_log(log), [[], []])          # no tile retired: no store
 
 
 def test_data_of_the_wrong_size_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
-    log = tmp_path / "log.txt"
     addr, data = stores[0]
-    log.write_text(f"0 0 7 {UPDATE} {COMPUTE} {addr} {data.nbytes + 2}\n" + _end())
+    log = _log(tmp_path, [(0, 0, 7, UPDATE, COMPUTE, addr, data.nbytes + 2)] + _end())
     with pytest.raises(AssertionError, match="cycle 7: GPU 0 write of .* carries"):
         replay(cfg, plan, read_log(log), [[tile], []])
 
 
 def test_an_access_outside_the_memory_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
-    log = tmp_path / "log.txt"
-    log.write_text(f"0 1 3 {READ} {DMA} {plan.o_base - 64} 64\n" + _end())
+    log = _log(tmp_path, [(0, 1, 3, READ, DMA, plan.o_base - 64, 64)] + _end())
     with pytest.raises(AssertionError, match="cycle 3: GPU 1 DRAM access .* outside"):
         replay(cfg, plan, read_log(log), [[], []])
 
 
 def test_a_received_packet_nobody_sent_is_an_error(tmp_path):
     cfg, plan, tile, stores = _setup()
-    log = tmp_path / "log.txt"
-    log.write_text(f"0 0 9 {UPDATE} {REMOTE} {plan.o_base} 64\n" + _end())
+    log = _log(tmp_path, [(0, 0, 9, UPDATE, REMOTE, plan.o_base, 64)] + _end())
     with pytest.raises(AssertionError, match="cycle 9: GPU 0 writes a received packet"):
         replay(cfg, plan, read_log(log), [[], []])
 
 
 def test_a_truncated_log_is_refused(tmp_path):
-    log = tmp_path / "log.txt"
-    log.write_text("0 0 1 2 0\n")
+    log = tmp_path / "log.bin"
+    log.write_bytes(np.array([0, 0, 1, 2, 0], dtype="<i8").tobytes())    # 5 of 7 fields
     with pytest.raises(ValueError, match="truncated"):
         read_log(log)
 
@@ -103,8 +104,7 @@ def test_a_log_without_its_end_is_refused(tmp_path):
     """The GEMM's load bytes are written when the run ends; a log without them (a run that
     was cut short) is not replayed."""
     cfg, plan, tile, stores = _setup()
-    log = tmp_path / "log.txt"
-    log.write_text(f"0 0 5 {UPDATE} {COMPUTE} {stores[0][0]} {stores[0][1].nbytes}\n"
-                   + _end((64,)))
+    log = _log(tmp_path, [(0, 0, 5, UPDATE, COMPUTE, stores[0][0], stores[0][1].nbytes)]
+               + _end((64,)))
     with pytest.raises(AssertionError, match="0 counts of GPU 1's GEMM loads"):
         replay(cfg, plan, read_log(log), [[tile], []])

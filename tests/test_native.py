@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The native harness of ``make bench`` (:mod:`t3hw.tools.native`): the co-simulation's
-system top in a C++ loop with no Python, whose speed is the co-simulation's ceiling."""
+"""The native harnesses of ``make bench`` (:mod:`t3hw.tools.native`): the co-simulation's
+tops in a C++ loop with no Python, whose speed is the co-simulation's ceiling: the exact
+mode's system top on random inputs, and the fast mode's top replaying a run's inputs."""
 
+import random
+
+import numpy as np
 import pytest
 
 from sim_models.cosim import CosimConfig
 from t3hw.tools import cosim, native
 from t3hw.tools.synth import verilog_ports
+from t3hw.verif.cosim_scenarios import small
 
 
 def test_ports_are_the_system_tops():
@@ -46,3 +51,43 @@ def test_native_runs_and_its_checksum_follows_the_stimulus(tmp_path):
     assert native.build(CosimConfig(gpus=2), root=tmp_path) == exe   # cached
     with pytest.raises(ValueError, match="cycles must be at least 1"):
         native.run(exe, cycles=0)
+
+
+def test_bits_reads_across_words():
+    """The harness' input decoding: any field of up to 64 bits, wherever it falls."""
+    rng = random.Random(7)
+    words = [rng.getrandbits(64) for _ in range(3)]
+    value = sum(w << (64 * i) for i, w in enumerate(words))
+    for offset, width in ((0, 64), (3, 5), (60, 10), (64, 1), (100, 64), (127, 1), (130, 62)):
+        expr = native._bits("w", offset, width).replace("ULL", "")
+        got = eval(expr, {"w": words}) & ((1 << 64) - 1)      # C++'s uint64_t arithmetic
+        assert got == (value >> offset) & ((1 << width) - 1), (offset, width)
+
+
+def test_the_fast_top_replays_a_recorded_run(tmp_path):
+    """The fast co-simulation's top in a C++ loop, fed the inputs a run recorded, repeats
+    that run: the same cycles, tiles, packets, result bytes and store waits per GPU. Without
+    the record that starts the run, it never starts."""
+    cfg = small(2)
+    inputs = tmp_path / "inputs.bin"
+    r = cosim.run(cfg, mode="fast", model=False, inputs_path=inputs)
+    exe = native.build_fast(cfg)
+    x = native.replay_fast(exe, inputs)
+    assert native.fast_differences(x, r) == []
+    assert x["done"] == 1 and not x["stuck"] and x["cycles"] == r["cycles"]["run"] > 0
+    assert x["applied"] < x["records"]          # the read-back after the run is not replayed
+    assert native.build_fast(cfg) == exe        # cached
+    # without its last applied record (the one that starts the run) nothing runs
+    words = np.fromfile(inputs, dtype="<u8")
+    records = words.reshape(x["records"], -1)
+    cut = tmp_path / "cut.bin"
+    records[:x["applied"] - 1].tofile(cut)
+    y = native.replay_fast(exe, cut, limit=20000)
+    assert y["stuck"] and y["cycles"] == 0 and y["done"] == 0
+    assert native.fast_differences(y, r)[0].startswith("stuck")
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"abc")
+    with pytest.raises(RuntimeError, match="not a record file"):
+        native.replay_fast(exe, bad)
+    with pytest.raises(ValueError, match="exact mode"):
+        cosim.run(cfg, mode="exact", model=False, inputs_path=inputs)

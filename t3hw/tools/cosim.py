@@ -132,7 +132,7 @@ def choose_mode(cfg, mode="auto", waves=False):
 
 
 def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
-        model=True, wave_format=WAVE_FORMATS[0], mode="auto"):
+        model=True, wave_format=WAVE_FORMATS[0], mode="auto", inputs_path=None):
     """Run one scenario; returns the result dict (also written to ``json_path``).
 
     ``mode`` is one of :data:`MODES` (the result's ``mode`` says which ran); both modes give
@@ -147,10 +147,16 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     Sequential baseline's ``sequential`` from the same model), ``triggers`` (per GPU),
     ``dram_bytes`` (per traffic class, summed over the GPUs), ``sim_wall_s``,
     ``rtl_cycles_per_s``, plus the run's details (errors, counters, packets, skipping).
+
+    ``inputs_path`` (the fast mode only) records every input the testbench gave the top
+    there, for the native harness (:func:`t3hw.tools.native.replay_fast`).
     """
     waves = waves_dir is not None
     if choose_mode(cfg, mode, waves) == "fast":
-        return _finish(cfg, _run_fast(cfg, root, progress), json_path, model)
+        return _finish(cfg, _run_fast(cfg, root, progress, inputs_path), json_path, model)
+    if inputs_path is not None:
+        raise ValueError("inputs_path records the fast mode's inputs, and this scenario runs "
+                         "in the exact mode")
     t0 = time.perf_counter()
     runner, bdir = build(cfg, waves=wave_format if waves else False, root=root)
     build_s = time.perf_counter() - t0
@@ -208,11 +214,11 @@ def differences(fast, exact):
     return diff + ([] if fast["cycles"]["rtl"] == exact["cycles"]["rtl"] else ["cycles"])
 
 
-def _run_fast(cfg, root, progress):
+def _run_fast(cfg, root, progress, inputs_path=None):
     from . import cosim_fast
     prog = Path(root or toolchain.build_root()) / f"fast-{cfg.gpus}-{time.time_ns()}.progress"
     with Progress(enabled=progress).follow(prog, _progress):
-        r = cosim_fast.run(cfg, root=root, progress_path=prog)
+        r = cosim_fast.run(cfg, root=root, progress_path=prog, inputs_path=inputs_path)
     prog.unlink(missing_ok=True)
     return r
 

@@ -26,7 +26,8 @@ from . import simulate, toolchain
 from .synth.wrapper import verilog_ports
 
 
-__all__ = ["CORE", "SHELL", "generate", "shell_ports", "shell", "build", "run"]
+__all__ = ["CORE", "SHELL", "generate", "shell_ports", "input_record_words", "shell", "build",
+           "run"]
 
 CORE = "t3hw_fast_core"
 SHELL = "t3hw_fast"
@@ -69,6 +70,46 @@ def _drop_zero_inits(text):
     Every other memory (the engines' tables, the GPU's free tags and tag owners) keeps its
     initial contents."""
     return _ZERO_INIT.sub("", text)
+
+
+def _record(*fields):
+    """One log record for ``$fwrite(fd, "%u", ...)``: the seven fields (Verilog expressions),
+    each zero-extended to 64 bits, the first in the lowest bits. ``%u`` writes a value's raw
+    bits, 32 at a time, least significant first, so a record is seven little-endian int64s
+    (:func:`t3hw.verif.cosim_replay.read_log`), with no decimal formatting in the simulator."""
+    return "{" + ", ".join(f"64'({f})" for f in reversed(fields)) + "}"
+
+
+def input_record_words(latched):
+    """The 64-bit words of one record of :func:`_input_recorder` for the shell's inputs
+    ``latched`` (``(name, width)``, in the shell's order): the falling edge's index, then the
+    inputs, the first in the lowest bits, padded to a whole word."""
+    return 1 + -(-sum(w for _, w in latched) // 64)
+
+
+def _input_recorder(latched):
+    """Shell lines that write, with ``+t3hw_inputs=<path>``, the inputs the shell samples at
+    each falling edge where one of them changed (and at the first): one record of
+    :func:`input_record_words` little-endian words. Every input is sampled there and
+    nowhere else, so these records are everything the run's testbench gave the top; the
+    native harness replays them (:func:`t3hw.tools.native.fast_main_cpp`). Without the
+    plusarg nothing is compared or written."""
+    bits = sum(w for _, w in latched)
+    pad = 64 * (input_record_words(latched) - 1) - bits
+    now = "{" + ", ".join(name for name, _ in reversed(latched)) + "}"
+    record = "{" + (f"{pad}'d0, " if pad else "") + f"{now}, falls}}"
+    return ["  integer ifd = 0;",
+            "  reg [8*1024-1:0] ipath;",
+            f"  reg [{bits - 1}:0] inputs_seen = 0;",
+            "  reg [63:0] falls = 0;",
+            "  initial begin",
+            '    if ($value$plusargs("t3hw_inputs=%s", ipath)) ifd = $fopen(ipath, "wb");',
+            "  end",
+            "  always @(negedge clk) if (ifd != 0) begin",
+            f"    if (falls == 0 || {now} != inputs_seen) $fwrite(ifd, \"%u\", {record});",
+            f"    inputs_seen <= {now};",
+            "    falls <= falls + 1;",
+            "  end"]
 
 
 def shell_ports(core_text):
@@ -114,7 +155,7 @@ def shell(core_text, n):
               "  integer fd = 0;",
               "  reg [8*1024-1:0] path;",
               "  initial begin",
-              '    if ($value$plusargs("t3hw_log=%s", path)) fd = $fopen(path, "w");',
+              '    if ($value$plusargs("t3hw_log=%s", path)) fd = $fopen(path, "wb");',
               "  end"]
     # The GEMM's loads (compute reads) carry no data: each GPU's read bytes are summed here
     # and written once at the end, which keeps most of the DRAM's requests out of the log.
@@ -125,16 +166,20 @@ def shell(core_text, n):
                 f"log{i}__serve_source == {WriteSource.COMPUTE.value}")
         lines += [f"    if (log{i}__serve_valid && {load}) gemm_reads{i} <= gemm_reads{i} + "
                   f"log{i}__serve_bytes;",
-                  f"    else if (log{i}__serve_valid) $fwrite(fd, \"0 {i} %0d %0d %0d %0d "
-                  f"%0d\\n\", cycle, log{i}__serve_op, log{i}__serve_source, "
-                  f"log{i}__serve_addr, log{i}__serve_bytes);",
-                  f"    if (log{i}__tx_valid) $fwrite(fd, \"1 {i} %0d %0d %0d 0 0\\n\", cycle, "
-                  f"log{i}__tx_kind, log{i}__tx_tile);"]
-    lines += ["  end",
-              "  final if (fd != 0) begin"]
-    lines += [f"    $fwrite(fd, \"2 {i} 0 0 0 0 %0d\\n\", gemm_reads{i});" for i in range(n)]
+                  f"    else if (log{i}__serve_valid) $fwrite(fd, \"%u\", "
+                  + _record("0", str(i), "cycle", f"log{i}__serve_op", f"log{i}__serve_source",
+                            f"log{i}__serve_addr", f"log{i}__serve_bytes") + ");",
+                  f"    if (log{i}__tx_valid) $fwrite(fd, \"%u\", "
+                  + _record("1", str(i), "cycle", f"log{i}__tx_kind", f"log{i}__tx_tile", "0",
+                            "0") + ");"]
+    lines += ["  end"]
+    lines += _input_recorder(latched)
+    lines += ["  final if (fd != 0) begin"]
+    lines += [f"    $fwrite(fd, \"%u\", {_record('2', str(i), *'0000', f'gemm_reads{i}')});"
+              for i in range(n)]
     lines += ["    $fclose(fd);",
               "  end",
+              "  final if (ifd != 0) $fclose(ifd);",
               "endmodule", ""]
     return "\n".join(lines)
 
@@ -194,15 +239,17 @@ def build(cfg, *, root=None):
     return runner, bdir
 
 
-def run(cfg, *, root=None, progress_path=None):
+def run(cfg, *, root=None, progress_path=None, inputs_path=None):
     """Run one scenario fast; returns the result dict of :func:`t3hw.tools.cosim.run`'s
-    testbench, with ``mode = "fast"``, the numerics from the replay, and ``replay_wall_s``."""
+    testbench, with ``mode = "fast"``, the numerics from the replay, and ``replay_wall_s``.
+    ``inputs_path`` also records there every input the testbench gave the top
+    (:func:`_input_recorder`), for :func:`t3hw.tools.native.replay_fast`."""
     from t3hw.verif.cosim_replay import read_log, replay
     t0 = time.perf_counter()
     runner, bdir = build(cfg, root=root)
     build_s = time.perf_counter() - t0
     tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
-    out, log = bdir / f"fast-{tag}.json", bdir / f"fast-{tag}.log.txt"
+    out, log = bdir / f"fast-{tag}.json", bdir / f"fast-{tag}.log.bin"
     for f in (out, log):
         f.unlink(missing_ok=True)
     env = {"T3HW_COSIM": json.dumps(cfg.to_dict()), "T3HW_COSIM_OUT": str(out)}
@@ -212,7 +259,8 @@ def run(cfg, *, root=None, progress_path=None):
     try:
         simulate.run(runner, SHELL, bdir, "t3hw.verif.cosim_fast_tb", params=cfg.params,
                      seed=cfg.seed, test_dir=bdir, extra_env=env, tag=f"fast-{tag}",
-                     plusargs=[f"+t3hw_log={log}"])
+                     plusargs=[f"+t3hw_log={log}"]
+                     + ([f"+t3hw_inputs={Path(inputs_path).resolve()}"] if inputs_path else []))
     except AssertionError as e:
         if not out.is_file():
             raise

@@ -3,12 +3,13 @@
 with numpy arrays while it runs (:class:`sim_models.cosim.SystemEnv`), done from the log of
 the run instead.
 
-The simulation shell (:mod:`t3hw.tools.cosim_fast`) writes one line per event, in cycle
-order: ``0 <gpu> <cycle> <op> <source> <addr> <bytes>`` for every request a DRAM serves but
-the GEMM's loads, and ``1 <gpu> <cycle> <kind> <tile> 0 0`` for every packet an engine
-sends; at the end, ``2 <gpu> 0 0 0 0 <bytes>``, the bytes of the GEMM's loads each DRAM
-served (they carry no data: only their count is kept). With the order in which each GPU's
-tiles retired (the testbench's events), that fixes every datum:
+The simulation shell (:mod:`t3hw.tools.cosim_fast`) writes one record of seven
+little-endian int64s per event, in cycle order: ``0 <gpu> <cycle> <op> <source> <addr>
+<bytes>`` for every request a DRAM serves but the GEMM's loads, and ``1 <gpu> <cycle> <kind>
+<tile> 0 0`` for every packet an engine sends; at the end, ``2 <gpu> 0 0 0 0 <bytes>``, the
+bytes of the GEMM's loads each DRAM served (they carry no data: only their count is kept).
+With the order in which each GPU's tiles retired (the testbench's events), that fixes every
+datum:
 
 * a GPU's stores are its retired tiles' stores in order (:meth:`~sim_models.collective.Plan.
   tile_stores`); those into a ``REMOTE`` region are the data of its forwarded updates, the
@@ -70,13 +71,11 @@ def _count(drams, serves, loads, result_base):
 
 def read_log(path):
     """The shell's log as an ``(events, 7)`` int64 array (module docstring)."""
-    text = Path(path).read_bytes()
-    if not text.strip():
-        return np.zeros((0, 7), dtype=np.int64)
-    flat = np.fromstring(text, dtype=np.int64, sep=" ")     # C-speed text parsing
-    if flat.size % 7:
-        raise ValueError(f"{path}: a truncated log ({flat.size} numbers)")
-    return flat.reshape(-1, 7)
+    raw = Path(path).read_bytes()
+    if len(raw) % 56:
+        raise ValueError(f"{path}: a truncated log ({len(raw)} bytes, not a multiple of a "
+                         f"56-byte record)")
+    return np.frombuffer(raw, dtype="<i8").astype(np.int64).reshape(-1, 7)
 
 
 class _Packets:
