@@ -3,13 +3,15 @@
 tops in a C++ loop with no Python, whose speed is the co-simulation's ceiling: the exact
 mode's system top on random inputs, and the fast mode's top replaying a run's inputs."""
 
+import dataclasses
+import itertools
 import random
 
 import numpy as np
 import pytest
 
 from sim_models.cosim import CosimConfig
-from t3hw.tools import cosim, native
+from t3hw.tools import cosim, cosim_fast, native
 from t3hw.tools.synth import verilog_ports
 from t3hw.verif.cosim_scenarios import small
 
@@ -66,28 +68,46 @@ def test_bits_reads_across_words():
 
 def test_the_fast_top_replays_a_recorded_run(tmp_path):
     """The fast co-simulation's top in a C++ loop, fed the inputs a run recorded, repeats
-    that run: the same cycles, tiles, packets, result bytes and store waits per GPU. Without
-    the record that starts the run, it never starts."""
-    cfg = small(2)
-    inputs = tmp_path / "inputs.bin"
-    r = cosim.run(cfg, mode="fast", model=False, inputs_path=inputs)
+    that run: the same cycles, tiles, packets, result bytes and store waits per GPU, and a
+    log of DRAM serves and packets identical byte for byte. The run hands out tiles while
+    it runs (more tiles than compute units), so the replay applies records mid-run; without
+    the record that starts the run, nothing runs; a damaged recording is refused."""
+    cfg = dataclasses.replace(small(2), tokens=256)
+    inputs, log = tmp_path / "inputs.bin", tmp_path / "run.log"
+    r = cosim_fast.run(cfg, inputs_path=inputs, log_path=log)
+    assert r["numerics_ok"] and r["cycles"]["events"] > 1
     exe = native.build_fast(cfg)
-    x = native.replay_fast(exe, inputs)
+    again = tmp_path / "replay.log"
+    x = native.replay_fast(exe, inputs, log_path=again)
     assert native.fast_differences(x, r) == []
     assert x["done"] == 1 and not x["stuck"] and x["cycles"] == r["cycles"]["run"] > 0
-    assert x["applied"] < x["records"]          # the read-back after the run is not replayed
+    assert again.read_bytes() == log.read_bytes() and log.stat().st_size > 0
     assert native.build_fast(cfg) == exe        # cached
-    # without its last applied record (the one that starts the run) nothing runs
-    words = np.fromfile(inputs, dtype="<u8")
-    records = words.reshape(x["records"], -1)
-    cut = tmp_path / "cut.bin"
-    records[:x["applied"] - 1].tofile(cut)
+
+    core = (cosim_fast.build_dir(cfg) / "rtl" / f"{cosim_fast.CORE}.v").read_text()
+    latched = [(n, w) for d, n, w in cosim_fast.shell_ports(core) if d == "input"]
+    offsets = dict(zip([n for n, _ in latched],
+                       itertools.accumulate([64] + [w for _, w in latched])))
+    records = np.fromfile(inputs, dtype="<u8").reshape(x["records"], -1)
+    assert records.shape[1] == cosim_fast.input_record_words(latched)
+
+    def bit(row, name):
+        word, shift = divmod(offsets[name], 64)
+        return int(row[word]) >> shift & 1
+
+    start = next(i for i, row in enumerate(records) if bit(row, "run"))
+    assert start + 1 < x["applied"] < x["records"]    # tiles handed out during the run; the
+    cut = tmp_path / "cut.bin"                        # read-back after it is not replayed
+    records[:start].tofile(cut)
     y = native.replay_fast(exe, cut, limit=20000)
     assert y["stuck"] and y["cycles"] == 0 and y["done"] == 0
     assert native.fast_differences(y, r)[0].startswith("stuck")
-    bad = tmp_path / "bad.bin"
-    bad.write_bytes(b"abc")
-    with pytest.raises(RuntimeError, match="not a record file"):
-        native.replay_fast(exe, bad)
+
+    for name, data in (("short.bin", records.tobytes()[:-8]),          # a word missing
+                       ("order.bin", records[[0, 2, 1]].tobytes())):   # edges out of order
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        with pytest.raises(RuntimeError, match="not a record file|out of order"):
+            native.replay_fast(exe, bad)
     with pytest.raises(ValueError, match="exact mode"):
         cosim.run(cfg, mode="exact", model=False, inputs_path=inputs)

@@ -16,6 +16,7 @@ co-simulation (:func:`t3hw.tools.cosim.run`).
 import hashlib
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -239,19 +240,22 @@ def build(cfg, *, root=None):
     return runner, bdir
 
 
-def run(cfg, *, root=None, progress_path=None, inputs_path=None):
+def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None):
     """Run one scenario fast; returns the result dict of :func:`t3hw.tools.cosim.run`'s
     testbench, with ``mode = "fast"``, the numerics from the replay, and ``replay_wall_s``.
     ``inputs_path`` also records there every input the testbench gave the top
-    (:func:`_input_recorder`), for :func:`t3hw.tools.native.replay_fast`."""
+    (:func:`_input_recorder`), for :func:`t3hw.tools.native.replay_fast`; ``log_path``
+    keeps the shell's log of DRAM serves and packets there (it is deleted otherwise)."""
     from t3hw.verif.cosim_replay import read_log, replay
     t0 = time.perf_counter()
     runner, bdir = build(cfg, root=root)
     build_s = time.perf_counter() - t0
     tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
     out, log = bdir / f"fast-{tag}.json", bdir / f"fast-{tag}.log.bin"
-    for f in (out, log):
-        f.unlink(missing_ok=True)
+    inputs = None if inputs_path is None else Path(inputs_path).resolve()
+    for f in (out, log, inputs):
+        if f is not None:
+            f.unlink(missing_ok=True)
     env = {"T3HW_COSIM": json.dumps(cfg.to_dict()), "T3HW_COSIM_OUT": str(out)}
     if progress_path:
         env["T3HW_COSIM_PROGRESS"] = str(progress_path)
@@ -259,13 +263,15 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None):
     try:
         simulate.run(runner, SHELL, bdir, "t3hw.verif.cosim_fast_tb", params=cfg.params,
                      seed=cfg.seed, test_dir=bdir, extra_env=env, tag=f"fast-{tag}",
-                     plusargs=[f"+t3hw_log={log}"]
-                     + ([f"+t3hw_inputs={Path(inputs_path).resolve()}"] if inputs_path else []))
+                     plusargs=[f"+t3hw_log={log}"] + ([f"+t3hw_inputs={inputs}"] if inputs else []))
     except AssertionError as e:
         if not out.is_file():
             raise
         failure = str(e)
     r = json.loads(out.read_text())
+    if inputs is not None and not inputs.is_file():
+        raise RuntimeError(f"the shell did not write the inputs' record to {inputs} (can its "
+                           f"folder be written?)")
     t1 = time.perf_counter()
     rep = replay(cfg, Plan(cfg), read_log(log), r.pop("retired"))
     ok, err = rep["numerics"]
@@ -281,5 +287,8 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None):
     r["build_s"] = build_s
     wall = r["run_wall_s"] + r["replay_wall_s"]
     r["rtl_cycles_per_s"] = r["cycles"]["run"] / wall if wall else 0.0
-    log.unlink(missing_ok=True)
+    if log_path is None:
+        log.unlink(missing_ok=True)
+    else:
+        shutil.move(log, log_path)
     return r

@@ -1,26 +1,34 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The simulator's own speed: the co-simulation's system top in a C++ loop, no Python.
+"""The simulator's own speed: the co-simulation's tops in a C++ loop, no Python.
 
-``make bench`` puts this figure (``native_cycles_per_s`` in ``bench/results.json``) beside
-each co-simulation's RTL cycles per second, measured in the same run, so that the ratio says
-how close the co-simulation runs to what Verilator can do with the same model.
+``make bench`` puts these figures beside each co-simulation's RTL cycles per second,
+measured in the same run, so that the ratio says how close the co-simulation runs to what
+Verilator can do with the same model. Each harness is the same generated Verilog, built
+with the same Verilator and C++ optimisation flags
+(:data:`~t3hw.tools.simulate.VERILATOR_ARGS`, :data:`~t3hw.tools.simulate.VERILATOR_MAKE_ARGS`)
+with ``--exe`` around a generated ``main``.
 
-The harness is the same generated Verilog (:func:`t3hw.tools.cosim.build`'s, the same
-Verilator and C++ optimisation flags: :data:`~t3hw.tools.simulate.VERILATOR_ARGS`,
-:data:`~t3hw.tools.simulate.VERILATOR_MAKE_ARGS`) built with ``--exe`` around a generated
-``main``. It holds reset for 4 cycles, then runs ``cycles`` clock cycles in which every
-input port but the clock, the reset and the register buses' strobes takes a new
-pseudo-random value each cycle (xorshift64, seeded), and the stream readies are high 7
-cycles in 8. So the engines see requests, responses and packets on every port in most
-cycles (the address maps refuse most of them: nothing programs a region), which keeps the
-arbiters, the address maps and the network ports switching. It prints one JSON line:
-cycles, wall seconds, cycles per second and a checksum of the outputs (a sum over every
-cycle of every output word), which depends on the seed, so a run that evaluated nothing
-would show.
+**The fast mode's top, replaying a run** (:func:`build_fast`, :func:`replay_fast`;
+``native_cycles_per_s`` in ``bench/results.json``). The fast co-simulation's shell records
+every input it samples (:func:`t3hw.tools.cosim_fast._input_recorder`); the harness sets
+them on the same top at the same edges and runs until ``done``. It repeats the run: the
+same cycles and end-of-run counters (:func:`fast_differences`), and the same log of DRAM
+serves and packets, byte for byte (``tests/test_native.py``). This is the ceiling of the
+fast mode on that very workload.
 
-Verilator evaluates every clocked process on every edge whatever the activity, so the figure
-depends little on the stimulus; it is the speed of this top in this simulator, the ceiling
-of any co-simulation that steps it cycle by cycle.
+**The exact mode's system top, on random inputs** (:func:`build`, :func:`run`;
+``exact.native_cycles_per_s``). The top of :func:`t3hw.tools.cosim.build`. It holds reset
+for 4 cycles, then runs ``cycles`` clock cycles in which every input port but the clock,
+the reset and the register buses' strobes takes a new pseudo-random value each cycle
+(xorshift64, seeded), and the stream readies are high 7 cycles in 8. So the engines see
+requests, responses and packets on every port in most cycles (the address maps refuse most
+of them: nothing programs a region), which keeps the arbiters, the address maps and the
+network ports switching. It prints one JSON line: cycles, wall seconds, cycles per second
+and a checksum of the outputs (a sum over every cycle of every output word), which depends
+on the seed, so a run that evaluated nothing would show. Verilator evaluates every clocked
+process on every edge whatever the activity, so the figure depends little on the stimulus;
+it is the speed of this top in this simulator, the ceiling of any co-simulation that steps
+it cycle by cycle.
 """
 
 import json
@@ -85,6 +93,7 @@ def main_cpp(port_list, *, top="Vtop"):
         "#include <cstdint>",
         "#include <cstdio>",
         "#include <cstdlib>",
+        "#include <cstring>",
         f'#include "{top}.h"',
         '#include "verilated.h"',
         "",
@@ -189,7 +198,9 @@ def fast_main_cpp(latched, outputs, *, top="Vtop"):
     ``(name, width)`` in its order, ``outputs`` the outputs ``(name, width)`` to report.
 
     Arguments: the records' file and, optionally, the falling edges after which to give up
-    (default: 2**24 after the last record; the JSON then says ``"stuck": true``). Each
+    (0 or none: 2**24 after the last record; the JSON then says ``"stuck": true``), and
+    the shell's plusargs (``+t3hw_log=<path>``). The records must be whole and in order
+    (exit 2 otherwise). Each
     record's inputs are set right after the rising edge before the falling edge that
     sampled them in the run (the testbench writes there too), and nothing else drives the
     top, so the run repeats cycle for cycle. It stops where the
@@ -217,6 +228,7 @@ def fast_main_cpp(latched, outputs, *, top="Vtop"):
         "#include <cstdint>",
         "#include <cstdio>",
         "#include <cstdlib>",
+        "#include <cstring>",
         "#include <vector>",
         f'#include "{top}.h"',
         '#include "verilated.h"',
@@ -231,22 +243,33 @@ def fast_main_cpp(latched, outputs, *, top="Vtop"):
         "    if (argc < 2) { fprintf(stderr, \"usage: native_fast INPUTS\\n\"); return 2; }",
         "    FILE* f = fopen(argv[1], \"rb\");",
         "    if (!f) { fprintf(stderr, \"cannot open %s\\n\", argv[1]); return 2; }",
-        "    std::vector<uint64_t> rec;",
-        "    uint64_t buf[4096];",
+        "    std::vector<char> bytes;",
+        "    char buf[65536];",
         "    size_t got;",
-        "    while ((got = fread(buf, 8, 4096, f)) > 0) rec.insert(rec.end(), buf, buf + got);",
+        "    while ((got = fread(buf, 1, sizeof buf, f)) > 0)",
+        "        bytes.insert(bytes.end(), buf, buf + got);",
         "    fclose(f);",
-        "    if (rec.empty() || rec.size() % WORDS || rec[0] != 0) {",
+        "    if (bytes.empty() || bytes.size() % (8 * WORDS)) {",
         "        fprintf(stderr, \"%s: not a record file of %zu words per record\\n\", argv[1],"
         " WORDS);",
         "        return 2;",
         "    }",
+        "    std::vector<uint64_t> rec(bytes.size() / 8);",
+        "    memcpy(rec.data(), bytes.data(), bytes.size());  // little-endian, as written",
         "    const size_t n = rec.size() / WORDS;",
+        "    for (size_t i = 0; i < n; ++i) {",
+        "        const uint64_t at = rec[i * WORDS];",
+        "        if (i ? at <= rec[(i - 1) * WORDS] : at != 0) {  // edge 0 first, then rising",
+        "            fprintf(stderr, \"%s: record %zu is of falling edge %llu, out of order\\n\","
+        " argv[1], i, (unsigned long long)at);",
+        "            return 2;",
+        "        }",
+        "    }",
         "    // a replay that does not end where the run did stops after `limit` falling edges",
-        "    const uint64_t limit = argc > 2 ? strtoull(argv[2], nullptr, 10)"
-        " : rec[(n - 1) * WORDS] + (1ULL << 24);",
+        "    uint64_t limit = argc > 2 ? strtoull(argv[2], nullptr, 10) : 0;",
+        "    if (!limit) limit = rec[(n - 1) * WORDS] + (1ULL << 24);",
         "    VerilatedContext* ctx = new VerilatedContext;",
-        "    ctx->commandArgs(1, argv);                // no plusargs: the shell writes no log",
+        "    ctx->commandArgs(argc, argv);             // +t3hw_log=<path>: the shell's log",
         f"    {top}* top = new {top}{{ctx}};",
         "    apply(top, &rec[0]);                      // sampled by the first falling edge",
         "    size_t next = 1;",
@@ -322,14 +345,18 @@ def build_fast(cfg, *, root=None, jobs=2):
     return exe
 
 
-def replay_fast(exe, inputs_path, *, limit=None):
+def replay_fast(exe, inputs_path, *, limit=None, log_path=None):
     """Run :func:`build_fast`'s harness on a run's recorded inputs; returns its JSON line
     as a dict (``cycles``, ``wall_s``, ``cycles_per_s``, ``records``, ``applied``,
     ``stuck``, and the outputs at the end) plus ``process_wall_s``. ``limit``: the falling
     edges after which a replay that has not reached ``done`` gives up (the harness' default
-    if None)."""
+    if None). ``log_path``: the shell also writes its log of DRAM serves and packets there,
+    as in the run (``cosim_fast.run(..., log_path=)``), which it then repeats byte for
+    byte; the timed replays write none."""
     t0 = time.perf_counter()
-    args = [str(exe), str(inputs_path)] + ([] if limit is None else [str(int(limit))])
+    args = [str(exe), str(inputs_path), str(int(limit) if limit is not None else 0)]
+    if log_path is not None:
+        args.append(f"+t3hw_log={Path(log_path).resolve()}")
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{exe} {inputs_path}: exit {done.returncode}: "
@@ -341,14 +368,23 @@ def replay_fast(exe, inputs_path, *, limit=None):
 
 def fast_differences(native_result, cosim_result):
     """The figures in which :func:`replay_fast`'s run differs from the fast co-simulation it
-    replayed (a result of :func:`t3hw.tools.cosim.run`): the run's cycles, and per GPU its
-    tiles, packets, result bytes, store waits and last result write. Empty when the replay
-    repeated the run."""
+    replayed (a result of :func:`t3hw.tools.cosim.run`): the run's cycles, its end (``done``
+    and no ``error``), and per GPU its tiles, packets, result bytes, store waits and last
+    result write. Empty when they agree. (That the replay serves the same requests and sends
+    the same packets, cycle by cycle, is what comparing the two logs shows:
+    ``replay_fast(..., log_path=)``.)"""
     out = []
     if native_result.get("stuck"):
         out.append("stuck (the replay did not reach done)")
     if native_result["cycles"] != cosim_result["cycles"]["run"]:
         out.append(f"cycles {native_result['cycles']} != {cosim_result['cycles']['run']}")
+    if native_result["cycle"] != cosim_result["cycles"]["run"]:
+        out.append(f"the top's cycle {native_result['cycle']} != "
+                   f"{cosim_result['cycles']['run']}")
+    want_error = int(bool(cosim_result["model_error"]["any"]))
+    if native_result["error"] != want_error or not (want_error or native_result["done"]):
+        out.append(f"done {native_result['done']}, error {native_result['error']} at the end "
+                   f"(the run's error: {want_error})")
     fields = {"tiles_done": "tiles_done", "packets": "packets", "r_writes": "r_writes",
               "store_wait": "store_wait_cycles"}
     for i in range(cosim_result["config"]["gpus"]):
