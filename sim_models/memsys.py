@@ -20,7 +20,10 @@ on either (``SystemConfig(memory="hbm")``). Underneath it is
   the shared arbiter derives or was given), deciding one request per cycle between the
   compute stream and the communication stream waiting for that PC. T3-MCA compares its
   threshold with the PC's real queue (``HbmModel`` accesses waiting), scaled to the whole
-  memory system (x ``n_pcs / sample_pcs``).
+  memory system: every PC sees its share of every stream alike, so the whole memory's queue
+  is ``n_pcs`` times this one's. (Until 2026-11-27 it was scaled by ``n_pcs /
+  sample_pcs``, the factor of a sum over the sampled PCs, which made the gate open at
+  ``sample_pcs`` times the threshold.)
 * **One port instead** (``port="single"``, the co-simulation's memory controller: one
   engine in front of the whole memory). One arbiter, the step's own, grants at most one
   request per cycle for the whole memory, into a one-request input register; a request its
@@ -354,7 +357,7 @@ class HbmMemory:
     def _grant_round(self, t, arbs):
         if not self.queued:
             return
-        hbm, scale = self.hbm, self.scale
+        hbm = self.hbm
         for i in range(self.k):
             pend, arb = self.pending[i], arbs[i]
             pc = self.pc_of[i]
@@ -364,8 +367,9 @@ class HbmMemory:
                 mq = self._ready(pend, "comm", waiting, i)
                 if cq is None and mq is None:
                     break
+                # this PC's queue stands for every PC's: the whole memory's is n_pcs times it
                 choice = arb.grant(compute_ready=cq is not None, comm_ready=mq is not None,
-                                   occupancy=(waiting[0] + waiting[1]) * scale)
+                                   occupancy=(waiting[0] + waiting[1]) * self.n)
                 if choice is None:
                     break
                 q = cq if choice == "compute" else mq

@@ -290,3 +290,28 @@ def test_single_port_issues_the_gpus_loads_per_compute_unit_in_turn():
         m.step(1, arb)
     assert taken[-1] == 7 * 4096
     assert m.traffic["gemm_reads"] == 8 * 64
+
+
+class _Recorder:
+    """An arbiter that grants communication and keeps the occupancy it was shown."""
+
+    def __init__(self):
+        self.seen = []
+
+    def grant(self, *, compute_ready, comm_ready, occupancy):
+        self.seen.append(occupancy)
+        return "comm" if comm_ready else None
+
+
+@pytest.mark.parametrize("sample_pcs", [1, 2, 4])
+def test_the_gate_sees_the_whole_memorys_queue(sample_pcs):
+    """T3-MCA's gate compares its threshold with the whole memory's waiting accesses: a
+    sampled PC's queue stands for every PC's, so it is scaled by the PC count, whatever the
+    number of PCs sampled."""
+    m = HbmMemory(sample_pcs=sample_pcs)
+    m.request("comm", 64 * 256 * 8, "rs_reads")          # 8 granules on every PC
+    arbs = [_Recorder() for _ in range(sample_pcs)]
+    m._grant_round(0, arbs)
+    n = m.hbm.p.n_pcs
+    for a in arbs:                                       # each grant adds one to its queue
+        assert a.seen[:4] == [0, n, 2 * n, 3 * n], a.seen
