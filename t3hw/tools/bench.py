@@ -87,6 +87,12 @@ def _amaranth_sim_run(params, cycles, seed):
     return result
 
 
+def _same(diff, what):
+    """Raise ``what`` with the fields of ``diff`` if there are any."""
+    if diff:
+        raise RuntimeError(f"{what} in {', '.join(diff)}")
+
+
 def _cosim_runs(gpus=DEFAULT_GPUS):
     """Whole-system co-simulation: throughput at each N of ``gpus`` in the fast and the exact
     mode and natively, each mode's top in a C++ loop with no Python (the fast top replaying
@@ -109,19 +115,15 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
         cosim_fast.build(cfg)
         fast_build_s = time.perf_counter() - t0
         f = cosim.run(cfg, mode="fast", model=False)
-        diff = cosim.differences(f, r)
-        if diff:
-            raise RuntimeError(f"N = {n}: the fast co-simulation differs from the exact one in "
-                               f"{', '.join(diff)}")
+        _same(cosim.differences(f, r), f"N = {n}: the fast co-simulation differs from the "
+              f"exact one")
         # the fast mode's ceiling: its own top in a C++ loop, replaying the inputs of the same
         # run made again with its inputs recorded (the recorder is off in the timed run)
         inputs = cosim_fast.build_dir(cfg).with_name(f"bench-inputs{n}.bin")
         try:
             again = cosim.run(cfg, mode="fast", model=False, inputs_path=inputs)
-            diff = cosim.differences(again, f)
-            if diff:
-                raise RuntimeError(f"N = {n}: the recorded fast run differs from the timed one "
-                                   f"in {', '.join(diff)}")
+            _same(cosim.differences(again, f), f"N = {n}: the recorded fast run differs from "
+                  f"the timed one")
             t0 = time.perf_counter()
             fexe = native.build_fast(cfg)
             fast_native_build_s = time.perf_counter() - t0
@@ -129,10 +131,8 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
                                                               + f["cycles"]["run"]) + 10000)
         finally:
             inputs.unlink(missing_ok=True)
-        diff = native.fast_differences(nf, f)
-        if diff:
-            raise RuntimeError(f"N = {n}: the native replay of the fast run differs from it in "
-                               f"{', '.join(diff)}")
+        _same(native.fast_differences(nf, f), f"N = {n}: the native replay of the fast run "
+              f"differs from it")
         # the exact mode's: the system top in a C++ loop on random inputs
         t0 = time.perf_counter()
         exe = native.build(cfg)

@@ -132,6 +132,24 @@ def main_cpp(port_list, *, top="Vtop"):
     ])
 
 
+def _verilate(bdir, top, sources, *, jobs, env, what, args=(), make_args=()):
+    """Build ``bdir/obj_dir/native`` from ``sources`` (Verilog, ``.vlt`` and the C++ main)
+    with the co-simulation's Verilator and C++ flags, top module ``top``."""
+    cmd = ["verilator", "--cc", "--exe", "--build", *args, "-j", str(jobs),
+           *simulate.VERILATOR_ARGS, "--top-module", top, "--prefix", "Vtop", "-o", "native",
+           # the wheel's missing precompiled-header flag, as in simulate.verilator_runner
+           *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
+                            *make_args, *simulate.cache_make_args())
+             for a in ("-MAKEFLAGS", flag)),
+           *map(str, sources)]
+    log = bdir / "build.log"
+    with open(log, "w") as f:
+        done = subprocess.run(cmd, cwd=bdir, stdout=f, stderr=subprocess.STDOUT, env=env)
+    if done.returncode != 0:
+        (bdir / "obj_dir" / "native").unlink(missing_ok=True)     # no stale harness is reused
+        raise RuntimeError(f"{what} did not build (exit {done.returncode}): see {log}")
+
+
 def build(cfg, *, root=None, jobs=2):
     """Build the harness for the system top of ``cfg`` (a
     :class:`~sim_models.cosim.CosimConfig`: its ``gpus`` and ``params``); returns the
@@ -150,19 +168,7 @@ def build(cfg, *, root=None, jobs=2):
     bdir.mkdir(parents=True, exist_ok=True)
     src.write_text(text)
     main.write_text(code)
-    cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(jobs), *simulate.VERILATOR_ARGS,
-           "--top-module", cosim.MODULE, "--prefix", "Vtop", "-o", "native",
-           # the wheel's missing precompiled-header flag, as in simulate.verilator_runner
-           *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
-                            *simulate.cache_make_args())
-             for a in ("-MAKEFLAGS", flag)),
-           str(src), str(main)]
-    log = bdir / "build.log"
-    with open(log, "w") as f:
-        done = subprocess.run(cmd, cwd=bdir, stdout=f, stderr=subprocess.STDOUT, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"the native harness did not build (exit {done.returncode}): "
-                           f"see {log}")
+    _verilate(bdir, cosim.MODULE, [src, main], jobs=jobs, env=env, what="the native harness")
     return exe
 
 
@@ -327,21 +333,9 @@ def build_fast(cfg, *, root=None, jobs=2):
     main.write_text(code)
     sources = [fdir / "ports.vlt", fdir / "rtl" / f"{cosim_fast.SHELL}.sv",
                fdir / "rtl" / f"{cosim_fast.CORE}.v"]
-    cmd = ["verilator", "--cc", "--exe", "--build", "--timing", "-j", str(jobs),
-           *simulate.VERILATOR_ARGS, "--top-module", cosim_fast.SHELL, "--prefix", "Vtop",
-           "-o", "native",
-           *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
-                            *cosim_fast.TIMING_MAKE_ARGS, *simulate.cache_make_args())
-             for a in ("-MAKEFLAGS", flag)),
-           *map(str, sources), str(main)]
-    log = bdir / "build.log"
-    with open(log, "w") as f:
-        done = subprocess.run(cmd, cwd=bdir, stdout=f, stderr=subprocess.STDOUT,
-                              env=toolchain_env())
-    if done.returncode != 0:
-        exe.unlink(missing_ok=True)
-        raise RuntimeError(f"the native harness of the fast top did not build (exit "
-                           f"{done.returncode}): see {log}")
+    _verilate(bdir, cosim_fast.SHELL, [*sources, main], jobs=jobs, env=toolchain_env(),
+              args=("--timing",), make_args=cosim_fast.TIMING_MAKE_ARGS,
+              what="the native harness of the fast top")
     return exe
 
 
