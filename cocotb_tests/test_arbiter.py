@@ -2,10 +2,12 @@
 """Build the generated arbiter Verilog and run ``tb_arbiter`` on it, in each simulator of
 :data:`t3hw.simulate.SIMULATORS` (Verilator and Icarus: same seed, same checks).
 
-Per policy, ``CYCLES`` random cycles (``T3HW_ARB_CYCLES`` overrides; 100,000 in both
-simulators) on a small parameter set whose occupancy and starvation counters are 4 bits
-wide, so that thresholds, forced grants and derivations happen often; then a quarter of that
-with the policy switched at run time on the paper's parameters; then the directed scenarios.
+Per policy, ``CYCLES`` random cycles (``T3HW_ARB_CYCLES`` overrides; 40,000 in both
+simulators, ``LONG_CYCLES`` in Verilator under ``make test-long``) on a small parameter set
+whose occupancy and starvation counters are 4 bits wide, so that thresholds, forced grants
+and derivations happen often (every few hundred cycles: the test's log counts them); then a
+quarter of that with the policy switched at run time on the paper's parameters; then the
+directed scenarios.
 """
 
 import os
@@ -23,7 +25,10 @@ SMALL = dict(addr_width=12, pitch_width=12, tile_width=8, burst_bytes=4, occupan
 
 #: Random cycles per policy, the same in both simulators (Icarus takes about 1.5 times
 #: Verilator's wall time here: the Python scoreboard dominates).
-CYCLES = 100_000
+CYCLES = 40_000
+
+#: Random cycles per policy of the ``long`` run (``make test-long``).
+LONG_CYCLES = 1_000_000
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,6 +41,17 @@ def test_policy(sim, policy, seed):
     runner, module, bdir = simulate.build("arbiter", params, sim=sim)
     env = {"T3HW_ARB_CYCLES": os.environ.get("T3HW_ARB_CYCLES", str(CYCLES)),
            "T3HW_ARB_POLICIES": ""}
+    simulate.run(runner, module, bdir, "tb_arbiter", params=params, seed=seed, test_dir=HERE,
+                extra_env=env, testcase=["test_random"])
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("policy", list(ArbPolicy), ids=lambda p: p.name.lower())
+def test_policy_long(policy, seed):
+    """:func:`test_policy` for ``LONG_CYCLES`` cycles, in Verilator."""
+    params = EngineParams(**SMALL, arbiter_policy=policy.value)
+    runner, module, bdir = simulate.build("arbiter", params, sim="verilator")
+    env = {"T3HW_ARB_CYCLES": str(LONG_CYCLES), "T3HW_ARB_POLICIES": ""}
     simulate.run(runner, module, bdir, "tb_arbiter", params=params, seed=seed, test_dir=HERE,
                 extra_env=env, testcase=["test_random"])
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from sim_models.cosim import CosimConfig
-from t3hw.tools import cosim, cosim_fast, native
+from t3hw.hw.system import System
+from t3hw.tools import cosim, cosim_fast, generate, native
 from t3hw.tools.synth import verilog_ports
 from t3hw.verif.cosim_scenarios import small
 
@@ -53,6 +54,18 @@ def test_native_runs_and_its_checksum_follows_the_stimulus(tmp_path):
     assert native.build(CosimConfig(gpus=2), root=tmp_path) == exe   # cached
     with pytest.raises(ValueError, match="cycles must be at least 1"):
         native.run(exe, cycles=0)
+    # The co-simulation's top holds the engine once and instantiates it (cosim.ENGINE_MODULE);
+    # rtl/t3hw_system.v's generator (System) writes the engines out one module each. Both
+    # give the same outputs, cycle for cycle, on the same random inputs.
+    text = cosim._system_verilog(2, CosimConfig(gpus=2).params)
+    assert text.count(f"module {cosim.ENGINE_MODULE}(") == 1
+    assert text.count(f"  {cosim.ENGINE_MODULE} e") == 2
+    per_engine = generate._header("system", cosim.MODULE, CosimConfig(gpus=2).params) + \
+        generate.convert(System(CosimConfig(gpus=2).params, n=2), cosim.MODULE)
+    assert cosim.ENGINE_MODULE not in per_engine
+    exe2 = native.build(CosimConfig(gpus=2), root=tmp_path / "system", verilog=per_engine)
+    assert native.run(exe2, cycles=3000, seed=1)["checksum"] == a["checksum"]
+    assert native.run(exe2, cycles=3000, seed=2)["checksum"] == b["checksum"]
 
 
 def test_bits_reads_across_words():

@@ -16,10 +16,21 @@ from .engine import Engine
 from t3hw.spec.params import EngineParams, check_params
 
 
-__all__ = ["System", "MAX_ENGINES"]
+__all__ = ["System", "MAX_ENGINES", "check_engines"]
 
 #: Most engines in one system (a ring of 2**device_width GPUs is the network's limit).
 MAX_ENGINES = 64
+
+
+def check_engines(params, n, owner=None):
+    """Raise ``ValueError`` unless ``n`` engines of ``params`` fit one system (the ring's
+    device numbers); ``owner``, an elaboratable being built, is then not warned about."""
+    top = min(MAX_ENGINES, 1 << params.device_width)
+    if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= top:
+        if owner is not None:
+            owner._MustUse__silence = True
+        raise ValueError(f"n must be an integer in [2, {top}] (device_width="
+                         f"{params.device_width}), not {n!r}")
 
 
 class System(wiring.Component):
@@ -40,11 +51,7 @@ class System(wiring.Component):
 
     def __init__(self, params: EngineParams = EngineParams(), *, n=4):
         self._p = check_params(params, self)
-        top = min(MAX_ENGINES, 1 << params.device_width)
-        if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= top:
-            self._MustUse__silence = True
-            raise ValueError(f"n must be an integer in [2, {top}] (device_width="
-                             f"{params.device_width}), not {n!r}")
+        check_engines(params, n, self)
         self._engines = [Engine(params) for _ in range(n)]
         super().__init__({f"e{i}": Out(e.signature) for i, e in enumerate(self._engines)})
 

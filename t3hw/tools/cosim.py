@@ -43,13 +43,32 @@ def _key(cfg, waves):
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+#: The Verilog module of each engine of the co-simulation's system top (:func:`_system_verilog`).
+ENGINE_MODULE = "t3hw_system_engine"
+
+
 @functools.lru_cache(maxsize=None)
 def _system_verilog(gpus, params):
-    """The generated Verilog of the ``gpus``-engine system (10 s for 8 engines: a test
-    session builds each system several times)."""
+    """The generated Verilog of the ``gpus``-engine system: ``rtl/t3hw_system.v``'s ports and
+    instance hierarchy (``t3hw_system.e<i>.tracker`` ...), with the engine one module
+    (:data:`ENGINE_MODULE`) that the top instantiates ``gpus`` times, so that generating and
+    Verilating a system costs one engine, not ``gpus`` (the fast top's scheme,
+    :mod:`t3hw.verif.simhdl.top`). ``tests/test_cosim_system.py`` checks that it computes
+    what :class:`~t3hw.hw.system.System` does."""
     from .generate import _header, convert
-    from t3hw.hw.system import System
-    return _header("system", MODULE, params) + convert(System(params, n=gpus), MODULE)
+    from t3hw.hw.engine import Engine
+    from t3hw.verif.simhdl.top import SharedSystem
+    return (_header("system", MODULE, params)
+            + convert(SharedSystem(params, gpus, ENGINE_MODULE), MODULE)
+            + convert(Engine(params), ENGINE_MODULE))
+
+
+def _no_inline_vlt(bdir):
+    """A Verilator configuration that keeps :data:`ENGINE_MODULE` one module (Verilator
+    would otherwise inline it into each of its instances)."""
+    path = bdir / "engine.vlt"
+    path.write_text(f'`verilator_config\nno_inline -module "{ENGINE_MODULE}"\n')
+    return path
 
 
 def build_dir(cfg, waves=False, root=None):
@@ -85,7 +104,8 @@ def _build(cfg, bdir, waves):
         src.parent.mkdir(parents=True, exist_ok=True)
         src.write_text(text)
     runner = simulate.verilator_runner()
-    args = [*simulate.VERILATOR_ARGS, str(simulate.ports_vlt(src, MODULE, bdir))]
+    args = [*simulate.VERILATOR_ARGS, str(simulate.ports_vlt(src, MODULE, bdir)),
+            str(_no_inline_vlt(bdir))]
     if waves:
         # --no-trace-top: no ``$rootio`` scope (the top's ports are in ``t3hw_system``)
         args += ["--trace-depth", "4", "--trace-max-width", "64", "--no-trace-top",

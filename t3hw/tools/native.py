@@ -150,16 +150,17 @@ def _verilate(bdir, top, sources, *, jobs, env, what, args=(), make_args=()):
         raise RuntimeError(f"{what} did not build (exit {done.returncode}): see {log}")
 
 
-def build(cfg, *, root=None, jobs=2):
+def build(cfg, *, root=None, jobs=2, verilog=None):
     """Build the harness for the system top of ``cfg`` (a
     :class:`~sim_models.cosim.CosimConfig`: its ``gpus`` and ``params``); returns the
-    executable's path. The Verilog is the co-simulation's (:mod:`t3hw.tools.cosim`); the
-    build is redone only when it or the generated ``main`` changed."""
+    executable's path. The Verilog is the co-simulation's (:mod:`t3hw.tools.cosim`), or
+    ``verilog``, another text with module ``t3hw_system``; the build is redone only when it
+    or the generated ``main`` changed."""
     from . import cosim
     env = toolchain_env()
     bdir = Path(root or simulate.build_root()) / f"native{cfg.gpus}-{cosim._key(cfg, False)}"
     src, main = bdir / f"{cosim.MODULE}.v", bdir / "native_main.cpp"
-    text = cosim._system_verilog(cfg.gpus, cfg.params)
+    text = verilog or cosim._system_verilog(cfg.gpus, cfg.params)
     code = main_cpp(verilog_ports(text, cosim.MODULE))
     exe = bdir / "obj_dir" / "native"
     if (exe.is_file() and src.is_file() and src.read_text() == text and main.is_file()
@@ -168,7 +169,8 @@ def build(cfg, *, root=None, jobs=2):
     bdir.mkdir(parents=True, exist_ok=True)
     src.write_text(text)
     main.write_text(code)
-    _verilate(bdir, cosim.MODULE, [src, main], jobs=jobs, env=env, what="the native harness")
+    _verilate(bdir, cosim.MODULE, [src, cosim._no_inline_vlt(bdir), main], jobs=jobs, env=env,
+              what="the native harness")
     return exe
 
 

@@ -40,6 +40,7 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from t3hw.hw.csr_bus import BusSignature
 from t3hw.hw.engine import Engine
 from t3hw.hw.ports import module_ports
+from t3hw.hw.system import check_engines
 from t3hw.spec.regmap import RegisterMap
 
 from .dram import CYCLE_WIDTH, FixedDram
@@ -116,6 +117,31 @@ def _instance(module, component):
     ``component``'s members (which the top then connects as if it were the block)."""
     kwargs = {f"{d}_{name}": value for name, (d, value) in module_ports(component).items()}
     return Instance(module, i_clk=ClockSignal(), i_rst=ResetSignal(), **kwargs)
+
+
+class SharedSystem(wiring.Component):
+    """:class:`~t3hw.hw.system.System`'s ports around ``n`` instances of one Verilog module,
+    ``module``, the engine for ``params`` generated on its own: the exact co-simulation's
+    top (:func:`t3hw.tools.cosim._system_verilog`), whose Verilog then holds the engine once.
+
+    Members
+    -------
+    e0, e1, ... : Out(Engine(params).signature)
+        Engine ``i``'s ports, with the engine's directions.
+    """
+
+    def __init__(self, params, n, module):
+        check_engines(params, n, self)
+        self._module = module
+        self._engines = [_ports_of(Engine(params)) for _ in range(n)]
+        super().__init__({f"e{i}": Out(e.signature) for i, e in enumerate(self._engines)})
+
+    def elaborate(self, platform):
+        m = Module()
+        for i, eng in enumerate(self._engines):
+            m.submodules[f"e{i}"] = _instance(self._module, eng)
+            connect(m, flipped(getattr(self, f"e{i}")), eng)
+        return m
 
 
 class FastSystem(wiring.Component):
