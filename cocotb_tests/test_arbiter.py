@@ -28,7 +28,7 @@ SMALL = dict(addr_width=12, pitch_width=12, tile_width=8, burst_bytes=4, occupan
 CYCLES = 40_000
 
 #: Random cycles per policy of the ``long`` run (``make test-long``).
-LONG_CYCLES = 1_000_000
+LONG_CYCLES = 400_000
 
 HERE = Path(__file__).resolve().parent
 
