@@ -174,6 +174,10 @@ class HbmMemory:
         self.gpu_mshrs = mshrs                           # single port: the whole GPU's
         self.traffic = {cls: 0 for cls in TRAFFIC_CLASSES}
         self.busy_cycles = 0.0
+        # per class: (cycles, sampled granules) from a read's ``request`` call to its data
+        # out of the DRAM (the arbiter's queue, the DRAM's queue and its service; not the
+        # fabric's way back): :meth:`read_latency`
+        self.read_wait = {"compute": [0, 0], "comm": [0, 0]}
         self.waiting = 0.0
         self.now = 0
         self.rng = random.Random(seed)
@@ -285,7 +289,7 @@ class HbmMemory:
             addrs = self._granules(self.regions[key], span)
             self.regions[key] += -(-span // self.g) * self.g
         lane = (stream, op == _READ)
-        entry = [nbytes, len(addrs), stream]
+        entry = [nbytes, len(addrs), stream, self.now]
         if not addrs:                        # all of it on channels not simulated
             self.served[stream] += nbytes
         else:
@@ -309,7 +313,7 @@ class HbmMemory:
         if total <= 0:
             return
         self.traffic[cls] += int(total)
-        entry, bits, seq = [total, 0, "compute"], self.gbits, self.seq + 1
+        entry, bits, seq = [total, 0, "compute", self.now], self.gbits, self.seq + 1
         for k, (tile, nb) in enumerate(cus):
             if nb <= 0:
                 continue
@@ -447,6 +451,13 @@ class HbmMemory:
             self.slot = (choice, op, addr, entry)
             self._offer(c)
 
+    def read_latency(self, stream):
+        """Mean cycles from a read's request to its data out of the DRAM, over the sampled
+        granules of ``stream`` (``"compute"`` or ``"comm"``) served so far; None before
+        the first."""
+        total, n = self.read_wait[stream]
+        return total / n if n else None
+
     def step(self, cycles, arbiter):
         """Run ``cycles`` cycles; return ``(compute_bytes, comm_bytes)`` served."""
         single = self.port == "single"
@@ -474,6 +485,9 @@ class HbmMemory:
                 if c.op != _READ:
                     continue                 # writes were served when granted
                 entry, i = self.inflight.pop(c.tag)
+                wait = self.read_wait[entry[2]]
+                wait[0] += c.done - entry[3]
+                wait[1] += 1
                 if c.source == "compute":
                     self.seq += 1
                     heapq.heappush(self.returns, (c.done + self.fabric, self.seq, entry, i))

@@ -100,6 +100,28 @@ def test_mca_holds_communication_back_while_the_gemm_fills_the_queue():
     assert mca < rr / 2
 
 
+def test_read_latency_counts_the_wait_behind_the_other_class():
+    """The GEMM's reads wait longer for their data when round robin lets the ring's reads
+    in between them than alone, and less when T3-MCA holds the ring back above its
+    threshold; each class's mean is counted apart."""
+    def latencies(policy, threshold=None, comm=True):
+        m = HbmMemory(mshrs=1 << 16)
+        # T3-MCA's forced grants let the ring in now and then: its reads are counted too
+        arb = Arbiter(policy=policy, threshold=threshold, starvation_limit=64)
+        assert m.read_latency("compute") is None
+        for _ in range(40):
+            m.request("compute", 1 << 20, "gemm_reads")
+            if comm:
+                m.request("comm", 256 << 10, "rs_reads")
+            m.step(512, arb)
+        return m.read_latency("compute"), m.read_latency("comm")
+    alone, _ = latencies("round_robin", comm=False)
+    (c_rr, m_rr), (c_mca, m_mca) = latencies("round_robin"), latencies("t3_mca", 64)
+    print(f"\nGEMM / ring read latency, cycles: alone {alone:.0f}, round robin {c_rr:.0f} / "
+          f"{m_rr:.0f}, T3-MCA {c_mca:.0f} / {m_mca:.0f}")
+    assert alone < c_rr and c_mca < c_rr and m_rr < m_mca
+
+
 def test_bad_memory_configurations():
     with pytest.raises(ValueError, match="sample_pcs must be in \\[1, 64\\], not 0"):
         HbmMemory(sample_pcs=0)
