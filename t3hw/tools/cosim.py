@@ -53,22 +53,14 @@ def _system_verilog(gpus, params):
     instance hierarchy (``t3hw_system.e<i>.tracker`` ...), with the engine one module
     (:data:`ENGINE_MODULE`) that the top instantiates ``gpus`` times, so that generating and
     Verilating a system costs one engine, not ``gpus`` (the fast top's scheme,
-    :mod:`t3hw.verif.simhdl.top`). ``tests/test_cosim_system.py`` checks that it computes
-    what :class:`~t3hw.hw.system.System` does."""
+    :mod:`t3hw.verif.simhdl.top`). ``tests/test_native.py`` checks that it computes what
+    ``rtl/t3hw_system.v`` (:class:`~t3hw.hw.system.System`) does."""
     from .generate import _header, convert
     from t3hw.hw.engine import Engine
     from t3hw.verif.simhdl.top import SharedSystem
     return (_header("system", MODULE, params)
             + convert(SharedSystem(params, gpus, ENGINE_MODULE), MODULE)
             + convert(Engine(params), ENGINE_MODULE))
-
-
-def _no_inline_vlt(bdir):
-    """A Verilator configuration that keeps :data:`ENGINE_MODULE` one module (Verilator
-    would otherwise inline it into each of its instances)."""
-    path = bdir / "engine.vlt"
-    path.write_text(f'`verilator_config\nno_inline -module "{ENGINE_MODULE}"\n')
-    return path
 
 
 def build_dir(cfg, waves=False, root=None):
@@ -104,8 +96,8 @@ def _build(cfg, bdir, waves):
         src.parent.mkdir(parents=True, exist_ok=True)
         src.write_text(text)
     runner = simulate.verilator_runner()
-    args = [*simulate.VERILATOR_ARGS, str(simulate.ports_vlt(src, MODULE, bdir)),
-            str(_no_inline_vlt(bdir))]
+    args = [*simulate.VERILATOR_ARGS,
+            str(simulate.ports_vlt(src, MODULE, bdir, no_inline=(ENGINE_MODULE,)))]
     if waves:
         # --no-trace-top: no ``$rootio`` scope (the top's ports are in ``t3hw_system``)
         args += ["--trace-depth", "4", "--trace-max-width", "64", "--no-trace-top",

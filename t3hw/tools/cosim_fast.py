@@ -228,12 +228,10 @@ def build(cfg, *, root=None):
         # evaluates the logic that reads it in its input-combinational phase, at every time
         # step: the outputs ``cycle``, ``retire`` and ``dispatch`` are read by much of the
         # simulation-only HDL.
-        vlt = simulate.write_ports_vlt(SHELL, [("output", "clk", 1)] + shell_ports(core),
-                                       bdir / "ports.vlt", "the shell's ports")
         from t3hw.verif.simhdl.top import ENGINE, GPU, DRAM
-        with open(vlt, "a") as f:
-            for module in (ENGINE, GPU, DRAM):
-                f.write(f'no_inline -module "{module}"\n')
+        vlt = simulate.write_ports_vlt(SHELL, [("output", "clk", 1)] + shell_ports(core),
+                                       bdir / "ports.vlt", "the shell's ports",
+                                       no_inline=(ENGINE, GPU, DRAM))
         runner.build(sources=list(files), hdl_toplevel=SHELL, build_dir=bdir, always=False,
                      build_args=[*simulate.VERILATOR_ARGS, "--timing", str(vlt)],
                      log_file=bdir / "build.log")

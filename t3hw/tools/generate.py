@@ -219,7 +219,7 @@ def _block_verilog(name, params):
     """``(component, Verilog file)`` of block ``name`` at ``params``, generated once per
     process (the conversion of the engine and the system takes most of a `generate`, and a
     test session or `check` asks for the same blocks again). The text depends on nothing
-    else: ``tests/test_generate.py`` clears this cache to check that two generations agree."""
+    else (``check`` converts afresh in each process and compares with ``rtl/``)."""
     module, factory = BLOCKS[name]
     top = factory(params)
     return top, _header(name, module, params) + convert(top, module)

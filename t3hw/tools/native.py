@@ -169,8 +169,9 @@ def build(cfg, *, root=None, jobs=2, verilog=None):
     bdir.mkdir(parents=True, exist_ok=True)
     src.write_text(text)
     main.write_text(code)
-    _verilate(bdir, cosim.MODULE, [src, cosim._no_inline_vlt(bdir), main], jobs=jobs, env=env,
-              what="the native harness")
+    vlt = simulate.write_ports_vlt(cosim.MODULE, [], bdir / "engine.vlt",
+                                   "the engine compiled once", no_inline=(cosim.ENGINE_MODULE,))
+    _verilate(bdir, cosim.MODULE, [src, vlt, main], jobs=jobs, env=env, what="the native harness")
     return exe
 
 

@@ -199,28 +199,32 @@ def build(block, params: EngineParams, *, waves=False, root=None, verbose=False,
     return runner, module, bdir
 
 
-def ports_vlt(source, module, bdir):
+def ports_vlt(source, module, bdir, *, no_inline=()):
     """A Verilator configuration file making each port of ``module`` (read from the header
     of its declaration in ``source``) public for cocotb, and nothing else: the inputs
     writable, the outputs read-only. (A writable variable may change at any time, so
     Verilator evaluates the logic that reads it in its input-combinational phase, at every
-    time step; an output register read inside the design would put that logic there.)"""
+    time step; an output register read inside the design would put that logic there.)
+    ``no_inline``: modules kept whole (:func:`write_ports_vlt`)."""
     from .synth.wrapper import verilog_ports      # (the synth package imports this module)
     try:
         ports = verilog_ports(Path(source).read_text(), module)
     except ValueError as exc:
         raise RuntimeError(f"{source}: {exc}") from None
     return write_ports_vlt(module, ports, Path(bdir) / "ports.vlt",
-                           f"the ports of {module}: all that cocotb touches")
+                           f"the ports of {module}: all that cocotb touches",
+                           no_inline=no_inline)
 
 
-def write_ports_vlt(module, ports, path, comment):
+def write_ports_vlt(module, ports, path, comment, *, no_inline=()):
     """Write to ``path`` the Verilator configuration that makes ``ports`` (``(direction,
     name, width)``) of ``module`` public: ``public_flat_rw`` for an input, ``public_flat_rd``
-    for an output (:func:`ports_vlt`). Returns ``path``."""
+    for an output (:func:`ports_vlt`). The modules of ``no_inline`` stay modules: a block a
+    top instantiates N times is then compiled once, not inlined N times. Returns ``path``."""
     lines = ["`verilator_config", f"// {comment}"]
     lines += [f'public_flat_{"rw" if d == "input" else "rd"} -module "{module}" -var "{p}"'
               for d, p, _ in ports]
+    lines += [f'no_inline -module "{m}"' for m in no_inline]
     path = Path(path)
     path.write_text("\n".join(lines) + "\n")
     return path
