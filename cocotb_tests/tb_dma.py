@@ -54,6 +54,7 @@ async def test_random(dut):
                                                    "bad_range", "read_error", "bad_response"))
     assert env.model.stats["aborted"] > 0
     assert env.max_in_flight == tb.params.max_outstanding
+    assert env.max_waiting == tb.params.max_outstanding      # the packet queue full
     assert env.refused > 0
     if "max" in env.shapes or tb.params.rows_width <= 3:
         assert env.shapes.get("max", 0) > 0

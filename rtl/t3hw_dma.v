@@ -281,16 +281,15 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
     .descriptor__valid(descriptor__valid),
     .detail(detail),
     .idle(\idle$48 ),
+    .o__ready(response__valid),
+    .\o__ready$37 (packet__ready),
     .packet__payload(packet__payload),
-    .packet__ready(packet__ready),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
     .read__ready(read__ready),
     .read__valid(read__valid),
     .read_error(read_error),
     .response__payload(response__payload),
-    .response__ready(response__ready),
-    .response__valid(response__valid),
     .rst(rst)
   );
   t3hw_dma__queue  queue (
@@ -411,12 +410,13 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   assign \read__ready$38  = read__ready;
   assign \read__valid$39  = read__valid;
   assign \response__payload$40  = response__payload;
-  assign \response__ready$41  = response__ready;
+  assign \response__ready$41  = 1'h1;
   assign \response__valid$42  = response__valid;
   assign \packet__payload$43  = packet__payload;
   assign \packet__ready$44  = packet__ready;
   assign \packet__valid$45  = packet__valid;
   assign \busy$46  = busy;
+  assign response__ready = 1'h1;
   assign program__payload__index  = program__payload[7:0];
   assign program__payload__valid  = program__payload[8];
   assign program__payload__op  = program__payload[9];
@@ -532,7 +532,7 @@ module t3hw_dma(program__valid, trigger__payload, trigger__valid, desc_held, rea
   assign set_err[0] = bad_descriptor;
 endmodule
 
-module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk, rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, read__ready);
+module t3hw_dma__engine (response__payload, o__ready, \o__ready$37 , clk, rst, descriptor__ready, abort, bad_response, read_error, idle, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, read__ready);
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -558,28 +558,28 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [5:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [3:0] \$36 ;
-  wire [12:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire \$36 ;
+  wire [6:0] \$37 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
+  wire [48:0] \$42 ;
   wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$44 ;
+  wire [48:0] \$45 ;
+  wire [48:0] \$46 ;
+  wire [16:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [4:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -592,44 +592,46 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire [4:0] \$64 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire \$64 ;
   wire [4:0] \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg [57:0] \$68 ;
-  reg [2:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  reg \$68 ;
+  reg [57:0] \$69 ;
   wire \$7 ;
-  reg [11:0] \$70 ;
-  reg [47:0] \$71 ;
+  reg [2:0] \$70 ;
+  reg [11:0] \$71 ;
   reg [47:0] \$72 ;
   reg [47:0] \$73 ;
   reg [47:0] \$74 ;
-  reg [15:0] \$75 ;
-  reg \$76 ;
+  reg [47:0] \$75 ;
+  reg [15:0] \$76 ;
   reg \$77 ;
   reg \$78 ;
-  reg [170:0] \$79 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [7:0] \$80 ;
-  reg [3:0] \$81 ;
-  reg \$82 ;
+  reg [170:0] \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
   reg \$83 ;
-  reg [76:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [3:0] \$85 ;
   reg [3:0] \$86 ;
   reg \$87 ;
+  reg \$88 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$28 ;
-  reg [3:0] \$signal$30  = 4'h0;
-  wire \$signal$31 ;
+  wire \$signal$26 ;
+  reg [3:0] \$signal$28  = 4'h0;
+  wire \$signal$29 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
   reg active = 1'h0;
+  reg at_limit = 1'h0;
   output bad_response;
   wire bad_response;
   input clk;
@@ -648,6 +650,15 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
+  wire [76:0] \data$33 ;
+  wire [47:0] data$33__addr ;
+  wire [6:0] data$33__bytes ;
+  wire [4:0] data$33__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$33__kind ;
+  wire [15:0] data$33__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -687,7 +698,8 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
-  wire full;
+  reg [3:0] held = 4'h0;
+  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -709,6 +721,15 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
   wire [139:0] o__payload;
+  wire [76:0] \o__payload$36 ;
+  wire [47:0] o__payload$36__addr ;
+  wire [6:0] o__payload$36__bytes ;
+  wire [4:0] o__payload$36__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$36__kind ;
+  wire [15:0] o__payload$36__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -722,11 +743,15 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [3:0] o__payload__run ;
   wire [47:0] o__payload__src ;
   wire [2:0] o__payload__tag ;
+  input o__ready;
   wire o__ready;
+  input \o__ready$37 ;
+  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$40 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
-  reg [76:0] packet__payload = 77'h00000000000000000000;
+  wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -735,11 +760,11 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   (* enum_value_1 = "UPDATE" *)
   wire packet__payload__kind ;
   wire [15:0] packet__payload__tile ;
-  input packet__ready;
   wire packet__ready;
   output packet__valid;
-  reg packet__valid = 1'h0;
+  wire packet__valid;
   wire push;
+  wire \push$34 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -756,9 +781,7 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   wire [3:0] response__payload;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
-  input response__valid;
   wire response__valid;
   reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
@@ -770,114 +793,114 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$9  = ~ active;
   assign \$10  = issue & last;
   assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = ~ packet__valid;
-  assign response__ready = \$11  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = response__valid & response__ready;
-  assign \$14  = \$13  & o__valid;
-  assign \$15  = ~ \$signal$28 ;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = o__payload[79:77] != response__payload[2:0];
-  assign \$18  = response__payload[3] | \$17 ;
-  assign \$19  = ~ \$18 ;
-  assign \$signal$31  = \$16  & \$19 ;
-  assign \$20  = response__valid & response__ready;
-  assign \$21  = \$20  & o__valid;
-  assign \$22  = ~ \$signal$28 ;
-  assign \$23  = \$21  & \$22 ;
+  assign \$11  = o__payload[83:80] == \$signal$28 ;
+  assign \$signal$26  = \$signal  & \$11 ;
+  assign \$12  = o__ready & o__valid;
+  assign \$13  = ~ \$signal$26 ;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = o__payload[79:77] != response__payload[2:0];
+  assign \$16  = response__payload[3] | \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$signal$29  = \$14  & \$17 ;
+  assign \$18  = o__ready & o__valid;
+  assign \$19  = ~ \$signal$26 ;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = o__payload[79:77] != response__payload[2:0];
+  assign \$22  = response__payload[3] | \$21 ;
+  assign abort = \$20  & \$22 ;
+  assign \$23  = ~ o__valid;
   assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = response__payload[3] | \$24 ;
-  assign abort = \$23  & \$25 ;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = ~ o__valid;
-  assign \$28  = o__payload[79:77] != response__payload[2:0];
-  assign \$29  = \$27  | \$28 ;
-  assign bad_response = \$26  & \$29 ;
-  assign \$30  = response__valid & response__ready;
-  assign \$31  = \$30  & o__valid;
-  assign read_error = \$31  & response__payload[3];
-  assign \$32  = ~ active;
-  assign \$33  = ~ o__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ packet__valid;
-  assign idle = \$34  & \$35 ;
-  assign \$36  = tag + 1'h1;
-  assign \$37  = rows_left - 1'h1;
-  assign \$38  = src_row + cur[74:51];
-  assign \$39  = dst_row + cur[74:51];
+  assign \$25  = \$23  | \$24 ;
+  assign bad_response = o__ready & \$25 ;
+  assign \$26  = o__ready & o__valid;
+  assign read_error = \$26  & response__payload[3];
+  assign \$27  = ~ active;
+  assign \$28  = ~ o__valid;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ packet__valid;
+  assign idle = \$29  & \$30 ;
+  assign \$31  = held + issue;
+  assign \$32  = packet__valid & \o__ready$37 ;
+  assign \$33  = \$31  - \$32 ;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = ~ \$signal$29 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = src_at + 7'h40;
-  assign \$44  = dst_at + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
-  assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$28 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
-  assign \$58  = response__valid & response__ready;
-  assign \$59  = \$58  & o__valid;
-  assign \$60  = ~ \$signal$28 ;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
-  assign \$63  = descriptor__valid & descriptor__ready;
-  assign \$64  = run + 1'h1;
-  assign \$65  = \$63  ? \$64  : { 1'h0, run };
-  assign \$66  = \$62  == \$65 ;
+  assign \$42  = src_row + cur[74:51];
+  assign \$43  = dst_row + cur[74:51];
+  assign \$44  = rows_left == 2'h2;
+  assign \$45  = src_at + 7'h40;
+  assign \$46  = dst_at + 7'h40;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = descriptor__valid & descriptor__ready;
+  assign \$50  = run + 1'h1;
+  assign \$51  = descriptor__payload[58:43] <= 7'h40;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[42:31] == 1'h1;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$26 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = \$37 [3:0] == 4'h8;
+  assign \$60  = o__ready & o__valid;
+  assign \$61  = ~ \$signal$26 ;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
+  assign \$64  = descriptor__valid & descriptor__ready;
+  assign \$65  = run + 1'h1;
+  assign \$66  = \$64  ? \$65  : { 1'h0, run };
+  assign \$67  = \$63  == \$66 ;
   always @(posedge clk)
-    read__valid <= \$67 ;
+    read__valid <= \$68 ;
   always @(posedge clk)
-    read__payload <= \$68 ;
+    read__payload <= \$69 ;
   always @(posedge clk)
-    tag <= \$69 ;
+    tag <= \$70 ;
   always @(posedge clk)
-    rows_left <= \$70 ;
+    rows_left <= \$71 ;
   always @(posedge clk)
-    src_row <= \$71 ;
+    src_row <= \$72 ;
   always @(posedge clk)
-    dst_row <= \$72 ;
+    dst_row <= \$73 ;
   always @(posedge clk)
-    src_at <= \$73 ;
+    src_at <= \$74 ;
   always @(posedge clk)
-    dst_at <= \$74 ;
+    dst_at <= \$75 ;
   always @(posedge clk)
-    remaining <= \$75 ;
+    remaining <= \$76 ;
   always @(posedge clk)
-    row_end <= \$76 ;
+    row_end <= \$77 ;
   always @(posedge clk)
-    one_row <= \$77 ;
+    one_row <= \$78 ;
   always @(posedge clk)
-    active <= \$78 ;
+    active <= \$79 ;
   always @(posedge clk)
-    cur <= \$79 ;
+    cur <= \$80 ;
   always @(posedge clk)
-    index <= \$80 ;
+    index <= \$81 ;
   always @(posedge clk)
-    run <= \$81 ;
+    run <= \$82 ;
   always @(posedge clk)
-    short_row <= \$82 ;
+    short_row <= \$83 ;
   always @(posedge clk)
-    packet__valid <= \$83 ;
+    \$signal  <= \$84 ;
   always @(posedge clk)
-    packet__payload <= \$84 ;
+    \$signal$28  <= \$85 ;
   always @(posedge clk)
-    \$signal  <= \$85 ;
+    held <= \$86 ;
   always @(posedge clk)
-    \$signal$30  <= \$86 ;
+    at_limit <= \$87 ;
   always @(posedge clk)
-    \$signal$8  <= \$87 ;
+    \$signal$8  <= \$88 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -887,12 +910,19 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
-  assign \$8  = ~ full;
+  assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
-  assign \$9  = ~ active;
+  t3hw_dma__engine__packets  packets (
+    .clk(clk),
+    .o__payload(packet__payload),
+    .o__ready(\o__ready$37 ),
+    .o__valid(packet__valid),
+    .push(\$signal$29 ),
+    .rst(rst),
+    .wr__data(o__payload[76:0])
+  );
   t3hw_dma__engine__pending  pending (
     .clk(clk),
-    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -911,255 +941,254 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = read__valid;
+    \$68  = read__valid;
     if (read__ready) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
     if (issue) begin
-      \$67  = 1'h1;
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = read__payload;
+    \$69  = read__payload;
     if (issue) begin
-      \$68 [47:0] = meta[139:92];
-      \$68 [54:48] = \$1 [6:0];
-      \$68 [57:55] = tag;
+      \$69 [47:0] = meta[139:92];
+      \$69 [54:48] = \$1 [6:0];
+      \$69 [57:55] = tag;
     end
     if (rst) begin
-      \$68  = 58'h000000000000000;
+      \$69  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$69  = tag;
+    \$70  = tag;
     if (issue) begin
-      \$69  = \$36 [2:0];
+      \$70  = \$38 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$70  = rows_left;
+    \$71  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$37 [11:0];
+        \$71  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$70  = descriptor__payload[42:31];
+    if (\$49 ) begin
+      \$71  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$71  = src_row;
+    \$72  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$38 [47:0];
+        \$72  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$71  = descriptor__payload[130:83];
+    if (\$49 ) begin
+      \$72  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$72  = dst_row;
+    \$73  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$39 [47:0];
+        \$73  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$72  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$73  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$73  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$73  = \$40 [47:0];
-      end else begin
-        \$73  = \$43 [47:0];
-      end
-    end
-    if (\$47 ) begin
-      \$73  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$74  = dst_at;
+    \$74  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = \$41 [47:0];
+        \$74  = \$42 [47:0];
       end else begin
-        \$74  = \$44 [47:0];
+        \$74  = \$45 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$74  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$74  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$75  = remaining;
+    \$75  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = cur[50:35];
+        \$75  = \$43 [47:0];
       end else begin
-        \$75  = \$45 [15:0];
+        \$75  = \$46 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$75  = descriptor__payload[58:43];
+    if (\$49 ) begin
+      \$75  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = row_end;
+    \$76  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = short_row;
+        \$76  = cur[50:35];
       end else begin
-        \$76  = \$46 ;
+        \$76  = \$47 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$76  = \$49 ;
+    if (\$49 ) begin
+      \$76  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = one_row;
+    \$77  = row_end;
     if (issue) begin
+      (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$42 ;
+        \$77  = short_row;
+      end else begin
+        \$77  = \$48 ;
       end
     end
-    if (\$47 ) begin
+    if (\$49 ) begin
       \$77  = \$51 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = active;
+    \$78  = one_row;
+    if (issue) begin
+      if (row_end) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (\$49 ) begin
+      \$78  = \$53 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$79  = active;
     if (issue) begin
       if (last) begin
-        \$78  = 1'h0;
+        \$79  = 1'h0;
       end
     end
     if (stop) begin
-      \$78  = 1'h0;
+      \$79  = 1'h0;
     end
-    if (\$47 ) begin
-      \$78  = 1'h1;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$79  = cur;
-    if (\$47 ) begin
-      \$79 [0] = descriptor__payload[8];
-      \$79 [1] = descriptor__payload[9];
-      \$79 [6:2] = descriptor__payload[14:10];
-      \$79 [22:7] = descriptor__payload[30:15];
-      \$79 [34:23] = descriptor__payload[42:31];
-      \$79 [50:35] = descriptor__payload[58:43];
-      \$79 [74:51] = descriptor__payload[82:59];
-      \$79 [122:75] = descriptor__payload[130:83];
-      \$79 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$80  = index;
-    if (\$47 ) begin
-      \$80  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$81  = run;
-    if (\$47 ) begin
-      \$81  = \$48 [3:0];
+    if (\$49 ) begin
+      \$79  = 1'h1;
     end
     if (rst) begin
-      \$81  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$82  = short_row;
-    if (\$47 ) begin
-      \$82  = \$50 ;
+    \$80  = cur;
+    if (\$49 ) begin
+      \$80 [0] = descriptor__payload[8];
+      \$80 [1] = descriptor__payload[9];
+      \$80 [6:2] = descriptor__payload[14:10];
+      \$80 [22:7] = descriptor__payload[30:15];
+      \$80 [34:23] = descriptor__payload[42:31];
+      \$80 [50:35] = descriptor__payload[58:43];
+      \$80 [74:51] = descriptor__payload[82:59];
+      \$80 [122:75] = descriptor__payload[130:83];
+      \$80 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = packet__valid;
-    if (packet__ready) begin
-      \$83  = 1'h0;
+    \$81  = index;
+    if (\$49 ) begin
+      \$81  = descriptor__payload[7:0];
     end
-    if (\$signal$31 ) begin
-      \$83  = 1'h1;
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$82  = run;
+    if (\$49 ) begin
+      \$82  = \$50 [3:0];
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$82  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = packet__payload;
-    if (response__ready) begin
-      \$84  = o__payload[76:0];
+    \$83  = short_row;
+    if (\$49 ) begin
+      \$83  = \$52 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$84  = \$signal ;
+    if (\$56 ) begin
+      \$84  = \$58 ;
     end
     if (rst) begin
-      \$84  = 77'h00000000000000000000;
+      \$84  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = \$signal ;
-    if (\$55 ) begin
-      \$85  = \$57 ;
+    \$85  = \$signal$28 ;
+    if (\$56 ) begin
+      \$85  = o__payload[83:80];
     end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$86  = \$37 [3:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$86  = \$signal$30 ;
-    if (\$55 ) begin
-      \$86  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$87  = \$66 ;
+    \$87  = \$59 ;
     if (rst) begin
-      \$87  = 1'h1;
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$88  = \$67 ;
+    if (rst) begin
+      \$88  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign response__ready = 1'h1;
+  assign response__valid = o__ready;
+  assign \data$33  = o__payload[76:0];
+  assign \push$34  = \$signal$29 ;
+  assign \o__payload$36  = packet__payload;
+  assign packet__ready = \o__ready$37 ;
+  assign \o__valid$40  = packet__valid;
   assign aborted = abort;
+  assign held_next = \$37 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -1201,6 +1230,21 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
+  assign data$33__device  = o__payload[4:0];
+  assign data$33__addr  = o__payload[52:5];
+  assign data$33__kind  = o__payload[53];
+  assign data$33__tile  = o__payload[69:54];
+  assign data$33__bytes  = o__payload[76:70];
+  assign packet__payload__device  = packet__payload[4:0];
+  assign packet__payload__addr  = packet__payload[52:5];
+  assign packet__payload__kind  = packet__payload[53];
+  assign packet__payload__tile  = packet__payload[69:54];
+  assign packet__payload__bytes  = packet__payload[76:70];
+  assign o__payload$36__device  = packet__payload[4:0];
+  assign o__payload$36__addr  = packet__payload[52:5];
+  assign o__payload$36__kind  = packet__payload[53];
+  assign o__payload$36__tile  = packet__payload[69:54];
+  assign o__payload$36__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -1217,11 +1261,6 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign packet__payload__device  = packet__payload[4:0];
-  assign packet__payload__addr  = packet__payload[52:5];
-  assign packet__payload__kind  = packet__payload[53];
-  assign packet__payload__tile  = packet__payload[69:54];
-  assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
@@ -1233,8 +1272,559 @@ module t3hw_dma__engine (response__payload, response__valid, packet__ready, clk,
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
+module t3hw_dma__engine__packets (clk, rst, push, wr__data, o__valid, o__payload, o__ready);
   reg _init_strobe_3  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [76:0] \$101 ;
+  wire [76:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [76:0] \$108 ;
+  wire [76:0] \$109 ;
+  wire \$11 ;
+  wire [76:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [3:0] \$122 ;
+  wire [3:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [2:0] \$138 ;
+  reg [2:0] \$139 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [5:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [76:0] \$73 ;
+  wire [76:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [76:0] \$78 ;
+  wire [76:0] \$79 ;
+  wire \$8 ;
+  wire [76:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [76:0] \$87 ;
+  wire [76:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [76:0] \$93 ;
+  wire [76:0] \$94 ;
+  wire [76:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 3'h0 *)
+  wire [2:0] \$signal ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] front0;
+  wire [47:0] front0__addr ;
+  wire [6:0] front0__bytes ;
+  wire [4:0] front0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front0__kind ;
+  wire [15:0] front0__tile ;
+  reg [76:0] front1 = 77'h00000000000000000000;
+  wire [47:0] front1__addr ;
+  wire [6:0] front1__bytes ;
+  wire [4:0] front1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front1__kind ;
+  wire [15:0] front1__tile ;
+  reg [76:0] front2 = 77'h00000000000000000000;
+  wire [47:0] front2__addr ;
+  wire [6:0] front2__bytes ;
+  wire [4:0] front2__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front2__kind ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
+  reg [3:0] level = 4'h0;
+  output [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg [2:0] rd__addr = 3'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  reg [76:0] rd_q = 77'h00000000000000000000;
+  wire [47:0] rd_q__addr ;
+  wire [6:0] rd_q__bytes ;
+  wire [4:0] rd_q__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd_q__kind ;
+  wire [15:0] rd_q__tile ;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  reg [2:0] wr__addr = 3'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [76:0] storage [7:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+    storage[2] = 77'h00000000000000000000;
+    storage[3] = 77'h00000000000000000000;
+    storage[4] = 77'h00000000000000000000;
+    storage[5] = 77'h00000000000000000000;
+    storage[6] = 77'h00000000000000000000;
+    storage[7] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    storage[wr__addr] <= wr__data;
+  end
+  reg [76:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 3'h7;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 4'h0 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 3'h7;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 4'h0 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$129  = \$6 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$130  = \$16 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$131  = \$28 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$132  = \$40 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [2:0];
+    end
+    if (rst) begin
+      \$138  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_3 ) begin end
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [2:0];
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
+  assign data = wr__data;
+  assign wr__en = 1'h1;
+  assign \$signal  = rd__addr;
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign front0__device  = o__payload[4:0];
+  assign front0__addr  = o__payload[52:5];
+  assign front0__kind  = o__payload[53];
+  assign front0__tile  = o__payload[69:54];
+  assign front0__bytes  = o__payload[76:70];
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign rd_q__device  = rd_q[4:0];
+  assign rd_q__addr  = rd_q[52:5];
+  assign rd_q__kind  = rd_q[53];
+  assign rd_q__tile  = rd_q[69:54];
+  assign rd_q__bytes  = rd_q[76:70];
+  assign rd__data__device  = rd__data[4:0];
+  assign rd__data__addr  = rd__data[52:5];
+  assign rd__data__kind  = rd__data[53];
+  assign rd__data__tile  = rd__data[69:54];
+  assign rd__data__bytes  = rd__data[76:70];
+  assign front1__device  = front1[4:0];
+  assign front1__addr  = front1[52:5];
+  assign front1__kind  = front1[53];
+  assign front1__tile  = front1[69:54];
+  assign front1__bytes  = front1[76:70];
+  assign front2__device  = front2[4:0];
+  assign front2__addr  = front2[52:5];
+  assign front2__kind  = front2[53];
+  assign front2__tile  = front2[69:54];
+  assign front2__bytes  = front2[76:70];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
+endmodule
+
+module t3hw_dma__engine__pending (clk, rst, push, wr__data, o__valid, o__payload, o__ready);
+  reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -1322,7 +1912,6 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
-  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
@@ -1494,35 +2083,35 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [2:0];
@@ -1532,7 +2121,7 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [2:0];
@@ -1542,7 +2131,7 @@ module t3hw_dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full,
     end
   end
   always @* begin
-    if (_init_strobe_3 ) begin end
+    if (_init_strobe_4 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -1607,7 +2196,7 @@ endmodule
 
 module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_held, clk, rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, busy, descriptor__valid, descriptor__payload, detail, program__payload
 );
-  reg _init_strobe_4  = 0;
+  reg _init_strobe_5  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -3491,7 +4080,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -3501,7 +4090,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -3513,91 +4102,91 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -3610,7 +4199,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -3629,49 +4218,49 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -3684,7 +4273,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -3693,7 +4282,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -3702,7 +4291,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -3711,7 +4300,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -3720,7 +4309,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -3737,7 +4326,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -3746,7 +4335,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -3755,7 +4344,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -3764,7 +4353,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -3773,7 +4362,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -3782,7 +4371,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -3791,7 +4380,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -3800,7 +4389,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -3809,7 +4398,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -3818,7 +4407,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     end
   end
   always @* begin
-    if (_init_strobe_4 ) begin end
+    if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -3909,7 +4498,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
 endmodule
 
 module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_5  = 0;
+  reg _init_strobe_6  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -4111,35 +4700,35 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$64  = \$6 [4:0];
     if (rst) begin
       \$64  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -4149,7 +4738,7 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -4159,7 +4748,7 @@ module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_5 ) begin end
+    if (_init_strobe_6 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;

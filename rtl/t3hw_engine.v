@@ -943,7 +943,6 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .read__ready(read__ready),
     .read__valid(\i__valid$89 ),
     .response__payload(\response__payload$103 ),
-    .response__ready(\o__ready$105 ),
     .response__valid(\response__valid$107 ),
     .rst(rst),
     .stats(dma_stats),
@@ -967,7 +966,6 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
     .i__ready(dma_response__ready),
     .i__valid(\i__valid$101 ),
     .o__payload(\response__payload$103 ),
-    .o__ready(\o__ready$105 ),
     .o__valid(\response__valid$107 ),
     .rst(rst)
   );
@@ -1092,7 +1090,8 @@ module t3hw_engine(bus__w_data, bus__w_stb, bus__r_stb, store__payload, store__v
   assign \i__ready$100  = dma_response__ready;
   assign dma_response__valid = \i__valid$101 ;
   assign \o__payload$104  = \response__payload$103 ;
-  assign \response__ready$106  = \o__ready$105 ;
+  assign \o__ready$105  = 1'h1;
+  assign \response__ready$106  = 1'h1;
   assign \o__valid$108  = \response__valid$107 ;
   assign net__payload = \i__payload$109 ;
   assign \i__ready$112  = net__ready;
@@ -16914,8 +16913,8 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$480  = arbiter_program__valid;
 endmodule
 
-module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
-, response__valid, clk);
+module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
+, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -17112,7 +17111,6 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   wire [2:0] response__payload$27__tag ;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
   wire \response__ready$29 ;
   input response__valid;
@@ -17189,16 +17187,15 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
     .descriptor__valid(descriptor__valid),
     .detail(detail),
     .idle(\idle$42 ),
+    .o__ready(response__valid),
+    .\o__ready$37 (packet__ready),
     .packet__payload(packet__payload),
-    .packet__ready(packet__ready),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
     .read__ready(read__ready),
     .read__valid(read__valid),
     .read_error(read_error),
     .response__payload(response__payload),
-    .response__ready(response__ready),
-    .response__valid(response__valid),
     .rst(rst)
   );
   t3hw_engine__dma__queue  queue (
@@ -17319,7 +17316,8 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign \read__ready$23  = read__ready;
   assign \read__valid$25  = read__valid;
   assign \response__payload$27  = response__payload;
-  assign \response__ready$29  = response__ready;
+  assign response__ready = 1'h1;
+  assign \response__ready$29  = 1'h1;
   assign \response__valid$31  = response__valid;
   assign \packet__payload$33  = packet__payload;
   assign \packet__ready$35  = packet__ready;
@@ -17444,7 +17442,7 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, response__re
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
+module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -17470,28 +17468,28 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [5:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [3:0] \$36 ;
-  wire [12:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire \$36 ;
+  wire [6:0] \$37 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
+  wire [48:0] \$42 ;
   wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$44 ;
+  wire [48:0] \$45 ;
+  wire [48:0] \$46 ;
+  wire [16:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [4:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -17504,44 +17502,46 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire [4:0] \$64 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire \$64 ;
   wire [4:0] \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg [57:0] \$68 ;
-  reg [2:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  reg \$68 ;
+  reg [57:0] \$69 ;
   wire \$7 ;
-  reg [11:0] \$70 ;
-  reg [47:0] \$71 ;
+  reg [2:0] \$70 ;
+  reg [11:0] \$71 ;
   reg [47:0] \$72 ;
   reg [47:0] \$73 ;
   reg [47:0] \$74 ;
-  reg [15:0] \$75 ;
-  reg \$76 ;
+  reg [47:0] \$75 ;
+  reg [15:0] \$76 ;
   reg \$77 ;
   reg \$78 ;
-  reg [170:0] \$79 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [7:0] \$80 ;
-  reg [3:0] \$81 ;
-  reg \$82 ;
+  reg [170:0] \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
   reg \$83 ;
-  reg [76:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [3:0] \$85 ;
   reg [3:0] \$86 ;
   reg \$87 ;
+  reg \$88 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$28 ;
-  reg [3:0] \$signal$30  = 4'h0;
-  wire \$signal$31 ;
+  wire \$signal$26 ;
+  reg [3:0] \$signal$28  = 4'h0;
+  wire \$signal$29 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
   reg active = 1'h0;
+  reg at_limit = 1'h0;
   output bad_response;
   wire bad_response;
   input clk;
@@ -17560,6 +17560,15 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
+  wire [76:0] \data$33 ;
+  wire [47:0] data$33__addr ;
+  wire [6:0] data$33__bytes ;
+  wire [4:0] data$33__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$33__kind ;
+  wire [15:0] data$33__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -17599,7 +17608,8 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
-  wire full;
+  reg [3:0] held = 4'h0;
+  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -17621,6 +17631,15 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
   wire [139:0] o__payload;
+  wire [76:0] \o__payload$36 ;
+  wire [47:0] o__payload$36__addr ;
+  wire [6:0] o__payload$36__bytes ;
+  wire [4:0] o__payload$36__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$36__kind ;
+  wire [15:0] o__payload$36__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -17634,11 +17653,15 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [3:0] o__payload__run ;
   wire [47:0] o__payload__src ;
   wire [2:0] o__payload__tag ;
+  input o__ready;
   wire o__ready;
+  input \o__ready$37 ;
+  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$40 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
-  reg [76:0] packet__payload = 77'h00000000000000000000;
+  wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -17647,11 +17670,11 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   (* enum_value_1 = "UPDATE" *)
   wire packet__payload__kind ;
   wire [15:0] packet__payload__tile ;
-  input packet__ready;
   wire packet__ready;
   output packet__valid;
-  reg packet__valid = 1'h0;
+  wire packet__valid;
   wire push;
+  wire \push$34 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -17668,9 +17691,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   wire [3:0] response__payload;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
-  input response__valid;
   wire response__valid;
   reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
@@ -17682,114 +17703,114 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$9  = ~ active;
   assign \$10  = issue & last;
   assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = ~ packet__valid;
-  assign response__ready = \$11  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = response__valid & response__ready;
-  assign \$14  = \$13  & o__valid;
-  assign \$15  = ~ \$signal$28 ;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = o__payload[79:77] != response__payload[2:0];
-  assign \$18  = response__payload[3] | \$17 ;
-  assign \$19  = ~ \$18 ;
-  assign \$signal$31  = \$16  & \$19 ;
-  assign \$20  = response__valid & response__ready;
-  assign \$21  = \$20  & o__valid;
-  assign \$22  = ~ \$signal$28 ;
-  assign \$23  = \$21  & \$22 ;
+  assign \$11  = o__payload[83:80] == \$signal$28 ;
+  assign \$signal$26  = \$signal  & \$11 ;
+  assign \$12  = o__ready & o__valid;
+  assign \$13  = ~ \$signal$26 ;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = o__payload[79:77] != response__payload[2:0];
+  assign \$16  = response__payload[3] | \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$signal$29  = \$14  & \$17 ;
+  assign \$18  = o__ready & o__valid;
+  assign \$19  = ~ \$signal$26 ;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = o__payload[79:77] != response__payload[2:0];
+  assign \$22  = response__payload[3] | \$21 ;
+  assign abort = \$20  & \$22 ;
+  assign \$23  = ~ o__valid;
   assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = response__payload[3] | \$24 ;
-  assign abort = \$23  & \$25 ;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = ~ o__valid;
-  assign \$28  = o__payload[79:77] != response__payload[2:0];
-  assign \$29  = \$27  | \$28 ;
-  assign bad_response = \$26  & \$29 ;
-  assign \$30  = response__valid & response__ready;
-  assign \$31  = \$30  & o__valid;
-  assign read_error = \$31  & response__payload[3];
-  assign \$32  = ~ active;
-  assign \$33  = ~ o__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ packet__valid;
-  assign idle = \$34  & \$35 ;
-  assign \$36  = tag + 1'h1;
-  assign \$37  = rows_left - 1'h1;
-  assign \$38  = src_row + cur[74:51];
-  assign \$39  = dst_row + cur[74:51];
+  assign \$25  = \$23  | \$24 ;
+  assign bad_response = o__ready & \$25 ;
+  assign \$26  = o__ready & o__valid;
+  assign read_error = \$26  & response__payload[3];
+  assign \$27  = ~ active;
+  assign \$28  = ~ o__valid;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ packet__valid;
+  assign idle = \$29  & \$30 ;
+  assign \$31  = held + issue;
+  assign \$32  = packet__valid & \o__ready$37 ;
+  assign \$33  = \$31  - \$32 ;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = ~ \$signal$29 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = src_at + 7'h40;
-  assign \$44  = dst_at + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
-  assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$28 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
-  assign \$58  = response__valid & response__ready;
-  assign \$59  = \$58  & o__valid;
-  assign \$60  = ~ \$signal$28 ;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
-  assign \$63  = descriptor__valid & descriptor__ready;
-  assign \$64  = run + 1'h1;
-  assign \$65  = \$63  ? \$64  : { 1'h0, run };
-  assign \$66  = \$62  == \$65 ;
+  assign \$42  = src_row + cur[74:51];
+  assign \$43  = dst_row + cur[74:51];
+  assign \$44  = rows_left == 2'h2;
+  assign \$45  = src_at + 7'h40;
+  assign \$46  = dst_at + 7'h40;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = descriptor__valid & descriptor__ready;
+  assign \$50  = run + 1'h1;
+  assign \$51  = descriptor__payload[58:43] <= 7'h40;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[42:31] == 1'h1;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$26 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = \$37 [3:0] == 4'h8;
+  assign \$60  = o__ready & o__valid;
+  assign \$61  = ~ \$signal$26 ;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
+  assign \$64  = descriptor__valid & descriptor__ready;
+  assign \$65  = run + 1'h1;
+  assign \$66  = \$64  ? \$65  : { 1'h0, run };
+  assign \$67  = \$63  == \$66 ;
   always @(posedge clk)
-    read__valid <= \$67 ;
+    read__valid <= \$68 ;
   always @(posedge clk)
-    read__payload <= \$68 ;
+    read__payload <= \$69 ;
   always @(posedge clk)
-    tag <= \$69 ;
+    tag <= \$70 ;
   always @(posedge clk)
-    rows_left <= \$70 ;
+    rows_left <= \$71 ;
   always @(posedge clk)
-    src_row <= \$71 ;
+    src_row <= \$72 ;
   always @(posedge clk)
-    dst_row <= \$72 ;
+    dst_row <= \$73 ;
   always @(posedge clk)
-    src_at <= \$73 ;
+    src_at <= \$74 ;
   always @(posedge clk)
-    dst_at <= \$74 ;
+    dst_at <= \$75 ;
   always @(posedge clk)
-    remaining <= \$75 ;
+    remaining <= \$76 ;
   always @(posedge clk)
-    row_end <= \$76 ;
+    row_end <= \$77 ;
   always @(posedge clk)
-    one_row <= \$77 ;
+    one_row <= \$78 ;
   always @(posedge clk)
-    active <= \$78 ;
+    active <= \$79 ;
   always @(posedge clk)
-    cur <= \$79 ;
+    cur <= \$80 ;
   always @(posedge clk)
-    index <= \$80 ;
+    index <= \$81 ;
   always @(posedge clk)
-    run <= \$81 ;
+    run <= \$82 ;
   always @(posedge clk)
-    short_row <= \$82 ;
+    short_row <= \$83 ;
   always @(posedge clk)
-    packet__valid <= \$83 ;
+    \$signal  <= \$84 ;
   always @(posedge clk)
-    packet__payload <= \$84 ;
+    \$signal$28  <= \$85 ;
   always @(posedge clk)
-    \$signal  <= \$85 ;
+    held <= \$86 ;
   always @(posedge clk)
-    \$signal$30  <= \$86 ;
+    at_limit <= \$87 ;
   always @(posedge clk)
-    \$signal$8  <= \$87 ;
+    \$signal$8  <= \$88 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -17799,12 +17820,19 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
-  assign \$8  = ~ full;
+  assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
-  assign \$9  = ~ active;
+  t3hw_engine__dma__engine__packets  packets (
+    .clk(clk),
+    .o__payload(packet__payload),
+    .o__ready(\o__ready$37 ),
+    .o__valid(packet__valid),
+    .push(\$signal$29 ),
+    .rst(rst),
+    .wr__data(o__payload[76:0])
+  );
   t3hw_engine__dma__engine__pending  pending (
     .clk(clk),
-    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -17823,255 +17851,254 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$67  = read__valid;
+    \$68  = read__valid;
     if (read__ready) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
     if (issue) begin
-      \$67  = 1'h1;
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$68  = read__payload;
+    \$69  = read__payload;
     if (issue) begin
-      \$68 [47:0] = meta[139:92];
-      \$68 [54:48] = \$1 [6:0];
-      \$68 [57:55] = tag;
+      \$69 [47:0] = meta[139:92];
+      \$69 [54:48] = \$1 [6:0];
+      \$69 [57:55] = tag;
     end
     if (rst) begin
-      \$68  = 58'h000000000000000;
+      \$69  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$69  = tag;
+    \$70  = tag;
     if (issue) begin
-      \$69  = \$36 [2:0];
+      \$70  = \$38 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$70  = rows_left;
+    \$71  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$37 [11:0];
+        \$71  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$70  = descriptor__payload[42:31];
+    if (\$49 ) begin
+      \$71  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = src_row;
+    \$72  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$38 [47:0];
+        \$72  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$71  = descriptor__payload[130:83];
+    if (\$49 ) begin
+      \$72  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = dst_row;
+    \$73  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$39 [47:0];
+        \$73  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$72  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$73  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$73  = \$40 [47:0];
-      end else begin
-        \$73  = \$43 [47:0];
-      end
-    end
-    if (\$47 ) begin
-      \$73  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$74  = dst_at;
+    \$74  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = \$41 [47:0];
+        \$74  = \$42 [47:0];
       end else begin
-        \$74  = \$44 [47:0];
+        \$74  = \$45 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$74  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$74  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = remaining;
+    \$75  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = cur[50:35];
+        \$75  = \$43 [47:0];
       end else begin
-        \$75  = \$45 [15:0];
+        \$75  = \$46 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$75  = descriptor__payload[58:43];
+    if (\$49 ) begin
+      \$75  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = row_end;
+    \$76  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = short_row;
+        \$76  = cur[50:35];
       end else begin
-        \$76  = \$46 ;
+        \$76  = \$47 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$76  = \$49 ;
+    if (\$49 ) begin
+      \$76  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = one_row;
+    \$77  = row_end;
     if (issue) begin
+      (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$42 ;
+        \$77  = short_row;
+      end else begin
+        \$77  = \$48 ;
       end
     end
-    if (\$47 ) begin
+    if (\$49 ) begin
       \$77  = \$51 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = active;
+    \$78  = one_row;
+    if (issue) begin
+      if (row_end) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (\$49 ) begin
+      \$78  = \$53 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$79  = active;
     if (issue) begin
       if (last) begin
-        \$78  = 1'h0;
+        \$79  = 1'h0;
       end
     end
     if (stop) begin
-      \$78  = 1'h0;
+      \$79  = 1'h0;
     end
-    if (\$47 ) begin
-      \$78  = 1'h1;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$79  = cur;
-    if (\$47 ) begin
-      \$79 [0] = descriptor__payload[8];
-      \$79 [1] = descriptor__payload[9];
-      \$79 [6:2] = descriptor__payload[14:10];
-      \$79 [22:7] = descriptor__payload[30:15];
-      \$79 [34:23] = descriptor__payload[42:31];
-      \$79 [50:35] = descriptor__payload[58:43];
-      \$79 [74:51] = descriptor__payload[82:59];
-      \$79 [122:75] = descriptor__payload[130:83];
-      \$79 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$80  = index;
-    if (\$47 ) begin
-      \$80  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$81  = run;
-    if (\$47 ) begin
-      \$81  = \$48 [3:0];
+    if (\$49 ) begin
+      \$79  = 1'h1;
     end
     if (rst) begin
-      \$81  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$82  = short_row;
-    if (\$47 ) begin
-      \$82  = \$50 ;
+    \$80  = cur;
+    if (\$49 ) begin
+      \$80 [0] = descriptor__payload[8];
+      \$80 [1] = descriptor__payload[9];
+      \$80 [6:2] = descriptor__payload[14:10];
+      \$80 [22:7] = descriptor__payload[30:15];
+      \$80 [34:23] = descriptor__payload[42:31];
+      \$80 [50:35] = descriptor__payload[58:43];
+      \$80 [74:51] = descriptor__payload[82:59];
+      \$80 [122:75] = descriptor__payload[130:83];
+      \$80 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = packet__valid;
-    if (packet__ready) begin
-      \$83  = 1'h0;
+    \$81  = index;
+    if (\$49 ) begin
+      \$81  = descriptor__payload[7:0];
     end
-    if (\$signal$31 ) begin
-      \$83  = 1'h1;
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$82  = run;
+    if (\$49 ) begin
+      \$82  = \$50 [3:0];
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$82  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = packet__payload;
-    if (response__ready) begin
-      \$84  = o__payload[76:0];
+    \$83  = short_row;
+    if (\$49 ) begin
+      \$83  = \$52 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$84  = \$signal ;
+    if (\$56 ) begin
+      \$84  = \$58 ;
     end
     if (rst) begin
-      \$84  = 77'h00000000000000000000;
+      \$84  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = \$signal ;
-    if (\$55 ) begin
-      \$85  = \$57 ;
+    \$85  = \$signal$28 ;
+    if (\$56 ) begin
+      \$85  = o__payload[83:80];
     end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$86  = \$37 [3:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = \$signal$30 ;
-    if (\$55 ) begin
-      \$86  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$87  = \$66 ;
+    \$87  = \$59 ;
     if (rst) begin
-      \$87  = 1'h1;
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$88  = \$67 ;
+    if (rst) begin
+      \$88  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign response__ready = 1'h1;
+  assign response__valid = o__ready;
+  assign \data$33  = o__payload[76:0];
+  assign \push$34  = \$signal$29 ;
+  assign \o__payload$36  = packet__payload;
+  assign packet__ready = \o__ready$37 ;
+  assign \o__valid$40  = packet__valid;
   assign aborted = abort;
+  assign held_next = \$37 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -18113,6 +18140,21 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
+  assign data$33__device  = o__payload[4:0];
+  assign data$33__addr  = o__payload[52:5];
+  assign data$33__kind  = o__payload[53];
+  assign data$33__tile  = o__payload[69:54];
+  assign data$33__bytes  = o__payload[76:70];
+  assign packet__payload__device  = packet__payload[4:0];
+  assign packet__payload__addr  = packet__payload[52:5];
+  assign packet__payload__kind  = packet__payload[53];
+  assign packet__payload__tile  = packet__payload[69:54];
+  assign packet__payload__bytes  = packet__payload[76:70];
+  assign o__payload$36__device  = packet__payload[4:0];
+  assign o__payload$36__addr  = packet__payload[52:5];
+  assign o__payload$36__kind  = packet__payload[53];
+  assign o__payload$36__tile  = packet__payload[69:54];
+  assign o__payload$36__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -18129,11 +18171,6 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign packet__payload__device  = packet__payload[4:0];
-  assign packet__payload__addr  = packet__payload[52:5];
-  assign packet__payload__kind  = packet__payload[53];
-  assign packet__payload__tile  = packet__payload[69:54];
-  assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
@@ -18145,8 +18182,559 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, response__ready, abort,
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
+module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_8  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [76:0] \$101 ;
+  wire [76:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [76:0] \$108 ;
+  wire [76:0] \$109 ;
+  wire \$11 ;
+  wire [76:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [3:0] \$122 ;
+  wire [3:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [2:0] \$138 ;
+  reg [2:0] \$139 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [5:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [76:0] \$73 ;
+  wire [76:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [76:0] \$78 ;
+  wire [76:0] \$79 ;
+  wire \$8 ;
+  wire [76:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [76:0] \$87 ;
+  wire [76:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [76:0] \$93 ;
+  wire [76:0] \$94 ;
+  wire [76:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 3'h0 *)
+  wire [2:0] \$signal ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] front0;
+  wire [47:0] front0__addr ;
+  wire [6:0] front0__bytes ;
+  wire [4:0] front0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front0__kind ;
+  wire [15:0] front0__tile ;
+  reg [76:0] front1 = 77'h00000000000000000000;
+  wire [47:0] front1__addr ;
+  wire [6:0] front1__bytes ;
+  wire [4:0] front1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front1__kind ;
+  wire [15:0] front1__tile ;
+  reg [76:0] front2 = 77'h00000000000000000000;
+  wire [47:0] front2__addr ;
+  wire [6:0] front2__bytes ;
+  wire [4:0] front2__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front2__kind ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
+  reg [3:0] level = 4'h0;
+  output [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg [2:0] rd__addr = 3'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  reg [76:0] rd_q = 77'h00000000000000000000;
+  wire [47:0] rd_q__addr ;
+  wire [6:0] rd_q__bytes ;
+  wire [4:0] rd_q__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd_q__kind ;
+  wire [15:0] rd_q__tile ;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  reg [2:0] wr__addr = 3'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [76:0] storage [7:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+    storage[2] = 77'h00000000000000000000;
+    storage[3] = 77'h00000000000000000000;
+    storage[4] = 77'h00000000000000000000;
+    storage[5] = 77'h00000000000000000000;
+    storage[6] = 77'h00000000000000000000;
+    storage[7] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    storage[wr__addr] <= wr__data;
+  end
+  reg [76:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 3'h7;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 4'h0 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 3'h7;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 4'h0 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$129  = \$6 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$130  = \$16 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$131  = \$28 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$132  = \$40 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [2:0];
+    end
+    if (rst) begin
+      \$138  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [2:0];
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
+  assign data = wr__data;
+  assign wr__en = 1'h1;
+  assign \$signal  = rd__addr;
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign front0__device  = o__payload[4:0];
+  assign front0__addr  = o__payload[52:5];
+  assign front0__kind  = o__payload[53];
+  assign front0__tile  = o__payload[69:54];
+  assign front0__bytes  = o__payload[76:70];
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign rd_q__device  = rd_q[4:0];
+  assign rd_q__addr  = rd_q[52:5];
+  assign rd_q__kind  = rd_q[53];
+  assign rd_q__tile  = rd_q[69:54];
+  assign rd_q__bytes  = rd_q[76:70];
+  assign rd__data__device  = rd__data[4:0];
+  assign rd__data__addr  = rd__data[52:5];
+  assign rd__data__kind  = rd__data[53];
+  assign rd__data__tile  = rd__data[69:54];
+  assign rd__data__bytes  = rd__data[76:70];
+  assign front1__device  = front1[4:0];
+  assign front1__addr  = front1[52:5];
+  assign front1__kind  = front1[53];
+  assign front1__tile  = front1[69:54];
+  assign front1__bytes  = front1[76:70];
+  assign front2__device  = front2[4:0];
+  assign front2__addr  = front2[52:5];
+  assign front2__kind  = front2[53];
+  assign front2__tile  = front2[69:54];
+  assign front2__bytes  = front2[76:70];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
+endmodule
+
+module t3hw_engine__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
+  reg _init_strobe_9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -18234,7 +18822,6 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
-  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
@@ -18406,35 +18993,35 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [2:0];
@@ -18444,7 +19031,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [2:0];
@@ -18454,7 +19041,7 @@ module t3hw_engine__dma__engine__pending (rst, push, o__ready, wr__data, o__vali
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -18519,7 +19106,7 @@ endmodule
 
 module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_9  = 0;
+  reg _init_strobe_10  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -20403,7 +20990,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -20413,7 +21000,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -20425,91 +21012,91 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -20522,7 +21109,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -20541,49 +21128,49 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -20596,7 +21183,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -20605,7 +21192,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -20614,7 +21201,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -20623,7 +21210,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -20632,7 +21219,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -20649,7 +21236,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -20658,7 +21245,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -20667,7 +21254,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -20676,7 +21263,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -20685,7 +21272,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -20694,7 +21281,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -20703,7 +21290,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -20712,7 +21299,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -20721,7 +21308,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -20730,7 +21317,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -20821,7 +21408,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
 endmodule
 
 module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_10  = 0;
+  reg _init_strobe_11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -21023,35 +21610,35 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$64  = \$6 [4:0];
     if (rst) begin
       \$64  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -21061,7 +21648,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -21071,7 +21658,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -21150,7 +21737,7 @@ module t3hw_engine__slice_dma_read (rst, o__ready, i__ready, o__payload, i__vali
 endmodule
 
 module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_11  = 0;
+  reg _init_strobe_12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -21301,28 +21888,28 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -21332,7 +21919,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -21341,7 +21928,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -21352,7 +21939,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -21362,7 +21949,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -21382,7 +21969,7 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   assign data__tag  = data[57:55];
 endmodule
 
-module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_engine__slice_dma_response (rst, i__valid, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -21404,7 +21991,6 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__pa
   wire [2:0] o__payload$7__tag ;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
   output o__valid;
@@ -21420,14 +22006,14 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__pa
     .data(data),
     .full(full),
     .o__payload(o__payload),
-    .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
+  assign o__ready = 1'h1;
+  assign \o__ready$9  = 1'h1;
   assign \o__valid$11  = o__valid;
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
@@ -21439,8 +22025,8 @@ module t3hw_engine__slice_dma_response (rst, i__valid, o__ready, i__ready, o__pa
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_12  = 0;
+module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -21514,7 +22100,6 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
   wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   output o__valid;
   reg o__valid = 1'h0;
@@ -21541,29 +22126,23 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
   always @(posedge clk)
     rd <= \$52 ;
   assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
   assign \$6  = \$4  - \$5 ;
   assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
   assign \$9  = ~ \$8 ;
   assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
   assign \$13  = ~ \$12 ;
   assign \$14  = \$11  & \$13 ;
   assign \$15  = \$14  ? waiting : o__valid;
   assign \$16  = \$10  ? 1'h1 : \$15 ;
   assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
   assign \$19  = ~ \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
   assign \$23  = push & accept;
   assign \$24  = ~ \$23 ;
   assign \$25  = \$22  & \$24 ;
@@ -21571,11 +22150,9 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
   assign \$35  = push & accept;
   assign \$36  = ~ \$35 ;
   assign \$37  = \$34  & \$36 ;
@@ -21584,31 +22161,30 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
   assign \$40  = \$32  ? \$33  : \$39 ;
   assign \$41  = push & accept;
   assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -21618,7 +22194,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -21627,7 +22203,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -21638,7 +22214,7 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -21648,12 +22224,13 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
     end
   end
+  assign o__ready = 1'h1;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
   assign entry0__tag  = entry0[2:0];
@@ -21662,6 +22239,15 @@ module t3hw_engine__slice_dma_response__queue (rst, o__ready, push, o__payload, 
   assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
+  assign \$2  = o__valid;
+  assign \$5  = o__valid;
+  assign \$8  = o__valid;
+  assign \$11  = o__valid;
+  assign \$18  = o__valid;
+  assign \$22  = o__valid;
+  assign \$30  = o__valid;
+  assign \$34  = o__valid;
+  assign \$43  = o__valid;
 endmodule
 
 module t3hw_engine__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -21758,360 +22344,6 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o_
 endmodule
 
 module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_13  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire [2:0] \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
-  wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  reg \$signal  = 1'h0;
-  wire accept;
-  input clk;
-  wire clk;
-  input [76:0] data;
-  wire [76:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  wire [4:0] data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
-  reg [76:0] entry0 = 77'h00000000000000000000;
-  wire [47:0] entry0__addr ;
-  wire [6:0] entry0__bytes ;
-  wire [4:0] entry0__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry0__kind ;
-  wire [15:0] entry0__tile ;
-  reg [76:0] entry1 = 77'h00000000000000000000;
-  wire [47:0] entry1__addr ;
-  wire [6:0] entry1__bytes ;
-  wire [4:0] entry1__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry1__kind ;
-  wire [15:0] entry1__tile ;
-  output full;
-  reg full = 1'h0;
-  reg [1:0] level = 2'h0;
-  output [76:0] o__payload;
-  wire [76:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  wire [4:0] o__payload__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
-  input o__ready;
-  wire o__ready;
-  output o__valid;
-  reg o__valid = 1'h0;
-  input push;
-  wire push;
-  reg rd = 1'h0;
-  input rst;
-  wire rst;
-  reg waiting = 1'h0;
-  always @(posedge clk)
-    level <= \$45 ;
-  always @(posedge clk)
-    o__valid <= \$46 ;
-  always @(posedge clk)
-    full <= \$47 ;
-  always @(posedge clk)
-    waiting <= \$48 ;
-  always @(posedge clk)
-    \$signal  <= \$49 ;
-  always @(posedge clk)
-    entry1 <= \$50 ;
-  always @(posedge clk)
-    entry0 <= \$51 ;
-  always @(posedge clk)
-    rd <= \$52 ;
-  assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
-  assign accept = \$1  | \$2 ;
-  assign o__payload = rd ? entry1 : entry0;
-  assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$46  = \$16 ;
-    if (rst) begin
-      \$46  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$47  = \$28 ;
-    if (rst) begin
-      \$47  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$48  = \$40 ;
-    if (rst) begin
-      \$48  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
-    if (rst) begin
-      \$49  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
-      if (\$signal ) begin
-        \$50  = data;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$51  = data;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
-    end
-    if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
-    end
-  end
-  assign o__payload__device  = o__payload[4:0];
-  assign o__payload__addr  = o__payload[52:5];
-  assign o__payload__kind  = o__payload[53];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign entry0__device  = entry0[4:0];
-  assign entry0__addr  = entry0[52:5];
-  assign entry0__kind  = entry0[53];
-  assign entry0__tile  = entry0[69:54];
-  assign entry0__bytes  = entry0[76:70];
-  assign entry1__device  = entry1[4:0];
-  assign entry1__addr  = entry1[52:5];
-  assign entry1__kind  = entry1[53];
-  assign entry1__tile  = entry1[69:54];
-  assign entry1__bytes  = entry1[76:70];
-  assign data__device  = data[4:0];
-  assign data__addr  = data[52:5];
-  assign data__kind  = data[53];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-endmodule
-
-module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
-  input clk;
-  wire clk;
-  input [76:0] data;
-  wire [76:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  wire [4:0] data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
-  wire full;
-  wire [76:0] i__payload;
-  wire [47:0] i__payload__addr ;
-  wire [6:0] i__payload__bytes ;
-  wire [4:0] i__payload__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire i__payload__kind ;
-  wire [15:0] i__payload__tile ;
-  output i__ready;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  output [76:0] o__payload;
-  wire [76:0] o__payload;
-  wire [76:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
-  wire [4:0] o__payload$7__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  wire [4:0] o__payload__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
-  input o__ready;
-  wire o__ready;
-  wire \o__ready$9 ;
-  output o__valid;
-  wire o__valid;
-  wire \o__valid$11 ;
-  wire push;
-  input rst;
-  wire rst;
-  assign i__ready = ~ full;
-  assign push = i__valid & i__ready;
-  t3hw_engine__slice_net_store__queue  queue (
-    .clk(clk),
-    .data(data),
-    .full(full),
-    .o__payload(o__payload),
-    .o__ready(o__ready),
-    .o__valid(o__valid),
-    .push(push),
-    .rst(rst)
-  );
-  assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
-  assign data__device  = data[4:0];
-  assign data__addr  = data[52:5];
-  assign data__kind  = data[53];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign i__payload__device  = data[4:0];
-  assign i__payload__addr  = data[52:5];
-  assign i__payload__kind  = data[53];
-  assign i__payload__tile  = data[69:54];
-  assign i__payload__bytes  = data[76:70];
-  assign o__payload__device  = o__payload[4:0];
-  assign o__payload__addr  = o__payload[52:5];
-  assign o__payload__kind  = o__payload[53];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload$7__device  = o__payload[4:0];
-  assign o__payload$7__addr  = o__payload[52:5];
-  assign o__payload$7__kind  = o__payload[53];
-  assign o__payload$7__tile  = o__payload[69:54];
-  assign o__payload$7__bytes  = o__payload[76:70];
-endmodule
-
-module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22372,52 +22604,52 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
-  input [72:0] data;
-  wire [72:0] data;
+  input [76:0] data;
+  wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  wire data__tracked ;
   wire full;
-  wire [72:0] i__payload;
+  wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
+  wire [4:0] i__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire i__payload__kind ;
   wire [15:0] i__payload__tile ;
-  wire i__payload__tracked ;
   output i__ready;
   wire i__ready;
   input i__valid;
   wire i__valid;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
+  wire [76:0] \o__payload$7 ;
   wire [47:0] o__payload$7__addr ;
   wire [6:0] o__payload$7__bytes ;
+  wire [4:0] o__payload$7__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload$7__kind ;
   wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload__kind ;
   wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
@@ -22429,7 +22661,7 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  t3hw_engine__slice_remote__queue  queue (
+  t3hw_engine__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
@@ -22443,29 +22675,29 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__
   assign \o__payload$7  = o__payload;
   assign \o__ready$9  = o__ready;
   assign \o__valid$11  = o__valid;
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
-  assign i__payload__addr  = data[47:0];
-  assign i__payload__tile  = data[63:48];
-  assign i__payload__bytes  = data[70:64];
-  assign i__payload__kind  = data[71];
-  assign i__payload__tracked  = data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign i__payload__device  = data[4:0];
+  assign i__payload__addr  = data[52:5];
+  assign i__payload__kind  = data[53];
+  assign i__payload__tile  = data[69:54];
+  assign i__payload__bytes  = data[76:70];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign o__payload$7__device  = o__payload[4:0];
+  assign o__payload$7__addr  = o__payload[52:5];
+  assign o__payload$7__kind  = o__payload[53];
+  assign o__payload$7__tile  = o__payload[69:54];
+  assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -22512,8 +22744,8 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   reg \$48 ;
   reg \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
   reg \$52 ;
   wire [3:0] \$6 ;
   wire \$7 ;
@@ -22523,47 +22755,47 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   wire accept;
   input clk;
   wire clk;
-  input [72:0] data;
-  wire [72:0] data;
+  input [76:0] data;
+  wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  wire data__tracked ;
-  reg [72:0] entry0 = 73'h0000000000000000000;
+  reg [76:0] entry0 = 77'h00000000000000000000;
   wire [47:0] entry0__addr ;
   wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire entry0__kind ;
   wire [15:0] entry0__tile ;
-  wire entry0__tracked ;
-  reg [72:0] entry1 = 73'h0000000000000000000;
+  reg [76:0] entry1 = 77'h00000000000000000000;
   wire [47:0] entry1__addr ;
   wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire entry1__kind ;
   wire [15:0] entry1__tile ;
-  wire entry1__tracked ;
   output full;
   reg full = 1'h0;
   reg [1:0] level = 2'h0;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload__kind ;
   wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -22704,29 +22936,29 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
       \$45  = 2'h0;
     end
   end
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign entry0__addr  = entry0[47:0];
-  assign entry0__tile  = entry0[63:48];
-  assign entry0__bytes  = entry0[70:64];
-  assign entry0__kind  = entry0[71];
-  assign entry0__tracked  = entry0[72];
-  assign entry1__addr  = entry1[47:0];
-  assign entry1__tile  = entry1[63:48];
-  assign entry1__bytes  = entry1[70:64];
-  assign entry1__kind  = entry1[71];
-  assign entry1__tracked  = entry1[72];
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -22783,7 +23015,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, 
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  t3hw_engine__slice_store__queue  queue (
+  t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
@@ -22819,7 +23051,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, 
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23080,8 +23312,362 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  wire full;
+  wire [72:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [72:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$7__kind ;
+  wire [15:0] o__payload$7__tile ;
+  wire o__payload$7__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = ~ full;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_store__queue  queue (
+    .clk(clk),
+    .data(data),
+    .full(full),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__tile  = data[63:48];
+  assign i__payload__bytes  = data[70:64];
+  assign i__payload__kind  = data[71];
+  assign i__payload__tracked  = data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign o__payload$7__addr  = o__payload[47:0];
+  assign o__payload$7__tile  = o__payload[63:48];
+  assign o__payload$7__bytes  = o__payload[70:64];
+  assign o__payload$7__kind  = o__payload[71];
+  assign o__payload$7__tracked  = o__payload[72];
+endmodule
+
+module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_17  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire \$5 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
+  wire [3:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg \$signal  = 1'h0;
+  wire accept;
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
+  reg [1:0] level = 2'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg rd = 1'h0;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  always @(posedge clk)
+    level <= \$45 ;
+  always @(posedge clk)
+    o__valid <= \$46 ;
+  always @(posedge clk)
+    full <= \$47 ;
+  always @(posedge clk)
+    waiting <= \$48 ;
+  always @(posedge clk)
+    \$signal  <= \$49 ;
+  always @(posedge clk)
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$46  = \$16 ;
+    if (rst) begin
+      \$46  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$47  = \$28 ;
+    if (rst) begin
+      \$47  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$48  = \$40 ;
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+endmodule
+
+module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+  reg _init_strobe_18  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -24910,7 +25496,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -24923,7 +25509,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -24935,7 +25521,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     endcase
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -24945,7 +25531,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -24955,7 +25541,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -24965,7 +25551,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -24977,203 +25563,203 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -25183,42 +25769,42 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -25243,49 +25829,49 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -25510,7 +26096,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_18  = 0;
+  reg _init_strobe_19  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -26111,70 +26697,70 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -26184,7 +26770,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -26205,7 +26791,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
 endmodule
 
 module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_19  = 0;
+  reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -26822,70 +27408,70 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -26895,7 +27481,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -26932,7 +27518,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
 endmodule
 
 module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_20  = 0;
+  reg _init_strobe_21  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -27006,7 +27592,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -27035,7 +27621,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27061,7 +27647,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27087,7 +27673,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27107,7 +27693,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     endcase
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)

@@ -2130,7 +2130,6 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .read__ready(read__ready),
     .read__valid(\i__valid$78 ),
     .response__payload(\response__payload$92 ),
-    .response__ready(\o__ready$94 ),
     .response__valid(\response__valid$96 ),
     .rst(rst),
     .stats(dma_stats),
@@ -2154,7 +2153,6 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .i__ready(dma_response__ready),
     .i__valid(\i__valid$90 ),
     .o__payload(\response__payload$92 ),
-    .o__ready(\o__ready$94 ),
     .o__valid(\response__valid$96 ),
     .rst(rst)
   );
@@ -2280,7 +2278,8 @@ module t3hw_system__e0 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign \i__ready$89  = dma_response__ready;
   assign dma_response__valid = \i__valid$90 ;
   assign \o__payload$93  = \response__payload$92 ;
-  assign \response__ready$95  = \o__ready$94 ;
+  assign \o__ready$94  = 1'h1;
+  assign \response__ready$95  = 1'h1;
   assign \o__valid$97  = \response__valid$96 ;
   assign net__payload = \i__payload$98 ;
   assign \i__ready$101  = net__ready;
@@ -18101,8 +18100,8 @@ module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$480  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
-, response__valid, clk);
+module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
+, clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
@@ -18299,7 +18298,6 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   wire [2:0] response__payload$27__tag ;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
   wire \response__ready$29 ;
   input response__valid;
@@ -18376,16 +18374,15 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__valid(descriptor__valid),
     .detail(detail),
     .idle(\idle$42 ),
+    .o__ready(response__valid),
+    .\o__ready$37 (packet__ready),
     .packet__payload(packet__payload),
-    .packet__ready(packet__ready),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
     .read__ready(read__ready),
     .read__valid(read__valid),
     .read_error(read_error),
     .response__payload(response__payload),
-    .response__ready(response__ready),
-    .response__valid(response__valid),
     .rst(rst)
   );
   t3hw_system__e0__dma__queue  queue (
@@ -18506,7 +18503,8 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign \read__ready$23  = read__ready;
   assign \read__valid$25  = read__valid;
   assign \response__payload$27  = response__payload;
-  assign \response__ready$29  = response__ready;
+  assign response__ready = 1'h1;
+  assign \response__ready$29  = 1'h1;
   assign \response__valid$31  = response__valid;
   assign \packet__payload$33  = packet__payload;
   assign \packet__ready$35  = packet__ready;
@@ -18631,7 +18629,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
+module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -18657,28 +18655,28 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [5:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [3:0] \$36 ;
-  wire [12:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire \$36 ;
+  wire [6:0] \$37 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
+  wire [48:0] \$42 ;
   wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$44 ;
+  wire [48:0] \$45 ;
+  wire [48:0] \$46 ;
+  wire [16:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [4:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -18691,44 +18689,46 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire [4:0] \$64 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire \$64 ;
   wire [4:0] \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg [57:0] \$68 ;
-  reg [2:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  reg \$68 ;
+  reg [57:0] \$69 ;
   wire \$7 ;
-  reg [11:0] \$70 ;
-  reg [47:0] \$71 ;
+  reg [2:0] \$70 ;
+  reg [11:0] \$71 ;
   reg [47:0] \$72 ;
   reg [47:0] \$73 ;
   reg [47:0] \$74 ;
-  reg [15:0] \$75 ;
-  reg \$76 ;
+  reg [47:0] \$75 ;
+  reg [15:0] \$76 ;
   reg \$77 ;
   reg \$78 ;
-  reg [170:0] \$79 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [7:0] \$80 ;
-  reg [3:0] \$81 ;
-  reg \$82 ;
+  reg [170:0] \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
   reg \$83 ;
-  reg [76:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [3:0] \$85 ;
   reg [3:0] \$86 ;
   reg \$87 ;
+  reg \$88 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$28 ;
-  reg [3:0] \$signal$30  = 4'h0;
-  wire \$signal$31 ;
+  wire \$signal$26 ;
+  reg [3:0] \$signal$28  = 4'h0;
+  wire \$signal$29 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
   reg active = 1'h0;
+  reg at_limit = 1'h0;
   output bad_response;
   wire bad_response;
   input clk;
@@ -18747,6 +18747,15 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
+  wire [76:0] \data$33 ;
+  wire [47:0] data$33__addr ;
+  wire [6:0] data$33__bytes ;
+  wire [4:0] data$33__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$33__kind ;
+  wire [15:0] data$33__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -18786,7 +18795,8 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
-  wire full;
+  reg [3:0] held = 4'h0;
+  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -18808,6 +18818,15 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
   wire [139:0] o__payload;
+  wire [76:0] \o__payload$36 ;
+  wire [47:0] o__payload$36__addr ;
+  wire [6:0] o__payload$36__bytes ;
+  wire [4:0] o__payload$36__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$36__kind ;
+  wire [15:0] o__payload$36__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -18821,11 +18840,15 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] o__payload__run ;
   wire [47:0] o__payload__src ;
   wire [2:0] o__payload__tag ;
+  input o__ready;
   wire o__ready;
+  input \o__ready$37 ;
+  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$40 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
-  reg [76:0] packet__payload = 77'h00000000000000000000;
+  wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -18834,11 +18857,11 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   (* enum_value_1 = "UPDATE" *)
   wire packet__payload__kind ;
   wire [15:0] packet__payload__tile ;
-  input packet__ready;
   wire packet__ready;
   output packet__valid;
-  reg packet__valid = 1'h0;
+  wire packet__valid;
   wire push;
+  wire \push$34 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -18855,9 +18878,7 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] response__payload;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
-  input response__valid;
   wire response__valid;
   reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
@@ -18869,114 +18890,114 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$9  = ~ active;
   assign \$10  = issue & last;
   assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = ~ packet__valid;
-  assign response__ready = \$11  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = response__valid & response__ready;
-  assign \$14  = \$13  & o__valid;
-  assign \$15  = ~ \$signal$28 ;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = o__payload[79:77] != response__payload[2:0];
-  assign \$18  = response__payload[3] | \$17 ;
-  assign \$19  = ~ \$18 ;
-  assign \$signal$31  = \$16  & \$19 ;
-  assign \$20  = response__valid & response__ready;
-  assign \$21  = \$20  & o__valid;
-  assign \$22  = ~ \$signal$28 ;
-  assign \$23  = \$21  & \$22 ;
+  assign \$11  = o__payload[83:80] == \$signal$28 ;
+  assign \$signal$26  = \$signal  & \$11 ;
+  assign \$12  = o__ready & o__valid;
+  assign \$13  = ~ \$signal$26 ;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = o__payload[79:77] != response__payload[2:0];
+  assign \$16  = response__payload[3] | \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$signal$29  = \$14  & \$17 ;
+  assign \$18  = o__ready & o__valid;
+  assign \$19  = ~ \$signal$26 ;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = o__payload[79:77] != response__payload[2:0];
+  assign \$22  = response__payload[3] | \$21 ;
+  assign abort = \$20  & \$22 ;
+  assign \$23  = ~ o__valid;
   assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = response__payload[3] | \$24 ;
-  assign abort = \$23  & \$25 ;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = ~ o__valid;
-  assign \$28  = o__payload[79:77] != response__payload[2:0];
-  assign \$29  = \$27  | \$28 ;
-  assign bad_response = \$26  & \$29 ;
-  assign \$30  = response__valid & response__ready;
-  assign \$31  = \$30  & o__valid;
-  assign read_error = \$31  & response__payload[3];
-  assign \$32  = ~ active;
-  assign \$33  = ~ o__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ packet__valid;
-  assign idle = \$34  & \$35 ;
-  assign \$36  = tag + 1'h1;
-  assign \$37  = rows_left - 1'h1;
-  assign \$38  = src_row + cur[74:51];
-  assign \$39  = dst_row + cur[74:51];
+  assign \$25  = \$23  | \$24 ;
+  assign bad_response = o__ready & \$25 ;
+  assign \$26  = o__ready & o__valid;
+  assign read_error = \$26  & response__payload[3];
+  assign \$27  = ~ active;
+  assign \$28  = ~ o__valid;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ packet__valid;
+  assign idle = \$29  & \$30 ;
+  assign \$31  = held + issue;
+  assign \$32  = packet__valid & \o__ready$37 ;
+  assign \$33  = \$31  - \$32 ;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = ~ \$signal$29 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = src_at + 7'h40;
-  assign \$44  = dst_at + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
-  assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$28 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
-  assign \$58  = response__valid & response__ready;
-  assign \$59  = \$58  & o__valid;
-  assign \$60  = ~ \$signal$28 ;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
-  assign \$63  = descriptor__valid & descriptor__ready;
-  assign \$64  = run + 1'h1;
-  assign \$65  = \$63  ? \$64  : { 1'h0, run };
-  assign \$66  = \$62  == \$65 ;
+  assign \$42  = src_row + cur[74:51];
+  assign \$43  = dst_row + cur[74:51];
+  assign \$44  = rows_left == 2'h2;
+  assign \$45  = src_at + 7'h40;
+  assign \$46  = dst_at + 7'h40;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = descriptor__valid & descriptor__ready;
+  assign \$50  = run + 1'h1;
+  assign \$51  = descriptor__payload[58:43] <= 7'h40;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[42:31] == 1'h1;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$26 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = \$37 [3:0] == 4'h8;
+  assign \$60  = o__ready & o__valid;
+  assign \$61  = ~ \$signal$26 ;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
+  assign \$64  = descriptor__valid & descriptor__ready;
+  assign \$65  = run + 1'h1;
+  assign \$66  = \$64  ? \$65  : { 1'h0, run };
+  assign \$67  = \$63  == \$66 ;
   always @(posedge clk)
-    read__valid <= \$67 ;
+    read__valid <= \$68 ;
   always @(posedge clk)
-    read__payload <= \$68 ;
+    read__payload <= \$69 ;
   always @(posedge clk)
-    tag <= \$69 ;
+    tag <= \$70 ;
   always @(posedge clk)
-    rows_left <= \$70 ;
+    rows_left <= \$71 ;
   always @(posedge clk)
-    src_row <= \$71 ;
+    src_row <= \$72 ;
   always @(posedge clk)
-    dst_row <= \$72 ;
+    dst_row <= \$73 ;
   always @(posedge clk)
-    src_at <= \$73 ;
+    src_at <= \$74 ;
   always @(posedge clk)
-    dst_at <= \$74 ;
+    dst_at <= \$75 ;
   always @(posedge clk)
-    remaining <= \$75 ;
+    remaining <= \$76 ;
   always @(posedge clk)
-    row_end <= \$76 ;
+    row_end <= \$77 ;
   always @(posedge clk)
-    one_row <= \$77 ;
+    one_row <= \$78 ;
   always @(posedge clk)
-    active <= \$78 ;
+    active <= \$79 ;
   always @(posedge clk)
-    cur <= \$79 ;
+    cur <= \$80 ;
   always @(posedge clk)
-    index <= \$80 ;
+    index <= \$81 ;
   always @(posedge clk)
-    run <= \$81 ;
+    run <= \$82 ;
   always @(posedge clk)
-    short_row <= \$82 ;
+    short_row <= \$83 ;
   always @(posedge clk)
-    packet__valid <= \$83 ;
+    \$signal  <= \$84 ;
   always @(posedge clk)
-    packet__payload <= \$84 ;
+    \$signal$28  <= \$85 ;
   always @(posedge clk)
-    \$signal  <= \$85 ;
+    held <= \$86 ;
   always @(posedge clk)
-    \$signal$30  <= \$86 ;
+    at_limit <= \$87 ;
   always @(posedge clk)
-    \$signal$8  <= \$87 ;
+    \$signal$8  <= \$88 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -18986,12 +19007,19 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
-  assign \$8  = ~ full;
+  assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
-  assign \$9  = ~ active;
+  t3hw_system__e0__dma__engine__packets  packets (
+    .clk(clk),
+    .o__payload(packet__payload),
+    .o__ready(\o__ready$37 ),
+    .o__valid(packet__valid),
+    .push(\$signal$29 ),
+    .rst(rst),
+    .wr__data(o__payload[76:0])
+  );
   t3hw_system__e0__dma__engine__pending  pending (
     .clk(clk),
-    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -19010,255 +19038,254 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$67  = read__valid;
+    \$68  = read__valid;
     if (read__ready) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
     if (issue) begin
-      \$67  = 1'h1;
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$68  = read__payload;
+    \$69  = read__payload;
     if (issue) begin
-      \$68 [47:0] = meta[139:92];
-      \$68 [54:48] = \$1 [6:0];
-      \$68 [57:55] = tag;
+      \$69 [47:0] = meta[139:92];
+      \$69 [54:48] = \$1 [6:0];
+      \$69 [57:55] = tag;
     end
     if (rst) begin
-      \$68  = 58'h000000000000000;
+      \$69  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$69  = tag;
+    \$70  = tag;
     if (issue) begin
-      \$69  = \$36 [2:0];
+      \$70  = \$38 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$70  = rows_left;
+    \$71  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$37 [11:0];
+        \$71  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$70  = descriptor__payload[42:31];
+    if (\$49 ) begin
+      \$71  = descriptor__payload[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = src_row;
+    \$72  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$38 [47:0];
+        \$72  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$71  = descriptor__payload[130:83];
+    if (\$49 ) begin
+      \$72  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = dst_row;
+    \$73  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$39 [47:0];
+        \$73  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$72  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$73  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$73  = \$40 [47:0];
-      end else begin
-        \$73  = \$43 [47:0];
-      end
-    end
-    if (\$47 ) begin
-      \$73  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$74  = dst_at;
+    \$74  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = \$41 [47:0];
+        \$74  = \$42 [47:0];
       end else begin
-        \$74  = \$44 [47:0];
+        \$74  = \$45 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$74  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$74  = descriptor__payload[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = remaining;
+    \$75  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = cur[50:35];
+        \$75  = \$43 [47:0];
       end else begin
-        \$75  = \$45 [15:0];
+        \$75  = \$46 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$75  = descriptor__payload[58:43];
+    if (\$49 ) begin
+      \$75  = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = row_end;
+    \$76  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = short_row;
+        \$76  = cur[50:35];
       end else begin
-        \$76  = \$46 ;
+        \$76  = \$47 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$76  = \$49 ;
+    if (\$49 ) begin
+      \$76  = descriptor__payload[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = one_row;
+    \$77  = row_end;
     if (issue) begin
+      (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$42 ;
+        \$77  = short_row;
+      end else begin
+        \$77  = \$48 ;
       end
     end
-    if (\$47 ) begin
+    if (\$49 ) begin
       \$77  = \$51 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = active;
+    \$78  = one_row;
+    if (issue) begin
+      if (row_end) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (\$49 ) begin
+      \$78  = \$53 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$79  = active;
     if (issue) begin
       if (last) begin
-        \$78  = 1'h0;
+        \$79  = 1'h0;
       end
     end
     if (stop) begin
-      \$78  = 1'h0;
+      \$79  = 1'h0;
     end
-    if (\$47 ) begin
-      \$78  = 1'h1;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$79  = cur;
-    if (\$47 ) begin
-      \$79 [0] = descriptor__payload[8];
-      \$79 [1] = descriptor__payload[9];
-      \$79 [6:2] = descriptor__payload[14:10];
-      \$79 [22:7] = descriptor__payload[30:15];
-      \$79 [34:23] = descriptor__payload[42:31];
-      \$79 [50:35] = descriptor__payload[58:43];
-      \$79 [74:51] = descriptor__payload[82:59];
-      \$79 [122:75] = descriptor__payload[130:83];
-      \$79 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$80  = index;
-    if (\$47 ) begin
-      \$80  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$81  = run;
-    if (\$47 ) begin
-      \$81  = \$48 [3:0];
+    if (\$49 ) begin
+      \$79  = 1'h1;
     end
     if (rst) begin
-      \$81  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$82  = short_row;
-    if (\$47 ) begin
-      \$82  = \$50 ;
+    \$80  = cur;
+    if (\$49 ) begin
+      \$80 [0] = descriptor__payload[8];
+      \$80 [1] = descriptor__payload[9];
+      \$80 [6:2] = descriptor__payload[14:10];
+      \$80 [22:7] = descriptor__payload[30:15];
+      \$80 [34:23] = descriptor__payload[42:31];
+      \$80 [50:35] = descriptor__payload[58:43];
+      \$80 [74:51] = descriptor__payload[82:59];
+      \$80 [122:75] = descriptor__payload[130:83];
+      \$80 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = packet__valid;
-    if (packet__ready) begin
-      \$83  = 1'h0;
+    \$81  = index;
+    if (\$49 ) begin
+      \$81  = descriptor__payload[7:0];
     end
-    if (\$signal$31 ) begin
-      \$83  = 1'h1;
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$82  = run;
+    if (\$49 ) begin
+      \$82  = \$50 [3:0];
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$82  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = packet__payload;
-    if (response__ready) begin
-      \$84  = o__payload[76:0];
+    \$83  = short_row;
+    if (\$49 ) begin
+      \$83  = \$52 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$84  = \$signal ;
+    if (\$56 ) begin
+      \$84  = \$58 ;
     end
     if (rst) begin
-      \$84  = 77'h00000000000000000000;
+      \$84  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = \$signal ;
-    if (\$55 ) begin
-      \$85  = \$57 ;
+    \$85  = \$signal$28 ;
+    if (\$56 ) begin
+      \$85  = o__payload[83:80];
     end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$86  = \$37 [3:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = \$signal$30 ;
-    if (\$55 ) begin
-      \$86  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$87  = \$66 ;
+    \$87  = \$59 ;
     if (rst) begin
-      \$87  = 1'h1;
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$88  = \$67 ;
+    if (rst) begin
+      \$88  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign response__ready = 1'h1;
+  assign response__valid = o__ready;
+  assign \data$33  = o__payload[76:0];
+  assign \push$34  = \$signal$29 ;
+  assign \o__payload$36  = packet__payload;
+  assign packet__ready = \o__ready$37 ;
+  assign \o__valid$40  = packet__valid;
   assign aborted = abort;
+  assign held_next = \$37 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -19300,6 +19327,21 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
+  assign data$33__device  = o__payload[4:0];
+  assign data$33__addr  = o__payload[52:5];
+  assign data$33__kind  = o__payload[53];
+  assign data$33__tile  = o__payload[69:54];
+  assign data$33__bytes  = o__payload[76:70];
+  assign packet__payload__device  = packet__payload[4:0];
+  assign packet__payload__addr  = packet__payload[52:5];
+  assign packet__payload__kind  = packet__payload[53];
+  assign packet__payload__tile  = packet__payload[69:54];
+  assign packet__payload__bytes  = packet__payload[76:70];
+  assign o__payload$36__device  = packet__payload[4:0];
+  assign o__payload$36__addr  = packet__payload[52:5];
+  assign o__payload$36__kind  = packet__payload[53];
+  assign o__payload$36__tile  = packet__payload[69:54];
+  assign o__payload$36__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -19316,11 +19358,6 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign packet__payload__device  = packet__payload[4:0];
-  assign packet__payload__addr  = packet__payload[52:5];
-  assign packet__payload__kind  = packet__payload[53];
-  assign packet__payload__tile  = packet__payload[69:54];
-  assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
@@ -19332,8 +19369,559 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
+module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
   reg _init_strobe_8  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [76:0] \$101 ;
+  wire [76:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [76:0] \$108 ;
+  wire [76:0] \$109 ;
+  wire \$11 ;
+  wire [76:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [3:0] \$122 ;
+  wire [3:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [2:0] \$138 ;
+  reg [2:0] \$139 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [5:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [76:0] \$73 ;
+  wire [76:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [76:0] \$78 ;
+  wire [76:0] \$79 ;
+  wire \$8 ;
+  wire [76:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [76:0] \$87 ;
+  wire [76:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [76:0] \$93 ;
+  wire [76:0] \$94 ;
+  wire [76:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 3'h0 *)
+  wire [2:0] \$signal ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] front0;
+  wire [47:0] front0__addr ;
+  wire [6:0] front0__bytes ;
+  wire [4:0] front0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front0__kind ;
+  wire [15:0] front0__tile ;
+  reg [76:0] front1 = 77'h00000000000000000000;
+  wire [47:0] front1__addr ;
+  wire [6:0] front1__bytes ;
+  wire [4:0] front1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front1__kind ;
+  wire [15:0] front1__tile ;
+  reg [76:0] front2 = 77'h00000000000000000000;
+  wire [47:0] front2__addr ;
+  wire [6:0] front2__bytes ;
+  wire [4:0] front2__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front2__kind ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
+  reg [3:0] level = 4'h0;
+  output [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg [2:0] rd__addr = 3'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  reg [76:0] rd_q = 77'h00000000000000000000;
+  wire [47:0] rd_q__addr ;
+  wire [6:0] rd_q__bytes ;
+  wire [4:0] rd_q__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd_q__kind ;
+  wire [15:0] rd_q__tile ;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  reg [2:0] wr__addr = 3'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [76:0] storage [7:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+    storage[2] = 77'h00000000000000000000;
+    storage[3] = 77'h00000000000000000000;
+    storage[4] = 77'h00000000000000000000;
+    storage[5] = 77'h00000000000000000000;
+    storage[6] = 77'h00000000000000000000;
+    storage[7] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    storage[wr__addr] <= wr__data;
+  end
+  reg [76:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 3'h7;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 4'h0 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 3'h7;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 4'h0 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$129  = \$6 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$130  = \$16 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$131  = \$28 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$132  = \$40 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [2:0];
+    end
+    if (rst) begin
+      \$138  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_8 ) begin end
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [2:0];
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
+  assign data = wr__data;
+  assign wr__en = 1'h1;
+  assign \$signal  = rd__addr;
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign front0__device  = o__payload[4:0];
+  assign front0__addr  = o__payload[52:5];
+  assign front0__kind  = o__payload[53];
+  assign front0__tile  = o__payload[69:54];
+  assign front0__bytes  = o__payload[76:70];
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign rd_q__device  = rd_q[4:0];
+  assign rd_q__addr  = rd_q[52:5];
+  assign rd_q__kind  = rd_q[53];
+  assign rd_q__tile  = rd_q[69:54];
+  assign rd_q__bytes  = rd_q[76:70];
+  assign rd__data__device  = rd__data[4:0];
+  assign rd__data__addr  = rd__data[52:5];
+  assign rd__data__kind  = rd__data[53];
+  assign rd__data__tile  = rd__data[69:54];
+  assign rd__data__bytes  = rd__data[76:70];
+  assign front1__device  = front1[4:0];
+  assign front1__addr  = front1[52:5];
+  assign front1__kind  = front1[53];
+  assign front1__tile  = front1[69:54];
+  assign front1__bytes  = front1[76:70];
+  assign front2__device  = front2[4:0];
+  assign front2__addr  = front2[52:5];
+  assign front2__kind  = front2[53];
+  assign front2__tile  = front2[69:54];
+  assign front2__bytes  = front2[76:70];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
+endmodule
+
+module t3hw_system__e0__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
+  reg _init_strobe_9  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -19421,7 +20009,6 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
-  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
@@ -19593,35 +20180,35 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [2:0];
@@ -19631,7 +20218,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [2:0];
@@ -19641,7 +20228,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_8 ) begin end
+    if (_init_strobe_9 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -19706,7 +20293,7 @@ endmodule
 
 module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_9  = 0;
+  reg _init_strobe_10  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -21590,7 +22177,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -21600,7 +22187,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -21612,91 +22199,91 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -21709,7 +22296,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -21728,49 +22315,49 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -21783,7 +22370,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -21792,7 +22379,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -21801,7 +22388,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -21810,7 +22397,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -21819,7 +22406,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -21836,7 +22423,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -21845,7 +22432,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -21854,7 +22441,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -21863,7 +22450,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -21872,7 +22459,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -21881,7 +22468,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -21890,7 +22477,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -21899,7 +22486,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -21908,7 +22495,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -21917,7 +22504,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_9 ) begin end
+    if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -22008,7 +22595,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_10  = 0;
+  reg _init_strobe_11  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -22210,35 +22797,35 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$64  = \$6 [4:0];
     if (rst) begin
       \$64  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -22248,7 +22835,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -22258,7 +22845,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_10 ) begin end
+    if (_init_strobe_11 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -22337,7 +22924,7 @@ module t3hw_system__e0__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_11  = 0;
+  reg _init_strobe_12  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -22488,28 +23075,28 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -22519,7 +23106,7 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -22528,7 +23115,7 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -22539,7 +23126,7 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -22549,7 +23136,7 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_11 ) begin end
+    if (_init_strobe_12 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -22569,7 +23156,7 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign data__tag  = data[57:55];
 endmodule
 
-module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e0__slice_dma_response (rst, i__valid, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -22591,7 +23178,6 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire [2:0] o__payload$7__tag ;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
   output o__valid;
@@ -22607,14 +23193,14 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
     .data(data),
     .full(full),
     .o__payload(o__payload),
-    .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
+  assign o__ready = 1'h1;
+  assign \o__ready$9  = 1'h1;
   assign \o__valid$11  = o__valid;
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
@@ -22626,8 +23212,8 @@ module t3hw_system__e0__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_12  = 0;
+module t3hw_system__e0__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_13  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -22701,7 +23287,6 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
   wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   output o__valid;
   reg o__valid = 1'h0;
@@ -22728,29 +23313,23 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
   always @(posedge clk)
     rd <= \$52 ;
   assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
   assign \$6  = \$4  - \$5 ;
   assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
   assign \$9  = ~ \$8 ;
   assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
   assign \$13  = ~ \$12 ;
   assign \$14  = \$11  & \$13 ;
   assign \$15  = \$14  ? waiting : o__valid;
   assign \$16  = \$10  ? 1'h1 : \$15 ;
   assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
   assign \$19  = ~ \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
   assign \$23  = push & accept;
   assign \$24  = ~ \$23 ;
   assign \$25  = \$22  & \$24 ;
@@ -22758,11 +23337,9 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
   assign \$35  = push & accept;
   assign \$36  = ~ \$35 ;
   assign \$37  = \$34  & \$36 ;
@@ -22771,31 +23348,30 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$40  = \$32  ? \$33  : \$39 ;
   assign \$41  = push & accept;
   assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -22805,7 +23381,7 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -22814,7 +23390,7 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -22825,7 +23401,7 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -22835,12 +23411,13 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_12 ) begin end
+    if (_init_strobe_13 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
     end
   end
+  assign o__ready = 1'h1;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
   assign entry0__tag  = entry0[2:0];
@@ -22849,6 +23426,15 @@ module t3hw_system__e0__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
+  assign \$2  = o__valid;
+  assign \$5  = o__valid;
+  assign \$8  = o__valid;
+  assign \$11  = o__valid;
+  assign \$18  = o__valid;
+  assign \$22  = o__valid;
+  assign \$30  = o__valid;
+  assign \$34  = o__valid;
+  assign \$43  = o__valid;
 endmodule
 
 module t3hw_system__e0__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -22945,360 +23531,6 @@ module t3hw_system__e0__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e0__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_13  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire [2:0] \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
-  wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  reg \$signal  = 1'h0;
-  wire accept;
-  input clk;
-  wire clk;
-  input [76:0] data;
-  wire [76:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  wire [4:0] data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
-  reg [76:0] entry0 = 77'h00000000000000000000;
-  wire [47:0] entry0__addr ;
-  wire [6:0] entry0__bytes ;
-  wire [4:0] entry0__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry0__kind ;
-  wire [15:0] entry0__tile ;
-  reg [76:0] entry1 = 77'h00000000000000000000;
-  wire [47:0] entry1__addr ;
-  wire [6:0] entry1__bytes ;
-  wire [4:0] entry1__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry1__kind ;
-  wire [15:0] entry1__tile ;
-  output full;
-  reg full = 1'h0;
-  reg [1:0] level = 2'h0;
-  output [76:0] o__payload;
-  wire [76:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  wire [4:0] o__payload__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
-  input o__ready;
-  wire o__ready;
-  output o__valid;
-  reg o__valid = 1'h0;
-  input push;
-  wire push;
-  reg rd = 1'h0;
-  input rst;
-  wire rst;
-  reg waiting = 1'h0;
-  always @(posedge clk)
-    level <= \$45 ;
-  always @(posedge clk)
-    o__valid <= \$46 ;
-  always @(posedge clk)
-    full <= \$47 ;
-  always @(posedge clk)
-    waiting <= \$48 ;
-  always @(posedge clk)
-    \$signal  <= \$49 ;
-  always @(posedge clk)
-    entry1 <= \$50 ;
-  always @(posedge clk)
-    entry0 <= \$51 ;
-  always @(posedge clk)
-    rd <= \$52 ;
-  assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
-  assign accept = \$1  | \$2 ;
-  assign o__payload = rd ? entry1 : entry0;
-  assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$46  = \$16 ;
-    if (rst) begin
-      \$46  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$47  = \$28 ;
-    if (rst) begin
-      \$47  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$48  = \$40 ;
-    if (rst) begin
-      \$48  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
-    if (rst) begin
-      \$49  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
-      if (\$signal ) begin
-        \$50  = data;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$51  = data;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
-    end
-    if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
-    end
-  end
-  assign o__payload__device  = o__payload[4:0];
-  assign o__payload__addr  = o__payload[52:5];
-  assign o__payload__kind  = o__payload[53];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign entry0__device  = entry0[4:0];
-  assign entry0__addr  = entry0[52:5];
-  assign entry0__kind  = entry0[53];
-  assign entry0__tile  = entry0[69:54];
-  assign entry0__bytes  = entry0[76:70];
-  assign entry1__device  = entry1[4:0];
-  assign entry1__addr  = entry1[52:5];
-  assign entry1__kind  = entry1[53];
-  assign entry1__tile  = entry1[69:54];
-  assign entry1__bytes  = entry1[76:70];
-  assign data__device  = data[4:0];
-  assign data__addr  = data[52:5];
-  assign data__kind  = data[53];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-endmodule
-
-module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
-  input clk;
-  wire clk;
-  input [76:0] data;
-  wire [76:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  wire [4:0] data__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
-  wire full;
-  wire [76:0] i__payload;
-  wire [47:0] i__payload__addr ;
-  wire [6:0] i__payload__bytes ;
-  wire [4:0] i__payload__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire i__payload__kind ;
-  wire [15:0] i__payload__tile ;
-  output i__ready;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  output [76:0] o__payload;
-  wire [76:0] o__payload;
-  wire [76:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
-  wire [4:0] o__payload$7__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  wire [4:0] o__payload__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
-  input o__ready;
-  wire o__ready;
-  wire \o__ready$9 ;
-  output o__valid;
-  wire o__valid;
-  wire \o__valid$11 ;
-  wire push;
-  input rst;
-  wire rst;
-  assign i__ready = ~ full;
-  assign push = i__valid & i__ready;
-  t3hw_system__e0__slice_net_store__queue  queue (
-    .clk(clk),
-    .data(data),
-    .full(full),
-    .o__payload(o__payload),
-    .o__ready(o__ready),
-    .o__valid(o__valid),
-    .push(push),
-    .rst(rst)
-  );
-  assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
-  assign data__device  = data[4:0];
-  assign data__addr  = data[52:5];
-  assign data__kind  = data[53];
-  assign data__tile  = data[69:54];
-  assign data__bytes  = data[76:70];
-  assign i__payload__device  = data[4:0];
-  assign i__payload__addr  = data[52:5];
-  assign i__payload__kind  = data[53];
-  assign i__payload__tile  = data[69:54];
-  assign i__payload__bytes  = data[76:70];
-  assign o__payload__device  = o__payload[4:0];
-  assign o__payload__addr  = o__payload[52:5];
-  assign o__payload__kind  = o__payload[53];
-  assign o__payload__tile  = o__payload[69:54];
-  assign o__payload__bytes  = o__payload[76:70];
-  assign o__payload$7__device  = o__payload[4:0];
-  assign o__payload$7__addr  = o__payload[52:5];
-  assign o__payload$7__kind  = o__payload[53];
-  assign o__payload$7__tile  = o__payload[69:54];
-  assign o__payload$7__bytes  = o__payload[76:70];
-endmodule
-
-module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_14  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23559,52 +23791,52 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_system__e0__slice_net_store (rst, i__valid, i__ready, o__payload, data, o__ready, o__valid, clk);
   input clk;
   wire clk;
-  input [72:0] data;
-  wire [72:0] data;
+  input [76:0] data;
+  wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  wire data__tracked ;
   wire full;
-  wire [72:0] i__payload;
+  wire [76:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
+  wire [4:0] i__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire i__payload__kind ;
   wire [15:0] i__payload__tile ;
-  wire i__payload__tracked ;
   output i__ready;
   wire i__ready;
   input i__valid;
   wire i__valid;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
+  wire [76:0] \o__payload$7 ;
   wire [47:0] o__payload$7__addr ;
   wire [6:0] o__payload$7__bytes ;
+  wire [4:0] o__payload$7__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload$7__kind ;
   wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload__kind ;
   wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
@@ -23616,7 +23848,7 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  t3hw_system__e0__slice_remote__queue  queue (
+  t3hw_system__e0__slice_net_store__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
@@ -23630,29 +23862,29 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload,
   assign \o__payload$7  = o__payload;
   assign \o__ready$9  = o__ready;
   assign \o__valid$11  = o__valid;
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
-  assign i__payload__addr  = data[47:0];
-  assign i__payload__tile  = data[63:48];
-  assign i__payload__bytes  = data[70:64];
-  assign i__payload__kind  = data[71];
-  assign i__payload__tracked  = data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
+  assign i__payload__device  = data[4:0];
+  assign i__payload__addr  = data[52:5];
+  assign i__payload__kind  = data[53];
+  assign i__payload__tile  = data[69:54];
+  assign i__payload__bytes  = data[76:70];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign o__payload$7__device  = o__payload[4:0];
+  assign o__payload$7__addr  = o__payload[52:5];
+  assign o__payload$7__kind  = o__payload[53];
+  assign o__payload$7__tile  = o__payload[69:54];
+  assign o__payload$7__bytes  = o__payload[76:70];
 endmodule
 
-module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
   reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23699,8 +23931,8 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   reg \$48 ;
   reg \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
+  reg [76:0] \$50 ;
+  reg [76:0] \$51 ;
   reg \$52 ;
   wire [3:0] \$6 ;
   wire \$7 ;
@@ -23710,47 +23942,47 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire accept;
   input clk;
   wire clk;
-  input [72:0] data;
-  wire [72:0] data;
+  input [76:0] data;
+  wire [76:0] data;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  wire data__tracked ;
-  reg [72:0] entry0 = 73'h0000000000000000000;
+  reg [76:0] entry0 = 77'h00000000000000000000;
   wire [47:0] entry0__addr ;
   wire [6:0] entry0__bytes ;
+  wire [4:0] entry0__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire entry0__kind ;
   wire [15:0] entry0__tile ;
-  wire entry0__tracked ;
-  reg [72:0] entry1 = 73'h0000000000000000000;
+  reg [76:0] entry1 = 77'h00000000000000000000;
   wire [47:0] entry1__addr ;
   wire [6:0] entry1__bytes ;
+  wire [4:0] entry1__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire entry1__kind ;
   wire [15:0] entry1__tile ;
-  wire entry1__tracked ;
   output full;
   reg full = 1'h0;
   reg [1:0] level = 2'h0;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
+  output [76:0] o__payload;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
   wire o__payload__kind ;
   wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
   output o__valid;
@@ -23891,29 +24123,29 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
       \$45  = 2'h0;
     end
   end
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign entry0__addr  = entry0[47:0];
-  assign entry0__tile  = entry0[63:48];
-  assign entry0__bytes  = entry0[70:64];
-  assign entry0__kind  = entry0[71];
-  assign entry0__tracked  = entry0[72];
-  assign entry1__addr  = entry1[47:0];
-  assign entry1__tile  = entry1[63:48];
-  assign entry1__bytes  = entry1[70:64];
-  assign entry1__kind  = entry1[71];
-  assign entry1__tracked  = entry1[72];
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign entry0__device  = entry0[4:0];
+  assign entry0__addr  = entry0[52:5];
+  assign entry0__kind  = entry0[53];
+  assign entry0__tile  = entry0[69:54];
+  assign entry0__bytes  = entry0[76:70];
+  assign entry1__device  = entry1[4:0];
+  assign entry1__addr  = entry1[52:5];
+  assign entry1__kind  = entry1[53];
+  assign entry1__tile  = entry1[69:54];
+  assign entry1__bytes  = entry1[76:70];
+  assign data__device  = data[4:0];
+  assign data__addr  = data[52:5];
+  assign data__kind  = data[53];
+  assign data__tile  = data[69:54];
+  assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
@@ -23970,7 +24202,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  t3hw_system__e0__slice_store__queue  queue (
+  t3hw_system__e0__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
@@ -24006,7 +24238,7 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   assign o__payload$7__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -24267,8 +24499,362 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  wire full;
+  wire [72:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [72:0] \o__payload$7 ;
+  wire [47:0] o__payload$7__addr ;
+  wire [6:0] o__payload$7__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$7__kind ;
+  wire [15:0] o__payload$7__tile ;
+  wire o__payload$7__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$9 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$11 ;
+  wire push;
+  input rst;
+  wire rst;
+  assign i__ready = ~ full;
+  assign push = i__valid & i__ready;
+  t3hw_system__e0__slice_store__queue  queue (
+    .clk(clk),
+    .data(data),
+    .full(full),
+    .o__payload(o__payload),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst)
+  );
+  assign i__payload = data;
+  assign \o__payload$7  = o__payload;
+  assign \o__ready$9  = o__ready;
+  assign \o__valid$11  = o__valid;
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__tile  = data[63:48];
+  assign i__payload__bytes  = data[70:64];
+  assign i__payload__kind  = data[71];
+  assign i__payload__tracked  = data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign o__payload$7__addr  = o__payload[47:0];
+  assign o__payload$7__tile  = o__payload[63:48];
+  assign o__payload$7__bytes  = o__payload[70:64];
+  assign o__payload$7__kind  = o__payload[71];
+  assign o__payload$7__tracked  = o__payload[72];
+endmodule
+
+module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
   reg _init_strobe_17  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [2:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  reg [1:0] \$45 ;
+  reg \$46 ;
+  reg \$47 ;
+  reg \$48 ;
+  reg \$49 ;
+  wire \$5 ;
+  reg [72:0] \$50 ;
+  reg [72:0] \$51 ;
+  reg \$52 ;
+  wire [3:0] \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg \$signal  = 1'h0;
+  wire accept;
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
+  reg [1:0] level = 2'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg rd = 1'h0;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  always @(posedge clk)
+    level <= \$45 ;
+  always @(posedge clk)
+    o__valid <= \$46 ;
+  always @(posedge clk)
+    full <= \$47 ;
+  always @(posedge clk)
+    waiting <= \$48 ;
+  always @(posedge clk)
+    \$signal  <= \$49 ;
+  always @(posedge clk)
+    entry1 <= \$50 ;
+  always @(posedge clk)
+    entry0 <= \$51 ;
+  always @(posedge clk)
+    rd <= \$52 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 1'h1;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = ~ \$signal ;
+  assign \$43  = o__valid & o__ready;
+  assign \$44  = ~ rd;
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$46  = \$16 ;
+    if (rst) begin
+      \$46  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$47  = \$28 ;
+    if (rst) begin
+      \$47  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$48  = \$40 ;
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$49  = \$signal ;
+    if (\$41 ) begin
+      \$49  = \$42 ;
+    end
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$50  = entry1;
+    if (\$41 ) begin
+      if (\$signal ) begin
+        \$50  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$51  = entry0;
+    if (\$41 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$51  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$52  = rd;
+    if (\$43 ) begin
+      \$52  = \$44 ;
+    end
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$45  = \$6 [1:0];
+    if (rst) begin
+      \$45  = 2'h0;
+    end
+  end
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+endmodule
+
+module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+  reg _init_strobe_18  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -26097,7 +26683,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -26110,7 +26696,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -26122,7 +26708,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -26132,7 +26718,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -26142,7 +26728,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -26152,7 +26738,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -26164,203 +26750,203 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -26370,42 +26956,42 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -26430,49 +27016,49 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
+    if (_init_strobe_18 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -26697,7 +27283,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_18  = 0;
+  reg _init_strobe_19  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -27298,70 +27884,70 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -27371,7 +27957,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_19 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -27392,7 +27978,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_19  = 0;
+  reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -28009,70 +28595,70 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -28082,7 +28668,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_20 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -28119,7 +28705,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_20  = 0;
+  reg _init_strobe_21  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -28193,7 +28779,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -28222,7 +28808,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -28248,7 +28834,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -28274,7 +28860,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -28294,7 +28880,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -29270,7 +29856,6 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .read__ready(read__ready),
     .read__valid(\i__valid$78 ),
     .response__payload(\response__payload$92 ),
-    .response__ready(\o__ready$94 ),
     .response__valid(\response__valid$96 ),
     .rst(rst),
     .stats(dma_stats),
@@ -29294,7 +29879,6 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .i__ready(dma_response__ready),
     .i__valid(\i__valid$90 ),
     .o__payload(\response__payload$92 ),
-    .o__ready(\o__ready$94 ),
     .o__valid(\response__valid$96 ),
     .rst(rst)
   );
@@ -29420,7 +30004,8 @@ module t3hw_system__e1 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign \i__ready$89  = dma_response__ready;
   assign dma_response__valid = \i__valid$90 ;
   assign \o__payload$93  = \response__payload$92 ;
-  assign \response__ready$95  = \o__ready$94 ;
+  assign \o__ready$94  = 1'h1;
+  assign \response__ready$95  = 1'h1;
   assign \o__valid$97  = \response__valid$96 ;
   assign net__payload = \i__payload$98 ;
   assign \i__ready$101  = net__ready;
@@ -29900,7 +30485,7 @@ endmodule
 
 module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
 , mem__payload, rx_mem__valid, store__payload);
-  reg _init_strobe_21  = 0;
+  reg _init_strobe_22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -31399,7 +31984,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     .wr__data(\data$61 )
   );
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
@@ -31409,7 +31994,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
@@ -31419,7 +32004,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
@@ -31429,7 +32014,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
@@ -31439,7 +32024,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
@@ -31449,7 +32034,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
@@ -31459,7 +32044,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
@@ -31469,7 +32054,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
@@ -31479,7 +32064,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
@@ -31489,77 +32074,77 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$214  = a_c0_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$215  = a_rec_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$216  = \$80 [3:0];
     if (rst) begin
       \$216  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$217  = stats;
     if (\$81 ) begin
       \$217 [31:0] = \$82 [31:0];
@@ -31593,84 +32178,84 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$225  = rx_c0_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$226  = rx_rec_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$227  = \$127 [3:0];
     if (rst) begin
       \$227  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$228  = \$130 ;
     if (rst) begin
       \$228  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$229  = p_busy;
     if (take) begin
       \$229  = 5'h11;
@@ -31682,35 +32267,35 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$230  = p_req;
     if (take) begin
       \$230  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$231  = p_end;
     if (take) begin
       \$231  = \$133 ;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$232  = p_delta;
     if (take) begin
       \$232  = \$134 [47:0];
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$233  = p_bad;
     if (take) begin
       \$233  = \$137 ;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$234  = p_phase;
     if (take) begin
       \$234  = 4'h1;
@@ -31724,28 +32309,28 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$238  = p_clash;
     if (take) begin
       \$238  = 1'h0;
@@ -31757,7 +32342,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$239  = p_o;
     if (take) begin
       \$239  = 4'h0;
@@ -31769,7 +32354,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$240  = p_rank;
     if (take) begin
       \$240  = 4'h0;
@@ -31781,21 +32366,21 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
       \$242  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$243 [47:0] = p_req[58:11];
@@ -31806,7 +32391,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$244 [47:0] = p_delta;
@@ -31816,7 +32401,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$245  = p_req[2:0];
@@ -31825,7 +32410,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$246  = active;
     if (\$175 ) begin
       \$246  = \$176 ;
@@ -31835,7 +32420,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$247  = count0;
     if (\$175 ) begin
       casez (\$178 )
@@ -31848,7 +32433,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$248  = count1;
     if (\$175 ) begin
       (* full_case = 32'd1 *)
@@ -31864,14 +32449,14 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$249  = \$181 ;
     if (rst) begin
       \$249  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$250  = capture;
     if (\$187 ) begin
       \$250 [47:0] = a_f_req[47:0];
@@ -32198,7 +32783,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
 endmodule
 
 module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_22  = 0;
+  reg _init_strobe_23  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -32450,35 +33035,35 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -32488,7 +33073,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -32498,7 +33083,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -32552,7 +33137,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
 endmodule
 
 module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
-  reg _init_strobe_23  = 0;
+  reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -32748,35 +33333,35 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$42  = wr__addr == 4'ha;
   assign \$43  = wr__addr + 1'h1;
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     \$49  = \$6 [3:0];
     if (rst) begin
       \$49  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     \$50  = \$16 ;
     if (rst) begin
       \$50  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     \$51  = \$28 ;
     if (rst) begin
       \$51  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     \$52  = \$40 ;
     if (rst) begin
       \$52  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     \$53  = wr__addr;
     if (\$41 ) begin
       \$53  = \$44 [3:0];
@@ -32786,7 +33371,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     \$54  = rd__addr;
     if (\$45 ) begin
       \$54  = \$48 [3:0];
@@ -32823,7 +33408,7 @@ endmodule
 
 module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
 , config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
-  reg _init_strobe_24  = 0;
+  reg _init_strobe_25  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -33820,28 +34405,28 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     errors <= \$320 ;
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$275  = \$8 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$276  = \$10 ;
     if (rst) begin
       \$276  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$278  = last_store;
     if (\$15 ) begin
       \$278  = sel_store;
@@ -33851,7 +34436,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$279  = last_remote;
     if (\$17 ) begin
       \$279  = sel_remote;
@@ -33861,7 +34446,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$280  = wait1;
     if (\$19 ) begin
       \$280  = 17'h00001;
@@ -33873,35 +34458,35 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$285  = dram__valid;
     if (\$115 ) begin
       \$285  = \$121 ;
@@ -33911,7 +34496,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
@@ -33921,7 +34506,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
       \$287  = sel_store;
@@ -33931,7 +34516,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$288  = is_remote;
     if (\$115 ) begin
       \$288  = sel_remote;
@@ -33941,7 +34526,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$289  = load_q;
     if (\$115 ) begin
       \$289  = { 1'h0, load_req };
@@ -33951,7 +34536,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$290  = store_q;
     if (\$115 ) begin
       \$290  = { store__payload[72], store_req };
@@ -33961,7 +34546,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$291  = dma_q;
     if (\$115 ) begin
       \$291  = { 1'h0, dma_req };
@@ -33971,7 +34556,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$292  = remote_q;
     if (\$115 ) begin
       \$292  = { remote__payload[72], remote_req };
@@ -33981,14 +34566,14 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$293  = \$126 ;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$294 [15:0] = \$254 [74:59];
     \$294 [19:16] = 4'h1;
     \$294 [20] = \$128 ;
@@ -33998,42 +34583,42 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$295  = \$129 [31:0];
     if (rst) begin
       \$295  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$296  = \$130 [24:0];
     if (rst) begin
       \$296  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$297  = \$131 ;
     if (rst) begin
       \$297  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$298  = \$133 [33:0];
     if (rst) begin
       \$298  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$299  = \$138 ;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$300  = cfg;
     if (accept) begin
       \$300  = \new ;
@@ -34043,7 +34628,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$301  = thr;
     if (accept) begin
       \$301  = \new [9:2];
@@ -34058,7 +34643,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$302  = measuring;
     if (accept) begin
       \$302  = \$140 ;
@@ -34073,7 +34658,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$303  = armed;
     if (accept) begin
       \$303  = \$141 ;
@@ -34085,7 +34670,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$304  = window;
     if (accept) begin
       \$304  = 1'h0;
@@ -34105,7 +34690,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$305  = finish;
     if (accept) begin
       \$305  = 2'h0;
@@ -34127,7 +34712,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$306  = scale;
     if (accept) begin
       \$306  = \$142 [4:0];
@@ -34137,7 +34722,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$307  = acc;
     if (accept) begin
     end else if (\$139 ) begin
@@ -34152,7 +34737,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$308  = left;
     if (accept) begin
     end else if (\$139 ) begin
@@ -34165,7 +34750,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$309  = num;
     if (accept) begin
     end else if (\$139 ) begin
@@ -34175,21 +34760,21 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$312  = stats;
     if (load_granted) begin
       \$312 [31:0] = \$177 [31:0];
@@ -34223,56 +34808,56 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$316  = \$186 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$317  = \$189 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$318  = \$191 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$319  = \$199 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_25 ) begin end
     \$320  = \$203 ;
     if (rst) begin
       \$320  = 2'h0;
@@ -34414,7 +34999,7 @@ endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_25  = 0;
+  reg _init_strobe_26  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire [5:0] \$100 ;
@@ -36803,35 +37388,35 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$340  = req_w_stb & sel_addrmap_store_crosses;
   assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$493  = bus__addr;
     if (rst) begin
       \$493  = 10'h000;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$494  = bus__w_data;
     if (rst) begin
       \$494  = 32'd0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$495  = bus__w_stb;
     if (rst) begin
       \$495  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$496  = bus__r_stb;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36842,7 +37427,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36855,7 +37440,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36870,7 +37455,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36887,7 +37472,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36906,7 +37491,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36927,7 +37512,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36950,7 +37535,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -36975,7 +37560,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37002,7 +37587,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37031,7 +37616,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37062,7 +37647,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37095,7 +37680,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37130,7 +37715,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37167,7 +37752,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37206,7 +37791,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37247,7 +37832,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37290,7 +37875,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37335,7 +37920,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37382,7 +37967,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37431,7 +38016,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37482,7 +38067,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37535,7 +38120,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37590,7 +38175,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37647,7 +38232,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37706,7 +38291,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37767,7 +38352,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37830,7 +38415,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37895,7 +38480,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37962,7 +38547,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38031,7 +38616,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38102,7 +38687,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38175,7 +38760,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38250,7 +38835,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38327,7 +38912,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38406,7 +38991,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38487,7 +39072,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38570,7 +39155,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38655,7 +39240,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38742,7 +39327,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38831,7 +39416,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38922,7 +39507,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39015,7 +39600,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39110,7 +39695,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39207,7 +39792,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39306,7 +39891,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39407,7 +39992,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39510,7 +40095,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39615,7 +40200,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39722,7 +40307,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39831,7 +40416,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39942,7 +40527,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40055,7 +40640,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40170,7 +40755,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40287,7 +40872,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40406,7 +40991,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40527,7 +41112,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40650,7 +41235,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40775,7 +41360,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40902,7 +41487,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41031,7 +41616,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41162,7 +41747,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41295,7 +41880,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41430,7 +42015,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$560  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41567,7 +42152,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$561  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41706,7 +42291,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$562  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41847,7 +42432,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$563  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41990,7 +42575,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$564  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42135,7 +42720,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$565  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42282,7 +42867,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$566  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42431,7 +43016,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$567  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42582,7 +43167,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$568  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42735,7 +43320,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$569  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42890,7 +43475,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$570  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43047,7 +43632,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$571  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43206,7 +43791,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$572  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43367,7 +43952,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$573  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43530,7 +44115,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43693,7 +44278,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$575  = sweep_at;
     if (sweep) begin
       \$575  = \$1 [7:0];
@@ -43703,7 +44288,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$576  = sweep;
     if (sweep) begin
       if (\$2 ) begin
@@ -43715,7 +44300,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$577  = region_program__valid;
     if (\$3 ) begin
       \$577  = 1'h0;
@@ -43735,7 +44320,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$578  = dma_program__valid;
     if (\$4 ) begin
       \$578  = 1'h0;
@@ -43759,7 +44344,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$579  = tracker_program__valid;
     if (\$5 ) begin
       \$579  = 1'h0;
@@ -43787,7 +44372,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$580  = arbiter_program__valid;
     if (\$6 ) begin
       \$580  = 1'h0;
@@ -43817,98 +44402,98 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$594  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -43927,14 +44512,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$596  = region_program__payload;
     if (region_load) begin
       \$596 [3] = region_got[0];
@@ -43980,49 +44565,49 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$603  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -44045,14 +44630,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$605  = dma_program__payload;
     if (desc_load) begin
       \$605 [8] = desc_got[0];
@@ -44103,7 +44688,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$606  = track_result;
     if (tracker_result__valid) begin
       \$606  = tracker_result__payload;
@@ -44113,7 +44698,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$607  = track_answer;
     if (tracker_result__valid) begin
       \$607  = 1'h0;
@@ -44125,7 +44710,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$608  = tracker_program__payload;
     if (\$54 ) begin
     end else if (\$55 ) begin
@@ -44143,7 +44728,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$609  = arbiter_program__payload;
     if (\$62 ) begin
     end else if (\$63 ) begin
@@ -44161,7 +44746,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$610  = device_id;
     if (\$68 ) begin
       \$610  = req_w_data[4:0];
@@ -44171,7 +44756,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$611  = csr_irq_enable;
     if (\$69 ) begin
       \$611 [0] = req_w_data[0];
@@ -44184,7 +44769,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$612  = tracker_irq_enable;
     if (\$70 ) begin
       \$612 [0] = req_w_data[0];
@@ -44199,7 +44784,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$613  = dma_irq_enable;
     if (\$71 ) begin
       \$613 [0] = req_w_data[0];
@@ -44215,7 +44800,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$614  = addrmap_irq_enable;
     if (\$72 ) begin
       \$614 [0] = req_w_data[0];
@@ -44231,7 +44816,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$615  = arbiter_irq_enable;
     if (\$73 ) begin
       \$615 [0] = req_w_data[0];
@@ -44242,154 +44827,154 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$618  = tracker_errors;
     if (rst) begin
       \$618  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$619  = dma_errors;
     if (rst) begin
       \$619  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$620  = addrmap_errors;
     if (rst) begin
       \$620  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$621  = arbiter_errors;
     if (rst) begin
       \$621  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$622  = csr_errors_clear_next;
     if (rst) begin
       \$622  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$623  = \$94 ;
     if (rst) begin
       \$623  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$624  = tracker_errors_clear_next;
     if (rst) begin
       \$624  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$625  = \$97 ;
     if (rst) begin
       \$625  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$627  = dma_errors_clear_next;
     if (rst) begin
       \$627  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$628  = \$109 ;
     if (rst) begin
       \$628  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$629  = \$118 ;
     if (rst) begin
       \$629  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$630  = addrmap_errors_clear_next;
     if (rst) begin
       \$630  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$631  = \$121 ;
     if (rst) begin
       \$631  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$633  = arbiter_errors_clear_next;
     if (rst) begin
       \$633  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$634  = \$133 ;
     if (rst) begin
       \$634  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$636  = tracker_capture;
     if (rst) begin
       \$636  = 24'h000000;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$637  = \tracker_capture$174 ;
     if (tracker_errors_first) begin
       \$637 [15:0] = tracker_given[15:0];
@@ -44401,14 +44986,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$638  = dma_capture;
     if (rst) begin
       \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$639  = \dma_capture$177 ;
     if (dma_errors_first) begin
       \$639 [7:0] = dma_given[7:0];
@@ -44421,14 +45006,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$640  = addrmap_capture;
     if (rst) begin
       \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$641  = \addrmap_capture$180 ;
     if (addrmap_errors_first) begin
       \$641 [47:0] = addrmap_given[47:0];
@@ -44441,14 +45026,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$642  = \$153 ;
     if (rst) begin
       \$642  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$643  = read_part0;
     if (req_r_stb) begin
       \$643  = \$162 ;
@@ -44458,7 +45043,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$644  = read_part1;
     if (req_r_stb) begin
       \$644  = \$171 ;
@@ -44468,7 +45053,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$645  = read_part2;
     if (req_r_stb) begin
       \$645  = \$184 ;
@@ -44478,7 +45063,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$646  = read_part3;
     if (req_r_stb) begin
       \$646  = \$197 ;
@@ -44488,7 +45073,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$647  = read_part4;
     if (req_r_stb) begin
       \$647  = \$204 ;
@@ -44498,7 +45083,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$648  = read_part5;
     if (req_r_stb) begin
       \$648  = \$215 ;
@@ -44508,7 +45093,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$649  = read_part6;
     if (req_r_stb) begin
       \$649  = \$232 ;
@@ -44518,7 +45103,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$650  = read_part8;
     if (req_r_stb) begin
       \$650  = \$249 ;
@@ -44528,7 +45113,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$651  = read_part10;
     if (req_r_stb) begin
       \$651  = \$254 ;
@@ -44538,7 +45123,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$652  = read_part11;
     if (req_r_stb) begin
       \$652  = \$271 ;
@@ -44548,7 +45133,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$653  = read_part13;
     if (req_r_stb) begin
       \$653  = \$280 ;
@@ -44558,7 +45143,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$654  = read_part14;
     if (req_r_stb) begin
       \$654  = \$295 ;
@@ -44568,14 +45153,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$655  = req_r_stb;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$656  = read_section;
     if (req_r_stb) begin
       \$656  = req_addr[9:6];
@@ -44585,7 +45170,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$657  = read_unaligned;
     if (req_r_stb) begin
       \$657  = \$296 ;
@@ -44595,7 +45180,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     \$658  = bus__r_data;
     if (read_pending) begin
       \$658  = \$312 ;
@@ -44605,7 +45190,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     set_err[3:2] = 2'h0;
     if (\$372 ) begin
       set_err[3] = 1'h1;
@@ -44736,7 +45321,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -44745,7 +45330,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -44759,7 +45344,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$364 ;
@@ -44768,7 +45353,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$208  = sweep_at;
@@ -44777,7 +45362,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$209  = 171'h0000000000000000000000000000000000000000000;
@@ -44794,7 +45379,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$210  = 1'h1;
@@ -44803,7 +45388,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     region_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -44823,7 +45408,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     desc_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -44847,7 +45432,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     csr_errors_clear_next = 4'h0;
     if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
@@ -44857,7 +45442,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     tracker_errors_clear_next = 6'h00;
     if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
@@ -44869,7 +45454,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     dma_errors_clear_next = 7'h00;
     if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
@@ -44882,7 +45467,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     addrmap_errors_clear_next = 7'h00;
     if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
@@ -44895,7 +45480,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_26 ) begin end
     arbiter_errors_clear_next = 2'h0;
     if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
@@ -45241,9 +45826,9 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$480  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
-, response__valid, clk);
-  reg _init_strobe_26  = 0;
+module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
+, clk);
+  reg _init_strobe_27  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -45439,7 +46024,6 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   wire [2:0] response__payload$27__tag ;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
   wire \response__ready$29 ;
   input response__valid;
@@ -45516,16 +46100,15 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__valid(descriptor__valid),
     .detail(detail),
     .idle(\idle$42 ),
+    .o__ready(response__valid),
+    .\o__ready$37 (packet__ready),
     .packet__payload(packet__payload),
-    .packet__ready(packet__ready),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
     .read__ready(read__ready),
     .read__valid(read__valid),
     .read_error(read_error),
     .response__payload(response__payload),
-    .response__ready(response__ready),
-    .response__valid(response__valid),
     .rst(rst)
   );
   t3hw_system__e1__dma__queue  queue (
@@ -45552,42 +46135,42 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$17  = bad_response;
     if (rst) begin
       \$17  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$18  = read_error;
     if (rst) begin
       \$18  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$19  = aborted;
     if (rst) begin
       \$19  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$20  = detail;
     if (rst) begin
       \$20  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$21  = \$3 ;
     if (rst) begin
       \$21  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$22  = capture;
     if (\$4 ) begin
       \$22  = resp_detail;
@@ -45599,7 +46182,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_27 ) begin end
     \$23  = stats;
     if (enqueued) begin
       \$23 [31:0] = \$6 [31:0];
@@ -45646,7 +46229,8 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign \read__ready$23  = read__ready;
   assign \read__valid$25  = read__valid;
   assign \response__payload$27  = response__payload;
-  assign \response__ready$29  = response__ready;
+  assign response__ready = 1'h1;
+  assign \response__ready$29  = 1'h1;
   assign \response__valid$31  = response__valid;
   assign \packet__payload$33  = packet__payload;
   assign \packet__ready$35  = packet__ready;
@@ -45771,8 +46355,8 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
-  reg _init_strobe_27  = 0;
+module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+  reg _init_strobe_28  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -45797,28 +46381,28 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [5:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [3:0] \$36 ;
-  wire [12:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire \$36 ;
+  wire [6:0] \$37 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
+  wire [48:0] \$42 ;
   wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$44 ;
+  wire [48:0] \$45 ;
+  wire [48:0] \$46 ;
+  wire [16:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [4:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -45831,44 +46415,46 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire [4:0] \$64 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire \$64 ;
   wire [4:0] \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg [57:0] \$68 ;
-  reg [2:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  reg \$68 ;
+  reg [57:0] \$69 ;
   wire \$7 ;
-  reg [11:0] \$70 ;
-  reg [47:0] \$71 ;
+  reg [2:0] \$70 ;
+  reg [11:0] \$71 ;
   reg [47:0] \$72 ;
   reg [47:0] \$73 ;
   reg [47:0] \$74 ;
-  reg [15:0] \$75 ;
-  reg \$76 ;
+  reg [47:0] \$75 ;
+  reg [15:0] \$76 ;
   reg \$77 ;
   reg \$78 ;
-  reg [170:0] \$79 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [7:0] \$80 ;
-  reg [3:0] \$81 ;
-  reg \$82 ;
+  reg [170:0] \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
   reg \$83 ;
-  reg [76:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [3:0] \$85 ;
   reg [3:0] \$86 ;
   reg \$87 ;
+  reg \$88 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$28 ;
-  reg [3:0] \$signal$30  = 4'h0;
-  wire \$signal$31 ;
+  wire \$signal$26 ;
+  reg [3:0] \$signal$28  = 4'h0;
+  wire \$signal$29 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
   reg active = 1'h0;
+  reg at_limit = 1'h0;
   output bad_response;
   wire bad_response;
   input clk;
@@ -45887,6 +46473,15 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
+  wire [76:0] \data$33 ;
+  wire [47:0] data$33__addr ;
+  wire [6:0] data$33__bytes ;
+  wire [4:0] data$33__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$33__kind ;
+  wire [15:0] data$33__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -45926,7 +46521,8 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
-  wire full;
+  reg [3:0] held = 4'h0;
+  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -45948,6 +46544,15 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
   wire [139:0] o__payload;
+  wire [76:0] \o__payload$36 ;
+  wire [47:0] o__payload$36__addr ;
+  wire [6:0] o__payload$36__bytes ;
+  wire [4:0] o__payload$36__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$36__kind ;
+  wire [15:0] o__payload$36__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -45961,11 +46566,15 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] o__payload__run ;
   wire [47:0] o__payload__src ;
   wire [2:0] o__payload__tag ;
+  input o__ready;
   wire o__ready;
+  input \o__ready$37 ;
+  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$40 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
-  reg [76:0] packet__payload = 77'h00000000000000000000;
+  wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -45974,11 +46583,11 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   (* enum_value_1 = "UPDATE" *)
   wire packet__payload__kind ;
   wire [15:0] packet__payload__tile ;
-  input packet__ready;
   wire packet__ready;
   output packet__valid;
-  reg packet__valid = 1'h0;
+  wire packet__valid;
   wire push;
+  wire \push$34 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -45995,9 +46604,7 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] response__payload;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
-  input response__valid;
   wire response__valid;
   reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
@@ -46009,114 +46616,114 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$9  = ~ active;
   assign \$10  = issue & last;
   assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = ~ packet__valid;
-  assign response__ready = \$11  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = response__valid & response__ready;
-  assign \$14  = \$13  & o__valid;
-  assign \$15  = ~ \$signal$28 ;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = o__payload[79:77] != response__payload[2:0];
-  assign \$18  = response__payload[3] | \$17 ;
-  assign \$19  = ~ \$18 ;
-  assign \$signal$31  = \$16  & \$19 ;
-  assign \$20  = response__valid & response__ready;
-  assign \$21  = \$20  & o__valid;
-  assign \$22  = ~ \$signal$28 ;
-  assign \$23  = \$21  & \$22 ;
+  assign \$11  = o__payload[83:80] == \$signal$28 ;
+  assign \$signal$26  = \$signal  & \$11 ;
+  assign \$12  = o__ready & o__valid;
+  assign \$13  = ~ \$signal$26 ;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = o__payload[79:77] != response__payload[2:0];
+  assign \$16  = response__payload[3] | \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$signal$29  = \$14  & \$17 ;
+  assign \$18  = o__ready & o__valid;
+  assign \$19  = ~ \$signal$26 ;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = o__payload[79:77] != response__payload[2:0];
+  assign \$22  = response__payload[3] | \$21 ;
+  assign abort = \$20  & \$22 ;
+  assign \$23  = ~ o__valid;
   assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = response__payload[3] | \$24 ;
-  assign abort = \$23  & \$25 ;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = ~ o__valid;
-  assign \$28  = o__payload[79:77] != response__payload[2:0];
-  assign \$29  = \$27  | \$28 ;
-  assign bad_response = \$26  & \$29 ;
-  assign \$30  = response__valid & response__ready;
-  assign \$31  = \$30  & o__valid;
-  assign read_error = \$31  & response__payload[3];
-  assign \$32  = ~ active;
-  assign \$33  = ~ o__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ packet__valid;
-  assign idle = \$34  & \$35 ;
-  assign \$36  = tag + 1'h1;
-  assign \$37  = rows_left - 1'h1;
-  assign \$38  = src_row + cur[74:51];
-  assign \$39  = dst_row + cur[74:51];
+  assign \$25  = \$23  | \$24 ;
+  assign bad_response = o__ready & \$25 ;
+  assign \$26  = o__ready & o__valid;
+  assign read_error = \$26  & response__payload[3];
+  assign \$27  = ~ active;
+  assign \$28  = ~ o__valid;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ packet__valid;
+  assign idle = \$29  & \$30 ;
+  assign \$31  = held + issue;
+  assign \$32  = packet__valid & \o__ready$37 ;
+  assign \$33  = \$31  - \$32 ;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = ~ \$signal$29 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = src_at + 7'h40;
-  assign \$44  = dst_at + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
-  assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$28 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
-  assign \$58  = response__valid & response__ready;
-  assign \$59  = \$58  & o__valid;
-  assign \$60  = ~ \$signal$28 ;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
-  assign \$63  = descriptor__valid & descriptor__ready;
-  assign \$64  = run + 1'h1;
-  assign \$65  = \$63  ? \$64  : { 1'h0, run };
-  assign \$66  = \$62  == \$65 ;
+  assign \$42  = src_row + cur[74:51];
+  assign \$43  = dst_row + cur[74:51];
+  assign \$44  = rows_left == 2'h2;
+  assign \$45  = src_at + 7'h40;
+  assign \$46  = dst_at + 7'h40;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = descriptor__valid & descriptor__ready;
+  assign \$50  = run + 1'h1;
+  assign \$51  = descriptor__payload[58:43] <= 7'h40;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[42:31] == 1'h1;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$26 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = \$37 [3:0] == 4'h8;
+  assign \$60  = o__ready & o__valid;
+  assign \$61  = ~ \$signal$26 ;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
+  assign \$64  = descriptor__valid & descriptor__ready;
+  assign \$65  = run + 1'h1;
+  assign \$66  = \$64  ? \$65  : { 1'h0, run };
+  assign \$67  = \$63  == \$66 ;
   always @(posedge clk)
-    read__valid <= \$67 ;
+    read__valid <= \$68 ;
   always @(posedge clk)
-    read__payload <= \$68 ;
+    read__payload <= \$69 ;
   always @(posedge clk)
-    tag <= \$69 ;
+    tag <= \$70 ;
   always @(posedge clk)
-    rows_left <= \$70 ;
+    rows_left <= \$71 ;
   always @(posedge clk)
-    src_row <= \$71 ;
+    src_row <= \$72 ;
   always @(posedge clk)
-    dst_row <= \$72 ;
+    dst_row <= \$73 ;
   always @(posedge clk)
-    src_at <= \$73 ;
+    src_at <= \$74 ;
   always @(posedge clk)
-    dst_at <= \$74 ;
+    dst_at <= \$75 ;
   always @(posedge clk)
-    remaining <= \$75 ;
+    remaining <= \$76 ;
   always @(posedge clk)
-    row_end <= \$76 ;
+    row_end <= \$77 ;
   always @(posedge clk)
-    one_row <= \$77 ;
+    one_row <= \$78 ;
   always @(posedge clk)
-    active <= \$78 ;
+    active <= \$79 ;
   always @(posedge clk)
-    cur <= \$79 ;
+    cur <= \$80 ;
   always @(posedge clk)
-    index <= \$80 ;
+    index <= \$81 ;
   always @(posedge clk)
-    run <= \$81 ;
+    run <= \$82 ;
   always @(posedge clk)
-    short_row <= \$82 ;
+    short_row <= \$83 ;
   always @(posedge clk)
-    packet__valid <= \$83 ;
+    \$signal  <= \$84 ;
   always @(posedge clk)
-    packet__payload <= \$84 ;
+    \$signal$28  <= \$85 ;
   always @(posedge clk)
-    \$signal  <= \$85 ;
+    held <= \$86 ;
   always @(posedge clk)
-    \$signal$30  <= \$86 ;
+    at_limit <= \$87 ;
   always @(posedge clk)
-    \$signal$8  <= \$87 ;
+    \$signal$8  <= \$88 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -46126,12 +46733,19 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
-  assign \$8  = ~ full;
+  assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
-  assign \$9  = ~ active;
+  t3hw_system__e1__dma__engine__packets  packets (
+    .clk(clk),
+    .o__payload(packet__payload),
+    .o__ready(\o__ready$37 ),
+    .o__valid(packet__valid),
+    .push(\$signal$29 ),
+    .rst(rst),
+    .wr__data(o__payload[76:0])
+  );
   t3hw_system__e1__dma__engine__pending  pending (
     .clk(clk),
-    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -46140,7 +46754,7 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_28 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -46149,256 +46763,255 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$67  = read__valid;
+    if (_init_strobe_28 ) begin end
+    \$68  = read__valid;
     if (read__ready) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
     if (issue) begin
-      \$67  = 1'h1;
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$68  = read__payload;
+    if (_init_strobe_28 ) begin end
+    \$69  = read__payload;
     if (issue) begin
-      \$68 [47:0] = meta[139:92];
-      \$68 [54:48] = \$1 [6:0];
-      \$68 [57:55] = tag;
+      \$69 [47:0] = meta[139:92];
+      \$69 [54:48] = \$1 [6:0];
+      \$69 [57:55] = tag;
     end
     if (rst) begin
-      \$68  = 58'h000000000000000;
+      \$69  = 58'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$69  = tag;
+    if (_init_strobe_28 ) begin end
+    \$70  = tag;
     if (issue) begin
-      \$69  = \$36 [2:0];
+      \$70  = \$38 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$70  = rows_left;
+    if (_init_strobe_28 ) begin end
+    \$71  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$37 [11:0];
+        \$71  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$70  = descriptor__payload[42:31];
+    if (\$49 ) begin
+      \$71  = descriptor__payload[42:31];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$71  = src_row;
+    if (_init_strobe_28 ) begin end
+    \$72  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$38 [47:0];
+        \$72  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$71  = descriptor__payload[130:83];
+    if (\$49 ) begin
+      \$72  = descriptor__payload[130:83];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$72  = dst_row;
+    if (_init_strobe_28 ) begin end
+    \$73  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$39 [47:0];
+        \$73  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$72  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$73  = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$73  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$73  = \$40 [47:0];
-      end else begin
-        \$73  = \$43 [47:0];
-      end
-    end
-    if (\$47 ) begin
-      \$73  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$74  = dst_at;
+    if (_init_strobe_28 ) begin end
+    \$74  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = \$41 [47:0];
+        \$74  = \$42 [47:0];
       end else begin
-        \$74  = \$44 [47:0];
+        \$74  = \$45 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$74  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$74  = descriptor__payload[130:83];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$75  = remaining;
+    if (_init_strobe_28 ) begin end
+    \$75  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = cur[50:35];
+        \$75  = \$43 [47:0];
       end else begin
-        \$75  = \$45 [15:0];
+        \$75  = \$46 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$75  = descriptor__payload[58:43];
+    if (\$49 ) begin
+      \$75  = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$76  = row_end;
+    if (_init_strobe_28 ) begin end
+    \$76  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = short_row;
+        \$76  = cur[50:35];
       end else begin
-        \$76  = \$46 ;
+        \$76  = \$47 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$76  = \$49 ;
+    if (\$49 ) begin
+      \$76  = descriptor__payload[58:43];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$77  = one_row;
+    if (_init_strobe_28 ) begin end
+    \$77  = row_end;
     if (issue) begin
+      (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$42 ;
+        \$77  = short_row;
+      end else begin
+        \$77  = \$48 ;
       end
     end
-    if (\$47 ) begin
+    if (\$49 ) begin
       \$77  = \$51 ;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$78  = active;
+    if (_init_strobe_28 ) begin end
+    \$78  = one_row;
+    if (issue) begin
+      if (row_end) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (\$49 ) begin
+      \$78  = \$53 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$79  = active;
     if (issue) begin
       if (last) begin
-        \$78  = 1'h0;
+        \$79  = 1'h0;
       end
     end
     if (stop) begin
-      \$78  = 1'h0;
+      \$79  = 1'h0;
     end
-    if (\$47 ) begin
-      \$78  = 1'h1;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$79  = cur;
-    if (\$47 ) begin
-      \$79 [0] = descriptor__payload[8];
-      \$79 [1] = descriptor__payload[9];
-      \$79 [6:2] = descriptor__payload[14:10];
-      \$79 [22:7] = descriptor__payload[30:15];
-      \$79 [34:23] = descriptor__payload[42:31];
-      \$79 [50:35] = descriptor__payload[58:43];
-      \$79 [74:51] = descriptor__payload[82:59];
-      \$79 [122:75] = descriptor__payload[130:83];
-      \$79 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$80  = index;
-    if (\$47 ) begin
-      \$80  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$81  = run;
-    if (\$47 ) begin
-      \$81  = \$48 [3:0];
+    if (\$49 ) begin
+      \$79  = 1'h1;
     end
     if (rst) begin
-      \$81  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$82  = short_row;
-    if (\$47 ) begin
-      \$82  = \$50 ;
+    if (_init_strobe_28 ) begin end
+    \$80  = cur;
+    if (\$49 ) begin
+      \$80 [0] = descriptor__payload[8];
+      \$80 [1] = descriptor__payload[9];
+      \$80 [6:2] = descriptor__payload[14:10];
+      \$80 [22:7] = descriptor__payload[30:15];
+      \$80 [34:23] = descriptor__payload[42:31];
+      \$80 [50:35] = descriptor__payload[58:43];
+      \$80 [74:51] = descriptor__payload[82:59];
+      \$80 [122:75] = descriptor__payload[130:83];
+      \$80 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$83  = packet__valid;
-    if (packet__ready) begin
-      \$83  = 1'h0;
+    if (_init_strobe_28 ) begin end
+    \$81  = index;
+    if (\$49 ) begin
+      \$81  = descriptor__payload[7:0];
     end
-    if (\$signal$31 ) begin
-      \$83  = 1'h1;
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$82  = run;
+    if (\$49 ) begin
+      \$82  = \$50 [3:0];
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$82  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$84  = packet__payload;
-    if (response__ready) begin
-      \$84  = o__payload[76:0];
+    if (_init_strobe_28 ) begin end
+    \$83  = short_row;
+    if (\$49 ) begin
+      \$83  = \$52 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$84  = \$signal ;
+    if (\$56 ) begin
+      \$84  = \$58 ;
     end
     if (rst) begin
-      \$84  = 77'h00000000000000000000;
+      \$84  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$85  = \$signal ;
-    if (\$55 ) begin
-      \$85  = \$57 ;
+    if (_init_strobe_28 ) begin end
+    \$85  = \$signal$28 ;
+    if (\$56 ) begin
+      \$85  = o__payload[83:80];
     end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$86  = \$37 [3:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
-    \$86  = \$signal$30 ;
-    if (\$55 ) begin
-      \$86  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_27 ) begin end
-    \$87  = \$66 ;
+    if (_init_strobe_28 ) begin end
+    \$87  = \$59 ;
     if (rst) begin
-      \$87  = 1'h1;
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$88  = \$67 ;
+    if (rst) begin
+      \$88  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign response__ready = 1'h1;
+  assign response__valid = o__ready;
+  assign \data$33  = o__payload[76:0];
+  assign \push$34  = \$signal$29 ;
+  assign \o__payload$36  = packet__payload;
+  assign packet__ready = \o__ready$37 ;
+  assign \o__valid$40  = packet__valid;
   assign aborted = abort;
+  assign held_next = \$37 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -46440,6 +47053,21 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
+  assign data$33__device  = o__payload[4:0];
+  assign data$33__addr  = o__payload[52:5];
+  assign data$33__kind  = o__payload[53];
+  assign data$33__tile  = o__payload[69:54];
+  assign data$33__bytes  = o__payload[76:70];
+  assign packet__payload__device  = packet__payload[4:0];
+  assign packet__payload__addr  = packet__payload[52:5];
+  assign packet__payload__kind  = packet__payload[53];
+  assign packet__payload__tile  = packet__payload[69:54];
+  assign packet__payload__bytes  = packet__payload[76:70];
+  assign o__payload$36__device  = packet__payload[4:0];
+  assign o__payload$36__addr  = packet__payload[52:5];
+  assign o__payload$36__kind  = packet__payload[53];
+  assign o__payload$36__tile  = packet__payload[69:54];
+  assign o__payload$36__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -46456,11 +47084,6 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign packet__payload__device  = packet__payload[4:0];
-  assign packet__payload__addr  = packet__payload[52:5];
-  assign packet__payload__kind  = packet__payload[53];
-  assign packet__payload__tile  = packet__payload[69:54];
-  assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
@@ -46472,8 +47095,559 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
-  reg _init_strobe_28  = 0;
+module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+  reg _init_strobe_29  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [76:0] \$101 ;
+  wire [76:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [76:0] \$108 ;
+  wire [76:0] \$109 ;
+  wire \$11 ;
+  wire [76:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [3:0] \$122 ;
+  wire [3:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [2:0] \$138 ;
+  reg [2:0] \$139 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [5:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [76:0] \$73 ;
+  wire [76:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [76:0] \$78 ;
+  wire [76:0] \$79 ;
+  wire \$8 ;
+  wire [76:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [76:0] \$87 ;
+  wire [76:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [76:0] \$93 ;
+  wire [76:0] \$94 ;
+  wire [76:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 3'h0 *)
+  wire [2:0] \$signal ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] front0;
+  wire [47:0] front0__addr ;
+  wire [6:0] front0__bytes ;
+  wire [4:0] front0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front0__kind ;
+  wire [15:0] front0__tile ;
+  reg [76:0] front1 = 77'h00000000000000000000;
+  wire [47:0] front1__addr ;
+  wire [6:0] front1__bytes ;
+  wire [4:0] front1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front1__kind ;
+  wire [15:0] front1__tile ;
+  reg [76:0] front2 = 77'h00000000000000000000;
+  wire [47:0] front2__addr ;
+  wire [6:0] front2__bytes ;
+  wire [4:0] front2__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front2__kind ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
+  reg [3:0] level = 4'h0;
+  output [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg [2:0] rd__addr = 3'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  reg [76:0] rd_q = 77'h00000000000000000000;
+  wire [47:0] rd_q__addr ;
+  wire [6:0] rd_q__bytes ;
+  wire [4:0] rd_q__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd_q__kind ;
+  wire [15:0] rd_q__tile ;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  reg [2:0] wr__addr = 3'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [76:0] storage [7:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+    storage[2] = 77'h00000000000000000000;
+    storage[3] = 77'h00000000000000000000;
+    storage[4] = 77'h00000000000000000000;
+    storage[5] = 77'h00000000000000000000;
+    storage[6] = 77'h00000000000000000000;
+    storage[7] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    storage[wr__addr] <= wr__data;
+  end
+  reg [76:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 3'h7;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 4'h0 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 3'h7;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 4'h0 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$129  = \$6 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$130  = \$16 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$131  = \$28 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$132  = \$40 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [2:0];
+    end
+    if (rst) begin
+      \$138  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_29 ) begin end
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [2:0];
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
+  assign data = wr__data;
+  assign wr__en = 1'h1;
+  assign \$signal  = rd__addr;
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign front0__device  = o__payload[4:0];
+  assign front0__addr  = o__payload[52:5];
+  assign front0__kind  = o__payload[53];
+  assign front0__tile  = o__payload[69:54];
+  assign front0__bytes  = o__payload[76:70];
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign rd_q__device  = rd_q[4:0];
+  assign rd_q__addr  = rd_q[52:5];
+  assign rd_q__kind  = rd_q[53];
+  assign rd_q__tile  = rd_q[69:54];
+  assign rd_q__bytes  = rd_q[76:70];
+  assign rd__data__device  = rd__data[4:0];
+  assign rd__data__addr  = rd__data[52:5];
+  assign rd__data__kind  = rd__data[53];
+  assign rd__data__tile  = rd__data[69:54];
+  assign rd__data__bytes  = rd__data[76:70];
+  assign front1__device  = front1[4:0];
+  assign front1__addr  = front1[52:5];
+  assign front1__kind  = front1[53];
+  assign front1__tile  = front1[69:54];
+  assign front1__bytes  = front1[76:70];
+  assign front2__device  = front2[4:0];
+  assign front2__addr  = front2[52:5];
+  assign front2__kind  = front2[53];
+  assign front2__tile  = front2[69:54];
+  assign front2__bytes  = front2[76:70];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
+endmodule
+
+module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
+  reg _init_strobe_30  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -46561,7 +47735,6 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
-  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
@@ -46733,35 +47906,35 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [2:0];
@@ -46771,7 +47944,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [2:0];
@@ -46781,7 +47954,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -46846,7 +48019,7 @@ endmodule
 
 module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_29  = 0;
+  reg _init_strobe_31  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -48730,7 +49903,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -48740,7 +49913,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -48752,91 +49925,91 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -48849,7 +50022,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -48868,49 +50041,49 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -48923,7 +50096,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -48932,7 +50105,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -48941,7 +50114,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -48950,7 +50123,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -48959,7 +50132,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -48976,7 +50149,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -48985,7 +50158,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -48994,7 +50167,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -49003,7 +50176,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -49012,7 +50185,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -49021,7 +50194,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -49030,7 +50203,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -49039,7 +50212,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -49048,7 +50221,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -49057,7 +50230,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -49148,7 +50321,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_30  = 0;
+  reg _init_strobe_32  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -49350,35 +50523,35 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$64  = \$6 [4:0];
     if (rst) begin
       \$64  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -49388,7 +50561,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -49398,7 +50571,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -49477,7 +50650,7 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_31  = 0;
+  reg _init_strobe_33  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -49628,28 +50801,28 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -49659,7 +50832,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -49668,7 +50841,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -49679,7 +50852,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -49689,7 +50862,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -49709,7 +50882,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign data__tag  = data[57:55];
 endmodule
 
-module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e1__slice_dma_response (rst, i__valid, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -49731,7 +50904,6 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire [2:0] o__payload$7__tag ;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
   output o__valid;
@@ -49747,14 +50919,14 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
     .data(data),
     .full(full),
     .o__payload(o__payload),
-    .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
+  assign o__ready = 1'h1;
+  assign \o__ready$9  = 1'h1;
   assign \o__valid$11  = o__valid;
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
@@ -49766,8 +50938,8 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_32  = 0;
+module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_34  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -49841,7 +51013,6 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
   wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   output o__valid;
   reg o__valid = 1'h0;
@@ -49868,29 +51039,23 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
   always @(posedge clk)
     rd <= \$52 ;
   assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
   assign \$6  = \$4  - \$5 ;
   assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
   assign \$9  = ~ \$8 ;
   assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
   assign \$13  = ~ \$12 ;
   assign \$14  = \$11  & \$13 ;
   assign \$15  = \$14  ? waiting : o__valid;
   assign \$16  = \$10  ? 1'h1 : \$15 ;
   assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
   assign \$19  = ~ \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
   assign \$23  = push & accept;
   assign \$24  = ~ \$23 ;
   assign \$25  = \$22  & \$24 ;
@@ -49898,11 +51063,9 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
   assign \$35  = push & accept;
   assign \$36  = ~ \$35 ;
   assign \$37  = \$34  & \$36 ;
@@ -49911,31 +51074,30 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$40  = \$32  ? \$33  : \$39 ;
   assign \$41  = push & accept;
   assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -49945,7 +51107,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -49954,7 +51116,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -49965,7 +51127,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -49975,12 +51137,13 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
     end
   end
+  assign o__ready = 1'h1;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
   assign entry0__tag  = entry0[2:0];
@@ -49989,6 +51152,15 @@ module t3hw_system__e1__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
+  assign \$2  = o__valid;
+  assign \$5  = o__valid;
+  assign \$8  = o__valid;
+  assign \$11  = o__valid;
+  assign \$18  = o__valid;
+  assign \$22  = o__valid;
+  assign \$30  = o__valid;
+  assign \$34  = o__valid;
+  assign \$43  = o__valid;
 endmodule
 
 module t3hw_system__e1__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -50085,7 +51257,7 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_33  = 0;
+  reg _init_strobe_35  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -50256,28 +51428,28 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -50287,7 +51459,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -50296,7 +51468,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -50307,7 +51479,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -50317,7 +51489,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -50439,7 +51611,7 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__payload, da
 endmodule
 
 module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_34  = 0;
+  reg _init_strobe_36  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -50610,28 +51782,28 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -50641,7 +51813,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -50650,7 +51822,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -50661,7 +51833,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -50671,7 +51843,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -50793,7 +51965,7 @@ module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, o__payload,
 endmodule
 
 module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_35  = 0;
+  reg _init_strobe_37  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -50964,28 +52136,28 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -50995,7 +52167,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -51004,7 +52176,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -51015,7 +52187,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -51025,7 +52197,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -51147,7 +52319,7 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
 endmodule
 
 module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_36  = 0;
+  reg _init_strobe_38  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -51318,28 +52490,28 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -51349,7 +52521,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -51358,7 +52530,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -51369,7 +52541,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -51379,7 +52551,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -51408,7 +52580,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
 endmodule
 
 module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_37  = 0;
+  reg _init_strobe_39  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -53237,7 +54409,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -53250,7 +54422,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -53262,7 +54434,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -53272,7 +54444,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -53282,7 +54454,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -53292,7 +54464,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -53304,203 +54476,203 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -53510,42 +54682,42 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -53570,49 +54742,49 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_39 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -53837,7 +55009,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_38  = 0;
+  reg _init_strobe_40  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -54438,70 +55610,70 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -54511,7 +55683,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_40 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -54532,7 +55704,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_39  = 0;
+  reg _init_strobe_41  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -55149,70 +56321,70 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -55222,7 +56394,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_41 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -55259,7 +56431,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_40  = 0;
+  reg _init_strobe_42  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -55333,7 +56505,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_42 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -55362,7 +56534,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_42 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -55388,7 +56560,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_42 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -55414,7 +56586,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_42 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -55434,7 +56606,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_42 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -56410,7 +57582,6 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .read__ready(read__ready),
     .read__valid(\i__valid$78 ),
     .response__payload(\response__payload$92 ),
-    .response__ready(\o__ready$94 ),
     .response__valid(\response__valid$96 ),
     .rst(rst),
     .stats(dma_stats),
@@ -56434,7 +57605,6 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .i__ready(dma_response__ready),
     .i__valid(\i__valid$90 ),
     .o__payload(\response__payload$92 ),
-    .o__ready(\o__ready$94 ),
     .o__valid(\response__valid$96 ),
     .rst(rst)
   );
@@ -56560,7 +57730,8 @@ module t3hw_system__e2 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign \i__ready$89  = dma_response__ready;
   assign dma_response__valid = \i__valid$90 ;
   assign \o__payload$93  = \response__payload$92 ;
-  assign \response__ready$95  = \o__ready$94 ;
+  assign \o__ready$94  = 1'h1;
+  assign \response__ready$95  = 1'h1;
   assign \o__valid$97  = \response__valid$96 ;
   assign net__payload = \i__payload$98 ;
   assign \i__ready$101  = net__ready;
@@ -57040,7 +58211,7 @@ endmodule
 
 module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
 , mem__payload, rx_mem__valid, store__payload);
-  reg _init_strobe_41  = 0;
+  reg _init_strobe_43  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -58539,7 +59710,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     .wr__data(\data$61 )
   );
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
@@ -58549,7 +59720,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
@@ -58559,7 +59730,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
@@ -58569,7 +59740,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
@@ -58579,7 +59750,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
@@ -58589,7 +59760,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
@@ -58599,7 +59770,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
@@ -58609,7 +59780,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
@@ -58619,7 +59790,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
@@ -58629,77 +59800,77 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$214  = a_c0_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$215  = a_rec_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$216  = \$80 [3:0];
     if (rst) begin
       \$216  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$217  = stats;
     if (\$81 ) begin
       \$217 [31:0] = \$82 [31:0];
@@ -58733,84 +59904,84 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$225  = rx_c0_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$226  = rx_rec_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$227  = \$127 [3:0];
     if (rst) begin
       \$227  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$228  = \$130 ;
     if (rst) begin
       \$228  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$229  = p_busy;
     if (take) begin
       \$229  = 5'h11;
@@ -58822,35 +59993,35 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$230  = p_req;
     if (take) begin
       \$230  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$231  = p_end;
     if (take) begin
       \$231  = \$133 ;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$232  = p_delta;
     if (take) begin
       \$232  = \$134 [47:0];
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$233  = p_bad;
     if (take) begin
       \$233  = \$137 ;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$234  = p_phase;
     if (take) begin
       \$234  = 4'h1;
@@ -58864,28 +60035,28 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$238  = p_clash;
     if (take) begin
       \$238  = 1'h0;
@@ -58897,7 +60068,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$239  = p_o;
     if (take) begin
       \$239  = 4'h0;
@@ -58909,7 +60080,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$240  = p_rank;
     if (take) begin
       \$240  = 4'h0;
@@ -58921,21 +60092,21 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
       \$242  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$243 [47:0] = p_req[58:11];
@@ -58946,7 +60117,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$244 [47:0] = p_delta;
@@ -58956,7 +60127,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$245  = p_req[2:0];
@@ -58965,7 +60136,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$246  = active;
     if (\$175 ) begin
       \$246  = \$176 ;
@@ -58975,7 +60146,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$247  = count0;
     if (\$175 ) begin
       casez (\$178 )
@@ -58988,7 +60159,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$248  = count1;
     if (\$175 ) begin
       (* full_case = 32'd1 *)
@@ -59004,14 +60175,14 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$249  = \$181 ;
     if (rst) begin
       \$249  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_43 ) begin end
     \$250  = capture;
     if (\$187 ) begin
       \$250 [47:0] = a_f_req[47:0];
@@ -59338,7 +60509,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
 endmodule
 
 module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_42  = 0;
+  reg _init_strobe_44  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -59590,35 +60761,35 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -59628,7 +60799,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -59638,7 +60809,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_44 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -59692,7 +60863,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
 endmodule
 
 module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
-  reg _init_strobe_43  = 0;
+  reg _init_strobe_45  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -59888,35 +61059,35 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$42  = wr__addr == 4'ha;
   assign \$43  = wr__addr + 1'h1;
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_45 ) begin end
     \$49  = \$6 [3:0];
     if (rst) begin
       \$49  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_45 ) begin end
     \$50  = \$16 ;
     if (rst) begin
       \$50  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_45 ) begin end
     \$51  = \$28 ;
     if (rst) begin
       \$51  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_45 ) begin end
     \$52  = \$40 ;
     if (rst) begin
       \$52  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_45 ) begin end
     \$53  = wr__addr;
     if (\$41 ) begin
       \$53  = \$44 [3:0];
@@ -59926,7 +61097,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_45 ) begin end
     \$54  = rd__addr;
     if (\$45 ) begin
       \$54  = \$48 [3:0];
@@ -59963,7 +61134,7 @@ endmodule
 
 module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
 , config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
-  reg _init_strobe_44  = 0;
+  reg _init_strobe_46  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -60960,28 +62131,28 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     errors <= \$320 ;
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$275  = \$8 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$276  = \$10 ;
     if (rst) begin
       \$276  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$278  = last_store;
     if (\$15 ) begin
       \$278  = sel_store;
@@ -60991,7 +62162,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$279  = last_remote;
     if (\$17 ) begin
       \$279  = sel_remote;
@@ -61001,7 +62172,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$280  = wait1;
     if (\$19 ) begin
       \$280  = 17'h00001;
@@ -61013,35 +62184,35 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$285  = dram__valid;
     if (\$115 ) begin
       \$285  = \$121 ;
@@ -61051,7 +62222,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
@@ -61061,7 +62232,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
       \$287  = sel_store;
@@ -61071,7 +62242,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$288  = is_remote;
     if (\$115 ) begin
       \$288  = sel_remote;
@@ -61081,7 +62252,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$289  = load_q;
     if (\$115 ) begin
       \$289  = { 1'h0, load_req };
@@ -61091,7 +62262,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$290  = store_q;
     if (\$115 ) begin
       \$290  = { store__payload[72], store_req };
@@ -61101,7 +62272,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$291  = dma_q;
     if (\$115 ) begin
       \$291  = { 1'h0, dma_req };
@@ -61111,7 +62282,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$292  = remote_q;
     if (\$115 ) begin
       \$292  = { remote__payload[72], remote_req };
@@ -61121,14 +62292,14 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$293  = \$126 ;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$294 [15:0] = \$254 [74:59];
     \$294 [19:16] = 4'h1;
     \$294 [20] = \$128 ;
@@ -61138,42 +62309,42 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$295  = \$129 [31:0];
     if (rst) begin
       \$295  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$296  = \$130 [24:0];
     if (rst) begin
       \$296  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$297  = \$131 ;
     if (rst) begin
       \$297  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$298  = \$133 [33:0];
     if (rst) begin
       \$298  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$299  = \$138 ;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$300  = cfg;
     if (accept) begin
       \$300  = \new ;
@@ -61183,7 +62354,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$301  = thr;
     if (accept) begin
       \$301  = \new [9:2];
@@ -61198,7 +62369,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$302  = measuring;
     if (accept) begin
       \$302  = \$140 ;
@@ -61213,7 +62384,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$303  = armed;
     if (accept) begin
       \$303  = \$141 ;
@@ -61225,7 +62396,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$304  = window;
     if (accept) begin
       \$304  = 1'h0;
@@ -61245,7 +62416,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$305  = finish;
     if (accept) begin
       \$305  = 2'h0;
@@ -61267,7 +62438,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$306  = scale;
     if (accept) begin
       \$306  = \$142 [4:0];
@@ -61277,7 +62448,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$307  = acc;
     if (accept) begin
     end else if (\$139 ) begin
@@ -61292,7 +62463,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$308  = left;
     if (accept) begin
     end else if (\$139 ) begin
@@ -61305,7 +62476,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$309  = num;
     if (accept) begin
     end else if (\$139 ) begin
@@ -61315,21 +62486,21 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$312  = stats;
     if (load_granted) begin
       \$312 [31:0] = \$177 [31:0];
@@ -61363,56 +62534,56 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$316  = \$186 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$317  = \$189 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$318  = \$191 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$319  = \$199 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_46 ) begin end
     \$320  = \$203 ;
     if (rst) begin
       \$320  = 2'h0;
@@ -61554,7 +62725,7 @@ endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_45  = 0;
+  reg _init_strobe_47  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire [5:0] \$100 ;
@@ -63943,35 +65114,35 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$340  = req_w_stb & sel_addrmap_store_crosses;
   assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$493  = bus__addr;
     if (rst) begin
       \$493  = 10'h000;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$494  = bus__w_data;
     if (rst) begin
       \$494  = 32'd0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$495  = bus__w_stb;
     if (rst) begin
       \$495  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$496  = bus__r_stb;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -63982,7 +65153,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -63995,7 +65166,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64010,7 +65181,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64027,7 +65198,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64046,7 +65217,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64067,7 +65238,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64090,7 +65261,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64115,7 +65286,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64142,7 +65313,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64171,7 +65342,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64202,7 +65373,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64235,7 +65406,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64270,7 +65441,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64307,7 +65478,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64346,7 +65517,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64387,7 +65558,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64430,7 +65601,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64475,7 +65646,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64522,7 +65693,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64571,7 +65742,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64622,7 +65793,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64675,7 +65846,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64730,7 +65901,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64787,7 +65958,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64846,7 +66017,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64907,7 +66078,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -64970,7 +66141,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65035,7 +66206,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65102,7 +66273,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65171,7 +66342,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65242,7 +66413,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65315,7 +66486,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65390,7 +66561,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65467,7 +66638,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65546,7 +66717,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65627,7 +66798,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65710,7 +66881,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65795,7 +66966,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65882,7 +67053,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65971,7 +67142,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66062,7 +67233,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66155,7 +67326,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66250,7 +67421,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66347,7 +67518,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66446,7 +67617,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66547,7 +67718,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66650,7 +67821,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66755,7 +67926,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66862,7 +68033,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66971,7 +68142,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67082,7 +68253,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67195,7 +68366,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67310,7 +68481,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67427,7 +68598,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67546,7 +68717,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67667,7 +68838,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67790,7 +68961,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67915,7 +69086,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68042,7 +69213,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68171,7 +69342,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68302,7 +69473,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68435,7 +69606,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68570,7 +69741,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$560  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68707,7 +69878,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$561  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68846,7 +70017,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$562  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68987,7 +70158,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$563  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69130,7 +70301,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$564  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69275,7 +70446,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$565  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69422,7 +70593,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$566  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69571,7 +70742,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$567  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69722,7 +70893,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$568  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69875,7 +71046,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$569  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70030,7 +71201,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$570  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70187,7 +71358,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$571  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70346,7 +71517,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$572  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70507,7 +71678,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$573  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70670,7 +71841,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70833,7 +72004,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$575  = sweep_at;
     if (sweep) begin
       \$575  = \$1 [7:0];
@@ -70843,7 +72014,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$576  = sweep;
     if (sweep) begin
       if (\$2 ) begin
@@ -70855,7 +72026,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$577  = region_program__valid;
     if (\$3 ) begin
       \$577  = 1'h0;
@@ -70875,7 +72046,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$578  = dma_program__valid;
     if (\$4 ) begin
       \$578  = 1'h0;
@@ -70899,7 +72070,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$579  = tracker_program__valid;
     if (\$5 ) begin
       \$579  = 1'h0;
@@ -70927,7 +72098,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$580  = arbiter_program__valid;
     if (\$6 ) begin
       \$580  = 1'h0;
@@ -70957,98 +72128,98 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$594  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -71067,14 +72238,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$596  = region_program__payload;
     if (region_load) begin
       \$596 [3] = region_got[0];
@@ -71120,49 +72291,49 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$603  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -71185,14 +72356,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$605  = dma_program__payload;
     if (desc_load) begin
       \$605 [8] = desc_got[0];
@@ -71243,7 +72414,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$606  = track_result;
     if (tracker_result__valid) begin
       \$606  = tracker_result__payload;
@@ -71253,7 +72424,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$607  = track_answer;
     if (tracker_result__valid) begin
       \$607  = 1'h0;
@@ -71265,7 +72436,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$608  = tracker_program__payload;
     if (\$54 ) begin
     end else if (\$55 ) begin
@@ -71283,7 +72454,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$609  = arbiter_program__payload;
     if (\$62 ) begin
     end else if (\$63 ) begin
@@ -71301,7 +72472,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$610  = device_id;
     if (\$68 ) begin
       \$610  = req_w_data[4:0];
@@ -71311,7 +72482,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$611  = csr_irq_enable;
     if (\$69 ) begin
       \$611 [0] = req_w_data[0];
@@ -71324,7 +72495,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$612  = tracker_irq_enable;
     if (\$70 ) begin
       \$612 [0] = req_w_data[0];
@@ -71339,7 +72510,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$613  = dma_irq_enable;
     if (\$71 ) begin
       \$613 [0] = req_w_data[0];
@@ -71355,7 +72526,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$614  = addrmap_irq_enable;
     if (\$72 ) begin
       \$614 [0] = req_w_data[0];
@@ -71371,7 +72542,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$615  = arbiter_irq_enable;
     if (\$73 ) begin
       \$615 [0] = req_w_data[0];
@@ -71382,154 +72553,154 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$618  = tracker_errors;
     if (rst) begin
       \$618  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$619  = dma_errors;
     if (rst) begin
       \$619  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$620  = addrmap_errors;
     if (rst) begin
       \$620  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$621  = arbiter_errors;
     if (rst) begin
       \$621  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$622  = csr_errors_clear_next;
     if (rst) begin
       \$622  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$623  = \$94 ;
     if (rst) begin
       \$623  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$624  = tracker_errors_clear_next;
     if (rst) begin
       \$624  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$625  = \$97 ;
     if (rst) begin
       \$625  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$627  = dma_errors_clear_next;
     if (rst) begin
       \$627  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$628  = \$109 ;
     if (rst) begin
       \$628  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$629  = \$118 ;
     if (rst) begin
       \$629  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$630  = addrmap_errors_clear_next;
     if (rst) begin
       \$630  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$631  = \$121 ;
     if (rst) begin
       \$631  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$633  = arbiter_errors_clear_next;
     if (rst) begin
       \$633  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$634  = \$133 ;
     if (rst) begin
       \$634  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$636  = tracker_capture;
     if (rst) begin
       \$636  = 24'h000000;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$637  = \tracker_capture$174 ;
     if (tracker_errors_first) begin
       \$637 [15:0] = tracker_given[15:0];
@@ -71541,14 +72712,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$638  = dma_capture;
     if (rst) begin
       \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$639  = \dma_capture$177 ;
     if (dma_errors_first) begin
       \$639 [7:0] = dma_given[7:0];
@@ -71561,14 +72732,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$640  = addrmap_capture;
     if (rst) begin
       \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$641  = \addrmap_capture$180 ;
     if (addrmap_errors_first) begin
       \$641 [47:0] = addrmap_given[47:0];
@@ -71581,14 +72752,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$642  = \$153 ;
     if (rst) begin
       \$642  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$643  = read_part0;
     if (req_r_stb) begin
       \$643  = \$162 ;
@@ -71598,7 +72769,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$644  = read_part1;
     if (req_r_stb) begin
       \$644  = \$171 ;
@@ -71608,7 +72779,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$645  = read_part2;
     if (req_r_stb) begin
       \$645  = \$184 ;
@@ -71618,7 +72789,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$646  = read_part3;
     if (req_r_stb) begin
       \$646  = \$197 ;
@@ -71628,7 +72799,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$647  = read_part4;
     if (req_r_stb) begin
       \$647  = \$204 ;
@@ -71638,7 +72809,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$648  = read_part5;
     if (req_r_stb) begin
       \$648  = \$215 ;
@@ -71648,7 +72819,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$649  = read_part6;
     if (req_r_stb) begin
       \$649  = \$232 ;
@@ -71658,7 +72829,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$650  = read_part8;
     if (req_r_stb) begin
       \$650  = \$249 ;
@@ -71668,7 +72839,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$651  = read_part10;
     if (req_r_stb) begin
       \$651  = \$254 ;
@@ -71678,7 +72849,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$652  = read_part11;
     if (req_r_stb) begin
       \$652  = \$271 ;
@@ -71688,7 +72859,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$653  = read_part13;
     if (req_r_stb) begin
       \$653  = \$280 ;
@@ -71698,7 +72869,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$654  = read_part14;
     if (req_r_stb) begin
       \$654  = \$295 ;
@@ -71708,14 +72879,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$655  = req_r_stb;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$656  = read_section;
     if (req_r_stb) begin
       \$656  = req_addr[9:6];
@@ -71725,7 +72896,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$657  = read_unaligned;
     if (req_r_stb) begin
       \$657  = \$296 ;
@@ -71735,7 +72906,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     \$658  = bus__r_data;
     if (read_pending) begin
       \$658  = \$312 ;
@@ -71745,7 +72916,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     set_err[3:2] = 2'h0;
     if (\$372 ) begin
       set_err[3] = 1'h1;
@@ -71876,7 +73047,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -71885,7 +73056,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -71899,7 +73070,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$364 ;
@@ -71908,7 +73079,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$208  = sweep_at;
@@ -71917,7 +73088,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$209  = 171'h0000000000000000000000000000000000000000000;
@@ -71934,7 +73105,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$210  = 1'h1;
@@ -71943,7 +73114,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     region_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -71963,7 +73134,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     desc_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -71987,7 +73158,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     csr_errors_clear_next = 4'h0;
     if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
@@ -71997,7 +73168,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     tracker_errors_clear_next = 6'h00;
     if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
@@ -72009,7 +73180,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     dma_errors_clear_next = 7'h00;
     if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
@@ -72022,7 +73193,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     addrmap_errors_clear_next = 7'h00;
     if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
@@ -72035,7 +73206,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_47 ) begin end
     arbiter_errors_clear_next = 2'h0;
     if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
@@ -72381,9 +73552,9 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$480  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
-, response__valid, clk);
-  reg _init_strobe_46  = 0;
+module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
+, clk);
+  reg _init_strobe_48  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -72579,7 +73750,6 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   wire [2:0] response__payload$27__tag ;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
   wire \response__ready$29 ;
   input response__valid;
@@ -72656,16 +73826,15 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__valid(descriptor__valid),
     .detail(detail),
     .idle(\idle$42 ),
+    .o__ready(response__valid),
+    .\o__ready$37 (packet__ready),
     .packet__payload(packet__payload),
-    .packet__ready(packet__ready),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
     .read__ready(read__ready),
     .read__valid(read__valid),
     .read_error(read_error),
     .response__payload(response__payload),
-    .response__ready(response__ready),
-    .response__valid(response__valid),
     .rst(rst)
   );
   t3hw_system__e2__dma__queue  queue (
@@ -72692,42 +73861,42 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$17  = bad_response;
     if (rst) begin
       \$17  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$18  = read_error;
     if (rst) begin
       \$18  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$19  = aborted;
     if (rst) begin
       \$19  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$20  = detail;
     if (rst) begin
       \$20  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$21  = \$3 ;
     if (rst) begin
       \$21  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$22  = capture;
     if (\$4 ) begin
       \$22  = resp_detail;
@@ -72739,7 +73908,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_48 ) begin end
     \$23  = stats;
     if (enqueued) begin
       \$23 [31:0] = \$6 [31:0];
@@ -72786,7 +73955,8 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign \read__ready$23  = read__ready;
   assign \read__valid$25  = read__valid;
   assign \response__payload$27  = response__payload;
-  assign \response__ready$29  = response__ready;
+  assign response__ready = 1'h1;
+  assign \response__ready$29  = 1'h1;
   assign \response__valid$31  = response__valid;
   assign \packet__payload$33  = packet__payload;
   assign \packet__ready$35  = packet__ready;
@@ -72911,8 +74081,8 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
-  reg _init_strobe_47  = 0;
+module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+  reg _init_strobe_49  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -72937,28 +74107,28 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [5:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [3:0] \$36 ;
-  wire [12:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire \$36 ;
+  wire [6:0] \$37 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
+  wire [48:0] \$42 ;
   wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$44 ;
+  wire [48:0] \$45 ;
+  wire [48:0] \$46 ;
+  wire [16:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [4:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -72971,44 +74141,46 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire [4:0] \$64 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire \$64 ;
   wire [4:0] \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg [57:0] \$68 ;
-  reg [2:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  reg \$68 ;
+  reg [57:0] \$69 ;
   wire \$7 ;
-  reg [11:0] \$70 ;
-  reg [47:0] \$71 ;
+  reg [2:0] \$70 ;
+  reg [11:0] \$71 ;
   reg [47:0] \$72 ;
   reg [47:0] \$73 ;
   reg [47:0] \$74 ;
-  reg [15:0] \$75 ;
-  reg \$76 ;
+  reg [47:0] \$75 ;
+  reg [15:0] \$76 ;
   reg \$77 ;
   reg \$78 ;
-  reg [170:0] \$79 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [7:0] \$80 ;
-  reg [3:0] \$81 ;
-  reg \$82 ;
+  reg [170:0] \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
   reg \$83 ;
-  reg [76:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [3:0] \$85 ;
   reg [3:0] \$86 ;
   reg \$87 ;
+  reg \$88 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$28 ;
-  reg [3:0] \$signal$30  = 4'h0;
-  wire \$signal$31 ;
+  wire \$signal$26 ;
+  reg [3:0] \$signal$28  = 4'h0;
+  wire \$signal$29 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
   reg active = 1'h0;
+  reg at_limit = 1'h0;
   output bad_response;
   wire bad_response;
   input clk;
@@ -73027,6 +74199,15 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
+  wire [76:0] \data$33 ;
+  wire [47:0] data$33__addr ;
+  wire [6:0] data$33__bytes ;
+  wire [4:0] data$33__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$33__kind ;
+  wire [15:0] data$33__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -73066,7 +74247,8 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
-  wire full;
+  reg [3:0] held = 4'h0;
+  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -73088,6 +74270,15 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
   wire [139:0] o__payload;
+  wire [76:0] \o__payload$36 ;
+  wire [47:0] o__payload$36__addr ;
+  wire [6:0] o__payload$36__bytes ;
+  wire [4:0] o__payload$36__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$36__kind ;
+  wire [15:0] o__payload$36__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -73101,11 +74292,15 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] o__payload__run ;
   wire [47:0] o__payload__src ;
   wire [2:0] o__payload__tag ;
+  input o__ready;
   wire o__ready;
+  input \o__ready$37 ;
+  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$40 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
-  reg [76:0] packet__payload = 77'h00000000000000000000;
+  wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -73114,11 +74309,11 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   (* enum_value_1 = "UPDATE" *)
   wire packet__payload__kind ;
   wire [15:0] packet__payload__tile ;
-  input packet__ready;
   wire packet__ready;
   output packet__valid;
-  reg packet__valid = 1'h0;
+  wire packet__valid;
   wire push;
+  wire \push$34 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -73135,9 +74330,7 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] response__payload;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
-  input response__valid;
   wire response__valid;
   reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
@@ -73149,114 +74342,114 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$9  = ~ active;
   assign \$10  = issue & last;
   assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = ~ packet__valid;
-  assign response__ready = \$11  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = response__valid & response__ready;
-  assign \$14  = \$13  & o__valid;
-  assign \$15  = ~ \$signal$28 ;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = o__payload[79:77] != response__payload[2:0];
-  assign \$18  = response__payload[3] | \$17 ;
-  assign \$19  = ~ \$18 ;
-  assign \$signal$31  = \$16  & \$19 ;
-  assign \$20  = response__valid & response__ready;
-  assign \$21  = \$20  & o__valid;
-  assign \$22  = ~ \$signal$28 ;
-  assign \$23  = \$21  & \$22 ;
+  assign \$11  = o__payload[83:80] == \$signal$28 ;
+  assign \$signal$26  = \$signal  & \$11 ;
+  assign \$12  = o__ready & o__valid;
+  assign \$13  = ~ \$signal$26 ;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = o__payload[79:77] != response__payload[2:0];
+  assign \$16  = response__payload[3] | \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$signal$29  = \$14  & \$17 ;
+  assign \$18  = o__ready & o__valid;
+  assign \$19  = ~ \$signal$26 ;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = o__payload[79:77] != response__payload[2:0];
+  assign \$22  = response__payload[3] | \$21 ;
+  assign abort = \$20  & \$22 ;
+  assign \$23  = ~ o__valid;
   assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = response__payload[3] | \$24 ;
-  assign abort = \$23  & \$25 ;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = ~ o__valid;
-  assign \$28  = o__payload[79:77] != response__payload[2:0];
-  assign \$29  = \$27  | \$28 ;
-  assign bad_response = \$26  & \$29 ;
-  assign \$30  = response__valid & response__ready;
-  assign \$31  = \$30  & o__valid;
-  assign read_error = \$31  & response__payload[3];
-  assign \$32  = ~ active;
-  assign \$33  = ~ o__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ packet__valid;
-  assign idle = \$34  & \$35 ;
-  assign \$36  = tag + 1'h1;
-  assign \$37  = rows_left - 1'h1;
-  assign \$38  = src_row + cur[74:51];
-  assign \$39  = dst_row + cur[74:51];
+  assign \$25  = \$23  | \$24 ;
+  assign bad_response = o__ready & \$25 ;
+  assign \$26  = o__ready & o__valid;
+  assign read_error = \$26  & response__payload[3];
+  assign \$27  = ~ active;
+  assign \$28  = ~ o__valid;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ packet__valid;
+  assign idle = \$29  & \$30 ;
+  assign \$31  = held + issue;
+  assign \$32  = packet__valid & \o__ready$37 ;
+  assign \$33  = \$31  - \$32 ;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = ~ \$signal$29 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = src_at + 7'h40;
-  assign \$44  = dst_at + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
-  assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$28 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
-  assign \$58  = response__valid & response__ready;
-  assign \$59  = \$58  & o__valid;
-  assign \$60  = ~ \$signal$28 ;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
-  assign \$63  = descriptor__valid & descriptor__ready;
-  assign \$64  = run + 1'h1;
-  assign \$65  = \$63  ? \$64  : { 1'h0, run };
-  assign \$66  = \$62  == \$65 ;
+  assign \$42  = src_row + cur[74:51];
+  assign \$43  = dst_row + cur[74:51];
+  assign \$44  = rows_left == 2'h2;
+  assign \$45  = src_at + 7'h40;
+  assign \$46  = dst_at + 7'h40;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = descriptor__valid & descriptor__ready;
+  assign \$50  = run + 1'h1;
+  assign \$51  = descriptor__payload[58:43] <= 7'h40;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[42:31] == 1'h1;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$26 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = \$37 [3:0] == 4'h8;
+  assign \$60  = o__ready & o__valid;
+  assign \$61  = ~ \$signal$26 ;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
+  assign \$64  = descriptor__valid & descriptor__ready;
+  assign \$65  = run + 1'h1;
+  assign \$66  = \$64  ? \$65  : { 1'h0, run };
+  assign \$67  = \$63  == \$66 ;
   always @(posedge clk)
-    read__valid <= \$67 ;
+    read__valid <= \$68 ;
   always @(posedge clk)
-    read__payload <= \$68 ;
+    read__payload <= \$69 ;
   always @(posedge clk)
-    tag <= \$69 ;
+    tag <= \$70 ;
   always @(posedge clk)
-    rows_left <= \$70 ;
+    rows_left <= \$71 ;
   always @(posedge clk)
-    src_row <= \$71 ;
+    src_row <= \$72 ;
   always @(posedge clk)
-    dst_row <= \$72 ;
+    dst_row <= \$73 ;
   always @(posedge clk)
-    src_at <= \$73 ;
+    src_at <= \$74 ;
   always @(posedge clk)
-    dst_at <= \$74 ;
+    dst_at <= \$75 ;
   always @(posedge clk)
-    remaining <= \$75 ;
+    remaining <= \$76 ;
   always @(posedge clk)
-    row_end <= \$76 ;
+    row_end <= \$77 ;
   always @(posedge clk)
-    one_row <= \$77 ;
+    one_row <= \$78 ;
   always @(posedge clk)
-    active <= \$78 ;
+    active <= \$79 ;
   always @(posedge clk)
-    cur <= \$79 ;
+    cur <= \$80 ;
   always @(posedge clk)
-    index <= \$80 ;
+    index <= \$81 ;
   always @(posedge clk)
-    run <= \$81 ;
+    run <= \$82 ;
   always @(posedge clk)
-    short_row <= \$82 ;
+    short_row <= \$83 ;
   always @(posedge clk)
-    packet__valid <= \$83 ;
+    \$signal  <= \$84 ;
   always @(posedge clk)
-    packet__payload <= \$84 ;
+    \$signal$28  <= \$85 ;
   always @(posedge clk)
-    \$signal  <= \$85 ;
+    held <= \$86 ;
   always @(posedge clk)
-    \$signal$30  <= \$86 ;
+    at_limit <= \$87 ;
   always @(posedge clk)
-    \$signal$8  <= \$87 ;
+    \$signal$8  <= \$88 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -73266,12 +74459,19 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
-  assign \$8  = ~ full;
+  assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
-  assign \$9  = ~ active;
+  t3hw_system__e2__dma__engine__packets  packets (
+    .clk(clk),
+    .o__payload(packet__payload),
+    .o__ready(\o__ready$37 ),
+    .o__valid(packet__valid),
+    .push(\$signal$29 ),
+    .rst(rst),
+    .wr__data(o__payload[76:0])
+  );
   t3hw_system__e2__dma__engine__pending  pending (
     .clk(clk),
-    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -73280,7 +74480,7 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_49 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -73289,256 +74489,255 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$67  = read__valid;
+    if (_init_strobe_49 ) begin end
+    \$68  = read__valid;
     if (read__ready) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
     if (issue) begin
-      \$67  = 1'h1;
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$68  = read__payload;
+    if (_init_strobe_49 ) begin end
+    \$69  = read__payload;
     if (issue) begin
-      \$68 [47:0] = meta[139:92];
-      \$68 [54:48] = \$1 [6:0];
-      \$68 [57:55] = tag;
+      \$69 [47:0] = meta[139:92];
+      \$69 [54:48] = \$1 [6:0];
+      \$69 [57:55] = tag;
     end
     if (rst) begin
-      \$68  = 58'h000000000000000;
+      \$69  = 58'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$69  = tag;
+    if (_init_strobe_49 ) begin end
+    \$70  = tag;
     if (issue) begin
-      \$69  = \$36 [2:0];
+      \$70  = \$38 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$70  = rows_left;
+    if (_init_strobe_49 ) begin end
+    \$71  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$37 [11:0];
+        \$71  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$70  = descriptor__payload[42:31];
+    if (\$49 ) begin
+      \$71  = descriptor__payload[42:31];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$71  = src_row;
+    if (_init_strobe_49 ) begin end
+    \$72  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$38 [47:0];
+        \$72  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$71  = descriptor__payload[130:83];
+    if (\$49 ) begin
+      \$72  = descriptor__payload[130:83];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$72  = dst_row;
+    if (_init_strobe_49 ) begin end
+    \$73  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$39 [47:0];
+        \$73  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$72  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$73  = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$73  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$73  = \$40 [47:0];
-      end else begin
-        \$73  = \$43 [47:0];
-      end
-    end
-    if (\$47 ) begin
-      \$73  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$74  = dst_at;
+    if (_init_strobe_49 ) begin end
+    \$74  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = \$41 [47:0];
+        \$74  = \$42 [47:0];
       end else begin
-        \$74  = \$44 [47:0];
+        \$74  = \$45 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$74  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$74  = descriptor__payload[130:83];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$75  = remaining;
+    if (_init_strobe_49 ) begin end
+    \$75  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = cur[50:35];
+        \$75  = \$43 [47:0];
       end else begin
-        \$75  = \$45 [15:0];
+        \$75  = \$46 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$75  = descriptor__payload[58:43];
+    if (\$49 ) begin
+      \$75  = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$76  = row_end;
+    if (_init_strobe_49 ) begin end
+    \$76  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = short_row;
+        \$76  = cur[50:35];
       end else begin
-        \$76  = \$46 ;
+        \$76  = \$47 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$76  = \$49 ;
+    if (\$49 ) begin
+      \$76  = descriptor__payload[58:43];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$77  = one_row;
+    if (_init_strobe_49 ) begin end
+    \$77  = row_end;
     if (issue) begin
+      (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$42 ;
+        \$77  = short_row;
+      end else begin
+        \$77  = \$48 ;
       end
     end
-    if (\$47 ) begin
+    if (\$49 ) begin
       \$77  = \$51 ;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$78  = active;
+    if (_init_strobe_49 ) begin end
+    \$78  = one_row;
+    if (issue) begin
+      if (row_end) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (\$49 ) begin
+      \$78  = \$53 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$79  = active;
     if (issue) begin
       if (last) begin
-        \$78  = 1'h0;
+        \$79  = 1'h0;
       end
     end
     if (stop) begin
-      \$78  = 1'h0;
+      \$79  = 1'h0;
     end
-    if (\$47 ) begin
-      \$78  = 1'h1;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$79  = cur;
-    if (\$47 ) begin
-      \$79 [0] = descriptor__payload[8];
-      \$79 [1] = descriptor__payload[9];
-      \$79 [6:2] = descriptor__payload[14:10];
-      \$79 [22:7] = descriptor__payload[30:15];
-      \$79 [34:23] = descriptor__payload[42:31];
-      \$79 [50:35] = descriptor__payload[58:43];
-      \$79 [74:51] = descriptor__payload[82:59];
-      \$79 [122:75] = descriptor__payload[130:83];
-      \$79 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$80  = index;
-    if (\$47 ) begin
-      \$80  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$81  = run;
-    if (\$47 ) begin
-      \$81  = \$48 [3:0];
+    if (\$49 ) begin
+      \$79  = 1'h1;
     end
     if (rst) begin
-      \$81  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$82  = short_row;
-    if (\$47 ) begin
-      \$82  = \$50 ;
+    if (_init_strobe_49 ) begin end
+    \$80  = cur;
+    if (\$49 ) begin
+      \$80 [0] = descriptor__payload[8];
+      \$80 [1] = descriptor__payload[9];
+      \$80 [6:2] = descriptor__payload[14:10];
+      \$80 [22:7] = descriptor__payload[30:15];
+      \$80 [34:23] = descriptor__payload[42:31];
+      \$80 [50:35] = descriptor__payload[58:43];
+      \$80 [74:51] = descriptor__payload[82:59];
+      \$80 [122:75] = descriptor__payload[130:83];
+      \$80 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$83  = packet__valid;
-    if (packet__ready) begin
-      \$83  = 1'h0;
+    if (_init_strobe_49 ) begin end
+    \$81  = index;
+    if (\$49 ) begin
+      \$81  = descriptor__payload[7:0];
     end
-    if (\$signal$31 ) begin
-      \$83  = 1'h1;
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$82  = run;
+    if (\$49 ) begin
+      \$82  = \$50 [3:0];
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$82  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$84  = packet__payload;
-    if (response__ready) begin
-      \$84  = o__payload[76:0];
+    if (_init_strobe_49 ) begin end
+    \$83  = short_row;
+    if (\$49 ) begin
+      \$83  = \$52 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$84  = \$signal ;
+    if (\$56 ) begin
+      \$84  = \$58 ;
     end
     if (rst) begin
-      \$84  = 77'h00000000000000000000;
+      \$84  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$85  = \$signal ;
-    if (\$55 ) begin
-      \$85  = \$57 ;
+    if (_init_strobe_49 ) begin end
+    \$85  = \$signal$28 ;
+    if (\$56 ) begin
+      \$85  = o__payload[83:80];
     end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$86  = \$37 [3:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
-    \$86  = \$signal$30 ;
-    if (\$55 ) begin
-      \$86  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$87  = \$66 ;
+    if (_init_strobe_49 ) begin end
+    \$87  = \$59 ;
     if (rst) begin
-      \$87  = 1'h1;
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$88  = \$67 ;
+    if (rst) begin
+      \$88  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign response__ready = 1'h1;
+  assign response__valid = o__ready;
+  assign \data$33  = o__payload[76:0];
+  assign \push$34  = \$signal$29 ;
+  assign \o__payload$36  = packet__payload;
+  assign packet__ready = \o__ready$37 ;
+  assign \o__valid$40  = packet__valid;
   assign aborted = abort;
+  assign held_next = \$37 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -73580,6 +74779,21 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
+  assign data$33__device  = o__payload[4:0];
+  assign data$33__addr  = o__payload[52:5];
+  assign data$33__kind  = o__payload[53];
+  assign data$33__tile  = o__payload[69:54];
+  assign data$33__bytes  = o__payload[76:70];
+  assign packet__payload__device  = packet__payload[4:0];
+  assign packet__payload__addr  = packet__payload[52:5];
+  assign packet__payload__kind  = packet__payload[53];
+  assign packet__payload__tile  = packet__payload[69:54];
+  assign packet__payload__bytes  = packet__payload[76:70];
+  assign o__payload$36__device  = packet__payload[4:0];
+  assign o__payload$36__addr  = packet__payload[52:5];
+  assign o__payload$36__kind  = packet__payload[53];
+  assign o__payload$36__tile  = packet__payload[69:54];
+  assign o__payload$36__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -73596,11 +74810,6 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign packet__payload__device  = packet__payload[4:0];
-  assign packet__payload__addr  = packet__payload[52:5];
-  assign packet__payload__kind  = packet__payload[53];
-  assign packet__payload__tile  = packet__payload[69:54];
-  assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
@@ -73612,8 +74821,559 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
-  reg _init_strobe_48  = 0;
+module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+  reg _init_strobe_50  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [76:0] \$101 ;
+  wire [76:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [76:0] \$108 ;
+  wire [76:0] \$109 ;
+  wire \$11 ;
+  wire [76:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [3:0] \$122 ;
+  wire [3:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [2:0] \$138 ;
+  reg [2:0] \$139 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [5:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [76:0] \$73 ;
+  wire [76:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [76:0] \$78 ;
+  wire [76:0] \$79 ;
+  wire \$8 ;
+  wire [76:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [76:0] \$87 ;
+  wire [76:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [76:0] \$93 ;
+  wire [76:0] \$94 ;
+  wire [76:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 3'h0 *)
+  wire [2:0] \$signal ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] front0;
+  wire [47:0] front0__addr ;
+  wire [6:0] front0__bytes ;
+  wire [4:0] front0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front0__kind ;
+  wire [15:0] front0__tile ;
+  reg [76:0] front1 = 77'h00000000000000000000;
+  wire [47:0] front1__addr ;
+  wire [6:0] front1__bytes ;
+  wire [4:0] front1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front1__kind ;
+  wire [15:0] front1__tile ;
+  reg [76:0] front2 = 77'h00000000000000000000;
+  wire [47:0] front2__addr ;
+  wire [6:0] front2__bytes ;
+  wire [4:0] front2__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front2__kind ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
+  reg [3:0] level = 4'h0;
+  output [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg [2:0] rd__addr = 3'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  reg [76:0] rd_q = 77'h00000000000000000000;
+  wire [47:0] rd_q__addr ;
+  wire [6:0] rd_q__bytes ;
+  wire [4:0] rd_q__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd_q__kind ;
+  wire [15:0] rd_q__tile ;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  reg [2:0] wr__addr = 3'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [76:0] storage [7:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+    storage[2] = 77'h00000000000000000000;
+    storage[3] = 77'h00000000000000000000;
+    storage[4] = 77'h00000000000000000000;
+    storage[5] = 77'h00000000000000000000;
+    storage[6] = 77'h00000000000000000000;
+    storage[7] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    storage[wr__addr] <= wr__data;
+  end
+  reg [76:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 3'h7;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 4'h0 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 3'h7;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 4'h0 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$129  = \$6 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$130  = \$16 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$131  = \$28 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$132  = \$40 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [2:0];
+    end
+    if (rst) begin
+      \$138  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_50 ) begin end
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [2:0];
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
+  assign data = wr__data;
+  assign wr__en = 1'h1;
+  assign \$signal  = rd__addr;
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign front0__device  = o__payload[4:0];
+  assign front0__addr  = o__payload[52:5];
+  assign front0__kind  = o__payload[53];
+  assign front0__tile  = o__payload[69:54];
+  assign front0__bytes  = o__payload[76:70];
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign rd_q__device  = rd_q[4:0];
+  assign rd_q__addr  = rd_q[52:5];
+  assign rd_q__kind  = rd_q[53];
+  assign rd_q__tile  = rd_q[69:54];
+  assign rd_q__bytes  = rd_q[76:70];
+  assign rd__data__device  = rd__data[4:0];
+  assign rd__data__addr  = rd__data[52:5];
+  assign rd__data__kind  = rd__data[53];
+  assign rd__data__tile  = rd__data[69:54];
+  assign rd__data__bytes  = rd__data[76:70];
+  assign front1__device  = front1[4:0];
+  assign front1__addr  = front1[52:5];
+  assign front1__kind  = front1[53];
+  assign front1__tile  = front1[69:54];
+  assign front1__bytes  = front1[76:70];
+  assign front2__device  = front2[4:0];
+  assign front2__addr  = front2[52:5];
+  assign front2__kind  = front2[53];
+  assign front2__tile  = front2[69:54];
+  assign front2__bytes  = front2[76:70];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
+endmodule
+
+module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
+  reg _init_strobe_51  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -73701,7 +75461,6 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
-  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
@@ -73873,35 +75632,35 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [2:0];
@@ -73911,7 +75670,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [2:0];
@@ -73921,7 +75680,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_51 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -73986,7 +75745,7 @@ endmodule
 
 module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_49  = 0;
+  reg _init_strobe_52  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -75870,7 +77629,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -75880,7 +77639,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -75892,91 +77651,91 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -75989,7 +77748,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -76008,49 +77767,49 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -76063,7 +77822,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -76072,7 +77831,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -76081,7 +77840,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -76090,7 +77849,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -76099,7 +77858,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -76116,7 +77875,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -76125,7 +77884,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -76134,7 +77893,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -76143,7 +77902,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -76152,7 +77911,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -76161,7 +77920,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -76170,7 +77929,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -76179,7 +77938,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -76188,7 +77947,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -76197,7 +77956,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_52 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -76288,7 +78047,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_50  = 0;
+  reg _init_strobe_53  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -76490,35 +78249,35 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$64  = \$6 [4:0];
     if (rst) begin
       \$64  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -76528,7 +78287,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -76538,7 +78297,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_53 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -76617,7 +78376,7 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_51  = 0;
+  reg _init_strobe_54  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -76768,28 +78527,28 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -76799,7 +78558,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -76808,7 +78567,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -76819,7 +78578,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -76829,7 +78588,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_54 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -76849,7 +78608,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign data__tag  = data[57:55];
 endmodule
 
-module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e2__slice_dma_response (rst, i__valid, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -76871,7 +78630,6 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire [2:0] o__payload$7__tag ;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
   output o__valid;
@@ -76887,14 +78645,14 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
     .data(data),
     .full(full),
     .o__payload(o__payload),
-    .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
+  assign o__ready = 1'h1;
+  assign \o__ready$9  = 1'h1;
   assign \o__valid$11  = o__valid;
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
@@ -76906,8 +78664,8 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_52  = 0;
+module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_55  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -76981,7 +78739,6 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
   wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   output o__valid;
   reg o__valid = 1'h0;
@@ -77008,29 +78765,23 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
   always @(posedge clk)
     rd <= \$52 ;
   assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
   assign \$6  = \$4  - \$5 ;
   assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
   assign \$9  = ~ \$8 ;
   assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
   assign \$13  = ~ \$12 ;
   assign \$14  = \$11  & \$13 ;
   assign \$15  = \$14  ? waiting : o__valid;
   assign \$16  = \$10  ? 1'h1 : \$15 ;
   assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
   assign \$19  = ~ \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
   assign \$23  = push & accept;
   assign \$24  = ~ \$23 ;
   assign \$25  = \$22  & \$24 ;
@@ -77038,11 +78789,9 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
   assign \$35  = push & accept;
   assign \$36  = ~ \$35 ;
   assign \$37  = \$34  & \$36 ;
@@ -77051,31 +78800,30 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$40  = \$32  ? \$33  : \$39 ;
   assign \$41  = push & accept;
   assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -77085,7 +78833,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -77094,7 +78842,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -77105,7 +78853,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -77115,12 +78863,13 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_55 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
     end
   end
+  assign o__ready = 1'h1;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
   assign entry0__tag  = entry0[2:0];
@@ -77129,6 +78878,15 @@ module t3hw_system__e2__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
+  assign \$2  = o__valid;
+  assign \$5  = o__valid;
+  assign \$8  = o__valid;
+  assign \$11  = o__valid;
+  assign \$18  = o__valid;
+  assign \$22  = o__valid;
+  assign \$30  = o__valid;
+  assign \$34  = o__valid;
+  assign \$43  = o__valid;
 endmodule
 
 module t3hw_system__e2__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -77225,7 +78983,7 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_53  = 0;
+  reg _init_strobe_56  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -77396,28 +79154,28 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -77427,7 +79185,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -77436,7 +79194,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -77447,7 +79205,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -77457,7 +79215,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_56 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -77579,7 +79337,7 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__payload, da
 endmodule
 
 module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_54  = 0;
+  reg _init_strobe_57  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -77750,28 +79508,28 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -77781,7 +79539,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -77790,7 +79548,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -77801,7 +79559,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -77811,7 +79569,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_57 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -77933,7 +79691,7 @@ module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, o__payload,
 endmodule
 
 module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_55  = 0;
+  reg _init_strobe_58  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -78104,28 +79862,28 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -78135,7 +79893,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -78144,7 +79902,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -78155,7 +79913,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -78165,7 +79923,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_58 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -78287,7 +80045,7 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
 endmodule
 
 module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_56  = 0;
+  reg _init_strobe_59  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -78458,28 +80216,28 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -78489,7 +80247,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -78498,7 +80256,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -78509,7 +80267,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -78519,7 +80277,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_59 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -78548,7 +80306,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
 endmodule
 
 module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_57  = 0;
+  reg _init_strobe_60  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -80377,7 +82135,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -80390,7 +82148,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -80402,7 +82160,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -80412,7 +82170,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -80422,7 +82180,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -80432,7 +82190,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -80444,203 +82202,203 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -80650,42 +82408,42 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -80710,49 +82468,49 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_60 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -80977,7 +82735,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_58  = 0;
+  reg _init_strobe_61  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -81578,70 +83336,70 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -81651,7 +83409,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_61 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -81672,7 +83430,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_59  = 0;
+  reg _init_strobe_62  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -82289,70 +84047,70 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -82362,7 +84120,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_62 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -82399,7 +84157,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_60  = 0;
+  reg _init_strobe_63  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -82473,7 +84231,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_63 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -82502,7 +84260,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_63 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -82528,7 +84286,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_63 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -82554,7 +84312,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_63 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -82574,7 +84332,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_63 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -83550,7 +85308,6 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .read__ready(read__ready),
     .read__valid(\i__valid$78 ),
     .response__payload(\response__payload$92 ),
-    .response__ready(\o__ready$94 ),
     .response__valid(\response__valid$96 ),
     .rst(rst),
     .stats(dma_stats),
@@ -83574,7 +85331,6 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
     .i__ready(dma_response__ready),
     .i__valid(\i__valid$90 ),
     .o__payload(\response__payload$92 ),
-    .o__ready(\o__ready$94 ),
     .o__valid(\response__valid$96 ),
     .rst(rst)
   );
@@ -83700,7 +85456,8 @@ module t3hw_system__e3 (bus__w_data, bus__w_stb, bus__r_stb, store__payload, sto
   assign \i__ready$89  = dma_response__ready;
   assign dma_response__valid = \i__valid$90 ;
   assign \o__payload$93  = \response__payload$92 ;
-  assign \response__ready$95  = \o__ready$94 ;
+  assign \o__ready$94  = 1'h1;
+  assign \response__ready$95  = 1'h1;
   assign \o__valid$97  = \response__valid$96 ;
   assign net__payload = \i__payload$98 ;
   assign \i__ready$101  = net__ready;
@@ -84180,7 +85937,7 @@ endmodule
 
 module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
 , mem__payload, rx_mem__valid, store__payload);
-  reg _init_strobe_61  = 0;
+  reg _init_strobe_64  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -85679,7 +87436,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     .wr__data(\data$61 )
   );
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
@@ -85689,7 +87446,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
@@ -85699,7 +87456,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
@@ -85709,7 +87466,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
@@ -85719,7 +87476,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
@@ -85729,7 +87486,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
@@ -85739,7 +87496,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
@@ -85749,7 +87506,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
@@ -85759,7 +87516,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
@@ -85769,77 +87526,77 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$214  = a_c0_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$215  = a_rec_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$216  = \$80 [3:0];
     if (rst) begin
       \$216  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$217  = stats;
     if (\$81 ) begin
       \$217 [31:0] = \$82 [31:0];
@@ -85873,84 +87630,84 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$225  = rx_c0_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$226  = rx_rec_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$227  = \$127 [3:0];
     if (rst) begin
       \$227  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$228  = \$130 ;
     if (rst) begin
       \$228  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$229  = p_busy;
     if (take) begin
       \$229  = 5'h11;
@@ -85962,35 +87719,35 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$230  = p_req;
     if (take) begin
       \$230  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$231  = p_end;
     if (take) begin
       \$231  = \$133 ;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$232  = p_delta;
     if (take) begin
       \$232  = \$134 [47:0];
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$233  = p_bad;
     if (take) begin
       \$233  = \$137 ;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$234  = p_phase;
     if (take) begin
       \$234  = 4'h1;
@@ -86004,28 +87761,28 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$238  = p_clash;
     if (take) begin
       \$238  = 1'h0;
@@ -86037,7 +87794,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$239  = p_o;
     if (take) begin
       \$239  = 4'h0;
@@ -86049,7 +87806,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$240  = p_rank;
     if (take) begin
       \$240  = 4'h0;
@@ -86061,21 +87818,21 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
       \$242  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$243 [47:0] = p_req[58:11];
@@ -86086,7 +87843,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$244 [47:0] = p_delta;
@@ -86096,7 +87853,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$245  = p_req[2:0];
@@ -86105,7 +87862,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$246  = active;
     if (\$175 ) begin
       \$246  = \$176 ;
@@ -86115,7 +87872,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$247  = count0;
     if (\$175 ) begin
       casez (\$178 )
@@ -86128,7 +87885,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$248  = count1;
     if (\$175 ) begin
       (* full_case = 32'd1 *)
@@ -86144,14 +87901,14 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$249  = \$181 ;
     if (rst) begin
       \$249  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_64 ) begin end
     \$250  = capture;
     if (\$187 ) begin
       \$250 [47:0] = a_f_req[47:0];
@@ -86478,7 +88235,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
 endmodule
 
 module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_62  = 0;
+  reg _init_strobe_65  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -86730,35 +88487,35 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -86768,7 +88525,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -86778,7 +88535,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_65 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -86832,7 +88589,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
 endmodule
 
 module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
-  reg _init_strobe_63  = 0;
+  reg _init_strobe_66  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -87028,35 +88785,35 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$42  = wr__addr == 4'ha;
   assign \$43  = wr__addr + 1'h1;
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_66 ) begin end
     \$49  = \$6 [3:0];
     if (rst) begin
       \$49  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_66 ) begin end
     \$50  = \$16 ;
     if (rst) begin
       \$50  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_66 ) begin end
     \$51  = \$28 ;
     if (rst) begin
       \$51  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_66 ) begin end
     \$52  = \$40 ;
     if (rst) begin
       \$52  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_66 ) begin end
     \$53  = wr__addr;
     if (\$41 ) begin
       \$53  = \$44 [3:0];
@@ -87066,7 +88823,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_66 ) begin end
     \$54  = rd__addr;
     if (\$45 ) begin
       \$54  = \$48 [3:0];
@@ -87103,7 +88860,7 @@ endmodule
 
 module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
 , config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
-  reg _init_strobe_64  = 0;
+  reg _init_strobe_67  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -88100,28 +89857,28 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     errors <= \$320 ;
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$275  = \$8 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$276  = \$10 ;
     if (rst) begin
       \$276  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$278  = last_store;
     if (\$15 ) begin
       \$278  = sel_store;
@@ -88131,7 +89888,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$279  = last_remote;
     if (\$17 ) begin
       \$279  = sel_remote;
@@ -88141,7 +89898,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$280  = wait1;
     if (\$19 ) begin
       \$280  = 17'h00001;
@@ -88153,35 +89910,35 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$285  = dram__valid;
     if (\$115 ) begin
       \$285  = \$121 ;
@@ -88191,7 +89948,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
@@ -88201,7 +89958,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
       \$287  = sel_store;
@@ -88211,7 +89968,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$288  = is_remote;
     if (\$115 ) begin
       \$288  = sel_remote;
@@ -88221,7 +89978,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$289  = load_q;
     if (\$115 ) begin
       \$289  = { 1'h0, load_req };
@@ -88231,7 +89988,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$290  = store_q;
     if (\$115 ) begin
       \$290  = { store__payload[72], store_req };
@@ -88241,7 +89998,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$291  = dma_q;
     if (\$115 ) begin
       \$291  = { 1'h0, dma_req };
@@ -88251,7 +90008,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$292  = remote_q;
     if (\$115 ) begin
       \$292  = { remote__payload[72], remote_req };
@@ -88261,14 +90018,14 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$293  = \$126 ;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$294 [15:0] = \$254 [74:59];
     \$294 [19:16] = 4'h1;
     \$294 [20] = \$128 ;
@@ -88278,42 +90035,42 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$295  = \$129 [31:0];
     if (rst) begin
       \$295  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$296  = \$130 [24:0];
     if (rst) begin
       \$296  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$297  = \$131 ;
     if (rst) begin
       \$297  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$298  = \$133 [33:0];
     if (rst) begin
       \$298  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$299  = \$138 ;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$300  = cfg;
     if (accept) begin
       \$300  = \new ;
@@ -88323,7 +90080,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$301  = thr;
     if (accept) begin
       \$301  = \new [9:2];
@@ -88338,7 +90095,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$302  = measuring;
     if (accept) begin
       \$302  = \$140 ;
@@ -88353,7 +90110,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$303  = armed;
     if (accept) begin
       \$303  = \$141 ;
@@ -88365,7 +90122,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$304  = window;
     if (accept) begin
       \$304  = 1'h0;
@@ -88385,7 +90142,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$305  = finish;
     if (accept) begin
       \$305  = 2'h0;
@@ -88407,7 +90164,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$306  = scale;
     if (accept) begin
       \$306  = \$142 [4:0];
@@ -88417,7 +90174,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$307  = acc;
     if (accept) begin
     end else if (\$139 ) begin
@@ -88432,7 +90189,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$308  = left;
     if (accept) begin
     end else if (\$139 ) begin
@@ -88445,7 +90202,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$309  = num;
     if (accept) begin
     end else if (\$139 ) begin
@@ -88455,21 +90212,21 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$312  = stats;
     if (load_granted) begin
       \$312 [31:0] = \$177 [31:0];
@@ -88503,56 +90260,56 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$316  = \$186 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$317  = \$189 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$318  = \$191 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$319  = \$199 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_67 ) begin end
     \$320  = \$203 ;
     if (rst) begin
       \$320  = 2'h0;
@@ -88694,7 +90451,7 @@ endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_65  = 0;
+  reg _init_strobe_68  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire [5:0] \$100 ;
@@ -91083,35 +92840,35 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$340  = req_w_stb & sel_addrmap_store_crosses;
   assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$493  = bus__addr;
     if (rst) begin
       \$493  = 10'h000;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$494  = bus__w_data;
     if (rst) begin
       \$494  = 32'd0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$495  = bus__w_stb;
     if (rst) begin
       \$495  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$496  = bus__r_stb;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91122,7 +92879,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91135,7 +92892,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91150,7 +92907,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91167,7 +92924,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91186,7 +92943,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91207,7 +92964,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91230,7 +92987,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91255,7 +93012,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91282,7 +93039,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91311,7 +93068,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91342,7 +93099,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91375,7 +93132,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91410,7 +93167,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91447,7 +93204,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91486,7 +93243,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91527,7 +93284,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91570,7 +93327,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91615,7 +93372,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91662,7 +93419,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91711,7 +93468,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91762,7 +93519,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91815,7 +93572,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91870,7 +93627,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91927,7 +93684,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -91986,7 +93743,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92047,7 +93804,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92110,7 +93867,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92175,7 +93932,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92242,7 +93999,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92311,7 +94068,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92382,7 +94139,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92455,7 +94212,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92530,7 +94287,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92607,7 +94364,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92686,7 +94443,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92767,7 +94524,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92850,7 +94607,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -92935,7 +94692,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93022,7 +94779,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93111,7 +94868,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93202,7 +94959,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93295,7 +95052,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93390,7 +95147,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93487,7 +95244,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93586,7 +95343,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93687,7 +95444,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93790,7 +95547,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93895,7 +95652,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94002,7 +95759,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94111,7 +95868,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94222,7 +95979,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94335,7 +96092,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94450,7 +96207,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94567,7 +96324,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94686,7 +96443,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94807,7 +96564,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94930,7 +96687,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95055,7 +96812,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95182,7 +96939,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95311,7 +97068,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95442,7 +97199,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95575,7 +97332,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95710,7 +97467,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$560  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95847,7 +97604,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$561  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95986,7 +97743,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$562  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96127,7 +97884,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$563  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96270,7 +98027,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$564  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96415,7 +98172,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$565  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96562,7 +98319,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$566  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96711,7 +98468,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$567  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96862,7 +98619,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$568  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97015,7 +98772,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$569  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97170,7 +98927,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$570  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97327,7 +99084,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$571  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97486,7 +99243,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$572  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97647,7 +99404,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$573  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97810,7 +99567,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97973,7 +99730,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$575  = sweep_at;
     if (sweep) begin
       \$575  = \$1 [7:0];
@@ -97983,7 +99740,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$576  = sweep;
     if (sweep) begin
       if (\$2 ) begin
@@ -97995,7 +99752,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$577  = region_program__valid;
     if (\$3 ) begin
       \$577  = 1'h0;
@@ -98015,7 +99772,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$578  = dma_program__valid;
     if (\$4 ) begin
       \$578  = 1'h0;
@@ -98039,7 +99796,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$579  = tracker_program__valid;
     if (\$5 ) begin
       \$579  = 1'h0;
@@ -98067,7 +99824,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$580  = arbiter_program__valid;
     if (\$6 ) begin
       \$580  = 1'h0;
@@ -98097,98 +99854,98 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$594  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -98207,14 +99964,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$596  = region_program__payload;
     if (region_load) begin
       \$596 [3] = region_got[0];
@@ -98260,49 +100017,49 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$603  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -98325,14 +100082,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$605  = dma_program__payload;
     if (desc_load) begin
       \$605 [8] = desc_got[0];
@@ -98383,7 +100140,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$606  = track_result;
     if (tracker_result__valid) begin
       \$606  = tracker_result__payload;
@@ -98393,7 +100150,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$607  = track_answer;
     if (tracker_result__valid) begin
       \$607  = 1'h0;
@@ -98405,7 +100162,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$608  = tracker_program__payload;
     if (\$54 ) begin
     end else if (\$55 ) begin
@@ -98423,7 +100180,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$609  = arbiter_program__payload;
     if (\$62 ) begin
     end else if (\$63 ) begin
@@ -98441,7 +100198,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$610  = device_id;
     if (\$68 ) begin
       \$610  = req_w_data[4:0];
@@ -98451,7 +100208,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$611  = csr_irq_enable;
     if (\$69 ) begin
       \$611 [0] = req_w_data[0];
@@ -98464,7 +100221,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$612  = tracker_irq_enable;
     if (\$70 ) begin
       \$612 [0] = req_w_data[0];
@@ -98479,7 +100236,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$613  = dma_irq_enable;
     if (\$71 ) begin
       \$613 [0] = req_w_data[0];
@@ -98495,7 +100252,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$614  = addrmap_irq_enable;
     if (\$72 ) begin
       \$614 [0] = req_w_data[0];
@@ -98511,7 +100268,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$615  = arbiter_irq_enable;
     if (\$73 ) begin
       \$615 [0] = req_w_data[0];
@@ -98522,154 +100279,154 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$618  = tracker_errors;
     if (rst) begin
       \$618  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$619  = dma_errors;
     if (rst) begin
       \$619  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$620  = addrmap_errors;
     if (rst) begin
       \$620  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$621  = arbiter_errors;
     if (rst) begin
       \$621  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$622  = csr_errors_clear_next;
     if (rst) begin
       \$622  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$623  = \$94 ;
     if (rst) begin
       \$623  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$624  = tracker_errors_clear_next;
     if (rst) begin
       \$624  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$625  = \$97 ;
     if (rst) begin
       \$625  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$627  = dma_errors_clear_next;
     if (rst) begin
       \$627  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$628  = \$109 ;
     if (rst) begin
       \$628  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$629  = \$118 ;
     if (rst) begin
       \$629  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$630  = addrmap_errors_clear_next;
     if (rst) begin
       \$630  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$631  = \$121 ;
     if (rst) begin
       \$631  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$633  = arbiter_errors_clear_next;
     if (rst) begin
       \$633  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$634  = \$133 ;
     if (rst) begin
       \$634  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$636  = tracker_capture;
     if (rst) begin
       \$636  = 24'h000000;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$637  = \tracker_capture$174 ;
     if (tracker_errors_first) begin
       \$637 [15:0] = tracker_given[15:0];
@@ -98681,14 +100438,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$638  = dma_capture;
     if (rst) begin
       \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$639  = \dma_capture$177 ;
     if (dma_errors_first) begin
       \$639 [7:0] = dma_given[7:0];
@@ -98701,14 +100458,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$640  = addrmap_capture;
     if (rst) begin
       \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$641  = \addrmap_capture$180 ;
     if (addrmap_errors_first) begin
       \$641 [47:0] = addrmap_given[47:0];
@@ -98721,14 +100478,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$642  = \$153 ;
     if (rst) begin
       \$642  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$643  = read_part0;
     if (req_r_stb) begin
       \$643  = \$162 ;
@@ -98738,7 +100495,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$644  = read_part1;
     if (req_r_stb) begin
       \$644  = \$171 ;
@@ -98748,7 +100505,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$645  = read_part2;
     if (req_r_stb) begin
       \$645  = \$184 ;
@@ -98758,7 +100515,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$646  = read_part3;
     if (req_r_stb) begin
       \$646  = \$197 ;
@@ -98768,7 +100525,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$647  = read_part4;
     if (req_r_stb) begin
       \$647  = \$204 ;
@@ -98778,7 +100535,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$648  = read_part5;
     if (req_r_stb) begin
       \$648  = \$215 ;
@@ -98788,7 +100545,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$649  = read_part6;
     if (req_r_stb) begin
       \$649  = \$232 ;
@@ -98798,7 +100555,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$650  = read_part8;
     if (req_r_stb) begin
       \$650  = \$249 ;
@@ -98808,7 +100565,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$651  = read_part10;
     if (req_r_stb) begin
       \$651  = \$254 ;
@@ -98818,7 +100575,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$652  = read_part11;
     if (req_r_stb) begin
       \$652  = \$271 ;
@@ -98828,7 +100585,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$653  = read_part13;
     if (req_r_stb) begin
       \$653  = \$280 ;
@@ -98838,7 +100595,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$654  = read_part14;
     if (req_r_stb) begin
       \$654  = \$295 ;
@@ -98848,14 +100605,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$655  = req_r_stb;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$656  = read_section;
     if (req_r_stb) begin
       \$656  = req_addr[9:6];
@@ -98865,7 +100622,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$657  = read_unaligned;
     if (req_r_stb) begin
       \$657  = \$296 ;
@@ -98875,7 +100632,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     \$658  = bus__r_data;
     if (read_pending) begin
       \$658  = \$312 ;
@@ -98885,7 +100642,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     set_err[3:2] = 2'h0;
     if (\$372 ) begin
       set_err[3] = 1'h1;
@@ -99016,7 +100773,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -99025,7 +100782,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -99039,7 +100796,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$364 ;
@@ -99048,7 +100805,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$208  = sweep_at;
@@ -99057,7 +100814,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$209  = 171'h0000000000000000000000000000000000000000000;
@@ -99074,7 +100831,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$210  = 1'h1;
@@ -99083,7 +100840,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     region_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -99103,7 +100860,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     desc_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -99127,7 +100884,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     csr_errors_clear_next = 4'h0;
     if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
@@ -99137,7 +100894,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     tracker_errors_clear_next = 6'h00;
     if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
@@ -99149,7 +100906,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     dma_errors_clear_next = 7'h00;
     if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
@@ -99162,7 +100919,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     addrmap_errors_clear_next = 7'h00;
     if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
@@ -99175,7 +100932,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_68 ) begin end
     arbiter_errors_clear_next = 2'h0;
     if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
@@ -99521,9 +101278,9 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$480  = arbiter_program__valid;
 endmodule
 
-module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload
-, response__valid, clk);
-  reg _init_strobe_66  = 0;
+module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
+, clk);
+  reg _init_strobe_69  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -99719,7 +101476,6 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   wire [2:0] response__payload$27__tag ;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
   wire \response__ready$29 ;
   input response__valid;
@@ -99796,16 +101552,15 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
     .descriptor__valid(descriptor__valid),
     .detail(detail),
     .idle(\idle$42 ),
+    .o__ready(response__valid),
+    .\o__ready$37 (packet__ready),
     .packet__payload(packet__payload),
-    .packet__ready(packet__ready),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
     .read__ready(read__ready),
     .read__valid(read__valid),
     .read_error(read_error),
     .response__payload(response__payload),
-    .response__ready(response__ready),
-    .response__valid(response__valid),
     .rst(rst)
   );
   t3hw_system__e3__dma__queue  queue (
@@ -99832,42 +101587,42 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$17  = bad_response;
     if (rst) begin
       \$17  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$18  = read_error;
     if (rst) begin
       \$18  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$19  = aborted;
     if (rst) begin
       \$19  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$20  = detail;
     if (rst) begin
       \$20  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$21  = \$3 ;
     if (rst) begin
       \$21  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$22  = capture;
     if (\$4 ) begin
       \$22  = resp_detail;
@@ -99879,7 +101634,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_69 ) begin end
     \$23  = stats;
     if (enqueued) begin
       \$23 [31:0] = \$6 [31:0];
@@ -99926,7 +101681,8 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign \read__ready$23  = read__ready;
   assign \read__valid$25  = read__valid;
   assign \response__payload$27  = response__payload;
-  assign \response__ready$29  = response__ready;
+  assign response__ready = 1'h1;
+  assign \response__ready$29  = 1'h1;
   assign \response__valid$31  = response__valid;
   assign \packet__payload$33  = packet__payload;
   assign \packet__ready$35  = packet__ready;
@@ -100051,8 +101807,8 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, response
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, abort, bad_response, read_error, idle, read__ready, response__payload, packet__ready, descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__valid, clk);
-  reg _init_strobe_67  = 0;
+module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+  reg _init_strobe_70  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -100077,28 +101833,28 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [4:0] \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [5:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire [3:0] \$36 ;
-  wire [12:0] \$37 ;
-  wire [48:0] \$38 ;
-  wire [48:0] \$39 ;
+  wire \$36 ;
+  wire [6:0] \$37 ;
+  wire [3:0] \$38 ;
+  wire [12:0] \$39 ;
   wire \$4 ;
   wire [48:0] \$40 ;
   wire [48:0] \$41 ;
-  wire \$42 ;
+  wire [48:0] \$42 ;
   wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [16:0] \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$44 ;
+  wire [48:0] \$45 ;
+  wire [48:0] \$46 ;
+  wire [16:0] \$47 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [4:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -100111,44 +101867,46 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [3:0] \$62 ;
-  wire \$63 ;
-  wire [4:0] \$64 ;
+  wire \$62 ;
+  wire [3:0] \$63 ;
+  wire \$64 ;
   wire [4:0] \$65 ;
-  wire \$66 ;
-  reg \$67 ;
-  reg [57:0] \$68 ;
-  reg [2:0] \$69 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  reg \$68 ;
+  reg [57:0] \$69 ;
   wire \$7 ;
-  reg [11:0] \$70 ;
-  reg [47:0] \$71 ;
+  reg [2:0] \$70 ;
+  reg [11:0] \$71 ;
   reg [47:0] \$72 ;
   reg [47:0] \$73 ;
   reg [47:0] \$74 ;
-  reg [15:0] \$75 ;
-  reg \$76 ;
+  reg [47:0] \$75 ;
+  reg [15:0] \$76 ;
   reg \$77 ;
   reg \$78 ;
-  reg [170:0] \$79 ;
+  reg \$79 ;
   wire \$8 ;
-  reg [7:0] \$80 ;
-  reg [3:0] \$81 ;
-  reg \$82 ;
+  reg [170:0] \$80 ;
+  reg [7:0] \$81 ;
+  reg [3:0] \$82 ;
   reg \$83 ;
-  reg [76:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [3:0] \$85 ;
   reg [3:0] \$86 ;
   reg \$87 ;
+  reg \$88 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  wire \$signal$28 ;
-  reg [3:0] \$signal$30  = 4'h0;
-  wire \$signal$31 ;
+  wire \$signal$26 ;
+  reg [3:0] \$signal$28  = 4'h0;
+  wire \$signal$29 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
   wire aborted;
   reg active = 1'h0;
+  reg at_limit = 1'h0;
   output bad_response;
   wire bad_response;
   input clk;
@@ -100167,6 +101925,15 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
+  wire [76:0] \data$33 ;
+  wire [47:0] data$33__addr ;
+  wire [6:0] data$33__bytes ;
+  wire [4:0] data$33__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data$33__kind ;
+  wire [15:0] data$33__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -100206,7 +101973,8 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [47:0] dst_row = 48'h000000000000;
-  wire full;
+  reg [3:0] held = 4'h0;
+  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -100228,6 +101996,15 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
   wire [139:0] o__payload;
+  wire [76:0] \o__payload$36 ;
+  wire [47:0] o__payload$36__addr ;
+  wire [6:0] o__payload$36__bytes ;
+  wire [4:0] o__payload$36__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$36__kind ;
+  wire [15:0] o__payload$36__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -100241,11 +102018,15 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] o__payload__run ;
   wire [47:0] o__payload__src ;
   wire [2:0] o__payload__tag ;
+  input o__ready;
   wire o__ready;
+  input \o__ready$37 ;
+  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$40 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
-  reg [76:0] packet__payload = 77'h00000000000000000000;
+  wire [76:0] packet__payload;
   wire [47:0] packet__payload__addr ;
   wire [6:0] packet__payload__bytes ;
   wire [4:0] packet__payload__device ;
@@ -100254,11 +102035,11 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   (* enum_value_1 = "UPDATE" *)
   wire packet__payload__kind ;
   wire [15:0] packet__payload__tile ;
-  input packet__ready;
   wire packet__ready;
   output packet__valid;
-  reg packet__valid = 1'h0;
+  wire packet__valid;
   wire push;
+  wire \push$34 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -100275,9 +102056,7 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   wire [3:0] response__payload;
   wire response__payload__error ;
   wire [2:0] response__payload__tag ;
-  output response__ready;
   wire response__ready;
-  input response__valid;
   wire response__valid;
   reg row_end = 1'h0;
   reg [11:0] rows_left = 12'h000;
@@ -100289,114 +102068,114 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   reg [47:0] src_row = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$9  = ~ active;
   assign \$10  = issue & last;
   assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = ~ packet__valid;
-  assign response__ready = \$11  | packet__ready;
-  assign o__ready = response__valid & response__ready;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = response__valid & response__ready;
-  assign \$14  = \$13  & o__valid;
-  assign \$15  = ~ \$signal$28 ;
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = o__payload[79:77] != response__payload[2:0];
-  assign \$18  = response__payload[3] | \$17 ;
-  assign \$19  = ~ \$18 ;
-  assign \$signal$31  = \$16  & \$19 ;
-  assign \$20  = response__valid & response__ready;
-  assign \$21  = \$20  & o__valid;
-  assign \$22  = ~ \$signal$28 ;
-  assign \$23  = \$21  & \$22 ;
+  assign \$11  = o__payload[83:80] == \$signal$28 ;
+  assign \$signal$26  = \$signal  & \$11 ;
+  assign \$12  = o__ready & o__valid;
+  assign \$13  = ~ \$signal$26 ;
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = o__payload[79:77] != response__payload[2:0];
+  assign \$16  = response__payload[3] | \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$signal$29  = \$14  & \$17 ;
+  assign \$18  = o__ready & o__valid;
+  assign \$19  = ~ \$signal$26 ;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = o__payload[79:77] != response__payload[2:0];
+  assign \$22  = response__payload[3] | \$21 ;
+  assign abort = \$20  & \$22 ;
+  assign \$23  = ~ o__valid;
   assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = response__payload[3] | \$24 ;
-  assign abort = \$23  & \$25 ;
-  assign \$26  = response__valid & response__ready;
-  assign \$27  = ~ o__valid;
-  assign \$28  = o__payload[79:77] != response__payload[2:0];
-  assign \$29  = \$27  | \$28 ;
-  assign bad_response = \$26  & \$29 ;
-  assign \$30  = response__valid & response__ready;
-  assign \$31  = \$30  & o__valid;
-  assign read_error = \$31  & response__payload[3];
-  assign \$32  = ~ active;
-  assign \$33  = ~ o__valid;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ packet__valid;
-  assign idle = \$34  & \$35 ;
-  assign \$36  = tag + 1'h1;
-  assign \$37  = rows_left - 1'h1;
-  assign \$38  = src_row + cur[74:51];
-  assign \$39  = dst_row + cur[74:51];
+  assign \$25  = \$23  | \$24 ;
+  assign bad_response = o__ready & \$25 ;
+  assign \$26  = o__ready & o__valid;
+  assign read_error = \$26  & response__payload[3];
+  assign \$27  = ~ active;
+  assign \$28  = ~ o__valid;
+  assign \$29  = \$27  & \$28 ;
+  assign \$30  = ~ packet__valid;
+  assign idle = \$29  & \$30 ;
+  assign \$31  = held + issue;
+  assign \$32  = packet__valid & \o__ready$37 ;
+  assign \$33  = \$31  - \$32 ;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = ~ \$signal$29 ;
+  assign \$36  = \$34  & \$35 ;
+  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
+  assign \$38  = tag + 1'h1;
+  assign \$39  = rows_left - 1'h1;
   assign \$40  = src_row + cur[74:51];
   assign \$41  = dst_row + cur[74:51];
-  assign \$42  = rows_left == 2'h2;
-  assign \$43  = src_at + 7'h40;
-  assign \$44  = dst_at + 7'h40;
-  assign \$45  = remaining - 7'h40;
-  assign \$46  = remaining <= 8'h80;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = run + 1'h1;
-  assign \$49  = descriptor__payload[58:43] <= 7'h40;
-  assign \$50  = descriptor__payload[58:43] <= 7'h40;
-  assign \$51  = descriptor__payload[42:31] == 1'h1;
-  assign \$52  = response__valid & response__ready;
-  assign \$53  = \$52  & o__valid;
-  assign \$54  = ~ \$signal$28 ;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = o__payload[79:77] != response__payload[2:0];
-  assign \$57  = response__payload[3] | \$56 ;
-  assign \$58  = response__valid & response__ready;
-  assign \$59  = \$58  & o__valid;
-  assign \$60  = ~ \$signal$28 ;
-  assign \$61  = \$59  & \$60 ;
-  assign \$62  = \$61  ? o__payload[83:80] : \$signal$30 ;
-  assign \$63  = descriptor__valid & descriptor__ready;
-  assign \$64  = run + 1'h1;
-  assign \$65  = \$63  ? \$64  : { 1'h0, run };
-  assign \$66  = \$62  == \$65 ;
+  assign \$42  = src_row + cur[74:51];
+  assign \$43  = dst_row + cur[74:51];
+  assign \$44  = rows_left == 2'h2;
+  assign \$45  = src_at + 7'h40;
+  assign \$46  = dst_at + 7'h40;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = descriptor__valid & descriptor__ready;
+  assign \$50  = run + 1'h1;
+  assign \$51  = descriptor__payload[58:43] <= 7'h40;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[42:31] == 1'h1;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$26 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = \$37 [3:0] == 4'h8;
+  assign \$60  = o__ready & o__valid;
+  assign \$61  = ~ \$signal$26 ;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
+  assign \$64  = descriptor__valid & descriptor__ready;
+  assign \$65  = run + 1'h1;
+  assign \$66  = \$64  ? \$65  : { 1'h0, run };
+  assign \$67  = \$63  == \$66 ;
   always @(posedge clk)
-    read__valid <= \$67 ;
+    read__valid <= \$68 ;
   always @(posedge clk)
-    read__payload <= \$68 ;
+    read__payload <= \$69 ;
   always @(posedge clk)
-    tag <= \$69 ;
+    tag <= \$70 ;
   always @(posedge clk)
-    rows_left <= \$70 ;
+    rows_left <= \$71 ;
   always @(posedge clk)
-    src_row <= \$71 ;
+    src_row <= \$72 ;
   always @(posedge clk)
-    dst_row <= \$72 ;
+    dst_row <= \$73 ;
   always @(posedge clk)
-    src_at <= \$73 ;
+    src_at <= \$74 ;
   always @(posedge clk)
-    dst_at <= \$74 ;
+    dst_at <= \$75 ;
   always @(posedge clk)
-    remaining <= \$75 ;
+    remaining <= \$76 ;
   always @(posedge clk)
-    row_end <= \$76 ;
+    row_end <= \$77 ;
   always @(posedge clk)
-    one_row <= \$77 ;
+    one_row <= \$78 ;
   always @(posedge clk)
-    active <= \$78 ;
+    active <= \$79 ;
   always @(posedge clk)
-    cur <= \$79 ;
+    cur <= \$80 ;
   always @(posedge clk)
-    index <= \$80 ;
+    index <= \$81 ;
   always @(posedge clk)
-    run <= \$81 ;
+    run <= \$82 ;
   always @(posedge clk)
-    short_row <= \$82 ;
+    short_row <= \$83 ;
   always @(posedge clk)
-    packet__valid <= \$83 ;
+    \$signal  <= \$84 ;
   always @(posedge clk)
-    packet__payload <= \$84 ;
+    \$signal$28  <= \$85 ;
   always @(posedge clk)
-    \$signal  <= \$85 ;
+    held <= \$86 ;
   always @(posedge clk)
-    \$signal$30  <= \$86 ;
+    at_limit <= \$87 ;
   always @(posedge clk)
-    \$signal$8  <= \$87 ;
+    \$signal$8  <= \$88 ;
   assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
@@ -100406,12 +102185,19 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
-  assign \$8  = ~ full;
+  assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
-  assign \$9  = ~ active;
+  t3hw_system__e3__dma__engine__packets  packets (
+    .clk(clk),
+    .o__payload(packet__payload),
+    .o__ready(\o__ready$37 ),
+    .o__valid(packet__valid),
+    .push(\$signal$29 ),
+    .rst(rst),
+    .wr__data(o__payload[76:0])
+  );
   t3hw_system__e3__dma__engine__pending  pending (
     .clk(clk),
-    .full(full),
     .o__payload(o__payload),
     .o__ready(o__ready),
     .o__valid(o__valid),
@@ -100420,7 +102206,7 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_70 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -100429,256 +102215,255 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$67  = read__valid;
+    if (_init_strobe_70 ) begin end
+    \$68  = read__valid;
     if (read__ready) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
     if (issue) begin
-      \$67  = 1'h1;
+      \$68  = 1'h1;
     end
     if (rst) begin
-      \$67  = 1'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$68  = read__payload;
+    if (_init_strobe_70 ) begin end
+    \$69  = read__payload;
     if (issue) begin
-      \$68 [47:0] = meta[139:92];
-      \$68 [54:48] = \$1 [6:0];
-      \$68 [57:55] = tag;
+      \$69 [47:0] = meta[139:92];
+      \$69 [54:48] = \$1 [6:0];
+      \$69 [57:55] = tag;
     end
     if (rst) begin
-      \$68  = 58'h000000000000000;
+      \$69  = 58'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$69  = tag;
+    if (_init_strobe_70 ) begin end
+    \$70  = tag;
     if (issue) begin
-      \$69  = \$36 [2:0];
+      \$70  = \$38 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$70  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$70  = rows_left;
+    if (_init_strobe_70 ) begin end
+    \$71  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$70  = \$37 [11:0];
+        \$71  = \$39 [11:0];
       end
     end
-    if (\$47 ) begin
-      \$70  = descriptor__payload[42:31];
+    if (\$49 ) begin
+      \$71  = descriptor__payload[42:31];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$71  = src_row;
+    if (_init_strobe_70 ) begin end
+    \$72  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$38 [47:0];
+        \$72  = \$40 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$71  = descriptor__payload[130:83];
+    if (\$49 ) begin
+      \$72  = descriptor__payload[130:83];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$72  = dst_row;
+    if (_init_strobe_70 ) begin end
+    \$73  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$39 [47:0];
+        \$73  = \$41 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$72  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$73  = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$73  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$73  = \$40 [47:0];
-      end else begin
-        \$73  = \$43 [47:0];
-      end
-    end
-    if (\$47 ) begin
-      \$73  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$74  = dst_at;
+    if (_init_strobe_70 ) begin end
+    \$74  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$74  = \$41 [47:0];
+        \$74  = \$42 [47:0];
       end else begin
-        \$74  = \$44 [47:0];
+        \$74  = \$45 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$74  = descriptor__payload[178:131];
+    if (\$49 ) begin
+      \$74  = descriptor__payload[130:83];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$75  = remaining;
+    if (_init_strobe_70 ) begin end
+    \$75  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = cur[50:35];
+        \$75  = \$43 [47:0];
       end else begin
-        \$75  = \$45 [15:0];
+        \$75  = \$46 [47:0];
       end
     end
-    if (\$47 ) begin
-      \$75  = descriptor__payload[58:43];
+    if (\$49 ) begin
+      \$75  = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$76  = row_end;
+    if (_init_strobe_70 ) begin end
+    \$76  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = short_row;
+        \$76  = cur[50:35];
       end else begin
-        \$76  = \$46 ;
+        \$76  = \$47 [15:0];
       end
     end
-    if (\$47 ) begin
-      \$76  = \$49 ;
+    if (\$49 ) begin
+      \$76  = descriptor__payload[58:43];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$77  = one_row;
+    if (_init_strobe_70 ) begin end
+    \$77  = row_end;
     if (issue) begin
+      (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$42 ;
+        \$77  = short_row;
+      end else begin
+        \$77  = \$48 ;
       end
     end
-    if (\$47 ) begin
+    if (\$49 ) begin
       \$77  = \$51 ;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$78  = active;
+    if (_init_strobe_70 ) begin end
+    \$78  = one_row;
+    if (issue) begin
+      if (row_end) begin
+        \$78  = \$44 ;
+      end
+    end
+    if (\$49 ) begin
+      \$78  = \$53 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$79  = active;
     if (issue) begin
       if (last) begin
-        \$78  = 1'h0;
+        \$79  = 1'h0;
       end
     end
     if (stop) begin
-      \$78  = 1'h0;
+      \$79  = 1'h0;
     end
-    if (\$47 ) begin
-      \$78  = 1'h1;
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$79  = cur;
-    if (\$47 ) begin
-      \$79 [0] = descriptor__payload[8];
-      \$79 [1] = descriptor__payload[9];
-      \$79 [6:2] = descriptor__payload[14:10];
-      \$79 [22:7] = descriptor__payload[30:15];
-      \$79 [34:23] = descriptor__payload[42:31];
-      \$79 [50:35] = descriptor__payload[58:43];
-      \$79 [74:51] = descriptor__payload[82:59];
-      \$79 [122:75] = descriptor__payload[130:83];
-      \$79 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$80  = index;
-    if (\$47 ) begin
-      \$80  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$81  = run;
-    if (\$47 ) begin
-      \$81  = \$48 [3:0];
+    if (\$49 ) begin
+      \$79  = 1'h1;
     end
     if (rst) begin
-      \$81  = 4'h0;
+      \$79  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$82  = short_row;
-    if (\$47 ) begin
-      \$82  = \$50 ;
+    if (_init_strobe_70 ) begin end
+    \$80  = cur;
+    if (\$49 ) begin
+      \$80 [0] = descriptor__payload[8];
+      \$80 [1] = descriptor__payload[9];
+      \$80 [6:2] = descriptor__payload[14:10];
+      \$80 [22:7] = descriptor__payload[30:15];
+      \$80 [34:23] = descriptor__payload[42:31];
+      \$80 [50:35] = descriptor__payload[58:43];
+      \$80 [74:51] = descriptor__payload[82:59];
+      \$80 [122:75] = descriptor__payload[130:83];
+      \$80 [170:123] = descriptor__payload[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$83  = packet__valid;
-    if (packet__ready) begin
-      \$83  = 1'h0;
+    if (_init_strobe_70 ) begin end
+    \$81  = index;
+    if (\$49 ) begin
+      \$81  = descriptor__payload[7:0];
     end
-    if (\$signal$31 ) begin
-      \$83  = 1'h1;
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$82  = run;
+    if (\$49 ) begin
+      \$82  = \$50 [3:0];
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$82  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$84  = packet__payload;
-    if (response__ready) begin
-      \$84  = o__payload[76:0];
+    if (_init_strobe_70 ) begin end
+    \$83  = short_row;
+    if (\$49 ) begin
+      \$83  = \$52 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$84  = \$signal ;
+    if (\$56 ) begin
+      \$84  = \$58 ;
     end
     if (rst) begin
-      \$84  = 77'h00000000000000000000;
+      \$84  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$85  = \$signal ;
-    if (\$55 ) begin
-      \$85  = \$57 ;
+    if (_init_strobe_70 ) begin end
+    \$85  = \$signal$28 ;
+    if (\$56 ) begin
+      \$85  = o__payload[83:80];
     end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$86  = \$37 [3:0];
     if (rst) begin
-      \$85  = 1'h0;
+      \$86  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
-    \$86  = \$signal$30 ;
-    if (\$55 ) begin
-      \$86  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_67 ) begin end
-    \$87  = \$66 ;
+    if (_init_strobe_70 ) begin end
+    \$87  = \$59 ;
     if (rst) begin
-      \$87  = 1'h1;
+      \$87  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$88  = \$67 ;
+    if (rst) begin
+      \$88  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
   assign data = meta;
   assign push = issue;
+  assign response__ready = 1'h1;
+  assign response__valid = o__ready;
+  assign \data$33  = o__payload[76:0];
+  assign \push$34  = \$signal$29 ;
+  assign \o__payload$36  = packet__payload;
+  assign packet__ready = \o__ready$37 ;
+  assign \o__valid$40  = packet__valid;
   assign aborted = abort;
+  assign held_next = \$37 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -100720,6 +102505,21 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
+  assign data$33__device  = o__payload[4:0];
+  assign data$33__addr  = o__payload[52:5];
+  assign data$33__kind  = o__payload[53];
+  assign data$33__tile  = o__payload[69:54];
+  assign data$33__bytes  = o__payload[76:70];
+  assign packet__payload__device  = packet__payload[4:0];
+  assign packet__payload__addr  = packet__payload[52:5];
+  assign packet__payload__kind  = packet__payload[53];
+  assign packet__payload__tile  = packet__payload[69:54];
+  assign packet__payload__bytes  = packet__payload[76:70];
+  assign o__payload$36__device  = packet__payload[4:0];
+  assign o__payload$36__addr  = packet__payload[52:5];
+  assign o__payload$36__kind  = packet__payload[53];
+  assign o__payload$36__tile  = packet__payload[69:54];
+  assign o__payload$36__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
@@ -100736,11 +102536,6 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign descriptor__payload__pitch  = descriptor__payload[82:59];
   assign descriptor__payload__src  = descriptor__payload[130:83];
   assign descriptor__payload__dst  = descriptor__payload[178:131];
-  assign packet__payload__device  = packet__payload[4:0];
-  assign packet__payload__addr  = packet__payload[52:5];
-  assign packet__payload__kind  = packet__payload[53];
-  assign packet__payload__tile  = packet__payload[69:54];
-  assign packet__payload__bytes  = packet__payload[76:70];
   assign meta[139:92] = src_at;
   assign meta[91:84] = index;
   assign meta[83:80] = run;
@@ -100752,8 +102547,559 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, response__ready, ab
   assign meta[4:0] = cur[6:2];
 endmodule
 
-module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__valid, full, o__payload, clk);
-  reg _init_strobe_68  = 0;
+module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
+  reg _init_strobe_71  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [76:0] \$101 ;
+  wire [76:0] \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire [76:0] \$108 ;
+  wire [76:0] \$109 ;
+  wire \$11 ;
+  wire [76:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [3:0] \$122 ;
+  wire [3:0] \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [3:0] \$127 ;
+  wire [3:0] \$128 ;
+  reg [3:0] \$129 ;
+  wire \$13 ;
+  reg \$130 ;
+  reg \$131 ;
+  reg \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [2:0] \$138 ;
+  reg [2:0] \$139 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire [4:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire [5:0] \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire [76:0] \$73 ;
+  wire [76:0] \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [76:0] \$78 ;
+  wire [76:0] \$79 ;
+  wire \$8 ;
+  wire [76:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire [76:0] \$87 ;
+  wire [76:0] \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire [76:0] \$93 ;
+  wire [76:0] \$94 ;
+  wire [76:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
+  (* init = 3'h0 *)
+  wire [2:0] \$signal ;
+  wire accept;
+  input clk;
+  wire clk;
+  wire [76:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  wire [4:0] data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] front0;
+  wire [47:0] front0__addr ;
+  wire [6:0] front0__bytes ;
+  wire [4:0] front0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front0__kind ;
+  wire [15:0] front0__tile ;
+  reg [76:0] front1 = 77'h00000000000000000000;
+  wire [47:0] front1__addr ;
+  wire [6:0] front1__bytes ;
+  wire [4:0] front1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front1__kind ;
+  wire [15:0] front1__tile ;
+  reg [76:0] front2 = 77'h00000000000000000000;
+  wire [47:0] front2__addr ;
+  wire [6:0] front2__bytes ;
+  wire [4:0] front2__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire front2__kind ;
+  wire [15:0] front2__tile ;
+  reg full = 1'h0;
+  reg ge3 = 1'h0;
+  reg ge4 = 1'h0;
+  reg issued1 = 1'h0;
+  reg issued2 = 1'h0;
+  reg late = 1'h0;
+  reg [3:0] level = 4'h0;
+  output [76:0] o__payload;
+  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  wire [4:0] o__payload__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg [2:0] rd__addr = 3'h0;
+  wire [76:0] rd__data;
+  wire [47:0] rd__data__addr ;
+  wire [6:0] rd__data__bytes ;
+  wire [4:0] rd__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd__data__kind ;
+  wire [15:0] rd__data__tile ;
+  reg [76:0] rd_q = 77'h00000000000000000000;
+  wire [47:0] rd_q__addr ;
+  wire [6:0] rd_q__bytes ;
+  wire [4:0] rd_q__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire rd_q__kind ;
+  wire [15:0] rd_q__tile ;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  reg [2:0] wr__addr = 3'h0;
+  input [76:0] wr__data;
+  wire [76:0] wr__data;
+  wire [47:0] wr__data__addr ;
+  wire [6:0] wr__data__bytes ;
+  wire [4:0] wr__data__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire wr__data__kind ;
+  wire [15:0] wr__data__tile ;
+  wire wr__en;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
+  (* t3hw_rd_collision = "excluded" *)
+  reg [76:0] storage [7:0];
+  initial begin
+    storage[0] = 77'h00000000000000000000;
+    storage[1] = 77'h00000000000000000000;
+    storage[2] = 77'h00000000000000000000;
+    storage[3] = 77'h00000000000000000000;
+    storage[4] = 77'h00000000000000000000;
+    storage[5] = 77'h00000000000000000000;
+    storage[6] = 77'h00000000000000000000;
+    storage[7] = 77'h00000000000000000000;
+  end
+  always @(posedge clk) begin
+    storage[wr__addr] <= wr__data;
+  end
+  reg [76:0] _0_;
+  always @(posedge clk) begin
+    _0_ <= storage[rd__addr];
+  end
+  assign rd__data = _0_;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = level + \$3 ;
+  assign \$5  = o__valid & o__ready;
+  assign \$6  = \$4  - \$5 ;
+  assign \$7  = push & accept;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = ~ \$8 ;
+  assign \$10  = \$7  & \$9 ;
+  assign \$11  = o__valid & o__ready;
+  assign \$12  = push & accept;
+  assign \$13  = ~ \$12 ;
+  assign \$14  = \$11  & \$13 ;
+  assign \$15  = \$14  ? waiting : o__valid;
+  assign \$16  = \$10  ? 1'h1 : \$15 ;
+  assign \$17  = push & accept;
+  assign \$18  = o__valid & o__ready;
+  assign \$19  = ~ \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = level == 3'h7;
+  assign \$22  = o__valid & o__ready;
+  assign \$23  = push & accept;
+  assign \$24  = ~ \$23 ;
+  assign \$25  = \$22  & \$24 ;
+  assign \$26  = ~ \$25 ;
+  assign \$27  = \$26  & full;
+  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = ~ \$42 ;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = level >= 2'h2;
+  assign \$46  = o__valid & o__ready;
+  assign \$47  = push & accept;
+  assign \$48  = ~ \$47 ;
+  assign \$49  = \$46  & \$48 ;
+  assign \$50  = level >= 3'h4;
+  assign \$51  = \$49  ? \$50  : ge3;
+  assign \$52  = \$44  ? \$45  : \$51 ;
+  assign \$53  = push & accept;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ \$54 ;
+  assign \$56  = \$53  & \$55 ;
+  assign \$57  = level >= 2'h3;
+  assign \$58  = o__valid & o__ready;
+  assign \$59  = push & accept;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = \$58  & \$60 ;
+  assign \$62  = level >= 3'h5;
+  assign \$63  = \$61  ? \$62  : ge4;
+  assign \$64  = \$56  ? \$57  : \$63 ;
+  assign \$65  = o__valid & o__ready;
+  assign \$66  = \$65  & ge4;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = o__valid & o__ready;
+  assign \$69  = issued2 & late;
+  assign \$70  = ~ waiting;
+  assign \$71  = o__valid & \$70 ;
+  assign \$72  = push & \$71 ;
+  assign \$73  = \$72  ? wr__data : front1;
+  assign \$74  = \$69  ? rd_q : \$73 ;
+  assign \$76  = ~ o__valid;
+  assign \$77  = push & \$76 ;
+  assign \$78  = \$77  ? wr__data : o__payload;
+  assign \$80  = \$68  ? \$74  : \$79 ;
+  assign \$81  = o__valid & o__ready;
+  assign \$82  = ~ late;
+  assign \$83  = issued2 & \$82 ;
+  assign \$84  = ~ ge3;
+  assign \$85  = waiting & \$84 ;
+  assign \$86  = push & \$85 ;
+  assign \$87  = \$86  ? wr__data : front2;
+  assign \$88  = \$83  ? rd_q : \$87 ;
+  assign \$89  = issued2 & late;
+  assign \$90  = ~ waiting;
+  assign \$91  = o__valid & \$90 ;
+  assign \$92  = push & \$91 ;
+  assign \$93  = \$92  ? wr__data : front1;
+  assign \$94  = \$89  ? rd_q : \$93 ;
+  assign \$95  = \$81  ? \$88  : \$94 ;
+  assign \$96  = o__valid & o__ready;
+  assign \$98  = ~ ge4;
+  assign \$99  = ge3 & \$98 ;
+  assign \$100  = push & \$99 ;
+  assign \$101  = \$100  ? wr__data : front2;
+  assign \$103  = ~ late;
+  assign \$104  = issued2 & \$103 ;
+  assign \$105  = ~ ge3;
+  assign \$106  = waiting & \$105 ;
+  assign \$107  = push & \$106 ;
+  assign \$108  = \$107  ? wr__data : front2;
+  assign \$109  = \$104  ? rd_q : \$108 ;
+  assign \$110  = \$96  ? \$102  : \$109 ;
+  assign \$111  = push & accept;
+  assign \$112  = push & accept;
+  assign \$113  = ~ ge3;
+  assign \$114  = o__valid & o__ready;
+  assign \$115  = ~ ge4;
+  assign \$116  = \$114  & \$115 ;
+  assign \$117  = \$113  | \$116 ;
+  assign \$118  = \$112  & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$111  & \$119 ;
+  assign \$121  = wr__addr == 3'h7;
+  assign \$122  = wr__addr + 1'h1;
+  assign \$123  = \$121  ? 4'h0 : \$122 ;
+  assign \$124  = o__valid & o__ready;
+  assign \$125  = \$124  & ge4;
+  assign \$126  = rd__addr == 3'h7;
+  assign \$127  = rd__addr + 1'h1;
+  assign \$128  = \$126  ? 4'h0 : \$127 ;
+  always @(posedge clk)
+    level <= \$129 ;
+  always @(posedge clk)
+    o__valid <= \$130 ;
+  always @(posedge clk)
+    full <= \$131 ;
+  always @(posedge clk)
+    waiting <= \$132 ;
+  always @(posedge clk)
+    ge3 <= \$133 ;
+  always @(posedge clk)
+    ge4 <= \$134 ;
+  always @(posedge clk)
+    rd_q <= rd__data;
+  always @(posedge clk)
+    issued1 <= \$135 ;
+  always @(posedge clk)
+    issued2 <= \$136 ;
+  always @(posedge clk)
+    late <= \$137 ;
+  always @(posedge clk)
+    o__payload <= \$80 ;
+  always @(posedge clk)
+    front1 <= \$95 ;
+  always @(posedge clk)
+    front2 <= \$110 ;
+  always @(posedge clk)
+    wr__addr <= \$138 ;
+  always @(posedge clk)
+    rd__addr <= \$139 ;
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$129  = \$6 [3:0];
+    if (rst) begin
+      \$129  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$130  = \$16 ;
+    if (rst) begin
+      \$130  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$131  = \$28 ;
+    if (rst) begin
+      \$131  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$132  = \$40 ;
+    if (rst) begin
+      \$132  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$133  = \$52 ;
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$134  = \$64 ;
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$135  = \$66 ;
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$136  = issued1;
+    if (rst) begin
+      \$136  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$137  = \$67 ;
+    if (rst) begin
+      \$137  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$138  = wr__addr;
+    if (\$120 ) begin
+      \$138  = \$123 [2:0];
+    end
+    if (rst) begin
+      \$138  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_71 ) begin end
+    \$139  = rd__addr;
+    if (\$125 ) begin
+      \$139  = \$128 [2:0];
+    end
+    if (rst) begin
+      \$139  = 3'h0;
+    end
+  end
+  assign front0 = o__payload;
+  assign wr_ptr = wr__addr;
+  assign data = wr__data;
+  assign wr__en = 1'h1;
+  assign \$signal  = rd__addr;
+  assign o__payload__device  = o__payload[4:0];
+  assign o__payload__addr  = o__payload[52:5];
+  assign o__payload__kind  = o__payload[53];
+  assign o__payload__tile  = o__payload[69:54];
+  assign o__payload__bytes  = o__payload[76:70];
+  assign front0__device  = o__payload[4:0];
+  assign front0__addr  = o__payload[52:5];
+  assign front0__kind  = o__payload[53];
+  assign front0__tile  = o__payload[69:54];
+  assign front0__bytes  = o__payload[76:70];
+  assign wr__data__device  = wr__data[4:0];
+  assign wr__data__addr  = wr__data[52:5];
+  assign wr__data__kind  = wr__data[53];
+  assign wr__data__tile  = wr__data[69:54];
+  assign wr__data__bytes  = wr__data[76:70];
+  assign data__device  = wr__data[4:0];
+  assign data__addr  = wr__data[52:5];
+  assign data__kind  = wr__data[53];
+  assign data__tile  = wr__data[69:54];
+  assign data__bytes  = wr__data[76:70];
+  assign rd_q__device  = rd_q[4:0];
+  assign rd_q__addr  = rd_q[52:5];
+  assign rd_q__kind  = rd_q[53];
+  assign rd_q__tile  = rd_q[69:54];
+  assign rd_q__bytes  = rd_q[76:70];
+  assign rd__data__device  = rd__data[4:0];
+  assign rd__data__addr  = rd__data[52:5];
+  assign rd__data__kind  = rd__data[53];
+  assign rd__data__tile  = rd__data[69:54];
+  assign rd__data__bytes  = rd__data[76:70];
+  assign front1__device  = front1[4:0];
+  assign front1__addr  = front1[52:5];
+  assign front1__kind  = front1[53];
+  assign front1__tile  = front1[69:54];
+  assign front1__bytes  = front1[76:70];
+  assign front2__device  = front2[4:0];
+  assign front2__addr  = front2[52:5];
+  assign front2__kind  = front2[53];
+  assign front2__tile  = front2[69:54];
+  assign front2__bytes  = front2[76:70];
+  assign \$75  = 1'h0;
+  assign \$79  = \$78 ;
+  assign \$97  = 1'h0;
+  assign \$102  = \$101 ;
+endmodule
+
+module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
+  reg _init_strobe_72  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -100841,7 +103187,6 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
   wire [3:0] data__run ;
   wire [47:0] data__src ;
   wire [2:0] data__tag ;
-  output full;
   reg full = 1'h0;
   (* init = 3'h0 *)
   wire [2:0] head;
@@ -101013,35 +103358,35 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$64  = \$6 [3:0];
     if (rst) begin
       \$64  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [2:0];
@@ -101051,7 +103396,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [2:0];
@@ -101061,7 +103406,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_72 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -101126,7 +103471,7 @@ endmodule
 
 module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_69  = 0;
+  reg _init_strobe_73  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -103010,7 +105355,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -103020,7 +105365,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -103032,91 +105377,91 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -103129,7 +105474,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -103148,49 +105493,49 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -103203,7 +105548,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -103212,7 +105557,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -103221,7 +105566,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -103230,7 +105575,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -103239,7 +105584,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -103256,7 +105601,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -103265,7 +105610,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -103274,7 +105619,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -103283,7 +105628,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -103292,7 +105637,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -103301,7 +105646,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -103310,7 +105655,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -103319,7 +105664,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -103328,7 +105673,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -103337,7 +105682,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_73 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -103428,7 +105773,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_70  = 0;
+  reg _init_strobe_74  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -103630,35 +105975,35 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$64  = \$6 [4:0];
     if (rst) begin
       \$64  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$65  = \$16 ;
     if (rst) begin
       \$65  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$66  = \$28 ;
     if (rst) begin
       \$66  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$67  = \$40 ;
     if (rst) begin
       \$67  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$68  = wr__addr;
     if (\$50 ) begin
       \$68  = \$53 [3:0];
@@ -103668,7 +106013,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$69  = rd__addr;
     if (\$55 ) begin
       \$69  = \$58 [3:0];
@@ -103678,7 +106023,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_74 ) begin end
     \$70  = o__payload;
     if (\$62 ) begin
       \$70  = \$63 ;
@@ -103757,7 +106102,7 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_71  = 0;
+  reg _init_strobe_75  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -103908,28 +106253,28 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -103939,7 +106284,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -103948,7 +106293,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -103959,7 +106304,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -103969,7 +106314,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_75 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -103989,7 +106334,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign data__tag  = data[57:55];
 endmodule
 
-module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e3__slice_dma_response (rst, i__valid, i__ready, o__payload, data, o__valid, clk);
   input clk;
   wire clk;
   input [3:0] data;
@@ -104011,7 +106356,6 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   wire [2:0] o__payload$7__tag ;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   wire \o__ready$9 ;
   output o__valid;
@@ -104027,14 +106371,14 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
     .data(data),
     .full(full),
     .o__payload(o__payload),
-    .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
   assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
+  assign o__ready = 1'h1;
+  assign \o__ready$9  = 1'h1;
   assign \o__valid$11  = o__valid;
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
@@ -104046,8 +106390,8 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, o__ready, i__ready, o
   assign o__payload$7__error  = o__payload[3];
 endmodule
 
-module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_72  = 0;
+module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_76  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -104121,7 +106465,6 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
   wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
-  input o__ready;
   wire o__ready;
   output o__valid;
   reg o__valid = 1'h0;
@@ -104148,29 +106491,23 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
   always @(posedge clk)
     rd <= \$52 ;
   assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
   assign \$6  = \$4  - \$5 ;
   assign \$7  = push & accept;
-  assign \$8  = o__valid & o__ready;
   assign \$9  = ~ \$8 ;
   assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
   assign \$12  = push & accept;
   assign \$13  = ~ \$12 ;
   assign \$14  = \$11  & \$13 ;
   assign \$15  = \$14  ? waiting : o__valid;
   assign \$16  = \$10  ? 1'h1 : \$15 ;
   assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
   assign \$19  = ~ \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
   assign \$23  = push & accept;
   assign \$24  = ~ \$23 ;
   assign \$25  = \$22  & \$24 ;
@@ -104178,11 +106515,9 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
   assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
   assign \$31  = ~ \$30 ;
   assign \$32  = \$29  & \$31 ;
   assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
   assign \$35  = push & accept;
   assign \$36  = ~ \$35 ;
   assign \$37  = \$34  & \$36 ;
@@ -104191,31 +106526,30 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign \$40  = \$32  ? \$33  : \$39 ;
   assign \$41  = push & accept;
   assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -104225,7 +106559,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -104234,7 +106568,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -104245,7 +106579,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -104255,12 +106589,13 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_76 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
     end
   end
+  assign o__ready = 1'h1;
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
   assign entry0__tag  = entry0[2:0];
@@ -104269,6 +106604,15 @@ module t3hw_system__e3__slice_dma_response__queue (rst, o__ready, push, o__paylo
   assign entry1__error  = entry1[3];
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
+  assign \$2  = o__valid;
+  assign \$5  = o__valid;
+  assign \$8  = o__valid;
+  assign \$11  = o__valid;
+  assign \$18  = o__valid;
+  assign \$22  = o__valid;
+  assign \$30  = o__valid;
+  assign \$34  = o__valid;
+  assign \$43  = o__valid;
 endmodule
 
 module t3hw_system__e3__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -104365,7 +106709,7 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_73  = 0;
+  reg _init_strobe_77  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -104536,28 +106880,28 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -104567,7 +106911,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -104576,7 +106920,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -104587,7 +106931,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -104597,7 +106941,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_77 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -104719,7 +107063,7 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__payload, da
 endmodule
 
 module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_74  = 0;
+  reg _init_strobe_78  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -104890,28 +107234,28 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -104921,7 +107265,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -104930,7 +107274,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -104941,7 +107285,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -104951,7 +107295,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_78 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -105073,7 +107417,7 @@ module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, o__payload,
 endmodule
 
 module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_75  = 0;
+  reg _init_strobe_79  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -105244,28 +107588,28 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -105275,7 +107619,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -105284,7 +107628,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -105295,7 +107639,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -105305,7 +107649,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_79 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -105427,7 +107771,7 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
 endmodule
 
 module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_76  = 0;
+  reg _init_strobe_80  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -105598,28 +107942,28 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign \$43  = o__valid & o__ready;
   assign \$44  = ~ rd;
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$46  = \$16 ;
     if (rst) begin
       \$46  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$47  = \$28 ;
     if (rst) begin
       \$47  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$48  = \$40 ;
     if (rst) begin
       \$48  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$49  = \$signal ;
     if (\$41 ) begin
       \$49  = \$42 ;
@@ -105629,7 +107973,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$50  = entry1;
     if (\$41 ) begin
       if (\$signal ) begin
@@ -105638,7 +107982,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$51  = entry0;
     if (\$41 ) begin
       (* full_case = 32'd1 *)
@@ -105649,7 +107993,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$52  = rd;
     if (\$43 ) begin
       \$52  = \$44 ;
@@ -105659,7 +108003,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_80 ) begin end
     \$45  = \$6 [1:0];
     if (rst) begin
       \$45  = 2'h0;
@@ -105688,7 +108032,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
 endmodule
 
 module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_77  = 0;
+  reg _init_strobe_81  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -107517,7 +109861,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -107530,7 +109874,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -107542,7 +109886,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -107552,7 +109896,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -107562,7 +109906,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -107572,7 +109916,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -107584,203 +109928,203 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -107790,42 +110134,42 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -107850,49 +110194,49 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_81 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -108117,7 +110461,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_78  = 0;
+  reg _init_strobe_82  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -108718,70 +111062,70 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -108791,7 +111135,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_82 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -108812,7 +111156,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_79  = 0;
+  reg _init_strobe_83  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -109429,70 +111773,70 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$139 ;
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$129  = \$6 [8:0];
     if (rst) begin
       \$129  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$130  = \$16 ;
     if (rst) begin
       \$130  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$131  = \$28 ;
     if (rst) begin
       \$131  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$132  = \$40 ;
     if (rst) begin
       \$132  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$133  = \$52 ;
     if (rst) begin
       \$133  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$134  = \$64 ;
     if (rst) begin
       \$134  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$135  = \$66 ;
     if (rst) begin
       \$135  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$136  = issued1;
     if (rst) begin
       \$136  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$137  = \$67 ;
     if (rst) begin
       \$137  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$138  = wr__addr;
     if (\$120 ) begin
       \$138  = \$123 [7:0];
@@ -109502,7 +111846,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_83 ) begin end
     \$139  = rd__addr;
     if (\$125 ) begin
       \$139  = \$128 [7:0];
@@ -109539,7 +111883,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_80  = 0;
+  reg _init_strobe_84  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -109613,7 +111957,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_84 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -109642,7 +111986,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_84 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -109668,7 +112012,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_84 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -109694,7 +112038,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_84 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -109714,7 +112058,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_84 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)

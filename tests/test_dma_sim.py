@@ -47,6 +47,8 @@ def test_random_against_model(name, seed):
           f"events {env.events}, stats {env.model.stats}")
     assert env.triggered >= 120 * 0.9 and env.bursts > 120
     assert env.max_in_flight == PARAMS[name].max_outstanding
+    # the packet queue full: packets held back hold the walk, not the read returns
+    assert env.max_waiting == PARAMS[name].max_outstanding
     assert env.model.stats["aborted"] > 0
 
 

@@ -10,9 +10,11 @@ Three components meet at two streams, as in a frontend / backend DMA:
   descriptor's uses in flight. It fetches the descriptor at the head of the ready queue and
   offers it, with its index, on ``descriptor``.
 * :class:`~t3hw.hw.dma_engine.DmaEngine` (backend, :mod:`t3hw.hw.dma_engine`): walks one
-  descriptor at a time into reads of at most ``burst_bytes`` on ``read``, with up to
-  ``max_outstanding`` reads in flight, turns each good ``response`` into one ``packet``, and
-  aborts a descriptor on a bad one.
+  descriptor at a time into reads of at most ``burst_bytes`` on ``read``, turns each good
+  ``response`` into one ``packet`` through a packet queue, and aborts a descriptor on a bad
+  one. A read is issued only with a place held for its packet (at most ``max_outstanding``
+  reads and queued packets), so ``response`` is always ready: a network that holds the
+  packets back holds the walk, never the memory's read returns, which the GPU's loads share.
 * :class:`Dma`: the two wired together, with the sticky error bits, their ``capture`` and
   the counters. This is the generated block ``t3hw_dma``.
 
@@ -57,7 +59,7 @@ from t3hw.spec.layouts import (dma_capture_layout, dma_errors_layout, dma_progra
 from t3hw.spec.params import EngineParams, check_params
 from .dma_engine import DmaEngine
 from .dma_queue import DmaQueue
-from .formal import Spec, drive_inputs, past, stream_rules
+from .formal import Spec, drive_inputs, stream_rules
 from .queue import Queue
 from .status import count, sticky_errors
 
@@ -211,9 +213,12 @@ def formal_spec(params: EngineParams):
 
     * ``read``, ``packet`` and the internal ``descriptor`` stream (:class:`DmaQueue` to
       :class:`DmaEngine`) obey the stream rules;
-    * the ready queue and the queue of outstanding reads keep their
-      :meth:`~t3hw.hw.queue.Queue.properties` (never above their depth, so never more than
-      ``max_outstanding`` reads outstanding; stalled head unchanged; first in first out);
+    * the ready queue, the queue of outstanding reads and the packet queue keep their
+      :meth:`~t3hw.hw.queue.Queue.properties` (never above their depth; stalled head
+      unchanged; first in first out);
+    * **a response never waits**: ``response`` is always ready, the places held are the
+      outstanding reads plus the queued packets (never above ``max_outstanding``), and a
+      response that makes a packet always finds the packet queue with room;
     * **a trigger is never dropped**: every checked trigger whose descriptor is valid is
       taken by the ready queue (``trigger.ready`` reserved its room), and the count of
       triggers held behind ``trigger.ready`` is the ready queue's level plus the triggers
@@ -222,8 +227,9 @@ def formal_spec(params: EngineParams):
     * **no table read whose data is used meets a write**: no cycle writes the descriptor
       tables and takes a trigger (check read) or pops an index (fetch read), which is what
       their ``t3hw_rd_collision = "excluded"`` attribute declares;
-    * a packet leaves only for a good response (no error bit, the expected tag) that found
-      a read outstanding of a descriptor not aborted, the cycle after it;
+    * a packet is queued only for a good response (no error bit, the expected tag) that
+      found a read outstanding of a descriptor not aborted, and every queued packet leaves
+      on ``packet`` (the queue's level is the packets made less the packets sent);
     * **uses in flight**, for one descriptor index chosen by the solver (``AnyConst``): its use
       counter equals the triggers accepted for it minus those dropped by the check minus
       the takes of it by the engine (counted at the ports of the streams), and stays within
@@ -231,10 +237,11 @@ def formal_spec(params: EngineParams):
       descriptor is always valid;
     * **an aborted descriptor emits nothing more**: for one descriptor run chosen by the
       solver (a take of ``descriptor``; a ghost queue beside the outstanding reads marks its
-      reads), once a response has aborted it no packet of it is sent or held, and from the
+      reads), once a response has aborted it no further packet of it is made, and from the
       next cycle on no read of it is issued.
 
-    Covers: a packet is sent; the ready queue and the outstanding reads are full; the engine
+    Covers: a packet is sent; the ready queue, the outstanding reads and the packet queue
+    are full; the walk waits with every place held by a queued packet; the engine
     takes the next descriptor while it is still busy with the previous one; a descriptor
     write holds off a trigger that the queue has room for, and a fetch; a write is refused
     as busy; the watched descriptor is aborted while the walker is on it, and a later
@@ -252,9 +259,11 @@ def formal_spec(params: EngineParams):
             stream_rules(m, getattr(dut, name), Assert, name)
         queue, engine = dut.formal_view.queue, dut.formal_view.engine
         rq, pending = queue.formal_view.ready_queue, engine.formal_view.pending
+        packets = engine.formal_view.packets
         stream_rules(m, queue.descriptor, Assert, "descriptor")
         rq.properties(m)
         pending.properties(m)
+        packets.properties(m)
 
         qv = queue.formal_view
         m.d.comb += [
@@ -271,10 +280,17 @@ def formal_spec(params: EngineParams):
         returned = resp.valid & resp.ready & pending.o.valid
         pkt = dut.packet
         send = engine.formal_view.send
+        made = Signal(range(2 * p.max_outstanding + 2))     # packets made less packets sent
+        m.d.sync += made.eq(made + send - (pkt.valid & pkt.ready))
         m.d.comb += [
+            Assert(resp.ready, "dma: a response was held"),
+            Assert(engine.formal_view.held == pending.level + packets.level,
+                   "dma: the places held are not the outstanding reads plus the packets"),
+            Assert(engine.formal_view.held <= p.max_outstanding,
+                   "dma: more places held than max_outstanding"),
+            Assert(~send | packets.accept, "dma: a packet found the packet queue full"),
             Assert(~send | returned, "dma: a packet without a response to an outstanding read"),
-            Assert(pkt.valid == past(m, send | (pkt.valid & ~pkt.ready), name="packet_next"),
-                   "dma: a packet other than the one of a good response"),
+            Assert(made == packets.level, "dma: a packet other than the one of a good response"),
         ]
         desc = queue.descriptor
         _uses_properties(m, p, dut, queue, desc)
@@ -283,6 +299,9 @@ def formal_spec(params: EngineParams):
             Cover(pkt.valid & pkt.ready),
             Cover(rq.level == p.dma_ready_depth),
             Cover(pending.level == p.max_outstanding),
+            Cover(packets.level == p.max_outstanding),
+            Cover(engine.formal_view.active & (packets.level == p.max_outstanding)
+                  & ~pkt.ready),
             Cover(desc.valid & desc.ready & ~engine.idle),
             Cover(queue.formal_view.trigger_held),
             Cover(queue.formal_view.fetch_held),
@@ -332,15 +351,11 @@ def _abort_properties(m, p, dut, engine, desc):
     aborted = Signal()      # the watched run was aborted (from the cycle after)
     with m.If(fv.abort & ghost.o.payload):
         m.d.sync += aborted.eq(1)
-    held = Signal()         # the packet register holds a packet of the watched run
-    with m.If(dut.packet.ready):
-        m.d.sync += held.eq(0)
-    with m.If(fv.send):
-        m.d.sync += held.eq(ghost.o.payload)
     m.d.comb += [
         Assert(ghost.o.valid == pending.o.valid, "dma: ghost queue out of step"),
-        Assert(~(dut.packet.valid & held & aborted), "dma: an aborted descriptor sent a packet"),
+        Assert(~(fv.send & ghost.o.payload & aborted),
+               "dma: an aborted descriptor made a packet"),
         Assert(~(pending.push & walking & aborted), "dma: an aborted descriptor issued a read"),
         Cover(aborted & walking & fv.stop),
-        Cover(aborted & dut.packet.valid & dut.packet.ready & ~held),
+        Cover(aborted & fv.send & ~ghost.o.payload),
     ]

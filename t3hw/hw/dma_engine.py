@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from t3hw.spec.layouts import (dma_capture_layout, dma_descriptor_layout, dma_program_layout,
                                net_packet_layout, read_request_layout, read_response_layout)
 from t3hw.spec.params import EngineParams, check_params
-from .queue import Queue
+from .queue import BLOCK_MIN_DEPTH, Queue
 
 
 __all__ = ["DmaEngine"]
@@ -37,15 +37,18 @@ class DmaEngine(wiring.Component):
         (multiples of ``burst_bytes``), ``bytes = min(burst_bytes, row_bytes - c)``, ``tag``
         counting requests modulo ``2**read_tag_width``. ``valid`` is a register.
     response : In(stream.Signature(read_response_layout))
-        Read returns, in request order. Ready when the packet register is empty or being
-        taken. A response with no read outstanding is dropped (``bad_response``). One with
-        its ``error`` bit set (``read_error``) or a tag other than the oldest outstanding
-        read's (``bad_response``) aborts that read's descriptor (``aborted``), unless it is
-        aborted already.
+        Read returns, in request order. Always ready: every read is issued with a place
+        reserved for its packet in the packet queue, so the engine never holds the memory's
+        read returns (which the GPU's loads share) while the network holds its packets. A
+        response with no read outstanding is dropped (``bad_response``). One with its
+        ``error`` bit set (``read_error``) or a tag other than the oldest outstanding read's
+        (``bad_response``) aborts that read's descriptor (``aborted``), unless it is aborted
+        already.
     packet : Out(stream.Signature(net_packet_layout))
-        One packet per good return of a read of a descriptor not aborted: ``device``,
-        ``addr = dst + r * pitch + c``, ``kind = op``, ``tile`` of the descriptor, and the
-        read's ``bytes``. ``valid`` is a register.
+        One packet per good return of a read of a descriptor not aborted, in the order of
+        the returns: ``device``, ``addr = dst + r * pitch + c``, ``kind = op``, ``tile`` of
+        the descriptor, and the read's ``bytes``. The head of the packet queue
+        (``max_outstanding`` deep); ``valid`` is a register.
     bad_response, read_error, aborted : Out(1)
         Events of the response taken this cycle.
     detail : Out(dma_capture_layout)
@@ -57,19 +60,22 @@ class DmaEngine(wiring.Component):
     **Abort.** Each read carries, in the queue of outstanding reads, a *run* number (the
     count of descriptors taken, modulo ``2**(read_tag_width + 1)``, more than the runs that
     can have reads outstanding). A bad response to a read of run R in cycle t marks R
-    aborted: its packet is not sent; the responses to R's other outstanding reads are taken
-    without packets; if the walker is still on R in t + 1 it stops there (so a read of R
+    aborted: it makes no packet, and the responses to R's other outstanding reads are taken
+    without packets (R's packets of earlier good returns, already queued, still leave); if the walker is still on R in t + 1 it stops there (so a read of R
     loaded in cycle t still goes out, and its response is taken without a packet), and takes
     the next descriptor from t + 2. The mark is cleared by the first response of a later run
     taken with no error, which then makes its packet as usual.
 
     Latency: the first read of a descriptor is valid the cycle after the descriptor is taken;
-    a packet is valid the cycle after its response. Throughput: one read per cycle (also
-    across descriptors, while ``descriptor`` has the next one waiting), as long as fewer than
-    ``max_outstanding`` reads are requested and not returned (a read counts from the cycle
-    it appears on ``read``, and one whose response is taken while ``max_outstanding`` are
-    out frees its place from the cycle after); one packet per cycle. Back-pressure on
-    ``read`` holds the walk; back-pressure on ``packet`` holds ``response``; nothing is lost.
+    a packet is valid the cycle after its response (behind the packets queued before it).
+    Throughput: one read per cycle (also across descriptors, while ``descriptor`` has the
+    next one waiting), as long as fewer than ``max_outstanding`` reads and queued packets
+    are held: a read holds a place from the cycle it is loaded into ``read`` until its
+    packet leaves on ``packet`` (or, for a response that makes no packet, until the
+    response), and a place freed while all ``max_outstanding`` are held counts from the
+    cycle after; one packet per cycle. Back-pressure on ``read`` holds the walk;
+    back-pressure on ``packet`` fills the packet queue, and then holds the walk; nothing is
+    lost.
     """
 
     def __init__(self, params: EngineParams = EngineParams()):
@@ -102,29 +108,43 @@ class DmaEngine(wiring.Component):
                                          "src":    p.addr_width})
 
         # Every read from the cycle it is loaded into the `read` register until its response
-        # holds one entry of `pending`: the queue's depth is the outstanding limit, and its
-        # head is the packet of the next response.
+        # holds one entry of `pending` (its head is the packet of the next response), and
+        # then, if it makes a packet, one of `packets` until the packet leaves: `held`
+        # counts both, and the walk stops at `max_outstanding` (`at_limit`, a register), so
+        # that a response never waits for the network.
         m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
+        m.submodules.packets = packets = Queue(
+            net_packet_layout(p), depth=p.max_outstanding,
+            head="block" if p.max_outstanding >= BLOCK_MIN_DEPTH else "register")
+        held = Signal(range(p.max_outstanding + 1))
+        at_limit = Signal()
         # ``match``: ``kill.run == run``, a register of its own (its next value the compare of
         # the two registers' next values), so that the walker's ``stop`` is one gate.
         kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True),
                                match=Signal(init=1))
-        active, run, stop, take = self._walk(m, pending, meta_layout, kill)
-        send, abort, dead, live = self._respond(m, pending, active, kill)
+        active, run, stop, take, issue = self._walk(m, pending, meta_layout, kill, at_limit)
+        send, abort, dead, live = self._respond(m, pending, packets, active, kill)
+        # places: +1 for a read issued, -1 for a packet leaving, -1 for a response that
+        # makes no packet (dropped with no read outstanding: no place)
+        got = pending.o.valid & pending.o.ready
+        left = packets.o.valid & packets.o.ready
+        held_next = Signal.like(held)
+        m.d.comb += held_next.eq(held + issue - left - (got & ~send))
+        m.d.sync += [held.eq(held_next), at_limit.eq(held_next == p.max_outstanding)]
         m.d.sync += kill.match.eq(Mux(live, pending.o.payload.run, kill.run)
                                   == Mux(take, run + 1, run))
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.
-            self.formal_view = SimpleNamespace(pending=pending, kill=kill, run=run,
-                                               active=active, stop=stop, send=send,
-                                               abort=abort, dead=dead)
+            self.formal_view = SimpleNamespace(pending=pending, packets=packets, held=held,
+                                               kill=kill, run=run, active=active, stop=stop,
+                                               send=send, abort=abort, dead=dead)
         return m
 
-    def _walk(self, m, pending, meta_layout, kill):
+    def _walk(self, m, pending, meta_layout, kill, at_limit):
         """The walker: its state, the ``read`` register and the push into ``pending`` of each
         burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
-        in progress), its run number, ``stop`` (it stops on an abort) and ``take`` (it takes
-        a descriptor this cycle)."""
+        in progress), its run number, ``stop`` (it stops on an abort), ``take`` (it takes
+        a descriptor this cycle) and ``issue`` (it loads a read)."""
         p = self._p
 
         # --- walker state ------------------------------------------------------------------
@@ -161,12 +181,12 @@ class DmaEngine(wiring.Component):
         stop  = Signal()                   # this descriptor was aborted: walk no further
         issue = Signal()                   # load the next burst into the `read` register
         # ``issue`` enables every register of the walk (a few hundred bits), so it starts
-        # from flip-flops only: ``pending.full`` (a register), not ``pending.accept``, which
-        # follows the response handshake of the same cycle. A place freed in ``pending``
-        # while it is full counts from the cycle after.
+        # from flip-flops only: ``at_limit`` (a register: every place held by a read or a
+        # packet), not the handshakes of the same cycle that free places. A place freed
+        # while all are held counts from the cycle after.
         m.d.comb += [
             stop.eq(active & kill.valid & kill.match),
-            issue.eq(active & ~stop & (~req.valid | req.ready) & ~pending.full),
+            issue.eq(active & ~stop & (~req.valid | req.ready) & ~at_limit),
         ]
 
         with m.If(req.ready):
@@ -236,18 +256,18 @@ class DmaEngine(wiring.Component):
                 short_row.eq(d.row_bytes <= p.burst_bytes),
                 one_row.eq(d.rows == 1),
             ]
-        return active, run, stop, desc.valid & desc.ready
+        return active, run, stop, desc.valid & desc.ready, issue
 
-    def _respond(self, m, pending, active, kill):
-        """The response side: each response pops ``pending``'s head into the ``packet``
-        register, or drops it (aborted run, bad response); the abort mark, the events,
-        ``detail`` and ``idle``. Returns ``send``, ``abort``, ``dead`` and ``live`` (this
-        cycle's response makes a packet, aborts its run, belongs to an aborted run, is taken
-        for a run not aborted: it sets ``kill``)."""
+    def _respond(self, m, pending, packets, active, kill):
+        """The response side: each response pops ``pending``'s head into the packet queue
+        (whose head is ``packet``), or drops it (aborted run, bad response); the abort mark,
+        the events, ``detail`` and ``idle``. Returns ``send``, ``abort``, ``dead`` and
+        ``live`` (this cycle's response makes a packet, aborts its run, belongs to an
+        aborted run, is taken for a run not aborted: it sets ``kill``)."""
         pkt  = self.packet
         resp = self.response
-        m.d.comb += resp.ready.eq(~pkt.valid | pkt.ready)
-        take_resp = resp.valid & resp.ready
+        m.d.comb += resp.ready.eq(1)
+        take_resp = resp.valid
         m.d.comb += pending.o.ready.eq(take_resp)
         head = pending.o.payload
         got  = take_resp & pending.o.valid
@@ -258,15 +278,9 @@ class DmaEngine(wiring.Component):
             send.eq(got & ~dead & ~bad),
             abort.eq(got & ~dead & bad),
         ]
-        # The payload register loads the head whenever a response can be taken (``valid``
-        # alone waits for the verdict), so that the tag compare and the abort mark drive one
-        # flip-flop, not the enable of every payload bit.
-        with m.If(pkt.ready):
-            m.d.sync += pkt.valid.eq(0)
-        with m.If(resp.ready):
-            m.d.sync += pkt.payload.eq(head.packet)
-        with m.If(send):
-            m.d.sync += pkt.valid.eq(1)
+        # Never full when a response makes a packet: its read held a place since its issue.
+        m.d.comb += [packets.data.eq(head.packet), packets.push.eq(send)]
+        wiring.connect(m, packets.o, wiring.flipped(pkt))
         # A response of a live run sets or clears the mark; one of the aborted run leaves it.
         with m.If(got & ~dead):
             m.d.sync += [kill.valid.eq(bad), kill.run.eq(head.run)]
@@ -275,7 +289,7 @@ class DmaEngine(wiring.Component):
                                               | (head.tag != resp.payload.tag))),
             self.read_error.eq(got & resp.payload.error),
             self.aborted.eq(abort),
-            self.idle.eq(~active & ~pending.o.valid & ~pkt.valid),
+            self.idle.eq(~active & ~pending.o.valid & ~packets.o.valid),
         ]
         with m.If(pending.o.valid):
             m.d.comb += [self.detail.index.eq(head.index), self.detail.tile.eq(head.packet.tile),

@@ -58,7 +58,8 @@ class DmaEnv(StreamEnv):
     -------
     Every read is compared with :meth:`DmaModel.next_read`, every packet with the packet of
     the response that produced it; ``valid``/``payload`` of ``read`` and ``packet`` must hold
-    until the transfer; requested-and-unreturned reads never exceed ``max_outstanding``;
+    until the transfer; requested-and-unreturned reads plus packets made and not sent never
+    exceed ``max_outstanding``; every read return is taken at once;
     ``idle`` is never high while work is pending; ``trigger.ready`` is low in every cycle in
     which a descriptor write is presented or checked, and ``program.ready`` is exactly
     ``not busy`` outside the :func:`~t3hw.spec.contract.dma_program_cycles` after a write is
@@ -128,6 +129,7 @@ class DmaEnv(StreamEnv):
         self.held_later = None      # ... and in the cycle after (the last write was taken)
         self.in_flight = 0          # reads transferred, responses not yet taken
         self.max_in_flight = 0
+        self.max_waiting = 0        # most packets made and not yet sent
         self.latency = None         # fixed read-return latency, else random
         self.due = {}               # cycle -> [(rank, name, capture)] expected on `errors`
         self.seen = {name: False for name in self.model.errors}    # events the RTL showed
@@ -392,8 +394,14 @@ class DmaEnv(StreamEnv):
             if item is not None:
                 self.expected.append(item)
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        assert self.in_flight <= p.max_outstanding, \
-            f"cycle {cyc}: {self.in_flight} reads outstanding, limit {p.max_outstanding}"
+        self.max_waiting = max(self.max_waiting, len(self.expected))
+        # a read holds its place until its packet leaves: reads outstanding plus packets
+        # made and not sent
+        assert self.in_flight + len(self.expected) <= p.max_outstanding, \
+            f"cycle {cyc}: {self.in_flight} reads outstanding and {len(self.expected)} " \
+            f"packets waiting, limit {p.max_outstanding}"
+        assert ins["response"] is None or outs["response"], \
+            f"cycle {cyc}: a read return was held"
         if outs["packet"] is not None and ins["packet"]:
             got = self.packet_c.unpack(outs["packet"])
             assert self.expected, f"cycle {cyc}: unexpected packet {got}"
