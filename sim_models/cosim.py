@@ -12,11 +12,7 @@ the engines of the system top, one engine per GPU:
 * **GPU cores** (:class:`~sim_models.gpu.GpuCores`): ``cus`` compute units run the GEMM's
   tiles in the staggered T3 order (:class:`~sim_models.gpu.GemmProducer`, with its L2),
   loading on the engine's ``load`` port; the output rows leave on ``store``, one burst per
-  store, as near-memory updates carrying the tracked unit's id. A finished tile's stores
-  wait in one of two write buffers: the remote one (the stage-0 chunk, which the engine
-  forwards to the network) is offered only while the link's transmit buffer has
-  :attr:`CosimConfig.store_room` bytes free, the local one otherwise, so that a remote
-  store the network holds back never blocks local stores on the engine's in-order port.
+  store, as near-memory updates carrying the tracked unit's id.
 * **NMC DRAM** (:class:`~sim_models.dram.NmcDram`, ``memory="fixed"``): one request per
   cycle from ``dram``, served in order ``dram_latency`` cycles later (updates added in
   place), answers on ``dram_response``, its queue length on ``occupancy``; bytes counted per
@@ -41,7 +37,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from t3hw.spec.contract import addrmap_queue_depth
 from t3hw.spec.layouts import MemOp, WriteKind, WriteSource
 from t3hw.spec.params import EngineParams
 
@@ -223,15 +218,6 @@ class CosimConfig:
         return self._id_budget() // ids_per_tile_row * self.gpus * self.tile_m
 
     @property
-    def store_room(self):
-        """Bytes a GPU's transmit buffer must have free for the GPU to offer a remote store
-        (:meth:`SystemEnv.drive`): the store, and every store or packet the engine may hold
-        between its ``store`` port and ``net_tx`` (the address map's queue, the register
-        slice's two entries, the merge's register), at most ``tx_buffer_bytes``."""
-        p = self.params
-        return min((addrmap_queue_depth(p) + 4) * p.burst_bytes, self.tx_buffer_bytes)
-
-    @property
     def workload(self):
         return Workload(model=self.model, tp=self.tp, sublayer=self.sublayer,
                         tokens=self.tokens)
@@ -282,20 +268,17 @@ class CosimConfig:
 class _Port:
     """What the env drives on one engine this cycle."""
     store: tuple = None
-    store_remote: bool = False
     load: tuple = None
     dram_response: dict = None
     net_rx: tuple = None
 
 
-def gpu_cores(cfg: CosimConfig, plan: Plan, i, *, split=True):
+def gpu_cores(cfg: CosimConfig, plan: Plan, i):
     """GPU ``i``'s compute units in the co-simulation: its GEMM's tiles, their loads and
-    their stores (:class:`~sim_models.gpu.GpuCores`), the remote ones in a write buffer of
-    their own (all in the local one without ``split``)."""
+    their stores (:class:`~sim_models.gpu.GpuCores`)."""
     p = cfg.params
     return GpuCores(plan.producers[i], functools.partial(plan.tile_stores, i), index=i,
-                    tag_width=p.load_tag_width, burst_bytes=p.burst_bytes, load_base=B_BASE,
-                    is_remote=functools.partial(plan.is_remote, i) if split else None)
+                    tag_width=p.load_tag_width, burst_bytes=p.burst_bytes, load_base=B_BASE)
 
 
 def gpu_dram(cfg: CosimConfig, plan: Plan, rng):
@@ -343,13 +326,8 @@ class SystemEnv:
     def drive(self, i):
         """Inputs of engine ``i`` this cycle: a :class:`_Port` and the output readies."""
         g, d, port, cyc = self.gpus[i], self.drams[i], self.ports[i], self.cycle
-        if port.store is None:
-            # a remote store first, but only while the link has room for it (it then never
-            # holds the local stores behind it on the engine's in-order port); else a local one
-            if g.remote_stores and self.ring.tx_ready(i, cyc, self.cfg.store_room):
-                port.store, port.store_remote = g.remote_stores[0], True
-            elif g.stores:
-                port.store, port.store_remote = g.stores[0], False
+        if port.store is None and g.stores:
+            port.store = g.stores[0]
         if port.load is None:
             port.load = g.load()
         if port.dram_response is None and d.responses:
@@ -370,8 +348,8 @@ class SystemEnv:
         if port.store is not None and not took.get("store"):
             self.store_wait[i] += 1
         if took.get("store"):
-            _, _, data = (g.remote_stores if port.store_remote else g.stores).popleft()
-            (self.remote_data if port.store_remote else self.local_data)[i].append(data)
+            addr, tile, data = g.stores.popleft()
+            (self.remote_data if self.plan.is_remote(i, addr) else self.local_data)[i].append(data)
             port.store = None
             g.last_store = cyc
             active = True
@@ -441,7 +419,7 @@ class SystemEnv:
         for i in range(self.n):
             g, d = self.gpus[i], self.drams[i]
             w = self.ring.wire[i]
-            if g.stores or g.remote_stores or g.load() is not None or d.responses or d.stall_left or \
+            if g.stores or g.load() is not None or d.responses or d.stall_left or \
                     self.ports[i].net_rx is not None or (w and w[0][0] <= cyc):
                 return True
         return False

@@ -31,7 +31,7 @@ def gemm_alone(cfg, *, gpu=0, updates=False):
     if not 0 <= gpu < cfg.gpus:
         raise ValueError(f"gpu must be in [0, {cfg.gpus - 1}], not {gpu!r}")
     plan = Plan(cfg)
-    g, d = gpu_cores(cfg, plan, gpu, split=False), gpu_dram(cfg, plan, random.Random(cfg.seed))
+    g, d = gpu_cores(cfg, plan, gpu), gpu_dram(cfg, plan, random.Random(cfg.seed))
     store_op = (MemOp.UPDATE if updates else MemOp.STORE).value
     compute = WriteSource.COMPUTE.value
     cycle, stores, store_next = 0, 0, False

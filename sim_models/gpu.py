@@ -443,21 +443,9 @@ class GpuCores:
         Bytes per load.
     load_base : int
         Where the loads' addresses start (they carry timing only).
-    is_remote : callable or None
-        ``is_remote(addr)``: a tile whose first store's address is remote (a store the
-        engine forwards to the network) goes to the remote write buffer, the others to the
-        local one. None: every store is local.
-
-    Attributes
-    ----------
-    stores, remote_stores : deque
-        The local and the remote write buffer: ``(addr, tile id, data)`` bursts, in retire
-        order. The testbench offers from either (:meth:`sim_models.cosim.SystemEnv.drive`),
-        as a GPU keeps its stores to local memory apart from those to the fabric.
     """
 
-    def __init__(self, producer, tile_stores, *, index=0, tag_width, burst_bytes, load_base=0,
-                 is_remote=None):
+    def __init__(self, producer, tile_stores, *, index=0, tag_width, burst_bytes, load_base=0):
         self.prod, self.tile_stores, self.i = producer, tile_stores, index
         self.order = deque(self.prod.order())
         self.burst = burst_bytes
@@ -465,9 +453,7 @@ class GpuCores:
         self.free_tags = deque(range(1 << tag_width))
         self.cus = [None] * self.prod.gpu.cus     # per CU: dict or None
         self.tag_cu = {}
-        self.is_remote = is_remote
-        self.stores = deque()                    # (addr, tile id, data), local
-        self.remote_stores = deque()             # the same, bound for the network
+        self.stores = deque()                    # (addr, tile id, data)
         self.load_rr = 0
         self.loads = 0
         self.tiles_done = 0
@@ -552,10 +538,7 @@ class GpuCores:
         for k in sorted(ks):
             cu = self.cus[k]
             self.prod.retire(cu["tile"])
-            bursts = self.tile_stores(cu["tile"])
-            remote = bool(bursts) and self.is_remote is not None \
-                and self.is_remote(bursts[0][0])
-            (self.remote_stores if remote else self.stores).extend(bursts)
+            self.stores.extend(self.tile_stores(cu["tile"]))
             self.cus[k] = None
             self.busy -= 1
             self.tiles_done += 1
@@ -569,4 +552,4 @@ class GpuCores:
 
     @property
     def done(self):
-        return not self.order and not self.busy and not self.stores and not self.remote_stores
+        return not self.order and not self.busy and not self.stores

@@ -64,14 +64,14 @@ def _desc(loads, load_addr, store):
     return dict(loads=loads, load_addr=load_addr, **dict(zip(_FIELDS, store)))
 
 
-_FIELDS = ("addr0", "rows", "row_bytes", "pitch", "tid", "remote")
+_FIELDS = ("addr0", "rows", "row_bytes", "pitch", "tid")
 
 
 def _junk(rng, p):
     """A random ``desc`` entry, for a unit that does not take a tile (ignored)."""
     return _desc(rng.getrandbits(32), rng.getrandbits(p.addr_width),
                  (rng.getrandbits(p.addr_width), rng.getrandbits(16), rng.getrandbits(16),
-                  rng.getrandbits(32), rng.getrandbits(p.tile_width), rng.getrandbits(1)))
+                  rng.getrandbits(32), rng.getrandbits(p.tile_width)))
 
 
 def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
@@ -86,14 +86,13 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
     prod, prod2 = plan.producers[i], plan2.producers[i]
     order = prod.order()[:cut]
     g = _Cores(prod, functools.partial(plan.tile_stores, i), index=i, tag_width=tag_width,
-               burst_bytes=burst, load_base=B_BASE, is_remote=functools.partial(plan.is_remote, i))
+               burst_bytes=burst, load_base=B_BASE)
     g.order = deque(order)
     dut = GpuHdl(p, cus=prod.gpu.cus, burst_bytes=burst, tag_width=tag_width)
     stores = store_descriptors(plan2, i)
     pending, held = deque(order), [None] * cfg.cus     # the testbench's order, units' tiles
     load_ready = _Ready(rng, busy=0.2, stall=0.02, longest=40)
     store_ready = _Ready(rng, busy=0.3, stall=0.01, longest=60)
-    room = _Ready(rng, busy=0.2, stall=0.01, longest=300)      # the ring's room for a remote store
     seen = {}
     # what must not depend combinationally on desc, tiles, compute, load.ready, load_response,
     # store.ready
@@ -115,18 +114,11 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
         port_load = port_store = None
         inflight = []                           # (earliest return cycle, tag)
         store_wait = events = held_differs = tags_empty = same_cycle = 0
-        taken_class = [0, 0]                    # stores taken: local, remote
-        store_r = False
         for c in range(max_cycles):
             ctx.set(dut.cycle, c)
             # -- SystemEnv.drive
-            rr = room()
-            ctx.set(dut.remote_room, rr)
-            if port_store is None:
-                if g.remote_stores and rr:
-                    port_store, store_r = g.remote_stores[0], True
-                elif g.stores:
-                    port_store, store_r = g.stores[0], False
+            if port_store is None and g.stores:
+                port_store = g.stores[0]
             if port_load is None:
                 port_load = g.load()
             elif g.load() != port_load:         # the held offer is not what load() says now
@@ -198,8 +190,7 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
             # -- SystemEnv.observe, tick
             if port_store is not None:
                 if sr:
-                    (g.remote_stores if store_r else g.stores).popleft()
-                    taken_class[store_r] += 1
+                    g.stores.popleft()
                     port_store = None
                 else:
                     store_wait += 1
@@ -219,8 +210,7 @@ def _equivalence(cfg, i, seed, *, tag_width, cut=None, latency=40, rsp_rate=0.7,
         assert ctx.get(dut.error) == 0
         assert not inflight
         seen.update(cycles=c, events=events, store_wait=store_wait, held_differs=held_differs,
-                    tags_empty=tags_empty, same_cycle=same_cycle, local=taken_class[0],
-                    remote=taken_class[1])
+                    tags_empty=tags_empty, same_cycle=same_cycle)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -256,7 +246,6 @@ def test_equivalence_full_wave(seed):
     """small(2), GPU 0: every tile in one wave of 8 units, 256 tags."""
     _, seen = _equivalence(small(2), 0, seed, tag_width=8)
     assert seen["same_cycle"] > 0            # some responses in the cycle of their load
-    assert seen["local"] > 0 and seen["remote"] > 0     # both write buffers
 
 
 def test_equivalence_waves_few_tags(seed):
@@ -301,10 +290,9 @@ def _synthetic(**kw):
     return GpuHdl(p, **args)
 
 
-def _tile(t, loads=0, remote=0):
-    """Tile ``t`` of the synthetic tests: 2 rows x 128 bytes, loads from ``4096 * t``; its
-    stores remote if ``remote``."""
-    return _desc(loads, 4096 * t, (4096 * t, 2, 128, 1024, t, remote))
+def _tile(t, loads=0):
+    """Tile ``t`` of the synthetic tests: 2 rows x 128 bytes, loads from ``4096 * t``."""
+    return _desc(loads, 4096 * t, (4096 * t, 2, 128, 1024, t))
 
 
 async def _start(ctx, dut, tiles=3, compute=4):
@@ -349,31 +337,6 @@ def test_done():
         assert ctx.get(dut.done) and not ctx.get(dut.dispatch)
 
     _bench(dut, nothing)
-
-
-def test_remote_stores_wait_for_room():
-    """A remote tile's stores wait while ``remote_room`` is low, and a local tile's that
-    retired with it go first; a remote store offered stays offered (held) when the room
-    falls before it is taken."""
-    dut = _synthetic()
-
-    async def body(ctx):
-        await _start(ctx, dut, tiles=2)
-        ctx.set(dut.desc, [_tile(0, remote=1), _tile(1)])
-        offered = []
-        for c in range(15):
-            ctx.set(dut.cycle, c)
-            ctx.set(dut.remote_room, int(9 <= c <= 11 or c == 14))
-            ctx.set(dut.store.ready, int(c != 11))
-            valid = ctx.get(dut.store.valid)
-            offered.append(ctx.get(dut.store.payload.addr) if valid else None)
-            await ctx.tick()
-        # both tiles retire at 4: the local one's 4 bursts at 5 .. 8; the remote one's from
-        # 9, when there is room; its third, not taken at 11, still offered at 12 without room
-        assert offered == [None] * 5 + [4096, 4160, 5120, 5184, 0, 64, 1024, 1024, None, 1088]
-        assert ctx.get(dut.store_wait) == 1 and ctx.get(dut.error) == 0
-
-    _bench(dut, body)
 
 
 def test_error_response_not_outstanding():

@@ -73,11 +73,10 @@ class _Gpu:
     def _entry(self, t):
         """The ``desc`` entry of tile ``t``, packed (as ``GpuCores.dispatch`` would set up
         the CU: its loads, its first load's address, and its stores)."""
-        addr0, rows, row_bytes, pitch, tid, remote = self.stores[t]
+        addr0, rows, row_bytes, pitch, tid = self.stores[t]
         loads = -(-self.prod.dispatch(t) // self.burst)
         values = {"loads": loads, "load_addr": first_load(B_BASE, t), "addr0": addr0,
-                  "rows": rows, "row_bytes": row_bytes, "pitch": pitch, "tid": tid,
-                  "remote": remote}
+                  "rows": rows, "row_bytes": row_bytes, "pitch": pitch, "tid": tid}
         word = 0
         for name, offset, mask in self.fields:
             if values[name] & ~mask:

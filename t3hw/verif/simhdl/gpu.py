@@ -14,11 +14,8 @@ rest is here:
 
 Cycle ``c`` of the co-simulation (``cycle``), as ``SystemEnv`` runs ``GpuCores``:
 
-* ``store`` offers the next burst of a write buffer (a FIFO of the store descriptors of the
-  retired tiles, expanded burst by burst as :func:`descriptor_bursts`), held until taken:
-  there are two, one for the tiles whose stores are remote (``remote`` in the descriptor)
-  and one for the others; the remote one's burst while ``remote_room`` is high, else the
-  local one's.
+* ``store`` offers the next burst of the write buffer (a FIFO of the store descriptors of the
+  retired tiles, expanded burst by burst as :func:`descriptor_bursts`), held until taken.
 * ``load`` offers, when no load is offered already, a load of the first compute unit with
   loads left, round-robin from the one after the last to issue, tagged with the head of the
   free-tag FIFO (if any tag is free); an offered load is held until taken. A taken load
@@ -33,8 +30,7 @@ Cycle ``c`` of the co-simulation (``cycle``), as ``SystemEnv`` runs ``GpuCores``
   while fewer than ``tiles`` are dispatched (start ``c``; with no load to issue it is due at
   ``c + compute``).
 
-Every output is a function of registers, ``run`` and ``cycle`` only, but ``store``'s, which
-also depends on ``remote_room`` (from the ring's registers): no path from ``desc``,
+Every output is a function of registers, ``run`` and ``cycle`` only: no path from ``desc``,
 ``tiles``, ``compute``, ``load.ready``, ``load_response`` or ``store.ready`` reaches an output
 combinationally, so the testbench reads them at once and the engine's inputs come from
 flip-flops (``tiles`` is sampled at every clock edge: it must be set an edge before ``run``
@@ -69,12 +65,12 @@ ERR_OVERFLOW = 2
 ERR_LOADS = 4
 
 #: The fields of a :func:`store_descriptors` entry, in its order.
-_STORE_FIELDS = ("addr0", "rows", "row_bytes", "pitch", "tid", "remote")
+_STORE_FIELDS = ("addr0", "rows", "row_bytes", "pitch", "tid")
 
 
 def _store_fields(params):
     return {"addr0": params.addr_width, "rows": 16, "row_bytes": 16, "pitch": 32,
-            "tid": params.tile_width, "remote": 1}
+            "tid": params.tile_width}
 
 
 def desc_layout(params):
@@ -82,9 +78,8 @@ def desc_layout(params):
     writes it.
 
     ``loads`` is the tile's number of loads (``ceil(read bytes / burst_bytes)``), ``load_addr``
-    its first load's address (the next ones go up by ``burst_bytes``), ``addr0``, ``rows``,
-    ``row_bytes``, ``pitch``, ``tid`` its :func:`store_descriptors` entry, and ``remote``
-    whether its stores are bound for the network (the remote write buffer).
+    its first load's address (the next ones go up by ``burst_bytes``), and ``addr0``, ``rows``,
+    ``row_bytes``, ``pitch``, ``tid`` its :func:`store_descriptors` entry.
     """
     return data.StructLayout({"loads": LOADS_WIDTH, "load_addr": params.addr_width,
                               **_store_fields(params)})
@@ -97,8 +92,7 @@ def _check(name, value, low, high):
 
 def store_descriptors(plan, i):
     """Per tile of GPU ``i`` (by tile id), its stores as ``(addr0, rows, row_bytes, pitch,
-    tid, remote)``, ``remote`` 1 where they are bound for the network
-    (:meth:`~sim_models.collective.Plan.is_remote`), else 0.
+    tid)``.
 
     Expanded by :func:`descriptor_bursts` with the plan's ``burst_bytes`` they are exactly
     the ``(addr, tile id, data.nbytes)`` of :meth:`sim_models.collective.Plan.tile_stores`
@@ -127,14 +121,13 @@ def store_descriptors(plan, i):
         c, u = plan.chunk_of_tile(t), plan.unit_of_tile(t)
         addr0 = (plan.buffer(i, c) + tile.row * g.tile_m * plan.pitch
                  + tile.col * g.tile_n * g.elem_bytes)
-        out.append((addr0, tile.rows, tile.cols * g.elem_bytes, plan.pitch, plan.ids.rs(c, u),
-                    int(plan.is_remote(i, addr0))))
+        out.append((addr0, tile.rows, tile.cols * g.elem_bytes, plan.pitch, plan.ids.rs(c, u)))
     return out
 
 
 def descriptor_bursts(desc, burst):
     """The ``(addr, tid, bytes)`` bursts of one :func:`store_descriptors` entry, in order."""
-    addr0, rows, row_bytes, pitch, tid = desc[:5]
+    addr0, rows, row_bytes, pitch, tid = desc
     return [(addr0 + r * pitch + off, tid, min(burst, row_bytes - off))
             for r in range(rows) for off in range(0, row_bytes, burst)]
 
@@ -153,8 +146,7 @@ class GpuHdl(wiring.Component):
     tag_width : int
         ``2**tag_width`` loads may be outstanding; in [1, ``params.load_tag_width``].
     wb_depth : int
-        Tiles each write buffer (local, remote) holds (the head one included), in
-        [1, 65536].
+        Tiles the write buffer holds (the head one included), in [1, 65536].
     max_loads : int
         Most loads one tile may have, in [1, ``2**LOADS_WIDTH - 1``].
 
@@ -175,9 +167,6 @@ class GpuHdl(wiring.Component):
         From the engine's ``load_response``; ``ready`` is always 1.
     store : Out(stream.Signature(store_layout))
         To the engine's ``store``: ``addr``, ``tile``, ``bytes``, ``kind`` (``UPDATE``).
-    remote_room : In(1)
-        The network's transmit buffer has room for a remote store (and for what the engine
-        holds on the way): the remote write buffer's next burst may be offered.
     retire, dispatch : Out(cus), Out(cus)
         The units that retire a tile this cycle, and those that take one (a unit may do
         both).
@@ -191,7 +180,7 @@ class GpuHdl(wiring.Component):
     tiles_done, loads_issued, store_wait : Out(32)
         Tiles retired; loads taken; cycles with a store offered and not taken.
     done : Out(1)
-        ``run``, ``tiles`` tiles dispatched, every unit free, both write buffers empty.
+        ``run``, ``tiles`` tiles dispatched, every unit free, the write buffer empty.
     error, error_cycle : Out(4), Out(40)
         Sticky :data:`ERR_TAG`, :data:`ERR_OVERFLOW`, :data:`ERR_LOADS` (bit 3 unused); the
         cycle of the first.
@@ -213,7 +202,7 @@ class GpuHdl(wiring.Component):
             "run": In(1), "cycle": In(CYCLE_WIDTH), "tiles": In(32), "compute": In(32),
             "load": Out(stream.Signature(load_layout(p))),
             "load_response": In(stream.Signature(load_response_layout(p))),
-            "store": Out(stream.Signature(store_layout(p))), "remote_room": In(1),
+            "store": Out(stream.Signature(store_layout(p))),
             "retire": Out(cus), "dispatch": Out(cus),
             "desc": In(data.ArrayLayout(desc_layout(p), cus)), "dispatched": Out(32),
             "event": Out(1), "stamp": Out(CYCLE_WIDTH),
@@ -278,7 +267,7 @@ class GpuHdl(wiring.Component):
                                       for k in range(n)).any())
         overflow = self._write_buffer(m, ret)
         m.d.comb += self.done.eq(self.run & (self.dispatched == self._tiles)
-                                 & ~Cat(*u["busy"]).any() & self._wb_empty)
+                                 & ~Cat(*u["busy"]).any() & (self._wb_count == 0))
         new = Cat(bad_tag, overflow, over_loads, C(0, 1))
         with m.If((new != 0) & (self.error == 0)):
             m.d.sync += self.error_cycle.eq(cyc)
@@ -375,82 +364,52 @@ class GpuHdl(wiring.Component):
         return issue, back, rsp.valid & ~good
 
     def _write_buffer(self, m, ret):
-        """The local and the remote write buffer (:meth:`_class_buffer`) and the ``store``
-        offer: a remote burst while ``remote_room`` is high, else a local one; an offer is
-        held until taken. Returns the overflow error."""
-        remote = [self._u["sd"][k].remote for k in range(self.cus)]
-        loc = self._class_buffer(m, "local", [ret[k] & ~remote[k] for k in range(self.cus)])
-        rem = self._class_buffer(m, "remote", [ret[k] & remote[k] for k in range(self.cus)])
-        held, held_r, sel_r = Signal(), Signal(), Signal()
-        offer_r = rem["valid"] & self.remote_room
-        m.d.comb += [
-            sel_r.eq(Mux(held, held_r, offer_r)),
-            self.store.valid.eq(held | offer_r | loc["valid"]),
-        ]
-        for f in ("addr", "tile", "bytes"):
-            m.d.comb += self.store.payload[f].eq(Mux(sel_r, rem[f], loc[f]))
-        m.d.comb += self.store.payload.kind.eq(WriteKind.UPDATE)
-        taken = self.store.valid & self.store.ready
-        m.d.comb += [rem["take"].eq(taken & sel_r), loc["take"].eq(taken & ~sel_r)]
-        m.d.sync += [held.eq(self.store.valid & ~self.store.ready), held_r.eq(sel_r)]
-        with m.If(self.store.valid & ~self.store.ready):
-            m.d.sync += self.store_wait.eq(self.store_wait + 1)
-        m.d.sync += self.tiles_done.eq(self.tiles_done + sum(ret[k] for k in range(self.cus)))
-        self._wb_empty = ~loc["valid"] & ~rem["valid"]
-        return loc["overflow"] | rem["overflow"]
-
-    def _class_buffer(self, m, name, push):
-        """One write buffer: a FIFO of the store descriptors of the retired tiles (several
-        pushes a cycle, in unit order: unit ``k``'s if ``push[k]``) and the burst expander of
-        its head. Returns its head burst (``addr``, ``tile``, ``bytes``), ``valid``, a
-        ``take`` signal to drive, and ``overflow`` (a push that found it full)."""
+        """The FIFO of the retired tiles' store descriptors (several pushes a cycle, in unit
+        order) and the burst expander of its head on ``store``. Returns the overflow error."""
         n, depth = self.cus, self.wb_depth
         wb = Memory(shape=data.StructLayout(_store_fields(self.params)), depth=depth, init=[])
-        m.submodules[f"wb_{name}"] = wb
-        head = Signal(range(depth), name=f"{name}_head")
-        tail = Signal(range(depth), name=f"{name}_tail")
-        count = Signal(range(depth + 1), name=f"{name}_count")
-        row, off = Signal(16, name=f"{name}_row"), Signal(16, name=f"{name}_off")
+        m.submodules.wb = wb
+        head, tail = Signal(range(depth)), Signal(range(depth))
+        self._wb_count = count = Signal(range(depth + 1))
+        row = Signal(16)
+        off = Signal(16)
         head_rd = wb.read_port(domain="comb")
         d = head_rd.data
-        left = Signal(17, name=f"{name}_left")
-        out = {"addr": Signal(self.params.addr_width, name=f"{name}_addr"),
-               "tile": Signal(self.params.tile_width, name=f"{name}_tile"),
-               "bytes": Signal(len(self.store.payload.bytes), name=f"{name}_bytes"),
-               "valid": Signal(name=f"{name}_valid"), "take": Signal(name=f"{name}_take"),
-               "overflow": Signal(name=f"{name}_overflow")}
+        left = Signal(17)
         m.d.comb += [
             head_rd.addr.eq(head), left.eq(d.row_bytes - off),
-            out["valid"].eq(count != 0),
-            out["addr"].eq(d.addr0 + row * d.pitch + off),
-            out["tile"].eq(d.tid),
-            out["bytes"].eq(Mux(left < self.burst, left, self.burst)),
+            self.store.valid.eq(count != 0),
+            self.store.payload.addr.eq(d.addr0 + row * d.pitch + off),
+            self.store.payload.tile.eq(d.tid),
+            self.store.payload.bytes.eq(Mux(left < self.burst, left, self.burst)),
+            self.store.payload.kind.eq(WriteKind.UPDATE),
         ]
-        taken = out["take"]
+        taken = self.store.valid & self.store.ready
         row_end = off + self.burst >= d.row_bytes
-        pop = Signal(name=f"{name}_pop")
+        pop = Signal()
         m.d.comb += pop.eq(taken & row_end & (row + 1 == d.rows))
         with m.If(taken):
             m.d.sync += off.eq(Mux(row_end, 0, off + self.burst))
             with m.If(row_end):
                 m.d.sync += row.eq(Mux(pop, 0, row + 1))
-        # pushes: unit k's descriptor goes to slot tail + (pushes before k), if it fits
-        space = Signal(range(depth + 2), name=f"{name}_space")
+        with m.If(self.store.valid & ~self.store.ready):
+            m.d.sync += self.store_wait.eq(self.store_wait + 1)
+        # pushes: unit k's descriptor goes to slot tail + (units retiring before k), if it fits
+        space = Signal(range(depth + 2))
         m.d.comb += space.eq(depth - count + pop)
         rank = C(0, range(n + 1))
         for k in range(n):
             wp = wb.write_port()
             slot = tail + rank
             m.d.comb += [wp.addr.eq(Mux(slot >= depth, slot - depth, slot)),
-                         wp.data.eq(self._u["sd"][k]), wp.en.eq(push[k] & (rank < space))]
-            rank = rank + push[k]
-        npush = Signal(range(n + 1), name=f"{name}_npush")
-        pushed = Signal(range(n + 1), name=f"{name}_pushed")
-        m.d.comb += [npush.eq(rank), pushed.eq(Mux(npush > space, space, npush)),
-                     out["overflow"].eq(npush > space)]
+                         wp.data.eq(self._u["sd"][k]), wp.en.eq(ret[k] & (rank < space))]
+            rank = rank + ret[k]
+        nret = Signal(range(n + 1))
+        pushed = Signal(range(n + 1))
+        m.d.comb += [nret.eq(rank), pushed.eq(Mux(nret > space, space, nret))]
         nt, nh = tail + pushed, head + pop
         m.d.sync += [
             tail.eq(Mux(nt >= depth, nt - depth, nt)), head.eq(Mux(nh >= depth, nh - depth, nh)),
-            count.eq(count + pushed - pop),
+            count.eq(count + pushed - pop), self.tiles_done.eq(self.tiles_done + nret),
         ]
-        return out
+        return nret > space

@@ -7,9 +7,7 @@ packet an engine sends). GPU ``i`` sends to GPU ``d = (i - 1) % n`` over link ``
 ``c``, as :class:`~sim_models.cosim.SystemEnv` runs :class:`~sim_models.network.Ring`:
 
 * ``tx<i>.ready`` is ``Ring.tx_ready(i, c, burst_bytes)``: the bytes of GPU ``i``'s packets
-  whose last byte has not left by ``c``, plus one burst, fit in ``tx_bytes``; ``room<i>``
-  is ``Ring.tx_ready(i, c, store_room)``, which GPU ``i`` waits for before it offers a
-  remote store;
+  whose last byte has not left by ``c``, plus one burst, fit in ``tx_bytes``;
 * a packet taken on ``tx<i>`` (``valid & ready``) at ``c`` is ``Ring.send``: the link starts
   it when it is free, but not before ``c``, serializes its ``bytes`` at the exact rate
   ``P/Q`` (:func:`~sim_models.network.link_rate`: one byte takes ``Q/P`` cycles) and
@@ -78,9 +76,6 @@ class RingHdl(wiring.Component):
         Cycles of flight, in [0, 2**20].
     tx_bytes : int
         Each GPU's transmit buffer, in [1, 2**24].
-    store_room : int or None
-        The free bytes ``room<i>`` asks for, in [1, ``tx_bytes``]; None (the default): one
-        burst, as ``tx<i>.ready``.
     wire_depth : int or None
         Packets each link's wire holds (in flight, or arrived and not taken), in
         [1, 65536]. None (the default): every packet that can be in flight, plus
@@ -101,8 +96,6 @@ class RingHdl(wiring.Component):
         To engine ``i``'s ``net_rx``: the packets of GPU ``(i + 1) % n``.
     packets<i> : Out(32)
         Packets taken on ``tx<i>``.
-    room<i> : Out(1)
-        GPU ``i``'s transmit buffer has ``store_room`` bytes free.
     idle : Out(1)
         No packet on any wire (:meth:`Ring.empty`, the receivers' ports included).
     error, error_cycle : Out(4), Out(40)
@@ -114,13 +107,11 @@ class RingHdl(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams(), *, n, bytes_per_cycle, latency,
-                 tx_bytes, store_room=None, wire_depth=None, tx_depth=None):
+                 tx_bytes, wire_depth=None, tx_depth=None):
         try:
             _check("n", n, 2, min(1 << params.device_width, 64))
             _check("latency", latency, 0, 1 << 20)
             _check("tx_bytes", tx_bytes, 1, 1 << 24)
-            if store_room is not None:
-                _check("store_room", store_room, 1, tx_bytes)
             self.rate_p, self.rate_q = ring_rate(bytes_per_cycle)
             if wire_depth is not None:
                 _check("wire_depth", wire_depth, 1, MAX_DEPTH)
@@ -131,7 +122,6 @@ class RingHdl(wiring.Component):
             raise
         p, q = self.rate_p, self.rate_q
         self._p, self.n, self.latency, self.tx_bytes = params, n, latency, tx_bytes
-        self.store_room = params.burst_bytes if store_room is None else store_room
         # Bytes held, at most: a packet is taken only while held + burst_bytes <= tx_bytes,
         # and its ``bytes`` field holds up to max_bytes.
         self.max_bytes = (1 << params.burst_width) - 1
@@ -148,7 +138,6 @@ class RingHdl(wiring.Component):
             members[f"tx{i}"] = In(stream.Signature(layout))
             members[f"rx{i}"] = Out(stream.Signature(layout))
             members[f"packets{i}"] = Out(32)
-            members[f"room{i}"] = Out(1)
         members.update(idle=Out(1), error=Out(4), error_cycle=Out(CYCLE_WIDTH))
         super().__init__(members)
 
@@ -218,7 +207,6 @@ class RingHdl(wiring.Component):
             head_due.eq((count != 0) & (rd0.data.due <= c)),
             held_now.eq(held - Mux(head_due, rd0.data.bytes, 0)),
             tx.ready.eq(held_now + self._p.burst_bytes <= self.tx_bytes),
-            getattr(self, f"room{i}").eq(held_now + self.store_room <= self.tx_bytes),
         ]
         late = head_due & (count >= 2) & (rd1.data.due <= c)      # bit 3
         stays = (count >= 2) | ((count == 1) & ~head_due)         # the tail is not leaving

@@ -193,7 +193,7 @@ class FastSystem(wiring.Component):
         self._drams = [_ports_of(self._dram()) for _ in range(n)]
         self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
                              latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
-                             store_room=cfg.store_room, wire_depth=hw["wire_depth"])
+                             wire_depth=hw["wire_depth"])
         bus = BusSignature(RegisterMap(p).addr_width)
         members = {"run": In(1), "result_base": In(p.addr_width), "r_expected": In(48),
                    "cycle": Out(CYCLE_WIDTH), "stamp": Out(CYCLE_WIDTH),
@@ -235,7 +235,6 @@ class FastSystem(wiring.Component):
             connect(m, g.load, eng.load)
             connect(m, eng.load_response, g.load_response)
             connect(m, g.store, eng.store)
-            m.d.comb += g.remote_room.eq(getattr(ring, f"room{i}"))
             connect(m, eng.dram, d.req)
             connect(m, d.rsp, eng.dram_response)
             connect(m, eng.net_tx, getattr(ring, f"tx{i}"))
