@@ -18186,49 +18186,9 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   reg _init_strobe_8  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire [76:0] \$101 ;
-  wire [76:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  wire \$106 ;
-  wire \$107 ;
-  wire [76:0] \$108 ;
-  wire [76:0] \$109 ;
   wire \$11 ;
-  wire [76:0] \$110 ;
-  wire \$111 ;
-  wire \$112 ;
-  wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire [3:0] \$122 ;
-  wire [3:0] \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [3:0] \$127 ;
-  wire [3:0] \$128 ;
-  reg [3:0] \$129 ;
   wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [2:0] \$138 ;
-  reg [2:0] \$139 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -18271,60 +18231,29 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [3:0] \$52 ;
+  wire [3:0] \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
+  wire [3:0] \$57 ;
+  wire [3:0] \$58 ;
   wire \$59 ;
   wire [5:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  wire [76:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg [2:0] \$68 ;
+  reg [2:0] \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire \$72 ;
-  wire [76:0] \$73 ;
-  wire [76:0] \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
-  wire [76:0] \$78 ;
-  wire [76:0] \$79 ;
+  reg [76:0] \$70 ;
   wire \$8 ;
-  wire [76:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [76:0] \$87 ;
-  wire [76:0] \$88 ;
-  wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire [76:0] \$93 ;
-  wire [76:0] \$94 ;
-  wire [76:0] \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  (* init = 3'h0 *)
-  wire [2:0] \$signal ;
   wire accept;
   input clk;
   wire clk;
@@ -18337,40 +18266,19 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   (* enum_value_1 = "UPDATE" *)
   wire data__kind ;
   wire [15:0] data__tile ;
-  (* init = 77'h00000000000000000000 *)
-  wire [76:0] front0;
-  wire [47:0] front0__addr ;
-  wire [6:0] front0__bytes ;
-  wire [4:0] front0__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire front0__kind ;
-  wire [15:0] front0__tile ;
-  reg [76:0] front1 = 77'h00000000000000000000;
-  wire [47:0] front1__addr ;
-  wire [6:0] front1__bytes ;
-  wire [4:0] front1__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire front1__kind ;
-  wire [15:0] front1__tile ;
-  reg [76:0] front2 = 77'h00000000000000000000;
-  wire [47:0] front2__addr ;
-  wire [6:0] front2__bytes ;
-  wire [4:0] front2__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire front2__kind ;
-  wire [15:0] front2__tile ;
   reg full = 1'h0;
-  reg ge3 = 1'h0;
-  reg ge4 = 1'h0;
-  reg issued1 = 1'h0;
-  reg issued2 = 1'h0;
-  reg late = 1'h0;
+  (* init = 3'h0 *)
+  wire [2:0] head;
+  (* init = 77'h00000000000000000000 *)
+  wire [76:0] head_reg;
+  wire [47:0] head_reg__addr ;
+  wire [6:0] head_reg__bytes ;
+  wire [4:0] head_reg__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire head_reg__kind ;
+  wire [15:0] head_reg__tile ;
   reg [3:0] level = 4'h0;
   output [76:0] o__payload;
   reg [76:0] o__payload = 77'h00000000000000000000;
@@ -18398,17 +18306,10 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   (* enum_value_1 = "UPDATE" *)
   wire rd__data__kind ;
   wire [15:0] rd__data__tile ;
-  reg [76:0] rd_q = 77'h00000000000000000000;
-  wire [47:0] rd_q__addr ;
-  wire [6:0] rd_q__bytes ;
-  wire [4:0] rd_q__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rd_q__kind ;
-  wire [15:0] rd_q__tile ;
   input rst;
   wire rst;
+  (* init = 3'h0 *)
+  wire [2:0] tail;
   reg waiting = 1'h0;
   reg [2:0] wr__addr = 3'h0;
   input [76:0] wr__data;
@@ -18422,9 +18323,6 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   wire wr__data__kind ;
   wire [15:0] wr__data__tile ;
   wire wr__en;
-  (* init = 3'h0 *)
-  wire [2:0] wr_ptr;
-  (* t3hw_rd_collision = "excluded" *)
   reg [76:0] storage [7:0];
   initial begin
     storage[0] = 77'h00000000000000000000;
@@ -18439,11 +18337,56 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
   end
-  reg [76:0] _0_;
-  always @(posedge clk) begin
-    _0_ <= storage[rd__addr];
-  end
-  assign rd__data = _0_;
+  assign rd__data = storage[rd__addr];
+  assign \$29  = push & accept;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$29  & \$31 ;
+  assign \$33  = level >= 1'h1;
+  assign \$34  = o__valid & o__ready;
+  assign \$35  = push & accept;
+  assign \$36  = ~ \$35 ;
+  assign \$37  = \$34  & \$36 ;
+  assign \$38  = level >= 2'h3;
+  assign \$39  = \$37  ? \$38  : waiting;
+  assign \$40  = \$32  ? \$33  : \$39 ;
+  assign \$41  = push & accept;
+  assign \$42  = push & accept;
+  assign \$43  = ~ o__valid;
+  assign \$44  = o__valid & o__ready;
+  assign \$45  = ~ waiting;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = \$43  | \$46 ;
+  assign \$48  = \$42  & \$47 ;
+  assign \$49  = ~ \$48 ;
+  assign \$50  = \$41  & \$49 ;
+  assign \$51  = wr__addr == 3'h7;
+  assign \$52  = wr__addr + 1'h1;
+  assign \$53  = \$51  ? 4'h0 : \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = \$54  & waiting;
+  assign \$56  = rd__addr == 3'h7;
+  assign \$57  = rd__addr + 1'h1;
+  assign \$58  = \$56  ? 4'h0 : \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = push & \$60 ;
+  assign \$62  = \$59  | \$61 ;
+  assign \$63  = waiting ? rd__data : wr__data;
+  always @(posedge clk)
+    level <= \$64 ;
+  always @(posedge clk)
+    o__valid <= \$65 ;
+  always @(posedge clk)
+    full <= \$66 ;
+  always @(posedge clk)
+    waiting <= \$67 ;
+  always @(posedge clk)
+    wr__addr <= \$68 ;
+  always @(posedge clk)
+    rd__addr <= \$69 ;
+  always @(posedge clk)
+    o__payload <= \$70 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -18473,230 +18416,76 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   assign \$26  = ~ \$25 ;
   assign \$27  = \$26  & full;
   assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
-  assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
-  assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 3'h7;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 4'h0 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 3'h7;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 4'h0 : \$127 ;
-  always @(posedge clk)
-    level <= \$129 ;
-  always @(posedge clk)
-    o__valid <= \$130 ;
-  always @(posedge clk)
-    full <= \$131 ;
-  always @(posedge clk)
-    waiting <= \$132 ;
-  always @(posedge clk)
-    ge3 <= \$133 ;
-  always @(posedge clk)
-    ge4 <= \$134 ;
-  always @(posedge clk)
-    rd_q <= rd__data;
-  always @(posedge clk)
-    issued1 <= \$135 ;
-  always @(posedge clk)
-    issued2 <= \$136 ;
-  always @(posedge clk)
-    late <= \$137 ;
-  always @(posedge clk)
-    o__payload <= \$80 ;
-  always @(posedge clk)
-    front1 <= \$95 ;
-  always @(posedge clk)
-    front2 <= \$110 ;
-  always @(posedge clk)
-    wr__addr <= \$138 ;
-  always @(posedge clk)
-    rd__addr <= \$139 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$129  = \$6 [3:0];
+    \$64  = \$6 [3:0];
     if (rst) begin
-      \$129  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$130  = \$16 ;
+    \$65  = \$16 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$131  = \$28 ;
+    \$66  = \$28 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$132  = \$40 ;
+    \$67  = \$40 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$67  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$133  = \$52 ;
+    \$68  = wr__addr;
+    if (\$50 ) begin
+      \$68  = \$53 [2:0];
+    end
     if (rst) begin
-      \$133  = 1'h0;
+      \$68  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$134  = \$64 ;
+    \$69  = rd__addr;
+    if (\$55 ) begin
+      \$69  = \$58 [2:0];
+    end
     if (rst) begin
-      \$134  = 1'h0;
+      \$69  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$135  = \$66 ;
-    if (rst) begin
-      \$135  = 1'h0;
+    \$70  = o__payload;
+    if (\$62 ) begin
+      \$70  = \$63 ;
     end
   end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$136  = issued1;
-    if (rst) begin
-      \$136  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$137  = \$67 ;
-    if (rst) begin
-      \$137  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [2:0];
-    end
-    if (rst) begin
-      \$138  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_8 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [2:0];
-    end
-    if (rst) begin
-      \$139  = 3'h0;
-    end
-  end
-  assign front0 = o__payload;
-  assign wr_ptr = wr__addr;
+  assign head_reg = o__payload;
+  assign tail = wr__addr;
   assign data = wr__data;
   assign wr__en = 1'h1;
-  assign \$signal  = rd__addr;
+  assign head = rd__addr;
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign front0__device  = o__payload[4:0];
-  assign front0__addr  = o__payload[52:5];
-  assign front0__kind  = o__payload[53];
-  assign front0__tile  = o__payload[69:54];
-  assign front0__bytes  = o__payload[76:70];
+  assign head_reg__device  = o__payload[4:0];
+  assign head_reg__addr  = o__payload[52:5];
+  assign head_reg__kind  = o__payload[53];
+  assign head_reg__tile  = o__payload[69:54];
+  assign head_reg__bytes  = o__payload[76:70];
   assign wr__data__device  = wr__data[4:0];
   assign wr__data__addr  = wr__data[52:5];
   assign wr__data__kind  = wr__data[53];
@@ -18707,30 +18496,11 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   assign data__kind  = wr__data[53];
   assign data__tile  = wr__data[69:54];
   assign data__bytes  = wr__data[76:70];
-  assign rd_q__device  = rd_q[4:0];
-  assign rd_q__addr  = rd_q[52:5];
-  assign rd_q__kind  = rd_q[53];
-  assign rd_q__tile  = rd_q[69:54];
-  assign rd_q__bytes  = rd_q[76:70];
   assign rd__data__device  = rd__data[4:0];
   assign rd__data__addr  = rd__data[52:5];
   assign rd__data__kind  = rd__data[53];
   assign rd__data__tile  = rd__data[69:54];
   assign rd__data__bytes  = rd__data[76:70];
-  assign front1__device  = front1[4:0];
-  assign front1__addr  = front1[52:5];
-  assign front1__kind  = front1[53];
-  assign front1__tile  = front1[69:54];
-  assign front1__bytes  = front1[76:70];
-  assign front2__device  = front2[4:0];
-  assign front2__addr  = front2[52:5];
-  assign front2__kind  = front2[53];
-  assign front2__tile  = front2[69:54];
-  assign front2__bytes  = front2[76:70];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
 endmodule
 
 module t3hw_engine__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from t3hw.spec.layouts import (dma_capture_layout, dma_descriptor_layout, dma_program_layout,
                                net_packet_layout, read_request_layout, read_response_layout)
 from t3hw.spec.params import EngineParams, check_params
-from .queue import BLOCK_MIN_DEPTH, Queue
+from .queue import Queue
 
 
 __all__ = ["DmaEngine"]
@@ -48,7 +48,8 @@ class DmaEngine(wiring.Component):
         One packet per good return of a read of a descriptor not aborted, in the order of
         the returns: ``device``, ``addr = dst + r * pitch + c``, ``kind = op``, ``tile`` of
         the descriptor, and the read's ``bytes``. The head of the packet queue
-        (``max_outstanding`` deep); ``valid`` is a register.
+        (``max_outstanding`` deep, a register and LUT RAM as ``pending``); ``valid`` is a
+        register.
     bad_response, read_error, aborted : Out(1)
         Events of the response taken this cycle.
     detail : Out(dma_capture_layout)
@@ -113,9 +114,7 @@ class DmaEngine(wiring.Component):
         # counts both, and the walk stops at `max_outstanding` (`at_limit`, a register), so
         # that a response never waits for the network.
         m.submodules.pending = pending = Queue(meta_layout, depth=p.max_outstanding)
-        m.submodules.packets = packets = Queue(
-            net_packet_layout(p), depth=p.max_outstanding,
-            head="block" if p.max_outstanding >= BLOCK_MIN_DEPTH else "register")
+        m.submodules.packets = packets = Queue(net_packet_layout(p), depth=p.max_outstanding)
         held = Signal(range(p.max_outstanding + 1))
         at_limit = Signal()
         # ``match``: ``kill.run == run``, a register of its own (its next value the compare of
