@@ -62,9 +62,10 @@ class DmaEngine(wiring.Component):
     count of descriptors taken, modulo ``2**(read_tag_width + 1)``, more than the runs that
     can have reads outstanding). A bad response to a read of run R in cycle t marks R
     aborted: it makes no packet, and the responses to R's other outstanding reads are taken
-    without packets (R's packets of earlier good returns, already queued, still leave); if the walker is still on R in t + 1 it stops there (so a read of R
-    loaded in cycle t still goes out, and its response is taken without a packet), and takes
-    the next descriptor from t + 2. The mark is cleared by the first response of a later run
+    without packets (R's packets of earlier good returns, already queued, still leave); if
+    the walker is still on R in t + 1 it stops there (so a read of R loaded in cycle t still
+    goes out, and its response is taken without a packet), and takes the next descriptor
+    from t + 2. The mark is cleared by the first response of a later run
     taken with no error, which then makes its packet as usual.
 
     Latency: the first read of a descriptor is valid the cycle after the descriptor is taken;
