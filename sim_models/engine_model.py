@@ -53,6 +53,14 @@ T3-MCA, except that while the threshold is in effect and the occupancy is below 
 streams alternate when both request (round robin), where T3-MCA gives compute every such
 slot. The RTL's turn looks at the occupancy two cycles late (``docs/arbiter.md``); this
 model, which serves the performance model, compares the occupancy it is given.
+
+Two variants of the turn exist in this model only, to study the policy (``docs/paper.md``,
+"A policy of our own"); their defaults give the RTL's rule. ``rr_fraction`` takes the turn
+only while the occupancy is below ``max(1, ceil(threshold * rr_fraction))`` (between that
+and the threshold the rule is T3-MCA's); ``rr_backlog`` takes it only while the DMA has at
+least that many bytes of triggered work not yet read (:attr:`Arbiter.backlog`, which the
+caller sets: the performance model, every step), a sign that the ring, not the GEMM, is
+behind.
 """
 
 import math
@@ -206,10 +214,14 @@ class Arbiter:
         T3-MCA: cycles at the GEMM start over which the threshold is derived.
     saturation : float
         T3-MCA: occupancy (requests) at which the DRAM saturates, ``q_sat``.
+    rr_fraction : float
+        T3-MCA-RR: the turn's share of the threshold, in (0, 1] (module docstring).
+    rr_backlog : int
+        T3-MCA-RR: the DMA backlog (bytes) the turn needs, in [0, inf) (module docstring).
     """
 
     def __init__(self, *, policy, threshold=None, starvation_limit=1024, window=16384,
-                 saturation=1.0):
+                 saturation=1.0, rr_fraction=1.0, rr_backlog=0):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, not {policy!r}")
         if threshold is not None:
@@ -221,6 +233,12 @@ class Arbiter:
         if not saturation > 0:
             raise ValueError(f"saturation must be in (0, inf), not {saturation!r}")
         self.saturation = float(saturation)
+        if isinstance(rr_fraction, bool) or not isinstance(rr_fraction, (int, float)) \
+                or not 0 < rr_fraction <= 1:
+            raise ValueError(f"rr_fraction must be in (0, 1], not {rr_fraction!r}")
+        self.rr_fraction = float(rr_fraction)
+        self.rr_backlog = _nonneg_int("rr_backlog", rr_backlog, 0)
+        self.backlog = 0         # bytes of triggered DMA work not yet read (the caller's)
         self.wait = 0.0          # cycles the comm stream has waited since its last issue
         self.last = "comm"       # round-robin pointer: who was granted last
         self._seen = 0.0         # cycles of the window measured so far (derived threshold)
@@ -255,6 +273,13 @@ class Arbiter:
     def _open(self, occupancy):
         return self.threshold is None or occupancy < self.threshold
 
+    def _turn_threshold(self):
+        """The occupancy below which T3-MCA-RR takes its round-robin turn, or 0 (no turn:
+        the threshold is being derived, or the backlog is short of ``rr_backlog``)."""
+        if self.measuring or self.backlog < self.rr_backlog:
+            return 0
+        return max(1, math.ceil(self.threshold * self.rr_fraction - 1e-9))
+
     # -- one grant slot ------------------------------------------------------------------
     def grant(self, *, compute_ready, comm_ready, occupancy):
         """Decide one request slot (one cycle): ``"compute"``, ``"comm"`` or ``None``."""
@@ -269,7 +294,7 @@ class Arbiter:
             choice = "comm"
             self.forced += 1
         elif (self.policy == "t3_mca_rr" and compute_ready and comm_ready
-              and not self.measuring and self._open(occupancy)):
+              and occupancy < self._turn_threshold()):
             choice = "compute" if self.last == "comm" else "comm"
         elif compute_ready:
             choice = "compute"
@@ -310,12 +335,16 @@ class Arbiter:
         if self.measuring:                  # compute-first plus the forced requests
             extra = max(0.0, min(comm - forced, room))
         elif self._open(occupancy) and self.policy == "t3_mca_rr":
-            # round robin while the gate is open: communication takes at least half of
-            # what the forced requests leave, more if compute asks for less
+            # round robin below the turn's threshold: communication takes at least half of
+            # what the forced requests leave, more if compute asks for less; then, up to the
+            # gate's threshold, the slots compute leaves (T3-MCA)
             allow = (self.threshold - occupancy) * burst_bytes * cycles / latency
+            turn = max(0.0, (self._turn_threshold() - occupancy) * burst_bytes * cycles
+                       / latency)
             left = capacity - forced
-            extra = max(0.0, min(comm - forced, left - min(compute, left / 2), allow))
-            gc = min(compute, left - extra)
+            rr = max(0.0, min(comm - forced, left - min(compute, left / 2), turn))
+            gc = min(compute, left - rr)
+            extra = rr + max(0.0, min(comm - forced - rr, left - gc - rr, allow - rr))
         elif self._open(occupancy) and room > 0:
             allow = (self.threshold - occupancy) * burst_bytes * cycles / latency
             extra = min(comm - forced, room, allow)

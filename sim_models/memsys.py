@@ -336,7 +336,7 @@ class HbmMemory:
                                  starvation_limit=arb.starvation_limit, window=arb.window,
                                  saturation=arb.saturation) for _ in range(self.k)]
         for a in self.arbs:                  # the shared arbiter derives the threshold
-            a.threshold = arb.threshold
+            a.threshold, a.backlog = arb.threshold, arb.backlog
         return self.arbs
 
     def _finish(self, entry):

@@ -161,6 +161,8 @@ class SystemConfig:
     step_cycles:         int = 512
     tx_buffer_bytes:     int = 256 * 1024
     mca_threshold:       int = None
+    rr_fraction:         float = 1.0
+    rr_backlog:          int = 0
     memory:              str = "fluid"
     hbm:                 HbmParams = None
     hbm_sample_pcs:      int = 2
@@ -207,6 +209,8 @@ class SystemConfig:
                              f"not {self.lookahead_steps!r}")
         check_optional_int("fabric_cycles", self.fabric_cycles, 0)
         check_optional_int("load_spacing", self.load_spacing, 1)
+        # T3-MCA-RR's variants: checked here, with their ranges, not at the first run
+        Arbiter(policy="t3_mca_rr", rr_fraction=self.rr_fraction, rr_backlog=self.rr_backlog)
         if self.tx_buffer_bytes < self.packet_bytes:
             raise ValueError(f"tx_buffer_bytes must be in [{self.packet_bytes}, inf), "
                              f"not {self.tx_buffer_bytes!r}")
@@ -223,7 +227,8 @@ class SystemConfig:
         threshold = self.mca_threshold if self.mca_threshold is not None else \
             (p.mca_threshold or None)
         return Arbiter(policy=policy, threshold=threshold, starvation_limit=p.starvation_limit,
-                       window=1 << p.mca_window_log2, saturation=saturation)
+                       window=1 << p.mca_window_log2, saturation=saturation,
+                       rr_fraction=self.rr_fraction, rr_backlog=self.rr_backlog)
 
     def dram(self):
         """A fresh timing-only memory: :class:`DramModel` or :class:`HbmMemory`."""
@@ -413,6 +418,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
                 dma.popleft()
         running = not gemm.done
         gemm_end = now if gemm_end is None and not running else gemm_end
+        arb.backlog = sum(u[1] for u in dma)      # triggered bytes the DMA has not read
         gc, gm = dram.step(dt, arb)
         if running:                       # T3-MCA: compute's share of this step's capacity
             arb.measure(dt, min(1.0, gc / (dram.bytes_per_cycle * dt)))

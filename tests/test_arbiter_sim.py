@@ -119,3 +119,52 @@ def test_performance_model_arbiter_forces_while_measuring():
     gc, gm = arb.split(capacity=100 * 64, cycles=100, compute=1e6, comm=1e6, occupancy=99,
                        burst_bytes=64)
     assert arb.measuring and (gc, gm) == (90 * 64, 10 * 64)
+
+
+def test_performance_model_rr_turn_variants():
+    """The performance model's T3-MCA-RR variants (model only, ``docs/paper.md``): with
+    ``rr_fraction`` the round-robin turn needs the occupancy below that share of the
+    threshold, T3-MCA's rule between it and the threshold; with ``rr_backlog`` it needs that
+    many bytes of triggered DMA work, T3-MCA's rule without them."""
+    from sim_models.engine_model import Arbiter as PerfArbiter
+
+    def grants(arb, occupancy, n=6):
+        return [arb.grant(compute_ready=True, comm_ready=True, occupancy=occupancy)
+                for _ in range(n)]
+
+    alternate = ["compute", "comm"] * 3                     # a fresh arbiter: compute first
+    arb = PerfArbiter(policy="t3_mca_rr", threshold=10, rr_fraction=0.5, starvation_limit=99)
+    assert grants(arb, 4) == alternate                      # below ceil(10 * 0.5) = 5
+    assert grants(arb, 5) == ["compute"] * 6                # gate open, no turn: T3-MCA
+    arb = PerfArbiter(policy="t3_mca_rr", threshold=10, rr_backlog=4096, starvation_limit=99)
+    arb.backlog = 4095
+    assert grants(arb, 0) == ["compute"] * 6
+    arb.backlog = 4096
+    assert grants(arb, 0) == ["comm", "compute"] * 3        # the last grant was compute's
+    assert grants(PerfArbiter(policy="t3_mca_rr", threshold=10, starvation_limit=99), 9) \
+        == alternate                                        # the defaults: the RTL's rule
+
+
+def test_performance_model_rr_without_backlog_splits_as_t3_mca():
+    """In a step of many cycles too, T3-MCA-RR short of its ``rr_backlog`` is T3-MCA."""
+    from sim_models.engine_model import Arbiter as PerfArbiter
+    rng = random.Random(7)
+    print("seed 7")
+    for _ in range(200):
+        kw = dict(capacity=rng.choice([0, 640, 6400]), cycles=100,
+                  compute=rng.choice([0.0, 1000.0, 1e6]), comm=rng.choice([0.0, 300.0, 1e6]),
+                  occupancy=rng.randrange(0, 40), burst_bytes=64)
+        mca = PerfArbiter(policy="t3_mca", threshold=20, starvation_limit=50)
+        rr = PerfArbiter(policy="t3_mca_rr", threshold=20, starvation_limit=50, rr_backlog=1)
+        mca.wait = rr.wait = rng.randrange(0, 60)
+        assert rr.split(**kw) == mca.split(**kw) and rr.wait == mca.wait
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"rr_fraction": 0}, r"rr_fraction must be in \(0, 1\], not 0"),
+    ({"rr_fraction": 1.5}, r"rr_fraction must be in \(0, 1\], not 1.5"),
+    ({"rr_backlog": -1}, r"rr_backlog must be an integer in \[0, inf\), not -1")])
+def test_performance_model_rr_variants_bad_values(kw, match):
+    from sim_models.engine_model import Arbiter as PerfArbiter
+    with pytest.raises(ValueError, match=match):
+        PerfArbiter(policy="t3_mca_rr", **kw)
