@@ -334,7 +334,8 @@ class HbmMemory:
         if self.arbs is None:
             self.arbs = [Arbiter(policy=arb.policy, threshold=arb.threshold,
                                  starvation_limit=arb.starvation_limit, window=arb.window,
-                                 saturation=arb.saturation) for _ in range(self.k)]
+                                 saturation=arb.saturation, rr_fraction=arb.rr_fraction,
+                                 rr_backlog=arb.rr_backlog) for _ in range(self.k)]
         for a in self.arbs:                  # the shared arbiter derives the threshold
             a.threshold, a.backlog = arb.threshold, arb.backlog
         return self.arbs

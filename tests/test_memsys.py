@@ -100,6 +100,28 @@ def test_mca_holds_communication_back_while_the_gemm_fills_the_queue():
     assert mca < rr / 2
 
 
+def test_rr_backlog_reaches_every_channel_arbiter():
+    """T3-MCA-RR's turn variants (``rr_backlog``, ``rr_fraction``) hold on every channel:
+    short of its backlog the policy shares the slots as T3-MCA does, with it as T3-MCA-RR
+    does, whose turn gives the ring more than T3-MCA's idle slots."""
+    def comm_bytes(policy, backlog, rr_backlog=1 << 20):
+        m = HbmMemory(mshrs=1 << 16)
+        arb = Arbiter(policy=policy, threshold=2048, starvation_limit=1 << 20,
+                      rr_fraction=0.5, rr_backlog=rr_backlog)
+        arb.backlog = backlog
+        gm = 0.0
+        for _ in range(20):
+            m.request("compute", 1 << 20, "gemm_reads")
+            m.request("comm", 256 << 10, "rs_reads")
+            gm += m.step(512, arb)[1]
+        return gm
+    mca, short, rr = (comm_bytes("t3_mca", 0), comm_bytes("t3_mca_rr", (1 << 20) - 1),
+                      comm_bytes("t3_mca_rr", 1 << 20))
+    print(f"\nthe ring's bytes: T3-MCA {mca:.0f}, T3-MCA-RR short of its backlog {short:.0f}, "
+          f"with it {rr:.0f}")
+    assert short == mca < rr
+
+
 def test_read_latency_counts_the_wait_behind_the_other_class():
     """The GEMM's reads wait longer for their data when round robin lets the ring's reads
     in between them than alone, and less when T3-MCA holds the ring back above its
