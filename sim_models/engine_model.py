@@ -58,9 +58,9 @@ Two variants of the turn exist in this model only, to study the policy (``docs/p
 "A policy of our own"); their defaults give the RTL's rule. ``rr_fraction`` takes the turn
 only while the occupancy is below ``max(1, ceil(threshold * rr_fraction))`` (between that
 and the threshold the rule is T3-MCA's); ``rr_backlog`` takes it only while the DMA has at
-least that many bytes of triggered work not yet read (:attr:`Arbiter.backlog`, which the
-caller sets: the performance model, every step), a sign that the ring, not the GEMM, is
-behind.
+least that many bytes of triggered work whose reads it has not issued
+(:attr:`Arbiter.backlog`, which the caller sets: the performance model, every step), a sign
+that the ring, not the GEMM, is behind.
 """
 
 import math
@@ -238,7 +238,7 @@ class Arbiter:
             raise ValueError(f"rr_fraction must be in (0, 1], not {rr_fraction!r}")
         self.rr_fraction = float(rr_fraction)
         self.rr_backlog = _nonneg_int("rr_backlog", rr_backlog, 0)
-        self.backlog = 0         # bytes of triggered DMA work not yet read (the caller's)
+        self.backlog = 0         # triggered DMA bytes whose reads are not issued (caller)
         self.wait = 0.0          # cycles the comm stream has waited since its last issue
         self.last = "comm"       # round-robin pointer: who was granted last
         self._seen = 0.0         # cycles of the window measured so far (derived threshold)

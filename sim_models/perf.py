@@ -418,7 +418,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
                 dma.popleft()
         running = not gemm.done
         gemm_end = now if gemm_end is None and not running else gemm_end
-        arb.backlog = sum(u[1] for u in dma)      # triggered bytes the DMA has not read
+        arb.backlog = sum(u[1] for u in dma)      # triggered bytes not yet asked for
         gc, gm = dram.step(dt, arb)
         if running:                       # T3-MCA: compute's share of this step's capacity
             arb.measure(dt, min(1.0, gc / (dram.bytes_per_cycle * dt)))
