@@ -245,6 +245,14 @@ class Arbiter:
         self._granted = 0.0      # sum of cycles x compute rate: compute grants in the window
         self.forced = 0          # comm requests forced by the starvation limit
 
+    def fresh(self):
+        """A new arbiter with this one's parameters and none of its state (the HBM2
+        memory's per-channel arbiters, :class:`sim_models.memsys.HbmMemory`)."""
+        return Arbiter(policy=self.policy, threshold=self.threshold,
+                       starvation_limit=self.starvation_limit, window=self.window,
+                       saturation=self.saturation, rr_fraction=self.rr_fraction,
+                       rr_backlog=self.rr_backlog)
+
     # -- threshold derivation ------------------------------------------------------------
     @property
     def measuring(self):

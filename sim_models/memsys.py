@@ -69,7 +69,6 @@ import random
 from collections import deque
 
 from .dram import TRAFFIC_CLASSES
-from .engine_model import Arbiter
 from .hbm import HbmModel, HbmParams
 from t3hw.spec.layouts import MemOp
 
@@ -332,10 +331,7 @@ class HbmMemory:
     # -- time ----------------------------------------------------------------------------
     def _arbiters(self, arb):
         if self.arbs is None:
-            self.arbs = [Arbiter(policy=arb.policy, threshold=arb.threshold,
-                                 starvation_limit=arb.starvation_limit, window=arb.window,
-                                 saturation=arb.saturation, rr_fraction=arb.rr_fraction,
-                                 rr_backlog=arb.rr_backlog) for _ in range(self.k)]
+            self.arbs = [arb.fresh() for _ in range(self.k)]
         for a in self.arbs:                  # the shared arbiter derives the threshold
             a.threshold, a.backlog = arb.threshold, arb.backlog
         return self.arbs
