@@ -149,8 +149,12 @@ class Plan:
         return out
 
     def expected(self):
-        """The all-reduced output (exact, float64)."""
-        return np.sum([q.astype(np.float64) for q in self.partials], axis=0)
+        """The all-reduced output (exact, float64), summed in place (not from an ``N x T x H``
+        stack of the partials)."""
+        out = self.partials[0].astype(np.float64)
+        for q in self.partials[1:]:
+            out += q
+        return out
 
     # -- geometry ----------------------------------------------------------------------------
     def chunk_of_tile(self, t):
@@ -269,3 +273,18 @@ class Plan:
                 out.append((addr + e * g.elem_bytes, tid,
                             block[row0 + r, col0 + e:col0 + min(e + per, tile.cols)]))
         return out
+
+    def tile_bursts(self, i, t):
+        """``(remote, data)``: the data of :meth:`tile_stores` ``(i, t)`` as one
+        ``(stores, burst elements)`` array in the same order, and whether they are stores
+        into a ``REMOTE`` region (a tile lies in one chunk, so in one region); None if a
+        store of the tile is shorter than a burst (its row is not a whole number of them)."""
+        prod, g, burst = self.producers[i], self.cfg.gpu, self.p.burst_bytes
+        tile = prod.tiles[t]
+        per = burst // g.elem_bytes
+        if tile.cols % per or burst % g.elem_bytes:
+            return None
+        row0, col0 = tile.row * g.tile_m, tile.col * g.tile_n
+        addr = self.buffer(i, self.chunk_of_tile(t)) + row0 * self.pitch + col0 * g.elem_bytes
+        data = self.partials[i][row0:row0 + tile.rows, col0:col0 + tile.cols]
+        return self.is_remote(i, addr), data.reshape(-1, per)

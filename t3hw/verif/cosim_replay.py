@@ -25,6 +25,15 @@ datum:
 
 The DRAMs are replayed together in cycle order, so a DMA read's snapshot is taken before any
 later write to its DRAM, and before the packet that carries it can arrive anywhere.
+
+Only that order matters, not the rest of the cycle order: a request depends on the request
+before it at the same burst of the same DRAM and, if it writes a received packet made of a
+snapshot, on the DMA read that took it. When every request is one aligned burst (every
+co-simulation's log), :func:`_by_bursts` gives each request a level above those it depends
+on and applies a level at a time, each kind of request of a level as one numpy operation on
+the DRAM viewed as rows of a burst; otherwise, and for a log the exact mode would refuse
+(to say why), :func:`_by_rows` applies one request at a time. Both leave the same memory
+(``tests/test_cosim_replay.py``).
 """
 
 from collections import deque
@@ -99,30 +108,22 @@ class _Packets:
         return src.popleft()
 
 
-def replay(cfg, plan, log, retired):
+def replay(cfg, plan, log, retired, *, by_bursts=True):
     """Replay the run's data (module docstring); returns the DRAMs
     (:class:`~sim_models.dram.NmcDram`, their memory and traffic counters), ``numerics``
     (``(ok, max_abs_err)``) and ``r_writes`` per GPU.
 
     ``log`` is :func:`read_log`'s array, ``retired`` each GPU's tiles in retire order.
     Raises :exc:`AssertionError` where the exact mode would: a write with no data behind
-    it, or data of the wrong size."""
+    it, or data of the wrong size. ``by_bursts`` (the default) applies the log level by
+    level (:func:`_by_bursts`) where it can, else request by request (:func:`_by_rows`);
+    False always takes the latter. Both leave the same memory."""
     n = cfg.gpus
     size = plan.r_base - plan.o_base + plan.out_bytes
     drams = [NmcDram(None, base=plan.o_base, result_base=plan.r_base, size_bytes=size,
                      latency=cfg.dram_latency, stall=0.0, dtype=DTYPE) for _ in range(n)]
-    local, remote = [deque() for _ in range(n)], [deque() for _ in range(n)]
-    for i in range(n):
-        for t in retired[i]:
-            for addr, _tile, data in plan.tile_stores(i, t):
-                (remote if plan.is_remote(i, addr) else local)[i].append(data)
     kind = log[:, 0]
     tx, serves, loads = log[kind == 1], log[kind == 0], log[kind == 2]
-    packets = []
-    for s in range(n):
-        mine = tx[tx[:, 1] == s]
-        packets.append(_Packets(mine[:, 3], mine[:, 4], (s + 1) % n, plan.ids.units,
-                                remote[s], drams[s].dma_data))
     _count(drams, serves, loads, plan.r_base)
     data_ops = serves[(serves[:, 3] != _READ) | (serves[:, 4] == _DMA)]
     outside = (data_ops[:, 5] < plan.o_base) | \
@@ -132,9 +133,29 @@ def replay(cfg, plan, log, retired):
         raise AssertionError(f"cycle {cycle}: GPU {gpu} DRAM access of {nbytes} bytes at "
                              f"{addr:#x}, outside the memory [{plan.o_base:#x}, "
                              f"{plan.o_base + size:#x})")
-    # every logged serve, in cycle order (then GPU), one numpy op each
+    # every logged serve, in cycle order (then GPU)
     rest = serves[np.lexsort((serves[:, 1], serves[:, 2]))]
     words = [d.memory.mem.view(DTYPE) for d in drams]        # element i: byte 2 i
+    if not (by_bursts and _by_bursts(plan, words, rest, tx, retired)):
+        _by_rows(plan, drams, words, rest, tx, retired)
+    return {"drams": drams, "numerics": check_numerics(plan, drams),
+            "r_writes": [d.r_writes for d in drams]}
+
+
+def _by_rows(plan, drams, words, rest, tx, retired):
+    """Apply ``rest`` request by request, each write with its data as the exact mode
+    attaches it (module docstring); raises where the exact mode would."""
+    n = plan.n
+    local, remote = [deque() for _ in range(n)], [deque() for _ in range(n)]
+    for i in range(n):
+        for t in retired[i]:
+            for addr, _tile, data in plan.tile_stores(i, t):
+                (remote if plan.is_remote(i, addr) else local)[i].append(data)
+    packets = []
+    for s in range(n):
+        mine = tx[tx[:, 1] == s]
+        packets.append(_Packets(mine[:, 3], mine[:, 4], (s + 1) % n, plan.ids.units,
+                                remote[s], drams[s].dma_data))
     base = plan.o_base
     # six flat lists, not one list per row: a list per row makes the garbage collector
     # rescan every row already made, several times over a long log
@@ -159,5 +180,114 @@ def replay(cfg, plan, log, retired):
             words[gpu][lo:hi] = data
         else:
             words[gpu][lo:hi] += data
-    return {"drams": drams, "numerics": check_numerics(plan, drams),
-            "r_writes": [d.r_writes for d in drams]}
+
+
+def _sources(plan, rest, tx, retired, per):
+    """The data each request of ``rest`` moves, as rows of one pool: ``(pool, row, after)``,
+    ``pool`` every GPU's local stores, then its forwarded stores, in retire order, then a
+    row per DMA read for its snapshot; ``row[k]`` the pool row request ``k`` reads or
+    writes; ``after[k]`` the request whose snapshot write ``k`` carries (else -1). None where
+    the exact mode would fail (then :func:`_by_rows` says why) or a store is not one burst."""
+    n = plan.n
+    stores = [[] for _ in range(2 * n)]              # local of GPU i at i, forwarded at n + i
+    for i in range(n):
+        for t in retired[i]:
+            got = plan.tile_bursts(i, t)
+            if got is None:
+                return None
+            stores[n * got[0] + i].append(got[1])
+    stacks = [np.concatenate(s) if s else np.empty((0, per), DTYPE) for s in stores]
+    sizes = [len(s) for s in stacks]
+    offs = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    gpu, op, source = rest[:, 1], rest[:, 3], rest[:, 4]
+    read = op == _READ
+    compute, reads = ~read & (source == _COMPUTE), np.flatnonzero(read)
+    row = np.empty(len(rest), np.int64)
+    row[reads] = offs[-1] + np.arange(len(reads))
+    after = np.full(len(rest), -1, np.int64)
+    for g in range(n):
+        s = (g + 1) % n
+        mine = gpu == g
+        writes = np.flatnonzero(compute & mine)      # the k-th takes the k-th local store
+        if len(writes) > sizes[g]:
+            return None
+        row[writes] = offs[g] + np.arange(len(writes))
+        got = np.flatnonzero(~read & ~compute & mine)   # the k-th takes packet k of GPU s
+        sent = tx[tx[:, 1] == s]
+        if len(got) > len(sent):
+            return None
+        fwd = ((sent[:, 3] == _UPDATE) & (sent[:, 4] // plan.ids.units == (s + 1) % n))
+        fwd = fwd[:len(got)]
+        nth_fwd, nth_read = np.cumsum(fwd) - 1, np.cumsum(~fwd) - 1
+        if fwd.any() and nth_fwd[-1] >= sizes[n + s]:
+            return None
+        row[got[fwd]] = offs[n + s] + nth_fwd[fwd]
+        if (~fwd).any():
+            theirs = reads[gpu[reads] == s]
+            if nth_read[-1] >= len(theirs):
+                return None
+            src = theirs[nth_read[~fwd]]
+            if (src > got[~fwd]).any():              # its snapshot is not taken yet
+                return None
+            row[got[~fwd]] = row[src]
+            after[got[~fwd]] = src
+    pool = np.empty((offs[-1] + len(reads), per), DTYPE)
+    for k, s in enumerate(stacks):
+        pool[offs[k]:offs[k + 1]] = s
+    return pool, row, after
+
+
+def _levels(loc, after):
+    """Each request's level: above that of the request before it at the same place
+    (``loc``) and above that of the read whose snapshot it writes (``after``). Requests of
+    one level touch different places, and every snapshot they write is of a lower level."""
+    order = np.argsort(loc, kind="stable")
+    same = loc[order[1:]] == loc[order[:-1]]
+    deps = [(order[1:][same], order[:-1][same]), (np.flatnonzero(after >= 0),
+                                                  after[after >= 0])]
+    level = np.zeros(len(loc), np.int64)
+    while True:                                      # longest path, a step per round
+        new = level.copy()
+        for rows, on in deps:
+            new[rows] = np.maximum(new[rows], level[on] + 1)
+        if np.array_equal(new, level):
+            return level
+        level = new
+
+
+def _by_bursts(plan, words, rest, tx, retired):
+    """Apply ``rest`` as :func:`_by_rows` does, a level (:func:`_levels`) and GPU at a
+    time, with one numpy operation per kind of request: the reads' snapshots, the stores
+    and the updates of a level touch different bursts, so their order inside it does not
+    matter, and each write's data is a row of :func:`_sources`' pool. Returns False, and
+    changes nothing, where it cannot: a request not of one aligned burst, or a log the
+    exact mode would refuse."""
+    burst, base = plan.p.burst_bytes, plan.o_base
+    per = burst // np.dtype(DTYPE).itemsize
+    if burst % np.dtype(DTYPE).itemsize or words[0].size % per:
+        return False
+    gpu, op, addr, nbytes = rest[:, 1], rest[:, 3], rest[:, 5], rest[:, 6]
+    if ((nbytes != burst) | ((addr - base) % burst != 0)).any():
+        return False
+    got = _sources(plan, rest, tx, retired, per)
+    if got is None:
+        return False
+    pool, row, after = got
+    nb = words[0].size // per
+    at = (addr - base) // burst
+    level = _levels(gpu * nb + at, after)
+    mems = [w.reshape(nb, per) for w in words]       # views of the DRAMs' memories
+    by = np.argsort(level * plan.n + gpu, kind="stable")
+    cuts = np.flatnonzero(np.diff((level * plan.n + gpu)[by])) + 1
+    read, store = op == _READ, op == _STORE
+    for grp in np.split(by, cuts):
+        mem = mems[gpu[grp[0]]]
+        r, s = read[grp], store[grp]
+        u = ~r & ~s
+        if r.any():
+            pool[row[grp[r]]] = mem[at[grp[r]]]
+        if s.any():
+            mem[at[grp[s]]] = pool[row[grp[s]]]
+        if u.any():
+            mem[at[grp[u]]] += pool[row[grp[u]]]
+    return True
