@@ -23,9 +23,17 @@ The run, against the exact co-simulation (:mod:`t3hw.verif.cosim_tb`):
   order they retired: :func:`t3hw.verif.cosim_replay.replay` attaches the data to the log the
   shell wrote and checks the numerics afterwards.
 
+A run split over processes (:mod:`t3hw.tools.cosim_split`) runs this testbench once per
+part, on the part's GPUs only (``T3HW_PART`` = ``part/parts``; ``T3HW_XCHG``, the shared
+file): when its GPUs are done it keeps simulating, polling the other parts' progress, until
+every part is done and every packet sent between them was received; it then marks itself
+stopped, so that no other part waits for its cycles, and reads its engines back. Its
+result has ``done_since``, the cycle its ``done`` last rose, from which
+:func:`t3hw.tools.cosim_split.merge` takes the whole run's.
+
 Settings (set by :mod:`t3hw.tools.cosim_fast`): ``T3HW_COSIM`` (JSON of
 :class:`~sim_models.cosim.CosimConfig`), ``T3HW_COSIM_OUT`` (the results, JSON),
-``T3HW_COSIM_PROGRESS`` (optional).
+``T3HW_COSIM_PROGRESS`` (optional), ``T3HW_PART`` and ``T3HW_XCHG`` (a split run's).
 """
 
 import json
@@ -39,6 +47,7 @@ from cocotb.triggers import Edge, FallingEdge, First, RisingEdge, Timer
 from sim_models.collective import B_BASE
 from sim_models.cosim import CosimConfig, Plan
 from sim_models.gpu import first_load
+from t3hw.tools.cosim_split import Exchange, quiescent
 from .cosim_tb import read_back, reset_and_program
 from .simhdl.gpu import desc_layout, store_descriptors
 
@@ -48,17 +57,21 @@ from .simhdl.gpu import desc_layout, store_descriptors
 CHECK_NS = 2_000_000
 #: Checks in a row without any tile retired, packet sent or result byte written: stuck.
 STUCK_CHECKS = 5
+#: Simulated time between a done part's looks at the other parts' progress (ns).
+POLL_NS = 5_000
 #: cocotb's ``Immediate`` write action (``GPI_NO_DELAY``).
 _GPI_NO_DELAY = 3
 
 
 class _Gpu:
     """GPU ``i``'s event ports (raw simulator objects), its producer and its tile order: the
-    part of :class:`sim_models.gpu.GpuCores` that is not per cycle."""
+    part of :class:`sim_models.gpu.GpuCores` that is not per cycle. ``j``: its ports'
+    index in the top (``i``, but in a part of a split run)."""
 
-    def __init__(self, dut, i, plan, params):
+    def __init__(self, dut, i, plan, params, j=None):
         self.i, self.prod, self.burst = i, plan.producers[i], params.burst_bytes
-        h = lambda name: getattr(dut, f"g{i}__{name}")
+        j = i if j is None else j
+        h = lambda name: getattr(dut, f"g{j}__{name}")
         self.retire, self.dispatch = h("retire")._handle, h("dispatch")._handle
         self.cus = len(h("retire"))
         self.desc = h("desc")
@@ -132,13 +145,29 @@ def _val(dut, name):
     return int(getattr(dut, name).value)
 
 
+def _part():
+    """``(part, parts, exchange)`` of a split run, ``(0, 1, None)`` otherwise."""
+    spec = os.environ.get("T3HW_PART")
+    if not spec:
+        return 0, 1, None
+    part, parts = (int(x) for x in spec.split("/"))
+    return part, parts, Exchange(os.environ["T3HW_XCHG"].split("|")[0], parts)
+
+
+def _others_failed(progress, part):
+    """The parts (but ``part``) that stopped before they were done."""
+    return [q for q, p in enumerate(progress) if q != part and p[4] and not p[1]]
+
+
 @cocotb.test()
 async def cosim_fast(dut):
     """Program every engine, run the scenario with Python at tile events, write the results."""
     cfg = CosimConfig.from_dict(json.loads(os.environ["T3HW_COSIM"]))
     out_path = os.environ["T3HW_COSIM_OUT"]
     progress_path = os.environ.get("T3HW_COSIM_PROGRESS")
-    n = cfg.gpus
+    part, parts, ex = _part()
+    n = cfg.gpus // parts
+    ring = list(range(part * n, (part + 1) * n))         # the ring's GPUs this top has
     dut._log.info("seed=%d %s", cfg.seed, cfg.to_dict())
     t_wall = time.perf_counter()
     plan = Plan(cfg)
@@ -146,13 +175,15 @@ async def cosim_fast(dut):
     dut.run.value = 0
     dut.result_base.value = plan.r_base
     dut.r_expected.value = plan.r_expected
-    for i in range(n):
-        getattr(dut, f"g{i}__tiles").value = len(plan.producers[i].order())
-        getattr(dut, f"g{i}__compute").value = plan.producers[i].compute_cycles
-        getattr(dut, f"g{i}__desc").value = 0
-    drivers, armed, prog_cycles = await reset_and_program(dut, cfg, plan)
+    if ex is not None:
+        dut.first.value = ring[0]
+    for j, i in enumerate(ring):
+        getattr(dut, f"g{j}__tiles").value = len(plan.producers[i].order())
+        getattr(dut, f"g{j}__compute").value = plan.producers[i].compute_cycles
+        getattr(dut, f"g{j}__desc").value = 0
+    drivers, armed, prog_cycles = await reset_and_program(dut, cfg, plan, gpus=ring)
     await RisingEdge(dut.clk)
-    gpus = [_Gpu(dut, i, plan, cfg.params) for i in range(n)]
+    gpus = [_Gpu(dut, i, plan, cfg.params, j) for j, i in enumerate(ring)]
     tiles_total = n * len(plan.producers[0].tiles)
 
     # -- the run: cycle 0 starts at the next falling edge, as in the exact loop, where the
@@ -166,41 +197,56 @@ async def cosim_fast(dut):
         g.check_first(mask)
     stamp, now = dut.stamp._handle, dut.cycle._handle
     events = wakes = 0
-    stuck, last, quiet = False, None, 0
-    while True:
-        trig = await First(Edge(dut.stamp), Timer(CHECK_NS, "ns"))
-        wakes += 1
-        if isinstance(trig, Timer):
-            mark = (sum(g.retired.__len__() for g in gpus),
-                    sum(_val(dut, f"g{i}__packets") + _val(dut, f"g{i}__r_writes")
-                        for i in range(n)))
-            quiet = quiet + 1 if mark == last else 0
-            last = mark
-            if progress_path:
-                with open(progress_path, "w") as f:
-                    f.write(json.dumps({"cycle": _val(dut, "cycle"), "tiles": mark[0],
-                                        "tiles_total": tiles_total,
-                                        "r_bytes": sum(_val(dut, f"g{i}__r_writes")
-                                                       for i in range(n)),
-                                        "r_total": n * plan.r_expected}))
-            if quiet >= STUCK_CHECKS or _val(dut, "error"):
-                stuck = quiet >= STUCK_CHECKS
+    stuck, last, quiet, waiting, failed = False, None, 0, False, []
+    try:
+        while True:
+            # a done part of a split run polls the others until the whole ring is done
+            trig = await First(Edge(dut.stamp), Timer(POLL_NS if waiting else CHECK_NS, "ns"))
+            wakes += 1
+            if ex is not None:
+                prog = ex.progress()
+                failed = _others_failed(prog, part)
+                waiting = bool(_val(dut, "done"))
+                if failed or (waiting and quiescent(prog)):
+                    break
+            if isinstance(trig, Timer):
+                if waiting:
+                    continue
+                mark = (sum(g.retired.__len__() for g in gpus),
+                        sum(_val(dut, f"g{j}__packets") + _val(dut, f"g{j}__r_writes")
+                            for j in range(n)))
+                quiet = quiet + 1 if mark == last else 0
+                last = mark
+                if progress_path:
+                    with open(progress_path, "w") as f:
+                        f.write(json.dumps({"cycle": _val(dut, "cycle"), "tiles": mark[0],
+                                            "tiles_total": tiles_total,
+                                            "r_bytes": sum(_val(dut, f"g{j}__r_writes")
+                                                           for j in range(n)),
+                                            "r_total": n * plan.r_expected}))
+                if quiet >= STUCK_CHECKS or _val(dut, "error"):
+                    stuck = quiet >= STUCK_CHECKS
+                    break
+                continue
+            if not stamp.get_signal_val_long():
+                continue
+            if _val(dut, "error") or (ex is None and _val(dut, "done")):
                 break
-            continue
-        if not stamp.get_signal_val_long():
-            continue
-        if _val(dut, "done") or _val(dut, "error"):
-            break
-        events += 1
-        cyc = now.get_signal_val_long()
-        for g in gpus:
-            g.handle(cyc)
+            if waiting:
+                continue
+            events += 1
+            cyc = now.get_signal_val_long()
+            for g in gpus:
+                g.handle(cyc)
+    finally:
+        if ex is not None:
+            ex.stop(part)           # the others no longer wait for this part's cycles
     cycle = _val(dut, "cycle")
     wall_run = time.perf_counter() - t_run
 
-    per_gpu = [{k: _val(dut, f"g{i}__{k}") for k in
+    per_gpu = [{k: _val(dut, f"g{j}__{k}") for k in
                 ("tiles_done", "store_wait", "packets", "r_writes", "last_write", "gpu_error",
-                 "dram_error", "error_cycle")} for i in range(n)]
+                 "dram_error", "error_cycle")} for j in range(n)]
     errors, stats, bad = await read_back(drivers)
     result = {
         "config": cfg.to_dict(),
@@ -229,6 +275,11 @@ async def cosim_fast(dut):
         "sim_wall_s": time.perf_counter() - t_wall,
         "run_wall_s": wall_run,
     }
+    if ex is not None:
+        result["part"] = {"part": part, "parts": parts, "done_since": _val(dut, "done_since"),
+                          "late": _val(dut, "xlate"), "others_failed": failed,
+                          "done": _val(dut, "done")}
+        ex.close()
     with open(out_path, "w") as f:
         json.dump(result, f)
     dut._log.info("cycles %d (run %d), %d events, %d wakes, %.0f cycles/s; errors %s",
@@ -236,3 +287,4 @@ async def cosim_fast(dut):
                   cycle / wall_run if wall_run else 0, bad)
     assert not stuck, f"stuck at cycle {cycle}: per GPU {per_gpu}"
     assert not result["model_error"]["any"], f"a model's error: {result['model_error']}"
+    assert not failed, f"parts {failed} stopped before the ring was done"

@@ -129,30 +129,34 @@ class _Engine:
 _NAMES = {s: (f"{s}_valid", f"{s}_payload", f"{s}_ready") for s in _Engine.IN + _Engine.OUT}
 
 
-async def reset_and_program(dut, cfg, plan, quiet=None):
+async def reset_and_program(dut, cfg, plan, quiet=None, gpus=None):
     """Reset the system top (``quiet()``, if given, idles the data ports meanwhile) and program
     every engine in parallel over its own register port, as software would: device id,
     address-map regions, arbiter policy, DMA descriptors and tracker entries of ``plan``.
+    ``gpus`` (default: the whole ring) are the ring's GPUs whose engines the top has, engine
+    ``e<j>`` being GPU ``gpus[j]`` (a part of a split run, :mod:`t3hw.tools.cosim_split`).
 
     Returns ``(drivers, armed, cycles)``: the engines' :class:`~t3hw.sw.driver.Driver`, the
     triggers armed per engine and the cycles programming took. The exact and the fast
     co-simulation (:mod:`t3hw.verif.cosim_fast_tb`) share it, so both start their run on
     the same cycle of the same engines' state."""
-    p, n = cfg.params, cfg.gpus
+    p = cfg.params
+    gpus = list(range(cfg.gpus) if gpus is None else gpus)
+    n = len(gpus)
     dut.rst.value = 1
     if quiet is not None:
         quiet()
-    for i in range(n):
-        getattr(dut, f"e{i}__bus__w_stb").value = 0
-        getattr(dut, f"e{i}__bus__r_stb").value = 0
+    for j in range(n):
+        getattr(dut, f"e{j}__bus__w_stb").value = 0
+        getattr(dut, f"e{j}__bus__r_stb").value = 0
     for _ in range(2):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
-    drivers = [Driver(CocotbBus(dut, f"e{i}__"), p) for i in range(n)]
+    drivers = [Driver(CocotbBus(dut, f"e{j}__"), p) for j in range(n)]
     armed = [0] * n
 
-    async def program(i):
-        drv = drivers[i]
+    async def program(j):
+        drv, i = drivers[j], gpus[j]
         await drv.check()
         await drv.set_device_id(i)          # received packets for another GPU are refused
         for index, (mode, base, size, device, remote) in enumerate(plan.regions(i)):
@@ -165,9 +169,9 @@ async def reset_and_program(dut, cfg, plan, quiet=None):
         for tile, threshold, d in plan.entries(i):
             fields = dict(d)
             await drv.dma_map(tile, threshold, cmd=tile, dst_tile=fields.pop("tile"), **fields)
-            armed[i] += 1
+            armed[j] += 1
 
-    tasks = [cocotb.start_soon(program(i)) for i in range(n)]
+    tasks = [cocotb.start_soon(program(j)) for j in range(n)]
     for t in tasks:
         await t
     return drivers, armed, max(d.bus.accesses for d in drivers)

@@ -85,6 +85,12 @@ class RingHdl(wiring.Component):
         transmit buffer can need, ``min(held, ceil(held / bytes_per_cycle) + 2)`` with
         ``held = tx_bytes + 2**burst_width - 1`` (then bit 1 of ``error`` never rises,
         unless that is above 65536).
+    ring : int or None
+        None (the default): these ``n`` GPUs are the whole ring. Else they are GPUs
+        ``first .. first + n - 1`` of a ring of ``ring``, in [n + 1, 64], that other
+        processes simulate the rest of (``docs/cosim.md``, "Split over processes"): GPU 0's
+        packets leave on ``xout`` with their arrival cycle, and those of the GPU after
+        ``n - 1`` come in on ``xin``, at least a cycle before their arrival.
 
     Members
     -------
@@ -98,6 +104,11 @@ class RingHdl(wiring.Component):
         Packets taken on ``tx<i>``.
     idle : Out(1)
         No packet on any wire (:meth:`Ring.empty`, the receivers' ports included).
+    first, xout, xin : In(range(ring)), Out(...), In(...)
+        Only with ``ring``: the global index of GPU 0 here, the packets GPU 0 sends
+        (``valid``, ``arrival``, ``payload``: what link 0's wire would take, for the part
+        that holds GPU ``first - 1``), and the packets of GPU ``first + n`` (of the next
+        part) for GPU ``n - 1``'s wire.
     error, error_cycle : Out(4), Out(40)
         Sticky: bit 0 a packet was lost, its wire full; bit 1 a departure was lost, its
         FIFO full (the packet still goes; its bytes are not counted in the buffer); bit 2 a
@@ -107,9 +118,14 @@ class RingHdl(wiring.Component):
     """
 
     def __init__(self, params: EngineParams = EngineParams(), *, n, bytes_per_cycle, latency,
-                 tx_bytes, wire_depth=None, tx_depth=None):
+                 tx_bytes, wire_depth=None, tx_depth=None, ring=None):
         try:
-            _check("n", n, 2, min(1 << params.device_width, 64))
+            most = min(1 << params.device_width, 64)
+            if ring is None:
+                _check("n", n, 2, most)
+            else:
+                _check("ring", ring, 2, most)
+                _check("n", n, 1, ring - 1)
             _check("latency", latency, 0, 1 << 20)
             _check("tx_bytes", tx_bytes, 1, 1 << 24)
             self.rate_p, self.rate_q = ring_rate(bytes_per_cycle)
@@ -122,6 +138,7 @@ class RingHdl(wiring.Component):
             raise
         p, q = self.rate_p, self.rate_q
         self._p, self.n, self.latency, self.tx_bytes = params, n, latency, tx_bytes
+        self.ring = ring
         # Bytes held, at most: a packet is taken only while held + burst_bytes <= tx_bytes,
         # and its ``bytes`` field holds up to max_bytes.
         self.max_bytes = (1 << params.burst_width) - 1
@@ -139,6 +156,10 @@ class RingHdl(wiring.Component):
             members[f"rx{i}"] = Out(stream.Signature(layout))
             members[f"packets{i}"] = Out(32)
         members.update(idle=Out(1), error=Out(4), error_cycle=Out(CYCLE_WIDTH))
+        if ring is not None:
+            cross = wiring.Signature({"valid": Out(1), "arrival": Out(self._arrival_width),
+                                      "payload": Out(layout)})
+            members.update(first=In(range(ring)), xout=Out(cross), xin=In(cross))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -151,11 +172,27 @@ class RingHdl(wiring.Component):
             m.d.sync += getattr(self, f"packets{i}").eq(getattr(self, f"packets{i}") + take)
             due = self._serializer(m, i, take)
             errors.append(self._departures(m, i, take, due))
-            wire_idle, lost = self._wire(m, i, take, due)
-            idle.append(wire_idle)
-            dst = (i - 1) % self.n
+            arrival = due + self.latency
+            if self.ring is not None and i == 0:           # to the previous part
+                m.d.comb += [self.xout.valid.eq(take), self.xout.arrival.eq(arrival),
+                             self.xout.payload.eq(tx.payload)]
+                lost = C(0, 1)
+            else:
+                wire_idle, lost = self._wire(m, f"{i}", take, arrival, tx.payload,
+                                             getattr(self, f"rx{(i - 1) % self.n}"))
+                idle.append(wire_idle)
+            if self.ring is None:
+                dst = (i - 1) % self.n
+            else:
+                dst = (self.first + (i - 1 + self.ring)) % self.ring
             bad = take & ((tx.payload.device != dst) | (tx.payload.bytes == 0))
             errors.append(Cat(lost, C(0, 1), bad))
+        if self.ring is not None:                          # from the next part
+            x = self.xin
+            wire_idle, lost = self._wire(m, str(self.n), x.valid, x.arrival, x.payload,
+                                         getattr(self, f"rx{self.n - 1}"))
+            idle.append(wire_idle)
+            errors.append(Cat(lost, C(0, 3)))
         new = Signal(4)
         m.d.comb += [new.eq(_or(errors, 4)), self.idle.eq(Cat(*idle).all())]
         with m.If((new != 0) & (self.error == 0)):
@@ -227,11 +264,10 @@ class RingHdl(wiring.Component):
             m.d.sync += head.eq(self._next(head, depth))
         return Cat(C(0, 1), lost, C(0, 1), late)
 
-    def _wire(self, m, i, take, due):
-        """Link ``i``'s wire FIFO of (arrival, packet), towards GPU ``(i - 1) % n``; drives
-        that GPU's ``rx``. Returns (empty, a packet was lost)."""
-        tx, c, depth = getattr(self, f"tx{i}"), self.cycle, self.wire_depth
-        rx = getattr(self, f"rx{(i - 1) % self.n}")
+    def _wire(self, m, i, take, arrival, pkt, rx):
+        """Wire ``i``'s FIFO of (arrival, packet) ``pkt``, pushed while ``take``; drives
+        ``rx``. Returns (empty, a packet was lost)."""
+        c, depth = self.cycle, self.wire_depth
         entry = data.StructLayout({"arrival": self._arrival_width,
                                    "pkt": net_packet_layout(self._p)})
         mem = m.submodules[f"wire{i}"] = Memory(shape=entry, depth=depth, init=[])
@@ -247,7 +283,7 @@ class RingHdl(wiring.Component):
             pop.eq(rx.valid & rx.ready),
             push.eq(take & ((count != depth) | pop)),
             wr.addr.eq(tail), wr.en.eq(push),
-            wr.data.arrival.eq(due + self.latency), wr.data.pkt.eq(tx.payload),
+            wr.data.arrival.eq(arrival), wr.data.pkt.eq(pkt),
         ]
         m.d.sync += count.eq(count + push - pop)
         with m.If(push):

@@ -49,7 +49,7 @@ from .hbm import HbmDramHdl
 from .ring import RingHdl
 
 
-__all__ = ["FastSystem", "check_fast"]
+__all__ = ["FastSystem", "check_fast", "check_parts"]
 
 #: The Verilog module of each block that a :class:`FastSystem` has once per GPU. The engines,
 #: GPUs and DRAMs of one top are identical, so each is generated once and instantiated N
@@ -65,6 +65,25 @@ def check_fast(cfg):
         if value != want:
             raise ValueError(f"{name} must be {want!r} in the fast co-simulation (the exact "
                              f"one, --exact, runs every setting), not {value!r}")
+
+
+#: Fewest cycles of link latency a run split over processes needs: each process may run
+#: ahead of the one whose packets it receives by the latency less this (``docs/cosim.md``,
+#: "Split over processes").
+SPLIT_MIN_LATENCY = 32
+
+
+def check_parts(cfg, parts):
+    """Raise ``ValueError`` unless ``cfg``'s ring can be split into ``parts`` processes of
+    the same number of GPUs (``docs/cosim.md``, "Split over processes")."""
+    n = cfg.gpus
+    if isinstance(parts, bool) or not isinstance(parts, int) or not 1 <= parts <= n \
+            or n % parts:
+        raise ValueError(f"parts must be a divisor of the ring size {n} (1 to {n}), not "
+                         f"{parts!r}")
+    if parts > 1 and cfg.link_latency < SPLIT_MIN_LATENCY:
+        raise ValueError(f"a run split over processes needs link_latency of at least "
+                         f"{SPLIT_MIN_LATENCY} cycles, not {cfg.link_latency}")
 
 
 def _log_signature(p):
@@ -89,9 +108,10 @@ WIRE_DEPTH_MAX = 1 << 16
 WB_DEPTH_MIN = 1 << 12
 
 
-def hardware_key(cfg):
-    """What a :class:`FastSystem` for ``cfg`` is built from: scenarios with the same key share
-    one simulation build (the workload, policy, collective and seed are not in it)."""
+def hardware_key(cfg, parts=1):
+    """What a :class:`FastSystem` for ``cfg`` (in ``parts`` processes) is built from:
+    scenarios with the same key share one simulation build (the workload, policy, collective
+    and seed are not in it, nor which part of the ring a process runs)."""
     tiles = cfg.shape.m // cfg.tile_m * -(-cfg.shape.n // cfg.tile_n)
     # every packet a GPU sends may wait at its neighbour's port (under compute-first, the
     # GEMM's loads hold the received updates back): less than its output in the
@@ -102,7 +122,8 @@ def hardware_key(cfg):
             "dram_latency": cfg.dram_latency, "link_bytes_per_cycle": cfg.link_bytes_per_cycle,
             "link_latency": cfg.link_latency, "tx_buffer_bytes": cfg.tx_buffer_bytes,
             "wb_depth": max(WB_DEPTH_MIN, 1 << tiles.bit_length()),
-            "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX)}
+            "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX),
+            **({"parts": parts} if parts > 1 else {})}
 
 
 def _ports_of(block):
@@ -152,6 +173,12 @@ class FastSystem(wiring.Component):
     cfg : CosimConfig
         The scenario (:func:`check_fast` must accept it); only its hardware
         (:func:`hardware_key`) is used.
+    parts : int
+        1 (the default): the whole ring. Else a divisor of ``cfg.gpus`` (:func:`check_parts`):
+        this top holds ``cfg.gpus // parts`` consecutive GPUs of the ring, the ``first`` of
+        them given at run time, and a process runs each part (``docs/cosim.md``, "Split over
+        processes"); the ring's packets to and from the other parts are on ``xout`` and
+        ``xin``.
 
     Members
     -------
@@ -171,13 +198,21 @@ class FastSystem(wiring.Component):
         its DRAM's ``r_writes`` and ``last_write``, and the error bits of its GPU and DRAM.
     log<i> : Out(...)
         The request its DRAM serves and the packet its engine sends, this cycle.
+    first, xout, xin : In(range(cfg.gpus)), Out(...), In(...)
+        Only in a part (``parts`` > 1): as :class:`~t3hw.verif.simhdl.ring.RingHdl`'s.
+    done_since, xsent, xgot : Out(40), Out(32), Out(32)
+        Only in a part: the first cycle of the latest stretch in which ``done`` (this part's
+        GPUs finished, its wires idle) held; the packets sent on ``xout`` and taken from
+        ``xin``. ``stamp`` then shows the cycle at which ``done`` rises, not every cycle in
+        which it holds.
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, parts=1):
         check_fast(cfg)
-        hw = hardware_key(cfg)
-        p, n = cfg.params, cfg.gpus
-        self.n = n
+        check_parts(cfg, parts)
+        hw = hardware_key(cfg, parts)
+        p, n = cfg.params, cfg.gpus // parts
+        self.n, self.parts = n, parts
         self._engine = lambda: Engine(p)
         self._gpu = lambda: GpuHdl(p, cus=cfg.cus, burst_bytes=p.burst_bytes,
                                    tag_width=p.load_tag_width, wb_depth=hw["wb_depth"])
@@ -193,7 +228,8 @@ class FastSystem(wiring.Component):
         self._drams = [_ports_of(self._dram()) for _ in range(n)]
         self._ring = RingHdl(p, n=n, bytes_per_cycle=cfg.link_bytes_per_cycle,
                              latency=cfg.link_latency, tx_bytes=cfg.tx_buffer_bytes,
-                             wire_depth=hw["wire_depth"])
+                             wire_depth=hw["wire_depth"],
+                             ring=None if parts == 1 else cfg.gpus)
         bus = BusSignature(RegisterMap(p).addr_width)
         members = {"run": In(1), "result_base": In(p.addr_width), "r_expected": In(48),
                    "cycle": Out(CYCLE_WIDTH), "stamp": Out(CYCLE_WIDTH),
@@ -210,6 +246,11 @@ class FastSystem(wiring.Component):
             members[f"log{i}"] = Out(_log_signature(p))
         members["ring_error"] = Out(len(self._ring.error))
         members["ring_error_cycle"] = Out(CYCLE_WIDTH)
+        if parts > 1:
+            ring = self._ring.signature.members
+            members.update(first=In(range(cfg.gpus)), xout=Out(ring["xout"].signature),
+                           xin=In(ring["xin"].signature), done_since=Out(CYCLE_WIDTH),
+                           xsent=Out(32), xgot=Out(32))
         super().__init__(members)
 
     def modules(self):
@@ -261,10 +302,27 @@ class FastSystem(wiring.Component):
             event.append(g.event)
             errors += [g.error != 0, d.error != 0]
         done = Cat(*finished).all() & ring.idle
+        shown = self.done
+        if self.parts > 1:
+            shown = self._part(m, ring)
         m.d.comb += [
             self.done.eq(self.run & done),
-            self.stamp.eq(Mux(Cat(*event).any() | self.done, self.cycle + 1, 0)),
+            self.stamp.eq(Mux(Cat(*event).any() | shown, self.cycle + 1, 0)),
             self.error.eq(Cat(*errors, ring.error != 0).any()),
             self.ring_error.eq(ring.error), self.ring_error_cycle.eq(ring.error_cycle),
         ]
         return m
+
+    def _part(self, m, ring):
+        """A part's exchange with the other parts, ``done_since`` and its counters; returns
+        the rise of ``done``, for ``stamp``."""
+        done_q, rise = Signal(), Signal()
+        m.d.comb += [ring.first.eq(self.first), rise.eq(self.done & ~done_q)]
+        for name in ("valid", "arrival", "payload"):
+            m.d.comb += [getattr(self.xout, name).eq(getattr(ring.xout, name)),
+                         getattr(ring.xin, name).eq(getattr(self.xin, name))]
+        m.d.sync += [done_q.eq(self.done), self.xsent.eq(self.xsent + ring.xout.valid),
+                     self.xgot.eq(self.xgot + self.xin.valid)]
+        with m.If(rise):
+            m.d.sync += self.done_since.eq(self.cycle)
+        return rise
