@@ -187,3 +187,29 @@ def test_fast_mode_runs_only_what_it_models():
             cosim.run(small(4, **kw), mode="fast")
     with pytest.raises(ValueError, match=r"mode must be one of \('auto', 'fast', 'exact'\)"):
         cosim.choose_mode(small(4), "quick")
+
+
+@pytest.mark.parametrize("gpus,parts,collective", [
+    (4, 2, "rs"),
+    pytest.param(4, 4, "allreduce", marks=pytest.mark.long),
+    pytest.param(8, 2, "allreduce", marks=pytest.mark.long),
+    pytest.param(8, 4, "rs", marks=pytest.mark.long)])
+def test_split_over_processes_gives_the_same_result(gpus, parts, collective, seed):
+    """The fast mode split over ``parts`` processes (``docs/cosim.md``, "Split over
+    processes") gives the one process's result: cycles (the run's end too), triggers,
+    packets, store waits, DRAM bytes, when each GEMM ended, every error bit and engine
+    counter, numerics; each part stopped done, no packet handed to a part late."""
+    cfg = small(gpus, collective=collective, policy="t3_mca", seed=seed % 1000)
+    one = cosim.run(cfg, model=False, mode="fast")
+    split = cosim.run(cfg, model=False, mode="fast", parts=parts)
+    print(cosim.result_line(one))
+    print(cosim.result_line(split))
+    assert not one["failure"] and not split["failure"], (one["failure"], split["failure"])
+    assert split["numerics_ok"] and not split["stuck"]
+    assert cosim.differences(split, one) == [], \
+        {k: (split.get(k), one.get(k)) for k in cosim.differences(split, one)}
+    for k in ("run", "programming"):
+        assert split["cycles"][k] == one["cycles"][k], (k, split["cycles"], one["cycles"])
+    assert [p["part"] for p in split["parts"]] == list(range(parts))
+    assert all(p["done"] and not p["late"] and not p["others_failed"] for p in split["parts"])
+    assert split["model_error"] == one["model_error"]

@@ -144,7 +144,7 @@ def choose_mode(cfg, mode="auto", waves=False):
 
 
 def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
-        model=True, wave_format=WAVE_FORMATS[0], mode="auto", inputs_path=None):
+        model=True, wave_format=WAVE_FORMATS[0], mode="auto", inputs_path=None, parts=1):
     """Run one scenario; returns the result dict (also written to ``json_path``).
 
     ``mode`` is one of :data:`MODES` (the result's ``mode`` says which ran); both modes give
@@ -161,11 +161,17 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     ``rtl_cycles_per_s``, plus the run's details (errors, counters, packets, skipping).
 
     ``inputs_path`` (the fast mode only) records every input the testbench gave the top
-    there, for the native harness (:func:`t3hw.tools.native.replay_fast`).
+    there, for the native harness (:func:`t3hw.tools.native.replay_fast`). ``parts`` > 1
+    (the fast mode only) splits the ring over that many processes, each on a core of its
+    own (:mod:`t3hw.tools.cosim_split`): the same result, sooner.
     """
     waves = waves_dir is not None
     if choose_mode(cfg, mode, waves) == "fast":
-        return _finish(cfg, _run_fast(cfg, root, progress, inputs_path), json_path, model)
+        return _finish(cfg, _run_fast(cfg, root, progress, inputs_path, parts), json_path,
+                       model)
+    if parts != 1:
+        raise ValueError(f"parts={parts} splits the fast mode, and this scenario runs in the "
+                         f"exact mode")
     if inputs_path is not None:
         raise ValueError("inputs_path records the fast mode's inputs, and this scenario runs "
                          "in the exact mode")
@@ -226,11 +232,12 @@ def differences(fast, exact):
     return diff + ([] if fast["cycles"]["rtl"] == exact["cycles"]["rtl"] else ["cycles"])
 
 
-def _run_fast(cfg, root, progress, inputs_path=None):
+def _run_fast(cfg, root, progress, inputs_path=None, parts=1):
     from . import cosim_fast
     prog = Path(root or toolchain.build_root()) / f"fast-{cfg.gpus}-{time.time_ns()}.progress"
     with Progress(enabled=progress).follow(prog, _progress):
-        r = cosim_fast.run(cfg, root=root, progress_path=prog, inputs_path=inputs_path)
+        r = cosim_fast.run(cfg, root=root, progress_path=prog, inputs_path=inputs_path,
+                           parts=parts)
     prog.unlink(missing_ok=True)
     return r
 
@@ -265,8 +272,9 @@ def result_line(r):
         gemm = f"; GEMM done at {c['gemm']:,}" + (f" (model {c['model_gemm']:,.0f})"
                                                    if "model_gemm" in c else "")
     mem = r["config"].get("memory", "fixed")
+    split = f" in {len(r['parts'])} processes" if r.get("parts") else ""
     return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']} "
-            f"({mem} DRAM, {r.get('mode', 'exact')} mode): "
+            f"({mem} DRAM, {r.get('mode', 'exact')} mode{split}): "
             f"{c['rtl']:,} RTL cycles{model}{gemm}; numerics "
             f"{'exact' if r['numerics_ok'] else 'WRONG'} (max err {r['max_abs_err']:g}); "
             f"{r['triggers']} triggers; {r['rtl_cycles_per_s']:,.0f} cycles/s")
@@ -307,6 +315,9 @@ def add_arguments(p):
                         "Default: the fast mode (models in simulation-only HDL) where the "
                         "scenario allows it (no jitter, stalls or reordering, no "
                         "waves), else exact")
+    p.add_argument("--parts", type=int, default=1, metavar="P",
+                   help="split the fast mode's ring over P processes, one per core (a divisor "
+                        "of --gpus; default 1)")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.add_argument("--wave-format", choices=WAVE_FORMATS, default=WAVE_FORMATS[0],
@@ -331,8 +342,19 @@ def cmd(args):
         cfg = CosimConfig(**opts)
     except ValueError as exc:
         raise config_error(exc, opts) from None
+    mode = "exact" if args.exact else "auto"
+    if args.parts != 1:
+        from t3hw.verif.simhdl.top import check_parts
+        try:
+            check_parts(cfg, args.parts)
+            if choose_mode(cfg, mode, args.waves is not None) != "fast":
+                raise ValueError("parts other than 1 split the fast mode, and this scenario "
+                                 "runs in the exact mode (--exact, --waves, jitter, stalls or "
+                                 "reordering)")
+        except ValueError as exc:
+            raise CliError(f"--parts: {exc}") from None
     r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty(),
-            wave_format=args.wave_format, mode="exact" if args.exact else "auto")
+            wave_format=args.wave_format, mode=mode, parts=args.parts)
     print(result_line(r))
     print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"
                                      if args.waves else ""))
