@@ -41,3 +41,15 @@ def test_each_mode_beside_its_own_tops_native_speed():
     old16 = [r for r in rows if r.startswith("| the 16-engine system top of the exact mode")]
     assert len(old16) == 1 and "(fast mode) runs at 40.0% of it" in old16[0]
     assert not any(r.startswith("| the same 16-engine fast top") for r in rows)
+
+
+def test_the_split_run_beside_the_one_process():
+    c = _cosim(4, fast_native=True)
+    c["split"] = {"parts": 2, "build_s": 30.0, "run_wall_s": 0.5, "replay_wall_s": 0.1,
+                  "rtl_cycles_per_s": 3000, "run_cycles_per_s": 3600, "of_native": 1.5}
+    rows = bench._cosim_row(c)
+    split = [r for r in rows if "split over 2 processes" in r]
+    assert len(split) == 1 and "| 3,000 RTL cycles/s (run 0.5 s, 3,600 cycles/s" in split[0]
+    assert "150.0% of the one-process fast top's native speed" in split[0]
+    assert f"{3000 / c['rtl_cycles_per_s']:.2f}x the one process" in split[0]
+    assert not any("split" in r for r in bench._cosim_row(_cosim(4, fast_native=True)))

@@ -334,8 +334,8 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
         from .cosim_split import run_parts
 
         def sim_run(part, part_env, part_log):     # a copy of the runner per thread
-            simulate.run(copy.copy(runner), SHELL, bdir, "t3hw.verif.cosim_fast_tb", params=cfg.params, seed=cfg.seed,
-                         test_dir=bdir, extra_env=part_env, tag=f"fast-{tag}-{part}",
+            simulate.run(copy.copy(runner), SHELL, bdir, "t3hw.verif.cosim_fast_tb",
+                         params=cfg.params, seed=cfg.seed, test_dir=bdir, extra_env=part_env, tag=f"fast-{tag}-{part}",
                          plusargs=[f"+t3hw_log={part_log}"])
         r, log, failure = run_parts(cfg, parts, bdir, tag, env, sim_run=sim_run)
     else:
