@@ -169,3 +169,22 @@ def test_bursts_by_level_equal_requests_in_order(tmp_path, monkeypatch, gpus):
         assert a.traffic == b.traffic
     assert got["r_writes"] == want["r_writes"]
     assert np.abs(want["drams"][0].memory.mem).any()       # the log wrote something
+
+
+def test_a_split_runs_log_replays_as_the_one_processs(tmp_path):
+    """A run split over processes logs its parts one after the other (each in cycle order):
+    the replay sorts them back into the one process's order and leaves the same memory."""
+    import random
+    seed = random.randrange(1 << 32)
+    print(f"seed={seed}")
+    cfg = small(4)
+    plan = Plan(cfg)
+    retired = [plan.producers[i].order() for i in range(4)]
+    log = read_log(_log(tmp_path, _random_log(plan, np.random.default_rng(seed), retired,
+                                              3000)))
+    parts = np.concatenate([log[np.isin(log[:, 1], [0, 1])], log[np.isin(log[:, 1], [2, 3])]])
+    assert not np.array_equal(parts, log)
+    one, split = replay(cfg, plan, log, retired), replay(cfg, Plan(cfg), parts, retired)
+    for a, b in zip(one["drams"], split["drams"]):
+        assert np.array_equal(a.memory.mem, b.memory.mem) and a.traffic == b.traffic
+        assert (a.r_writes, a.last_write) == (b.r_writes, b.last_write)

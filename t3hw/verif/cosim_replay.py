@@ -56,26 +56,32 @@ _UPDATE = WriteKind.UPDATE.value
 def _count(drams, serves, loads, result_base):
     """Each DRAM's traffic counters, ``r_writes`` and ``last_write`` from its serves and the
     GEMM's load bytes (``loads``, the log's kind-2 lines), as
-    :meth:`~sim_models.dram.NmcDram.access` and ``written`` count them one by one."""
-    for gpu, d in enumerate(drams):
-        mine = serves[serves[:, 1] == gpu]
-        counted = loads[loads[:, 1] == gpu]
+    :meth:`~sim_models.dram.NmcDram.access` and ``written`` count them one by one (summed
+    per GPU at once, without a copy of each GPU's serves)."""
+    n = len(drams)
+    gpu, cycle, op, source, addr, nbytes = (serves[:, k] for k in range(1, 7))
+    read, compute, in_r = op == _READ, source == _COMPUTE, addr >= result_base
+    dma_read = read & (source == _DMA)
+    remote_write = ~read & ~compute
+    per_gpu = lambda mask: np.bincount(gpu[mask], weights=nbytes[mask], minlength=n)
+    counts = {cls: per_gpu(mask) for cls, mask in (
+        ("gemm_writes", ~read & compute),
+        ("rs_reads", dma_read & ~in_r), ("ag_reads", dma_read & in_r),
+        ("rs_writes", remote_write & (op != _STORE)),
+        ("ag_writes", remote_write & (op == _STORE)))}
+    results = ~read & in_r
+    r_writes = per_gpu(results)
+    last = np.zeros(n, np.int64)
+    np.maximum.at(last, gpu[results], cycle[results])
+    for g, d in enumerate(drams):
+        counted = loads[loads[:, 1] == g]
         if len(counted) != 1:
-            raise AssertionError(f"the log has {len(counted)} counts of GPU {gpu}'s GEMM "
+            raise AssertionError(f"the log has {len(counted)} counts of GPU {g}'s GEMM "
                                  f"loads, not 1 (a run that did not end?)")
         d.memory.count("gemm_reads", int(counted[0, 6]))
-        op, source, addr, nbytes = mine[:, 3], mine[:, 4], mine[:, 5], mine[:, 6]
-        read, compute, in_r = op == _READ, source == _COMPUTE, addr >= result_base
-        dma_read = read & (source == _DMA)
-        remote_write = ~read & ~compute
-        for cls, mask in (("gemm_writes", ~read & compute),
-                          ("rs_reads", dma_read & ~in_r), ("ag_reads", dma_read & in_r),
-                          ("rs_writes", remote_write & (op != _STORE)),
-                          ("ag_writes", remote_write & (op == _STORE))):
-            d.memory.count(cls, int(nbytes[mask].sum()))
-        results = ~read & in_r
-        d.r_writes = int(nbytes[results].sum())
-        d.last_write = int(mine[results, 2].max()) if results.any() else 0
+        for cls, c in counts.items():
+            d.memory.count(cls, int(c[g]))
+        d.r_writes, d.last_write = int(r_writes[g]), int(last[g])
 
 
 def read_log(path):
@@ -84,7 +90,8 @@ def read_log(path):
     if len(raw) % 56:
         raise ValueError(f"{path}: a truncated log ({len(raw)} bytes, not a multiple of a "
                          f"56-byte record)")
-    return np.frombuffer(raw, dtype="<i8").astype(np.int64).reshape(-1, 7)
+    words = np.frombuffer(raw, dtype="<i8")        # a read-only view: nothing writes it
+    return (words if words.dtype == np.int64 else words.astype(np.int64)).reshape(-1, 7)
 
 
 class _Packets:
@@ -125,16 +132,18 @@ def replay(cfg, plan, log, retired, *, by_bursts=True):
     kind = log[:, 0]
     tx, serves, loads = log[kind == 1], log[kind == 0], log[kind == 2]
     _count(drams, serves, loads, plan.r_base)
-    data_ops = serves[(serves[:, 3] != _READ) | (serves[:, 4] == _DMA)]
-    outside = (data_ops[:, 5] < plan.o_base) | \
-        (data_ops[:, 5] + data_ops[:, 6] > plan.o_base + size)
+    addr, nbytes = serves[:, 5], serves[:, 6]
+    outside = ((serves[:, 3] != _READ) | (serves[:, 4] == _DMA)) & \
+        ((addr < plan.o_base) | (addr + nbytes > plan.o_base + size))
     if outside.any():
-        gpu, cycle, _, _, addr, nbytes = data_ops[outside][0, 1:7].tolist()
+        gpu, cycle, _, _, addr, nbytes = serves[outside][0, 1:7].tolist()
         raise AssertionError(f"cycle {cycle}: GPU {gpu} DRAM access of {nbytes} bytes at "
                              f"{addr:#x}, outside the memory [{plan.o_base:#x}, "
                              f"{plan.o_base + size:#x})")
-    # every logged serve, in cycle order (then GPU)
-    rest = serves[np.lexsort((serves[:, 1], serves[:, 2]))]
+    # every logged serve, in cycle order (then GPU): a run's log is, a split run's is its
+    # parts' logs one after the other
+    key = serves[:, 2] * n + serves[:, 1]
+    rest = serves if (key[1:] >= key[:-1]).all() else serves[np.argsort(key, kind="stable")]
     words = [d.memory.mem.view(DTYPE) for d in drams]        # element i: byte 2 i
     if not (by_bursts and _by_bursts(plan, words, rest, tx, retired)):
         _by_rows(plan, drams, words, rest, tx, retired)
