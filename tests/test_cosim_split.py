@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from t3hw.tools import cosim_fast
-from t3hw.tools.cosim_split import Exchange, merge, quiescent
+from t3hw.tools.cosim_split import merge
+from t3hw.verif.exchange import Exchange, quiescent
 from t3hw.verif.cosim_scenarios import REGRESSION_PARAMS, small
 from t3hw.verif.simhdl.ring import RingHdl
 from t3hw.verif.simhdl.top import SPLIT_MIN_LATENCY, check_parts

@@ -17,30 +17,19 @@ sent and received), and at each falling edge ``t3hw_x_recv``, which waits for th
 neighbour as above and hands the next packet to ``xin``; a packet handed less than a cycle
 before its arrival sets the shell's sticky ``xlate`` (it still goes: nothing is lost).
 
-The file ``T3HW_XCHG`` names (:class:`Exchange` makes it) holds, per part, a progress
-block of five int64 (cycle finished, done, sent, received, stopped) on a cache line of its
-own, then per part the channel of the packets it sends: a single-producer, single-consumer
-ring of :data:`CAPACITY` entries of three uint64 (arrival, payload bits 0-63, 64-127) with
-its tail and head, each on a line of its own.
+The file ``T3HW_XCHG`` names is made by :class:`~t3hw.verif.exchange.Exchange`, whose
+module gives its layout (a progress block per part, and per part a single-producer,
+single-consumer ring of the packets it sends).
 """
 
 import json
-import mmap
-import struct
 from pathlib import Path
 
+from t3hw.verif.exchange import CAPACITY, LINE, MARGIN, Exchange, quiescent
 
-__all__ = ["CAPACITY", "MARGIN", "CPP", "Exchange", "quiescent", "run_parts", "merge"]
 
-#: Entries of one channel; a sender waits while it is full.
-CAPACITY = 1 << 16
-#: Cycles of margin below the link latency in each part's wait (packets that arrive in the
-#: same cycle enter the wire one per cycle, before it).
-MARGIN = 8
-#: Bytes of a cache line (a progress block, a channel's tail, its head).
-LINE = 64
-_ENTRY = 24
-_CHANNEL = 2 * LINE + CAPACITY * _ENTRY
+__all__ = ["CPP", "STALL_S", "Exchange", "quiescent", "run_parts", "merge"]
+
 #: Seconds a part waits for its neighbour without the neighbour finishing a cycle before it
 #: gives up (the neighbour's process died).
 STALL_S = 600
@@ -175,57 +164,6 @@ extern "C" int t3hw_x_recv(long long cycle, long long* arrival, long long* lo, l
 }
 """.replace("@CAPACITY@", str(CAPACITY)).replace("@LINE@", str(LINE)) \
    .replace("@STALL_S@", str(STALL_S))
-
-
-class Exchange:
-    """The shared file of a split run's ``parts`` processes, seen from Python: :meth:`create`
-    makes it; a part's testbench reads every part's progress (:meth:`progress`) and marks
-    its own stopped (:meth:`stop`), so that no other part waits for it any more."""
-
-    def __init__(self, path, parts):
-        self.path, self.parts = Path(path), parts
-        self._file = open(self.path, "r+b")
-        self._map = mmap.mmap(self._file.fileno(), 0)
-
-    @staticmethod
-    def size(parts):
-        return parts * LINE + parts * _CHANNEL
-
-    @classmethod
-    def create(cls, path, parts):
-        """A fresh file for ``parts`` processes: nobody has finished a cycle."""
-        path = Path(path)
-        with open(path, "wb") as f:
-            f.truncate(cls.size(parts))
-        ex = cls(path, parts)
-        for p in range(parts):
-            struct.pack_into("<q", ex._map, p * LINE, -1)
-        ex._map.flush()
-        return ex
-
-    def env(self, part, latency):
-        """The ``T3HW_XCHG`` setting of part ``part`` (:data:`CPP` reads it)."""
-        return f"{self.path.resolve()}|{part}|{self.parts}|{latency}|{MARGIN}"
-
-    def progress(self):
-        """Per part: ``(cycle finished, done, sent, received, stopped)``."""
-        return [struct.unpack_from("<5q", self._map, p * LINE) for p in range(self.parts)]
-
-    def stop(self, part):
-        """Mark part ``part`` stopped: its neighbour no longer waits for its cycles."""
-        struct.pack_into("<q", self._map, part * LINE + 32, 1)
-
-    def close(self):
-        self._map.close()
-        self._file.close()
-
-
-def quiescent(progress):
-    """True when every part is done and every packet sent has been received: the whole
-    ring's ``done`` (nothing can arrive any more)."""
-    n = len(progress)
-    return all(p[1] for p in progress) and \
-        all(progress[q][2] == progress[(q - 1) % n][3] for q in range(n))
 
 
 def run_parts(cfg, parts, bdir, tag, env, *, sim_run):

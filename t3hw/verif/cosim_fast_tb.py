@@ -47,7 +47,7 @@ from cocotb.triggers import Edge, FallingEdge, First, RisingEdge, Timer
 from sim_models.collective import B_BASE
 from sim_models.cosim import CosimConfig, Plan
 from sim_models.gpu import first_load
-from t3hw.tools.cosim_split import Exchange, quiescent
+from .exchange import Exchange, quiescent
 from .cosim_tb import read_back, reset_and_program
 from .simhdl.gpu import desc_layout, store_descriptors
 
