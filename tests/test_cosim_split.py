@@ -93,3 +93,12 @@ def test_a_parts_shell_exchanges_its_packets_and_logs_ring_indices():
     assert "64'(first_q + 1)" in text           # the log names GPU 1 of the part by its ring index
     whole = cosim_fast.shell(cosim_fast.generate(small(4)), 4)
     assert "DPI-C" not in whole and "first_q" not in whole
+
+
+def test_parts_start_together_or_say_which_never_came(tmp_path):
+    ex = Exchange.create(tmp_path / "x", 2)
+    with pytest.raises(RuntimeError, match="part 0: the other parts were not ready"):
+        ex.start(0, timeout_s=0.05)
+    other = Exchange(tmp_path / "x", 2)
+    other.start(1, timeout_s=1.0)                # part 0 is ready: part 1 goes at once
+    ex.close(), other.close()

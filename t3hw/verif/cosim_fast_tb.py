@@ -186,6 +186,8 @@ async def cosim_fast(dut):
     gpus = [_Gpu(dut, i, plan, cfg.params, j) for j, i in enumerate(ring)]
     tiles_total = n * len(plan.producers[0].tiles)
 
+    if ex is not None:
+        ex.start(part)                          # the parts start their runs together
     # -- the run: cycle 0 starts at the next falling edge, as in the exact loop, where the
     # shell samples `run` (t3hw.tools.cosim_fast.shell) --------------------------------------
     t_run = time.perf_counter()

@@ -3,8 +3,8 @@
 (:mod:`t3hw.tools.cosim_split`), seen from Python: the testbench of each part reads every
 part's progress from it and marks its own part stopped.
 
-Layout: per part a progress block of five int64 (cycle finished, done, packets sent,
-packets received, stopped) on a cache line of its own; then per part the channel of the
+Layout: per part a progress block of six int64 (cycle finished, done, packets sent,
+packets received, stopped, ready to run) on a cache line of its own; then per part the channel of the
 packets it sends to the part before it, a ring of :data:`CAPACITY` entries of three uint64
 (arrival, payload bits 0-63, 64-127) behind its tail and head, each on a line of its own.
 The simulation's side is the C code of :data:`t3hw.tools.cosim_split.CPP`.
@@ -12,6 +12,7 @@ The simulation's side is the C code of :data:`t3hw.tools.cosim_split.CPP`.
 
 import mmap
 import struct
+import time
 from pathlib import Path
 
 
@@ -61,6 +62,20 @@ class Exchange:
     def progress(self):
         """Per part: ``(cycle finished, done, sent, received, stopped)``."""
         return [struct.unpack_from("<5q", self._map, p * LINE) for p in range(self.parts)]
+
+    def start(self, part, timeout_s=600.0):
+        """Mark part ``part`` ready to run, then wait (wall time, up to ``timeout_s``) until
+        every part is: the parts start their runs together, not as their processes happened
+        to finish starting and programming (a run's time then counts none of that, as in one
+        process). Raises ``RuntimeError`` when a part never gets ready."""
+        struct.pack_into("<q", self._map, part * LINE + 40, 1)
+        t0 = time.monotonic()
+        while not all(struct.unpack_from("<q", self._map, p * LINE + 40)[0]
+                      for p in range(self.parts)):
+            if time.monotonic() - t0 > timeout_s:
+                raise RuntimeError(f"part {part}: the other parts were not ready to run "
+                                   f"after {timeout_s:.0f} s")
+            time.sleep(0.0002)
 
     def stop(self, part):
         """Mark part ``part`` stopped: its neighbour no longer waits for its cycles."""
