@@ -60,6 +60,7 @@ struct Xchg {
     int64_t latency = 0, margin = 0;
     int64_t* mine = nullptr;          // my progress block
     int64_t* theirs = nullptr;        // the progress of the part whose packets I receive
+    int64_t* reader = nullptr;        // the progress of the part that reads mine
     uint64_t *out_tail, *out_head, *in_tail, *in_head;
     Entry *out, *in;
     int64_t seen = -1;                // their cycle finished, as last read
@@ -89,6 +90,7 @@ void open_exchange() {
     int next = (x.part + 1) % x.parts;
     x.mine = block(base, x.part);
     x.theirs = block(base, next);
+    x.reader = block(base, (x.part + x.parts - 1) % x.parts);
     x.out_tail = reinterpret_cast<uint64_t*>(chan(x.part));
     x.out_head = reinterpret_cast<uint64_t*>(chan(x.part) + LINE);
     x.out = reinterpret_cast<Entry*>(chan(x.part) + 2 * LINE);
@@ -104,17 +106,18 @@ double now() {
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-// Wait while `cond` holds, the neighbour's cycle changing; give up after STALL_S without.
-template <typename F> void wait_while(F cond, const char* what) {
+// Wait while `cond` holds, the cycle of the part `watch` changing; give up after STALL_S
+// without.
+template <typename F> void wait_while(F cond, const int64_t* watch, const char* what) {
     for (int spin = 0; spin < 256; ++spin) {
         if (!cond()) return;
         __builtin_ia32_pause();
     }
-    int64_t last = __atomic_load_n(x.theirs, __ATOMIC_ACQUIRE);
+    int64_t last = __atomic_load_n(watch, __ATOMIC_ACQUIRE);
     double since = now();
     while (cond()) {
         sched_yield();
-        int64_t c = __atomic_load_n(x.theirs, __ATOMIC_ACQUIRE);
+        int64_t c = __atomic_load_n(watch, __ATOMIC_ACQUIRE);
         if (c != last) { last = c; since = now(); }
         else if (now() - since > STALL_S) {
             fprintf(stderr, "t3hw exchange: part %d waited %.0f s for %s; is the other "
@@ -129,7 +132,7 @@ extern "C" void t3hw_x_send(long long arrival, long long lo, long long hi) {
     if (!x.ready) open_exchange();
     uint64_t tail = *x.out_tail;
     wait_while([&] { return tail - __atomic_load_n(x.out_head, __ATOMIC_ACQUIRE) >= CAPACITY; },
-               "room in its channel");
+               x.reader, "room in its channel");
     x.out[tail % CAPACITY] = Entry{uint64_t(arrival), uint64_t(lo), uint64_t(hi)};
     __atomic_store_n(x.out_tail, tail + 1, __ATOMIC_RELEASE);
 }
@@ -151,7 +154,7 @@ extern "C" int t3hw_x_recv(long long cycle, long long* arrival, long long* lo, l
             x.seen = __atomic_load_n(x.theirs, __ATOMIC_ACQUIRE);
             if (__atomic_load_n(&x.theirs[4], __ATOMIC_ACQUIRE)) x.seen = INT64_MAX;
             return x.seen < need;
-        }, "its neighbour's packets");
+        }, x.theirs, "its neighbour's packets");
     }
     uint64_t head = *x.in_head;
     if (head == __atomic_load_n(x.in_tail, __ATOMIC_ACQUIRE)) return 0;
