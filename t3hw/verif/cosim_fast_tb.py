@@ -197,7 +197,7 @@ async def cosim_fast(dut):
     await Timer(1, "ns")
     for g, mask in zip(gpus, first):
         g.check_first(mask)
-    stamp, now = dut.stamp._handle, dut.cycle._handle
+    stamp, now, done = dut.stamp._handle, dut.cycle._handle, dut.done._handle
     events = wakes = 0
     stuck, last, quiet, waiting, failed = False, None, 0, False, []
     try:
@@ -206,11 +206,12 @@ async def cosim_fast(dut):
             trig = await First(Edge(dut.stamp), Timer(POLL_NS if waiting else CHECK_NS, "ns"))
             wakes += 1
             if ex is not None:
-                prog = ex.progress()
-                failed = _others_failed(prog, part)
-                waiting = bool(_val(dut, "done"))
-                if failed or (waiting and quiescent(prog)):
-                    break
+                waiting = bool(done.get_signal_val_long())
+                if waiting or isinstance(trig, Timer):      # not at every tile event
+                    prog = ex.progress()
+                    failed = _others_failed(prog, part)
+                    if failed or (waiting and quiescent(prog)):
+                        break
             if isinstance(trig, Timer):
                 if waiting:
                     continue

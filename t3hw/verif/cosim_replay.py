@@ -94,11 +94,21 @@ def read_log(path):
     return (words if words.dtype == np.int64 else words.astype(np.int64)).reshape(-1, 7)
 
 
+def _forwarded(sent, plan):
+    """Which of GPU ``s``'s sent packets (``sent``: its log records, ``s`` their GPU field)
+    carry one of its forwarded stores, as :meth:`SystemEnv.observe` decides: updates of the
+    chunk it sends straight on, ``(s + 1) % n``; the others carry its DMA reads' snapshots."""
+    if not len(sent):
+        return np.zeros(0, bool)
+    chunk = (int(sent[0, 1]) + 1) % plan.n
+    return (sent[:, 3] == _UPDATE) & (sent[:, 4] // plan.ids.units == chunk)
+
+
 class _Packets:
     """GPU ``s``'s sent packets, resolved to their data in order when received."""
 
-    def __init__(self, kinds, tiles, remote_chunk, units, remote_data, dma_data):
-        self.from_store = (kinds == _UPDATE) & (tiles // units == remote_chunk)
+    def __init__(self, from_store, remote_data, dma_data):
+        self.from_store = from_store
         self.next = 0
         self.remote_data, self.dma_data = remote_data, dma_data
 
@@ -162,9 +172,8 @@ def _by_rows(plan, drams, words, rest, tx, retired):
                 (remote if plan.is_remote(i, addr) else local)[i].append(data)
     packets = []
     for s in range(n):
-        mine = tx[tx[:, 1] == s]
-        packets.append(_Packets(mine[:, 3], mine[:, 4], (s + 1) % n, plan.ids.units,
-                                remote[s], drams[s].dma_data))
+        packets.append(_Packets(_forwarded(tx[tx[:, 1] == s], plan), remote[s],
+                                drams[s].dma_data))
     base = plan.o_base
     # six flat lists, not one list per row: a list per row makes the garbage collector
     # rescan every row already made, several times over a long log
@@ -222,10 +231,9 @@ def _sources(plan, rest, tx, retired, per):
             return None
         row[writes] = offs[g] + np.arange(len(writes))
         got = np.flatnonzero(~read & ~compute & mine)   # the k-th takes packet k of GPU s
-        sent = tx[tx[:, 1] == s]
-        if len(got) > len(sent):
+        fwd = _forwarded(tx[tx[:, 1] == s], plan)
+        if len(got) > len(fwd):
             return None
-        fwd = ((sent[:, 3] == _UPDATE) & (sent[:, 4] // plan.ids.units == (s + 1) % n))
         fwd = fwd[:len(got)]
         nth_fwd, nth_read = np.cumsum(fwd) - 1, np.cumsum(~fwd) - 1
         if fwd.any() and nth_fwd[-1] >= sizes[n + s]:
@@ -286,8 +294,9 @@ def _by_bursts(plan, words, rest, tx, retired):
     at = (addr - base) // burst
     level = _levels(gpu * nb + at, after)
     mems = [w.reshape(nb, per) for w in words]       # views of the DRAMs' memories
-    by = np.argsort(level * plan.n + gpu, kind="stable")
-    cuts = np.flatnonzero(np.diff((level * plan.n + gpu)[by])) + 1
+    group = level * plan.n + gpu                    # a level's requests, GPU by GPU
+    by = np.argsort(group, kind="stable")
+    cuts = np.flatnonzero(np.diff(group[by])) + 1
     read, store = op == _READ, op == _STORE
     for grp in np.split(by, cuts):
         mem = mems[gpu[grp[0]]]
