@@ -255,25 +255,27 @@ def _sources_key():
     return h.hexdigest()
 
 
-def build_dir(cfg, root=None, parts=1):
+def build_dir(cfg, root=None, parts=1, pgo=False):
     """The folder :func:`build` makes the fast top of ``cfg``'s hardware (or of one of its
     ``parts``) in: one per :func:`~t3hw.verif.simhdl.top.hardware_key`, generator sources
-    and Verilator flags."""
+    and Verilator flags; a profile-guided build (``pgo``) has a folder of its own."""
     from t3hw.verif.simhdl.top import hardware_key
     key = hashlib.sha256(json.dumps([hardware_key(cfg, parts), _sources_key(),
                                      simulate.VERILATOR_KEY, TIMING_MAKE_ARGS],
                                     sort_keys=True).encode()).hexdigest()[:12]
     name = f"fast{cfg.gpus}" + (f"-part{parts}" if parts > 1 else "")
-    return Path(root or toolchain.build_root()) / f"{name}-{key}"
+    return Path(root or toolchain.build_root()) / (f"{name}-{key}" + ("-pgo" if pgo else ""))
 
 
-def build(cfg, *, root=None, parts=1):
+def build(cfg, *, root=None, parts=1, pgo=False):
     """Generate and Verilate the fast top of ``cfg``'s hardware; returns (runner, build dir).
 
     The build folder is named by the hardware and the generator's sources, so the Verilog
     (which takes up to a minute or two to generate at the largest queues) is generated once
-    per hardware, not per run."""
-    bdir = build_dir(cfg, root, parts)
+    per hardware, not per run. ``pgo``: a profile-guided build (:mod:`.pgo`), the first time
+    compiled instrumented, trained on :func:`.pgo.training_config` and compiled again."""
+    from . import pgo as _pgo
+    bdir = build_dir(cfg, root, parts, pgo)
     with toolchain.locked(bdir.with_name(bdir.name + ".lock")):
         src = bdir / "rtl"
         src.mkdir(parents=True, exist_ok=True)
@@ -292,7 +294,6 @@ def build(cfg, *, root=None, parts=1):
                 cpp.write_text(CPP)
             extra = [str(cpp)]
         core = (src / f"{CORE}.v").read_text()
-        runner = simulate.verilator_runner(extra_make_args=TIMING_MAKE_ARGS)
         # The shell's ports, all that cocotb touches: the inputs writable, the outputs (and
         # the clock) read-only. A writable variable may change at any time, so Verilator
         # evaluates the logic that reads it in its input-combinational phase, at every time
@@ -302,32 +303,40 @@ def build(cfg, *, root=None, parts=1):
         vlt = simulate.write_ports_vlt(SHELL, [("output", "clk", 1)] + shell_ports(core),
                                        bdir / "ports.vlt", "the shell's ports",
                                        no_inline=(ENGINE, GPU, DRAM))
-        runner.build(sources=list(files), hdl_toplevel=SHELL, build_dir=bdir, always=False,
-                     build_args=[*simulate.VERILATOR_ARGS, "--timing", str(vlt), *extra],
-                     log_file=bdir / "build.log")
-    return runner, bdir
+
+        def make(stage):
+            runner = simulate.verilator_runner(
+                extra_make_args=TIMING_MAKE_ARGS + _pgo.make_args(stage))
+            runner.build(sources=list(files), hdl_toplevel=SHELL, build_dir=bdir,
+                         always=False, log_file=bdir / f"build{'-' + stage if stage else ''}.log",
+                         build_args=[*simulate.VERILATOR_ARGS, "--timing", str(vlt), *extra])
+            return runner
+
+        if not pgo:
+            return make(None), bdir
+        if (bdir / _pgo.MARKER).is_file():
+            return make("use"), bdir
+        _pgo.clean(bdir, counts=True)
+        runner = make("generate")
+        train = _pgo.training_config(cfg, parts)
+        t0 = time.perf_counter()
+        failure, r, log = _simulate(train, runner, bdir, parts, tag="pgo-training",
+                                    inputs=bdir / "pgo-inputs.bin" if parts == 1 else None)
+        log.unlink(missing_ok=True)
+        if failure is not None or r["stuck"]:
+            raise RuntimeError(f"the profile's training run ({train.tokens} tokens) failed: "
+                               f"{failure or 'stuck'}")
+        _pgo.record(bdir, train, time.perf_counter() - t0)
+        _pgo.clean(bdir, counts=False)
+        (bdir / SHELL).unlink(missing_ok=True)
+        return make("use"), bdir
 
 
-def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, parts=1):
-    """Run one scenario fast; returns the result dict of :func:`t3hw.tools.cosim.run`'s
-    testbench, with ``mode = "fast"``, the numerics from the replay, and ``replay_wall_s``.
-    ``inputs_path`` also records there every input the testbench gave the top
-    (:func:`_input_recorder`), for :func:`t3hw.tools.native.replay_fast`; ``log_path``
-    keeps the shell's log of DRAM serves and packets there (it is deleted otherwise).
-    ``parts`` > 1 splits the ring over that many processes (:mod:`.cosim_split`; the result
-    then has ``parts``, each part's figures), which records no inputs."""
-    from t3hw.verif.cosim_replay import read_log, replay
-    from t3hw.verif.simhdl.top import check_parts
-    check_parts(cfg, parts)
-    if parts > 1 and inputs_path is not None:
-        raise ValueError("inputs_path records the inputs of one process; a run split over "
-                         f"processes (parts={parts}) has none: use parts=1")
-    t0 = time.perf_counter()
-    runner, bdir = build(cfg, root=root, parts=parts)
-    build_s = time.perf_counter() - t0
-    tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
+def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None):
+    """Run the testbench of ``cfg`` on the top built in ``bdir`` (in ``parts`` processes);
+    returns ``(failure, result, log)``: the failure of a run that wrote its results (None
+    if it passed), the result dict and the shell's log of DRAM serves and packets."""
     out, log = bdir / f"fast-{tag}.json", bdir / f"fast-{tag}.log.bin"
-    inputs = None if inputs_path is None else Path(inputs_path).resolve()
     for f in (out, log, inputs):
         if f is not None:
             f.unlink(missing_ok=True)
@@ -358,9 +367,36 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
         failure = sim_run(env, f"fast-{tag}", [f"+t3hw_log={log}"]
                           + ([f"+t3hw_inputs={inputs}"] if inputs else []))
         r = json.loads(out.read_text())
+        out.unlink()
     if inputs is not None and not inputs.is_file():
         raise RuntimeError(f"the shell did not write the inputs' record to {inputs} (can its "
                            f"folder be written?)")
+    return failure, r, log
+
+
+def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, parts=1,
+        pgo=False):
+    """Run one scenario fast; returns the result dict of :func:`t3hw.tools.cosim.run`'s
+    testbench, with ``mode = "fast"``, the numerics from the replay, and ``replay_wall_s``.
+    ``inputs_path`` also records there every input the testbench gave the top
+    (:func:`_input_recorder`), for :func:`t3hw.tools.native.replay_fast`; ``log_path``
+    keeps the shell's log of DRAM serves and packets there (it is deleted otherwise).
+    ``parts`` > 1 splits the ring over that many processes (:mod:`.cosim_split`; the result
+    then has ``parts``, each part's figures), which records no inputs. ``pgo``: on the
+    profile-guided build (:func:`build`; the result has ``pgo = True``)."""
+    from t3hw.verif.cosim_replay import read_log, replay
+    from t3hw.verif.simhdl.top import check_parts
+    check_parts(cfg, parts)
+    if parts > 1 and inputs_path is not None:
+        raise ValueError("inputs_path records the inputs of one process; a run split over "
+                         f"processes (parts={parts}) has none: use parts=1")
+    t0 = time.perf_counter()
+    runner, bdir = build(cfg, root=root, parts=parts, pgo=pgo)
+    build_s = time.perf_counter() - t0
+    tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
+    failure, r, log = _simulate(cfg, runner, bdir, parts, tag=tag, progress_path=progress_path,
+                                inputs=None if inputs_path is None
+                                else Path(inputs_path).resolve())
     t1 = time.perf_counter()
     rep = replay(cfg, Plan(cfg), read_log(log), r.pop("retired"))
     ok, err = rep["numerics"]
@@ -374,6 +410,7 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
                        for k in rep["drams"][0].traffic}
     r["failure"] = failure
     r["build_s"] = build_s
+    r["pgo"] = pgo
     wall = r["run_wall_s"] + r["replay_wall_s"]
     r["rtl_cycles_per_s"] = r["cycles"]["run"] / wall if wall else 0.0
     if log_path is None:
