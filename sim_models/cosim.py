@@ -229,8 +229,10 @@ class CosimConfig:
         return GemmShape(m=self.tokens, k=SUBLAYERS[self.sublayer] * self.hidden // self.tp,
                          n=self.hidden)
 
-    @property
+    @functools.cached_property
     def gpu(self):
+        """The GPU's :class:`~sim_models.gpu.GpuConfig` (made once: the replay asks for it
+        per tile)."""
         return GpuConfig(cus=self.cus, l2_bytes=self.l2_bytes,
                          flops_per_cu_cycle=self.flops_per_cu_cycle, tile_m=self.tile_m,
                          tile_n=self.tile_n, elem_bytes=_DTYPE.itemsize)
