@@ -127,6 +127,7 @@ def test_cli_defaults_are_the_full_table():
     (["--rtl", "--workers", "0"], "--workers"),
     (["--rtl", "--sweep"], "--sweep"),
     (["--tokens", "512"], "add --rtl"),
+    (["--pgo"], "--pgo is an option of the co-simulated table: add --rtl"),
 ])
 def test_cli_errors_are_one_line(tmp_path, args, want):
     p = subprocess.run([sys.executable, "-m", "t3hw", "paper", *args, "--json",

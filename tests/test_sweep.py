@@ -39,6 +39,9 @@ def test_points_share_a_build_exactly_when_their_hardware_is_the_same():
                for i in range(len(pts)) for j in range(len(pts)))
     assert len({hardware(c) for c in grid(BASE, gpus=[2, 3], tokens=[192])}) == 2
     assert hardware(pts[0], "exact") == hardware(pts[2], "exact") != keys[0]
+    # a profile-guided build is a build of its own; the exact mode's top has none
+    assert hardware(pts[0], pgo=True) == keys[0] + "-pgo"
+    assert hardware(pts[0], "exact", pgo=True) == hardware(pts[0], "exact")
 
 
 def test_sweep_on_a_local_two_worker_cluster(tmp_path):
@@ -64,7 +67,8 @@ def test_sweep_on_a_local_two_worker_cluster(tmp_path):
 
 def test_cli_errors_are_one_line(tmp_path):
     for args, want in ((["--policy", "fifo"], "--policy"), (["--gpus", "1"], "--gpus"),
-                       (["--workers", "0"], "--workers")):
+                       (["--workers", "0"], "--workers"),
+                       (["--exact", "--pgo"], "--pgo builds the fast mode's top")):
         p = subprocess.run([sys.executable, "-m", "t3hw", "sweep", *args, "--json",
                             str(tmp_path / "s.json")], capture_output=True, text=True)
         assert p.returncode == 2, p.stderr

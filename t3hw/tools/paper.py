@@ -85,7 +85,7 @@ def cmd(args):
         from .paper_rtl import cmd as rtl_cmd
         return rtl_cmd(args)
     rtl_only = [f"--{n}" for n in ("tokens", "gpus", "workers", "scheduler")
-                if getattr(args, n) is not None]
+                if getattr(args, n) is not None] + (["--pgo"] if args.pgo else [])
     if rtl_only:
         raise CliError(f"{rtl_only[0]} is an option of the co-simulated table: add --rtl")
     progress = sys.stderr.isatty()
@@ -134,3 +134,6 @@ def add_arguments(p):
                    help="worker processes of the local Dask cluster (default: the CPU count)")
     r.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler, tcp://HOST:8786 (default: a local cluster)")
+    r.add_argument("--pgo", action="store_true",
+                   help="co-simulate on profile-guided builds of the fast tops "
+                        "(t3hw cosim --pgo; docs/cosim.md)")

@@ -131,16 +131,17 @@ def assemble(points):
 
 
 def run_paper_rtl(json_path=None, plot_dir=None, *, progress=False, scheduler=None,
-                  workers=None, **kw):
-    """Co-simulate the table (``kw``: :func:`configs`' options) on Dask workers; returns
+                  workers=None, pgo=False, **kw):
+    """Co-simulate the table (``kw``: :func:`configs`' options) on Dask workers, on
+    profile-guided builds with ``pgo`` (:mod:`t3hw.tools.pgo`); returns
     ``{"configs", "summary", "sweep"}`` (written to ``json_path``, plotted into
     ``plot_dir`` as ``paper_rtl_speedup.png``)."""
     from .sweep import run_sweep
     t0 = time.perf_counter()
     out = run_sweep(configs(**kw), scheduler=scheduler, workers=workers, progress=progress,
-                    model=True, mode="fast")
+                    model=True, mode="fast", pgo=pgo)
     result = assemble(out["points"])
-    result["sweep"] = dict(out["sweep"], wall_s=time.perf_counter() - t0)
+    result["sweep"] = dict(out["sweep"], wall_s=time.perf_counter() - t0, pgo=pgo)
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
@@ -213,7 +214,8 @@ def cmd(args):
     """``t3hw paper --rtl``: run the table on the co-simulation, print its summary."""
     kw = options(args)
     result = run_paper_rtl(args.json, args.plot, progress=sys.stderr.isatty(),
-                           scheduler=args.scheduler, workers=args.workers, **kw)
+                           scheduler=args.scheduler, workers=args.workers, pgo=args.pgo,
+                           **kw)
     for line in summary_lines(result):
         print(line)
     print(f"{result['sweep']['points']} co-simulations on {result['sweep']['workers']} "

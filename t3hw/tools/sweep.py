@@ -73,37 +73,45 @@ def _fast(cfg, mode):
     return cosim.choose_mode(cfg, mode) == "fast"
 
 
-def hardware(cfg, mode="auto"):
-    """The build folder a point of ``cfg`` runs on (:func:`t3hw.tools.cosim_fast.build_dir`
-    or :func:`t3hw.tools.cosim.build_dir`): points with the same one share a build."""
+def hardware(cfg, mode="auto", pgo=False):
+    """The build folder a point of ``cfg`` runs on (:func:`t3hw.tools.cosim_fast.build_dir`,
+    profile-guided with ``pgo``, or :func:`t3hw.tools.cosim.build_dir`): points with the
+    same one share a build."""
     from . import cosim_fast
-    return str(cosim_fast.build_dir(cfg) if _fast(cfg, mode) else cosim.build_dir(cfg))
+    if _fast(cfg, mode):
+        return str(cosim_fast.build_dir(cfg, pgo=pgo))
+    return str(cosim.build_dir(cfg))
 
 
-def _build(cfg_dict, mode):
+def _build(cfg_dict, mode, pgo):
     """Build the simulation one point of ``cfg_dict`` runs on, on a worker."""
     from . import cosim_fast
     cfg = CosimConfig.from_dict(cfg_dict)
-    (cosim_fast.build if _fast(cfg, mode) else cosim.build)(cfg)
+    if _fast(cfg, mode):
+        cosim_fast.build(cfg, pgo=pgo)
+    else:
+        cosim.build(cfg)
 
 
-def _point(cfg_dict, model, mode):
+def _point(cfg_dict, model, mode, pgo):
     """One sweep point on a worker: the co-simulation, and where and how long it ran."""
     from distributed import get_worker
     t0 = time.perf_counter()
-    r = cosim.run(CosimConfig.from_dict(cfg_dict), model=model, mode=mode)
+    cfg = CosimConfig.from_dict(cfg_dict)
+    r = cosim.run(cfg, model=model, mode=mode, pgo=pgo and _fast(cfg, mode))
     r["sweep_point"] = {"worker": get_worker().address, "seconds": time.perf_counter() - t0}
     return r
 
 
 def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress=False,
-              model=True, mode="auto"):
+              model=True, mode="auto", pgo=False):
     """Co-simulate every :class:`CosimConfig` of ``configs`` on Dask workers.
 
     ``scheduler`` is a Dask scheduler's address (``tcp://HOST:8786``); None starts a local
     cluster of ``workers`` processes (default: the CPU count) for the sweep. ``model`` also
     runs the performance model beside each point (its ``cycles.model`` and ``gap``).
     ``mode`` is :func:`t3hw.tools.cosim.run`'s (fast where a point allows it, by default).
+    ``pgo`` runs the fast points on profile-guided builds (:mod:`t3hw.tools.pgo`).
 
     When the points run on more than one simulation build (:func:`hardware`) and there is
     more than one worker, the builds are made first, one per worker at the same time; each
@@ -136,11 +144,11 @@ def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress
         # build's lock while the other workers wait on the same lock.
         builds = {}
         for cfg in configs:
-            builds.setdefault(hardware(cfg, mode), cfg)
+            builds.setdefault(hardware(cfg, mode, pgo), cfg)
         if len(builds) > 1 and n_workers > 1:
-            client.gather([client.submit(_build, cfg.to_dict(), mode, pure=False)
+            client.gather([client.submit(_build, cfg.to_dict(), mode, pgo, pure=False)
                            for cfg in builds.values()])
-        futures = {client.submit(_point, cfg.to_dict(), model, mode, pure=False): i
+        futures = {client.submit(_point, cfg.to_dict(), model, mode, pgo, pure=False): i
                    for i, cfg in enumerate(configs)}
         results = [None] * len(configs)
         bar = Progress(len(configs), progress)
@@ -188,6 +196,8 @@ def add_arguments(p):
                    help="worker processes of the local cluster (default: the CPU count)")
     p.add_argument("--exact", action="store_true",
                    help="every point in the exact mode (t3hw cosim --exact)")
+    p.add_argument("--pgo", action="store_true",
+                   help="run the fast points on profile-guided builds (t3hw cosim --pgo)")
     p.add_argument("--no-model", action="store_true",
                    help="skip the performance model beside each point")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
@@ -202,9 +212,11 @@ def cmd(args):
         raise cosim.config_error(exc, GRID_FIELDS) from None
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, not {args.workers}")
+    if args.pgo and args.exact:
+        raise CliError("--pgo builds the fast mode's top: leave it out with --exact")
     out = run_sweep(configs, scheduler=args.scheduler, workers=args.workers,
                     json_path=args.json, progress=sys.stderr.isatty(), model=not args.no_model,
-                    mode="exact" if args.exact else "auto")
+                    mode="exact" if args.exact else "auto", pgo=args.pgo)
     for r in out["points"]:
         print(cosim.result_line(r))
     s = out["sweep"]
