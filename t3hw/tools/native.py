@@ -135,20 +135,24 @@ def main_cpp(port_list, *, top="Vtop"):
 
 def _verilate(bdir, top, sources, *, jobs, env, what, args=(), make_args=()):
     """Build ``bdir/obj_dir/native`` from ``sources`` (Verilog, ``.vlt`` and the C++ main)
-    with the co-simulation's Verilator and C++ flags, top module ``top``."""
-    cmd = ["verilator", "--cc", "--exe", "--build", *args, "-j", str(jobs),
-           *simulate.VERILATOR_ARGS, "--top-module", top, "--prefix", "Vtop", "-o", "native",
-           # the wheel's missing precompiled-header flag, as in simulate.verilator_runner
-           *(a for flag in ("CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
-                            *simulate.cache_make_args(), *make_args)
-             for a in ("-MAKEFLAGS", flag)),
-           *map(str, sources)]
+    with the co-simulation's Verilator and C++ flags, top module ``top``. Verilator writes
+    the C++ and its makefile, then ``make`` compiles it, each ``make`` variable one argument
+    (Verilator's ``--build -MAKEFLAGS`` would split a value with spaces, such as
+    :func:`t3hw.tools.pgo.make_args`')."""
+    cmds = [["verilator", "--cc", "--exe", "-j", str(jobs), *args, *simulate.VERILATOR_ARGS,
+             "--top-module", top, "--prefix", "Vtop", "-o", "native", *map(str, sources)],
+            ["make", "-C", "obj_dir", "-f", "Vtop.mk", "-j", str(jobs),
+             # the wheel's missing precompiled-header flag, as in simulate.verilator_runner
+             "CFG_CXXFLAGS_PCH_I=-include", *simulate.VERILATOR_MAKE_ARGS,
+             *simulate.cache_make_args(), *make_args]]
     log = bdir / "build.log"
     with open(log, "w") as f:
-        done = subprocess.run(cmd, cwd=bdir, stdout=f, stderr=subprocess.STDOUT, env=env)
-    if done.returncode != 0:
-        (bdir / "obj_dir" / "native").unlink(missing_ok=True)     # no stale harness is reused
-        raise RuntimeError(f"{what} did not build (exit {done.returncode}): see {log}")
+        for cmd in cmds:
+            done = subprocess.run(cmd, cwd=bdir, stdout=f, stderr=subprocess.STDOUT, env=env)
+            if done.returncode != 0:
+                # no stale harness is reused
+                (bdir / "obj_dir" / "native").unlink(missing_ok=True)
+                raise RuntimeError(f"{what} did not build (exit {done.returncode}): see {log}")
 
 
 def build(cfg, *, root=None, jobs=2, verilog=None):
