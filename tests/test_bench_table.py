@@ -53,3 +53,29 @@ def test_the_split_run_beside_the_one_process():
     assert "150.0% of the one-process fast top's native speed" in split[0]
     assert f"{3000 / c['rtl_cycles_per_s']:.2f}x the one process" in split[0]
     assert not any("split" in r for r in bench._cosim_row(_cosim(4, fast_native=True)))
+
+
+def test_the_profile_guided_runs_beside_the_plain_builds():
+    """The ``pgo`` figures (``make bench``'s profile-guided builds) as three rows, each
+    against the plain build's figure of the same run; the medians name their runs."""
+    c = _cosim(4, fast_native=True)
+    c["speeds"] = [1500, 1600, 1700]
+    split = {"parts": 2, "build_s": 40.0, "run_wall_s": 0.4, "replay_wall_s": 0.1,
+             "rtl_cycles_per_s": 3200, "run_cycles_per_s": 4000, "of_native": 1.28,
+             "speeds": [3100, 3200, 3300]}
+    c["pgo"] = {"build_s": 50.0, "run_wall_s": 0.4, "replay_wall_s": 0.1,
+                "rtl_cycles_per_s": 2000, "speeds": [1900, 2000, 2100],
+                "native_cycles_per_s": 2500, "native_build_s": 60.0, "of_native": 0.8,
+                "split": split}
+    rows = bench._cosim_row(c)
+    fast = [r for r in rows if r.startswith("| co-sim, 4 engines (")]
+    assert len(fast) == 1 and "median of 3: 1,500, 1,600, 1,700" in fast[0]
+    guided = [r for r in rows if "profile-guided" in r]
+    assert len(guided) == 3
+    assert "| 2,000 RTL cycles/s" in guided[0] and "1.25x the plain build |" in guided[0]
+    assert "median of 3: 1,900, 2,000, 2,100" in guided[0]
+    assert "**3,200 RTL cycles/s**" in guided[1] and "median of 3: 3,100, 3,200, 3,300" \
+        in guided[1] and "128.0% of the profile-guided one-process top's native" in guided[1]
+    assert "2,500 cycles/s" in guided[2] and "1.25x the plain build's |" in guided[2]
+    del c["pgo"]
+    assert not any("profile-guided" in r for r in bench._cosim_row(c))

@@ -124,3 +124,24 @@ def test_the_fast_top_replays_a_recorded_run(tmp_path):
             native.replay_fast(exe, bad)
     with pytest.raises(ValueError, match="exact mode"):
         cosim.run(cfg, mode="exact", model=False, inputs_path=inputs)
+
+
+@pytest.mark.long
+def test_the_profile_guided_harness_repeats_a_recorded_run(tmp_path):
+    """The profile-guided native harness (``make bench``'s ``pgo`` figures), trained on the
+    inputs the profile-guided top's training run recorded, repeats a run of the plain
+    build: the same cycles, tiles, packets, result bytes, store waits and log."""
+    import json
+    from t3hw.tools import pgo
+    cfg = dataclasses.replace(small(2), tokens=256)
+    inputs, log = tmp_path / "inputs.bin", tmp_path / "run.log"
+    r = cosim_fast.run(cfg, inputs_path=inputs, log_path=log)
+    exe = native.build_fast(cfg, pgo=True)
+    assert exe != native.build_fast(cfg)
+    info = json.loads((exe.parent / pgo.MARKER).read_text())
+    assert info["training"]["policy"] == "round_robin" and info["counts"]
+    again = tmp_path / "replay.log"
+    x = native.replay_fast(exe, inputs, log_path=again)
+    assert native.fast_differences(x, r) == []
+    assert again.read_bytes() == log.read_bytes() and log.stat().st_size > 0
+    assert native.build_fast(cfg, pgo=True) == exe        # cached
