@@ -166,7 +166,7 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     (the fast mode only) splits the ring over that many processes, each on a core of its
     own (:mod:`t3hw.tools.cosim_split`): the same result, sooner. ``pgo`` (the fast mode
     only) runs on the profile-guided build of the fast top (:mod:`t3hw.tools.pgo`): the
-    same result, about 1.2 times as fast, after a build about twice as long.
+    same result, 1.2 to 1.4 times as fast, after a build about twice as long.
     """
     waves = waves_dir is not None
     if choose_mode(cfg, mode, waves) == "fast":
@@ -327,7 +327,7 @@ def add_arguments(p):
                         "of --gpus; default 1)")
     p.add_argument("--pgo", action="store_true",
                    help="run the fast mode on a profile-guided build of its top: the same "
-                        "results about 1.2x as fast, after a build about twice as long "
+                        "results 1.2x to 1.4x as fast, after a build about twice as long "
                         "(docs/cosim.md)")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")

@@ -6,8 +6,8 @@ A profile-guided build compiles the Verilated C++ twice: once instrumented, whic
 training run of the same top executes to count its branches and calls, then again with
 those counts, which lets GCC lay out the hot paths of the engines' evaluation functions.
 It simulates the same hardware cycle for cycle (the C++ is the same; only the compiler's
-choices change) and, on the four-engine top, about 1.2 times as fast (``make bench``'s
-``pgo`` figures, docs/benchmarks.md). It costs one more compile and the training run,
+choices change), 1.17 to 1.38 times as fast on the bench's 4- and 8-engine runs (``make
+bench``'s ``pgo`` figures, docs/benchmarks.md). It costs one more compile and the training run,
 which is why it is a choice (``t3hw cosim --pgo``, ``cosim_fast.build(cfg, pgo=True)``),
 taken by the long runs (``make bench``'s split rows), not by ``make test``.
 
