@@ -46,10 +46,9 @@ def test_random_against_model(name, seed):
     assert env.rx_held > 0                  # rx refused: Q packets held behind a stalled rx_mem
     assert env.rejected > 0 and env.coincident > 0
     assert all(env.model.stats.values()), env.model.stats
-    missing = {k for k, v in env.model.errors.items() if not v}
-    # With 2 regions an overlapping write is rare in 3,000 stores (seed 5 has none);
-    # test_provoke_errors provokes it at every parameter set.
-    assert missing <= ({"overlap"} if name == "pair" else set()), env.model.errors
+    # the stimulus writes a region over another on purpose (AddrMapEnv._region): before it
+    # did, an overlap was left to chance, and seed 887504248 had none at the small set
+    assert all(env.model.errors.values()), env.model.errors
 
 
 @pytest.mark.parametrize("name", ["small", "default"])     # the scenario uses 4 regions

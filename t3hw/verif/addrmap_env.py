@@ -89,6 +89,7 @@ class AddrMapEnv(StreamEnv):
         self.p, self.rng = params, rng
         self.model = AddrMapModel(params)
         self.stores, self.error_rate, self.misrouted = stores, errors, misrouted
+        self.region_writes = 0                  # random region writes made (_region)
         self.store_c   = Codec(store_layout(params))
         self.program_c = Codec(region_program_layout(params))
         self.net_c     = Codec(net_packet_layout(params))
@@ -146,9 +147,23 @@ class AddrMapEnv(StreamEnv):
         """Directed: present a region write (after the requests already scripted)."""
         self.scripted.append(("program", index, region))
 
-    def _region(self):
+    def _region(self, index):
+        """A random write of region ``index``: mostly well formed, sometimes each of the
+        errors (empty, past the top of the address space, a bad mode, and, on purpose, over
+        another valid region: sometimes, and always from the 16th write on until one was
+        refused as an overlap, so that every run at every parameter set has one)."""
         p, rng = self.p, self.rng
         top = 1 << p.addr_width
+        self.region_writes += 1
+        others = [r for i, r in enumerate(self.model.regions) if r is not None and i != index]
+        due = self.region_writes >= 16 and not self.model.errors["overlap"]
+        if others and (due or rng.random() < self.error_rate / 2):
+            other = rng.choice(others)
+            base = other["base"] + rng.randrange(other["size"])     # starts inside it
+            return dict(valid=1, mode=rng.choice(list(RegionMode)).value,
+                        device=rng.getrandbits(p.device_width), base=base,
+                        size=rng.randint(1, top - base),
+                        remote_base=rng.getrandbits(p.addr_width))
         size = rng.choice([1, rng.randint(1, 64), rng.randint(1, max(1, top >> 4)),
                            rng.randint(1, top - 1)])
         base = rng.choice([0, top - size, rng.randint(0, top - size)])
@@ -196,7 +211,8 @@ class AddrMapEnv(StreamEnv):
                               bytes=rng.randint(1, p.burst_bytes),
                               kind=rng.choice(list(WriteKind)).value)
         if self.prog is None and rng.random() < 0.03:
-            self.prog = (rng.randrange(p.regions), self._region())
+            index = rng.randrange(p.regions)
+            self.prog = (index, self._region(index))
         if self.rx is None and rng.random() < 0.5:
             device = self.device_id
             if rng.random() < self.misrouted:
