@@ -60,3 +60,31 @@ def test_clean_keeps_the_counts_for_the_optimised_compile(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Vtop.mk", "a.cpp", "a.gcda"]
     pgo.clean(tmp_path, counts=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Vtop.mk", "a.cpp"]
+
+
+def test_build_compiles_trains_records_and_compiles_again(tmp_path):
+    """:func:`pgo.build`: everything old removed, the instrumented compile, the training
+    (whose counts the optimised compile keeps), the marker, the optimised compile."""
+    exe = tmp_path / "sim"
+    for name in ("old.o", "old.gcda", pgo.MARKER, "sim"):
+        (tmp_path / name).write_bytes(b"")
+    steps = []
+
+    def compile_stage(stage):
+        assert not exe.exists() and not list(tmp_path.glob("*.o"))
+        steps.append(stage)
+        (tmp_path / "a.o").write_bytes(b"")
+        exe.write_bytes(b"")
+        return stage
+
+    def train():
+        assert not (tmp_path / "old.gcda").exists() and not (tmp_path / pgo.MARKER).exists()
+        steps.append("train")
+        (tmp_path / "a.gcda").write_bytes(b"")
+
+    cfg = CosimConfig(gpus=2, tokens=64)
+    assert pgo.build(tmp_path, exe, compile_stage, train, cfg) == "use"
+    assert steps == ["generate", "train", "use"]
+    import json
+    info = json.loads((tmp_path / pgo.MARKER).read_text())
+    assert info["counts"] == ["a.gcda"] and info["training"] == cfg.to_dict()

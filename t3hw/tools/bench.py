@@ -146,10 +146,8 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
         split_build_s = time.perf_counter() - t0
         sp = _median(cfg, f"the fast co-simulation in {SPLIT_PARTS} processes",
                      parts=SPLIT_PARTS)
-        _same(cosim.differences(sp, f) + [k for k in ("run", "programming")
-                                           if sp["cycles"][k] != f["cycles"][k]],
-              f"N = {n}: the fast co-simulation in {SPLIT_PARTS} processes differs from the "
-              f"one process")
+        _split_same(sp, f, f"N = {n}: the fast co-simulation in {SPLIT_PARTS} processes "
+                    f"differs from the one process")
         # the exact mode's: the system top in a C++ loop on random inputs
         t0 = time.perf_counter()
         exe = native.build(cfg)
@@ -184,13 +182,7 @@ def _cosim_runs(gpus=DEFAULT_GPUS):
             "run_of_native": round(f["cycles"]["run"] / f["run_wall_s"] / nf["cycles_per_s"],
                                    4),
             # the same fast run split over processes, against the one process's native speed
-            "split": {"parts": SPLIT_PARTS, "build_s": round(split_build_s, 1),
-                      "run_wall_s": round(sp["run_wall_s"], 2),
-                      "replay_wall_s": round(sp["replay_wall_s"], 2),
-                      "rtl_cycles_per_s": round(sp["rtl_cycles_per_s"]),
-                      "speeds": sp["speeds"],
-                      "run_cycles_per_s": round(sp["cycles"]["run"] / sp["run_wall_s"]),
-                      "of_native": round(sp["rtl_cycles_per_s"] / nf["cycles_per_s"], 4)},
+            "split": _split_figures(sp, split_build_s, nf),
             # the same runs on the profile-guided builds (t3hw/tools/pgo.py)
             "pgo": pgo}
         print(f"  exact: {cosim.result_line(r)}", flush=True)
@@ -221,6 +213,25 @@ def _median(cfg, what, **kw):
     return mid
 
 
+def _split_same(sp, f, what):
+    """Fail unless the split run ``sp`` repeats the one-process run ``f`` (its end and
+    programming too)."""
+    from . import cosim
+    _same(cosim.differences(sp, f) + [k for k in ("run", "programming")
+                                      if sp["cycles"][k] != f["cycles"][k]], what)
+
+
+def _split_figures(sp, build_s, native):
+    """The figures of the split run ``sp`` (its build took ``build_s``), against the
+    ``native`` replay of the one-process top."""
+    return {"parts": SPLIT_PARTS, "build_s": round(build_s, 1),
+            "run_wall_s": round(sp["run_wall_s"], 2),
+            "replay_wall_s": round(sp["replay_wall_s"], 2),
+            "rtl_cycles_per_s": round(sp["rtl_cycles_per_s"]), "speeds": sp["speeds"],
+            "run_cycles_per_s": round(sp["cycles"]["run"] / sp["run_wall_s"]),
+            "of_native": round(sp["rtl_cycles_per_s"] / native["cycles_per_s"], 4)}
+
+
 def _pgo_runs(cfg, f, inputs, limit):
     """The fast run ``f`` of ``cfg`` again on the profile-guided builds (:mod:`.pgo`): in
     one process, split over :data:`SPLIT_PARTS`, and natively (the harness replaying the
@@ -239,10 +250,8 @@ def _pgo_runs(cfg, f, inputs, limit):
     split_build_s = time.perf_counter() - t0
     sp = _median(cfg, f"the profile-guided fast run in {SPLIT_PARTS} processes",
                  parts=SPLIT_PARTS, pgo=True)
-    _same(cosim.differences(sp, f) + [k for k in ("run", "programming")
-                                       if sp["cycles"][k] != f["cycles"][k]],
-          f"N = {n}: the profile-guided fast run in {SPLIT_PARTS} processes differs from the "
-          f"plain one process")
+    _split_same(sp, f, f"N = {n}: the profile-guided fast run in {SPLIT_PARTS} processes "
+                f"differs from the plain one process")
     t0 = time.perf_counter()
     exe = native.build_fast(cfg, pgo=True)
     native_build_s = time.perf_counter() - t0
@@ -255,13 +264,7 @@ def _pgo_runs(cfg, f, inputs, limit):
             "native_cycles_per_s": round(nf["cycles_per_s"]),
             "native_build_s": round(native_build_s, 1),
             "of_native": round(g["rtl_cycles_per_s"] / nf["cycles_per_s"], 4),
-            "split": {"parts": SPLIT_PARTS, "build_s": round(split_build_s, 1),
-                      "run_wall_s": round(sp["run_wall_s"], 2),
-                      "replay_wall_s": round(sp["replay_wall_s"], 2),
-                      "rtl_cycles_per_s": round(sp["rtl_cycles_per_s"]),
-                      "speeds": sp["speeds"],
-                      "run_cycles_per_s": round(sp["cycles"]["run"] / sp["run_wall_s"]),
-                      "of_native": round(sp["rtl_cycles_per_s"] / nf["cycles_per_s"], 4)}}
+            "split": _split_figures(sp, split_build_s, nf)}
 
 
 def _pgo_rows(c):

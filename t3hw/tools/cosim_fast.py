@@ -317,20 +317,23 @@ def build(cfg, *, root=None, parts=1, pgo=False):
             return make(None), bdir
         if (bdir / _pgo.MARKER).is_file():
             return make("use"), bdir
-        _pgo.clean(bdir, counts=True)
-        runner = make("generate")
         train = _pgo.training_config(cfg, parts)
-        t0 = time.perf_counter()
-        failure, r, log = _simulate(train, runner, bdir, parts, tag="pgo-training",
-                                    inputs=bdir / "pgo-inputs.bin" if parts == 1 else None)
-        log.unlink(missing_ok=True)
-        if failure is not None or r["stuck"]:
-            raise RuntimeError(f"the profile's training run ({train.tokens} tokens) failed: "
-                               f"{failure or 'stuck'}")
-        _pgo.record(bdir, train, time.perf_counter() - t0)
-        _pgo.clean(bdir, counts=False)
-        (bdir / SHELL).unlink(missing_ok=True)
-        return make("use"), bdir
+        built = {}
+
+        def compile_stage(stage):
+            built["runner"] = make(stage)
+            return built["runner"]
+
+        def training():
+            failure, r, log = _simulate(train, built["runner"], bdir, parts,
+                                        tag="pgo-training",
+                                        inputs=bdir / "pgo-inputs.bin" if parts == 1 else None)
+            log.unlink(missing_ok=True)
+            if failure is not None or r["stuck"]:
+                raise RuntimeError(f"the profile's training run ({train.tokens} tokens) "
+                                   f"failed: {failure or 'stuck'}")
+
+        return _pgo.build(bdir, bdir / SHELL, compile_stage, training, train), bdir
 
 
 def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None):

@@ -351,16 +351,11 @@ def build_fast(cfg, *, root=None, jobs=2, pgo=False):
     if not pgo:
         build(make_args=cosim_fast.TIMING_MAKE_ARGS)
         return exe
-    marker.unlink(missing_ok=True)
-    _pgo.clean(bdir / "obj_dir", counts=True)
-    build(make_args=cosim_fast.TIMING_MAKE_ARGS + _pgo.make_args("generate"))
-    inputs = fdir / "pgo-inputs.bin"
-    t0 = time.perf_counter()
-    replay_fast(exe, inputs)
-    train = _pgo.training_config(cfg)
-    _pgo.record(bdir / "obj_dir", train, time.perf_counter() - t0)
-    _pgo.clean(bdir / "obj_dir", counts=False)
-    build(make_args=cosim_fast.TIMING_MAKE_ARGS + _pgo.make_args("use"))
+    # trained on the inputs the top's own training run recorded
+    _pgo.build(bdir / "obj_dir", exe,
+               lambda stage: build(make_args=cosim_fast.TIMING_MAKE_ARGS
+                                   + _pgo.make_args(stage)),
+               lambda: replay_fast(exe, fdir / "pgo-inputs.bin"), _pgo.training_config(cfg))
     return exe
 
 

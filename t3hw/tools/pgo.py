@@ -20,10 +20,11 @@ profile; the native harness of :mod:`.native`, measured by hand on 2026-11-28).
 """
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
-__all__ = ["STAGES", "MARKER", "make_args", "training_config", "clean", "record"]
+__all__ = ["STAGES", "MARKER", "make_args", "training_config", "clean", "build", "record"]
 
 #: The build's stages: instrumented (``generate``), then optimised with the counts (``use``).
 STAGES = ("generate", "use")
@@ -72,14 +73,32 @@ def training_config(cfg, parts=1):
     raise AssertionError(f"no token count up to {cfg.tokens} keeps the hardware key")
 
 
-def clean(bdir, *, counts):
+def clean(bdir, *, counts, exe=None):
     """Delete the compiled objects, precompiled headers and archives of the Verilator build
-    in ``bdir`` (and, with ``counts``, a training run's counts), so that the next ``make``
-    compiles everything at the next stage's flags (``make`` sees the sources unchanged)."""
+    in ``bdir`` (and, with ``counts``, a training run's counts; the executable ``exe``, if
+    given), so that the next ``make`` compiles everything at the next stage's flags
+    (``make`` sees the sources unchanged)."""
     bdir = Path(bdir)
     for pattern in ("*.o", "*.gch", "*.a", *(("*.gcda",) if counts else ())):
         for f in bdir.glob(pattern):
             f.unlink()
+    if exe is not None:
+        Path(exe).unlink(missing_ok=True)
+
+
+def build(objs, exe, compile, train, scenario):
+    """Make the profile-guided build whose objects and counts are in ``objs``: compile at
+    ``"generate"`` (``compile(stage)``, one of :data:`STAGES`), ``train()`` the
+    instrumented ``exe`` on ``scenario``, :func:`record` it, compile at ``"use"``; returns
+    the last compile's value. Starts from nothing (a build stopped half way is redone)."""
+    (Path(objs) / MARKER).unlink(missing_ok=True)
+    clean(objs, counts=True, exe=exe)
+    compile("generate")
+    t0 = time.perf_counter()
+    train()
+    record(objs, scenario, time.perf_counter() - t0)
+    clean(objs, counts=False, exe=exe)
+    return compile("use")
 
 
 def record(bdir, train, wall_s):
