@@ -130,31 +130,48 @@ class Plan:
         for u, (r, c0, nc) in enumerate(self.units):
             for c in range(c0, c0 + nc):
                 self.unit_of_col[(r, c)] = u
-        self.partials = self._partials(np.random.default_rng(cfg.seed))
+        self._rng = np.random.default_rng(cfg.seed)
+        self._partials = []
 
     # -- data --------------------------------------------------------------------------------
-    def _partials(self, rng):
-        """Real GEMM partials ``A_i @ B_i`` of {-1, 0, 1} operands, each row of ``A_i`` with at
-        most ``2048 / N`` nonzeros: every element of every partial sum is an integer of
-        magnitude at most 2048, so float16 sums are exact in any order."""
+    def partial(self, i):
+        """GPU ``i``'s ``[T, H]`` partial output: a real GEMM partial ``A_i @ B_i`` of {-1, 0,
+        1} operands, each row of ``A_i`` with at most ``2048 / N`` nonzeros, so that every
+        element of every partial sum (and of every sum of ``N`` row blocks of one partial,
+        :meth:`expected_symmetric`) is an integer of magnitude at most 2048 and float16 sums
+        are exact in any order. Made when first asked for, GPU by GPU from the seed (a run of
+        GPU 0 alone makes one, not ``N``)."""
         m, k, nn = self.shape.m, self.shape.k, self.shape.n
         nnz = min(k, EXACT // self.n)
-        out = []
-        for _ in range(self.n):
+        rng = self._rng
+        while len(self._partials) <= i:
             a = np.zeros((m, k), np.float32)
             cols = rng.random((m, k)).argsort(axis=1)[:, :nnz]
             np.put_along_axis(a, cols, rng.choice([-1.0, 1.0], (m, nnz)), axis=1)
             b = rng.integers(-1, 2, (k, nn)).astype(np.float32)
-            out.append((a @ b).astype(DTYPE))
-        return out
+            self._partials.append((a @ b).astype(DTYPE))
+        return self._partials[i]
+
+    @property
+    def partials(self):
+        """Every GPU's partial output (:meth:`partial`)."""
+        return [self.partial(i) for i in range(self.n)]
 
     def expected(self):
         """The all-reduced output (exact, float64), summed in place (not from an ``N x T x H``
         stack of the partials)."""
-        out = self.partials[0].astype(np.float64)
-        for q in self.partials[1:]:
-            out += q
+        out = self.partial(0).astype(np.float64)
+        for i in range(1, self.n):
+            out += self.partial(i)
         return out
+
+    def expected_symmetric(self):
+        """GPU 0's reduced chunk in a run of GPU 0 of a symmetric ring
+        (:func:`t3hw.tools.cosim_split.run_symmetric`): there GPU ``i``'s partial is GPU 0's
+        with its chunks rotated by ``i`` (chunk ``c`` of GPU ``i`` is chunk ``c - i`` of GPU
+        0), so chunk 0 sums GPU 0's ``N`` chunks (exact, float64)."""
+        part = self.partial(0).astype(np.float64)
+        return part.reshape(self.n, self.chunk_rows, self.shape.n).sum(axis=0)
 
     # -- geometry ----------------------------------------------------------------------------
     def chunk_of_tile(self, t):
@@ -265,7 +282,7 @@ class Plan:
         row0, col0 = tile.row * g.tile_m, tile.col * g.tile_n
         per = burst // g.elem_bytes
         tid = self.ids.rs(c, u)
-        block = self.partials[i]
+        block = self.partial(i)
         out = []
         for r in range(tile.rows):
             addr = base + (row0 + r) * self.pitch + col0 * g.elem_bytes
@@ -286,5 +303,5 @@ class Plan:
             return None
         row0, col0 = tile.row * g.tile_m, tile.col * g.tile_n
         addr = self.buffer(i, self.chunk_of_tile(t)) + row0 * self.pitch + col0 * g.elem_bytes
-        data = self.partials[i][row0:row0 + tile.rows, col0:col0 + tile.cols]
+        data = self.partial(i)[row0:row0 + tile.rows, col0:col0 + tile.cols]
         return self.is_remote(i, addr), data.reshape(-1, per)

@@ -453,9 +453,19 @@ class SystemEnv:
         return {k: sum(d.traffic[k] for d in self.drams) for k in self.drams[0].traffic}
 
 
-def check_numerics(plan, drams):
+def check_numerics(plan, drams, symmetric=False):
     """``(ok, max_abs_err)``: every GPU's final chunk (all of ``R`` for the all-reduce) in its
-    DRAM (:meth:`NmcDram.view`) against numpy's float64 sum of the partials."""
+    DRAM (:meth:`NmcDram.view`) against numpy's float64 sum of the partials. ``symmetric``:
+    ``drams`` is GPU 0's of a run of GPU 0 of a symmetric ring, whose chunk 0 must hold
+    :meth:`~sim_models.collective.Plan.expected_symmetric`, and so must every chunk of its
+    ``R`` after the all-reduce (each is a rotation of that one)."""
+    if symmetric:
+        r = drams[0].view(plan.r_base, plan.out_bytes).reshape(plan.n, plan.chunk_rows,
+                                                               plan.shape.n)
+        r = r if plan.gather else r[:1]
+        err = np.abs(r.astype(np.float64) - plan.expected_symmetric())
+        worst = float(err.max())
+        return worst == 0.0, worst
     exact = plan.expected()
     worst = 0.0
     for i, d in enumerate(drams):

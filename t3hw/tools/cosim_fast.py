@@ -336,10 +336,13 @@ def build(cfg, *, root=None, parts=1, pgo=False):
         return _pgo.build(bdir, bdir / SHELL, compile_stage, training, train), bdir
 
 
-def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None):
+def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None,
+              symmetric=None):
     """Run the testbench of ``cfg`` on the top built in ``bdir`` (in ``parts`` processes);
     returns ``(failure, result, log)``: the failure of a run that wrote its results (None
-    if it passed), the result dict and the shell's log of DRAM serves and packets."""
+    if it passed), the result dict and the shell's log of DRAM serves and packets.
+    ``symmetric``: the run's :class:`~sim_models.collective.Plan`, to run GPU 0 of a
+    symmetric ring alone (:func:`t3hw.tools.cosim_split.run_symmetric`)."""
     out, log = bdir / f"fast-{tag}.json", bdir / f"fast-{tag}.log.bin"
     for f in (out, log, inputs):
         if f is not None:
@@ -361,7 +364,13 @@ def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None)
             return str(e)
         return None
 
-    if parts > 1:
+    if symmetric is not None:
+        from .cosim_split import run_symmetric
+        r, log, failure = run_symmetric(
+            cfg, symmetric, bdir, tag, env,
+            sim_run=lambda part, part_env, part_log: sim_run(
+                part_env, f"fast-{tag}", [f"+t3hw_log={part_log}"]))
+    elif parts > 1:
         from .cosim_split import run_parts
         r, log, failure = run_parts(
             cfg, parts, bdir, tag, env,
@@ -379,7 +388,7 @@ def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None)
 
 
 def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, parts=1,
-        pgo=False):
+        pgo=False, symmetric=False):
     """Run one scenario fast; returns the result dict of :func:`t3hw.tools.cosim.run`'s
     testbench, with ``mode = "fast"``, the numerics from the replay, and ``replay_wall_s``.
     ``inputs_path`` also records there every input the testbench gave the top
@@ -387,26 +396,41 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
     keeps the shell's log of DRAM serves and packets there (it is deleted otherwise).
     ``parts`` > 1 splits the ring over that many processes (:mod:`.cosim_split`; the result
     then has ``parts``, each part's figures), which records no inputs. ``pgo``: on the
-    profile-guided build (:func:`build`; the result has ``pgo = True``)."""
+    profile-guided build (:func:`build`; the result has ``pgo = True``). ``symmetric``: run
+    GPU 0 of the ring alone, on the top of one GPU, its neighbour's packets its own rotated
+    by one GPU (:func:`t3hw.tools.cosim_split.run_symmetric`; ``parts`` must be 1; the
+    per-GPU fields are GPU 0's, the result has ``symmetric = True``)."""
     from t3hw.verif.cosim_replay import read_log, replay
     from t3hw.verif.simhdl.top import check_parts
     check_parts(cfg, parts)
     if parts > 1 and inputs_path is not None:
         raise ValueError("inputs_path records the inputs of one process; a run split over "
                          f"processes (parts={parts}) has none: use parts=1")
+    if symmetric:
+        if parts != 1:
+            raise ValueError(f"a run of one GPU of a symmetric ring is one process: parts "
+                             f"must be 1, not {parts!r}")
+        if inputs_path is not None:
+            raise ValueError("inputs_path records the inputs of a whole ring's top; a run of "
+                             "one GPU of a symmetric ring has none")
+        parts = cfg.gpus
+        check_parts(cfg, parts)
     t0 = time.perf_counter()
     runner, bdir = build(cfg, root=root, parts=parts, pgo=pgo)
     build_s = time.perf_counter() - t0
     tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
-    # the replay's plan (the scenario's data, from its configuration alone) is made while
-    # the simulator starts and runs, in a thread of this process, which only waits for it
+    plan = Plan(cfg)               # its geometry now; its data (the partials) when asked for
+    gpus = [0] if symmetric else range(cfg.gpus)
+    # the replay's data (the partials, from the configuration alone) is made while the
+    # simulator starts and runs, in a thread of this process, which only waits for it
     with ThreadPoolExecutor(max_workers=1) as pool:
-        plan = pool.submit(Plan, cfg)
+        made = pool.submit(lambda: [plan.partial(i) for i in gpus])
         failure, r, log = _simulate(cfg, runner, bdir, parts, tag=tag,
                                     progress_path=progress_path,
                                     inputs=None if inputs_path is None
-                                    else Path(inputs_path).resolve())
-        plan = plan.result()
+                                    else Path(inputs_path).resolve(),
+                                    symmetric=plan if symmetric else None)
+        made.result()
     t1 = time.perf_counter()
     rep = replay(cfg, plan, read_log(log), r.pop("retired"))
     ok, err = rep["numerics"]
@@ -421,6 +445,7 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
     r["failure"] = failure
     r["build_s"] = build_s
     r["pgo"] = pgo
+    r["symmetric"] = bool(symmetric)
     wall = r["run_wall_s"] + r["replay_wall_s"]
     r["rtl_cycles_per_s"] = r["cycles"]["run"] / wall if wall else 0.0
     if log_path is None:

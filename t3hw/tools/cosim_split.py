@@ -30,7 +30,8 @@ from pathlib import Path
 from t3hw.verif.exchange import CAPACITY, LINE, MARGIN, Exchange, quiescent
 
 
-__all__ = ["CPP", "STALL_S", "Exchange", "quiescent", "run_parts", "merge"]
+__all__ = ["CPP", "STALL_S", "Exchange", "quiescent", "run_parts", "run_symmetric", "symmetry",
+           "merge"]
 
 #: Seconds a part waits for its neighbour without the neighbour finishing a cycle before it
 #: gives up (the neighbour's process died).
@@ -69,6 +70,49 @@ struct Xchg {
 };
 Xchg x;
 
+// A run of one GPU of a symmetric ring (T3HW_XSYM set): the exchange has one part, whose
+// packets come back to it as its neighbour's, each moved by the ring's rotation (the next
+// device, chunk and tracked unit: cosim_split.symmetry).
+typedef unsigned __int128 u128;
+struct Sym {
+    bool on = false;
+    unsigned long long n, units, o_base, r_base, chunk;
+    int dev_lsb, dev_w, addr_lsb, addr_w, tile_lsb, tile_w;
+};
+Sym sym;
+
+uint64_t get(u128 v, int lsb, int w) { return uint64_t((v >> lsb) & ((u128(1) << w) - 1)); }
+u128 put(u128 v, int lsb, int w, uint64_t f) {
+    u128 mask = ((u128(1) << w) - 1) << lsb;
+    return (v & ~mask) | ((u128(f) << lsb) & mask);
+}
+
+void open_symmetry() {
+    const char* spec = getenv("T3HW_XSYM");
+    if (!spec) return;
+    if (sscanf(spec, "%llu|%llu|%llu|%llu|%llu|%d|%d|%d|%d|%d|%d", &sym.n, &sym.units,
+               &sym.o_base, &sym.r_base, &sym.chunk, &sym.dev_lsb, &sym.dev_w, &sym.addr_lsb,
+               &sym.addr_w, &sym.tile_lsb, &sym.tile_w) != 11) {
+        fprintf(stderr, "t3hw exchange: T3HW_XSYM is not set as n|units|o_base|r_base|chunk|"
+                "device lsb|width|addr lsb|width|tile lsb|width\n");
+        exit(3);
+    }
+    sym.on = true;
+}
+
+// The packet the neighbour sends when this GPU sends `v`: the ring's rotation by one GPU.
+u128 rotate(u128 v) {
+    uint64_t n = sym.n, units = sym.units;
+    v = put(v, sym.dev_lsb, sym.dev_w, (get(v, sym.dev_lsb, sym.dev_w) + 1) % n);
+    uint64_t tile = get(v, sym.tile_lsb, sym.tile_w), c = tile / units;
+    c = c < n ? (c + 1) % n : n + (c - n + 1) % n;
+    v = put(v, sym.tile_lsb, sym.tile_w, c * units + tile % units);
+    uint64_t addr = get(v, sym.addr_lsb, sym.addr_w);
+    uint64_t base = addr >= sym.r_base ? sym.r_base : sym.o_base, off = addr - base;
+    return put(v, sym.addr_lsb, sym.addr_w,
+               base + (off / sym.chunk + 1) % n * sym.chunk + off % sym.chunk);
+}
+
 int64_t* block(char* base, int p) { return reinterpret_cast<int64_t*>(base + p * LINE); }
 
 void open_exchange() {
@@ -99,6 +143,7 @@ void open_exchange() {
     x.in_tail = reinterpret_cast<uint64_t*>(chan(next));
     x.in_head = reinterpret_cast<uint64_t*>(chan(next) + LINE);
     x.in = reinterpret_cast<Entry*>(chan(next) + 2 * LINE);
+    open_symmetry();
     x.ready = true;
 }
 
@@ -135,6 +180,11 @@ extern "C" void t3hw_x_send(long long arrival, long long lo, long long hi) {
     uint64_t tail = *x.out_tail;
     wait_while([&] { return tail - __atomic_load_n(x.out_head, __ATOMIC_ACQUIRE) >= CAPACITY; },
                x.reader, "room in its channel");
+    if (sym.on) {
+        u128 v = rotate((u128(uint64_t(hi)) << 64) | uint64_t(lo));
+        lo = (long long)uint64_t(v);
+        hi = (long long)uint64_t(v >> 64);
+    }
     x.out[tail % CAPACITY] = Entry{uint64_t(arrival), uint64_t(lo), uint64_t(hi)};
     __atomic_store_n(x.out_tail, tail + 1, __ATOMIC_RELEASE);
 }
@@ -208,6 +258,45 @@ def run_parts(cfg, parts, bdir, tag, env, *, sim_run):
         f.unlink()
     failure = next((f for f in failures if f), None)
     return merge(results), log, failure
+
+
+def symmetry(cfg, plan):
+    """The ``T3HW_XSYM`` setting of a run of GPU 0 of a symmetric ring (:func:`run_symmetric`):
+    the ring size, the units per chunk, the ``O`` and ``R`` buffers' bases, the chunk's bytes
+    and the place of the packet's ``device``, ``addr`` and ``tile`` fields, from which
+    :data:`CPP` turns each packet GPU 0 sends into the one GPU 1 sends at the same cycle."""
+    from t3hw.spec.layouts import net_packet_layout
+    fields = dict(net_packet_layout(cfg.params))
+    spots = [v for name in ("device", "addr", "tile")
+             for v in (fields[name].offset, fields[name].width)]
+    return "|".join(str(v) for v in (cfg.gpus, plan.ids.units, plan.o_base, plan.r_base,
+                                     plan.chunk_bytes, *spots))
+
+
+def run_symmetric(cfg, plan, bdir, tag, env, *, sim_run):
+    """Run GPU 0 of ``cfg``'s ring alone, on the top of one GPU (the part top of ``parts =
+    gpus``, built in ``bdir``), its neighbour supplied by the ring's symmetry: every GPU runs
+    the same schedule on chunks rotated by its index, so what GPU 1 sends at a cycle is what
+    GPU 0 sends then, for the next device, chunk and unit (:func:`symmetry`). The exchange
+    has one part, whose packets come back to it so rotated (``docs/cosim.md``, "One GPU of a
+    symmetric ring"). Returns ``(result, log, failure)`` as :func:`run_parts`."""
+    xfile = Path(bdir) / f"fast-{tag}.xchg"
+    ex = Exchange.create(xfile, 1)
+    out, log = Path(bdir) / f"fast-{tag}-0.json", Path(bdir) / f"fast-{tag}.log.bin"
+    for f in (out, log):
+        f.unlink(missing_ok=True)
+    try:
+        failure = sim_run(0, dict(env, T3HW_COSIM_OUT=str(out), T3HW_PART=f"0/{cfg.gpus}",
+                                  T3HW_XCHG=ex.env(0, cfg.link_latency),
+                                  T3HW_XSYM=symmetry(cfg, plan)), log)
+    finally:
+        ex.close()
+        xfile.unlink(missing_ok=True)
+    result = json.loads(out.read_text())
+    out.unlink()
+    r = merge([result])
+    r["symmetric"] = True
+    return r, log, failure
 
 
 def merge(results):

@@ -146,12 +146,15 @@ def _val(dut, name):
 
 
 def _part():
-    """``(part, parts, exchange)`` of a split run, ``(0, 1, None)`` otherwise."""
+    """``(part, parts, exchange)`` of a split run, ``(0, 1, None)`` otherwise. A run of GPU 0
+    of a symmetric ring is part 0 of ``gpus`` parts on an exchange of one part
+    (:func:`t3hw.tools.cosim_split.run_symmetric`)."""
     spec = os.environ.get("T3HW_PART")
     if not spec:
         return 0, 1, None
     part, parts = (int(x) for x in spec.split("/"))
-    return part, parts, Exchange(os.environ["T3HW_XCHG"].split("|")[0], parts)
+    path, _, shared = os.environ["T3HW_XCHG"].split("|")[:3]
+    return part, parts, Exchange(path, int(shared))
 
 
 def _others_failed(progress, part):

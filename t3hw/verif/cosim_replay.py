@@ -135,7 +135,7 @@ def replay(cfg, plan, log, retired, *, by_bursts=True):
     it, or data of the wrong size. ``by_bursts`` (the default) applies the log level by
     level (:func:`_by_bursts`) where it can, else request by request (:func:`_by_rows`);
     False always takes the latter. Both leave the same memory."""
-    n = cfg.gpus
+    n = len(retired)               # the GPUs simulated: the ring's, or GPU 0 of a symmetric one
     size = plan.r_base - plan.o_base + plan.out_bytes
     drams = [NmcDram(None, base=plan.o_base, result_base=plan.r_base, size_bytes=size,
                      latency=cfg.dram_latency, stall=0.0, dtype=DTYPE) for _ in range(n)]
@@ -157,14 +157,14 @@ def replay(cfg, plan, log, retired, *, by_bursts=True):
     words = [d.memory.mem.view(DTYPE) for d in drams]        # element i: byte 2 i
     if not (by_bursts and _by_bursts(plan, words, rest, tx, retired)):
         _by_rows(plan, drams, words, rest, tx, retired)
-    return {"drams": drams, "numerics": check_numerics(plan, drams),
+    return {"drams": drams, "numerics": check_numerics(plan, drams, symmetric=n < plan.n),
             "r_writes": [d.r_writes for d in drams]}
 
 
 def _by_rows(plan, drams, words, rest, tx, retired):
     """Apply ``rest`` request by request, each write with its data as the exact mode
     attaches it (module docstring); raises where the exact mode would."""
-    n = plan.n
+    n = len(drams)
     local, remote = [deque() for _ in range(n)], [deque() for _ in range(n)]
     for i in range(n):
         for t in retired[i]:
@@ -206,7 +206,7 @@ def _sources(plan, rest, tx, retired, per):
     row per DMA read for its snapshot; ``row[k]`` the pool row request ``k`` reads or
     writes; ``after[k]`` the request whose snapshot write ``k`` carries (else -1). None where
     the exact mode would fail (then :func:`_by_rows` says why) or a store is not one burst."""
-    n = plan.n
+    n = len(retired)
     stores = [[] for _ in range(2 * n)]              # local of GPU i at i, forwarded at n + i
     for i in range(n):
         for t in retired[i]:
@@ -294,7 +294,7 @@ def _by_bursts(plan, words, rest, tx, retired):
     at = (addr - base) // burst
     level = _levels(gpu * nb + at, after)
     mems = [w.reshape(nb, per) for w in words]       # views of the DRAMs' memories
-    group = level * plan.n + gpu                    # a level's requests, GPU by GPU
+    group = level * len(mems) + gpu                 # a level's requests, GPU by GPU
     by = np.argsort(group, kind="stable")
     cuts = np.flatnonzero(np.diff(group[by])) + 1
     read, store = op == _READ, op == _STORE
