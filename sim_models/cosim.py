@@ -239,7 +239,11 @@ class CosimConfig:
 
     def system_config(self):
         """The performance model's :class:`~sim_models.perf.SystemConfig` of this hardware,
-        under the same :class:`~t3hw.spec.params.EngineParams` (burst, tracker, T3-MCA)."""
+        under the same :class:`~t3hw.spec.params.EngineParams` (burst, tracker, T3-MCA).
+        Its step is 8 cycles per 512 tokens (at least 8), so that a run of the paper's 8192
+        tokens takes the model as many steps as one of 512: on T-NLG TP 16 FC-2 and
+        Mega-GPT-2 TP 8 OP at 512 tokens, steps of 8, 32 and 128 cycles give cycles within
+        0.5% of each other under T3 and T3-MCA (``docs/paper.md``, "On the RTL")."""
         from .perf import SystemConfig
         g, p = self.gpu, self.params
         hbm = {}
@@ -252,7 +256,8 @@ class CosimConfig:
             gpu=g, dram_gbs=p.burst_bytes * g.freq_ghz, dram_latency_cycles=self.dram_latency,
             link_gbs=self.link_bytes_per_cycle * g.freq_ghz,
             link_latency_ns=self.link_latency / g.freq_ghz, packet_bytes=p.burst_bytes,
-            step_cycles=8, tx_buffer_bytes=self.tx_buffer_bytes, params=p, **hbm)
+            step_cycles=8 * max(1, self.tokens // 512), tx_buffer_bytes=self.tx_buffer_bytes,
+            params=p, **hbm)
 
     def to_dict(self):
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "params"}

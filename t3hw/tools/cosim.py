@@ -145,7 +145,7 @@ def choose_mode(cfg, mode="auto", waves=False):
 
 def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, root=None,
         model=True, wave_format=WAVE_FORMATS[0], mode="auto", inputs_path=None, parts=1,
-        pgo=False):
+        pgo=False, symmetric=False):
     """Run one scenario; returns the result dict (also written to ``json_path``).
 
     ``mode`` is one of :data:`MODES` (the result's ``mode`` says which ran); both modes give
@@ -167,11 +167,20 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     own (:mod:`t3hw.tools.cosim_split`): the same result, sooner. ``pgo`` (the fast mode
     only) runs on the profile-guided build of the fast top (:mod:`t3hw.tools.pgo`): the
     same result, 1.2 to 1.4 times as fast, after a build about twice as long.
+    ``symmetric`` (the fast mode only) runs GPU 0 of the ring alone, its neighbour supplied
+    by the ring's symmetry (:func:`t3hw.tools.cosim_split.run_symmetric`): the whole ring's
+    cycles, triggers and numerics on the fixed-latency DRAM, about N times as fast; the
+    per-GPU fields and ``dram_bytes`` are GPU 0's.
     """
     waves = waves_dir is not None
+    if symmetric:
+        check_symmetric(cfg)
     if choose_mode(cfg, mode, waves) == "fast":
-        return _finish(cfg, _run_fast(cfg, root, progress, inputs_path, parts, pgo),
-                       json_path, model)
+        return _finish(cfg, _run_fast(cfg, root, progress, inputs_path, parts, pgo,
+                                      symmetric), json_path, model)
+    if symmetric:
+        raise ValueError("symmetric runs one GPU of the fast mode's ring, and this scenario "
+                         "runs in the exact mode")
     if parts != 1:
         raise ValueError(f"parts={parts} splits the fast mode, and this scenario runs in the "
                          f"exact mode")
@@ -238,12 +247,22 @@ def differences(fast, exact):
     return diff + ([] if fast["cycles"]["rtl"] == exact["cycles"]["rtl"] else ["cycles"])
 
 
-def _run_fast(cfg, root, progress, inputs_path=None, parts=1, pgo=False):
+def check_symmetric(cfg):
+    """Raise ``ValueError`` unless GPU 0 of ``cfg``'s ring can stand for the whole ring
+    (:func:`t3hw.tools.cosim_split.run_symmetric`): the fixed-latency DRAM, whose timing
+    does not depend on the address (the HBM2 model's banks see the rotated chunks at other
+    addresses, so its GPUs are not rotations of each other)."""
+    if cfg.memory != "fixed":
+        raise ValueError(f"a run of one GPU of a symmetric ring needs memory 'fixed' (the "
+                         f"HBM2 model's timing depends on the address), not {cfg.memory!r}")
+
+
+def _run_fast(cfg, root, progress, inputs_path=None, parts=1, pgo=False, symmetric=False):
     from . import cosim_fast
     prog = Path(root or toolchain.build_root()) / f"fast-{cfg.gpus}-{time.time_ns()}.progress"
     with Progress(enabled=progress).follow(prog, _progress):
         r = cosim_fast.run(cfg, root=root, progress_path=prog, inputs_path=inputs_path,
-                           parts=parts, pgo=pgo)
+                           parts=parts, pgo=pgo, symmetric=symmetric)
     prog.unlink(missing_ok=True)
     return r
 
@@ -278,7 +297,8 @@ def result_line(r):
         gemm = f"; GEMM done at {c['gemm']:,}" + (f" (model {c['model_gemm']:,.0f})"
                                                    if "model_gemm" in c else "")
     mem = r["config"].get("memory", "fixed")
-    split = (f" in {len(r['parts'])} processes" if r.get("parts") else "") \
+    split = (", GPU 0 of a symmetric ring" if r.get("symmetric") else
+             f" in {len(r['parts'])} processes" if r.get("parts") else "") \
         + (", profile-guided build" if r.get("pgo") else "")
     return (f"{r['config']['gpus']} GPUs {r['config']['collective']} {r['config']['policy']} "
             f"({mem} DRAM, {r.get('mode', 'exact')} mode{split}): "
@@ -329,6 +349,10 @@ def add_arguments(p):
                    help="run the fast mode on a profile-guided build of its top: the same "
                         "results 1.2x to 1.4x as fast, after a build about twice as long "
                         "(docs/cosim.md)")
+    p.add_argument("--symmetric", action="store_true",
+                   help="run GPU 0 of the ring alone, its neighbour supplied by the ring's "
+                        "symmetry: the whole ring's cycles and numerics, about N times as "
+                        "fast (fixed-latency DRAM only; docs/cosim.md)")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
     p.add_argument("--waves", metavar="DIR", help="also dump waves and a .gtkw there")
     p.add_argument("--wave-format", choices=WAVE_FORMATS, default=WAVE_FORMATS[0],
@@ -357,6 +381,17 @@ def cmd(args):
     if args.pgo and choose_mode(cfg, mode, args.waves is not None) != "fast":
         raise CliError("--pgo: it builds the fast mode's top, and this scenario runs in the "
                        "exact mode (--exact, --waves, jitter, stalls or reordering)")
+    if args.symmetric:
+        try:
+            check_symmetric(cfg)
+        except ValueError as exc:
+            raise CliError(f"--symmetric: {exc}") from None
+        if args.parts != 1:
+            raise CliError(f"--symmetric runs one process: leave out --parts {args.parts}")
+        if choose_mode(cfg, mode, args.waves is not None) != "fast":
+            raise CliError("--symmetric runs one GPU of the fast mode's ring, and this "
+                           "scenario runs in the exact mode (--exact, --waves, jitter, stalls "
+                           "or reordering)")
     if args.parts != 1:
         from t3hw.verif.simhdl.top import check_parts
         try:
@@ -368,7 +403,8 @@ def cmd(args):
         except ValueError as exc:
             raise CliError(f"--parts: {exc}") from None
     r = run(cfg, json_path=args.json, waves_dir=args.waves, progress=sys.stderr.isatty(),
-            wave_format=args.wave_format, mode=mode, parts=args.parts, pgo=args.pgo)
+            wave_format=args.wave_format, mode=mode, parts=args.parts, pgo=args.pgo,
+            symmetric=args.symmetric)
     print(result_line(r))
     print(f"written: {args.json}" + (f", {r['waves']['dump']}, {r['waves']['gtkw']}"
                                      if args.waves else ""))

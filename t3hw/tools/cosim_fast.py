@@ -268,13 +268,14 @@ def build_dir(cfg, root=None, parts=1, pgo=False):
     return Path(root or toolchain.build_root()) / (f"{name}-{key}" + ("-pgo" if pgo else ""))
 
 
-def build(cfg, *, root=None, parts=1, pgo=False):
+def build(cfg, *, root=None, parts=1, pgo=False, symmetric=False):
     """Generate and Verilate the fast top of ``cfg``'s hardware; returns (runner, build dir).
 
     The build folder is named by the hardware and the generator's sources, so the Verilog
     (which takes up to a minute or two to generate at the largest queues) is generated once
     per hardware, not per run. ``pgo``: a profile-guided build (:mod:`.pgo`), the first time
-    compiled instrumented, trained on :func:`.pgo.training_config` and compiled again."""
+    compiled instrumented, trained on :func:`.pgo.training_config` and compiled again
+    (``symmetric``: the training runs GPU 0 of its ring alone, on this top of one GPU)."""
     from . import pgo as _pgo
     bdir = build_dir(cfg, root, parts, pgo)
     with toolchain.locked(bdir.with_name(bdir.name + ".lock")):
@@ -327,7 +328,8 @@ def build(cfg, *, root=None, parts=1, pgo=False):
         def training():
             failure, r, log = _simulate(train, built["runner"], bdir, parts,
                                         tag="pgo-training",
-                                        inputs=bdir / "pgo-inputs.bin" if parts == 1 else None)
+                                        inputs=bdir / "pgo-inputs.bin" if parts == 1 else None,
+                                        symmetric=Plan(train) if symmetric else None)
             log.unlink(missing_ok=True)
             if failure is not None or r["stuck"]:
                 raise RuntimeError(f"the profile's training run ({train.tokens} tokens) "
@@ -416,7 +418,7 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
         parts = cfg.gpus
         check_parts(cfg, parts)
     t0 = time.perf_counter()
-    runner, bdir = build(cfg, root=root, parts=parts, pgo=pgo)
+    runner, bdir = build(cfg, root=root, parts=parts, pgo=pgo, symmetric=symmetric)
     build_s = time.perf_counter() - t0
     tag = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
     plan = Plan(cfg)               # its geometry now; its data (the partials) when asked for

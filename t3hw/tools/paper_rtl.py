@@ -16,12 +16,17 @@ the paper), ``model_cycles`` (the model's cycles per policy), ``gap`` per policy
 model, minus 1) and the co-simulation's DRAM bytes per GPU. ``summary`` holds the speedup
 geomeans and maxima of the RTL and of the model, side by side, and the largest gap.
 
-Size: the paper's T (8192 tokens) needs more tracker entries and DMA descriptors than the
-engines have (at most 4096 tokens for Mega-GPT-2 and 2560 for T-NLG at 16 GPUs, OP:
-:meth:`CosimConfig.max_tokens`), so the table runs at ``tokens`` (default 512, the fewest
-that 16 GPUs' chunks of whole tile rows allow). ``G / RS`` does not depend on T (the token
-sweep of ``docs/paper.md``), so the speedups compare with the model's at any T; what a
-smaller T changes is the weight of the ring's fill and drain.
+Size: by default the table runs at ``tokens`` (512, the fewest that 16 GPUs' chunks of whole
+tile rows allow) on every GPU of each ring. ``G / RS`` does not depend on T (the token sweep
+of ``docs/paper.md``), so the speedups compare with the model's at any T; what a smaller T
+changes is the weight of the ring's fill and drain. ``full`` runs the paper's own T (8192
+tokens), which needs more tracker entries and DMA descriptors than the default engines have
+(they hold at most 4096 tokens of Mega-GPT-2 and 2560 of T-NLG at 16 GPUs:
+:meth:`CosimConfig.max_tokens`): the engines of :data:`FULL_PARAMS` (1024 of each; the
+co-simulation's 32 x 64 tiles are a 16th of the paper's 256 x 128, so the paper's 256
+entries per tile count would be 4096), and each ring's GPU 0 alone, its neighbour supplied
+by the ring's symmetry (``symmetric``: :func:`t3hw.tools.cosim_split.run_symmetric`, the
+whole ring's cycles and numerics on the fixed-latency DRAM).
 """
 
 import dataclasses
@@ -36,7 +41,7 @@ from sim_models.workloads import paper_workloads
 from .errors import CliError
 
 
-__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "workloads", "configs", "assemble",
+__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "FULL_PARAMS", "workloads", "configs", "assemble",
            "run_paper_rtl", "summary_lines", "markdown", "options", "cmd"]
 
 #: The policies a table can run, with the key each has in the paper's JSON (``t3`` is plain
@@ -47,30 +52,41 @@ POLICY_KEYS = {"round_robin": "t3", "t3_mca": "t3_mca", "t3_mca_rr": "t3_mca_rr"
 #: The table's default token count: the fewest that a 16-GPU ring (TP 16) can run.
 DEFAULT_TOKENS = 512
 
+#: The engines of the table at the paper's token counts (``full``): the co-simulation's, with
+#: 1024 tracker entries and DMA descriptors (module docstring).
+FULL_PARAMS = dataclasses.replace(CosimConfig().params, tracker_entries=1024, cmd_width=10)
+
 
 def workloads():
     """The 16 Mega-GPT-2 / T-NLG sub-layers of the paper's table (TP 8 and 16)."""
     return [w for w in paper_workloads() if w.tp != 32]
 
 
-def configs(*, policies=("round_robin", "t3_mca"), tokens=DEFAULT_TOKENS, gpus=None,
-            memory="fixed", base=None, only=None):
+def configs(*, policies=("round_robin", "t3_mca"), tokens=None, gpus=None,
+            memory="fixed", base=None, only=None, full=False):
     """The :class:`CosimConfig` of every (sub-layer, policy) point, sub-layers in the
     paper's order, policies fastest. ``gpus`` None rings each sub-layer on its TP degree;
-    ``base`` supplies every other field (default ``CosimConfig()``'s); ``only`` keeps the
-    sub-layers whose index in :func:`workloads` it lists. Raises ValueError (the config's
-    own message) for a value out of range."""
+    ``base`` supplies every other field (default ``CosimConfig()``'s; with ``full``, its
+    params :data:`FULL_PARAMS`); ``only`` keeps the sub-layers whose index in
+    :func:`workloads` it lists; ``tokens`` is every sub-layer's (default
+    :data:`DEFAULT_TOKENS`), or with ``full`` each its paper token count. Raises ValueError (the config's own message) for a value out of
+    range."""
     bad = [p for p in policies if p not in POLICY_KEYS]
     if bad or not policies:
         raise ValueError(f"policies must be some of {tuple(POLICY_KEYS)}, not {list(policies)!r}")
-    base = base if base is not None else CosimConfig()
+    if full and tokens is not None:
+        raise ValueError(f"tokens is the paper's own with full, not {tokens!r}")
+    tokens = DEFAULT_TOKENS if tokens is None else tokens
+    base = base if base is not None else \
+        CosimConfig(params=FULL_PARAMS) if full else CosimConfig()
     ws = workloads()
     if only is not None:
         if not only or any(not 0 <= i < len(ws) for i in only):
             raise ValueError(f"only must list sub-layers in [0, {len(ws) - 1}], not {only!r}")
         ws = [ws[i] for i in sorted(set(only))]
     return [dataclasses.replace(base, gpus=gpus or w.tp, model=w.model, tp=w.tp,
-                                sublayer=w.sublayer, tokens=tokens, policy=p, memory=memory)
+                                sublayer=w.sublayer, tokens=w.tokens if full else tokens,
+                                policy=p, memory=memory)
             for w in ws for p in policies]
 
 
@@ -100,7 +116,7 @@ def assemble(points):
         if key not in entries:
             entries[key] = {"model": c["model"], "tp": c["tp"], "sublayer": c["sublayer"],
                             "tokens": c["tokens"], "gpus": c["gpus"], "hidden": c["hidden"],
-                            "memory": c["memory"],
+                            "memory": c["memory"], "symmetric": bool(r.get("symmetric")),
                             "cycles": {"sequential": r["cycles"]["sequential"]},
                             "model_cycles": {}, "gap": {}, "numerics_ok": True,
                             "dram_bytes_per_gpu": {
@@ -110,7 +126,8 @@ def assemble(points):
         e["cycles"][p] = r["cycles"]["rtl"]
         e["model_cycles"][p] = r["cycles"]["model"]
         e["gap"][p] = r["cycles"]["gap"]
-        e["dram_bytes_per_gpu"][p] = sum(r["dram_bytes"].values()) / c["gpus"]
+        # the GPUs simulated: the ring's, or GPU 0 of a symmetric one
+        e["dram_bytes_per_gpu"][p] = sum(r["dram_bytes"].values()) / len(r["r_writes"])
         e["model_dram_bytes_per_gpu"][p] = r["model"]["t3_dram_bytes"]
         e["numerics_ok"] = e["numerics_ok"] and bool(r["numerics_ok"]) and not r["failure"]
         e["sim_wall_s"][p] = r.get("sweep_point", {}).get("seconds", r["sim_wall_s"])
@@ -131,17 +148,21 @@ def assemble(points):
 
 
 def run_paper_rtl(json_path=None, plot_dir=None, *, progress=False, scheduler=None,
-                  workers=None, pgo=False, **kw):
+                  workers=None, pgo=False, symmetric=None, **kw):
     """Co-simulate the table (``kw``: :func:`configs`' options) on Dask workers, on
-    profile-guided builds with ``pgo`` (:mod:`t3hw.tools.pgo`); returns
-    ``{"configs", "summary", "sweep"}`` (written to ``json_path``, plotted into
-    ``plot_dir`` as ``paper_rtl_speedup.png``)."""
+    profile-guided builds with ``pgo`` (:mod:`t3hw.tools.pgo`), each ring's GPU 0 alone
+    with ``symmetric`` (default: with ``full``); returns ``{"configs", "summary",
+    "sweep"}`` (written to ``json_path``, plotted into ``plot_dir`` as
+    ``paper_rtl_speedup.png``)."""
     from .sweep import run_sweep
+    if symmetric is None:
+        symmetric = bool(kw.get("full"))
     t0 = time.perf_counter()
     out = run_sweep(configs(**kw), scheduler=scheduler, workers=workers, progress=progress,
-                    model=True, mode="fast", pgo=pgo)
+                    model=True, mode="fast", pgo=pgo, symmetric=symmetric)
     result = assemble(out["points"])
-    result["sweep"] = dict(out["sweep"], wall_s=time.perf_counter() - t0, pgo=pgo)
+    result["sweep"] = dict(out["sweep"], wall_s=time.perf_counter() - t0, pgo=pgo,
+                           symmetric=symmetric, full=bool(kw.get("full")))
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
@@ -200,9 +221,16 @@ def options(args):
     from .cosim import config_error
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1, not {args.workers}")
+    if args.full and args.tokens is not None:
+        raise CliError(f"--full runs the paper's own token counts: leave out --tokens "
+                       f"{args.tokens}")
+    if args.full and args.memory == "hbm":
+        raise CliError("--full runs one GPU of each symmetric ring, which needs the "
+                       "fixed-latency DRAM: leave out --memory hbm")
     kw = dict(policies=[p.strip() for p in args.policies.split(",") if p.strip()],
-              tokens=DEFAULT_TOKENS if args.tokens is None else args.tokens, gpus=args.gpus,
-              memory="hbm" if args.memory == "hbm" else "fixed")
+              tokens=None if args.full else
+              DEFAULT_TOKENS if args.tokens is None else args.tokens, gpus=args.gpus,
+              memory="hbm" if args.memory == "hbm" else "fixed", full=args.full)
     try:
         configs(**kw)
     except ValueError as exc:

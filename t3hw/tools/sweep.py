@@ -73,45 +73,48 @@ def _fast(cfg, mode):
     return cosim.choose_mode(cfg, mode) == "fast"
 
 
-def hardware(cfg, mode="auto", pgo=False):
+def hardware(cfg, mode="auto", pgo=False, symmetric=False):
     """The build folder a point of ``cfg`` runs on (:func:`t3hw.tools.cosim_fast.build_dir`,
     profile-guided with ``pgo``, or :func:`t3hw.tools.cosim.build_dir`): points with the
-    same one share a build."""
+    same one share a build; ``symmetric`` points run on the top of one GPU."""
     from . import cosim_fast
     if _fast(cfg, mode):
-        return str(cosim_fast.build_dir(cfg, pgo=pgo))
+        return str(cosim_fast.build_dir(cfg, parts=cfg.gpus if symmetric else 1, pgo=pgo))
     return str(cosim.build_dir(cfg))
 
 
-def _build(cfg_dict, mode, pgo):
+def _build(cfg_dict, mode, pgo, symmetric=False):
     """Build the simulation one point of ``cfg_dict`` runs on, on a worker."""
     from . import cosim_fast
     cfg = CosimConfig.from_dict(cfg_dict)
     if _fast(cfg, mode):
-        cosim_fast.build(cfg, pgo=pgo)
+        cosim_fast.build(cfg, pgo=pgo, parts=cfg.gpus if symmetric else 1,
+                         symmetric=symmetric)
     else:
         cosim.build(cfg)
 
 
-def _point(cfg_dict, model, mode, pgo):
+def _point(cfg_dict, model, mode, pgo, symmetric=False):
     """One sweep point on a worker: the co-simulation, and where and how long it ran."""
     from distributed import get_worker
     t0 = time.perf_counter()
     cfg = CosimConfig.from_dict(cfg_dict)
-    r = cosim.run(cfg, model=model, mode=mode, pgo=pgo and _fast(cfg, mode))
+    fast = _fast(cfg, mode)
+    r = cosim.run(cfg, model=model, mode=mode, pgo=pgo and fast, symmetric=symmetric and fast)
     r["sweep_point"] = {"worker": get_worker().address, "seconds": time.perf_counter() - t0}
     return r
 
 
 def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress=False,
-              model=True, mode="auto", pgo=False):
+              model=True, mode="auto", pgo=False, symmetric=False):
     """Co-simulate every :class:`CosimConfig` of ``configs`` on Dask workers.
 
     ``scheduler`` is a Dask scheduler's address (``tcp://HOST:8786``); None starts a local
     cluster of ``workers`` processes (default: the CPU count) for the sweep. ``model`` also
     runs the performance model beside each point (its ``cycles.model`` and ``gap``).
     ``mode`` is :func:`t3hw.tools.cosim.run`'s (fast where a point allows it, by default).
-    ``pgo`` runs the fast points on profile-guided builds (:mod:`t3hw.tools.pgo`).
+    ``pgo`` runs the fast points on profile-guided builds (:mod:`t3hw.tools.pgo`);
+    ``symmetric`` runs each fast point's GPU 0 alone (:func:`t3hw.tools.cosim.run`).
 
     When the points run on more than one simulation build (:func:`hardware`) and there is
     more than one worker, the builds are made first, one per worker at the same time; each
@@ -144,12 +147,12 @@ def run_sweep(configs, *, scheduler=None, workers=None, json_path=None, progress
         # build's lock while the other workers wait on the same lock.
         builds = {}
         for cfg in configs:
-            builds.setdefault(hardware(cfg, mode, pgo), cfg)
+            builds.setdefault(hardware(cfg, mode, pgo, symmetric), cfg)
         if len(builds) > 1 and n_workers > 1:
-            client.gather([client.submit(_build, cfg.to_dict(), mode, pgo, pure=False)
-                           for cfg in builds.values()])
-        futures = {client.submit(_point, cfg.to_dict(), model, mode, pgo, pure=False): i
-                   for i, cfg in enumerate(configs)}
+            client.gather([client.submit(_build, cfg.to_dict(), mode, pgo, symmetric,
+                                         pure=False) for cfg in builds.values()])
+        futures = {client.submit(_point, cfg.to_dict(), model, mode, pgo, symmetric,
+                                 pure=False): i for i, cfg in enumerate(configs)}
         results = [None] * len(configs)
         bar = Progress(len(configs), progress)
         for fut in as_completed(futures):
@@ -198,6 +201,9 @@ def add_arguments(p):
                    help="every point in the exact mode (t3hw cosim --exact)")
     p.add_argument("--pgo", action="store_true",
                    help="run the fast points on profile-guided builds (t3hw cosim --pgo)")
+    p.add_argument("--symmetric", action="store_true",
+                   help="run each point's GPU 0 alone, its neighbour supplied by the ring's "
+                        "symmetry (t3hw cosim --symmetric)")
     p.add_argument("--no-model", action="store_true",
                    help="skip the performance model beside each point")
     p.add_argument("--json", required=True, metavar="FILE", help="the results file")
@@ -214,9 +220,19 @@ def cmd(args):
         raise CliError(f"--workers must be at least 1, not {args.workers}")
     if args.pgo and args.exact:
         raise CliError("--pgo builds the fast mode's top: leave it out with --exact")
+    if args.symmetric:
+        if args.exact:
+            raise CliError("--symmetric runs one GPU of the fast mode's ring: leave it out "
+                           "with --exact")
+        for cfg in configs:
+            try:
+                cosim.check_symmetric(cfg)
+            except ValueError as exc:
+                raise CliError(f"--symmetric: {exc}") from None
     out = run_sweep(configs, scheduler=args.scheduler, workers=args.workers,
                     json_path=args.json, progress=sys.stderr.isatty(), model=not args.no_model,
-                    mode="exact" if args.exact else "auto", pgo=args.pgo)
+                    mode="exact" if args.exact else "auto", pgo=args.pgo,
+                    symmetric=args.symmetric)
     for r in out["points"]:
         print(cosim.result_line(r))
     s = out["sweep"]
