@@ -223,6 +223,53 @@ def test_split_over_processes_gives_the_same_result(gpus, parts, collective, see
     assert all(p["done"] and not p["late"] and not p["others_failed"] for p in split["parts"])
     assert split["model_error"] == one["model_error"]
 
+@pytest.mark.parametrize("gpus,collective,policy", [
+    (4, "rs", "t3_mca"),
+    pytest.param(4, "allreduce", "round_robin", marks=pytest.mark.long),
+    pytest.param(8, "rs", "compute_first", marks=pytest.mark.long),
+    pytest.param(8, "allreduce", "t3_mca_rr", marks=pytest.mark.long)])
+def test_one_gpu_of_a_symmetric_ring_gives_the_rings_result(gpus, collective, policy, seed):
+    """GPU 0 run alone, its neighbour's packets its own rotated by one GPU (``symmetric``,
+    :func:`t3hw.tools.cosim_split.run_symmetric`; ``docs/cosim.md``), gives the whole ring's
+    cycles and the run's end; the ring's GPUs all show GPU 0's figures, and the one GPU shows
+    the same: triggers, armed entries, packets, store waits, the GEMM's end, tiles, results
+    written, every error bit and engine counter; a ring's N-th of the DRAM bytes; numerics
+    exact (its chunk 0 the sum of its own N chunks)."""
+    cfg = small(gpus, collective=collective, policy=policy, seed=seed % 1000)
+    ring = cosim.run(cfg, model=False, mode="fast")
+    one = cosim.run(cfg, model=False, mode="fast", symmetric=True)
+    print(cosim.result_line(ring))
+    print(cosim.result_line(one))
+    assert not ring["failure"] and not one["failure"], (ring["failure"], one["failure"])
+    assert one["symmetric"] and one["numerics_ok"] and one["max_abs_err"] == 0
+    assert not one["stuck"] and not one["model_error"]["any"]
+    assert one["cycles"]["rtl"] == ring["cycles"]["rtl"]
+    assert one["cycles"]["run"] == ring["cycles"]["run"]
+    for k in ("triggers_per_gpu", "armed", "packets", "store_wait_cycles", "gemm_cycles",
+              "tiles_done", "r_writes", "errors", "stats"):
+        assert all(x == ring[k][0] for x in ring[k]), (k, ring[k])     # the ring is symmetric
+        assert one[k] == ring[k][:1], (k, one[k], ring[k][:1])
+    assert one["dram_bytes"] == {c: b // gpus for c, b in ring["dram_bytes"].items()}
+
+
+def test_symmetric_runs_refuse_what_is_not_symmetric():
+    for args, want in ((["--memory", "hbm"], "--symmetric: a run of one GPU of a symmetric "
+                                             "ring needs memory 'fixed'"),
+                       (["--parts", "2"], "--symmetric runs one process"),
+                       (["--exact"], "--symmetric runs one GPU of the fast mode's ring")):
+        p = subprocess.run([sys.executable, "-m", "t3hw.cli", "cosim", "--gpus", "4",
+                            "--symmetric", *args, "--json", "/dev/null"], capture_output=True,
+                           text=True)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.count("\n") == 1 and want in p.stderr, p.stderr
+    with pytest.raises(ValueError, match="needs memory 'fixed'"):
+        cosim.run(small(4, memory="hbm"), mode="fast", symmetric=True)
+    with pytest.raises(ValueError, match="symmetric runs one GPU of the fast mode's ring"):
+        cosim.run(small(4), mode="exact", symmetric=True)
+    from t3hw.tools import cosim_fast
+    with pytest.raises(ValueError, match="parts must be 1, not 2"):
+        cosim_fast.run(small(4), parts=2, symmetric=True)
+
 
 # Long (about a minute each: two compiles and a training run): `make test` stays under 20
 # minutes on 2 cores; `make bench` also fails if a profile-guided run differs.

@@ -51,7 +51,7 @@ from .workloads import SUBLAYERS, Workload
 
 __all__ = ["POLICIES", "COLLECTIVES", "MEMORIES", "CosimConfig", "Plan", "GpuCores",
            "NmcDram", "HbmDram", "Ring", "SystemEnv", "gpu_cores", "gpu_dram", "check_numerics",
-           "model_cycles"]
+           "model_sequential", "model_cycles"]
 
 #: Collectives: fused GEMM + reduce-scatter, or fused GEMM + all-reduce.
 COLLECTIVES = ("rs", "allreduce")
@@ -482,7 +482,25 @@ def check_numerics(plan, drams, symmetric=False):
     return worst == 0.0, worst
 
 
-def model_cycles(cfg: CosimConfig):
+class _Work:
+    """The workload of ``cfg`` on a ring of ``cfg.gpus`` GPUs, as the performance model
+    takes it."""
+
+    def __init__(self, cfg):
+        self.tp, self.shape = cfg.gpus, cfg.shape
+
+
+def model_sequential(cfg: CosimConfig):
+    """The performance model's Sequential run of ``cfg``'s scenario (GEMM, then the ring's
+    reduce-scatter and all-gather, each alone), the same under every policy:
+    ``{"cycles": per phase, "traffic": DRAM bytes per class}``, plain numbers (a caller may
+    keep it, as ``t3hw paper --rtl`` does between the policies of a sub-layer)."""
+    from .perf import simulate_sequential
+    seq = simulate_sequential(_Work(cfg), cfg.system_config())
+    return {"cycles": dict(seq.cycles), "traffic": dict(seq.traffic)}
+
+
+def model_cycles(cfg: CosimConfig, sequential=None):
     """The performance model's cycles for the same scenario on the same scaled hardware:
     ``{"t3": fused GEMM + RS (+ the all-gather after it), "sequential": GEMM, RS (+ AG)}``,
     the phases, and the DRAM bytes of one GPU in both (``t3_dram_bytes``,
@@ -490,23 +508,20 @@ def model_cycles(cfg: CosimConfig):
 
     The performance model runs the all-gather as a separate ring phase after the fused
     reduce-scatter, as the paper does; the co-simulation fuses it
-    (:mod:`sim_models.collective`).
+    (:mod:`sim_models.collective`). ``sequential``: :func:`model_sequential`'s result for
+    ``cfg`` if the caller has it (else it is run here).
     """
-    from .perf import simulate_sequential, simulate_t3
-
-    class _Work:                       # the workload's GEMM on a ring of cfg.gpus GPUs
-        tp = cfg.gpus
-        shape = cfg.shape
-
-    sc = cfg.system_config()
-    seq = simulate_sequential(_Work, sc)
-    ag = {c: (v if c.startswith("ag") else 0) for c, v in seq.traffic.items()}
-    t3 = simulate_t3(_Work, sc, policy=cfg.policy, ag=(seq.cycles["ag"], ag))
+    from .perf import simulate_t3
+    seq = sequential if sequential is not None else model_sequential(cfg)
+    seq_cycles, seq_traffic = seq["cycles"], seq["traffic"]
+    ag = {c: (v if c.startswith("ag") else 0) for c, v in seq_traffic.items()}
+    t3 = simulate_t3(_Work(cfg), cfg.system_config(), policy=cfg.policy,
+                     ag=(seq_cycles["ag"], ag))
     rs = cfg.collective == "rs"
     keep = (lambda c: not c.startswith("ag")) if rs else (lambda c: True)
     return {"t3": t3.cycles["gemm_rs"] if rs else t3.cycles["total"],
-            "sequential": seq.cycles["gemm"] + seq.cycles["rs"] if rs else seq.cycles["total"],
-            "phases": {"t3": t3.cycles, "sequential": seq.cycles},
+            "sequential": seq_cycles["gemm"] + seq_cycles["rs"] if rs else seq_cycles["total"],
+            "phases": {"t3": t3.cycles, "sequential": seq_cycles},
             "t3_dram_bytes": sum(v for c, v in t3.traffic.items() if keep(c)),
-            "sequential_dram_bytes": sum(v for c, v in seq.traffic.items() if keep(c)),
+            "sequential_dram_bytes": sum(v for c, v in seq_traffic.items() if keep(c)),
             "mca_threshold": t3.mca_threshold}

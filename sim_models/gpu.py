@@ -58,6 +58,7 @@ Documented choices
   ``(i + 1 + s) % N`` at stage ``s``.
 """
 
+import bisect
 import heapq
 import math
 from collections import deque
@@ -333,74 +334,105 @@ class SteppedCores:
     """
 
     def __init__(self, producer, lookahead_steps=2):
+        # The state is per CU in Python lists, and each step loops over the CUs in Python:
+        # numpy's per-call cost on arrays of a few CUs was most of the model's time. Every
+        # figure is computed with the same floating-point operations in the same order as
+        # the array version did (the paper's table and the co-simulation's model cycles are
+        # the same to the bit).
         self.p = producer
         cus = producer.gpu.cus
+        self.cus = cus
         self.queue = deque(producer.order())
-        self.tile = np.full(cus, -1)
-        self.req = np.zeros(cus)
-        self.got = np.zeros(cus)
-        self.frac = np.zeros(cus)
-        self.held = np.zeros(cus, dtype=bool)
+        self.tile = [-1] * cus
+        self.req = [0.0] * cus
+        self.got = [0.0] * cus
+        self.frac = [0.0] * cus
+        self.held = [False] * cus
         self.tc = float(producer.compute_cycles)
         self.lookahead = lookahead_steps
         n = producer.k_slices
-        self.kb = np.array(producer.k_bounds, dtype=float) / producer.shape.k
-        self.kw = np.diff(self.kb)
-        self.miss = np.zeros((cus, n))           # miss bytes per K-slice of the running tile
-        self.cum = np.zeros((cus, n + 1))        # their prefix sums
-        self.known = np.zeros(cus, dtype=int)    # slices looked up so far
-        self._cols = np.arange(n)
+        self.n = n
+        kb = np.array(producer.k_bounds, dtype=float) / producer.shape.k
+        self.kb = kb.tolist()
+        self.kw = np.diff(kb).tolist()
+        self.miss = [[0.0] * n for _ in range(cus)]        # miss bytes per K-slice of its tile
+        self.cum = [[0.0] * (n + 1) for _ in range(cus)]   # their prefix sums
+        self.known = [0] * cus                             # slices looked up so far
 
     @property
     def done(self):
-        return not self.queue and not (self.tile >= 0).any()
+        return not self.queue and all(t < 0 for t in self.tile)
 
     def dispatch(self):
-        for cu in np.flatnonzero(self.tile < 0):
+        for cu in range(self.cus):
+            if self.tile[cu] >= 0:
+                continue
             if not self.queue:
                 break
             self.tile[cu] = self.queue.popleft()
             self.req[cu] = self.got[cu] = self.frac[cu] = 0.0
-            self.miss[cu] = self.cum[cu] = 0.0
+            self.miss[cu] = [0.0] * self.n
+            self.cum[cu] = [0.0] * (self.n + 1)
             self.known[cu] = 0
 
     def requests(self, dt):
         """Read bytes the CUs issue this step (a per-CU array): up to a few steps ahead."""
-        active = self.tile >= 0
-        front = np.where(active, np.minimum(1.0, self.frac + self.lookahead * dt / self.tc), 0.0)
-        upto = np.where(active, np.searchsorted(self.kb[:-1], front, side="left"), 0)
-        todo = [((self.kb[i] - self.frac[cu]), cu, i)
-                for cu in np.flatnonzero(upto > self.known)
-                for i in range(self.known[cu], upto[cu])]
+        kb, kw, last = self.kb, self.kw, len(self.kw) - 1
+        ahead = self.lookahead * dt / self.tc
+        fronts, todo = [0.0] * self.cus, []
+        for cu in range(self.cus):
+            if self.tile[cu] < 0:
+                continue
+            front = min(1.0, self.frac[cu] + ahead)
+            fronts[cu] = front
+            upto = bisect.bisect_left(kb, front, 0, len(kb) - 1)
+            if upto > self.known[cu]:
+                todo += [(kb[i] - self.frac[cu], cu, i) for i in range(self.known[cu], upto)]
+                self.known[cu] = upto
         for _, cu, i in sorted(todo):
-            self.miss[cu, i] = self.p.read_slice(int(self.tile[cu]), i)
-            self.cum[cu, i + 1] = self.cum[cu, i] + self.miss[cu, i]
-        self.known = np.maximum(self.known, upto)
-        i = np.minimum(np.searchsorted(self.kb, front, side="right") - 1, len(self.kw) - 1)
-        rows = np.arange(len(front))
-        target = self.cum[rows, i] + (front - self.kb[i]) / self.kw[i] * self.miss[rows, i]
-        new = np.where(active, np.maximum(target - self.req, 0.0), 0.0)
-        self.req += new
-        return new
+            miss, cum = self.miss[cu], self.cum[cu]
+            miss[i] = self.p.read_slice(self.tile[cu], i)
+            cum[i + 1] = cum[i] + miss[i]
+        new = [0.0] * self.cus
+        for cu in range(self.cus):
+            if self.tile[cu] < 0:
+                continue
+            front = fronts[cu]
+            i = min(bisect.bisect_right(kb, front) - 1, last)
+            target = self.cum[cu][i] + (front - kb[i]) / kw[i] * self.miss[cu][i]
+            take = max(target - self.req[cu], 0.0)
+            new[cu] = take
+            self.req[cu] += take
+        return np.array(new)
 
     def deliver(self, part):
-        self.got += part
+        got = self.got
+        for cu, v in enumerate(part.tolist() if isinstance(part, np.ndarray) else part):
+            got[cu] += v
 
     def advance(self, dt):
         """Advance the running tiles by ``dt``; return the CUs whose tile just finished."""
-        running = (self.tile >= 0) & ~self.held
-        rows = np.arange(len(running))
-        # slices whose bytes are all delivered (a prefix), and how far into the next
-        j = ((self.cum[:, 1:] <= self.got[:, None] + 1.0)
-             & (self._cols < self.known[:, None])).sum(axis=1)
-        jj = np.minimum(j, len(self.kw) - 1)
-        part = np.where(j < self.known,
-                        (self.got - self.cum[rows, jj]) / np.maximum(self.miss[rows, jj], 1.0),
-                        0.0)
-        have = self.kb[j] + np.clip(part, 0.0, 1.0) * np.where(j < self.known, self.kw[jj], 0.0)
-        self.frac = np.where(running, np.minimum(self.frac + dt / self.tc, have), self.frac)
-        fin = np.flatnonzero(running & (self.frac >= 1.0 - 1e-9))
-        self.held[fin] = True
+        kb, kw, last = self.kb, self.kw, len(self.kw) - 1
+        step = dt / self.tc
+        fin = []
+        for cu in range(self.cus):
+            if self.tile[cu] < 0 or self.held[cu]:
+                continue
+            known, cum, got = self.known[cu], self.cum[cu], self.got[cu]
+            # slices whose bytes are all delivered (a prefix: the sums do not fall), and
+            # how far into the next
+            j = bisect.bisect_right(cum, got + 1.0, 1, known + 1) - 1
+            jj = min(j, last)
+            if j < known:
+                part = (got - cum[jj]) / max(self.miss[cu][jj], 1.0)
+                have = kb[j] + min(max(part, 0.0), 1.0) * kw[jj]
+            else:
+                have = kb[j]
+            frac = min(self.frac[cu] + step, have)
+            self.frac[cu] = frac
+            if frac >= 1.0 - 1e-9:
+                self.held[cu] = True
+                fin.append(cu)
         return fin
 
     def free(self, cu):

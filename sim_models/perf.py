@@ -318,7 +318,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
             if new.sum() > 0:
                 cfifo.push("read", None, new.sum(), new)
                 dram.request("compute", new.sum(), "gemm_reads",
-                             cus=zip(gemm.tile.tolist(), new))
+                             cus=zip(list(gemm.tile), new))
             gc, _ = dram.step(dt, arb)
             cfifo.serve(gc, gemm.deliver)
             for cu in gemm.advance(dt):
@@ -406,7 +406,7 @@ def _gemm_sim(work, cfg, *, fused, policy="compute_first"):
         new = gemm.requests(dt)
         if new.sum() > 0:
             cfifo.push("read", None, new.sum(), new)
-            dram.request("compute", new.sum(), "gemm_reads", cus=zip(gemm.tile.tolist(), new))
+            dram.request("compute", new.sum(), "gemm_reads", cus=zip(list(gemm.tile), new))
         while dma and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
             nb = min(cfg.packet_bytes, dma[0][1])
             mfifo.push("dma", dma[0][0], nb)

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from t3hw.tools import cosim
-from t3hw.tools.paper_rtl import assemble, configs, markdown, run_paper_rtl, workloads
+from t3hw.tools.paper_rtl import (FULL_PARAMS, assemble, configs, markdown, run_paper_rtl,
+                                  workloads)
 from t3hw.verif.cosim_scenarios import small
 
 # the regression's 2-engine hardware (its system top is the one the regression builds)
@@ -40,6 +41,21 @@ def test_configs_are_the_papers_sublayers_times_the_policies():
                     (dict(tokens=8192), "tokens must be a multiple of gpus")):
         with pytest.raises(ValueError, match=msg):
             configs(**kw)
+
+
+def test_full_configs_are_the_papers_token_counts_on_larger_tables():
+    """``full``: every sub-layer at its paper token count (8192), on engines of 1024 tracker
+    entries and descriptors, which hold it (the default engines do not)."""
+    cfgs = configs(full=True)
+    assert len(cfgs) == 32
+    assert [(c.model, c.tp, c.sublayer, c.tokens) for c in cfgs[::2]] == \
+        [(w.model, w.tp, w.sublayer, w.tokens) for w in workloads()]
+    assert {c.tokens for c in cfgs} == {8192}
+    assert all(c.params == FULL_PARAMS and c.tokens <= c.max_tokens() for c in cfgs)
+    assert (FULL_PARAMS.tracker_entries, FULL_PARAMS.dma_descriptors) == (1024, 1024)
+    assert any(c.tokens > configs(only=[i])[0].max_tokens() for i, c in enumerate(cfgs[::2]))
+    with pytest.raises(ValueError, match="tokens is the paper's own with full, not 512"):
+        configs(full=True, tokens=512)
 
 
 def _geomean_speedup(entries, cycles, key):
@@ -112,12 +128,15 @@ def test_cli_defaults_are_the_full_table():
     args = build_parser().parse_args(["paper", "--rtl", "--json", "x.json"])
     kw = options(args)
     assert kw == dict(policies=["round_robin", "t3_mca"], tokens=DEFAULT_TOKENS, gpus=None,
-                      memory="fixed")
+                      memory="fixed", full=False)
     assert len(configs(**kw)) == 32
     args = build_parser().parse_args(["paper", "--rtl", "--json", "x.json", "--memory", "hbm",
                                       "--policies", "t3_mca_rr", "--gpus", "4"])
     assert options(args) == dict(policies=["t3_mca_rr"], tokens=DEFAULT_TOKENS, gpus=4,
-                                 memory="hbm")
+                                 memory="hbm", full=False)
+    args = build_parser().parse_args(["paper", "--rtl", "--full", "--json", "x.json"])
+    assert options(args) == dict(policies=["round_robin", "t3_mca"], tokens=None, gpus=None,
+                                 memory="fixed", full=True)
 
 
 @pytest.mark.parametrize("args, want", [
@@ -128,6 +147,9 @@ def test_cli_defaults_are_the_full_table():
     (["--rtl", "--sweep"], "--sweep"),
     (["--tokens", "512"], "add --rtl"),
     (["--pgo"], "--pgo is an option of the co-simulated table: add --rtl"),
+    (["--full"], "--full is an option of the co-simulated table: add --rtl"),
+    (["--rtl", "--full", "--tokens", "512"], "--full runs the paper's own token counts"),
+    (["--rtl", "--full", "--memory", "hbm"], "leave out --memory hbm"),
 ])
 def test_cli_errors_are_one_line(tmp_path, args, want):
     p = subprocess.run([sys.executable, "-m", "t3hw", "paper", *args, "--json",

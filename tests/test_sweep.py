@@ -42,6 +42,10 @@ def test_points_share_a_build_exactly_when_their_hardware_is_the_same():
     # a profile-guided build is a build of its own; the exact mode's top has none
     assert hardware(pts[0], pgo=True) == keys[0] + "-pgo"
     assert hardware(pts[0], "exact", pgo=True) == hardware(pts[0], "exact")
+    # a symmetric point runs on the top of one GPU: the part top of a ring of N parts
+    from t3hw.tools.cosim_fast import build_dir
+    assert hardware(pts[0], symmetric=True) == str(build_dir(pts[0], parts=pts[0].gpus))
+    assert hardware(pts[0], symmetric=True) not in keys
 
 
 def test_sweep_on_a_local_two_worker_cluster(tmp_path):
@@ -68,7 +72,9 @@ def test_sweep_on_a_local_two_worker_cluster(tmp_path):
 def test_cli_errors_are_one_line(tmp_path):
     for args, want in ((["--policy", "fifo"], "--policy"), (["--gpus", "1"], "--gpus"),
                        (["--workers", "0"], "--workers"),
-                       (["--exact", "--pgo"], "--pgo builds the fast mode's top")):
+                       (["--exact", "--pgo"], "--pgo builds the fast mode's top"),
+                       (["--exact", "--symmetric"], "--symmetric runs one GPU"),
+                       (["--memory", "fixed,hbm", "--symmetric"], "needs memory 'fixed'")):
         p = subprocess.run([sys.executable, "-m", "t3hw", "sweep", *args, "--json",
                             str(tmp_path / "s.json")], capture_output=True, text=True)
         assert p.returncode == 2, p.stderr

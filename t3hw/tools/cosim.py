@@ -11,11 +11,13 @@ compare.
 import functools
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from sim_models.cosim import COLLECTIVES, MEMORIES, POLICIES, CosimConfig, model_cycles
+from sim_models.cosim import (COLLECTIVES, MEMORIES, POLICIES, CosimConfig, model_cycles,
+                              model_sequential)
 from sim_models.workloads import MODELS, SUBLAYERS
 from . import simulate, toolchain
 from .errors import CliError
@@ -267,13 +269,43 @@ def _run_fast(cfg, root, progress, inputs_path=None, parts=1, pgo=False, symmetr
     return r
 
 
+def _model_key(cfg):
+    """What the model's Sequential run of ``cfg`` depends on: the scenario but its policy,
+    and the performance model's and the parameters' sources."""
+    root = Path(__file__).resolve().parent.parent.parent
+    h = hashlib.sha256(json.dumps(dict(cfg.to_dict(), policy=None), sort_keys=True).encode())
+    for path in sorted([*(root / "sim_models").glob("*.py"),
+                        *(root / "t3hw" / "spec").glob("*.py")]):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _sequential(cfg):
+    """:func:`sim_models.cosim.model_sequential` of ``cfg``, kept in the build folder
+    (``model/``) under :func:`_model_key`: the scenario's other policies (``t3hw paper
+    --rtl`` runs two per sub-layer, a sweep any number) reuse it instead of running the
+    Sequential baseline again (at the paper's 8192 tokens, a minute of the model's time)."""
+    path = toolchain.build_root() / "model" / f"sequential-{_model_key(cfg)}.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except ValueError:              # a file cut short by a killed run: run it again
+            pass
+    seq = model_sequential(cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(seq))
+    tmp.replace(path)                   # whole or absent, whatever runs at the same time
+    return seq
+
+
 def _finish(cfg, r, json_path, model):
     """Add the model's figures to a result and write it to ``json_path`` (if given)."""
     done = [c for c in r.get("gemm_cycles") or () if c is not None]
     if done:                     # the GEMM's end: the last tile retired on the slowest GPU
         r["cycles"]["gemm"] = max(done)
     if model:
-        m = model_cycles(cfg)
+        m = model_cycles(cfg, sequential=_sequential(cfg))
         r["cycles"]["model"] = m["t3"]
         r["cycles"]["model_gemm"] = m["phases"]["t3"]["gemm"]
         r["cycles"]["sequential"] = m["sequential"]
