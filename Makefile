@@ -8,7 +8,7 @@ T3HW   := $(VENV)/bin/t3hw
 STAMP  := $(VENV)/.installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup demo test test-long verilog check-rtl lint bench paper paper-rtl sweep formal synth synth-scale bitstream check-install clean help
+.PHONY: setup demo test test-long verilog check-rtl lint bench paper paper-rtl paper-rtl-full sweep formal synth synth-scale bitstream check-install clean help
 
 setup: $(STAMP)
 
@@ -84,6 +84,12 @@ paper: $(STAMP)
 paper-rtl: $(STAMP)
 	$(T3HW) paper --rtl --json bench/paper_rtl.json --plot docs/img
 
+# The same at the paper's 8192 tokens: each ring's GPU 0 alone, its neighbour supplied by the
+# ring's symmetry, on engines of 1024 tracker entries and descriptors, profile-guided builds
+# (docs/paper.md, "At the paper's token counts").
+paper-rtl-full: $(STAMP)
+	$(T3HW) paper --rtl --full --pgo --json bench/paper_rtl_full.json --plot docs/img
+
 # The four arbitration policies on the HBM2 DRAM at the demo's size, on a local Dask cluster
 # (one worker per core; docs/cosim.md, "Sweeps").
 sweep: $(STAMP)
@@ -100,6 +106,7 @@ help:
 	@echo "make bench          co-simulation throughput and Verilator build time into bench/results.json"
 	@echo "make paper          the performance model over the paper's table, with plots and the sweep"
 	@echo "make paper-rtl      the paper's 16 TP-8/16 sub-layers co-simulated on generated RTL beside the model"
+	@echo "make paper-rtl-full the same at the paper's 8192 tokens, one GPU of each symmetric ring (about half an hour)"
 	@echo "make sweep          the four arbitration policies co-simulated on the HBM2 DRAM, on a local Dask cluster (bench/sweep.json)"
 	@echo "make formal         the formal proofs alone (docs/formal.md)"
 	@echo "make synth          Yosys/nextpnr utilisation and Fmax of every block into synth/results.json and docs/synthesis.md"

@@ -73,7 +73,8 @@ def plot_results(result, plot_dir, *, prefix="paper"):
 
 
 def plot_rtl(result, plot_dir):
-    """Write ``paper_rtl_speedup.png`` into ``plot_dir``: per sub-layer of a
+    """Write ``paper_rtl_speedup.png`` (``paper_rtl_full_speedup.png`` for a table of the
+    paper's token counts, ``full``) into ``plot_dir``: per sub-layer of a
     :func:`t3hw.tools.paper_rtl.run_paper_rtl` result, each policy's speedup over Sequential
     on the RTL (solid) beside the model's on the same hardware (hatched), and Ideal."""
     import matplotlib
@@ -99,11 +100,14 @@ def plot_rtl(result, plot_dir):
     ax.set_xticks(x, labels, fontsize=6, rotation=90)
     ax.set_ylabel("speedup over Sequential (%)")
     t, n = configs[0]["tokens"], sorted({c["gpus"] for c in configs})
-    ax.set_title(f"Sub-layer speedup on generated RTL (t3hw paper --rtl; T={t}, "
-                 f"{'/'.join(map(str, n))} GPUs)\nand the model on the same hardware",
-                 fontsize=10)
+    full = result.get("sweep", {}).get("full", False)
+    how = "GPU 0 of each symmetric ring of " if configs[0].get("symmetric") else ""
+    ax.set_title(f"Sub-layer speedup on generated RTL (t3hw paper --rtl{' --full' * full}; "
+                 f"T={t}, {how}{'/'.join(map(str, n))} GPUs)\nand the model on the same "
+                 f"hardware", fontsize=10)
     ax.axhline(0, color="k", lw=0.5)
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, "paper_rtl_speedup.png"), dpi=120)
+    name = "paper_rtl_full_speedup.png" if full else "paper_rtl_speedup.png"
+    fig.savefig(os.path.join(plot_dir, name), dpi=120)
     plt.close(fig)
