@@ -45,6 +45,7 @@ GROUPS = (
     (r"tests/test_formal\.py::", None),
     (r"cocotb_tests/test_cosim\.py::test_scenario\[(\d+)-", r"cosim-\1"),
     (r"cocotb_tests/test_cosim\.py::test_split\w*\[(\d+)-", r"cosim-\1"),
+    (r"cocotb_tests/test_cosim\.py::test_one_gpu\w*\[(\d+)-", r"cosim-\1"),
     (r"cocotb_tests/test_cosim\.py::test_profile_guided\w*\[(\d+)-", r"cosim-\1"),
     (r"cocotb_tests/test_cosim\.py::test_hbm", "cosim-hbm"),
     (r"cocotb_tests/test_cosim\.py::test_(scenario_mca_rr|faults|threshold)", "cosim-4"),

@@ -118,6 +118,18 @@ def test_assemble_keeps_failures_visible():
     assert table[0].startswith("| model | TP | sub-layer | GPUs | Sequential (cycles) | t3 RTL")
     assert table[2] == "| T-NLG | 8 | OP | 2 | 1,500 | 66.7% / 50.0% (-10.0%) | 87.5% |"
     assert table[3] == "| **geomean** | | | | | **66.7% / 50.0%** | **87.5%** |"
+    # beside it, the model on the paper's own hardware (a `t3hw paper` result)
+    paper = {"configs": [{"model": "T-NLG", "tp": 8, "sublayer": "OP",
+                          "cycles": {"sequential": 1200, "t3": 1000, "ideal": 960}}],
+             "summary": {"speedup_geomean": {"t3": 0.2, "ideal": 0.25}}}
+    table = markdown(r, paper).splitlines()
+    assert table[0].endswith("| Ideal | t3 / Ideal, paper's hardware (model) |")
+    assert table[2].endswith("| 87.5% | 20.0% / 25.0% |")
+    assert table[3].endswith("| **87.5%** | **20.0% / 25.0%** |")
+    # a symmetric point's DRAM bytes are its one GPU's
+    one = dict(point, symmetric=True, failure=None)
+    assert assemble([one])["configs"][0]["dram_bytes_per_gpu"]["t3"] == 400.0
+    assert assemble([one])["configs"][0]["symmetric"]
 
 
 def test_cli_defaults_are_the_full_table():

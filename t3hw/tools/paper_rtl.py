@@ -195,30 +195,44 @@ def summary_lines(result):
     return lines
 
 
-def markdown(result):
+def markdown(result, paper=None):
     """The table of ``docs/paper.md`` ("On the RTL") from a result: per sub-layer, each
     policy's speedup over Sequential on the RTL and in the model, the gap, and Ideal; then
-    the geomeans."""
+    the geomeans. ``paper``: a :func:`t3hw.tools.paper.run_paper` result (the model on the
+    paper's own hardware, ``bench/paper.json``), whose speedups of the same keys go in a
+    last column."""
     entries = result["configs"]
     keys = [k for k in entries[0]["cycles"] if k not in ("sequential", "ideal")]
     head = ["model", "TP", "sub-layer", "GPUs", "Sequential (cycles)"] + \
         [f"{k} RTL / model (gap)" for k in keys] + ["Ideal"]
+    full = {}
+    if paper is not None:
+        full = {(c["model"], c["tp"], c["sublayer"]): c["cycles"] for c in paper["configs"]}
+        head.append(" / ".join(keys + ["Ideal"]) + ", paper's hardware (model)")
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def pct(seq, x):
         return f"{100 * (seq / x - 1):.1f}%"
+
+    def on_paper(cycles):
+        return " / ".join(pct(cycles["sequential"], cycles[k]) for k in keys + ["ideal"])
     for e in entries:
         seq = e["cycles"]["sequential"]
         rows.append("| " + " | ".join(
             [e["model"], str(e["tp"]), e["sublayer"], str(e["gpus"]), f"{seq:,.0f}"] +
             [f"{pct(seq, e['cycles'][k])} / {pct(seq, e['model_cycles'][k])} "
              f"({100 * e['gap'][k]:+.1f}%)" for k in keys] +
-            [pct(seq, e["cycles"]["ideal"])]) + " |")
+            [pct(seq, e["cycles"]["ideal"])] +
+            ([on_paper(full[e["model"], e["tp"], e["sublayer"]])] if full else [])) + " |")
     s = result["summary"]
     g = {side: s[side]["speedup_geomean"] for side in ("rtl", "model")}
+    tail = ""
+    if full:
+        ps = paper["summary"]["speedup_geomean"]
+        tail = " | **" + " / ".join(f"{100 * ps[k]:.1f}%" for k in keys + ["ideal"]) + "**"
     rows.append("| **geomean** | | | | | " + " | ".join(
         f"**{100 * g['rtl'][k]:.1f}% / {100 * g['model'][k]:.1f}%**" for k in keys) +
-        f" | **{100 * g['rtl']['ideal']:.1f}%** |")
+        f" | **{100 * g['rtl']['ideal']:.1f}%**{tail} |")
     return "\n".join(rows) + "\n"
 
 
