@@ -45,6 +45,19 @@ def test_training_keeps_the_hardware_and_changes_the_workload(gpus, tokens, part
                                                              cfg.seed + 1)
 
 
+def test_training_falls_back_to_the_reduce_scatter_where_the_all_reduce_does_not_fit():
+    """T-NLG at 8192 tokens on a ring of 16 (``t3hw paper --rtl --full``): the size that
+    keeps the hardware key is more than the tables hold for the all-reduce."""
+    from t3hw.tools.paper_rtl import configs
+    cfg = configs(full=True, only=[13], policies=("t3_mca",))[0]
+    train = pgo.training_config(cfg, cfg.gpus)
+    assert hardware_key(train, cfg.gpus) == hardware_key(cfg, cfg.gpus)
+    assert (train.policy, train.collective, train.seed) == ("round_robin", "rs", cfg.seed + 1)
+    from dataclasses import replace
+    with pytest.raises(ValueError, match="tokens must be a multiple"):
+        replace(train, collective="allreduce")
+
+
 def test_a_training_run_that_wrote_no_profile_is_an_error(tmp_path):
     (tmp_path / "Vtop__ALL.o").write_bytes(b"")
     with pytest.raises(RuntimeError, match="the training run wrote no profile in"):
