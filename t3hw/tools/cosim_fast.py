@@ -121,7 +121,8 @@ def shell_ports(core_text):
     core but ``clk``, the ``log<i>`` ones and a part's ``xout`` and ``xin`` (the shell's
     exchange, :func:`_exchange`); and a part's ``xlate``."""
     ports = [(d, name, w) for d, name, w in verilog_ports(core_text, CORE)
-             if name != "clk" and not name.startswith(("log", "xout__", "xin__"))]
+             if name != "clk" and not name.startswith(("log", "xout__", "xin__"))
+             and name not in ("xroom", "xempty")]
     if _is_part(ports):
         ports.append(("output", "xlate", 1))
     return ports
@@ -146,7 +147,7 @@ def _exchange(widths):
         "                                          output longint lo, output longint hi);",
         '  import "DPI-C" function void t3hw_x_progress(input longint cycle, input int done,',
         "                                               input int sent, input int got);",
-        "  wire xout__valid;",
+        "  wire xout__valid, xroom, xempty;",
         f"  wire [{aw - 1}:0] xout__arrival;",
         f"  wire [{pw - 1}:0] xout__payload;",
         "  reg xin__valid = 0;",
@@ -163,13 +164,13 @@ def _exchange(widths):
         "  end",
         "  always @(negedge clk) begin",
         "    xin__valid <= 0;",
-        "    if (run_q) begin",
+        "    if (run_q && xroom) begin",
         "      x_got = t3hw_x_recv(64'(cycle), x_arrival, x_lo, x_hi);",
         "      if (x_got != 0) begin",
         "        xin__valid <= 1;",
         f"        xin__arrival <= {aw}'(x_arrival);",
         f"        xin__payload <= {pw}'({{x_hi, x_lo}});",
-        "        if (x_got == 2) xlate_q <= 1;",
+        "        if (x_got == 2 && xempty) xlate_q <= 1;",
         "      end",
         "    end",
         "  end"]

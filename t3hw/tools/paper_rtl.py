@@ -69,8 +69,8 @@ def configs(*, policies=("round_robin", "t3_mca"), tokens=None, gpus=None,
     ``base`` supplies every other field (default ``CosimConfig()``'s; with ``full``, its
     params :data:`FULL_PARAMS`); ``only`` keeps the sub-layers whose index in
     :func:`workloads` it lists; ``tokens`` is every sub-layer's (default
-    :data:`DEFAULT_TOKENS`), or with ``full`` each its paper token count. Raises ValueError (the config's own message) for a value out of
-    range."""
+    :data:`DEFAULT_TOKENS`), or with ``full`` each its paper token count. Raises
+    ValueError (the config's own message) for a value out of range."""
     bad = [p for p in policies if p not in POLICY_KEYS]
     if bad or not policies:
         raise ValueError(f"policies must be some of {tuple(POLICY_KEYS)}, not {list(policies)!r}")
@@ -97,12 +97,15 @@ def _summary(entries, side):
                     ("model_cycles", "model_dram_bytes_per_gpu"))
     out = {"speedup_geomean": {}, "speedup_max": {}, "dram_reduction_geomean": {}}
     for key in (k for k in entries[0][cycles] if k != "sequential"):
-        ratios = [e["cycles"]["sequential"] / e[cycles][key] for e in entries]
+        ran = [e for e in entries if e[cycles].get(key)]   # a point that failed has no cycles
+        if not ran:
+            continue
+        ratios = [e["cycles"]["sequential"] / e[cycles][key] for e in ran]
         out["speedup_geomean"][key] = geomean(ratios) - 1
         out["speedup_max"][key] = max(ratios) - 1
         if key != "ideal":
             out["dram_reduction_geomean"][key] = 1 - geomean(
-                [e[dram][key] / e["dram_bytes_per_gpu"]["sequential"] for e in entries])
+                [e[dram][key] / e["dram_bytes_per_gpu"]["sequential"] for e in ran])
     return out
 
 
@@ -212,7 +215,7 @@ def markdown(result, paper=None):
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def pct(seq, x):
-        return f"{100 * (seq / x - 1):.1f}%"
+        return f"{100 * (seq / x - 1):.1f}%" if x else "failed"
 
     def on_paper(cycles):
         return " / ".join(pct(cycles["sequential"], cycles[k]) for k in keys + ["ideal"])

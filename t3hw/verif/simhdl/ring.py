@@ -109,6 +109,12 @@ class RingHdl(wiring.Component):
         (``valid``, ``arrival``, ``payload``: what link 0's wire would take, for the part
         that holds GPU ``first - 1``), and the packets of GPU ``first + n`` (of the next
         part) for GPU ``n - 1``'s wire.
+    xroom, xempty : Out(1), Out(1)
+        Only with ``ring``: ``xin``'s wire has room for a packet even if none leaves it
+        this cycle (it holds at most ``wire_depth - 2``; the exchange hands a packet only
+        then, and keeps the others: a receiver that takes nothing for long loses nothing),
+        and it is empty (a packet handed after its arrival is late only then: behind
+        others, it would not have been taken sooner).
     error, error_cycle : Out(4), Out(40)
         Sticky: bit 0 a packet was lost, its wire full; bit 1 a departure was lost, its
         FIFO full (the packet still goes; its bytes are not counted in the buffer); bit 2 a
@@ -159,7 +165,8 @@ class RingHdl(wiring.Component):
         if ring is not None:
             cross = wiring.Signature({"valid": Out(1), "arrival": Out(self._arrival_width),
                                       "payload": Out(layout)})
-            members.update(first=In(range(ring)), xout=Out(cross), xin=In(cross))
+            members.update(first=In(range(ring)), xout=Out(cross), xin=In(cross),
+                           xroom=Out(1), xempty=Out(1))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -178,8 +185,8 @@ class RingHdl(wiring.Component):
                              self.xout.payload.eq(tx.payload)]
                 lost = C(0, 1)
             else:
-                wire_idle, lost = self._wire(m, f"{i}", take, arrival, tx.payload,
-                                             getattr(self, f"rx{(i - 1) % self.n}"))
+                wire_idle, lost, _ = self._wire(m, f"{i}", take, arrival, tx.payload,
+                                                getattr(self, f"rx{(i - 1) % self.n}"))
                 idle.append(wire_idle)
             if self.ring is None:
                 dst = (i - 1) % self.n
@@ -189,8 +196,10 @@ class RingHdl(wiring.Component):
             errors.append(Cat(lost, C(0, 1), bad))
         if self.ring is not None:                          # from the next part
             x = self.xin
-            wire_idle, lost = self._wire(m, str(self.n), x.valid, x.arrival, x.payload,
-                                         getattr(self, f"rx{self.n - 1}"))
+            wire_idle, lost, count = self._wire(m, str(self.n), x.valid, x.arrival,
+                                                x.payload, getattr(self, f"rx{self.n - 1}"))
+            m.d.comb += [self.xroom.eq(count <= self.wire_depth - 2),
+                         self.xempty.eq(wire_idle)]
             idle.append(wire_idle)
             errors.append(Cat(lost, C(0, 3)))
         new = Signal(4)
@@ -266,7 +275,7 @@ class RingHdl(wiring.Component):
 
     def _wire(self, m, i, take, arrival, pkt, rx):
         """Wire ``i``'s FIFO of (arrival, packet) ``pkt``, pushed while ``take``; drives
-        ``rx``. Returns (empty, a packet was lost)."""
+        ``rx``. Returns (empty, a packet was lost, the packets it holds)."""
         c, depth = self.cycle, self.wire_depth
         entry = data.StructLayout({"arrival": self._arrival_width,
                                    "pkt": net_packet_layout(self._p)})
@@ -290,7 +299,7 @@ class RingHdl(wiring.Component):
             m.d.sync += tail.eq(self._next(tail, depth))
         with m.If(pop):
             m.d.sync += head.eq(self._next(head, depth))
-        return count == 0, take & ~push
+        return count == 0, take & ~push, count
 
 
 def _or(values, width):

@@ -249,8 +249,8 @@ class FastSystem(wiring.Component):
         if parts > 1:
             ring = self._ring.signature.members
             members.update(first=In(range(cfg.gpus)), xout=Out(ring["xout"].signature),
-                           xin=In(ring["xin"].signature), done_since=Out(CYCLE_WIDTH),
-                           xsent=Out(32), xgot=Out(32))
+                           xin=In(ring["xin"].signature), xroom=Out(1), xempty=Out(1),
+                           done_since=Out(CYCLE_WIDTH), xsent=Out(32), xgot=Out(32))
         super().__init__(members)
 
     def modules(self):
@@ -321,6 +321,7 @@ class FastSystem(wiring.Component):
         for name in ("valid", "arrival", "payload"):
             m.d.comb += [getattr(self.xout, name).eq(getattr(ring.xout, name)),
                          getattr(ring.xin, name).eq(getattr(self.xin, name))]
+        m.d.comb += [self.xroom.eq(ring.xroom), self.xempty.eq(ring.xempty)]
         m.d.sync += [done_q.eq(self.done), self.xsent.eq(self.xsent + ring.xout.valid),
                      self.xgot.eq(self.xgot + self.xin.valid)]
         with m.If(rise):
