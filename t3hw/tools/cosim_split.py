@@ -13,9 +13,10 @@ runs on its own core, up to ``latency - MARGIN`` cycles ahead of its neighbour.
 The shell (:func:`t3hw.tools.cosim_fast.shell`) calls three C functions (DPI, :data:`CPP`,
 compiled into the simulation): at each rising edge ``t3hw_x_send`` for a packet leaving on
 ``xout`` and ``t3hw_x_progress`` (the cycle finished, ``done`` and the counts of packets
-sent and received), and at each falling edge ``t3hw_x_recv``, which waits for the
-neighbour as above and hands the next packet to ``xin``; a packet handed less than a cycle
-before its arrival sets the shell's sticky ``xlate`` (it still goes: nothing is lost).
+sent and received), and at each falling edge, while the part's incoming wire has room
+(``xroom``), ``t3hw_x_recv``, which waits for the neighbour as above and hands the next
+packet to ``xin``; a packet handed less than a cycle before its arrival while that wire is
+empty (``xempty``) sets the shell's sticky ``xlate`` (it still goes: nothing is lost).
 
 The file ``T3HW_XCHG`` names is made by :class:`~t3hw.verif.exchange.Exchange`, whose
 module gives its layout (a progress block per part, and per part a single-producer,
