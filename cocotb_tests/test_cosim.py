@@ -230,7 +230,7 @@ def test_split_over_processes_gives_the_same_result(gpus, parts, collective, see
     pytest.param(8, "allreduce", "t3_mca_rr", marks=pytest.mark.long)])
 def test_one_gpu_of_a_symmetric_ring_gives_the_rings_result(gpus, collective, policy, seed):
     """GPU 0 run alone, its neighbour's packets its own rotated by one GPU (``symmetric``,
-    :func:`t3hw.tools.cosim_split.run_symmetric`; ``docs/cosim.md``), gives the whole ring's
+    :func:`t3hw.tools.cosim_split.run_parts`; ``docs/cosim.md``), gives the whole ring's
     cycles and the run's end; the ring's GPUs all show GPU 0's figures, and the one GPU shows
     the same: triggers, armed entries, packets, store waits, the GEMM's end, tiles, results
     written, every error bit and engine counter; a ring's N-th of the DRAM bytes; numerics

@@ -76,8 +76,9 @@ class Plan:
     units : list of (row, col0, ncols)
         The tracked units of a chunk, in tile coordinates relative to the chunk's first tile
         row; every chunk has the same.
-    partials : list of ndarray
-        Each GPU's ``[T, H]`` partial output (float16 integers, sums exact).
+
+    Each GPU's ``[T, H]`` partial output (float16 integers, sums exact) is
+    :meth:`partial`.
     """
 
     def __init__(self, cfg):
@@ -152,11 +153,6 @@ class Plan:
             self._partials.append((a @ b).astype(DTYPE))
         return self._partials[i]
 
-    @property
-    def partials(self):
-        """Every GPU's partial output (:meth:`partial`)."""
-        return [self.partial(i) for i in range(self.n)]
-
     def expected(self):
         """The all-reduced output (exact, float64), summed in place (not from an ``N x T x H``
         stack of the partials)."""
@@ -167,9 +163,9 @@ class Plan:
 
     def expected_symmetric(self):
         """GPU 0's reduced chunk in a run of GPU 0 of a symmetric ring
-        (:func:`t3hw.tools.cosim_split.run_symmetric`): there GPU ``i``'s partial is GPU 0's
-        with its chunks rotated by ``i`` (chunk ``c`` of GPU ``i`` is chunk ``c - i`` of GPU
-        0), so chunk 0 sums GPU 0's ``N`` chunks (exact, float64)."""
+        (:func:`t3hw.tools.cosim_split.run_parts` with ``symmetric``): there GPU ``i``'s
+        partial is GPU 0's with its chunks rotated by ``i`` (chunk ``c`` of GPU ``i`` is chunk
+        ``c - i`` of GPU 0), so chunk 0 sums GPU 0's ``N`` chunks (exact, float64)."""
         part = self.partial(0).astype(np.float64)
         return part.reshape(self.n, self.chunk_rows, self.shape.n).sum(axis=0)
 

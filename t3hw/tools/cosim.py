@@ -170,9 +170,9 @@ def run(cfg: CosimConfig, *, json_path=None, waves_dir=None, progress=False, roo
     only) runs on the profile-guided build of the fast top (:mod:`t3hw.tools.pgo`): the
     same result, 1.2 to 1.4 times as fast, after a build about twice as long.
     ``symmetric`` (the fast mode only) runs GPU 0 of the ring alone, its neighbour supplied
-    by the ring's symmetry (:func:`t3hw.tools.cosim_split.run_symmetric`): the whole ring's
-    cycles, triggers and numerics on the fixed-latency DRAM, about N times as fast; the
-    per-GPU fields and ``dram_bytes`` are GPU 0's.
+    by the ring's symmetry (:func:`t3hw.tools.cosim_split.run_parts` with ``symmetric``):
+    the whole ring's cycles, triggers and numerics on the fixed-latency DRAM, about N times
+    as fast; the per-GPU fields and ``dram_bytes`` are GPU 0's.
     """
     waves = waves_dir is not None
     if symmetric:
@@ -251,9 +251,9 @@ def differences(fast, exact):
 
 def check_symmetric(cfg):
     """Raise ``ValueError`` unless GPU 0 of ``cfg``'s ring can stand for the whole ring
-    (:func:`t3hw.tools.cosim_split.run_symmetric`): the fixed-latency DRAM, whose timing
-    does not depend on the address (the HBM2 model's banks see the rotated chunks at other
-    addresses, so its GPUs are not rotations of each other)."""
+    (:func:`t3hw.tools.cosim_split.run_parts` with ``symmetric``): the fixed-latency DRAM,
+    whose timing does not depend on the address (the HBM2 model's banks see the rotated
+    chunks at other addresses, so its GPUs are not rotations of each other)."""
     if cfg.memory != "fixed":
         raise ValueError(f"a run of one GPU of a symmetric ring needs memory 'fixed' (the "
                          f"HBM2 model's timing depends on the address), not {cfg.memory!r}")
@@ -273,11 +273,10 @@ def _model_key(cfg):
     """What the model's Sequential run of ``cfg`` depends on: the scenario but its policy,
     and the performance model's and the parameters' sources."""
     root = Path(__file__).resolve().parent.parent.parent
-    h = hashlib.sha256(json.dumps(dict(cfg.to_dict(), policy=None), sort_keys=True).encode())
-    for path in sorted([*(root / "sim_models").glob("*.py"),
-                        *(root / "t3hw" / "spec").glob("*.py")]):
-        h.update(path.name.encode() + path.read_bytes())
-    return h.hexdigest()[:16]
+    sources = toolchain.sources_digest([*(root / "sim_models").glob("*.py"),
+                                        *(root / "t3hw" / "spec").glob("*.py")])
+    return hashlib.sha256(json.dumps([dict(cfg.to_dict(), policy=None), sources],
+                                     sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _sequential(cfg):

@@ -250,11 +250,9 @@ def _sources_key():
     """A digest of the generator's sources (the engines' RTL and the simulation-only models,
     their layouts and parameters, this module): a change of any gets a new build folder."""
     root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for path in sorted([*(root / "hw").glob("*.py"), *(root / "spec").glob("*.py"),
-                        *(root / "verif" / "simhdl").glob("*.py"), Path(__file__)]):
-        h.update(path.name.encode() + path.read_bytes())
-    return h.hexdigest()
+    return toolchain.sources_digest([*(root / "hw").glob("*.py"), *(root / "spec").glob("*.py"),
+                                     *(root / "verif" / "simhdl").glob("*.py"),
+                                     Path(__file__).resolve()])
 
 
 def build_dir(cfg, root=None, parts=1, pgo=False):
@@ -345,7 +343,7 @@ def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None,
     returns ``(failure, result, log)``: the failure of a run that wrote its results (None
     if it passed), the result dict and the shell's log of DRAM serves and packets.
     ``symmetric``: the run's :class:`~sim_models.collective.Plan`, to run GPU 0 of a
-    symmetric ring alone (:func:`t3hw.tools.cosim_split.run_symmetric`)."""
+    symmetric ring alone (:func:`t3hw.tools.cosim_split.run_parts` with ``symmetric``)."""
     out, log = bdir / f"fast-{tag}.json", bdir / f"fast-{tag}.log.bin"
     for f in (out, log, inputs):
         if f is not None:
@@ -367,16 +365,10 @@ def _simulate(cfg, runner, bdir, parts, *, tag, progress_path=None, inputs=None,
             return str(e)
         return None
 
-    if symmetric is not None:
-        from .cosim_split import run_symmetric
-        r, log, failure = run_symmetric(
-            cfg, symmetric, bdir, tag, env,
-            sim_run=lambda part, part_env, part_log: sim_run(
-                part_env, f"fast-{tag}", [f"+t3hw_log={part_log}"]))
-    elif parts > 1:
+    if parts > 1:
         from .cosim_split import run_parts
         r, log, failure = run_parts(
-            cfg, parts, bdir, tag, env,
+            cfg, parts, bdir, tag, env, symmetric=symmetric,
             sim_run=lambda part, part_env, part_log: sim_run(
                 part_env, f"fast-{tag}-{part}", [f"+t3hw_log={part_log}"]))
     else:
@@ -401,8 +393,8 @@ def run(cfg, *, root=None, progress_path=None, inputs_path=None, log_path=None, 
     then has ``parts``, each part's figures), which records no inputs. ``pgo``: on the
     profile-guided build (:func:`build`; the result has ``pgo = True``). ``symmetric``: run
     GPU 0 of the ring alone, on the top of one GPU, its neighbour's packets its own rotated
-    by one GPU (:func:`t3hw.tools.cosim_split.run_symmetric`; ``parts`` must be 1; the
-    per-GPU fields are GPU 0's, the result has ``symmetric = True``)."""
+    by one GPU (:func:`t3hw.tools.cosim_split.run_parts` with ``symmetric``; ``parts``
+    must be 1; the per-GPU fields are GPU 0's, the result has ``symmetric = True``)."""
     from t3hw.verif.cosim_replay import read_log, replay
     from t3hw.verif.simhdl.top import check_parts
     check_parts(cfg, parts)

@@ -31,8 +31,7 @@ from pathlib import Path
 from t3hw.verif.exchange import CAPACITY, LINE, MARGIN, Exchange, quiescent
 
 
-__all__ = ["CPP", "STALL_S", "Exchange", "quiescent", "run_parts", "run_symmetric", "symmetry",
-           "merge"]
+__all__ = ["CPP", "STALL_S", "Exchange", "quiescent", "run_parts", "symmetry", "merge"]
 
 #: Seconds a part waits for its neighbour without the neighbour finishing a cycle before it
 #: gives up (the neighbour's process died).
@@ -234,30 +233,40 @@ extern "C" int t3hw_x_recv(long long cycle, long long* arrival, long long* lo, l
    .replace("@STALL_S@", str(STALL_S))
 
 
-def run_parts(cfg, parts, bdir, tag, env, *, sim_run):
+def run_parts(cfg, parts, bdir, tag, env, *, sim_run, symmetric=None):
     """Run the ``parts`` processes of a split run of ``cfg`` on the part top built in
     ``bdir``, each in a thread that waits for its simulator (``sim_run(part, env, log)``
     runs one, with the part's settings added to ``env``, and returns its failure or None).
     Returns ``(result, log, failure)``: :func:`merge` of the parts' results, the parts'
-    logs joined in one file, and the first part's failure (None if all passed)."""
+    logs joined in one file, and the first part's failure (None if all passed).
+
+    ``symmetric`` (the run's :class:`~sim_models.collective.Plan`, with ``parts`` the ring
+    size): run part 0 alone, GPU 0 of a symmetric ring, its neighbour supplied by the
+    ring's symmetry: every GPU runs the same schedule on chunks rotated by its index, so
+    what GPU 1 sends at a cycle is what GPU 0 sends then, for the next device, chunk and
+    unit (:func:`symmetry`). Its exchange has one part, whose packets come back to it so
+    rotated (``docs/cosim.md``, "One GPU of a symmetric ring"); the result has
+    ``symmetric``."""
     from concurrent.futures import ThreadPoolExecutor
+    runs = 1 if symmetric is not None else parts        # the processes
     xfile = Path(bdir) / f"fast-{tag}.xchg"
-    ex = Exchange.create(xfile, parts)
-    outs = [Path(bdir) / f"fast-{tag}-{p}.json" for p in range(parts)]
-    logs = [Path(bdir) / f"fast-{tag}-{p}.log.bin" for p in range(parts)]
+    ex = Exchange.create(xfile, runs)
+    outs = [Path(bdir) / f"fast-{tag}-{p}.json" for p in range(runs)]
+    logs = [Path(bdir) / f"fast-{tag}-{p}.log.bin" for p in range(runs)]
     for f in outs + logs:
         f.unlink(missing_ok=True)
+    extra = {} if symmetric is None else {"T3HW_XSYM": symmetry(cfg, symmetric)}
 
     def one(p):
         e = dict(env, T3HW_COSIM_OUT=str(outs[p]), T3HW_PART=f"{p}/{parts}",
-                 T3HW_XCHG=ex.env(p, cfg.link_latency))
+                 T3HW_XCHG=ex.env(p, cfg.link_latency), **extra)
         if p:
             e.pop("T3HW_COSIM_PROGRESS", None)
         return sim_run(p, e, logs[p])
 
     try:
-        with ThreadPoolExecutor(max_workers=parts) as pool:
-            failures = list(pool.map(one, range(parts)))
+        with ThreadPoolExecutor(max_workers=runs) as pool:
+            failures = list(pool.map(one, range(runs)))
     finally:
         ex.close()
         xfile.unlink(missing_ok=True)
@@ -270,11 +279,14 @@ def run_parts(cfg, parts, bdir, tag, env, *, sim_run):
     for f in outs:
         f.unlink()
     failure = next((f for f in failures if f), None)
-    return merge(results), log, failure
+    r = merge(results)
+    if symmetric is not None:
+        r["symmetric"] = True
+    return r, log, failure
 
 
 def symmetry(cfg, plan):
-    """The ``T3HW_XSYM`` setting of a run of GPU 0 of a symmetric ring (:func:`run_symmetric`):
+    """The ``T3HW_XSYM`` setting of a run of GPU 0 of a symmetric ring (:func:`run_parts`):
     the ring size, the units per chunk, the ``O`` and ``R`` buffers' bases, the chunk's bytes
     and the place of the packet's ``device``, ``addr`` and ``tile`` fields, from which
     :data:`CPP` turns each packet GPU 0 sends into the one GPU 1 sends at the same cycle."""
@@ -284,32 +296,6 @@ def symmetry(cfg, plan):
              for v in (fields[name].offset, fields[name].width)]
     return "|".join(str(v) for v in (cfg.gpus, plan.ids.units, plan.o_base, plan.r_base,
                                      plan.chunk_bytes, *spots))
-
-
-def run_symmetric(cfg, plan, bdir, tag, env, *, sim_run):
-    """Run GPU 0 of ``cfg``'s ring alone, on the top of one GPU (the part top of ``parts =
-    gpus``, built in ``bdir``), its neighbour supplied by the ring's symmetry: every GPU runs
-    the same schedule on chunks rotated by its index, so what GPU 1 sends at a cycle is what
-    GPU 0 sends then, for the next device, chunk and unit (:func:`symmetry`). The exchange
-    has one part, whose packets come back to it so rotated (``docs/cosim.md``, "One GPU of a
-    symmetric ring"). Returns ``(result, log, failure)`` as :func:`run_parts`."""
-    xfile = Path(bdir) / f"fast-{tag}.xchg"
-    ex = Exchange.create(xfile, 1)
-    out, log = Path(bdir) / f"fast-{tag}-0.json", Path(bdir) / f"fast-{tag}.log.bin"
-    for f in (out, log):
-        f.unlink(missing_ok=True)
-    try:
-        failure = sim_run(0, dict(env, T3HW_COSIM_OUT=str(out), T3HW_PART=f"0/{cfg.gpus}",
-                                  T3HW_XCHG=ex.env(0, cfg.link_latency),
-                                  T3HW_XSYM=symmetry(cfg, plan)), log)
-    finally:
-        ex.close()
-        xfile.unlink(missing_ok=True)
-    result = json.loads(out.read_text())
-    out.unlink()
-    r = merge([result])
-    r["symmetric"] = True
-    return r, log, failure
 
 
 def merge(results):

@@ -25,8 +25,8 @@ tokens), which needs more tracker entries and DMA descriptors than the default e
 :meth:`CosimConfig.max_tokens`): the engines of :data:`FULL_PARAMS` (1024 of each; the
 co-simulation's 32 x 64 tiles are a 16th of the paper's 256 x 128, so the paper's 256
 entries per tile count would be 4096), and each ring's GPU 0 alone, its neighbour supplied
-by the ring's symmetry (``symmetric``: :func:`t3hw.tools.cosim_split.run_symmetric`, the
-whole ring's cycles and numerics on the fixed-latency DRAM).
+by the ring's symmetry (``symmetric``: :func:`t3hw.tools.cosim_split.run_parts`, the whole
+ring's cycles and numerics on the fixed-latency DRAM).
 """
 
 import dataclasses

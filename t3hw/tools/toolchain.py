@@ -29,7 +29,7 @@ from .errors import ToolError
 
 
 __all__ = ["find_tool", "require_tool", "yowasp", "toolchain_env", "verilator_bin", "locked",
-           "build_root", "data_file", "WAIVERS", "lint"]
+           "build_root", "sources_digest", "data_file", "WAIVERS", "lint"]
 
 
 #: The package's root folder (``t3hw/``), where its data files live.
@@ -76,6 +76,16 @@ def yowasp(tool):
 def build_root():
     """The folder builds go under: ``$T3HW_BUILD`` if set, else ``./build``; absolute."""
     return Path(os.environ.get("T3HW_BUILD") or "build").resolve()
+
+
+def sources_digest(paths):
+    """The sha256 (hex) of the files ``paths``, in sorted order, each by its name and
+    content: what a kept build or result depends on (a change of any file gets a new one)."""
+    import hashlib
+    h = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
 
 
 def toolchain_env():

@@ -148,7 +148,7 @@ def _val(dut, name):
 def _part():
     """``(part, parts, exchange)`` of a split run, ``(0, 1, None)`` otherwise. A run of GPU 0
     of a symmetric ring is part 0 of ``gpus`` parts on an exchange of one part
-    (:func:`t3hw.tools.cosim_split.run_symmetric`)."""
+    (:func:`t3hw.tools.cosim_split.run_parts` with ``symmetric``)."""
     spec = os.environ.get("T3HW_PART")
     if not spec:
         return 0, 1, None
