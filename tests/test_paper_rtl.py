@@ -64,16 +64,22 @@ def _geomean_speedup(entries, cycles, key):
 
 
 def test_table_on_a_local_two_worker_cluster(tmp_path):
-    """Two sub-layers under T3 and T3-MCA: every point co-simulated (fast mode) with exact
-    numerics; each sub-layer's cycles are its points' and the same as a co-simulation of its
-    configuration in this process; the summaries are the geomeans of the entries."""
+    """Three sub-layers under T3 and T3-MCA: every point co-simulated (fast mode) with exact
+    numerics, FC-1's as FC-2's (one GEMM shape: one run each); each sub-layer's cycles are
+    its points' and the same as a co-simulation of its configuration in this process; the
+    summaries are the geomeans of the entries."""
     out = tmp_path / "rtl.json"
-    r = run_paper_rtl(out, tmp_path / "img", workers=2, only=[0, 6], **SMALL)
+    r = run_paper_rtl(out, tmp_path / "img", workers=2, only=[0, 5, 6], **SMALL)
     assert json.loads(out.read_text()) == json.loads(json.dumps(r))
     assert (tmp_path / "img" / "paper_rtl_speedup.png").stat().st_size > 10_000
-    assert r["sweep"]["points"] == 4 and r["sweep"]["workers"] == 2
+    assert (r["sweep"]["points"], r["sweep"]["configs"], r["sweep"]["workers"]) == (4, 6, 2)
     assert [(e["model"], e["tp"], e["sublayer"]) for e in r["configs"]] == \
-        [("Mega-GPT-2", 8, "OP"), ("Mega-GPT-2", 16, "FC-1")]
+        [("Mega-GPT-2", 8, "OP"), ("Mega-GPT-2", 16, "FC-2"), ("Mega-GPT-2", 16, "FC-1")]
+    fc2, fc1 = r["configs"][1:]
+    assert "same_run_as" not in fc2 and fc1["same_run_as"] == "FC-2"
+    assert fc1["sim_wall_s"] == {"t3": 0.0, "t3_mca": 0.0} and min(fc2["sim_wall_s"].values())
+    for k in ("cycles", "model_cycles", "dram_bytes_per_gpu", "gap"):
+        assert fc1[k] == fc2[k], k
     assert r["summary"]["numerics_ok"]
     for e in r["configs"]:
         print(e["model"], e["tp"], e["sublayer"], e["cycles"], e["model_cycles"])
@@ -83,9 +89,10 @@ def test_table_on_a_local_two_worker_cluster(tmp_path):
         for p in ("t3", "t3_mca"):
             assert e["gap"][p] == pytest.approx(e["cycles"][p] / e["model_cycles"][p] - 1)
             assert 0 < e["dram_bytes_per_gpu"][p] < e["dram_bytes_per_gpu"]["sequential"]
-    cfg = configs(only=[6], policies=("t3_mca",), **SMALL)[0]
+    cfg = configs(only=[6], policies=("t3_mca",), **SMALL)[0]        # FC-1, run as itself
     here = cosim.run(cfg, model=False)
-    assert here["cycles"]["rtl"] == r["configs"][1]["cycles"]["t3_mca"]
+    assert here["cycles"]["rtl"] == fc1["cycles"]["t3_mca"]
+    assert sum(here["dram_bytes"].values()) / cfg.gpus == fc1["dram_bytes_per_gpu"]["t3_mca"]
     for side, cycles in (("rtl", "cycles"), ("model", "model_cycles")):
         s = r["summary"][side]
         for key in ("t3", "t3_mca", "ideal"):

@@ -28,7 +28,7 @@ def test_each_stage_compiles_every_object_with_its_flags_and_no_cache():
 
 
 @pytest.mark.parametrize("gpus,tokens,parts", [(2, 64, 1), (4, 128, 2), (4, 1024, 1),
-                                               (8, 2048, 4)])
+                                               (8, 2048, 4), (8, 1024, 8)])
 def test_training_keeps_the_hardware_and_changes_the_workload(gpus, tokens, parts):
     """The training scenario shares the build (its hardware key), has the fewest tokens
     that do, and runs round-robin, the all-reduce and another seed."""
@@ -46,16 +46,34 @@ def test_training_keeps_the_hardware_and_changes_the_workload(gpus, tokens, part
 
 
 def test_training_falls_back_to_the_reduce_scatter_where_the_all_reduce_does_not_fit():
-    """T-NLG at 8192 tokens on a ring of 16 (``t3hw paper --rtl --full``): the size that
-    keeps the hardware key is more than the tables hold for the all-reduce."""
+    """T-NLG at 8192 tokens on a whole ring of 16 with the engines of ``t3hw paper --rtl
+    --full``: the size that keeps the hardware key is more than the tables hold for the
+    all-reduce."""
     from t3hw.tools.paper_rtl import configs
     cfg = configs(full=True, only=[13], policies=("t3_mca",))[0]
-    train = pgo.training_config(cfg, cfg.gpus)
-    assert hardware_key(train, cfg.gpus) == hardware_key(cfg, cfg.gpus)
+    train = pgo.training_config(cfg)
+    assert hardware_key(train) == hardware_key(cfg)
     assert (train.policy, train.collective, train.seed) == ("round_robin", "rs", cfg.seed + 1)
     from dataclasses import replace
     with pytest.raises(ValueError, match="tokens must be a multiple"):
         replace(train, collective="allreduce")
+
+
+def test_one_gpu_tops_of_the_full_table_share_a_build_and_train_small():
+    """GPU 0 of each symmetric ring of ``t3hw paper --rtl --full``: every sub-layer of a
+    ring size on one build (the write buffer's depth is :data:`WB_DEPTH_ONE_MIN` for
+    Mega-GPT-2's 12,288 tiles and T-NLG's 17,152), trained on the ring's fewest tokens."""
+    from t3hw.tools.paper_rtl import configs
+    from t3hw.verif.simhdl.top import WB_DEPTH_ONE_MIN
+    keys = {}
+    for cfg in configs(full=True, policies=("t3_mca",)):
+        key = hardware_key(cfg, cfg.gpus)
+        assert key["wb_depth"] == WB_DEPTH_ONE_MIN
+        keys.setdefault(cfg.gpus, key)
+        assert key == keys[cfg.gpus], (cfg.model, cfg.tp, cfg.sublayer)
+        train = pgo.training_config(cfg, cfg.gpus)
+        assert train.tokens == cfg.gpus * cfg.tile_m and train.collective == "allreduce"
+    assert sorted(keys) == [8, 16]
 
 
 def test_a_training_run_that_wrote_no_profile_is_an_error(tmp_path):

@@ -7,7 +7,9 @@ ring of as many GPUs as its TP degree (``gpus`` overrides it), each GPU with a T
 generated RTL, on the co-simulation's scaled hardware (``docs/cosim.md``, "What runs"). Every
 sub-layer runs once per arbitration policy as one point of a :func:`t3hw.tools.sweep.run_sweep`
 (fast mode, on a local Dask cluster or a running scheduler's workers), and beside it the
-performance model runs the same scenario (:func:`sim_models.cosim.model_cycles`).
+performance model runs the same scenario (:func:`sim_models.cosim.model_cycles`). FC-1 and
+FC-2 are one GEMM shape, so each FC-1 entry is its FC-2's points (:func:`same_run`): 24
+co-simulations for the table's 32 points.
 
 A sub-layer's entry has the shape of :func:`t3hw.tools.paper.run_paper`'s: ``cycles``
 (``sequential`` and ``ideal`` from the model's Sequential run on the same hardware, which has
@@ -37,12 +39,12 @@ from pathlib import Path
 
 from sim_models.cosim import CosimConfig
 from sim_models.perf import geomean
-from sim_models.workloads import paper_workloads
+from sim_models.workloads import SUBLAYERS, paper_workloads
 from .errors import CliError
 
 
-__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "FULL_PARAMS", "workloads", "configs", "assemble",
-           "run_paper_rtl", "summary_lines", "markdown", "options", "cmd"]
+__all__ = ["POLICY_KEYS", "DEFAULT_TOKENS", "FULL_PARAMS", "workloads", "configs", "same_run",
+           "assemble", "run_paper_rtl", "summary_lines", "markdown", "options", "cmd"]
 
 #: The policies a table can run, with the key each has in the paper's JSON (``t3`` is plain
 #: T3: round-robin arbitration).
@@ -90,6 +92,26 @@ def configs(*, policies=("round_robin", "t3_mca"), tokens=None, gpus=None,
             for w in ws for p in policies]
 
 
+def same_run(cfg):
+    """The configuration whose co-simulation is ``cfg``'s: ``cfg`` with the first sub-layer
+    of its GEMM's shape. FC-1 (the MLP's first GEMM, backward: the input gradient) has the
+    shape of FC-2 (its second, forward), ``[T, 4H/TP] x [4H/TP, H]``, and a configuration
+    uses its sub-layer only for that shape (:meth:`CosimConfig.shape`; the data's seed is
+    its own field), so the two are one simulation, the same to the bit, run once."""
+    first = next(s for s, k in SUBLAYERS.items() if k == SUBLAYERS[cfg.sublayer])
+    return dataclasses.replace(cfg, sublayer=first)
+
+
+def _as(result, cfg):
+    """``result`` (of :func:`same_run` of ``cfg``) as ``cfg``'s, saying which sub-layer
+    ran."""
+    ran = result["config"]["sublayer"]
+    if ran == cfg.sublayer:
+        return result
+    return dict(result, config=dict(result["config"], sublayer=cfg.sublayer),
+                same_run_as=ran)
+
+
 def _summary(entries, side):
     """Speedup geomean and max over ``entries`` of each policy key and of Ideal, and the DRAM
     bytes' reduction against Sequential, from ``side`` (``"rtl"`` or ``"model"``)."""
@@ -111,7 +133,9 @@ def _summary(entries, side):
 
 def assemble(points):
     """The table from sweep points (results of :func:`t3hw.tools.cosim.run` with the
-    model, in :func:`configs` order): one entry per sub-layer, and the summaries."""
+    model, in :func:`configs` order): one entry per sub-layer, and the summaries. An entry
+    whose points are another sub-layer's runs (:func:`same_run`) names it in
+    ``same_run_as``, and its ``sim_wall_s`` are 0: it took no time of its own."""
     entries = {}
     for r in points:
         c = r["config"]
@@ -134,7 +158,10 @@ def assemble(points):
         e["dram_bytes_per_gpu"][p] = sum(r["dram_bytes"].values()) / simulated
         e["model_dram_bytes_per_gpu"][p] = r["model"]["t3_dram_bytes"]
         e["numerics_ok"] = e["numerics_ok"] and bool(r["numerics_ok"]) and not r["failure"]
-        e["sim_wall_s"][p] = r.get("sweep_point", {}).get("seconds", r["sim_wall_s"])
+        e["sim_wall_s"][p] = 0.0 if "same_run_as" in r else \
+            r.get("sweep_point", {}).get("seconds", r["sim_wall_s"])
+        if "same_run_as" in r:
+            e["same_run_as"] = r["same_run_as"]
         e["mode"][p] = r["mode"]
         seq = r["model"]["phases"]["sequential"]          # Ideal: max(GEMM, RS) + nothing
         e["ideal"] = max(seq["gemm"], seq["rs"])
@@ -162,17 +189,22 @@ def run_paper_rtl(json_path=None, plot_dir=None, *, progress=False, scheduler=No
     if symmetric is None:
         symmetric = bool(kw.get("full"))
     t0 = time.perf_counter()
+    points = configs(**kw)
+    runs = list(dict.fromkeys(same_run(c) for c in points))     # FC-1 is FC-2's run
     # every sub-layer under the first policy, then under the next: the model's Sequential run
     # of a sub-layer, the same for every policy, is then made once and kept
-    # (t3hw.tools.cosim._sequential) before its other policies run
-    points = configs(**kw)
-    points = [c for p in dict.fromkeys(c.policy for c in points) for c in points
-              if c.policy == p]
-    out = run_sweep(points, scheduler=scheduler, workers=workers, progress=progress,
+    # (t3hw.tools.cosim._sequential) before its other policies run. Within a policy the
+    # largest GEMMs first, so that the sweep ends on short points, not on one long one
+    # while the other workers wait.
+    policies = list(dict.fromkeys(c.policy for c in points))
+    runs.sort(key=lambda c: (policies.index(c.policy), -c.shape.m * c.shape.n * c.shape.k))
+    out = run_sweep(runs, scheduler=scheduler, workers=workers, progress=progress,
                     model=True, mode="fast", pgo=pgo, symmetric=symmetric)
-    result = assemble(out["points"])
+    ran = dict(zip(runs, out["points"]))
+    result = assemble([_as(ran[same_run(c)], c) for c in points])
     result["sweep"] = dict(out["sweep"], wall_s=time.perf_counter() - t0, pgo=pgo,
-                           symmetric=symmetric, full=bool(kw.get("full")))
+                           symmetric=symmetric, full=bool(kw.get("full")),
+                           configs=len(points))
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
@@ -270,7 +302,8 @@ def cmd(args):
                            **kw)
     for line in summary_lines(result):
         print(line)
-    print(f"{result['sweep']['points']} co-simulations on {result['sweep']['workers']} "
+    print(f"{result['sweep']['points']} co-simulations for {result['sweep']['configs']} "
+          f"points on {result['sweep']['workers']} "
           f"workers in {result['sweep']['wall_s']:.0f} s; written: {args.json}"
           + (f", plots in {args.plot}" if args.plot else ""))
     if not result["summary"]["numerics_ok"]:

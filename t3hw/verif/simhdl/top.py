@@ -107,6 +107,13 @@ WIRE_DEPTH_MAX = 1 << 16
 #: tiles generating 16 GPUs' top took longer than Verilating it.
 WB_DEPTH_MIN = 1 << 12
 
+#: Fewest tiles the write buffer holds in a top of one GPU (a part of a split ring, or GPU 0
+#: of a symmetric one: ``t3hw paper --rtl --full``), where one memory's initial value costs
+#: little: every paper sub-layer at its own 8192 tokens (12,288 and 17,152 tiles per GPU)
+#: then shares the build of its ring size, and a profile-guided build trains on the fewest
+#: tokens of the ring (:func:`t3hw.tools.pgo.training_config`), not on most of the layer.
+WB_DEPTH_ONE_MIN = 1 << 15
+
 
 def hardware_key(cfg, parts=1):
     """What a :class:`FastSystem` for ``cfg`` (in ``parts`` processes) is built from:
@@ -121,7 +128,8 @@ def hardware_key(cfg, parts=1):
             "memory": cfg.memory,
             "dram_latency": cfg.dram_latency, "link_bytes_per_cycle": cfg.link_bytes_per_cycle,
             "link_latency": cfg.link_latency, "tx_buffer_bytes": cfg.tx_buffer_bytes,
-            "wb_depth": max(WB_DEPTH_MIN, 1 << tiles.bit_length()),
+            "wb_depth": max(WB_DEPTH_ONE_MIN if cfg.gpus == parts else WB_DEPTH_MIN,
+                            1 << tiles.bit_length()),
             "wire_depth": min(1 << max(9, sent.bit_length()), WIRE_DEPTH_MAX),
             **({"parts": parts} if parts > 1 else {})}
 
