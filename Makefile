@@ -106,7 +106,7 @@ help:
 	@echo "make bench          co-simulation throughput and Verilator build time into bench/results.json"
 	@echo "make paper          the performance model over the paper's table, with plots and the sweep"
 	@echo "make paper-rtl      the paper's 16 TP-8/16 sub-layers co-simulated on generated RTL beside the model"
-	@echo "make paper-rtl-full the same at the paper's 8192 tokens, one GPU of each symmetric ring (about half an hour)"
+	@echo "make paper-rtl-full the same at the paper's 8192 tokens, one GPU of each symmetric ring (about 20 minutes)"
 	@echo "make sweep          the four arbitration policies co-simulated on the HBM2 DRAM, on a local Dask cluster (bench/sweep.json)"
 	@echo "make formal         the formal proofs alone (docs/formal.md)"
 	@echo "make synth          Yosys/nextpnr utilisation and Fmax of every block into synth/results.json and docs/synthesis.md"
