@@ -169,6 +169,8 @@ def test_cli_defaults_are_the_full_table():
     (["--full"], "--full is an option of the co-simulated table: add --rtl"),
     (["--rtl", "--full", "--tokens", "512"], "--full runs the paper's own token counts"),
     (["--rtl", "--full", "--memory", "hbm"], "leave out --memory hbm"),
+    (["--symmetric"], "--symmetric is an option of the co-simulated table: add --rtl"),
+    (["--rtl", "--symmetric", "--memory", "hbm"], "--symmetric runs one GPU of each ring"),
 ])
 def test_cli_errors_are_one_line(tmp_path, args, want):
     p = subprocess.run([sys.executable, "-m", "t3hw", "paper", *args, "--json",

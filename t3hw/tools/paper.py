@@ -85,8 +85,8 @@ def cmd(args):
         from .paper_rtl import cmd as rtl_cmd
         return rtl_cmd(args)
     rtl_only = [f"--{n}" for n in ("tokens", "gpus", "workers", "scheduler")
-                if getattr(args, n) is not None] + (["--pgo"] if args.pgo else []) \
-        + (["--full"] if args.full else [])
+                if getattr(args, n) is not None] + \
+        [f"--{n}" for n in ("pgo", "full", "symmetric") if getattr(args, n)]
     if rtl_only:
         raise CliError(f"{rtl_only[0]} is an option of the co-simulated table: add --rtl")
     progress = sys.stderr.isatty()
@@ -139,6 +139,9 @@ def add_arguments(p):
                    help="the paper's token counts (8192), on engines of 1024 tracker entries "
                         "and descriptors, each ring's GPU 0 alone with its neighbour supplied "
                         "by the ring's symmetry (t3hw cosim --symmetric; docs/paper.md)")
+    r.add_argument("--symmetric", action="store_true",
+                   help="each ring's GPU 0 alone, its neighbour supplied by the ring's "
+                        "symmetry (the default with --full; the fixed-latency DRAM only)")
     r.add_argument("--pgo", action="store_true",
                    help="co-simulate on profile-guided builds of the fast tops "
                         "(t3hw cosim --pgo; docs/cosim.md)")

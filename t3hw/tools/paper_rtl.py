@@ -283,6 +283,9 @@ def options(args):
     if args.full and args.memory == "hbm":
         raise CliError("--full runs one GPU of each symmetric ring, which needs the "
                        "fixed-latency DRAM: leave out --memory hbm")
+    if args.symmetric and args.memory == "hbm":
+        raise CliError("--symmetric runs one GPU of each ring, which needs the fixed-latency "
+                       "DRAM: leave out --memory hbm")
     kw = dict(policies=[p.strip() for p in args.policies.split(",") if p.strip()],
               tokens=None if args.full else
               DEFAULT_TOKENS if args.tokens is None else args.tokens, gpus=args.gpus,
@@ -299,7 +302,7 @@ def cmd(args):
     kw = options(args)
     result = run_paper_rtl(args.json, args.plot, progress=sys.stderr.isatty(),
                            scheduler=args.scheduler, workers=args.workers, pgo=args.pgo,
-                           **kw)
+                           symmetric=args.symmetric or None, **kw)
     for line in summary_lines(result):
         print(line)
     print(f"{result['sweep']['points']} co-simulations for {result['sweep']['configs']} "

@@ -28,8 +28,8 @@ from pathlib import Path
 from .errors import ToolError
 
 
-__all__ = ["find_tool", "require_tool", "yowasp", "toolchain_env", "verilator_bin", "locked",
-           "build_root", "sources_digest", "data_file", "WAIVERS", "lint"]
+__all__ = ["find_tool", "require_tool", "yowasp", "warm_yowasp", "toolchain_env",
+           "verilator_bin", "locked", "build_root", "sources_digest", "data_file", "WAIVERS", "lint"]
 
 
 #: The package's root folder (``t3hw/``), where its data files live.
@@ -69,8 +69,35 @@ def require_tool(exe, *, why=""):
 
 def yowasp(tool):
     """:func:`require_tool` of the pinned YoWASP build of ``tool`` (``"yosys"``,
-    ``"nextpnr-ecp5"``, ``"nextpnr-ice40"``, ...): the executable ``yowasp-<tool>``."""
-    return require_tool(f"yowasp-{tool}")
+    ``"nextpnr-ecp5"``, ``"nextpnr-ice40"``, ...): the executable ``yowasp-<tool>``, its
+    compiled code cached (:func:`warm_yowasp`)."""
+    return warm_yowasp(f"yowasp-{tool}")
+
+
+_WARM = set()
+
+
+def warm_yowasp(exe):
+    """:func:`require_tool` of the YoWASP executable ``exe``, run once with ``-V`` under a
+    lock the first time this process asks for it; returns its path.
+
+    A YoWASP tool compiles its WebAssembly to machine code on its first run and writes the
+    result into its cache folder in place (``yowasp_runtime``; 220 MB for Yosys). A second
+    run that starts meanwhile sees the file, maps it half written and dies of SIGBUS (exit
+    -7: ``make test``'s two workers on a machine whose cache was empty, 2026-11-28). After
+    one run under the lock every later run only reads the cache. The exit status of the
+    ``-V`` run is not checked: the compilation is done before the tool reads its
+    arguments, and the real runs report their own errors."""
+    path = require_tool(exe)
+    if exe not in _WARM:
+        import platformdirs                 # a dependency of yowasp-runtime: its cache path
+        cache = Path(os.environ.get("YOWASP_CACHE_DIR") or
+                     platformdirs.user_cache_dir("YoWASP", appauthor=False))
+        with locked(cache / "t3hw-first-run.lock"):
+            subprocess.run([path, "-V"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, timeout=3600, check=False)
+        _WARM.add(exe)
+    return path
 
 
 def build_root():

@@ -96,7 +96,7 @@ def build(out_dir, params: EngineParams = EngineParams(), seed=1, *, baud=115200
     check_int("seed", seed, 1, (1 << 31) - 1)
     env = dict(os.environ)
     for var, exe in _TOOLS.items():                 # None: not run (no programming here)
-        env[var] = "/bin/true" if exe is None else toolchain.require_tool(exe)
+        env[var] = "/bin/true" if exe is None else toolchain.warm_yowasp(exe)
     platform = ULX3S_85F_Platform()
     began = time.monotonic()
     top = ULX3STop(EngineBoard(params, clk_freq=platform.default_clk_frequency, baud=baud))
