@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from .gpu import GemmShape
 
 
-__all__ = ["MODELS", "SUBLAYERS", "Workload", "default_tokens", "paper_workloads", "token_sweep"]
+__all__ = ["MODELS", "SUBLAYERS", "same_gemm", "Workload", "default_tokens", "paper_workloads",
+           "token_sweep"]
 
 
 #: name -> (hidden size H, sequence length, micro-batch)
@@ -45,6 +46,14 @@ MODELS = {
 
 #: sub-layer -> multiple of H/TP in its GEMM's reduction dimension K
 SUBLAYERS = {"OP": 1, "FC-2": 4, "FC-1": 4, "IP": 3}
+
+
+def same_gemm(sublayer):
+    """The first sub-layer of :data:`SUBLAYERS` whose GEMM has ``sublayer``'s shape: FC-2
+    for FC-1 (the MLP's first GEMM, backward, is ``[T, 4H/TP] x [4H/TP, H]`` as its second,
+    forward, is), else ``sublayer`` itself. The models and the co-simulation use a sub-layer
+    only for its shape, so the two give the same figures and a table runs them once."""
+    return next(s for s, k in SUBLAYERS.items() if k == SUBLAYERS[sublayer])
 
 _TP_OF = {"Mega-GPT-2": (8, 16), "T-NLG": (8, 16), "GPT-3": (32,), "PaLM": (32,),
           "MT-NLG": (32,)}

@@ -303,6 +303,27 @@ def test_run_paper_json_shape(tmp_path, monkeypatch):
     assert (tmp_path / "img" / "paper_dram.png").exists()
 
 
+def test_a_table_runs_fc1_as_fc2_with_fc1s_own_figures(monkeypatch):
+    """FC-1 has FC-2's GEMM shape (``same_gemm``): the table runs it once, and the entry it
+    gives FC-1 is what a run of FC-1 itself gives."""
+    from dataclasses import replace
+    from sim_models.perf import run_workload
+    from sim_models.workloads import same_gemm
+    assert [same_gemm(s) for s in ("OP", "FC-2", "FC-1", "IP")] == ["OP", "FC-2", "FC-2", "IP"]
+    fc1 = replace(SMALL_FC, sublayer="FC-1")
+    ran = []
+    monkeypatch.setattr(perf, "run_workload", lambda w, cfg: ran.append(w) or
+                        run_workload(w, cfg))
+    tp32 = Workload(model="GPT-3", tp=32, sublayer="OP", tokens=256)   # for summary_tp32
+    monkeypatch.setattr(perf, "paper_workloads", lambda: [SMALL_FC, fc1, tp32])
+    res = perf.run_paper(progress=False)
+    assert ran == [SMALL_FC, tp32]
+    alone = run_workload(fc1, SystemConfig())
+    del alone["phases"]
+    assert res["configs"][1] == alone and alone["sublayer"] == "FC-1"
+    assert res["configs"][0] == dict(alone, sublayer="FC-2")
+
+
 def test_ideal_rs_nmc():
     """The paper's Ideal-RS+NMC: the sequential RS with the reduction in memory (one read
     and one update per chunk and step, no reduction kernel) is no slower than the plain

@@ -12,11 +12,12 @@ counts. Both show a progress bar, write the result as JSON and, if asked, plot i
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from sim_models.dram import TRAFFIC_CLASSES
 from sim_models.perf import SystemConfig, run_workload, summarize
-from sim_models.workloads import paper_workloads, token_sweep
+from sim_models.workloads import paper_workloads, same_gemm, token_sweep
 from .errors import CliError
 from .plots import plot_results
 from .progress import Progress
@@ -26,12 +27,17 @@ __all__ = ["TRAFFIC_CLASSES", "run_paper", "run_token_sweep", "add_arguments", "
 
 
 def _run_all(workloads, cfg, progress):
+    """:func:`run_workload` of each of ``workloads``; one whose GEMM another has already
+    run (FC-1 after FC-2: :func:`~sim_models.workloads.same_gemm`) takes that run's
+    figures under its own name."""
     bar = Progress(len(workloads), progress)
-    out = []
+    out, ran = [], {}
     for w in workloads:
-        entry = run_workload(w, cfg)
-        del entry["phases"]
-        out.append(entry)
+        key = replace(w, sublayer=same_gemm(w.sublayer))
+        if key not in ran:
+            ran[key] = run_workload(key, cfg)
+            del ran[key]["phases"]
+        out.append(dict(ran[key], sublayer=w.sublayer))
         bar.step(f"{w.model} TP{w.tp} {w.sublayer}")
     return out
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from sim_models.cosim import CosimConfig
 from sim_models.perf import geomean
-from sim_models.workloads import SUBLAYERS, paper_workloads
+from sim_models.workloads import paper_workloads, same_gemm
 from .errors import CliError
 
 
@@ -94,12 +94,11 @@ def configs(*, policies=("round_robin", "t3_mca"), tokens=None, gpus=None,
 
 def same_run(cfg):
     """The configuration whose co-simulation is ``cfg``'s: ``cfg`` with the first sub-layer
-    of its GEMM's shape. FC-1 (the MLP's first GEMM, backward: the input gradient) has the
-    shape of FC-2 (its second, forward), ``[T, 4H/TP] x [4H/TP, H]``, and a configuration
-    uses its sub-layer only for that shape (:meth:`CosimConfig.shape`; the data's seed is
-    its own field), so the two are one simulation, the same to the bit, run once."""
-    first = next(s for s, k in SUBLAYERS.items() if k == SUBLAYERS[cfg.sublayer])
-    return dataclasses.replace(cfg, sublayer=first)
+    of its GEMM's shape (:func:`~sim_models.workloads.same_gemm`: FC-2 for FC-1). A
+    configuration uses its sub-layer only for that shape (:meth:`CosimConfig.shape`; the
+    data's seed is a field of its own), so the two are one simulation, the same to the
+    bit, run once."""
+    return dataclasses.replace(cfg, sublayer=same_gemm(cfg.sublayer))
 
 
 def _as(result, cfg):
