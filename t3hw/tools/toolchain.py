@@ -29,7 +29,8 @@ from .errors import ToolError
 
 
 __all__ = ["find_tool", "require_tool", "yowasp", "warm_yowasp", "toolchain_env",
-           "verilator_bin", "locked", "build_root", "sources_digest", "data_file", "WAIVERS", "lint"]
+           "verilator_bin", "locked", "build_root", "sources_digest", "data_file", "WAIVERS",
+           "lint"]
 
 
 #: The package's root folder (``t3hw/``), where its data files live.
