@@ -157,10 +157,10 @@ def assemble(points):
         e["dram_bytes_per_gpu"][p] = sum(r["dram_bytes"].values()) / simulated
         e["model_dram_bytes_per_gpu"][p] = r["model"]["t3_dram_bytes"]
         e["numerics_ok"] = e["numerics_ok"] and bool(r["numerics_ok"]) and not r["failure"]
-        e["sim_wall_s"][p] = 0.0 if "same_run_as" in r else \
-            r.get("sweep_point", {}).get("seconds", r["sim_wall_s"])
-        if "same_run_as" in r:
-            e["same_run_as"] = r["same_run_as"]
+        if "same_run_as" in r:                  # another sub-layer's run: no time of its own
+            e["same_run_as"], e["sim_wall_s"][p] = r["same_run_as"], 0.0
+        else:
+            e["sim_wall_s"][p] = r.get("sweep_point", {}).get("seconds", r["sim_wall_s"])
         e["mode"][p] = r["mode"]
         seq = r["model"]["phases"]["sequential"]          # Ideal: max(GEMM, RS) + nothing
         e["ideal"] = max(seq["gemm"], seq["rs"])
