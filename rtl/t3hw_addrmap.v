@@ -2306,9 +2306,9 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payl
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -2336,7 +2336,7 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payl
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -2350,27 +2350,34 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payl
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [78:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [78:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [78:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [78:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -2475,137 +2482,144 @@ module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payl
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'ha;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'ha;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'ha;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'ha;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -2660,9 +2674,9 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -2690,25 +2704,33 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -2789,114 +2811,122 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
       storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = wr__addr == 4'ha;
+  assign \$51  = wr__addr + 1'h1;
+  assign \$52  = \$50  ? 5'h00 : \$51 ;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = rd__addr == 4'ha;
+  assign \$55  = rd__addr + 1'h1;
+  assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$57 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$58 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$59 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$60 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    wr__addr <= \$61 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    rd__addr <= \$62 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = \$6 [3:0];
+    \$57  = \$14 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$57  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = \$16 ;
+    \$58  = \$24 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$28 ;
+    \$59  = \$36 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$52  = \$40 ;
+    \$60  = \$48 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$61  = wr__addr;
+    if (\$49 ) begin
+      \$61  = \$52 [3:0];
     end
     if (rst) begin
-      \$53  = 4'h0;
+      \$61  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$62  = rd__addr;
+    if (\$53 ) begin
+      \$62  = \$56 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$62  = 4'h0;
     end
   end
   assign tail = wr__addr;

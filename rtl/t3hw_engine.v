@@ -3874,9 +3874,9 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -3904,7 +3904,7 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -3918,27 +3918,34 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [78:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [78:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [78:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [78:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -4043,137 +4050,144 @@ module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid,
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'ha;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'ha;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'ha;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'ha;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -4228,9 +4242,9 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -4258,25 +4272,33 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -4357,114 +4379,122 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
       storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = wr__addr == 4'ha;
+  assign \$51  = wr__addr + 1'h1;
+  assign \$52  = \$50  ? 5'h00 : \$51 ;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = rd__addr == 4'ha;
+  assign \$55  = rd__addr + 1'h1;
+  assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$57 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$58 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$59 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$60 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    wr__addr <= \$61 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    rd__addr <= \$62 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = \$6 [3:0];
+    \$57  = \$14 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$57  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = \$16 ;
+    \$58  = \$24 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$28 ;
+    \$59  = \$36 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$52  = \$40 ;
+    \$60  = \$48 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$61  = wr__addr;
+    if (\$49 ) begin
+      \$61  = \$52 [3:0];
     end
     if (rst) begin
-      \$53  = 4'h0;
+      \$61  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$62  = rd__addr;
+    if (\$53 ) begin
+      \$62  = \$56 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$62  = 4'h0;
     end
   end
   assign tail = wr__addr;
@@ -17188,7 +17218,7 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, read__ready,
     .detail(detail),
     .idle(\idle$42 ),
     .o__ready(response__valid),
-    .\o__ready$37 (packet__ready),
+    .\o__ready$39 (packet__ready),
     .packet__payload(packet__payload),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
@@ -17442,7 +17472,7 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, read__ready,
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -17468,34 +17498,34 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [4:0] \$31 ;
+  wire \$31 ;
   wire \$32 ;
-  wire [5:0] \$33 ;
-  wire \$34 ;
+  wire \$33 ;
+  wire [4:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire [6:0] \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [5:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
-  wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
+  wire [6:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire [12:0] \$42 ;
   wire [48:0] \$43 ;
-  wire \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
   wire [48:0] \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire \$47 ;
+  wire [48:0] \$48 ;
+  wire [48:0] \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
+  wire [16:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [4:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -17503,39 +17533,45 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [4:0] \$65 ;
-  wire [4:0] \$66 ;
-  wire \$67 ;
-  reg \$68 ;
-  reg [57:0] \$69 ;
+  wire \$65 ;
+  wire [3:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire [4:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
-  reg [11:0] \$71 ;
-  reg [47:0] \$72 ;
-  reg [47:0] \$73 ;
+  reg \$70 ;
+  reg [57:0] \$71 ;
+  reg [2:0] \$72 ;
+  reg [11:0] \$73 ;
   reg [47:0] \$74 ;
   reg [47:0] \$75 ;
-  reg [15:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
+  reg [47:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [15:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [170:0] \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [178:0] \$82 ;
   reg \$83 ;
   reg \$84 ;
-  reg [3:0] \$85 ;
-  reg [3:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
+  reg \$85 ;
+  reg [170:0] \$86 ;
+  reg [7:0] \$87 ;
+  reg [3:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
+  reg \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg \$93 ;
+  reg \$94 ;
   reg \$signal  = 1'h0;
-  wire \$signal$26 ;
-  reg [3:0] \$signal$28  = 4'h0;
-  wire \$signal$29 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -17560,15 +17596,15 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
-  wire [76:0] \data$33 ;
-  wire [47:0] data$33__addr ;
-  wire [6:0] data$33__bytes ;
-  wire [4:0] data$33__device ;
+  wire [76:0] \data$35 ;
+  wire [47:0] data$35__addr ;
+  wire [6:0] data$35__bytes ;
+  wire [4:0] data$35__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data$33__kind ;
-  wire [15:0] data$33__tile ;
+  wire data$35__kind ;
+  wire [15:0] data$35__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -17630,16 +17666,33 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
-  wire [139:0] o__payload;
-  wire [76:0] \o__payload$36 ;
-  wire [47:0] o__payload$36__addr ;
-  wire [6:0] o__payload$36__bytes ;
-  wire [4:0] o__payload$36__device ;
+  reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
+  wire [4:0] nxt__device ;
+  wire [47:0] nxt__dst ;
+  wire [7:0] nxt__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$36__kind ;
-  wire [15:0] o__payload$36__tile ;
+  wire nxt__op ;
+  wire [23:0] nxt__pitch ;
+  wire [15:0] nxt__row_bytes ;
+  wire [11:0] nxt__rows ;
+  wire [47:0] nxt__src ;
+  wire [15:0] nxt__tile ;
+  wire nxt__valid ;
+  reg nxt_one_row = 1'h0;
+  reg nxt_short = 1'h0;
+  reg nxt_valid = 1'h0;
+  wire [139:0] o__payload;
+  wire [76:0] \o__payload$38 ;
+  wire [47:0] o__payload$38__addr ;
+  wire [6:0] o__payload$38__bytes ;
+  wire [4:0] o__payload$38__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$38__kind ;
+  wire [15:0] o__payload$38__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -17655,10 +17708,10 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire [2:0] o__payload__tag ;
   input o__ready;
   wire o__ready;
-  input \o__ready$37 ;
-  wire \o__ready$37 ;
+  input \o__ready$39 ;
+  wire \o__ready$39 ;
   wire o__valid;
-  wire \o__valid$40 ;
+  wire \o__valid$42 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
   wire [76:0] packet__payload;
@@ -17674,7 +17727,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   output packet__valid;
   wire packet__valid;
   wire push;
-  wire \push$34 ;
+  wire \push$36 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -17701,133 +17754,145 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
+  wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = o__payload[83:80] == \$signal$28 ;
-  assign \$signal$26  = \$signal  & \$11 ;
-  assign \$12  = o__ready & o__valid;
-  assign \$13  = ~ \$signal$26 ;
-  assign \$14  = \$12  & \$13 ;
-  assign \$15  = o__payload[79:77] != response__payload[2:0];
-  assign \$16  = response__payload[3] | \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$signal$29  = \$14  & \$17 ;
-  assign \$18  = o__ready & o__valid;
-  assign \$19  = ~ \$signal$26 ;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = o__payload[79:77] != response__payload[2:0];
-  assign \$22  = response__payload[3] | \$21 ;
-  assign abort = \$20  & \$22 ;
-  assign \$23  = ~ o__valid;
-  assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = \$23  | \$24 ;
-  assign bad_response = o__ready & \$25 ;
-  assign \$26  = o__ready & o__valid;
-  assign read_error = \$26  & response__payload[3];
-  assign \$27  = ~ active;
-  assign \$28  = ~ o__valid;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = ~ packet__valid;
-  assign idle = \$29  & \$30 ;
-  assign \$31  = held + issue;
-  assign \$32  = packet__valid & \o__ready$37 ;
-  assign \$33  = \$31  - \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = ~ \$signal$29 ;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
-  assign \$40  = src_row + cur[74:51];
-  assign \$41  = dst_row + cur[74:51];
-  assign \$42  = src_row + cur[74:51];
-  assign \$43  = dst_row + cur[74:51];
-  assign \$44  = rows_left == 2'h2;
-  assign \$45  = src_at + 7'h40;
-  assign \$46  = dst_at + 7'h40;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = descriptor__valid & descriptor__ready;
-  assign \$50  = run + 1'h1;
-  assign \$51  = descriptor__payload[58:43] <= 7'h40;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[42:31] == 1'h1;
-  assign \$54  = o__ready & o__valid;
-  assign \$55  = ~ \$signal$26 ;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = o__payload[79:77] != response__payload[2:0];
-  assign \$58  = response__payload[3] | \$57 ;
-  assign \$59  = \$37 [3:0] == 4'h8;
-  assign \$60  = o__ready & o__valid;
-  assign \$61  = ~ \$signal$26 ;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
-  assign \$64  = descriptor__valid & descriptor__ready;
-  assign \$65  = run + 1'h1;
-  assign \$66  = \$64  ? \$65  : { 1'h0, run };
-  assign \$67  = \$63  == \$66 ;
-  always @(posedge clk)
-    read__valid <= \$68 ;
-  always @(posedge clk)
-    read__payload <= \$69 ;
-  always @(posedge clk)
-    tag <= \$70 ;
-  always @(posedge clk)
-    rows_left <= \$71 ;
-  always @(posedge clk)
-    src_row <= \$72 ;
-  always @(posedge clk)
-    dst_row <= \$73 ;
-  always @(posedge clk)
-    src_at <= \$74 ;
-  always @(posedge clk)
-    dst_at <= \$75 ;
-  always @(posedge clk)
-    remaining <= \$76 ;
-  always @(posedge clk)
-    row_end <= \$77 ;
-  always @(posedge clk)
-    one_row <= \$78 ;
-  always @(posedge clk)
-    active <= \$79 ;
-  always @(posedge clk)
-    cur <= \$80 ;
-  always @(posedge clk)
-    index <= \$81 ;
-  always @(posedge clk)
-    run <= \$82 ;
-  always @(posedge clk)
-    short_row <= \$83 ;
-  always @(posedge clk)
-    \$signal  <= \$84 ;
-  always @(posedge clk)
-    \$signal$28  <= \$85 ;
-  always @(posedge clk)
-    held <= \$86 ;
-  always @(posedge clk)
-    at_limit <= \$87 ;
-  always @(posedge clk)
-    \$signal$8  <= \$88 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
+  assign descriptor__ready = ~ nxt_valid;
+  assign \$9  = ~ active;
+  assign \$10  = issue & last;
+  assign \$11  = \$9  | \$10 ;
+  assign start = nxt_valid & \$11 ;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = o__ready & o__valid;
+  assign \$14  = ~ \$signal$28 ;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = o__payload[79:77] != response__payload[2:0];
+  assign \$17  = response__payload[3] | \$16 ;
+  assign \$18  = ~ \$17 ;
+  assign \$signal$31  = \$15  & \$18 ;
+  assign \$19  = o__ready & o__valid;
+  assign \$20  = ~ \$signal$28 ;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = o__payload[79:77] != response__payload[2:0];
+  assign \$23  = response__payload[3] | \$22 ;
+  assign abort = \$21  & \$23 ;
+  assign \$24  = ~ o__valid;
+  assign \$25  = o__payload[79:77] != response__payload[2:0];
+  assign \$26  = \$24  | \$25 ;
+  assign bad_response = o__ready & \$26 ;
+  assign \$27  = o__ready & o__valid;
+  assign read_error = \$27  & response__payload[3];
+  assign \$28  = ~ active;
+  assign \$29  = ~ nxt_valid;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = ~ o__valid;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = ~ packet__valid;
+  assign idle = \$32  & \$33 ;
+  assign \$34  = held + issue;
+  assign \$35  = packet__valid & \o__ready$39 ;
+  assign \$36  = \$34  - \$35 ;
+  assign \$37  = o__valid & o__ready;
+  assign \$38  = ~ \$signal$31 ;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
+  assign \$41  = tag + 1'h1;
+  assign \$42  = rows_left - 1'h1;
+  assign \$43  = src_row + cur[74:51];
+  assign \$44  = dst_row + cur[74:51];
+  assign \$45  = src_row + cur[74:51];
+  assign \$46  = dst_row + cur[74:51];
+  assign \$47  = rows_left == 2'h2;
+  assign \$48  = src_at + 7'h40;
+  assign \$49  = dst_at + 7'h40;
+  assign \$50  = remaining - 7'h40;
+  assign \$51  = remaining <= 8'h80;
+  assign \$52  = ~ nxt_valid;
+  assign \$53  = descriptor__valid & \$52 ;
+  assign \$54  = descriptor__payload[58:43] <= 7'h40;
+  assign \$55  = descriptor__payload[42:31] == 1'h1;
+  assign \$56  = run + 1'h1;
+  assign \$57  = o__ready & o__valid;
+  assign \$58  = ~ \$signal$28 ;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = o__payload[79:77] != response__payload[2:0];
+  assign \$61  = response__payload[3] | \$60 ;
+  assign \$62  = \$40 [3:0] == 4'h8;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
+  assign \$67  = run + 1'h1;
+  assign \$68  = start ? \$67  : { 1'h0, run };
+  assign \$69  = \$66  == \$68 ;
+  always @(posedge clk)
+    read__valid <= \$70 ;
+  always @(posedge clk)
+    read__payload <= \$71 ;
+  always @(posedge clk)
+    tag <= \$72 ;
+  always @(posedge clk)
+    rows_left <= \$73 ;
+  always @(posedge clk)
+    src_row <= \$74 ;
+  always @(posedge clk)
+    dst_row <= \$75 ;
+  always @(posedge clk)
+    src_at <= \$76 ;
+  always @(posedge clk)
+    dst_at <= \$77 ;
+  always @(posedge clk)
+    remaining <= \$78 ;
+  always @(posedge clk)
+    row_end <= \$79 ;
+  always @(posedge clk)
+    one_row <= \$80 ;
+  always @(posedge clk)
+    active <= \$81 ;
+  always @(posedge clk)
+    nxt <= \$82 ;
+  always @(posedge clk)
+    nxt_valid <= \$83 ;
+  always @(posedge clk)
+    nxt_short <= \$84 ;
+  always @(posedge clk)
+    nxt_one_row <= \$85 ;
+  always @(posedge clk)
+    cur <= \$86 ;
+  always @(posedge clk)
+    index <= \$87 ;
+  always @(posedge clk)
+    run <= \$88 ;
+  always @(posedge clk)
+    short_row <= \$89 ;
+  always @(posedge clk)
+    \$signal  <= \$90 ;
+  always @(posedge clk)
+    \$signal$30  <= \$91 ;
+  always @(posedge clk)
+    held <= \$92 ;
+  always @(posedge clk)
+    at_limit <= \$93 ;
+  always @(posedge clk)
+    \$signal$8  <= \$94 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   t3hw_engine__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
-    .o__ready(\o__ready$37 ),
+    .o__ready(\o__ready$39 ),
     .o__valid(packet__valid),
-    .push(\$signal$29 ),
+    .push(\$signal$31 ),
     .rst(rst),
     .wr__data(o__payload[76:0])
   );
@@ -17851,240 +17916,274 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$68  = read__valid;
+    \$70  = read__valid;
     if (read__ready) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
     if (issue) begin
-      \$68  = 1'h1;
+      \$70  = 1'h1;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$69  = read__payload;
+    \$71  = read__payload;
     if (issue) begin
-      \$69 [47:0] = meta[139:92];
-      \$69 [54:48] = \$1 [6:0];
-      \$69 [57:55] = tag;
+      \$71 [47:0] = meta[139:92];
+      \$71 [54:48] = \$1 [6:0];
+      \$71 [57:55] = tag;
     end
     if (rst) begin
-      \$69  = 58'h000000000000000;
+      \$71  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$70  = tag;
+    \$72  = tag;
     if (issue) begin
-      \$70  = \$38 [2:0];
+      \$72  = \$41 [2:0];
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = rows_left;
+    \$73  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$39 [11:0];
+        \$73  = \$42 [11:0];
       end
     end
-    if (\$49 ) begin
-      \$71  = descriptor__payload[42:31];
+    if (start) begin
+      \$73  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = src_row;
+    \$74  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$40 [47:0];
+        \$74  = \$43 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$72  = descriptor__payload[130:83];
+    if (start) begin
+      \$74  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = dst_row;
+    \$75  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$41 [47:0];
+        \$75  = \$44 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$73  = descriptor__payload[178:131];
+    if (start) begin
+      \$75  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$74  = \$42 [47:0];
-      end else begin
-        \$74  = \$45 [47:0];
-      end
-    end
-    if (\$49 ) begin
-      \$74  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$75  = dst_at;
+    \$76  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = \$43 [47:0];
+        \$76  = \$45 [47:0];
       end else begin
-        \$75  = \$46 [47:0];
+        \$76  = \$48 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$75  = descriptor__payload[178:131];
+    if (start) begin
+      \$76  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = remaining;
+    \$77  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = cur[50:35];
+        \$77  = \$46 [47:0];
       end else begin
-        \$76  = \$47 [15:0];
+        \$77  = \$49 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$76  = descriptor__payload[58:43];
+    if (start) begin
+      \$77  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = row_end;
+    \$78  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = short_row;
+        \$78  = cur[50:35];
       end else begin
-        \$77  = \$48 ;
+        \$78  = \$50 [15:0];
       end
     end
-    if (\$49 ) begin
-      \$77  = \$51 ;
+    if (start) begin
+      \$78  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = one_row;
+    \$79  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$79  = short_row;
+      end else begin
+        \$79  = \$51 ;
+      end
+    end
+    if (start) begin
+      \$79  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$80  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$78  = \$44 ;
+        \$80  = \$47 ;
       end
     end
-    if (\$49 ) begin
-      \$78  = \$53 ;
+    if (start) begin
+      \$80  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$79  = active;
+    \$81  = active;
     if (issue) begin
       if (last) begin
-        \$79  = 1'h0;
+        \$81  = 1'h0;
       end
     end
     if (stop) begin
-      \$79  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$49 ) begin
-      \$79  = 1'h1;
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$80  = cur;
-    if (\$49 ) begin
-      \$80 [0] = descriptor__payload[8];
-      \$80 [1] = descriptor__payload[9];
-      \$80 [6:2] = descriptor__payload[14:10];
-      \$80 [22:7] = descriptor__payload[30:15];
-      \$80 [34:23] = descriptor__payload[42:31];
-      \$80 [50:35] = descriptor__payload[58:43];
-      \$80 [74:51] = descriptor__payload[82:59];
-      \$80 [122:75] = descriptor__payload[130:83];
-      \$80 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$81  = index;
-    if (\$49 ) begin
-      \$81  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$82  = run;
-    if (\$49 ) begin
-      \$82  = \$50 [3:0];
+    if (start) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = short_row;
-    if (\$49 ) begin
-      \$83  = \$52 ;
+    \$82  = nxt;
+    if (\$53 ) begin
+      \$82  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = \$signal ;
-    if (\$56 ) begin
-      \$84  = \$58 ;
+    \$83  = nxt_valid;
+    if (\$53 ) begin
+      \$83  = 1'h1;
+    end
+    if (start) begin
+      \$83  = 1'h0;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = \$signal$28 ;
-    if (\$56 ) begin
-      \$85  = o__payload[83:80];
+    \$84  = nxt_short;
+    if (\$53 ) begin
+      \$84  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = \$37 [3:0];
+    \$85  = nxt_one_row;
+    if (\$53 ) begin
+      \$85  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$86  = cur;
+    if (start) begin
+      \$86 [0] = nxt[8];
+      \$86 [1] = nxt[9];
+      \$86 [6:2] = nxt[14:10];
+      \$86 [22:7] = nxt[30:15];
+      \$86 [34:23] = nxt[42:31];
+      \$86 [50:35] = nxt[58:43];
+      \$86 [74:51] = nxt[82:59];
+      \$86 [122:75] = nxt[130:83];
+      \$86 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$87  = index;
+    if (start) begin
+      \$87  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$88  = run;
+    if (start) begin
+      \$88  = \$56 [3:0];
+    end
     if (rst) begin
-      \$86  = 4'h0;
+      \$88  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = \$59 ;
-    if (rst) begin
-      \$87  = 1'h0;
+    \$89  = short_row;
+    if (start) begin
+      \$89  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = \$67 ;
+    \$90  = \$signal ;
+    if (\$59 ) begin
+      \$90  = \$61 ;
+    end
     if (rst) begin
-      \$88  = 1'h1;
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$91  = \$signal$30 ;
+    if (\$59 ) begin
+      \$91  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$92  = \$40 [3:0];
+    if (rst) begin
+      \$92  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$93  = \$62 ;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$94  = \$69 ;
+    if (rst) begin
+      \$94  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -18092,13 +18191,13 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign push = issue;
   assign response__ready = 1'h1;
   assign response__valid = o__ready;
-  assign \data$33  = o__payload[76:0];
-  assign \push$34  = \$signal$29 ;
-  assign \o__payload$36  = packet__payload;
-  assign packet__ready = \o__ready$37 ;
-  assign \o__valid$40  = packet__valid;
+  assign \data$35  = o__payload[76:0];
+  assign \push$36  = \$signal$31 ;
+  assign \o__payload$38  = packet__payload;
+  assign packet__ready = \o__ready$39 ;
+  assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$37 [3:0];
+  assign held_next = \$40 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -18140,27 +18239,37 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
-  assign data$33__device  = o__payload[4:0];
-  assign data$33__addr  = o__payload[52:5];
-  assign data$33__kind  = o__payload[53];
-  assign data$33__tile  = o__payload[69:54];
-  assign data$33__bytes  = o__payload[76:70];
+  assign data$35__device  = o__payload[4:0];
+  assign data$35__addr  = o__payload[52:5];
+  assign data$35__kind  = o__payload[53];
+  assign data$35__tile  = o__payload[69:54];
+  assign data$35__bytes  = o__payload[76:70];
   assign packet__payload__device  = packet__payload[4:0];
   assign packet__payload__addr  = packet__payload[52:5];
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign o__payload$36__device  = packet__payload[4:0];
-  assign o__payload$36__addr  = packet__payload[52:5];
-  assign o__payload$36__kind  = packet__payload[53];
-  assign o__payload$36__tile  = packet__payload[69:54];
-  assign o__payload$36__bytes  = packet__payload[76:70];
+  assign o__payload$38__device  = packet__payload[4:0];
+  assign o__payload$38__addr  = packet__payload[52:5];
+  assign o__payload$38__kind  = packet__payload[53];
+  assign o__payload$38__tile  = packet__payload[69:54];
+  assign o__payload$38__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
   assign read__payload__addr  = read__payload[47:0];
   assign read__payload__bytes  = read__payload[54:48];
   assign read__payload__tag  = read__payload[57:55];
+  assign nxt__index  = nxt[7:0];
+  assign nxt__valid  = nxt[8];
+  assign nxt__op  = nxt[9];
+  assign nxt__device  = nxt[14:10];
+  assign nxt__tile  = nxt[30:15];
+  assign nxt__rows  = nxt[42:31];
+  assign nxt__row_bytes  = nxt[58:43];
+  assign nxt__pitch  = nxt[82:59];
+  assign nxt__src  = nxt[130:83];
+  assign nxt__dst  = nxt[178:131];
   assign descriptor__payload__index  = descriptor__payload[7:0];
   assign descriptor__payload__valid  = descriptor__payload[8];
   assign descriptor__payload__op  = descriptor__payload[9];
@@ -18187,9 +18296,9 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -18217,7 +18326,7 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -18231,27 +18340,34 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [76:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [76:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [76:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [76:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -18338,137 +18454,144 @@ module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__vali
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -18508,9 +18631,9 @@ module t3hw_engine__dma__engine__pending (rst, push, wr__data, o__valid, o__payl
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -18538,7 +18661,7 @@ module t3hw_engine__dma__engine__pending (rst, push, wr__data, o__valid, o__payl
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -18552,27 +18675,34 @@ module t3hw_engine__dma__engine__pending (rst, push, wr__data, o__valid, o__payl
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [139:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [139:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [139:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [139:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -18684,137 +18814,144 @@ module t3hw_engine__dma__engine__pending (rst, push, wr__data, o__valid, o__payl
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -21182,9 +21319,9 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [5:0] \$12 ;
+  wire [5:0] \$13 ;
+  wire [6:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -21212,7 +21349,7 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [5:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -21226,27 +21363,34 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [6:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [7:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [7:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [5:0] \$7 ;
+  wire [7:0] \$70 ;
+  reg [4:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [7:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -21301,137 +21445,144 @@ module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__v
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'hf;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'hf;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'hf;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'hf;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'hf;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'hf;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [5], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$64  = \$6 [4:0];
+    \$71  = \$14 [4:0];
     if (rst) begin
-      \$64  = 5'h00;
+      \$71  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -21511,9 +21662,9 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -21541,23 +21692,31 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [57:0] \$50 ;
-  reg [57:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [57:0] \$58 ;
+  reg [57:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -21595,134 +21754,142 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -21800,9 +21967,9 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -21830,23 +21997,31 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [3:0] \$58 ;
+  reg [3:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -21879,125 +22054,132 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$44  = ~ rd;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
@@ -22010,14 +22192,15 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
   assign \$2  = o__valid;
-  assign \$5  = o__valid;
+  assign \$4  = o__valid;
   assign \$8  = o__valid;
-  assign \$11  = o__valid;
-  assign \$18  = o__valid;
-  assign \$22  = o__valid;
+  assign \$16  = o__valid;
+  assign \$19  = o__valid;
+  assign \$26  = o__valid;
   assign \$30  = o__valid;
-  assign \$34  = o__valid;
-  assign \$43  = o__valid;
+  assign \$38  = o__valid;
+  assign \$42  = o__valid;
+  assign \$51  = o__valid;
 endmodule
 
 module t3hw_engine__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -22118,9 +22301,9 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -22148,23 +22331,31 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -22222,134 +22413,142 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -22472,9 +22671,9 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -22502,23 +22701,31 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -22576,134 +22783,142 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -22826,9 +23041,9 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -22856,23 +23071,31 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -22930,134 +23153,142 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -23180,9 +23411,9 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -23210,23 +23441,31 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -23284,134 +23523,142 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -25872,12 +26119,12 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$100 ;
   wire [15:0] \$101 ;
   wire [15:0] \$102 ;
-  wire \$103 ;
+  wire [15:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [15:0] \$108 ;
+  wire \$108 ;
   wire [15:0] \$109 ;
   wire \$11 ;
   wire [15:0] \$110 ;
@@ -25886,33 +26133,41 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [15:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [15:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -25940,7 +26195,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -25962,7 +26217,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -25973,25 +26228,25 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$86 ;
   wire [15:0] \$87 ;
   wire [15:0] \$88 ;
   wire \$89 ;
@@ -25999,10 +26254,10 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [15:0] \$95 ;
-  wire \$96 ;
+  wire [15:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -26315,238 +26570,246 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -26554,10 +26817,10 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
@@ -26567,12 +26830,12 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$100 ;
   wire [23:0] \$101 ;
   wire [23:0] \$102 ;
-  wire \$103 ;
+  wire [23:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [23:0] \$108 ;
+  wire \$108 ;
   wire [23:0] \$109 ;
   wire \$11 ;
   wire [23:0] \$110 ;
@@ -26581,33 +26844,41 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [23:0] \$116 ;
+  wire [23:0] \$117 ;
+  wire [23:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -26635,7 +26906,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -26657,7 +26928,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -26668,25 +26939,25 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [23:0] \$81 ;
+  wire [23:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [23:0] \$86 ;
   wire [23:0] \$87 ;
   wire [23:0] \$88 ;
   wire \$89 ;
@@ -26694,10 +26965,10 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [23:0] \$95 ;
-  wire \$96 ;
+  wire [23:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -27026,238 +27297,246 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -27281,10 +27560,10 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);

@@ -5061,9 +5061,9 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -5091,7 +5091,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -5105,27 +5105,34 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [78:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [78:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [78:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [78:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -5230,137 +5237,144 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'ha;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'ha;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'ha;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'ha;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -5415,9 +5429,9 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -5445,25 +5459,33 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -5544,114 +5566,122 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
       storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = wr__addr == 4'ha;
+  assign \$51  = wr__addr + 1'h1;
+  assign \$52  = \$50  ? 5'h00 : \$51 ;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = rd__addr == 4'ha;
+  assign \$55  = rd__addr + 1'h1;
+  assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$57 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$58 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$59 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$60 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    wr__addr <= \$61 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    rd__addr <= \$62 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$49  = \$6 [3:0];
+    \$57  = \$14 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$57  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$50  = \$16 ;
+    \$58  = \$24 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$51  = \$28 ;
+    \$59  = \$36 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$52  = \$40 ;
+    \$60  = \$48 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$61  = wr__addr;
+    if (\$49 ) begin
+      \$61  = \$52 [3:0];
     end
     if (rst) begin
-      \$53  = 4'h0;
+      \$61  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$62  = rd__addr;
+    if (\$53 ) begin
+      \$62  = \$56 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$62  = 4'h0;
     end
   end
   assign tail = wr__addr;
@@ -18375,7 +18405,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, read__re
     .detail(detail),
     .idle(\idle$42 ),
     .o__ready(response__valid),
-    .\o__ready$37 (packet__ready),
+    .\o__ready$39 (packet__ready),
     .packet__payload(packet__payload),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
@@ -18629,7 +18659,7 @@ module t3hw_system__e0__dma (rst, idle, program__ready, trigger__ready, read__re
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -18655,34 +18685,34 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [4:0] \$31 ;
+  wire \$31 ;
   wire \$32 ;
-  wire [5:0] \$33 ;
-  wire \$34 ;
+  wire \$33 ;
+  wire [4:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire [6:0] \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [5:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
-  wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
+  wire [6:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire [12:0] \$42 ;
   wire [48:0] \$43 ;
-  wire \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
   wire [48:0] \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire \$47 ;
+  wire [48:0] \$48 ;
+  wire [48:0] \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
+  wire [16:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [4:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -18690,39 +18720,45 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [4:0] \$65 ;
-  wire [4:0] \$66 ;
-  wire \$67 ;
-  reg \$68 ;
-  reg [57:0] \$69 ;
+  wire \$65 ;
+  wire [3:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire [4:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
-  reg [11:0] \$71 ;
-  reg [47:0] \$72 ;
-  reg [47:0] \$73 ;
+  reg \$70 ;
+  reg [57:0] \$71 ;
+  reg [2:0] \$72 ;
+  reg [11:0] \$73 ;
   reg [47:0] \$74 ;
   reg [47:0] \$75 ;
-  reg [15:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
+  reg [47:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [15:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [170:0] \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [178:0] \$82 ;
   reg \$83 ;
   reg \$84 ;
-  reg [3:0] \$85 ;
-  reg [3:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
+  reg \$85 ;
+  reg [170:0] \$86 ;
+  reg [7:0] \$87 ;
+  reg [3:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
+  reg \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg \$93 ;
+  reg \$94 ;
   reg \$signal  = 1'h0;
-  wire \$signal$26 ;
-  reg [3:0] \$signal$28  = 4'h0;
-  wire \$signal$29 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -18747,15 +18783,15 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
-  wire [76:0] \data$33 ;
-  wire [47:0] data$33__addr ;
-  wire [6:0] data$33__bytes ;
-  wire [4:0] data$33__device ;
+  wire [76:0] \data$35 ;
+  wire [47:0] data$35__addr ;
+  wire [6:0] data$35__bytes ;
+  wire [4:0] data$35__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data$33__kind ;
-  wire [15:0] data$33__tile ;
+  wire data$35__kind ;
+  wire [15:0] data$35__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -18817,16 +18853,33 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
-  wire [139:0] o__payload;
-  wire [76:0] \o__payload$36 ;
-  wire [47:0] o__payload$36__addr ;
-  wire [6:0] o__payload$36__bytes ;
-  wire [4:0] o__payload$36__device ;
+  reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
+  wire [4:0] nxt__device ;
+  wire [47:0] nxt__dst ;
+  wire [7:0] nxt__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$36__kind ;
-  wire [15:0] o__payload$36__tile ;
+  wire nxt__op ;
+  wire [23:0] nxt__pitch ;
+  wire [15:0] nxt__row_bytes ;
+  wire [11:0] nxt__rows ;
+  wire [47:0] nxt__src ;
+  wire [15:0] nxt__tile ;
+  wire nxt__valid ;
+  reg nxt_one_row = 1'h0;
+  reg nxt_short = 1'h0;
+  reg nxt_valid = 1'h0;
+  wire [139:0] o__payload;
+  wire [76:0] \o__payload$38 ;
+  wire [47:0] o__payload$38__addr ;
+  wire [6:0] o__payload$38__bytes ;
+  wire [4:0] o__payload$38__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$38__kind ;
+  wire [15:0] o__payload$38__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -18842,10 +18895,10 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [2:0] o__payload__tag ;
   input o__ready;
   wire o__ready;
-  input \o__ready$37 ;
-  wire \o__ready$37 ;
+  input \o__ready$39 ;
+  wire \o__ready$39 ;
   wire o__valid;
-  wire \o__valid$40 ;
+  wire \o__valid$42 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
   wire [76:0] packet__payload;
@@ -18861,7 +18914,7 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   output packet__valid;
   wire packet__valid;
   wire push;
-  wire \push$34 ;
+  wire \push$36 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -18888,133 +18941,145 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
+  wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = o__payload[83:80] == \$signal$28 ;
-  assign \$signal$26  = \$signal  & \$11 ;
-  assign \$12  = o__ready & o__valid;
-  assign \$13  = ~ \$signal$26 ;
-  assign \$14  = \$12  & \$13 ;
-  assign \$15  = o__payload[79:77] != response__payload[2:0];
-  assign \$16  = response__payload[3] | \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$signal$29  = \$14  & \$17 ;
-  assign \$18  = o__ready & o__valid;
-  assign \$19  = ~ \$signal$26 ;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = o__payload[79:77] != response__payload[2:0];
-  assign \$22  = response__payload[3] | \$21 ;
-  assign abort = \$20  & \$22 ;
-  assign \$23  = ~ o__valid;
-  assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = \$23  | \$24 ;
-  assign bad_response = o__ready & \$25 ;
-  assign \$26  = o__ready & o__valid;
-  assign read_error = \$26  & response__payload[3];
-  assign \$27  = ~ active;
-  assign \$28  = ~ o__valid;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = ~ packet__valid;
-  assign idle = \$29  & \$30 ;
-  assign \$31  = held + issue;
-  assign \$32  = packet__valid & \o__ready$37 ;
-  assign \$33  = \$31  - \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = ~ \$signal$29 ;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
-  assign \$40  = src_row + cur[74:51];
-  assign \$41  = dst_row + cur[74:51];
-  assign \$42  = src_row + cur[74:51];
-  assign \$43  = dst_row + cur[74:51];
-  assign \$44  = rows_left == 2'h2;
-  assign \$45  = src_at + 7'h40;
-  assign \$46  = dst_at + 7'h40;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = descriptor__valid & descriptor__ready;
-  assign \$50  = run + 1'h1;
-  assign \$51  = descriptor__payload[58:43] <= 7'h40;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[42:31] == 1'h1;
-  assign \$54  = o__ready & o__valid;
-  assign \$55  = ~ \$signal$26 ;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = o__payload[79:77] != response__payload[2:0];
-  assign \$58  = response__payload[3] | \$57 ;
-  assign \$59  = \$37 [3:0] == 4'h8;
-  assign \$60  = o__ready & o__valid;
-  assign \$61  = ~ \$signal$26 ;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
-  assign \$64  = descriptor__valid & descriptor__ready;
-  assign \$65  = run + 1'h1;
-  assign \$66  = \$64  ? \$65  : { 1'h0, run };
-  assign \$67  = \$63  == \$66 ;
-  always @(posedge clk)
-    read__valid <= \$68 ;
-  always @(posedge clk)
-    read__payload <= \$69 ;
-  always @(posedge clk)
-    tag <= \$70 ;
-  always @(posedge clk)
-    rows_left <= \$71 ;
-  always @(posedge clk)
-    src_row <= \$72 ;
-  always @(posedge clk)
-    dst_row <= \$73 ;
-  always @(posedge clk)
-    src_at <= \$74 ;
-  always @(posedge clk)
-    dst_at <= \$75 ;
-  always @(posedge clk)
-    remaining <= \$76 ;
-  always @(posedge clk)
-    row_end <= \$77 ;
-  always @(posedge clk)
-    one_row <= \$78 ;
-  always @(posedge clk)
-    active <= \$79 ;
-  always @(posedge clk)
-    cur <= \$80 ;
-  always @(posedge clk)
-    index <= \$81 ;
-  always @(posedge clk)
-    run <= \$82 ;
-  always @(posedge clk)
-    short_row <= \$83 ;
-  always @(posedge clk)
-    \$signal  <= \$84 ;
-  always @(posedge clk)
-    \$signal$28  <= \$85 ;
-  always @(posedge clk)
-    held <= \$86 ;
-  always @(posedge clk)
-    at_limit <= \$87 ;
-  always @(posedge clk)
-    \$signal$8  <= \$88 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
+  assign descriptor__ready = ~ nxt_valid;
+  assign \$9  = ~ active;
+  assign \$10  = issue & last;
+  assign \$11  = \$9  | \$10 ;
+  assign start = nxt_valid & \$11 ;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = o__ready & o__valid;
+  assign \$14  = ~ \$signal$28 ;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = o__payload[79:77] != response__payload[2:0];
+  assign \$17  = response__payload[3] | \$16 ;
+  assign \$18  = ~ \$17 ;
+  assign \$signal$31  = \$15  & \$18 ;
+  assign \$19  = o__ready & o__valid;
+  assign \$20  = ~ \$signal$28 ;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = o__payload[79:77] != response__payload[2:0];
+  assign \$23  = response__payload[3] | \$22 ;
+  assign abort = \$21  & \$23 ;
+  assign \$24  = ~ o__valid;
+  assign \$25  = o__payload[79:77] != response__payload[2:0];
+  assign \$26  = \$24  | \$25 ;
+  assign bad_response = o__ready & \$26 ;
+  assign \$27  = o__ready & o__valid;
+  assign read_error = \$27  & response__payload[3];
+  assign \$28  = ~ active;
+  assign \$29  = ~ nxt_valid;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = ~ o__valid;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = ~ packet__valid;
+  assign idle = \$32  & \$33 ;
+  assign \$34  = held + issue;
+  assign \$35  = packet__valid & \o__ready$39 ;
+  assign \$36  = \$34  - \$35 ;
+  assign \$37  = o__valid & o__ready;
+  assign \$38  = ~ \$signal$31 ;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
+  assign \$41  = tag + 1'h1;
+  assign \$42  = rows_left - 1'h1;
+  assign \$43  = src_row + cur[74:51];
+  assign \$44  = dst_row + cur[74:51];
+  assign \$45  = src_row + cur[74:51];
+  assign \$46  = dst_row + cur[74:51];
+  assign \$47  = rows_left == 2'h2;
+  assign \$48  = src_at + 7'h40;
+  assign \$49  = dst_at + 7'h40;
+  assign \$50  = remaining - 7'h40;
+  assign \$51  = remaining <= 8'h80;
+  assign \$52  = ~ nxt_valid;
+  assign \$53  = descriptor__valid & \$52 ;
+  assign \$54  = descriptor__payload[58:43] <= 7'h40;
+  assign \$55  = descriptor__payload[42:31] == 1'h1;
+  assign \$56  = run + 1'h1;
+  assign \$57  = o__ready & o__valid;
+  assign \$58  = ~ \$signal$28 ;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = o__payload[79:77] != response__payload[2:0];
+  assign \$61  = response__payload[3] | \$60 ;
+  assign \$62  = \$40 [3:0] == 4'h8;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
+  assign \$67  = run + 1'h1;
+  assign \$68  = start ? \$67  : { 1'h0, run };
+  assign \$69  = \$66  == \$68 ;
+  always @(posedge clk)
+    read__valid <= \$70 ;
+  always @(posedge clk)
+    read__payload <= \$71 ;
+  always @(posedge clk)
+    tag <= \$72 ;
+  always @(posedge clk)
+    rows_left <= \$73 ;
+  always @(posedge clk)
+    src_row <= \$74 ;
+  always @(posedge clk)
+    dst_row <= \$75 ;
+  always @(posedge clk)
+    src_at <= \$76 ;
+  always @(posedge clk)
+    dst_at <= \$77 ;
+  always @(posedge clk)
+    remaining <= \$78 ;
+  always @(posedge clk)
+    row_end <= \$79 ;
+  always @(posedge clk)
+    one_row <= \$80 ;
+  always @(posedge clk)
+    active <= \$81 ;
+  always @(posedge clk)
+    nxt <= \$82 ;
+  always @(posedge clk)
+    nxt_valid <= \$83 ;
+  always @(posedge clk)
+    nxt_short <= \$84 ;
+  always @(posedge clk)
+    nxt_one_row <= \$85 ;
+  always @(posedge clk)
+    cur <= \$86 ;
+  always @(posedge clk)
+    index <= \$87 ;
+  always @(posedge clk)
+    run <= \$88 ;
+  always @(posedge clk)
+    short_row <= \$89 ;
+  always @(posedge clk)
+    \$signal  <= \$90 ;
+  always @(posedge clk)
+    \$signal$30  <= \$91 ;
+  always @(posedge clk)
+    held <= \$92 ;
+  always @(posedge clk)
+    at_limit <= \$93 ;
+  always @(posedge clk)
+    \$signal$8  <= \$94 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   t3hw_system__e0__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
-    .o__ready(\o__ready$37 ),
+    .o__ready(\o__ready$39 ),
     .o__valid(packet__valid),
-    .push(\$signal$29 ),
+    .push(\$signal$31 ),
     .rst(rst),
     .wr__data(o__payload[76:0])
   );
@@ -19038,240 +19103,274 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$68  = read__valid;
+    \$70  = read__valid;
     if (read__ready) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
     if (issue) begin
-      \$68  = 1'h1;
+      \$70  = 1'h1;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$69  = read__payload;
+    \$71  = read__payload;
     if (issue) begin
-      \$69 [47:0] = meta[139:92];
-      \$69 [54:48] = \$1 [6:0];
-      \$69 [57:55] = tag;
+      \$71 [47:0] = meta[139:92];
+      \$71 [54:48] = \$1 [6:0];
+      \$71 [57:55] = tag;
     end
     if (rst) begin
-      \$69  = 58'h000000000000000;
+      \$71  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$70  = tag;
+    \$72  = tag;
     if (issue) begin
-      \$70  = \$38 [2:0];
+      \$72  = \$41 [2:0];
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = rows_left;
+    \$73  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$39 [11:0];
+        \$73  = \$42 [11:0];
       end
     end
-    if (\$49 ) begin
-      \$71  = descriptor__payload[42:31];
+    if (start) begin
+      \$73  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = src_row;
+    \$74  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$40 [47:0];
+        \$74  = \$43 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$72  = descriptor__payload[130:83];
+    if (start) begin
+      \$74  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = dst_row;
+    \$75  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$41 [47:0];
+        \$75  = \$44 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$73  = descriptor__payload[178:131];
+    if (start) begin
+      \$75  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$74  = \$42 [47:0];
-      end else begin
-        \$74  = \$45 [47:0];
-      end
-    end
-    if (\$49 ) begin
-      \$74  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$75  = dst_at;
+    \$76  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = \$43 [47:0];
+        \$76  = \$45 [47:0];
       end else begin
-        \$75  = \$46 [47:0];
+        \$76  = \$48 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$75  = descriptor__payload[178:131];
+    if (start) begin
+      \$76  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = remaining;
+    \$77  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = cur[50:35];
+        \$77  = \$46 [47:0];
       end else begin
-        \$76  = \$47 [15:0];
+        \$77  = \$49 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$76  = descriptor__payload[58:43];
+    if (start) begin
+      \$77  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = row_end;
+    \$78  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = short_row;
+        \$78  = cur[50:35];
       end else begin
-        \$77  = \$48 ;
+        \$78  = \$50 [15:0];
       end
     end
-    if (\$49 ) begin
-      \$77  = \$51 ;
+    if (start) begin
+      \$78  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = one_row;
+    \$79  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$79  = short_row;
+      end else begin
+        \$79  = \$51 ;
+      end
+    end
+    if (start) begin
+      \$79  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$80  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$78  = \$44 ;
+        \$80  = \$47 ;
       end
     end
-    if (\$49 ) begin
-      \$78  = \$53 ;
+    if (start) begin
+      \$80  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$79  = active;
+    \$81  = active;
     if (issue) begin
       if (last) begin
-        \$79  = 1'h0;
+        \$81  = 1'h0;
       end
     end
     if (stop) begin
-      \$79  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$49 ) begin
-      \$79  = 1'h1;
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$80  = cur;
-    if (\$49 ) begin
-      \$80 [0] = descriptor__payload[8];
-      \$80 [1] = descriptor__payload[9];
-      \$80 [6:2] = descriptor__payload[14:10];
-      \$80 [22:7] = descriptor__payload[30:15];
-      \$80 [34:23] = descriptor__payload[42:31];
-      \$80 [50:35] = descriptor__payload[58:43];
-      \$80 [74:51] = descriptor__payload[82:59];
-      \$80 [122:75] = descriptor__payload[130:83];
-      \$80 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$81  = index;
-    if (\$49 ) begin
-      \$81  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$82  = run;
-    if (\$49 ) begin
-      \$82  = \$50 [3:0];
+    if (start) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = short_row;
-    if (\$49 ) begin
-      \$83  = \$52 ;
+    \$82  = nxt;
+    if (\$53 ) begin
+      \$82  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = \$signal ;
-    if (\$56 ) begin
-      \$84  = \$58 ;
+    \$83  = nxt_valid;
+    if (\$53 ) begin
+      \$83  = 1'h1;
+    end
+    if (start) begin
+      \$83  = 1'h0;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = \$signal$28 ;
-    if (\$56 ) begin
-      \$85  = o__payload[83:80];
+    \$84  = nxt_short;
+    if (\$53 ) begin
+      \$84  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = \$37 [3:0];
+    \$85  = nxt_one_row;
+    if (\$53 ) begin
+      \$85  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$86  = cur;
+    if (start) begin
+      \$86 [0] = nxt[8];
+      \$86 [1] = nxt[9];
+      \$86 [6:2] = nxt[14:10];
+      \$86 [22:7] = nxt[30:15];
+      \$86 [34:23] = nxt[42:31];
+      \$86 [50:35] = nxt[58:43];
+      \$86 [74:51] = nxt[82:59];
+      \$86 [122:75] = nxt[130:83];
+      \$86 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$87  = index;
+    if (start) begin
+      \$87  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$88  = run;
+    if (start) begin
+      \$88  = \$56 [3:0];
+    end
     if (rst) begin
-      \$86  = 4'h0;
+      \$88  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = \$59 ;
-    if (rst) begin
-      \$87  = 1'h0;
+    \$89  = short_row;
+    if (start) begin
+      \$89  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = \$67 ;
+    \$90  = \$signal ;
+    if (\$59 ) begin
+      \$90  = \$61 ;
+    end
     if (rst) begin
-      \$88  = 1'h1;
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$91  = \$signal$30 ;
+    if (\$59 ) begin
+      \$91  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$92  = \$40 [3:0];
+    if (rst) begin
+      \$92  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$93  = \$62 ;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$94  = \$69 ;
+    if (rst) begin
+      \$94  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -19279,13 +19378,13 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign push = issue;
   assign response__ready = 1'h1;
   assign response__valid = o__ready;
-  assign \data$33  = o__payload[76:0];
-  assign \push$34  = \$signal$29 ;
-  assign \o__payload$36  = packet__payload;
-  assign packet__ready = \o__ready$37 ;
-  assign \o__valid$40  = packet__valid;
+  assign \data$35  = o__payload[76:0];
+  assign \push$36  = \$signal$31 ;
+  assign \o__payload$38  = packet__payload;
+  assign packet__ready = \o__ready$39 ;
+  assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$37 [3:0];
+  assign held_next = \$40 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -19327,27 +19426,37 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
-  assign data$33__device  = o__payload[4:0];
-  assign data$33__addr  = o__payload[52:5];
-  assign data$33__kind  = o__payload[53];
-  assign data$33__tile  = o__payload[69:54];
-  assign data$33__bytes  = o__payload[76:70];
+  assign data$35__device  = o__payload[4:0];
+  assign data$35__addr  = o__payload[52:5];
+  assign data$35__kind  = o__payload[53];
+  assign data$35__tile  = o__payload[69:54];
+  assign data$35__bytes  = o__payload[76:70];
   assign packet__payload__device  = packet__payload[4:0];
   assign packet__payload__addr  = packet__payload[52:5];
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign o__payload$36__device  = packet__payload[4:0];
-  assign o__payload$36__addr  = packet__payload[52:5];
-  assign o__payload$36__kind  = packet__payload[53];
-  assign o__payload$36__tile  = packet__payload[69:54];
-  assign o__payload$36__bytes  = packet__payload[76:70];
+  assign o__payload$38__device  = packet__payload[4:0];
+  assign o__payload$38__addr  = packet__payload[52:5];
+  assign o__payload$38__kind  = packet__payload[53];
+  assign o__payload$38__tile  = packet__payload[69:54];
+  assign o__payload$38__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
   assign read__payload__addr  = read__payload[47:0];
   assign read__payload__bytes  = read__payload[54:48];
   assign read__payload__tag  = read__payload[57:55];
+  assign nxt__index  = nxt[7:0];
+  assign nxt__valid  = nxt[8];
+  assign nxt__op  = nxt[9];
+  assign nxt__device  = nxt[14:10];
+  assign nxt__tile  = nxt[30:15];
+  assign nxt__rows  = nxt[42:31];
+  assign nxt__row_bytes  = nxt[58:43];
+  assign nxt__pitch  = nxt[82:59];
+  assign nxt__src  = nxt[130:83];
+  assign nxt__dst  = nxt[178:131];
   assign descriptor__payload__index  = descriptor__payload[7:0];
   assign descriptor__payload__valid  = descriptor__payload[8];
   assign descriptor__payload__op  = descriptor__payload[9];
@@ -19374,9 +19483,9 @@ module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -19404,7 +19513,7 @@ module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -19418,27 +19527,34 @@ module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [76:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [76:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [76:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [76:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -19525,137 +19641,144 @@ module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_8 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -19695,9 +19818,9 @@ module t3hw_system__e0__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -19725,7 +19848,7 @@ module t3hw_system__e0__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -19739,27 +19862,34 @@ module t3hw_system__e0__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [139:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [139:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [139:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [139:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -19871,137 +20001,144 @@ module t3hw_system__e0__dma__engine__pending (rst, push, wr__data, o__valid, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_9 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -22369,9 +22506,9 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [5:0] \$12 ;
+  wire [5:0] \$13 ;
+  wire [6:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -22399,7 +22536,7 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [5:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -22413,27 +22550,34 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [6:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [7:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [7:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [5:0] \$7 ;
+  wire [7:0] \$70 ;
+  reg [4:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [7:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -22488,137 +22632,144 @@ module t3hw_system__e0__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'hf;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'hf;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'hf;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'hf;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'hf;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'hf;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [5], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$64  = \$6 [4:0];
+    \$71  = \$14 [4:0];
     if (rst) begin
-      \$64  = 5'h00;
+      \$71  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_11 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -22698,9 +22849,9 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -22728,23 +22879,31 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [57:0] \$50 ;
-  reg [57:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [57:0] \$58 ;
+  reg [57:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -22782,134 +22941,142 @@ module t3hw_system__e0__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -22987,9 +23154,9 @@ module t3hw_system__e0__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -23017,23 +23184,31 @@ module t3hw_system__e0__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [3:0] \$58 ;
+  reg [3:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -23066,125 +23241,132 @@ module t3hw_system__e0__slice_dma_response__queue (rst, push, o__payload, data, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$44  = ~ rd;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_13 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
@@ -23197,14 +23379,15 @@ module t3hw_system__e0__slice_dma_response__queue (rst, push, o__payload, data, 
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
   assign \$2  = o__valid;
-  assign \$5  = o__valid;
+  assign \$4  = o__valid;
   assign \$8  = o__valid;
-  assign \$11  = o__valid;
-  assign \$18  = o__valid;
-  assign \$22  = o__valid;
+  assign \$16  = o__valid;
+  assign \$19  = o__valid;
+  assign \$26  = o__valid;
   assign \$30  = o__valid;
-  assign \$34  = o__valid;
-  assign \$43  = o__valid;
+  assign \$38  = o__valid;
+  assign \$42  = o__valid;
+  assign \$51  = o__valid;
 endmodule
 
 module t3hw_system__e0__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -23305,9 +23488,9 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -23335,23 +23518,31 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -23409,134 +23600,142 @@ module t3hw_system__e0__slice_net_dma__queue (rst, push, o__payload, data, o__re
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_14 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -23659,9 +23858,9 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -23689,23 +23888,31 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -23763,134 +23970,142 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_15 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -24013,9 +24228,9 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -24043,23 +24258,31 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -24117,134 +24340,142 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -24367,9 +24598,9 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -24397,23 +24628,31 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -24471,134 +24710,142 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, dat
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_17 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_17 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -27059,12 +27306,12 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$100 ;
   wire [15:0] \$101 ;
   wire [15:0] \$102 ;
-  wire \$103 ;
+  wire [15:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [15:0] \$108 ;
+  wire \$108 ;
   wire [15:0] \$109 ;
   wire \$11 ;
   wire [15:0] \$110 ;
@@ -27073,33 +27320,41 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [15:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [15:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -27127,7 +27382,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -27149,7 +27404,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -27160,25 +27415,25 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$86 ;
   wire [15:0] \$87 ;
   wire [15:0] \$88 ;
   wire \$89 ;
@@ -27186,10 +27441,10 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [15:0] \$95 ;
-  wire \$96 ;
+  wire [15:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -27502,238 +27757,246 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_19 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -27741,10 +28004,10 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
@@ -27754,12 +28017,12 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$100 ;
   wire [23:0] \$101 ;
   wire [23:0] \$102 ;
-  wire \$103 ;
+  wire [23:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [23:0] \$108 ;
+  wire \$108 ;
   wire [23:0] \$109 ;
   wire \$11 ;
   wire [23:0] \$110 ;
@@ -27768,33 +28031,41 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [23:0] \$116 ;
+  wire [23:0] \$117 ;
+  wire [23:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -27822,7 +28093,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -27844,7 +28115,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -27855,25 +28126,25 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [23:0] \$81 ;
+  wire [23:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [23:0] \$86 ;
   wire [23:0] \$87 ;
   wire [23:0] \$88 ;
   wire \$89 ;
@@ -27881,10 +28152,10 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [23:0] \$95 ;
-  wire \$96 ;
+  wire [23:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -28213,238 +28484,246 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -28468,10 +28747,10 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
@@ -32557,9 +32836,9 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -32587,7 +32866,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -32601,27 +32880,34 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [78:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [78:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [78:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [78:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -32726,137 +33012,144 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'ha;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'ha;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'ha;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'ha;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -32911,9 +33204,9 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -32941,25 +33234,33 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -33040,114 +33341,122 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
       storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = wr__addr == 4'ha;
+  assign \$51  = wr__addr + 1'h1;
+  assign \$52  = \$50  ? 5'h00 : \$51 ;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = rd__addr == 4'ha;
+  assign \$55  = rd__addr + 1'h1;
+  assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$57 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$58 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$59 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$60 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    wr__addr <= \$61 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    rd__addr <= \$62 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$49  = \$6 [3:0];
+    \$57  = \$14 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$57  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$50  = \$16 ;
+    \$58  = \$24 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$51  = \$28 ;
+    \$59  = \$36 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$52  = \$40 ;
+    \$60  = \$48 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$61  = wr__addr;
+    if (\$49 ) begin
+      \$61  = \$52 [3:0];
     end
     if (rst) begin
-      \$53  = 4'h0;
+      \$61  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$62  = rd__addr;
+    if (\$53 ) begin
+      \$62  = \$56 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$62  = 4'h0;
     end
   end
   assign tail = wr__addr;
@@ -45871,7 +46180,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__re
     .detail(detail),
     .idle(\idle$42 ),
     .o__ready(response__valid),
-    .\o__ready$37 (packet__ready),
+    .\o__ready$39 (packet__ready),
     .packet__payload(packet__payload),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
@@ -46125,7 +46434,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__re
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_28  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -46151,34 +46460,34 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [4:0] \$31 ;
+  wire \$31 ;
   wire \$32 ;
-  wire [5:0] \$33 ;
-  wire \$34 ;
+  wire \$33 ;
+  wire [4:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire [6:0] \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [5:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
-  wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
+  wire [6:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire [12:0] \$42 ;
   wire [48:0] \$43 ;
-  wire \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
   wire [48:0] \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire \$47 ;
+  wire [48:0] \$48 ;
+  wire [48:0] \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
+  wire [16:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [4:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -46186,39 +46495,45 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [4:0] \$65 ;
-  wire [4:0] \$66 ;
-  wire \$67 ;
-  reg \$68 ;
-  reg [57:0] \$69 ;
+  wire \$65 ;
+  wire [3:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire [4:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
-  reg [11:0] \$71 ;
-  reg [47:0] \$72 ;
-  reg [47:0] \$73 ;
+  reg \$70 ;
+  reg [57:0] \$71 ;
+  reg [2:0] \$72 ;
+  reg [11:0] \$73 ;
   reg [47:0] \$74 ;
   reg [47:0] \$75 ;
-  reg [15:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
+  reg [47:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [15:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [170:0] \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [178:0] \$82 ;
   reg \$83 ;
   reg \$84 ;
-  reg [3:0] \$85 ;
-  reg [3:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
+  reg \$85 ;
+  reg [170:0] \$86 ;
+  reg [7:0] \$87 ;
+  reg [3:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
+  reg \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg \$93 ;
+  reg \$94 ;
   reg \$signal  = 1'h0;
-  wire \$signal$26 ;
-  reg [3:0] \$signal$28  = 4'h0;
-  wire \$signal$29 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -46243,15 +46558,15 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
-  wire [76:0] \data$33 ;
-  wire [47:0] data$33__addr ;
-  wire [6:0] data$33__bytes ;
-  wire [4:0] data$33__device ;
+  wire [76:0] \data$35 ;
+  wire [47:0] data$35__addr ;
+  wire [6:0] data$35__bytes ;
+  wire [4:0] data$35__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data$33__kind ;
-  wire [15:0] data$33__tile ;
+  wire data$35__kind ;
+  wire [15:0] data$35__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -46313,16 +46628,33 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
-  wire [139:0] o__payload;
-  wire [76:0] \o__payload$36 ;
-  wire [47:0] o__payload$36__addr ;
-  wire [6:0] o__payload$36__bytes ;
-  wire [4:0] o__payload$36__device ;
+  reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
+  wire [4:0] nxt__device ;
+  wire [47:0] nxt__dst ;
+  wire [7:0] nxt__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$36__kind ;
-  wire [15:0] o__payload$36__tile ;
+  wire nxt__op ;
+  wire [23:0] nxt__pitch ;
+  wire [15:0] nxt__row_bytes ;
+  wire [11:0] nxt__rows ;
+  wire [47:0] nxt__src ;
+  wire [15:0] nxt__tile ;
+  wire nxt__valid ;
+  reg nxt_one_row = 1'h0;
+  reg nxt_short = 1'h0;
+  reg nxt_valid = 1'h0;
+  wire [139:0] o__payload;
+  wire [76:0] \o__payload$38 ;
+  wire [47:0] o__payload$38__addr ;
+  wire [6:0] o__payload$38__bytes ;
+  wire [4:0] o__payload$38__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$38__kind ;
+  wire [15:0] o__payload$38__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -46338,10 +46670,10 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [2:0] o__payload__tag ;
   input o__ready;
   wire o__ready;
-  input \o__ready$37 ;
-  wire \o__ready$37 ;
+  input \o__ready$39 ;
+  wire \o__ready$39 ;
   wire o__valid;
-  wire \o__valid$40 ;
+  wire \o__valid$42 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
   wire [76:0] packet__payload;
@@ -46357,7 +46689,7 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   output packet__valid;
   wire packet__valid;
   wire push;
-  wire \push$34 ;
+  wire \push$36 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -46384,133 +46716,145 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
+  wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = o__payload[83:80] == \$signal$28 ;
-  assign \$signal$26  = \$signal  & \$11 ;
-  assign \$12  = o__ready & o__valid;
-  assign \$13  = ~ \$signal$26 ;
-  assign \$14  = \$12  & \$13 ;
-  assign \$15  = o__payload[79:77] != response__payload[2:0];
-  assign \$16  = response__payload[3] | \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$signal$29  = \$14  & \$17 ;
-  assign \$18  = o__ready & o__valid;
-  assign \$19  = ~ \$signal$26 ;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = o__payload[79:77] != response__payload[2:0];
-  assign \$22  = response__payload[3] | \$21 ;
-  assign abort = \$20  & \$22 ;
-  assign \$23  = ~ o__valid;
-  assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = \$23  | \$24 ;
-  assign bad_response = o__ready & \$25 ;
-  assign \$26  = o__ready & o__valid;
-  assign read_error = \$26  & response__payload[3];
-  assign \$27  = ~ active;
-  assign \$28  = ~ o__valid;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = ~ packet__valid;
-  assign idle = \$29  & \$30 ;
-  assign \$31  = held + issue;
-  assign \$32  = packet__valid & \o__ready$37 ;
-  assign \$33  = \$31  - \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = ~ \$signal$29 ;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
-  assign \$40  = src_row + cur[74:51];
-  assign \$41  = dst_row + cur[74:51];
-  assign \$42  = src_row + cur[74:51];
-  assign \$43  = dst_row + cur[74:51];
-  assign \$44  = rows_left == 2'h2;
-  assign \$45  = src_at + 7'h40;
-  assign \$46  = dst_at + 7'h40;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = descriptor__valid & descriptor__ready;
-  assign \$50  = run + 1'h1;
-  assign \$51  = descriptor__payload[58:43] <= 7'h40;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[42:31] == 1'h1;
-  assign \$54  = o__ready & o__valid;
-  assign \$55  = ~ \$signal$26 ;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = o__payload[79:77] != response__payload[2:0];
-  assign \$58  = response__payload[3] | \$57 ;
-  assign \$59  = \$37 [3:0] == 4'h8;
-  assign \$60  = o__ready & o__valid;
-  assign \$61  = ~ \$signal$26 ;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
-  assign \$64  = descriptor__valid & descriptor__ready;
-  assign \$65  = run + 1'h1;
-  assign \$66  = \$64  ? \$65  : { 1'h0, run };
-  assign \$67  = \$63  == \$66 ;
-  always @(posedge clk)
-    read__valid <= \$68 ;
-  always @(posedge clk)
-    read__payload <= \$69 ;
-  always @(posedge clk)
-    tag <= \$70 ;
-  always @(posedge clk)
-    rows_left <= \$71 ;
-  always @(posedge clk)
-    src_row <= \$72 ;
-  always @(posedge clk)
-    dst_row <= \$73 ;
-  always @(posedge clk)
-    src_at <= \$74 ;
-  always @(posedge clk)
-    dst_at <= \$75 ;
-  always @(posedge clk)
-    remaining <= \$76 ;
-  always @(posedge clk)
-    row_end <= \$77 ;
-  always @(posedge clk)
-    one_row <= \$78 ;
-  always @(posedge clk)
-    active <= \$79 ;
-  always @(posedge clk)
-    cur <= \$80 ;
-  always @(posedge clk)
-    index <= \$81 ;
-  always @(posedge clk)
-    run <= \$82 ;
-  always @(posedge clk)
-    short_row <= \$83 ;
-  always @(posedge clk)
-    \$signal  <= \$84 ;
-  always @(posedge clk)
-    \$signal$28  <= \$85 ;
-  always @(posedge clk)
-    held <= \$86 ;
-  always @(posedge clk)
-    at_limit <= \$87 ;
-  always @(posedge clk)
-    \$signal$8  <= \$88 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
+  assign descriptor__ready = ~ nxt_valid;
+  assign \$9  = ~ active;
+  assign \$10  = issue & last;
+  assign \$11  = \$9  | \$10 ;
+  assign start = nxt_valid & \$11 ;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = o__ready & o__valid;
+  assign \$14  = ~ \$signal$28 ;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = o__payload[79:77] != response__payload[2:0];
+  assign \$17  = response__payload[3] | \$16 ;
+  assign \$18  = ~ \$17 ;
+  assign \$signal$31  = \$15  & \$18 ;
+  assign \$19  = o__ready & o__valid;
+  assign \$20  = ~ \$signal$28 ;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = o__payload[79:77] != response__payload[2:0];
+  assign \$23  = response__payload[3] | \$22 ;
+  assign abort = \$21  & \$23 ;
+  assign \$24  = ~ o__valid;
+  assign \$25  = o__payload[79:77] != response__payload[2:0];
+  assign \$26  = \$24  | \$25 ;
+  assign bad_response = o__ready & \$26 ;
+  assign \$27  = o__ready & o__valid;
+  assign read_error = \$27  & response__payload[3];
+  assign \$28  = ~ active;
+  assign \$29  = ~ nxt_valid;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = ~ o__valid;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = ~ packet__valid;
+  assign idle = \$32  & \$33 ;
+  assign \$34  = held + issue;
+  assign \$35  = packet__valid & \o__ready$39 ;
+  assign \$36  = \$34  - \$35 ;
+  assign \$37  = o__valid & o__ready;
+  assign \$38  = ~ \$signal$31 ;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
+  assign \$41  = tag + 1'h1;
+  assign \$42  = rows_left - 1'h1;
+  assign \$43  = src_row + cur[74:51];
+  assign \$44  = dst_row + cur[74:51];
+  assign \$45  = src_row + cur[74:51];
+  assign \$46  = dst_row + cur[74:51];
+  assign \$47  = rows_left == 2'h2;
+  assign \$48  = src_at + 7'h40;
+  assign \$49  = dst_at + 7'h40;
+  assign \$50  = remaining - 7'h40;
+  assign \$51  = remaining <= 8'h80;
+  assign \$52  = ~ nxt_valid;
+  assign \$53  = descriptor__valid & \$52 ;
+  assign \$54  = descriptor__payload[58:43] <= 7'h40;
+  assign \$55  = descriptor__payload[42:31] == 1'h1;
+  assign \$56  = run + 1'h1;
+  assign \$57  = o__ready & o__valid;
+  assign \$58  = ~ \$signal$28 ;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = o__payload[79:77] != response__payload[2:0];
+  assign \$61  = response__payload[3] | \$60 ;
+  assign \$62  = \$40 [3:0] == 4'h8;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
+  assign \$67  = run + 1'h1;
+  assign \$68  = start ? \$67  : { 1'h0, run };
+  assign \$69  = \$66  == \$68 ;
+  always @(posedge clk)
+    read__valid <= \$70 ;
+  always @(posedge clk)
+    read__payload <= \$71 ;
+  always @(posedge clk)
+    tag <= \$72 ;
+  always @(posedge clk)
+    rows_left <= \$73 ;
+  always @(posedge clk)
+    src_row <= \$74 ;
+  always @(posedge clk)
+    dst_row <= \$75 ;
+  always @(posedge clk)
+    src_at <= \$76 ;
+  always @(posedge clk)
+    dst_at <= \$77 ;
+  always @(posedge clk)
+    remaining <= \$78 ;
+  always @(posedge clk)
+    row_end <= \$79 ;
+  always @(posedge clk)
+    one_row <= \$80 ;
+  always @(posedge clk)
+    active <= \$81 ;
+  always @(posedge clk)
+    nxt <= \$82 ;
+  always @(posedge clk)
+    nxt_valid <= \$83 ;
+  always @(posedge clk)
+    nxt_short <= \$84 ;
+  always @(posedge clk)
+    nxt_one_row <= \$85 ;
+  always @(posedge clk)
+    cur <= \$86 ;
+  always @(posedge clk)
+    index <= \$87 ;
+  always @(posedge clk)
+    run <= \$88 ;
+  always @(posedge clk)
+    short_row <= \$89 ;
+  always @(posedge clk)
+    \$signal  <= \$90 ;
+  always @(posedge clk)
+    \$signal$30  <= \$91 ;
+  always @(posedge clk)
+    held <= \$92 ;
+  always @(posedge clk)
+    at_limit <= \$93 ;
+  always @(posedge clk)
+    \$signal$8  <= \$94 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   t3hw_system__e1__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
-    .o__ready(\o__ready$37 ),
+    .o__ready(\o__ready$39 ),
     .o__valid(packet__valid),
-    .push(\$signal$29 ),
+    .push(\$signal$31 ),
     .rst(rst),
     .wr__data(o__payload[76:0])
   );
@@ -46534,240 +46878,274 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$68  = read__valid;
+    \$70  = read__valid;
     if (read__ready) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
     if (issue) begin
-      \$68  = 1'h1;
+      \$70  = 1'h1;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$69  = read__payload;
+    \$71  = read__payload;
     if (issue) begin
-      \$69 [47:0] = meta[139:92];
-      \$69 [54:48] = \$1 [6:0];
-      \$69 [57:55] = tag;
+      \$71 [47:0] = meta[139:92];
+      \$71 [54:48] = \$1 [6:0];
+      \$71 [57:55] = tag;
     end
     if (rst) begin
-      \$69  = 58'h000000000000000;
+      \$71  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$70  = tag;
+    \$72  = tag;
     if (issue) begin
-      \$70  = \$38 [2:0];
+      \$72  = \$41 [2:0];
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$71  = rows_left;
+    \$73  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$39 [11:0];
+        \$73  = \$42 [11:0];
       end
     end
-    if (\$49 ) begin
-      \$71  = descriptor__payload[42:31];
+    if (start) begin
+      \$73  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$72  = src_row;
+    \$74  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$40 [47:0];
+        \$74  = \$43 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$72  = descriptor__payload[130:83];
+    if (start) begin
+      \$74  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$73  = dst_row;
+    \$75  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$41 [47:0];
+        \$75  = \$44 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$73  = descriptor__payload[178:131];
+    if (start) begin
+      \$75  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$74  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$74  = \$42 [47:0];
-      end else begin
-        \$74  = \$45 [47:0];
-      end
-    end
-    if (\$49 ) begin
-      \$74  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$75  = dst_at;
+    \$76  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = \$43 [47:0];
+        \$76  = \$45 [47:0];
       end else begin
-        \$75  = \$46 [47:0];
+        \$76  = \$48 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$75  = descriptor__payload[178:131];
+    if (start) begin
+      \$76  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$76  = remaining;
+    \$77  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = cur[50:35];
+        \$77  = \$46 [47:0];
       end else begin
-        \$76  = \$47 [15:0];
+        \$77  = \$49 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$76  = descriptor__payload[58:43];
+    if (start) begin
+      \$77  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$77  = row_end;
+    \$78  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = short_row;
+        \$78  = cur[50:35];
       end else begin
-        \$77  = \$48 ;
+        \$78  = \$50 [15:0];
       end
     end
-    if (\$49 ) begin
-      \$77  = \$51 ;
+    if (start) begin
+      \$78  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$78  = one_row;
+    \$79  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$79  = short_row;
+      end else begin
+        \$79  = \$51 ;
+      end
+    end
+    if (start) begin
+      \$79  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$80  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$78  = \$44 ;
+        \$80  = \$47 ;
       end
     end
-    if (\$49 ) begin
-      \$78  = \$53 ;
+    if (start) begin
+      \$80  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$79  = active;
+    \$81  = active;
     if (issue) begin
       if (last) begin
-        \$79  = 1'h0;
+        \$81  = 1'h0;
       end
     end
     if (stop) begin
-      \$79  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$49 ) begin
-      \$79  = 1'h1;
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$80  = cur;
-    if (\$49 ) begin
-      \$80 [0] = descriptor__payload[8];
-      \$80 [1] = descriptor__payload[9];
-      \$80 [6:2] = descriptor__payload[14:10];
-      \$80 [22:7] = descriptor__payload[30:15];
-      \$80 [34:23] = descriptor__payload[42:31];
-      \$80 [50:35] = descriptor__payload[58:43];
-      \$80 [74:51] = descriptor__payload[82:59];
-      \$80 [122:75] = descriptor__payload[130:83];
-      \$80 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$81  = index;
-    if (\$49 ) begin
-      \$81  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$82  = run;
-    if (\$49 ) begin
-      \$82  = \$50 [3:0];
+    if (start) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$83  = short_row;
-    if (\$49 ) begin
-      \$83  = \$52 ;
+    \$82  = nxt;
+    if (\$53 ) begin
+      \$82  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$84  = \$signal ;
-    if (\$56 ) begin
-      \$84  = \$58 ;
+    \$83  = nxt_valid;
+    if (\$53 ) begin
+      \$83  = 1'h1;
+    end
+    if (start) begin
+      \$83  = 1'h0;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$85  = \$signal$28 ;
-    if (\$56 ) begin
-      \$85  = o__payload[83:80];
+    \$84  = nxt_short;
+    if (\$53 ) begin
+      \$84  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$86  = \$37 [3:0];
+    \$85  = nxt_one_row;
+    if (\$53 ) begin
+      \$85  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$86  = cur;
+    if (start) begin
+      \$86 [0] = nxt[8];
+      \$86 [1] = nxt[9];
+      \$86 [6:2] = nxt[14:10];
+      \$86 [22:7] = nxt[30:15];
+      \$86 [34:23] = nxt[42:31];
+      \$86 [50:35] = nxt[58:43];
+      \$86 [74:51] = nxt[82:59];
+      \$86 [122:75] = nxt[130:83];
+      \$86 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$87  = index;
+    if (start) begin
+      \$87  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$88  = run;
+    if (start) begin
+      \$88  = \$56 [3:0];
+    end
     if (rst) begin
-      \$86  = 4'h0;
+      \$88  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$87  = \$59 ;
-    if (rst) begin
-      \$87  = 1'h0;
+    \$89  = short_row;
+    if (start) begin
+      \$89  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$88  = \$67 ;
+    \$90  = \$signal ;
+    if (\$59 ) begin
+      \$90  = \$61 ;
+    end
     if (rst) begin
-      \$88  = 1'h1;
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$91  = \$signal$30 ;
+    if (\$59 ) begin
+      \$91  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$92  = \$40 [3:0];
+    if (rst) begin
+      \$92  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$93  = \$62 ;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$94  = \$69 ;
+    if (rst) begin
+      \$94  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -46775,13 +47153,13 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign push = issue;
   assign response__ready = 1'h1;
   assign response__valid = o__ready;
-  assign \data$33  = o__payload[76:0];
-  assign \push$34  = \$signal$29 ;
-  assign \o__payload$36  = packet__payload;
-  assign packet__ready = \o__ready$37 ;
-  assign \o__valid$40  = packet__valid;
+  assign \data$35  = o__payload[76:0];
+  assign \push$36  = \$signal$31 ;
+  assign \o__payload$38  = packet__payload;
+  assign packet__ready = \o__ready$39 ;
+  assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$37 [3:0];
+  assign held_next = \$40 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -46823,27 +47201,37 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
-  assign data$33__device  = o__payload[4:0];
-  assign data$33__addr  = o__payload[52:5];
-  assign data$33__kind  = o__payload[53];
-  assign data$33__tile  = o__payload[69:54];
-  assign data$33__bytes  = o__payload[76:70];
+  assign data$35__device  = o__payload[4:0];
+  assign data$35__addr  = o__payload[52:5];
+  assign data$35__kind  = o__payload[53];
+  assign data$35__tile  = o__payload[69:54];
+  assign data$35__bytes  = o__payload[76:70];
   assign packet__payload__device  = packet__payload[4:0];
   assign packet__payload__addr  = packet__payload[52:5];
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign o__payload$36__device  = packet__payload[4:0];
-  assign o__payload$36__addr  = packet__payload[52:5];
-  assign o__payload$36__kind  = packet__payload[53];
-  assign o__payload$36__tile  = packet__payload[69:54];
-  assign o__payload$36__bytes  = packet__payload[76:70];
+  assign o__payload$38__device  = packet__payload[4:0];
+  assign o__payload$38__addr  = packet__payload[52:5];
+  assign o__payload$38__kind  = packet__payload[53];
+  assign o__payload$38__tile  = packet__payload[69:54];
+  assign o__payload$38__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
   assign read__payload__addr  = read__payload[47:0];
   assign read__payload__bytes  = read__payload[54:48];
   assign read__payload__tag  = read__payload[57:55];
+  assign nxt__index  = nxt[7:0];
+  assign nxt__valid  = nxt[8];
+  assign nxt__op  = nxt[9];
+  assign nxt__device  = nxt[14:10];
+  assign nxt__tile  = nxt[30:15];
+  assign nxt__rows  = nxt[42:31];
+  assign nxt__row_bytes  = nxt[58:43];
+  assign nxt__pitch  = nxt[82:59];
+  assign nxt__src  = nxt[130:83];
+  assign nxt__dst  = nxt[178:131];
   assign descriptor__payload__index  = descriptor__payload[7:0];
   assign descriptor__payload__valid  = descriptor__payload[8];
   assign descriptor__payload__op  = descriptor__payload[9];
@@ -46870,9 +47258,9 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -46900,7 +47288,7 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -46914,27 +47302,34 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [76:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [76:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [76:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [76:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -47021,137 +47416,144 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_29 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -47191,9 +47593,9 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -47221,7 +47623,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -47235,27 +47637,34 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [139:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [139:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [139:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [139:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -47367,137 +47776,144 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_30 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -49865,9 +50281,9 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [5:0] \$12 ;
+  wire [5:0] \$13 ;
+  wire [6:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -49895,7 +50311,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [5:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -49909,27 +50325,34 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [6:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [7:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [7:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [5:0] \$7 ;
+  wire [7:0] \$70 ;
+  reg [4:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [7:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -49984,137 +50407,144 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'hf;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'hf;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'hf;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'hf;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'hf;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'hf;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [5], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$64  = \$6 [4:0];
+    \$71  = \$14 [4:0];
     if (rst) begin
-      \$64  = 5'h00;
+      \$71  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_32 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -50194,9 +50624,9 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -50224,23 +50654,31 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [57:0] \$50 ;
-  reg [57:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [57:0] \$58 ;
+  reg [57:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -50278,134 +50716,142 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_33 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_33 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_33 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -50483,9 +50929,9 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -50513,23 +50959,31 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [3:0] \$58 ;
+  reg [3:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -50562,125 +51016,132 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$44  = ~ rd;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_34 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_34 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
@@ -50693,14 +51154,15 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
   assign \$2  = o__valid;
-  assign \$5  = o__valid;
+  assign \$4  = o__valid;
   assign \$8  = o__valid;
-  assign \$11  = o__valid;
-  assign \$18  = o__valid;
-  assign \$22  = o__valid;
+  assign \$16  = o__valid;
+  assign \$19  = o__valid;
+  assign \$26  = o__valid;
   assign \$30  = o__valid;
-  assign \$34  = o__valid;
-  assign \$43  = o__valid;
+  assign \$38  = o__valid;
+  assign \$42  = o__valid;
+  assign \$51  = o__valid;
 endmodule
 
 module t3hw_system__e1__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -50801,9 +51263,9 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -50831,23 +51293,31 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -50905,134 +51375,142 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_35 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_35 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_35 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -51155,9 +51633,9 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -51185,23 +51663,31 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -51259,134 +51745,142 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_36 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_36 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_36 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -51509,9 +52003,9 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -51539,23 +52033,31 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -51613,134 +52115,142 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_37 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_37 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_37 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -51863,9 +52373,9 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -51893,23 +52403,31 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -51967,134 +52485,142 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_38 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_38 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_38 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -54555,12 +55081,12 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$100 ;
   wire [15:0] \$101 ;
   wire [15:0] \$102 ;
-  wire \$103 ;
+  wire [15:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [15:0] \$108 ;
+  wire \$108 ;
   wire [15:0] \$109 ;
   wire \$11 ;
   wire [15:0] \$110 ;
@@ -54569,33 +55095,41 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [15:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [15:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -54623,7 +55157,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -54645,7 +55179,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -54656,25 +55190,25 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$86 ;
   wire [15:0] \$87 ;
   wire [15:0] \$88 ;
   wire \$89 ;
@@ -54682,10 +55216,10 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [15:0] \$95 ;
-  wire \$96 ;
+  wire [15:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -54998,238 +55532,246 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_40 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -55237,10 +55779,10 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
@@ -55250,12 +55792,12 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$100 ;
   wire [23:0] \$101 ;
   wire [23:0] \$102 ;
-  wire \$103 ;
+  wire [23:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [23:0] \$108 ;
+  wire \$108 ;
   wire [23:0] \$109 ;
   wire \$11 ;
   wire [23:0] \$110 ;
@@ -55264,33 +55806,41 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [23:0] \$116 ;
+  wire [23:0] \$117 ;
+  wire [23:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -55318,7 +55868,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -55340,7 +55890,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -55351,25 +55901,25 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [23:0] \$81 ;
+  wire [23:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [23:0] \$86 ;
   wire [23:0] \$87 ;
   wire [23:0] \$88 ;
   wire \$89 ;
@@ -55377,10 +55927,10 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [23:0] \$95 ;
-  wire \$96 ;
+  wire [23:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -55709,238 +56259,246 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -55964,10 +56522,10 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
@@ -60053,9 +60611,9 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -60083,7 +60641,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -60097,27 +60655,34 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [78:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [78:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [78:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [78:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -60222,137 +60787,144 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'ha;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'ha;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'ha;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'ha;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_44 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -60407,9 +60979,9 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -60437,25 +61009,33 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -60536,114 +61116,122 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
       storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = wr__addr == 4'ha;
+  assign \$51  = wr__addr + 1'h1;
+  assign \$52  = \$50  ? 5'h00 : \$51 ;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = rd__addr == 4'ha;
+  assign \$55  = rd__addr + 1'h1;
+  assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$57 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$58 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$59 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$60 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    wr__addr <= \$61 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    rd__addr <= \$62 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$49  = \$6 [3:0];
+    \$57  = \$14 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$57  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$50  = \$16 ;
+    \$58  = \$24 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$51  = \$28 ;
+    \$59  = \$36 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$52  = \$40 ;
+    \$60  = \$48 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$61  = wr__addr;
+    if (\$49 ) begin
+      \$61  = \$52 [3:0];
     end
     if (rst) begin
-      \$53  = 4'h0;
+      \$61  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_45 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$62  = rd__addr;
+    if (\$53 ) begin
+      \$62  = \$56 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$62  = 4'h0;
     end
   end
   assign tail = wr__addr;
@@ -73367,7 +73955,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__re
     .detail(detail),
     .idle(\idle$42 ),
     .o__ready(response__valid),
-    .\o__ready$37 (packet__ready),
+    .\o__ready$39 (packet__ready),
     .packet__payload(packet__payload),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
@@ -73621,7 +74209,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__re
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_49  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -73647,34 +74235,34 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [4:0] \$31 ;
+  wire \$31 ;
   wire \$32 ;
-  wire [5:0] \$33 ;
-  wire \$34 ;
+  wire \$33 ;
+  wire [4:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire [6:0] \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [5:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
-  wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
+  wire [6:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire [12:0] \$42 ;
   wire [48:0] \$43 ;
-  wire \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
   wire [48:0] \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire \$47 ;
+  wire [48:0] \$48 ;
+  wire [48:0] \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
+  wire [16:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [4:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -73682,39 +74270,45 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [4:0] \$65 ;
-  wire [4:0] \$66 ;
-  wire \$67 ;
-  reg \$68 ;
-  reg [57:0] \$69 ;
+  wire \$65 ;
+  wire [3:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire [4:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
-  reg [11:0] \$71 ;
-  reg [47:0] \$72 ;
-  reg [47:0] \$73 ;
+  reg \$70 ;
+  reg [57:0] \$71 ;
+  reg [2:0] \$72 ;
+  reg [11:0] \$73 ;
   reg [47:0] \$74 ;
   reg [47:0] \$75 ;
-  reg [15:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
+  reg [47:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [15:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [170:0] \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [178:0] \$82 ;
   reg \$83 ;
   reg \$84 ;
-  reg [3:0] \$85 ;
-  reg [3:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
+  reg \$85 ;
+  reg [170:0] \$86 ;
+  reg [7:0] \$87 ;
+  reg [3:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
+  reg \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg \$93 ;
+  reg \$94 ;
   reg \$signal  = 1'h0;
-  wire \$signal$26 ;
-  reg [3:0] \$signal$28  = 4'h0;
-  wire \$signal$29 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -73739,15 +74333,15 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
-  wire [76:0] \data$33 ;
-  wire [47:0] data$33__addr ;
-  wire [6:0] data$33__bytes ;
-  wire [4:0] data$33__device ;
+  wire [76:0] \data$35 ;
+  wire [47:0] data$35__addr ;
+  wire [6:0] data$35__bytes ;
+  wire [4:0] data$35__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data$33__kind ;
-  wire [15:0] data$33__tile ;
+  wire data$35__kind ;
+  wire [15:0] data$35__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -73809,16 +74403,33 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
-  wire [139:0] o__payload;
-  wire [76:0] \o__payload$36 ;
-  wire [47:0] o__payload$36__addr ;
-  wire [6:0] o__payload$36__bytes ;
-  wire [4:0] o__payload$36__device ;
+  reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
+  wire [4:0] nxt__device ;
+  wire [47:0] nxt__dst ;
+  wire [7:0] nxt__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$36__kind ;
-  wire [15:0] o__payload$36__tile ;
+  wire nxt__op ;
+  wire [23:0] nxt__pitch ;
+  wire [15:0] nxt__row_bytes ;
+  wire [11:0] nxt__rows ;
+  wire [47:0] nxt__src ;
+  wire [15:0] nxt__tile ;
+  wire nxt__valid ;
+  reg nxt_one_row = 1'h0;
+  reg nxt_short = 1'h0;
+  reg nxt_valid = 1'h0;
+  wire [139:0] o__payload;
+  wire [76:0] \o__payload$38 ;
+  wire [47:0] o__payload$38__addr ;
+  wire [6:0] o__payload$38__bytes ;
+  wire [4:0] o__payload$38__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$38__kind ;
+  wire [15:0] o__payload$38__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -73834,10 +74445,10 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [2:0] o__payload__tag ;
   input o__ready;
   wire o__ready;
-  input \o__ready$37 ;
-  wire \o__ready$37 ;
+  input \o__ready$39 ;
+  wire \o__ready$39 ;
   wire o__valid;
-  wire \o__valid$40 ;
+  wire \o__valid$42 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
   wire [76:0] packet__payload;
@@ -73853,7 +74464,7 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   output packet__valid;
   wire packet__valid;
   wire push;
-  wire \push$34 ;
+  wire \push$36 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -73880,133 +74491,145 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
+  wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = o__payload[83:80] == \$signal$28 ;
-  assign \$signal$26  = \$signal  & \$11 ;
-  assign \$12  = o__ready & o__valid;
-  assign \$13  = ~ \$signal$26 ;
-  assign \$14  = \$12  & \$13 ;
-  assign \$15  = o__payload[79:77] != response__payload[2:0];
-  assign \$16  = response__payload[3] | \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$signal$29  = \$14  & \$17 ;
-  assign \$18  = o__ready & o__valid;
-  assign \$19  = ~ \$signal$26 ;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = o__payload[79:77] != response__payload[2:0];
-  assign \$22  = response__payload[3] | \$21 ;
-  assign abort = \$20  & \$22 ;
-  assign \$23  = ~ o__valid;
-  assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = \$23  | \$24 ;
-  assign bad_response = o__ready & \$25 ;
-  assign \$26  = o__ready & o__valid;
-  assign read_error = \$26  & response__payload[3];
-  assign \$27  = ~ active;
-  assign \$28  = ~ o__valid;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = ~ packet__valid;
-  assign idle = \$29  & \$30 ;
-  assign \$31  = held + issue;
-  assign \$32  = packet__valid & \o__ready$37 ;
-  assign \$33  = \$31  - \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = ~ \$signal$29 ;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
-  assign \$40  = src_row + cur[74:51];
-  assign \$41  = dst_row + cur[74:51];
-  assign \$42  = src_row + cur[74:51];
-  assign \$43  = dst_row + cur[74:51];
-  assign \$44  = rows_left == 2'h2;
-  assign \$45  = src_at + 7'h40;
-  assign \$46  = dst_at + 7'h40;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = descriptor__valid & descriptor__ready;
-  assign \$50  = run + 1'h1;
-  assign \$51  = descriptor__payload[58:43] <= 7'h40;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[42:31] == 1'h1;
-  assign \$54  = o__ready & o__valid;
-  assign \$55  = ~ \$signal$26 ;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = o__payload[79:77] != response__payload[2:0];
-  assign \$58  = response__payload[3] | \$57 ;
-  assign \$59  = \$37 [3:0] == 4'h8;
-  assign \$60  = o__ready & o__valid;
-  assign \$61  = ~ \$signal$26 ;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
-  assign \$64  = descriptor__valid & descriptor__ready;
-  assign \$65  = run + 1'h1;
-  assign \$66  = \$64  ? \$65  : { 1'h0, run };
-  assign \$67  = \$63  == \$66 ;
-  always @(posedge clk)
-    read__valid <= \$68 ;
-  always @(posedge clk)
-    read__payload <= \$69 ;
-  always @(posedge clk)
-    tag <= \$70 ;
-  always @(posedge clk)
-    rows_left <= \$71 ;
-  always @(posedge clk)
-    src_row <= \$72 ;
-  always @(posedge clk)
-    dst_row <= \$73 ;
-  always @(posedge clk)
-    src_at <= \$74 ;
-  always @(posedge clk)
-    dst_at <= \$75 ;
-  always @(posedge clk)
-    remaining <= \$76 ;
-  always @(posedge clk)
-    row_end <= \$77 ;
-  always @(posedge clk)
-    one_row <= \$78 ;
-  always @(posedge clk)
-    active <= \$79 ;
-  always @(posedge clk)
-    cur <= \$80 ;
-  always @(posedge clk)
-    index <= \$81 ;
-  always @(posedge clk)
-    run <= \$82 ;
-  always @(posedge clk)
-    short_row <= \$83 ;
-  always @(posedge clk)
-    \$signal  <= \$84 ;
-  always @(posedge clk)
-    \$signal$28  <= \$85 ;
-  always @(posedge clk)
-    held <= \$86 ;
-  always @(posedge clk)
-    at_limit <= \$87 ;
-  always @(posedge clk)
-    \$signal$8  <= \$88 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
+  assign descriptor__ready = ~ nxt_valid;
+  assign \$9  = ~ active;
+  assign \$10  = issue & last;
+  assign \$11  = \$9  | \$10 ;
+  assign start = nxt_valid & \$11 ;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = o__ready & o__valid;
+  assign \$14  = ~ \$signal$28 ;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = o__payload[79:77] != response__payload[2:0];
+  assign \$17  = response__payload[3] | \$16 ;
+  assign \$18  = ~ \$17 ;
+  assign \$signal$31  = \$15  & \$18 ;
+  assign \$19  = o__ready & o__valid;
+  assign \$20  = ~ \$signal$28 ;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = o__payload[79:77] != response__payload[2:0];
+  assign \$23  = response__payload[3] | \$22 ;
+  assign abort = \$21  & \$23 ;
+  assign \$24  = ~ o__valid;
+  assign \$25  = o__payload[79:77] != response__payload[2:0];
+  assign \$26  = \$24  | \$25 ;
+  assign bad_response = o__ready & \$26 ;
+  assign \$27  = o__ready & o__valid;
+  assign read_error = \$27  & response__payload[3];
+  assign \$28  = ~ active;
+  assign \$29  = ~ nxt_valid;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = ~ o__valid;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = ~ packet__valid;
+  assign idle = \$32  & \$33 ;
+  assign \$34  = held + issue;
+  assign \$35  = packet__valid & \o__ready$39 ;
+  assign \$36  = \$34  - \$35 ;
+  assign \$37  = o__valid & o__ready;
+  assign \$38  = ~ \$signal$31 ;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
+  assign \$41  = tag + 1'h1;
+  assign \$42  = rows_left - 1'h1;
+  assign \$43  = src_row + cur[74:51];
+  assign \$44  = dst_row + cur[74:51];
+  assign \$45  = src_row + cur[74:51];
+  assign \$46  = dst_row + cur[74:51];
+  assign \$47  = rows_left == 2'h2;
+  assign \$48  = src_at + 7'h40;
+  assign \$49  = dst_at + 7'h40;
+  assign \$50  = remaining - 7'h40;
+  assign \$51  = remaining <= 8'h80;
+  assign \$52  = ~ nxt_valid;
+  assign \$53  = descriptor__valid & \$52 ;
+  assign \$54  = descriptor__payload[58:43] <= 7'h40;
+  assign \$55  = descriptor__payload[42:31] == 1'h1;
+  assign \$56  = run + 1'h1;
+  assign \$57  = o__ready & o__valid;
+  assign \$58  = ~ \$signal$28 ;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = o__payload[79:77] != response__payload[2:0];
+  assign \$61  = response__payload[3] | \$60 ;
+  assign \$62  = \$40 [3:0] == 4'h8;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
+  assign \$67  = run + 1'h1;
+  assign \$68  = start ? \$67  : { 1'h0, run };
+  assign \$69  = \$66  == \$68 ;
+  always @(posedge clk)
+    read__valid <= \$70 ;
+  always @(posedge clk)
+    read__payload <= \$71 ;
+  always @(posedge clk)
+    tag <= \$72 ;
+  always @(posedge clk)
+    rows_left <= \$73 ;
+  always @(posedge clk)
+    src_row <= \$74 ;
+  always @(posedge clk)
+    dst_row <= \$75 ;
+  always @(posedge clk)
+    src_at <= \$76 ;
+  always @(posedge clk)
+    dst_at <= \$77 ;
+  always @(posedge clk)
+    remaining <= \$78 ;
+  always @(posedge clk)
+    row_end <= \$79 ;
+  always @(posedge clk)
+    one_row <= \$80 ;
+  always @(posedge clk)
+    active <= \$81 ;
+  always @(posedge clk)
+    nxt <= \$82 ;
+  always @(posedge clk)
+    nxt_valid <= \$83 ;
+  always @(posedge clk)
+    nxt_short <= \$84 ;
+  always @(posedge clk)
+    nxt_one_row <= \$85 ;
+  always @(posedge clk)
+    cur <= \$86 ;
+  always @(posedge clk)
+    index <= \$87 ;
+  always @(posedge clk)
+    run <= \$88 ;
+  always @(posedge clk)
+    short_row <= \$89 ;
+  always @(posedge clk)
+    \$signal  <= \$90 ;
+  always @(posedge clk)
+    \$signal$30  <= \$91 ;
+  always @(posedge clk)
+    held <= \$92 ;
+  always @(posedge clk)
+    at_limit <= \$93 ;
+  always @(posedge clk)
+    \$signal$8  <= \$94 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   t3hw_system__e2__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
-    .o__ready(\o__ready$37 ),
+    .o__ready(\o__ready$39 ),
     .o__valid(packet__valid),
-    .push(\$signal$29 ),
+    .push(\$signal$31 ),
     .rst(rst),
     .wr__data(o__payload[76:0])
   );
@@ -74030,240 +74653,274 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$68  = read__valid;
+    \$70  = read__valid;
     if (read__ready) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
     if (issue) begin
-      \$68  = 1'h1;
+      \$70  = 1'h1;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$69  = read__payload;
+    \$71  = read__payload;
     if (issue) begin
-      \$69 [47:0] = meta[139:92];
-      \$69 [54:48] = \$1 [6:0];
-      \$69 [57:55] = tag;
+      \$71 [47:0] = meta[139:92];
+      \$71 [54:48] = \$1 [6:0];
+      \$71 [57:55] = tag;
     end
     if (rst) begin
-      \$69  = 58'h000000000000000;
+      \$71  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$70  = tag;
+    \$72  = tag;
     if (issue) begin
-      \$70  = \$38 [2:0];
+      \$72  = \$41 [2:0];
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$71  = rows_left;
+    \$73  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$39 [11:0];
+        \$73  = \$42 [11:0];
       end
     end
-    if (\$49 ) begin
-      \$71  = descriptor__payload[42:31];
+    if (start) begin
+      \$73  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$72  = src_row;
+    \$74  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$40 [47:0];
+        \$74  = \$43 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$72  = descriptor__payload[130:83];
+    if (start) begin
+      \$74  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$73  = dst_row;
+    \$75  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$41 [47:0];
+        \$75  = \$44 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$73  = descriptor__payload[178:131];
+    if (start) begin
+      \$75  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$74  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$74  = \$42 [47:0];
-      end else begin
-        \$74  = \$45 [47:0];
-      end
-    end
-    if (\$49 ) begin
-      \$74  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$75  = dst_at;
+    \$76  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = \$43 [47:0];
+        \$76  = \$45 [47:0];
       end else begin
-        \$75  = \$46 [47:0];
+        \$76  = \$48 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$75  = descriptor__payload[178:131];
+    if (start) begin
+      \$76  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$76  = remaining;
+    \$77  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = cur[50:35];
+        \$77  = \$46 [47:0];
       end else begin
-        \$76  = \$47 [15:0];
+        \$77  = \$49 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$76  = descriptor__payload[58:43];
+    if (start) begin
+      \$77  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$77  = row_end;
+    \$78  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = short_row;
+        \$78  = cur[50:35];
       end else begin
-        \$77  = \$48 ;
+        \$78  = \$50 [15:0];
       end
     end
-    if (\$49 ) begin
-      \$77  = \$51 ;
+    if (start) begin
+      \$78  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$78  = one_row;
+    \$79  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$79  = short_row;
+      end else begin
+        \$79  = \$51 ;
+      end
+    end
+    if (start) begin
+      \$79  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$80  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$78  = \$44 ;
+        \$80  = \$47 ;
       end
     end
-    if (\$49 ) begin
-      \$78  = \$53 ;
+    if (start) begin
+      \$80  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$79  = active;
+    \$81  = active;
     if (issue) begin
       if (last) begin
-        \$79  = 1'h0;
+        \$81  = 1'h0;
       end
     end
     if (stop) begin
-      \$79  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$49 ) begin
-      \$79  = 1'h1;
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$80  = cur;
-    if (\$49 ) begin
-      \$80 [0] = descriptor__payload[8];
-      \$80 [1] = descriptor__payload[9];
-      \$80 [6:2] = descriptor__payload[14:10];
-      \$80 [22:7] = descriptor__payload[30:15];
-      \$80 [34:23] = descriptor__payload[42:31];
-      \$80 [50:35] = descriptor__payload[58:43];
-      \$80 [74:51] = descriptor__payload[82:59];
-      \$80 [122:75] = descriptor__payload[130:83];
-      \$80 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$81  = index;
-    if (\$49 ) begin
-      \$81  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$82  = run;
-    if (\$49 ) begin
-      \$82  = \$50 [3:0];
+    if (start) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$83  = short_row;
-    if (\$49 ) begin
-      \$83  = \$52 ;
+    \$82  = nxt;
+    if (\$53 ) begin
+      \$82  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$84  = \$signal ;
-    if (\$56 ) begin
-      \$84  = \$58 ;
+    \$83  = nxt_valid;
+    if (\$53 ) begin
+      \$83  = 1'h1;
+    end
+    if (start) begin
+      \$83  = 1'h0;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$85  = \$signal$28 ;
-    if (\$56 ) begin
-      \$85  = o__payload[83:80];
+    \$84  = nxt_short;
+    if (\$53 ) begin
+      \$84  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$86  = \$37 [3:0];
+    \$85  = nxt_one_row;
+    if (\$53 ) begin
+      \$85  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$86  = cur;
+    if (start) begin
+      \$86 [0] = nxt[8];
+      \$86 [1] = nxt[9];
+      \$86 [6:2] = nxt[14:10];
+      \$86 [22:7] = nxt[30:15];
+      \$86 [34:23] = nxt[42:31];
+      \$86 [50:35] = nxt[58:43];
+      \$86 [74:51] = nxt[82:59];
+      \$86 [122:75] = nxt[130:83];
+      \$86 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$87  = index;
+    if (start) begin
+      \$87  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$88  = run;
+    if (start) begin
+      \$88  = \$56 [3:0];
+    end
     if (rst) begin
-      \$86  = 4'h0;
+      \$88  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$87  = \$59 ;
-    if (rst) begin
-      \$87  = 1'h0;
+    \$89  = short_row;
+    if (start) begin
+      \$89  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_49 ) begin end
-    \$88  = \$67 ;
+    \$90  = \$signal ;
+    if (\$59 ) begin
+      \$90  = \$61 ;
+    end
     if (rst) begin
-      \$88  = 1'h1;
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$91  = \$signal$30 ;
+    if (\$59 ) begin
+      \$91  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$92  = \$40 [3:0];
+    if (rst) begin
+      \$92  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$93  = \$62 ;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_49 ) begin end
+    \$94  = \$69 ;
+    if (rst) begin
+      \$94  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -74271,13 +74928,13 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign push = issue;
   assign response__ready = 1'h1;
   assign response__valid = o__ready;
-  assign \data$33  = o__payload[76:0];
-  assign \push$34  = \$signal$29 ;
-  assign \o__payload$36  = packet__payload;
-  assign packet__ready = \o__ready$37 ;
-  assign \o__valid$40  = packet__valid;
+  assign \data$35  = o__payload[76:0];
+  assign \push$36  = \$signal$31 ;
+  assign \o__payload$38  = packet__payload;
+  assign packet__ready = \o__ready$39 ;
+  assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$37 [3:0];
+  assign held_next = \$40 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -74319,27 +74976,37 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
-  assign data$33__device  = o__payload[4:0];
-  assign data$33__addr  = o__payload[52:5];
-  assign data$33__kind  = o__payload[53];
-  assign data$33__tile  = o__payload[69:54];
-  assign data$33__bytes  = o__payload[76:70];
+  assign data$35__device  = o__payload[4:0];
+  assign data$35__addr  = o__payload[52:5];
+  assign data$35__kind  = o__payload[53];
+  assign data$35__tile  = o__payload[69:54];
+  assign data$35__bytes  = o__payload[76:70];
   assign packet__payload__device  = packet__payload[4:0];
   assign packet__payload__addr  = packet__payload[52:5];
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign o__payload$36__device  = packet__payload[4:0];
-  assign o__payload$36__addr  = packet__payload[52:5];
-  assign o__payload$36__kind  = packet__payload[53];
-  assign o__payload$36__tile  = packet__payload[69:54];
-  assign o__payload$36__bytes  = packet__payload[76:70];
+  assign o__payload$38__device  = packet__payload[4:0];
+  assign o__payload$38__addr  = packet__payload[52:5];
+  assign o__payload$38__kind  = packet__payload[53];
+  assign o__payload$38__tile  = packet__payload[69:54];
+  assign o__payload$38__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
   assign read__payload__addr  = read__payload[47:0];
   assign read__payload__bytes  = read__payload[54:48];
   assign read__payload__tag  = read__payload[57:55];
+  assign nxt__index  = nxt[7:0];
+  assign nxt__valid  = nxt[8];
+  assign nxt__op  = nxt[9];
+  assign nxt__device  = nxt[14:10];
+  assign nxt__tile  = nxt[30:15];
+  assign nxt__rows  = nxt[42:31];
+  assign nxt__row_bytes  = nxt[58:43];
+  assign nxt__pitch  = nxt[82:59];
+  assign nxt__src  = nxt[130:83];
+  assign nxt__dst  = nxt[178:131];
   assign descriptor__payload__index  = descriptor__payload[7:0];
   assign descriptor__payload__valid  = descriptor__payload[8];
   assign descriptor__payload__op  = descriptor__payload[9];
@@ -74366,9 +75033,9 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -74396,7 +75063,7 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -74410,27 +75077,34 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [76:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [76:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [76:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [76:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -74517,137 +75191,144 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_50 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -74687,9 +75368,9 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -74717,7 +75398,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -74731,27 +75412,34 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [139:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [139:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [139:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [139:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -74863,137 +75551,144 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_51 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -77361,9 +78056,9 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [5:0] \$12 ;
+  wire [5:0] \$13 ;
+  wire [6:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -77391,7 +78086,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [5:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -77405,27 +78100,34 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [6:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [7:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [7:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [5:0] \$7 ;
+  wire [7:0] \$70 ;
+  reg [4:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [7:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -77480,137 +78182,144 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'hf;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'hf;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'hf;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'hf;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'hf;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'hf;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [5], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$64  = \$6 [4:0];
+    \$71  = \$14 [4:0];
     if (rst) begin
-      \$64  = 5'h00;
+      \$71  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_53 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -77690,9 +78399,9 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -77720,23 +78429,31 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [57:0] \$50 ;
-  reg [57:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [57:0] \$58 ;
+  reg [57:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -77774,134 +78491,142 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_54 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_54 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_54 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -77979,9 +78704,9 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -78009,23 +78734,31 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [3:0] \$58 ;
+  reg [3:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -78058,125 +78791,132 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$44  = ~ rd;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_55 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_55 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
@@ -78189,14 +78929,15 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
   assign \$2  = o__valid;
-  assign \$5  = o__valid;
+  assign \$4  = o__valid;
   assign \$8  = o__valid;
-  assign \$11  = o__valid;
-  assign \$18  = o__valid;
-  assign \$22  = o__valid;
+  assign \$16  = o__valid;
+  assign \$19  = o__valid;
+  assign \$26  = o__valid;
   assign \$30  = o__valid;
-  assign \$34  = o__valid;
-  assign \$43  = o__valid;
+  assign \$38  = o__valid;
+  assign \$42  = o__valid;
+  assign \$51  = o__valid;
 endmodule
 
 module t3hw_system__e2__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -78297,9 +79038,9 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -78327,23 +79068,31 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -78401,134 +79150,142 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_56 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_56 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_56 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -78651,9 +79408,9 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -78681,23 +79438,31 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -78755,134 +79520,142 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_57 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_57 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_57 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -79005,9 +79778,9 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -79035,23 +79808,31 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -79109,134 +79890,142 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_58 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_58 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -79359,9 +80148,9 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -79389,23 +80178,31 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -79463,134 +80260,142 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_59 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_59 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_59 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -82051,12 +82856,12 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$100 ;
   wire [15:0] \$101 ;
   wire [15:0] \$102 ;
-  wire \$103 ;
+  wire [15:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [15:0] \$108 ;
+  wire \$108 ;
   wire [15:0] \$109 ;
   wire \$11 ;
   wire [15:0] \$110 ;
@@ -82065,33 +82870,41 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [15:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [15:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -82119,7 +82932,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -82141,7 +82954,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -82152,25 +82965,25 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$86 ;
   wire [15:0] \$87 ;
   wire [15:0] \$88 ;
   wire \$89 ;
@@ -82178,10 +82991,10 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [15:0] \$95 ;
-  wire \$96 ;
+  wire [15:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -82494,238 +83307,246 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_61 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -82733,10 +83554,10 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
@@ -82746,12 +83567,12 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$100 ;
   wire [23:0] \$101 ;
   wire [23:0] \$102 ;
-  wire \$103 ;
+  wire [23:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [23:0] \$108 ;
+  wire \$108 ;
   wire [23:0] \$109 ;
   wire \$11 ;
   wire [23:0] \$110 ;
@@ -82760,33 +83581,41 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [23:0] \$116 ;
+  wire [23:0] \$117 ;
+  wire [23:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -82814,7 +83643,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -82836,7 +83665,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -82847,25 +83676,25 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [23:0] \$81 ;
+  wire [23:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [23:0] \$86 ;
   wire [23:0] \$87 ;
   wire [23:0] \$88 ;
   wire \$89 ;
@@ -82873,10 +83702,10 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [23:0] \$95 ;
-  wire \$96 ;
+  wire [23:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -83205,238 +84034,246 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -83460,10 +84297,10 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
@@ -87549,9 +88386,9 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -87579,7 +88416,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -87593,27 +88430,34 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [78:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [78:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [78:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [78:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -87718,137 +88562,144 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'ha;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'ha;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'ha;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'ha;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_65 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -87903,9 +88754,9 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -87933,25 +88784,33 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [4:0] \$43 ;
-  wire [4:0] \$44 ;
+  wire \$43 ;
+  wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [4:0] \$47 ;
-  wire [4:0] \$48 ;
-  reg [3:0] \$49 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg \$51 ;
-  reg \$52 ;
-  reg [3:0] \$53 ;
-  reg [3:0] \$54 ;
-  wire [5:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire [4:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire [4:0] \$55 ;
+  wire [4:0] \$56 ;
+  reg [3:0] \$57 ;
+  reg \$58 ;
+  reg \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  wire [4:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -88032,114 +88891,122 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
       storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$44  = \$42  ? 5'h00 : \$43 ;
-  assign \$45  = o__valid & o__ready;
-  assign \$46  = rd__addr == 4'ha;
-  assign \$47  = rd__addr + 1'h1;
-  assign \$48  = \$46  ? 5'h00 : \$47 ;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = wr__addr == 4'ha;
+  assign \$51  = wr__addr + 1'h1;
+  assign \$52  = \$50  ? 5'h00 : \$51 ;
+  assign \$53  = o__valid & o__ready;
+  assign \$54  = rd__addr == 4'ha;
+  assign \$55  = rd__addr + 1'h1;
+  assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
-    level <= \$49 ;
+    level <= \$57 ;
   always @(posedge clk)
-    o__valid <= \$50 ;
+    o__valid <= \$58 ;
   always @(posedge clk)
-    full <= \$51 ;
+    full <= \$59 ;
   always @(posedge clk)
-    waiting <= \$52 ;
+    waiting <= \$60 ;
   always @(posedge clk)
-    wr__addr <= \$53 ;
+    wr__addr <= \$61 ;
   always @(posedge clk)
-    rd__addr <= \$54 ;
+    rd__addr <= \$62 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign wr__en = push & accept;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'ha;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = wr__addr == 4'ha;
-  assign \$43  = wr__addr + 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$49  = \$6 [3:0];
+    \$57  = \$14 [3:0];
     if (rst) begin
-      \$49  = 4'h0;
+      \$57  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$50  = \$16 ;
+    \$58  = \$24 ;
     if (rst) begin
-      \$50  = 1'h0;
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$51  = \$28 ;
+    \$59  = \$36 ;
     if (rst) begin
-      \$51  = 1'h0;
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$52  = \$40 ;
+    \$60  = \$48 ;
     if (rst) begin
-      \$52  = 1'h0;
+      \$60  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$53  = wr__addr;
-    if (\$41 ) begin
-      \$53  = \$44 [3:0];
+    \$61  = wr__addr;
+    if (\$49 ) begin
+      \$61  = \$52 [3:0];
     end
     if (rst) begin
-      \$53  = 4'h0;
+      \$61  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_66 ) begin end
-    \$54  = rd__addr;
-    if (\$45 ) begin
-      \$54  = \$48 [3:0];
+    \$62  = rd__addr;
+    if (\$53 ) begin
+      \$62  = \$56 [3:0];
     end
     if (rst) begin
-      \$54  = 4'h0;
+      \$62  = 4'h0;
     end
   end
   assign tail = wr__addr;
@@ -100863,7 +101730,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__re
     .detail(detail),
     .idle(\idle$42 ),
     .o__ready(response__valid),
-    .\o__ready$37 (packet__ready),
+    .\o__ready$39 (packet__ready),
     .packet__payload(packet__payload),
     .packet__valid(packet__valid),
     .read__payload(read__payload),
@@ -101117,7 +101984,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__re
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$37 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
   reg _init_strobe_70  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -101143,34 +102010,34 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [4:0] \$31 ;
+  wire \$31 ;
   wire \$32 ;
-  wire [5:0] \$33 ;
-  wire \$34 ;
+  wire \$33 ;
+  wire [4:0] \$34 ;
   wire \$35 ;
-  wire \$36 ;
-  wire [6:0] \$37 ;
-  wire [3:0] \$38 ;
-  wire [12:0] \$39 ;
+  wire [5:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire [48:0] \$40 ;
-  wire [48:0] \$41 ;
-  wire [48:0] \$42 ;
+  wire [6:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire [12:0] \$42 ;
   wire [48:0] \$43 ;
-  wire \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
   wire [48:0] \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire \$47 ;
+  wire [48:0] \$48 ;
+  wire [48:0] \$49 ;
   wire \$5 ;
-  wire [4:0] \$50 ;
+  wire [16:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
+  wire [4:0] \$56 ;
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
@@ -101178,39 +102045,45 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [3:0] \$63 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [4:0] \$65 ;
-  wire [4:0] \$66 ;
-  wire \$67 ;
-  reg \$68 ;
-  reg [57:0] \$69 ;
+  wire \$65 ;
+  wire [3:0] \$66 ;
+  wire [4:0] \$67 ;
+  wire [4:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  reg [2:0] \$70 ;
-  reg [11:0] \$71 ;
-  reg [47:0] \$72 ;
-  reg [47:0] \$73 ;
+  reg \$70 ;
+  reg [57:0] \$71 ;
+  reg [2:0] \$72 ;
+  reg [11:0] \$73 ;
   reg [47:0] \$74 ;
   reg [47:0] \$75 ;
-  reg [15:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
+  reg [47:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [15:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [170:0] \$80 ;
-  reg [7:0] \$81 ;
-  reg [3:0] \$82 ;
+  reg \$80 ;
+  reg \$81 ;
+  reg [178:0] \$82 ;
   reg \$83 ;
   reg \$84 ;
-  reg [3:0] \$85 ;
-  reg [3:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
+  reg \$85 ;
+  reg [170:0] \$86 ;
+  reg [7:0] \$87 ;
+  reg [3:0] \$88 ;
+  reg \$89 ;
   wire \$9 ;
+  reg \$90 ;
+  reg [3:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg \$93 ;
+  reg \$94 ;
   reg \$signal  = 1'h0;
-  wire \$signal$26 ;
-  reg [3:0] \$signal$28  = 4'h0;
-  wire \$signal$29 ;
+  wire \$signal$28 ;
+  reg [3:0] \$signal$30  = 4'h0;
+  wire \$signal$31 ;
   reg \$signal$8  = 1'h1;
   output abort;
   wire abort;
@@ -101235,15 +102108,15 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] cur__tile ;
   wire cur__valid ;
   wire [139:0] data;
-  wire [76:0] \data$33 ;
-  wire [47:0] data$33__addr ;
-  wire [6:0] data$33__bytes ;
-  wire [4:0] data$33__device ;
+  wire [76:0] \data$35 ;
+  wire [47:0] data$35__addr ;
+  wire [6:0] data$35__bytes ;
+  wire [4:0] data$35__device ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire data$33__kind ;
-  wire [15:0] data$33__tile ;
+  wire data$35__kind ;
+  wire [15:0] data$35__tile ;
   wire [7:0] data__index ;
   wire [76:0] data__packet ;
   wire [47:0] data__packet__addr ;
@@ -101305,16 +102178,33 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
-  wire [139:0] o__payload;
-  wire [76:0] \o__payload$36 ;
-  wire [47:0] o__payload$36__addr ;
-  wire [6:0] o__payload$36__bytes ;
-  wire [4:0] o__payload$36__device ;
+  reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
+  wire [4:0] nxt__device ;
+  wire [47:0] nxt__dst ;
+  wire [7:0] nxt__index ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$36__kind ;
-  wire [15:0] o__payload$36__tile ;
+  wire nxt__op ;
+  wire [23:0] nxt__pitch ;
+  wire [15:0] nxt__row_bytes ;
+  wire [11:0] nxt__rows ;
+  wire [47:0] nxt__src ;
+  wire [15:0] nxt__tile ;
+  wire nxt__valid ;
+  reg nxt_one_row = 1'h0;
+  reg nxt_short = 1'h0;
+  reg nxt_valid = 1'h0;
+  wire [139:0] o__payload;
+  wire [76:0] \o__payload$38 ;
+  wire [47:0] o__payload$38__addr ;
+  wire [6:0] o__payload$38__bytes ;
+  wire [4:0] o__payload$38__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$38__kind ;
+  wire [15:0] o__payload$38__tile ;
   wire [7:0] o__payload__index ;
   wire [76:0] o__payload__packet ;
   wire [47:0] o__payload__packet__addr ;
@@ -101330,10 +102220,10 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [2:0] o__payload__tag ;
   input o__ready;
   wire o__ready;
-  input \o__ready$37 ;
-  wire \o__ready$37 ;
+  input \o__ready$39 ;
+  wire \o__ready$39 ;
   wire o__valid;
-  wire \o__valid$40 ;
+  wire \o__valid$42 ;
   reg one_row = 1'h0;
   output [76:0] packet__payload;
   wire [76:0] packet__payload;
@@ -101349,7 +102239,7 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   output packet__valid;
   wire packet__valid;
   wire push;
-  wire \push$34 ;
+  wire \push$36 ;
   output [57:0] read__payload;
   reg [57:0] read__payload = 58'h000000000000000;
   wire [47:0] read__payload__addr ;
@@ -101376,133 +102266,145 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   reg [47:0] src_row = 48'h000000000000;
+  wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
-  assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign descriptor__ready = \$9  | \$10 ;
-  assign \$11  = o__payload[83:80] == \$signal$28 ;
-  assign \$signal$26  = \$signal  & \$11 ;
-  assign \$12  = o__ready & o__valid;
-  assign \$13  = ~ \$signal$26 ;
-  assign \$14  = \$12  & \$13 ;
-  assign \$15  = o__payload[79:77] != response__payload[2:0];
-  assign \$16  = response__payload[3] | \$15 ;
-  assign \$17  = ~ \$16 ;
-  assign \$signal$29  = \$14  & \$17 ;
-  assign \$18  = o__ready & o__valid;
-  assign \$19  = ~ \$signal$26 ;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = o__payload[79:77] != response__payload[2:0];
-  assign \$22  = response__payload[3] | \$21 ;
-  assign abort = \$20  & \$22 ;
-  assign \$23  = ~ o__valid;
-  assign \$24  = o__payload[79:77] != response__payload[2:0];
-  assign \$25  = \$23  | \$24 ;
-  assign bad_response = o__ready & \$25 ;
-  assign \$26  = o__ready & o__valid;
-  assign read_error = \$26  & response__payload[3];
-  assign \$27  = ~ active;
-  assign \$28  = ~ o__valid;
-  assign \$29  = \$27  & \$28 ;
-  assign \$30  = ~ packet__valid;
-  assign idle = \$29  & \$30 ;
-  assign \$31  = held + issue;
-  assign \$32  = packet__valid & \o__ready$37 ;
-  assign \$33  = \$31  - \$32 ;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = ~ \$signal$29 ;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = $signed(\$33 ) - $signed({ 1'h0, \$36  });
-  assign \$38  = tag + 1'h1;
-  assign \$39  = rows_left - 1'h1;
-  assign \$40  = src_row + cur[74:51];
-  assign \$41  = dst_row + cur[74:51];
-  assign \$42  = src_row + cur[74:51];
-  assign \$43  = dst_row + cur[74:51];
-  assign \$44  = rows_left == 2'h2;
-  assign \$45  = src_at + 7'h40;
-  assign \$46  = dst_at + 7'h40;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = descriptor__valid & descriptor__ready;
-  assign \$50  = run + 1'h1;
-  assign \$51  = descriptor__payload[58:43] <= 7'h40;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[42:31] == 1'h1;
-  assign \$54  = o__ready & o__valid;
-  assign \$55  = ~ \$signal$26 ;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = o__payload[79:77] != response__payload[2:0];
-  assign \$58  = response__payload[3] | \$57 ;
-  assign \$59  = \$37 [3:0] == 4'h8;
-  assign \$60  = o__ready & o__valid;
-  assign \$61  = ~ \$signal$26 ;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = \$62  ? o__payload[83:80] : \$signal$28 ;
-  assign \$64  = descriptor__valid & descriptor__ready;
-  assign \$65  = run + 1'h1;
-  assign \$66  = \$64  ? \$65  : { 1'h0, run };
-  assign \$67  = \$63  == \$66 ;
-  always @(posedge clk)
-    read__valid <= \$68 ;
-  always @(posedge clk)
-    read__payload <= \$69 ;
-  always @(posedge clk)
-    tag <= \$70 ;
-  always @(posedge clk)
-    rows_left <= \$71 ;
-  always @(posedge clk)
-    src_row <= \$72 ;
-  always @(posedge clk)
-    dst_row <= \$73 ;
-  always @(posedge clk)
-    src_at <= \$74 ;
-  always @(posedge clk)
-    dst_at <= \$75 ;
-  always @(posedge clk)
-    remaining <= \$76 ;
-  always @(posedge clk)
-    row_end <= \$77 ;
-  always @(posedge clk)
-    one_row <= \$78 ;
-  always @(posedge clk)
-    active <= \$79 ;
-  always @(posedge clk)
-    cur <= \$80 ;
-  always @(posedge clk)
-    index <= \$81 ;
-  always @(posedge clk)
-    run <= \$82 ;
-  always @(posedge clk)
-    short_row <= \$83 ;
-  always @(posedge clk)
-    \$signal  <= \$84 ;
-  always @(posedge clk)
-    \$signal$28  <= \$85 ;
-  always @(posedge clk)
-    held <= \$86 ;
-  always @(posedge clk)
-    at_limit <= \$87 ;
-  always @(posedge clk)
-    \$signal$8  <= \$88 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
   assign \$7  = \$4  & \$6 ;
   assign \$8  = ~ at_limit;
   assign issue = \$7  & \$8 ;
+  assign descriptor__ready = ~ nxt_valid;
+  assign \$9  = ~ active;
+  assign \$10  = issue & last;
+  assign \$11  = \$9  | \$10 ;
+  assign start = nxt_valid & \$11 ;
+  assign \$12  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$12 ;
+  assign \$13  = o__ready & o__valid;
+  assign \$14  = ~ \$signal$28 ;
+  assign \$15  = \$13  & \$14 ;
+  assign \$16  = o__payload[79:77] != response__payload[2:0];
+  assign \$17  = response__payload[3] | \$16 ;
+  assign \$18  = ~ \$17 ;
+  assign \$signal$31  = \$15  & \$18 ;
+  assign \$19  = o__ready & o__valid;
+  assign \$20  = ~ \$signal$28 ;
+  assign \$21  = \$19  & \$20 ;
+  assign \$22  = o__payload[79:77] != response__payload[2:0];
+  assign \$23  = response__payload[3] | \$22 ;
+  assign abort = \$21  & \$23 ;
+  assign \$24  = ~ o__valid;
+  assign \$25  = o__payload[79:77] != response__payload[2:0];
+  assign \$26  = \$24  | \$25 ;
+  assign bad_response = o__ready & \$26 ;
+  assign \$27  = o__ready & o__valid;
+  assign read_error = \$27  & response__payload[3];
+  assign \$28  = ~ active;
+  assign \$29  = ~ nxt_valid;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = ~ o__valid;
+  assign \$32  = \$30  & \$31 ;
+  assign \$33  = ~ packet__valid;
+  assign idle = \$32  & \$33 ;
+  assign \$34  = held + issue;
+  assign \$35  = packet__valid & \o__ready$39 ;
+  assign \$36  = \$34  - \$35 ;
+  assign \$37  = o__valid & o__ready;
+  assign \$38  = ~ \$signal$31 ;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
+  assign \$41  = tag + 1'h1;
+  assign \$42  = rows_left - 1'h1;
+  assign \$43  = src_row + cur[74:51];
+  assign \$44  = dst_row + cur[74:51];
+  assign \$45  = src_row + cur[74:51];
+  assign \$46  = dst_row + cur[74:51];
+  assign \$47  = rows_left == 2'h2;
+  assign \$48  = src_at + 7'h40;
+  assign \$49  = dst_at + 7'h40;
+  assign \$50  = remaining - 7'h40;
+  assign \$51  = remaining <= 8'h80;
+  assign \$52  = ~ nxt_valid;
+  assign \$53  = descriptor__valid & \$52 ;
+  assign \$54  = descriptor__payload[58:43] <= 7'h40;
+  assign \$55  = descriptor__payload[42:31] == 1'h1;
+  assign \$56  = run + 1'h1;
+  assign \$57  = o__ready & o__valid;
+  assign \$58  = ~ \$signal$28 ;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = o__payload[79:77] != response__payload[2:0];
+  assign \$61  = response__payload[3] | \$60 ;
+  assign \$62  = \$40 [3:0] == 4'h8;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
+  assign \$67  = run + 1'h1;
+  assign \$68  = start ? \$67  : { 1'h0, run };
+  assign \$69  = \$66  == \$68 ;
+  always @(posedge clk)
+    read__valid <= \$70 ;
+  always @(posedge clk)
+    read__payload <= \$71 ;
+  always @(posedge clk)
+    tag <= \$72 ;
+  always @(posedge clk)
+    rows_left <= \$73 ;
+  always @(posedge clk)
+    src_row <= \$74 ;
+  always @(posedge clk)
+    dst_row <= \$75 ;
+  always @(posedge clk)
+    src_at <= \$76 ;
+  always @(posedge clk)
+    dst_at <= \$77 ;
+  always @(posedge clk)
+    remaining <= \$78 ;
+  always @(posedge clk)
+    row_end <= \$79 ;
+  always @(posedge clk)
+    one_row <= \$80 ;
+  always @(posedge clk)
+    active <= \$81 ;
+  always @(posedge clk)
+    nxt <= \$82 ;
+  always @(posedge clk)
+    nxt_valid <= \$83 ;
+  always @(posedge clk)
+    nxt_short <= \$84 ;
+  always @(posedge clk)
+    nxt_one_row <= \$85 ;
+  always @(posedge clk)
+    cur <= \$86 ;
+  always @(posedge clk)
+    index <= \$87 ;
+  always @(posedge clk)
+    run <= \$88 ;
+  always @(posedge clk)
+    short_row <= \$89 ;
+  always @(posedge clk)
+    \$signal  <= \$90 ;
+  always @(posedge clk)
+    \$signal$30  <= \$91 ;
+  always @(posedge clk)
+    held <= \$92 ;
+  always @(posedge clk)
+    at_limit <= \$93 ;
+  always @(posedge clk)
+    \$signal$8  <= \$94 ;
+  assign \$1  = row_end ? remaining : 16'h0040;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   t3hw_system__e3__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
-    .o__ready(\o__ready$37 ),
+    .o__ready(\o__ready$39 ),
     .o__valid(packet__valid),
-    .push(\$signal$29 ),
+    .push(\$signal$31 ),
     .rst(rst),
     .wr__data(o__payload[76:0])
   );
@@ -101526,240 +102428,274 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$68  = read__valid;
+    \$70  = read__valid;
     if (read__ready) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
     if (issue) begin
-      \$68  = 1'h1;
+      \$70  = 1'h1;
     end
     if (rst) begin
-      \$68  = 1'h0;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$69  = read__payload;
+    \$71  = read__payload;
     if (issue) begin
-      \$69 [47:0] = meta[139:92];
-      \$69 [54:48] = \$1 [6:0];
-      \$69 [57:55] = tag;
+      \$71 [47:0] = meta[139:92];
+      \$71 [54:48] = \$1 [6:0];
+      \$71 [57:55] = tag;
     end
     if (rst) begin
-      \$69  = 58'h000000000000000;
+      \$71  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$70  = tag;
+    \$72  = tag;
     if (issue) begin
-      \$70  = \$38 [2:0];
+      \$72  = \$41 [2:0];
     end
     if (rst) begin
-      \$70  = 3'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$71  = rows_left;
+    \$73  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$71  = \$39 [11:0];
+        \$73  = \$42 [11:0];
       end
     end
-    if (\$49 ) begin
-      \$71  = descriptor__payload[42:31];
+    if (start) begin
+      \$73  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$72  = src_row;
+    \$74  = src_row;
     if (issue) begin
       if (row_end) begin
-        \$72  = \$40 [47:0];
+        \$74  = \$43 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$72  = descriptor__payload[130:83];
+    if (start) begin
+      \$74  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$73  = dst_row;
+    \$75  = dst_row;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$41 [47:0];
+        \$75  = \$44 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$73  = descriptor__payload[178:131];
+    if (start) begin
+      \$75  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$74  = src_at;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$74  = \$42 [47:0];
-      end else begin
-        \$74  = \$45 [47:0];
-      end
-    end
-    if (\$49 ) begin
-      \$74  = descriptor__payload[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$75  = dst_at;
+    \$76  = src_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$75  = \$43 [47:0];
+        \$76  = \$45 [47:0];
       end else begin
-        \$75  = \$46 [47:0];
+        \$76  = \$48 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$75  = descriptor__payload[178:131];
+    if (start) begin
+      \$76  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$76  = remaining;
+    \$77  = dst_at;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = cur[50:35];
+        \$77  = \$46 [47:0];
       end else begin
-        \$76  = \$47 [15:0];
+        \$77  = \$49 [47:0];
       end
     end
-    if (\$49 ) begin
-      \$76  = descriptor__payload[58:43];
+    if (start) begin
+      \$77  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$77  = row_end;
+    \$78  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = short_row;
+        \$78  = cur[50:35];
       end else begin
-        \$77  = \$48 ;
+        \$78  = \$50 [15:0];
       end
     end
-    if (\$49 ) begin
-      \$77  = \$51 ;
+    if (start) begin
+      \$78  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$78  = one_row;
+    \$79  = row_end;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$79  = short_row;
+      end else begin
+        \$79  = \$51 ;
+      end
+    end
+    if (start) begin
+      \$79  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$80  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$78  = \$44 ;
+        \$80  = \$47 ;
       end
     end
-    if (\$49 ) begin
-      \$78  = \$53 ;
+    if (start) begin
+      \$80  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$79  = active;
+    \$81  = active;
     if (issue) begin
       if (last) begin
-        \$79  = 1'h0;
+        \$81  = 1'h0;
       end
     end
     if (stop) begin
-      \$79  = 1'h0;
+      \$81  = 1'h0;
     end
-    if (\$49 ) begin
-      \$79  = 1'h1;
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$80  = cur;
-    if (\$49 ) begin
-      \$80 [0] = descriptor__payload[8];
-      \$80 [1] = descriptor__payload[9];
-      \$80 [6:2] = descriptor__payload[14:10];
-      \$80 [22:7] = descriptor__payload[30:15];
-      \$80 [34:23] = descriptor__payload[42:31];
-      \$80 [50:35] = descriptor__payload[58:43];
-      \$80 [74:51] = descriptor__payload[82:59];
-      \$80 [122:75] = descriptor__payload[130:83];
-      \$80 [170:123] = descriptor__payload[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$81  = index;
-    if (\$49 ) begin
-      \$81  = descriptor__payload[7:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$82  = run;
-    if (\$49 ) begin
-      \$82  = \$50 [3:0];
+    if (start) begin
+      \$81  = 1'h1;
     end
     if (rst) begin
-      \$82  = 4'h0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$83  = short_row;
-    if (\$49 ) begin
-      \$83  = \$52 ;
+    \$82  = nxt;
+    if (\$53 ) begin
+      \$82  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$84  = \$signal ;
-    if (\$56 ) begin
-      \$84  = \$58 ;
+    \$83  = nxt_valid;
+    if (\$53 ) begin
+      \$83  = 1'h1;
+    end
+    if (start) begin
+      \$83  = 1'h0;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$85  = \$signal$28 ;
-    if (\$56 ) begin
-      \$85  = o__payload[83:80];
+    \$84  = nxt_short;
+    if (\$53 ) begin
+      \$84  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$86  = \$37 [3:0];
+    \$85  = nxt_one_row;
+    if (\$53 ) begin
+      \$85  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$86  = cur;
+    if (start) begin
+      \$86 [0] = nxt[8];
+      \$86 [1] = nxt[9];
+      \$86 [6:2] = nxt[14:10];
+      \$86 [22:7] = nxt[30:15];
+      \$86 [34:23] = nxt[42:31];
+      \$86 [50:35] = nxt[58:43];
+      \$86 [74:51] = nxt[82:59];
+      \$86 [122:75] = nxt[130:83];
+      \$86 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$87  = index;
+    if (start) begin
+      \$87  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$88  = run;
+    if (start) begin
+      \$88  = \$56 [3:0];
+    end
     if (rst) begin
-      \$86  = 4'h0;
+      \$88  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$87  = \$59 ;
-    if (rst) begin
-      \$87  = 1'h0;
+    \$89  = short_row;
+    if (start) begin
+      \$89  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$88  = \$67 ;
+    \$90  = \$signal ;
+    if (\$59 ) begin
+      \$90  = \$61 ;
+    end
     if (rst) begin
-      \$88  = 1'h1;
+      \$90  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$91  = \$signal$30 ;
+    if (\$59 ) begin
+      \$91  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$92  = \$40 [3:0];
+    if (rst) begin
+      \$92  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$93  = \$62 ;
+    if (rst) begin
+      \$93  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$94  = \$69 ;
+    if (rst) begin
+      \$94  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -101767,13 +102703,13 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign push = issue;
   assign response__ready = 1'h1;
   assign response__valid = o__ready;
-  assign \data$33  = o__payload[76:0];
-  assign \push$34  = \$signal$29 ;
-  assign \o__payload$36  = packet__payload;
-  assign packet__ready = \o__ready$37 ;
-  assign \o__valid$40  = packet__valid;
+  assign \data$35  = o__payload[76:0];
+  assign \push$36  = \$signal$31 ;
+  assign \o__payload$38  = packet__payload;
+  assign packet__ready = \o__ready$39 ;
+  assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$37 [3:0];
+  assign held_next = \$40 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -101815,27 +102751,37 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign o__payload__src  = o__payload[139:92];
   assign response__payload__tag  = response__payload[2:0];
   assign response__payload__error  = response__payload[3];
-  assign data$33__device  = o__payload[4:0];
-  assign data$33__addr  = o__payload[52:5];
-  assign data$33__kind  = o__payload[53];
-  assign data$33__tile  = o__payload[69:54];
-  assign data$33__bytes  = o__payload[76:70];
+  assign data$35__device  = o__payload[4:0];
+  assign data$35__addr  = o__payload[52:5];
+  assign data$35__kind  = o__payload[53];
+  assign data$35__tile  = o__payload[69:54];
+  assign data$35__bytes  = o__payload[76:70];
   assign packet__payload__device  = packet__payload[4:0];
   assign packet__payload__addr  = packet__payload[52:5];
   assign packet__payload__kind  = packet__payload[53];
   assign packet__payload__tile  = packet__payload[69:54];
   assign packet__payload__bytes  = packet__payload[76:70];
-  assign o__payload$36__device  = packet__payload[4:0];
-  assign o__payload$36__addr  = packet__payload[52:5];
-  assign o__payload$36__kind  = packet__payload[53];
-  assign o__payload$36__tile  = packet__payload[69:54];
-  assign o__payload$36__bytes  = packet__payload[76:70];
+  assign o__payload$38__device  = packet__payload[4:0];
+  assign o__payload$38__addr  = packet__payload[52:5];
+  assign o__payload$38__kind  = packet__payload[53];
+  assign o__payload$38__tile  = packet__payload[69:54];
+  assign o__payload$38__bytes  = packet__payload[76:70];
   assign detail__index  = detail[7:0];
   assign detail__tile  = detail[23:8];
   assign detail__addr  = detail[71:24];
   assign read__payload__addr  = read__payload[47:0];
   assign read__payload__bytes  = read__payload[54:48];
   assign read__payload__tag  = read__payload[57:55];
+  assign nxt__index  = nxt[7:0];
+  assign nxt__valid  = nxt[8];
+  assign nxt__op  = nxt[9];
+  assign nxt__device  = nxt[14:10];
+  assign nxt__tile  = nxt[30:15];
+  assign nxt__rows  = nxt[42:31];
+  assign nxt__row_bytes  = nxt[58:43];
+  assign nxt__pitch  = nxt[82:59];
+  assign nxt__src  = nxt[130:83];
+  assign nxt__dst  = nxt[178:131];
   assign descriptor__payload__index  = descriptor__payload[7:0];
   assign descriptor__payload__valid  = descriptor__payload[8];
   assign descriptor__payload__op  = descriptor__payload[9];
@@ -101862,9 +102808,9 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -101892,7 +102838,7 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -101906,27 +102852,34 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [76:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [76:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [76:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [76:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -102013,137 +102966,144 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_71 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -102183,9 +103143,9 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [4:0] \$12 ;
+  wire [4:0] \$13 ;
+  wire [5:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -102213,7 +103173,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [4:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -102227,27 +103187,34 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [3:0] \$52 ;
-  wire [3:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [3:0] \$57 ;
-  wire [3:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [5:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [3:0] \$60 ;
+  wire [3:0] \$61 ;
   wire \$62 ;
-  wire [139:0] \$63 ;
-  reg [3:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [2:0] \$68 ;
-  reg [2:0] \$69 ;
-  wire \$7 ;
-  reg [139:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [3:0] \$65 ;
+  wire [3:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [4:0] \$7 ;
+  wire [139:0] \$70 ;
+  reg [3:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [139:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -102359,137 +103326,144 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 3'h7;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 3'h7;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 4'h0 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 3'h7;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 4'h0 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 3'h7;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 4'h0 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 3'h7;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 4'h0 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 3'h7;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [4], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$64  = \$6 [3:0];
+    \$71  = \$14 [3:0];
     if (rst) begin
-      \$64  = 4'h0;
+      \$71  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [2:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [2:0];
     end
     if (rst) begin
-      \$68  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [2:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [2:0];
     end
     if (rst) begin
-      \$69  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_72 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -104857,9 +105831,9 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [5:0] \$12 ;
+  wire [5:0] \$13 ;
+  wire [6:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -104887,7 +105861,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [5:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -104901,27 +105875,34 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
-  wire [4:0] \$53 ;
+  wire \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
   wire \$56 ;
-  wire [4:0] \$57 ;
-  wire [4:0] \$58 ;
+  wire \$57 ;
+  wire \$58 ;
   wire \$59 ;
-  wire [6:0] \$6 ;
-  wire \$60 ;
-  wire \$61 ;
+  wire \$6 ;
+  wire [4:0] \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [7:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg [3:0] \$68 ;
-  reg [3:0] \$69 ;
-  wire \$7 ;
-  reg [7:0] \$70 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [4:0] \$65 ;
+  wire [4:0] \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [5:0] \$7 ;
+  wire [7:0] \$70 ;
+  reg [4:0] \$71 ;
+  reg \$72 ;
+  reg \$73 ;
+  reg \$74 ;
+  reg [3:0] \$75 ;
+  reg [3:0] \$76 ;
+  reg [7:0] \$77 ;
   wire \$8 ;
   wire \$9 ;
   wire accept;
@@ -104976,137 +105957,144 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     storage[wr__addr] <= wr__data;
   end
   assign rd__data = storage[rd__addr];
-  assign \$29  = push & accept;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 4'hf;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = push & accept;
-  assign \$43  = ~ o__valid;
-  assign \$44  = o__valid & o__ready;
-  assign \$45  = ~ waiting;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = \$43  | \$46 ;
-  assign \$48  = \$42  & \$47 ;
-  assign \$49  = ~ \$48 ;
-  assign \$50  = \$41  & \$49 ;
-  assign \$51  = wr__addr == 4'hf;
-  assign \$52  = wr__addr + 1'h1;
-  assign \$53  = \$51  ? 5'h00 : \$52 ;
-  assign \$54  = o__valid & o__ready;
-  assign \$55  = \$54  & waiting;
-  assign \$56  = rd__addr == 4'hf;
-  assign \$57  = rd__addr + 1'h1;
-  assign \$58  = \$56  ? 5'h00 : \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = push & \$60 ;
-  assign \$62  = \$59  | \$61 ;
-  assign \$63  = waiting ? rd__data : wr__data;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = wr__addr == 4'hf;
+  assign \$60  = wr__addr + 1'h1;
+  assign \$61  = \$59  ? 5'h00 : \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = \$62  & waiting;
+  assign \$64  = rd__addr == 4'hf;
+  assign \$65  = rd__addr + 1'h1;
+  assign \$66  = \$64  ? 5'h00 : \$65 ;
+  assign \$67  = o__valid & o__ready;
+  assign \$68  = ~ o__valid;
+  assign \$69  = \$67  | \$68 ;
+  assign \$70  = waiting ? rd__data : wr__data;
   always @(posedge clk)
-    level <= \$64 ;
+    level <= \$71 ;
   always @(posedge clk)
-    o__valid <= \$65 ;
+    o__valid <= \$72 ;
   always @(posedge clk)
-    full <= \$66 ;
+    full <= \$73 ;
   always @(posedge clk)
-    waiting <= \$67 ;
+    waiting <= \$74 ;
   always @(posedge clk)
-    wr__addr <= \$68 ;
+    wr__addr <= \$75 ;
   always @(posedge clk)
-    rd__addr <= \$69 ;
+    rd__addr <= \$76 ;
   always @(posedge clk)
-    o__payload <= \$70 ;
+    o__payload <= \$77 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 4'hf;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [5], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$64  = \$6 [4:0];
+    \$71  = \$14 [4:0];
     if (rst) begin
-      \$64  = 5'h00;
+      \$71  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$65  = \$16 ;
+    \$72  = \$24 ;
     if (rst) begin
-      \$65  = 1'h0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$66  = \$28 ;
+    \$73  = \$36 ;
     if (rst) begin
-      \$66  = 1'h0;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$67  = \$40 ;
+    \$74  = \$48 ;
     if (rst) begin
-      \$67  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$68  = wr__addr;
-    if (\$50 ) begin
-      \$68  = \$53 [3:0];
+    \$75  = wr__addr;
+    if (\$58 ) begin
+      \$75  = \$61 [3:0];
     end
     if (rst) begin
-      \$68  = 4'h0;
+      \$75  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$69  = rd__addr;
-    if (\$55 ) begin
-      \$69  = \$58 [3:0];
+    \$76  = rd__addr;
+    if (\$63 ) begin
+      \$76  = \$66 [3:0];
     end
     if (rst) begin
-      \$69  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_74 ) begin end
-    \$70  = o__payload;
-    if (\$62 ) begin
-      \$70  = \$63 ;
+    \$77  = o__payload;
+    if (\$69 ) begin
+      \$77  = \$70 ;
     end
   end
   assign head_reg = o__payload;
@@ -105186,9 +106174,9 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -105216,23 +106204,31 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [57:0] \$50 ;
-  reg [57:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [57:0] \$58 ;
+  reg [57:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -105270,134 +106266,142 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_75 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_75 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_75 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -105475,9 +106479,9 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -105505,23 +106509,31 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [3:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [3:0] \$58 ;
+  reg [3:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -105554,125 +106566,132 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$44  = ~ rd;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
@@ -105685,14 +106704,15 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
   assign \$2  = o__valid;
-  assign \$5  = o__valid;
+  assign \$4  = o__valid;
   assign \$8  = o__valid;
-  assign \$11  = o__valid;
-  assign \$18  = o__valid;
-  assign \$22  = o__valid;
+  assign \$16  = o__valid;
+  assign \$19  = o__valid;
+  assign \$26  = o__valid;
   assign \$30  = o__valid;
-  assign \$34  = o__valid;
-  assign \$43  = o__valid;
+  assign \$38  = o__valid;
+  assign \$42  = o__valid;
+  assign \$51  = o__valid;
 endmodule
 
 module t3hw_system__e3__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -105793,9 +106813,9 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -105823,23 +106843,31 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -105897,134 +106925,142 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_77 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_77 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_77 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -106147,9 +107183,9 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -106177,23 +107213,31 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [76:0] \$50 ;
-  reg [76:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [76:0] \$58 ;
+  reg [76:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -106251,134 +107295,142 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_78 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_78 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_78 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -106501,9 +107553,9 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -106531,23 +107583,31 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -106605,134 +107665,142 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_79 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_79 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -106855,9 +107923,9 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -106885,23 +107953,31 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [2:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  reg [1:0] \$45 ;
-  reg \$46 ;
-  reg \$47 ;
-  reg \$48 ;
-  reg \$49 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  reg [72:0] \$50 ;
-  reg [72:0] \$51 ;
-  reg \$52 ;
-  wire [3:0] \$6 ;
-  wire \$7 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
@@ -106959,134 +108035,142 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
   always @(posedge clk)
-    level <= \$45 ;
+    level <= \$53 ;
   always @(posedge clk)
-    o__valid <= \$46 ;
+    o__valid <= \$54 ;
   always @(posedge clk)
-    full <= \$47 ;
+    full <= \$55 ;
   always @(posedge clk)
-    waiting <= \$48 ;
+    waiting <= \$56 ;
   always @(posedge clk)
-    \$signal  <= \$49 ;
+    \$signal  <= \$57 ;
   always @(posedge clk)
-    entry1 <= \$50 ;
+    entry1 <= \$58 ;
   always @(posedge clk)
-    entry0 <= \$51 ;
+    entry0 <= \$59 ;
   always @(posedge clk)
-    rd <= \$52 ;
+    rd <= \$60 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 1'h1;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
-  assign \$42  = ~ \$signal ;
-  assign \$43  = o__valid & o__ready;
-  assign \$44  = ~ rd;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$46  = \$16 ;
+    \$53  = \$14 [1:0];
     if (rst) begin
-      \$46  = 1'h0;
+      \$53  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$47  = \$28 ;
+    \$54  = \$24 ;
     if (rst) begin
-      \$47  = 1'h0;
+      \$54  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$48  = \$40 ;
+    \$55  = \$36 ;
     if (rst) begin
-      \$48  = 1'h0;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$49  = \$signal ;
-    if (\$41 ) begin
-      \$49  = \$42 ;
-    end
+    \$56  = \$48 ;
     if (rst) begin
-      \$49  = 1'h0;
+      \$56  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$50  = entry1;
-    if (\$41 ) begin
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_80 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
       if (\$signal ) begin
-        \$50  = data;
+        \$58  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$51  = entry0;
-    if (\$41 ) begin
+    \$59  = entry0;
+    if (\$49 ) begin
       (* full_case = 32'd1 *)
       if (\$signal ) begin
       end else begin
-        \$51  = data;
+        \$59  = data;
       end
     end
   end
   always @* begin
     if (_init_strobe_80 ) begin end
-    \$52  = rd;
-    if (\$43 ) begin
-      \$52  = \$44 ;
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
     end
     if (rst) begin
-      \$52  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_80 ) begin end
-    \$45  = \$6 [1:0];
-    if (rst) begin
-      \$45  = 2'h0;
+      \$60  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -109547,12 +110631,12 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$100 ;
   wire [15:0] \$101 ;
   wire [15:0] \$102 ;
-  wire \$103 ;
+  wire [15:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [15:0] \$108 ;
+  wire \$108 ;
   wire [15:0] \$109 ;
   wire \$11 ;
   wire [15:0] \$110 ;
@@ -109561,33 +110645,41 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [15:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [15:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -109615,7 +110707,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -109637,7 +110729,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -109648,25 +110740,25 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$86 ;
   wire [15:0] \$87 ;
   wire [15:0] \$88 ;
   wire \$89 ;
@@ -109674,10 +110766,10 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [15:0] \$95 ;
-  wire \$96 ;
+  wire [15:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -109990,238 +111082,246 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -110229,10 +111329,10 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
@@ -110242,12 +111342,12 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$100 ;
   wire [23:0] \$101 ;
   wire [23:0] \$102 ;
-  wire \$103 ;
+  wire [23:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [23:0] \$108 ;
+  wire \$108 ;
   wire [23:0] \$109 ;
   wire \$11 ;
   wire [23:0] \$110 ;
@@ -110256,33 +111356,41 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [23:0] \$116 ;
+  wire [23:0] \$117 ;
+  wire [23:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -110310,7 +111418,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -110332,7 +111440,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -110343,25 +111451,25 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [23:0] \$81 ;
+  wire [23:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [23:0] \$86 ;
   wire [23:0] \$87 ;
   wire [23:0] \$88 ;
   wire \$89 ;
@@ -110369,10 +111477,10 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [23:0] \$95 ;
-  wire \$96 ;
+  wire [23:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -110701,238 +111809,246 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_83 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -110956,10 +112072,10 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);

@@ -2438,12 +2438,12 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$100 ;
   wire [15:0] \$101 ;
   wire [15:0] \$102 ;
-  wire \$103 ;
+  wire [15:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [15:0] \$108 ;
+  wire \$108 ;
   wire [15:0] \$109 ;
   wire \$11 ;
   wire [15:0] \$110 ;
@@ -2452,33 +2452,41 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [15:0] \$116 ;
+  wire [15:0] \$117 ;
+  wire [15:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -2506,7 +2514,7 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -2528,7 +2536,7 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -2539,25 +2547,25 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [15:0] \$73 ;
-  wire [15:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [15:0] \$78 ;
-  wire [15:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [15:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [15:0] \$81 ;
+  wire [15:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [15:0] \$86 ;
   wire [15:0] \$87 ;
   wire [15:0] \$88 ;
   wire \$89 ;
@@ -2565,10 +2573,10 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire [15:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [15:0] \$95 ;
-  wire \$96 ;
+  wire [15:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -2881,238 +2889,246 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -3120,10 +3136,10 @@ module t3hw_tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, 
   assign data = wr__data;
   assign wr__en = 1'h1;
   assign \$signal  = rd__addr;
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule
 
 module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__ready);
@@ -3133,12 +3149,12 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$100 ;
   wire [23:0] \$101 ;
   wire [23:0] \$102 ;
-  wire \$103 ;
+  wire [23:0] \$103 ;
   wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
-  wire [23:0] \$108 ;
+  wire \$108 ;
   wire [23:0] \$109 ;
   wire \$11 ;
   wire [23:0] \$110 ;
@@ -3147,33 +3163,41 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
+  wire [23:0] \$116 ;
+  wire [23:0] \$117 ;
+  wire [23:0] \$118 ;
   wire \$119 ;
-  wire \$12 ;
+  wire [9:0] \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire [8:0] \$122 ;
-  wire [8:0] \$123 ;
+  wire \$122 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [8:0] \$127 ;
-  wire [8:0] \$128 ;
-  reg [8:0] \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [7:0] \$138 ;
-  reg [7:0] \$139 ;
-  wire \$14 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [9:0] \$13 ;
+  wire [8:0] \$130 ;
+  wire [8:0] \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [8:0] \$135 ;
+  wire [8:0] \$136 ;
+  reg [8:0] \$137 ;
+  reg \$138 ;
+  reg \$139 ;
+  wire [10:0] \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg \$144 ;
+  reg \$145 ;
+  reg [7:0] \$146 ;
+  reg [7:0] \$147 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -3201,7 +3225,7 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [9:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
@@ -3223,7 +3247,7 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [10:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
@@ -3234,25 +3258,25 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
-  wire \$7 ;
+  wire [9:0] \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [23:0] \$73 ;
-  wire [23:0] \$74 ;
+  wire \$73 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [23:0] \$78 ;
-  wire [23:0] \$79 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [23:0] \$80 ;
-  wire \$81 ;
-  wire \$82 ;
+  wire \$80 ;
+  wire [23:0] \$81 ;
+  wire [23:0] \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [23:0] \$86 ;
   wire [23:0] \$87 ;
   wire [23:0] \$88 ;
   wire \$89 ;
@@ -3260,10 +3284,10 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [23:0] \$93 ;
-  wire [23:0] \$94 ;
+  wire \$93 ;
+  wire \$94 ;
   wire [23:0] \$95 ;
-  wire \$96 ;
+  wire [23:0] \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
@@ -3592,238 +3616,246 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
   assign \$3  = push & accept;
-  assign \$4  = level + \$3 ;
-  assign \$5  = o__valid & o__ready;
-  assign \$6  = \$4  - \$5 ;
-  assign \$7  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
   assign \$8  = o__valid & o__ready;
-  assign \$9  = ~ \$8 ;
-  assign \$10  = \$7  & \$9 ;
-  assign \$11  = o__valid & o__ready;
-  assign \$12  = push & accept;
-  assign \$13  = ~ \$12 ;
-  assign \$14  = \$11  & \$13 ;
-  assign \$15  = \$14  ? waiting : o__valid;
-  assign \$16  = \$10  ? 1'h1 : \$15 ;
-  assign \$17  = push & accept;
-  assign \$18  = o__valid & o__ready;
-  assign \$19  = ~ \$18 ;
-  assign \$20  = \$17  & \$19 ;
-  assign \$21  = level == 8'hff;
-  assign \$22  = o__valid & o__ready;
-  assign \$23  = push & accept;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = \$22  & \$24 ;
-  assign \$26  = ~ \$25 ;
-  assign \$27  = \$26  & full;
-  assign \$28  = \$20  ? \$21  : \$27 ;
-  assign \$29  = push & accept;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [9], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 8'hff;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = \$29  & \$31 ;
-  assign \$33  = level >= 1'h1;
-  assign \$34  = o__valid & o__ready;
-  assign \$35  = push & accept;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = \$34  & \$36 ;
-  assign \$38  = level >= 2'h3;
-  assign \$39  = \$37  ? \$38  : waiting;
-  assign \$40  = \$32  ? \$33  : \$39 ;
-  assign \$41  = push & accept;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
   assign \$42  = o__valid & o__ready;
-  assign \$43  = ~ \$42 ;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = level >= 2'h2;
-  assign \$46  = o__valid & o__ready;
-  assign \$47  = push & accept;
-  assign \$48  = ~ \$47 ;
-  assign \$49  = \$46  & \$48 ;
-  assign \$50  = level >= 3'h4;
-  assign \$51  = \$49  ? \$50  : ge3;
-  assign \$52  = \$44  ? \$45  : \$51 ;
-  assign \$53  = push & accept;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = o__valid & o__ready;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = \$49  & \$51 ;
+  assign \$53  = level >= 2'h2;
   assign \$54  = o__valid & o__ready;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$53  & \$55 ;
-  assign \$57  = level >= 2'h3;
-  assign \$58  = o__valid & o__ready;
-  assign \$59  = push & accept;
-  assign \$60  = ~ \$59 ;
-  assign \$61  = \$58  & \$60 ;
-  assign \$62  = level >= 3'h5;
-  assign \$63  = \$61  ? \$62  : ge4;
-  assign \$64  = \$56  ? \$57  : \$63 ;
-  assign \$65  = o__valid & o__ready;
-  assign \$66  = \$65  & ge4;
-  assign \$67  = o__valid & o__ready;
-  assign \$68  = o__valid & o__ready;
-  assign \$69  = issued2 & late;
-  assign \$70  = ~ waiting;
-  assign \$71  = o__valid & \$70 ;
-  assign \$72  = push & \$71 ;
-  assign \$73  = \$72  ? wr__data : front1;
-  assign \$74  = \$69  ? rd_q : \$73 ;
-  assign \$76  = ~ o__valid;
-  assign \$77  = push & \$76 ;
-  assign \$78  = \$77  ? wr__data : o__payload;
-  assign \$80  = \$68  ? \$74  : \$79 ;
-  assign \$81  = o__valid & o__ready;
-  assign \$82  = ~ late;
-  assign \$83  = issued2 & \$82 ;
-  assign \$84  = ~ ge3;
-  assign \$85  = waiting & \$84 ;
-  assign \$86  = push & \$85 ;
-  assign \$87  = \$86  ? wr__data : front2;
-  assign \$88  = \$83  ? rd_q : \$87 ;
-  assign \$89  = issued2 & late;
-  assign \$90  = ~ waiting;
-  assign \$91  = o__valid & \$90 ;
-  assign \$92  = push & \$91 ;
-  assign \$93  = \$92  ? wr__data : front1;
-  assign \$94  = \$89  ? rd_q : \$93 ;
-  assign \$95  = \$81  ? \$88  : \$94 ;
-  assign \$96  = o__valid & o__ready;
-  assign \$98  = ~ ge4;
-  assign \$99  = ge3 & \$98 ;
+  assign \$55  = push & accept;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = \$54  & \$56 ;
+  assign \$58  = level >= 3'h4;
+  assign \$59  = \$57  ? \$58  : ge3;
+  assign \$60  = \$52  ? \$53  : \$59 ;
+  assign \$61  = push & accept;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = level >= 2'h3;
+  assign \$66  = o__valid & o__ready;
+  assign \$67  = push & accept;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = \$66  & \$68 ;
+  assign \$70  = level >= 3'h5;
+  assign \$71  = \$69  ? \$70  : ge4;
+  assign \$72  = \$64  ? \$65  : \$71 ;
+  assign \$73  = o__valid & o__ready;
+  assign \$74  = \$73  & ge4;
+  assign \$75  = o__valid & o__ready;
+  assign \$76  = o__valid & o__ready;
+  assign \$77  = issued2 & late;
+  assign \$78  = ~ waiting;
+  assign \$79  = o__valid & \$78 ;
+  assign \$80  = push & \$79 ;
+  assign \$81  = \$80  ? wr__data : front1;
+  assign \$82  = \$77  ? rd_q : \$81 ;
+  assign \$84  = ~ o__valid;
+  assign \$85  = push & \$84 ;
+  assign \$86  = \$85  ? wr__data : o__payload;
+  assign \$88  = \$76  ? \$82  : \$87 ;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = ~ late;
+  assign \$91  = issued2 & \$90 ;
+  assign \$92  = ~ ge3;
+  assign \$93  = waiting & \$92 ;
+  assign \$94  = push & \$93 ;
+  assign \$95  = \$94  ? wr__data : front2;
+  assign \$96  = \$91  ? rd_q : \$95 ;
+  assign \$97  = issued2 & late;
+  assign \$98  = ~ waiting;
+  assign \$99  = o__valid & \$98 ;
   assign \$100  = push & \$99 ;
-  assign \$101  = \$100  ? wr__data : front2;
-  assign \$103  = ~ late;
-  assign \$104  = issued2 & \$103 ;
-  assign \$105  = ~ ge3;
-  assign \$106  = waiting & \$105 ;
-  assign \$107  = push & \$106 ;
-  assign \$108  = \$107  ? wr__data : front2;
-  assign \$109  = \$104  ? rd_q : \$108 ;
-  assign \$110  = \$96  ? \$102  : \$109 ;
-  assign \$111  = push & accept;
-  assign \$112  = push & accept;
+  assign \$101  = \$100  ? wr__data : front1;
+  assign \$102  = \$97  ? rd_q : \$101 ;
+  assign \$103  = \$89  ? \$96  : \$102 ;
+  assign \$104  = o__valid & o__ready;
+  assign \$106  = ~ ge4;
+  assign \$107  = ge3 & \$106 ;
+  assign \$108  = push & \$107 ;
+  assign \$109  = \$108  ? wr__data : front2;
+  assign \$111  = ~ late;
+  assign \$112  = issued2 & \$111 ;
   assign \$113  = ~ ge3;
-  assign \$114  = o__valid & o__ready;
-  assign \$115  = ~ ge4;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = \$113  | \$116 ;
-  assign \$118  = \$112  & \$117 ;
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$111  & \$119 ;
-  assign \$121  = wr__addr == 8'hff;
-  assign \$122  = wr__addr + 1'h1;
-  assign \$123  = \$121  ? 9'h000 : \$122 ;
-  assign \$124  = o__valid & o__ready;
-  assign \$125  = \$124  & ge4;
-  assign \$126  = rd__addr == 8'hff;
-  assign \$127  = rd__addr + 1'h1;
-  assign \$128  = \$126  ? 9'h000 : \$127 ;
+  assign \$114  = waiting & \$113 ;
+  assign \$115  = push & \$114 ;
+  assign \$116  = \$115  ? wr__data : front2;
+  assign \$117  = \$112  ? rd_q : \$116 ;
+  assign \$118  = \$104  ? \$110  : \$117 ;
+  assign \$119  = push & accept;
+  assign \$120  = push & accept;
+  assign \$121  = ~ ge3;
+  assign \$122  = o__valid & o__ready;
+  assign \$123  = ~ ge4;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ \$126 ;
+  assign \$128  = \$119  & \$127 ;
+  assign \$129  = wr__addr == 8'hff;
+  assign \$130  = wr__addr + 1'h1;
+  assign \$131  = \$129  ? 9'h000 : \$130 ;
+  assign \$132  = o__valid & o__ready;
+  assign \$133  = \$132  & ge4;
+  assign \$134  = rd__addr == 8'hff;
+  assign \$135  = rd__addr + 1'h1;
+  assign \$136  = \$134  ? 9'h000 : \$135 ;
   always @(posedge clk)
-    level <= \$129 ;
+    level <= \$137 ;
   always @(posedge clk)
-    o__valid <= \$130 ;
+    o__valid <= \$138 ;
   always @(posedge clk)
-    full <= \$131 ;
+    full <= \$139 ;
   always @(posedge clk)
-    waiting <= \$132 ;
+    waiting <= \$140 ;
   always @(posedge clk)
-    ge3 <= \$133 ;
+    ge3 <= \$141 ;
   always @(posedge clk)
-    ge4 <= \$134 ;
+    ge4 <= \$142 ;
   always @(posedge clk)
     rd_q <= rd__data;
   always @(posedge clk)
-    issued1 <= \$135 ;
+    issued1 <= \$143 ;
   always @(posedge clk)
-    issued2 <= \$136 ;
+    issued2 <= \$144 ;
   always @(posedge clk)
-    late <= \$137 ;
+    late <= \$145 ;
   always @(posedge clk)
-    o__payload <= \$80 ;
+    o__payload <= \$88 ;
   always @(posedge clk)
-    front1 <= \$95 ;
+    front1 <= \$103 ;
   always @(posedge clk)
-    front2 <= \$110 ;
+    front2 <= \$118 ;
   always @(posedge clk)
-    wr__addr <= \$138 ;
+    wr__addr <= \$146 ;
   always @(posedge clk)
-    rd__addr <= \$139 ;
+    rd__addr <= \$147 ;
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$129  = \$6 [8:0];
+    \$137  = \$14 [8:0];
     if (rst) begin
-      \$129  = 9'h000;
+      \$137  = 9'h000;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$130  = \$16 ;
+    \$138  = \$24 ;
     if (rst) begin
-      \$130  = 1'h0;
+      \$138  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$131  = \$28 ;
+    \$139  = \$36 ;
     if (rst) begin
-      \$131  = 1'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$132  = \$40 ;
+    \$140  = \$48 ;
     if (rst) begin
-      \$132  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$133  = \$52 ;
+    \$141  = \$60 ;
     if (rst) begin
-      \$133  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$134  = \$64 ;
+    \$142  = \$72 ;
     if (rst) begin
-      \$134  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$135  = \$66 ;
+    \$143  = \$74 ;
     if (rst) begin
-      \$135  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$136  = issued1;
+    \$144  = issued1;
     if (rst) begin
-      \$136  = 1'h0;
+      \$144  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$137  = \$67 ;
+    \$145  = \$75 ;
     if (rst) begin
-      \$137  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$138  = wr__addr;
-    if (\$120 ) begin
-      \$138  = \$123 [7:0];
+    \$146  = wr__addr;
+    if (\$128 ) begin
+      \$146  = \$131 [7:0];
     end
     if (rst) begin
-      \$138  = 8'h00;
+      \$146  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_3 ) begin end
-    \$139  = rd__addr;
-    if (\$125 ) begin
-      \$139  = \$128 [7:0];
+    \$147  = rd__addr;
+    if (\$133 ) begin
+      \$147  = \$136 [7:0];
     end
     if (rst) begin
-      \$139  = 8'h00;
+      \$147  = 8'h00;
     end
   end
   assign front0 = o__payload;
@@ -3847,8 +3879,8 @@ module t3hw_tracker__queue (clk, rst, wr__data, push, o__valid, o__payload, o__r
   assign front1__tile  = front1[23:8];
   assign front2__cmd  = front2[7:0];
   assign front2__tile  = front2[23:8];
-  assign \$75  = 1'h0;
-  assign \$79  = \$78 ;
-  assign \$97  = 1'h0;
-  assign \$102  = \$101 ;
+  assign \$83  = 1'h0;
+  assign \$87  = \$86 ;
+  assign \$105  = 1'h0;
+  assign \$110  = \$109 ;
 endmodule

@@ -338,7 +338,7 @@ def _abort_properties(m, p, dut, engine, desc):
     pending = fv.pending
     started = Signal()      # the watched run has been chosen
     walking = Signal()      # ...and the walker is on it
-    with m.If(desc.valid & desc.ready):
+    with m.If(fv.start):    # the walker starts a descriptor (a run)
         pick = AnySeq(1)
         m.d.sync += walking.eq(pick & ~started)
         with m.If(pick):

@@ -31,7 +31,9 @@ class DmaEngine(wiring.Component):
     -------
     descriptor : In(stream.Signature(dma_program_layout))
         The descriptor to run, with its index (its ``valid`` field is not looked at). Taken
-        when the engine is idle or issuing the last burst of the current descriptor.
+        into a register of its own, the next descriptor, whenever that is empty (``ready``
+        is a register); the walker starts the next descriptor when it is idle or issuing
+        the last burst of the current one.
     read : Out(stream.Signature(read_request_layout))
         Comm-stream reads: address ``src + r * pitch + c`` for row ``r`` and row offset ``c``
         (multiples of ``burst_bytes``), ``bytes = min(burst_bytes, row_bytes - c)``, ``tag``
@@ -56,22 +58,24 @@ class DmaEngine(wiring.Component):
         Details of this cycle's response events: the oldest outstanding read's descriptor
         index, that descriptor's tile and the read's address (0 with no read outstanding).
     idle : Out(1)
-        No descriptor in progress, no read requested or outstanding, no packet held.
+        No descriptor in progress or taken, no read requested or outstanding, no packet
+        held.
 
     **Abort.** Each read carries, in the queue of outstanding reads, a *run* number (the
-    count of descriptors taken, modulo ``2**(read_tag_width + 1)``, more than the runs that
+    count of descriptors started, modulo ``2**(read_tag_width + 1)``, more than the runs that
     can have reads outstanding). A bad response to a read of run R in cycle t marks R
     aborted: it makes no packet, and the responses to R's other outstanding reads are taken
     without packets (R's packets of earlier good returns, already queued, still leave); if
     the walker is still on R in t + 1 it stops there (so a read of R loaded in cycle t still
-    goes out, and its response is taken without a packet), and takes the next descriptor
+    goes out, and its response is taken without a packet), and starts the next descriptor
     from t + 2. The mark is cleared by the first response of a later run
     taken with no error, which then makes its packet as usual.
 
-    Latency: the first read of a descriptor is valid the cycle after the descriptor is taken;
-    a packet is valid the cycle after its response (behind the packets queued before it).
-    Throughput: one read per cycle (also across descriptors, while ``descriptor`` has the
-    next one waiting), as long as fewer than ``max_outstanding`` reads and queued packets
+    Latency: the first read of a descriptor is valid the cycle after the walker starts it,
+    which is the cycle after it is taken from ``descriptor`` when the walker is idle; a
+    packet is valid the cycle after its response (behind the packets queued before it).
+    Throughput: one read per cycle (also across descriptors, while the next one has been
+    taken), as long as fewer than ``max_outstanding`` reads and queued packets
     are held: a read holds a place from the cycle it is loaded into ``read`` until its
     packet leaves on ``packet`` (or, for a response that makes no packet, until the
     response), and a place freed while all ``max_outstanding`` are held counts from the
@@ -137,13 +141,13 @@ class DmaEngine(wiring.Component):
             # Formal only (never in rtl/): what formal_spec() checks inside.
             self.formal_view = SimpleNamespace(pending=pending, packets=packets, held=held,
                                                kill=kill, run=run, active=active, stop=stop,
-                                               send=send, abort=abort, dead=dead)
+                                               send=send, abort=abort, dead=dead, start=take)
         return m
 
     def _walk(self, m, pending, meta_layout, kill, at_limit):
         """The walker: its state, the ``read`` register and the push into ``pending`` of each
         burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
-        in progress), its run number, ``stop`` (it stops on an abort), ``take`` (it takes
+        in progress), its run number, ``stop`` (it stops on an abort), ``take`` (it starts
         a descriptor this cycle) and ``issue`` (it loads a read)."""
         p = self._p
 
@@ -236,27 +240,42 @@ class DmaEngine(wiring.Component):
         with m.If(stop):
             m.d.sync += active.eq(0)
 
-        # Take the next descriptor when idle, or while issuing the last burst of this one.
+        # The next descriptor waits in a register of its own (``nxt``), taken from
+        # ``descriptor`` whenever that is empty, so that ``descriptor.ready`` is a register
+        # and the take (which enables the frontend's fetch state and use counter) does not
+        # hang off the walk's decision. Its compares are registered with it. The walker
+        # starts it when idle, or while issuing the last burst of the current one.
         desc = self.descriptor
-        m.d.comb += desc.ready.eq(~active | (issue & last))
-        with m.If(desc.valid & desc.ready):
-            d = desc.payload
+        nxt = Signal(dma_program_layout(p), reset_less=True)
+        nxt_valid = Signal()
+        nxt_short = Signal(reset_less=True)         # row_bytes <= burst
+        nxt_one_row = Signal(reset_less=True)       # rows == 1
+        m.d.comb += desc.ready.eq(~nxt_valid)
+        with m.If(desc.valid & ~nxt_valid):
+            m.d.sync += [nxt.eq(desc.payload), nxt_valid.eq(1),
+                         nxt_short.eq(desc.payload.row_bytes <= p.burst_bytes),
+                         nxt_one_row.eq(desc.payload.rows == 1)]
+        start = Signal()
+        m.d.comb += start.eq(nxt_valid & (~active | (issue & last)))
+        with m.If(start):
             m.d.sync += [
+                nxt_valid.eq(0),
                 active.eq(1),
-                *(cur[name].eq(d[name]) for name in dma_descriptor_layout(p).members),
-                index.eq(d.index),
+                *(cur[name].eq(nxt[name]) for name in dma_descriptor_layout(p).members),
+                index.eq(nxt.index),
                 run.eq(run + 1),
-                src_row.eq(d.src),
-                dst_row.eq(d.dst),
-                src_at.eq(d.src),
-                dst_at.eq(d.dst),
-                rows_left.eq(d.rows),
-                remaining.eq(d.row_bytes),
-                row_end.eq(d.row_bytes <= p.burst_bytes),
-                short_row.eq(d.row_bytes <= p.burst_bytes),
-                one_row.eq(d.rows == 1),
+                src_row.eq(nxt.src),
+                dst_row.eq(nxt.dst),
+                src_at.eq(nxt.src),
+                dst_at.eq(nxt.dst),
+                rows_left.eq(nxt.rows),
+                remaining.eq(nxt.row_bytes),
+                row_end.eq(nxt_short),
+                short_row.eq(nxt_short),
+                one_row.eq(nxt_one_row),
             ]
-        return active, run, stop, desc.valid & desc.ready, issue
+        self._nxt_valid = nxt_valid
+        return active, run, stop, start, issue
 
     def _respond(self, m, pending, packets, active, kill):
         """The response side: each response pops ``pending``'s head into the packet queue
@@ -289,7 +308,7 @@ class DmaEngine(wiring.Component):
                                               | (head.tag != resp.payload.tag))),
             self.read_error.eq(got & resp.payload.error),
             self.aborted.eq(abort),
-            self.idle.eq(~active & ~pending.o.valid & ~packets.o.valid),
+            self.idle.eq(~active & ~self._nxt_valid & ~pending.o.valid & ~packets.o.valid),
         ]
         with m.If(pending.o.valid):
             m.d.comb += [self.detail.index.eq(head.index), self.detail.tile.eq(head.packet.tile),

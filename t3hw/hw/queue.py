@@ -138,8 +138,11 @@ class Queue(wiring.Component):
         up = do_push & ~pop
         down = pop & ~do_push
         level = self.level
+        # ``level`` too: its next value is ``level`` plus or minus one (adders over the
+        # register alone) selected by ``up`` and ``down``, so that the handshake reaches a
+        # multiplexer, not the carry chain.
         m.d.sync += [
-            level.eq(level + do_push - pop),
+            level.eq(Mux(up, level + 1, Mux(down, level - 1, level))),
             self.o.valid.eq(Mux(up, 1, Mux(down, waiting, self.o.valid))),
             full.eq(Mux(up, level == depth - 1, ~down & full)),
         ]
@@ -189,11 +192,13 @@ class Queue(wiring.Component):
         head_reg = Signal(self._shape, reset_less=True)
         m.d.comb += self.o.payload.eq(head_reg)
         direct = do_push & (~self.o.valid | (pop & ~waiting))
-        # The head register loads on every pop and on a push into an empty queue, from the
-        # oldest waiting item if one waits, else from ``data``: its enable is two gates over
-        # the handshake and its select a register (``waiting``). A pop with nothing waiting
-        # and nothing pushed loads ``data`` into an empty queue's head, which no one reads.
-        load = pop | (self.push & ~self.o.valid)
+        # The head register loads on every pop and in every cycle the queue is empty, from
+        # the oldest waiting item if one waits, else from ``data``: its enable is one gate
+        # over flip-flops (``o.valid`` and the reader's ``ready``), not the writer's
+        # handshake, and its select a register (``waiting``). An empty queue's head takes
+        # ``data`` whether or not it is pushed; ``o.valid`` says whether it was, and no one
+        # reads the head of an empty queue.
+        load = pop | ~self.o.valid
         if depth == 1:
             with m.If(load):
                 m.d.sync += head_reg.eq(self.data)

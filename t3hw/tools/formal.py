@@ -153,10 +153,10 @@ PROOFS = {proof.name: proof for proof in [
           "the reset sweep takes 2 cycles; 14 more arm an entry, complete it, refuse its "
           "re-arm while the firing waits, ack it, re-arm it, hit the forwarding paths and "
           "fill the 2-deep trigger queue (covers: by step 15)"),
-    Proof("dma", _dma, {"bmc": 22, "cover": 22},
-          "the reset sweep takes 2 cycles and a descriptor write 6; full queues and a held "
-          "trigger by step 15, an abort on the walker by 17, a later descriptor's packet "
-          "after an abort by 20 or later"),
+    Proof("dma", _dma, {"bmc": 22, "cover": 25},
+          "the reset sweep takes 2 cycles and a descriptor write 6; a held trigger, a "
+          "refused write and a held fetch by step 15, an abort on the walker by 18, a later "
+          "descriptor's packet after an abort by 21, a full ready queue by 24"),
     Proof("tracker_drop_write", lambda: _tracker(bug="drop_write"), {"bmc": 16},
           "broken design: the tracker misses writes that the shadow counts", expect="FAIL"),
     Proof("arbiter_tight_bound", lambda: _arbiter(bug="tight_bound"), {"bmc": 12},

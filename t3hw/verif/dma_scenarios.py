@@ -166,23 +166,25 @@ async def abort_mid_descriptor(env, cycle, fault):
 
 
 async def full_queue(env, cycle):
-    """With reads held, triggers fill the engine, the descriptor register and the ready
-    queue, then wait on ``ready``; none is lost. Returns how many were accepted held."""
+    """With reads held, triggers fill the walker, the engine's next-descriptor register, the
+    frontend's descriptor register and the ready queue, then wait on ``ready``; none is
+    lost. Returns how many were accepted held."""
     p = env.p
     desc = _desc(p, tile=1, src=64, dst=128)
     extra = 3
+    capacity = p.dma_ready_depth + 3
     env.read_stall.hold = True
     env.write(0, **desc)
-    for _ in range(p.dma_ready_depth + 2 + extra):
+    for _ in range(capacity + extra):
         env.fire(0)
     for _ in range(4 * p.dma_ready_depth + 40):
         await cycle()
     held = env.triggered
-    assert held == p.dma_ready_depth + 2, f"{held} triggers accepted with reads held"
+    assert held == capacity, f"{held} triggers accepted with reads held"
     assert env.refused > 0, "trigger.ready never fell with the ready queue full"
     env.read_stall.hold = False
     await drain(env, cycle)
-    assert env.triggered == p.dma_ready_depth + 2 + extra
+    assert env.triggered == capacity + extra
     return held
 
 
