@@ -569,15 +569,15 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$39 ;
   wire \$4 ;
   wire [6:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [12:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [47:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire [48:0] \$48 ;
-  wire [48:0] \$49 ;
+  wire [47:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [12:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
   wire [16:0] \$50 ;
   wire \$51 ;
@@ -585,49 +585,53 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [16:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire [23:0] \$58 ;
+  wire [25:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [4:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [4:0] \$68 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [57:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg [11:0] \$73 ;
-  reg [47:0] \$74 ;
-  reg [47:0] \$75 ;
-  reg [47:0] \$76 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
   reg [47:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [15:0] \$80 ;
   reg \$81 ;
-  reg [178:0] \$82 ;
+  reg \$82 ;
   reg \$83 ;
-  reg \$84 ;
+  reg [178:0] \$84 ;
   reg \$85 ;
-  reg [170:0] \$86 ;
-  reg [7:0] \$87 ;
-  reg [3:0] \$88 ;
-  reg \$89 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [47:0] \$88 ;
+  reg [170:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [7:0] \$90 ;
   reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [47:0] \$92 ;
   reg \$93 ;
   reg \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
+  reg \$97 ;
+  reg \$98 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -703,7 +707,6 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
-  reg [47:0] dst_row = 48'h000000000000;
   reg [3:0] held = 4'h0;
   wire [3:0] held_next;
   output idle;
@@ -742,6 +745,7 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire nxt__valid ;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
+  reg [47:0] nxt_step = 48'h000000000000;
   reg nxt_valid = 1'h0;
   wire [139:0] o__payload;
   wire [76:0] \o__payload$38 ;
@@ -807,16 +811,20 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
-  reg [47:0] src_row = 48'h000000000000;
   wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
@@ -863,90 +871,88 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign \$38  = ~ \$signal$31 ;
   assign \$39  = \$37  & \$38 ;
   assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = tag + 1'h1;
-  assign \$42  = rows_left - 1'h1;
-  assign \$43  = src_row + cur[74:51];
-  assign \$44  = dst_row + cur[74:51];
-  assign \$45  = src_row + cur[74:51];
-  assign \$46  = dst_row + cur[74:51];
-  assign \$47  = rows_left == 2'h2;
-  assign \$48  = src_at + 7'h40;
-  assign \$49  = dst_at + 7'h40;
+  assign \$41  = ~ read__valid;
+  assign \$42  = \$41  | read__ready;
+  assign \$43  = tag + 1'h1;
+  assign \$44  = row_end ? row_step : 48'h000000000040;
+  assign \$45  = src_at + \$44 ;
+  assign \$46  = row_end ? row_step : 48'h000000000040;
+  assign \$47  = dst_at + \$46 ;
+  assign \$48  = rows_left - 1'h1;
+  assign \$49  = rows_left == 2'h2;
   assign \$50  = remaining - 7'h40;
   assign \$51  = remaining <= 8'h80;
   assign \$52  = ~ nxt_valid;
   assign \$53  = descriptor__valid & \$52 ;
   assign \$54  = descriptor__payload[58:43] <= 7'h40;
   assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = run + 1'h1;
-  assign \$57  = o__ready & o__valid;
-  assign \$58  = ~ \$signal$28 ;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = o__payload[79:77] != response__payload[2:0];
-  assign \$61  = response__payload[3] | \$60 ;
-  assign \$62  = \$40 [3:0] == 4'h8;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
-  assign \$67  = run + 1'h1;
-  assign \$68  = start ? \$67  : { 1'h0, run };
-  assign \$69  = \$66  == \$68 ;
+  assign \$56  = descriptor__payload[58:43] - 1'h1;
+  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
+  assign \$60  = run + 1'h1;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$40 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$70 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$71 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$72 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    rows_left <= \$73 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    src_row <= \$74 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    dst_row <= \$75 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    src_at <= \$76 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    dst_at <= \$77 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    remaining <= \$78 ;
+    one_row <= \$82 ;
   always @(posedge clk)
-    row_end <= \$79 ;
+    active <= \$83 ;
   always @(posedge clk)
-    one_row <= \$80 ;
+    nxt <= \$84 ;
   always @(posedge clk)
-    active <= \$81 ;
+    nxt_valid <= \$85 ;
   always @(posedge clk)
-    nxt <= \$82 ;
+    nxt_short <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$83 ;
+    nxt_one_row <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$84 ;
+    nxt_step <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$85 ;
+    cur <= \$89 ;
   always @(posedge clk)
-    cur <= \$86 ;
+    index <= \$90 ;
   always @(posedge clk)
-    index <= \$87 ;
+    run <= \$91 ;
   always @(posedge clk)
-    run <= \$88 ;
+    row_step <= \$92 ;
   always @(posedge clk)
-    short_row <= \$89 ;
+    short_row <= \$93 ;
   always @(posedge clk)
-    \$signal  <= \$90 ;
+    \$signal  <= \$94 ;
   always @(posedge clk)
-    \$signal$30  <= \$91 ;
+    \$signal$30  <= \$95 ;
   always @(posedge clk)
-    held <= \$92 ;
+    held <= \$96 ;
   always @(posedge clk)
-    at_limit <= \$93 ;
+    at_limit <= \$97 ;
   always @(posedge clk)
-    \$signal$8  <= \$94 ;
+    \$signal$8  <= \$98 ;
   assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   t3hw_dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -976,274 +982,254 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$70  = read__valid;
+    \$74  = read__valid;
     if (read__ready) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$70  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$71  = read__payload;
-    if (issue) begin
-      \$71 [47:0] = meta[139:92];
-      \$71 [54:48] = \$1 [6:0];
-      \$71 [57:55] = tag;
+    \$75  = read__payload;
+    if (\$42 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$71  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$72  = tag;
+    \$76  = tag;
     if (issue) begin
-      \$72  = \$41 [2:0];
+      \$76  = \$43 [2:0];
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$73  = rows_left;
+    \$77  = src_at;
+    if (issue) begin
+      \$77  = \$45 [47:0];
+    end
+    if (start) begin
+      \$77  = nxt[130:83];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$78  = dst_at;
+    if (issue) begin
+      \$78  = \$47 [47:0];
+    end
+    if (start) begin
+      \$78  = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$42 [11:0];
+        \$79  = \$48 [11:0];
       end
     end
     if (start) begin
-      \$73  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$74  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$74  = \$43 [47:0];
-      end
-    end
-    if (start) begin
-      \$74  = nxt[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$75  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$75  = \$44 [47:0];
-      end
-    end
-    if (start) begin
-      \$75  = nxt[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$76  = src_at;
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = \$45 [47:0];
+        \$80  = cur[50:35];
       end else begin
-        \$76  = \$48 [47:0];
+        \$80  = \$50 [15:0];
       end
     end
     if (start) begin
-      \$76  = nxt[130:83];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = dst_at;
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$46 [47:0];
+        \$81  = short_row;
       end else begin
-        \$77  = \$49 [47:0];
+        \$81  = \$51 ;
       end
     end
     if (start) begin
-      \$77  = nxt[178:131];
+      \$81  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = remaining;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$78  = cur[50:35];
-      end else begin
-        \$78  = \$50 [15:0];
-      end
-    end
-    if (start) begin
-      \$78  = nxt[58:43];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$79  = row_end;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$79  = short_row;
-      end else begin
-        \$79  = \$51 ;
-      end
-    end
-    if (start) begin
-      \$79  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$80  = one_row;
+    \$82  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$80  = \$47 ;
+        \$82  = \$49 ;
       end
     end
     if (start) begin
-      \$80  = nxt_one_row;
+      \$82  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = active;
+    \$83  = active;
     if (issue) begin
       if (last) begin
-        \$81  = 1'h0;
+        \$83  = 1'h0;
       end
     end
     if (stop) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
     if (start) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$82  = nxt;
-    if (\$53 ) begin
-      \$82  = descriptor__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$83  = nxt_valid;
-    if (\$53 ) begin
       \$83  = 1'h1;
     end
-    if (start) begin
-      \$83  = 1'h0;
-    end
     if (rst) begin
       \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = nxt_short;
+    \$84  = nxt;
     if (\$53 ) begin
-      \$84  = \$54 ;
+      \$84  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = nxt_one_row;
+    \$85  = nxt_valid;
     if (\$53 ) begin
-      \$85  = \$55 ;
+      \$85  = 1'h1;
     end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$86  = cur;
     if (start) begin
-      \$86 [0] = nxt[8];
-      \$86 [1] = nxt[9];
-      \$86 [6:2] = nxt[14:10];
-      \$86 [22:7] = nxt[30:15];
-      \$86 [34:23] = nxt[42:31];
-      \$86 [50:35] = nxt[58:43];
-      \$86 [74:51] = nxt[82:59];
-      \$86 [122:75] = nxt[130:83];
-      \$86 [170:123] = nxt[178:131];
+      \$85  = 1'h0;
+    end
+    if (rst) begin
+      \$85  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$87  = index;
+    \$86  = nxt_short;
+    if (\$53 ) begin
+      \$86  = \$54 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$87  = nxt_one_row;
+    if (\$53 ) begin
+      \$87  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$88  = nxt_step;
+    if (\$53 ) begin
+      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$89  = cur;
     if (start) begin
-      \$87  = nxt[7:0];
+      \$89 [0] = nxt[8];
+      \$89 [1] = nxt[9];
+      \$89 [6:2] = nxt[14:10];
+      \$89 [22:7] = nxt[30:15];
+      \$89 [34:23] = nxt[42:31];
+      \$89 [50:35] = nxt[58:43];
+      \$89 [74:51] = nxt[82:59];
+      \$89 [122:75] = nxt[130:83];
+      \$89 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$88  = run;
+    \$90  = index;
     if (start) begin
-      \$88  = \$56 [3:0];
-    end
-    if (rst) begin
-      \$88  = 4'h0;
+      \$90  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$89  = short_row;
+    \$91  = run;
     if (start) begin
-      \$89  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$90  = \$signal ;
-    if (\$59 ) begin
-      \$90  = \$61 ;
+      \$91  = \$60 [3:0];
     end
     if (rst) begin
-      \$90  = 1'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$91  = \$signal$30 ;
-    if (\$59 ) begin
-      \$91  = o__payload[83:80];
+    \$92  = row_step;
+    if (start) begin
+      \$92  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$92  = \$40 [3:0];
+    \$93  = short_row;
+    if (start) begin
+      \$93  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$94  = \$signal ;
+    if (\$63 ) begin
+      \$94  = \$65 ;
+    end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$93  = \$62 ;
-    if (rst) begin
-      \$93  = 1'h0;
+    \$95  = \$signal$30 ;
+    if (\$63 ) begin
+      \$95  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$94  = \$69 ;
+    \$96  = \$40 [3:0];
     if (rst) begin
-      \$94  = 1'h1;
+      \$96  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$97  = \$66 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$98  = \$73 ;
+    if (rst) begin
+      \$98  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -1349,6 +1335,8 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
+  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
+  assign \$58  = { \$57 [16], \$57 , 6'h00 };
 endmodule
 
 module t3hw_dma__engine__packets (clk, rst, push, wr__data, o__valid, o__payload, o__ready);

@@ -4523,8 +4523,8 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   assign rd__data__tracked  = o__payload[72];
 endmodule
 
-module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
-, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
+module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma__payload, dma_response__ready, config__valid, config__payload, dram__valid
+, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, store__valid, remote__payload, remote__valid, dma__valid, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -17509,15 +17509,15 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$39 ;
   wire \$4 ;
   wire [6:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [12:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [47:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire [48:0] \$48 ;
-  wire [48:0] \$49 ;
+  wire [47:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [12:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
   wire [16:0] \$50 ;
   wire \$51 ;
@@ -17525,49 +17525,53 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [16:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire [23:0] \$58 ;
+  wire [25:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [4:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [4:0] \$68 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [57:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg [11:0] \$73 ;
-  reg [47:0] \$74 ;
-  reg [47:0] \$75 ;
-  reg [47:0] \$76 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
   reg [47:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [15:0] \$80 ;
   reg \$81 ;
-  reg [178:0] \$82 ;
+  reg \$82 ;
   reg \$83 ;
-  reg \$84 ;
+  reg [178:0] \$84 ;
   reg \$85 ;
-  reg [170:0] \$86 ;
-  reg [7:0] \$87 ;
-  reg [3:0] \$88 ;
-  reg \$89 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [47:0] \$88 ;
+  reg [170:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [7:0] \$90 ;
   reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [47:0] \$92 ;
   reg \$93 ;
   reg \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
+  reg \$97 ;
+  reg \$98 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -17643,7 +17647,6 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
-  reg [47:0] dst_row = 48'h000000000000;
   reg [3:0] held = 4'h0;
   wire [3:0] held_next;
   output idle;
@@ -17682,6 +17685,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire nxt__valid ;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
+  reg [47:0] nxt_step = 48'h000000000000;
   reg nxt_valid = 1'h0;
   wire [139:0] o__payload;
   wire [76:0] \o__payload$38 ;
@@ -17747,16 +17751,20 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
-  reg [47:0] src_row = 48'h000000000000;
   wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
@@ -17803,90 +17811,88 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign \$38  = ~ \$signal$31 ;
   assign \$39  = \$37  & \$38 ;
   assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = tag + 1'h1;
-  assign \$42  = rows_left - 1'h1;
-  assign \$43  = src_row + cur[74:51];
-  assign \$44  = dst_row + cur[74:51];
-  assign \$45  = src_row + cur[74:51];
-  assign \$46  = dst_row + cur[74:51];
-  assign \$47  = rows_left == 2'h2;
-  assign \$48  = src_at + 7'h40;
-  assign \$49  = dst_at + 7'h40;
+  assign \$41  = ~ read__valid;
+  assign \$42  = \$41  | read__ready;
+  assign \$43  = tag + 1'h1;
+  assign \$44  = row_end ? row_step : 48'h000000000040;
+  assign \$45  = src_at + \$44 ;
+  assign \$46  = row_end ? row_step : 48'h000000000040;
+  assign \$47  = dst_at + \$46 ;
+  assign \$48  = rows_left - 1'h1;
+  assign \$49  = rows_left == 2'h2;
   assign \$50  = remaining - 7'h40;
   assign \$51  = remaining <= 8'h80;
   assign \$52  = ~ nxt_valid;
   assign \$53  = descriptor__valid & \$52 ;
   assign \$54  = descriptor__payload[58:43] <= 7'h40;
   assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = run + 1'h1;
-  assign \$57  = o__ready & o__valid;
-  assign \$58  = ~ \$signal$28 ;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = o__payload[79:77] != response__payload[2:0];
-  assign \$61  = response__payload[3] | \$60 ;
-  assign \$62  = \$40 [3:0] == 4'h8;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
-  assign \$67  = run + 1'h1;
-  assign \$68  = start ? \$67  : { 1'h0, run };
-  assign \$69  = \$66  == \$68 ;
+  assign \$56  = descriptor__payload[58:43] - 1'h1;
+  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
+  assign \$60  = run + 1'h1;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$40 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$70 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$71 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$72 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    rows_left <= \$73 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    src_row <= \$74 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    dst_row <= \$75 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    src_at <= \$76 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    dst_at <= \$77 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    remaining <= \$78 ;
+    one_row <= \$82 ;
   always @(posedge clk)
-    row_end <= \$79 ;
+    active <= \$83 ;
   always @(posedge clk)
-    one_row <= \$80 ;
+    nxt <= \$84 ;
   always @(posedge clk)
-    active <= \$81 ;
+    nxt_valid <= \$85 ;
   always @(posedge clk)
-    nxt <= \$82 ;
+    nxt_short <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$83 ;
+    nxt_one_row <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$84 ;
+    nxt_step <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$85 ;
+    cur <= \$89 ;
   always @(posedge clk)
-    cur <= \$86 ;
+    index <= \$90 ;
   always @(posedge clk)
-    index <= \$87 ;
+    run <= \$91 ;
   always @(posedge clk)
-    run <= \$88 ;
+    row_step <= \$92 ;
   always @(posedge clk)
-    short_row <= \$89 ;
+    short_row <= \$93 ;
   always @(posedge clk)
-    \$signal  <= \$90 ;
+    \$signal  <= \$94 ;
   always @(posedge clk)
-    \$signal$30  <= \$91 ;
+    \$signal$30  <= \$95 ;
   always @(posedge clk)
-    held <= \$92 ;
+    held <= \$96 ;
   always @(posedge clk)
-    at_limit <= \$93 ;
+    at_limit <= \$97 ;
   always @(posedge clk)
-    \$signal$8  <= \$94 ;
+    \$signal$8  <= \$98 ;
   assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   t3hw_engine__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -17916,274 +17922,254 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$70  = read__valid;
+    \$74  = read__valid;
     if (read__ready) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$70  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = read__payload;
-    if (issue) begin
-      \$71 [47:0] = meta[139:92];
-      \$71 [54:48] = \$1 [6:0];
-      \$71 [57:55] = tag;
+    \$75  = read__payload;
+    if (\$42 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$71  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = tag;
+    \$76  = tag;
     if (issue) begin
-      \$72  = \$41 [2:0];
+      \$76  = \$43 [2:0];
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = rows_left;
+    \$77  = src_at;
+    if (issue) begin
+      \$77  = \$45 [47:0];
+    end
+    if (start) begin
+      \$77  = nxt[130:83];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$78  = dst_at;
+    if (issue) begin
+      \$78  = \$47 [47:0];
+    end
+    if (start) begin
+      \$78  = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$42 [11:0];
+        \$79  = \$48 [11:0];
       end
     end
     if (start) begin
-      \$73  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$74  = \$43 [47:0];
-      end
-    end
-    if (start) begin
-      \$74  = nxt[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$75  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$75  = \$44 [47:0];
-      end
-    end
-    if (start) begin
-      \$75  = nxt[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$76  = src_at;
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = \$45 [47:0];
+        \$80  = cur[50:35];
       end else begin
-        \$76  = \$48 [47:0];
+        \$80  = \$50 [15:0];
       end
     end
     if (start) begin
-      \$76  = nxt[130:83];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = dst_at;
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$46 [47:0];
+        \$81  = short_row;
       end else begin
-        \$77  = \$49 [47:0];
+        \$81  = \$51 ;
       end
     end
     if (start) begin
-      \$77  = nxt[178:131];
+      \$81  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = remaining;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$78  = cur[50:35];
-      end else begin
-        \$78  = \$50 [15:0];
-      end
-    end
-    if (start) begin
-      \$78  = nxt[58:43];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$79  = row_end;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$79  = short_row;
-      end else begin
-        \$79  = \$51 ;
-      end
-    end
-    if (start) begin
-      \$79  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$80  = one_row;
+    \$82  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$80  = \$47 ;
+        \$82  = \$49 ;
       end
     end
     if (start) begin
-      \$80  = nxt_one_row;
+      \$82  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = active;
+    \$83  = active;
     if (issue) begin
       if (last) begin
-        \$81  = 1'h0;
+        \$83  = 1'h0;
       end
     end
     if (stop) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
     if (start) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$82  = nxt;
-    if (\$53 ) begin
-      \$82  = descriptor__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$83  = nxt_valid;
-    if (\$53 ) begin
       \$83  = 1'h1;
     end
-    if (start) begin
-      \$83  = 1'h0;
-    end
     if (rst) begin
       \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = nxt_short;
+    \$84  = nxt;
     if (\$53 ) begin
-      \$84  = \$54 ;
+      \$84  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = nxt_one_row;
+    \$85  = nxt_valid;
     if (\$53 ) begin
-      \$85  = \$55 ;
+      \$85  = 1'h1;
     end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$86  = cur;
     if (start) begin
-      \$86 [0] = nxt[8];
-      \$86 [1] = nxt[9];
-      \$86 [6:2] = nxt[14:10];
-      \$86 [22:7] = nxt[30:15];
-      \$86 [34:23] = nxt[42:31];
-      \$86 [50:35] = nxt[58:43];
-      \$86 [74:51] = nxt[82:59];
-      \$86 [122:75] = nxt[130:83];
-      \$86 [170:123] = nxt[178:131];
+      \$85  = 1'h0;
+    end
+    if (rst) begin
+      \$85  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = index;
+    \$86  = nxt_short;
+    if (\$53 ) begin
+      \$86  = \$54 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$87  = nxt_one_row;
+    if (\$53 ) begin
+      \$87  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$88  = nxt_step;
+    if (\$53 ) begin
+      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$89  = cur;
     if (start) begin
-      \$87  = nxt[7:0];
+      \$89 [0] = nxt[8];
+      \$89 [1] = nxt[9];
+      \$89 [6:2] = nxt[14:10];
+      \$89 [22:7] = nxt[30:15];
+      \$89 [34:23] = nxt[42:31];
+      \$89 [50:35] = nxt[58:43];
+      \$89 [74:51] = nxt[82:59];
+      \$89 [122:75] = nxt[130:83];
+      \$89 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = run;
+    \$90  = index;
     if (start) begin
-      \$88  = \$56 [3:0];
-    end
-    if (rst) begin
-      \$88  = 4'h0;
+      \$90  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$89  = short_row;
+    \$91  = run;
     if (start) begin
-      \$89  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$90  = \$signal ;
-    if (\$59 ) begin
-      \$90  = \$61 ;
+      \$91  = \$60 [3:0];
     end
     if (rst) begin
-      \$90  = 1'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$91  = \$signal$30 ;
-    if (\$59 ) begin
-      \$91  = o__payload[83:80];
+    \$92  = row_step;
+    if (start) begin
+      \$92  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$92  = \$40 [3:0];
+    \$93  = short_row;
+    if (start) begin
+      \$93  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$94  = \$signal ;
+    if (\$63 ) begin
+      \$94  = \$65 ;
+    end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$93  = \$62 ;
-    if (rst) begin
-      \$93  = 1'h0;
+    \$95  = \$signal$30 ;
+    if (\$63 ) begin
+      \$95  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$94  = \$69 ;
+    \$96  = \$40 [3:0];
     if (rst) begin
-      \$94  = 1'h1;
+      \$96  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$97  = \$66 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$98  = \$73 ;
+    if (rst) begin
+      \$98  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -18289,6 +18275,8 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
+  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
+  assign \$58  = { \$57 [16], \$57 , 6'h00 };
 endmodule
 
 module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -22943,11 +22931,13 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -22972,15 +22962,17 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -22991,29 +22983,41 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_engine__slice_remote__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -23024,19 +23028,26 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, o__payload, i__
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
 endmodule
 
-module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_engine__slice_remote__flags (rst, data, o__ready, push, o__payload, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23086,73 +23097,57 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
-  reg \$57 ;
-  reg [72:0] \$58 ;
-  reg [72:0] \$59 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg \$60 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
-  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
-  input [72:0] data;
-  wire [72:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
+  input data;
+  wire data;
   wire data__tracked ;
-  reg [72:0] entry0 = 73'h0000000000000000000;
-  wire [47:0] entry0__addr ;
-  wire [6:0] entry0__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry0__kind ;
-  wire [15:0] entry0__tile ;
-  wire entry0__tracked ;
-  reg [72:0] entry1 = 73'h0000000000000000000;
-  wire [47:0] entry1__addr ;
-  wire [6:0] entry1__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry1__kind ;
-  wire [15:0] entry1__tile ;
-  wire entry1__tracked ;
-  output full;
   reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
   reg [1:0] level = 2'h0;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
+  output o__payload;
+  reg o__payload = 1'h0;
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  output o__valid;
   reg o__valid = 1'h0;
   input push;
   wire push;
-  reg rd = 1'h0;
   input rst;
   wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
   reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -23165,29 +23160,34 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$63 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$64 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$65 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$66 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    slot <= \$67 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
-  always @(posedge clk)
-    entry0 <= \$59 ;
-  always @(posedge clk)
-    rd <= \$60 ;
+    o__payload <= \$68 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = o__valid & o__ready;
   assign \$5  = ~ \$4 ;
@@ -23216,197 +23216,56 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   assign \$28  = \$25  & \$27 ;
   assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = push & accept;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$53  = \$14 [1:0];
+    \$63  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$63  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$54  = \$24 ;
+    \$64  = \$24 ;
     if (rst) begin
-      \$54  = 1'h0;
+      \$64  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$55  = \$36 ;
+    \$65  = \$36 ;
     if (rst) begin
-      \$55  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$56  = \$48 ;
+    \$66  = \$48 ;
     if (rst) begin
-      \$56  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
-    if (rst) begin
-      \$57  = 1'h0;
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
     end
   end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
-    end
-    if (rst) begin
-      \$60  = 1'h0;
-    end
-  end
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign entry0__addr  = entry0[47:0];
-  assign entry0__tile  = entry0[63:48];
-  assign entry0__bytes  = entry0[70:64];
-  assign entry0__kind  = entry0[71];
-  assign entry0__tracked  = entry0[72];
-  assign entry1__addr  = entry1[47:0];
-  assign entry1__tile  = entry1[63:48];
-  assign entry1__bytes  = entry1[70:64];
-  assign entry1__kind  = entry1[71];
-  assign entry1__tracked  = entry1[72];
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
-module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
-  input clk;
-  wire clk;
-  input [72:0] data;
-  wire [72:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
-  wire full;
-  wire [72:0] i__payload;
-  wire [47:0] i__payload__addr ;
-  wire [6:0] i__payload__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire i__payload__kind ;
-  wire [15:0] i__payload__tile ;
-  wire i__payload__tracked ;
-  output i__ready;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
-  input o__ready;
-  wire o__ready;
-  wire \o__ready$9 ;
-  output o__valid;
-  wire o__valid;
-  wire \o__valid$11 ;
-  wire push;
-  input rst;
-  wire rst;
-  assign i__ready = ~ full;
-  assign push = i__valid & i__ready;
-  t3hw_engine__slice_store__queue  queue (
-    .clk(clk),
-    .data(data),
-    .full(full),
-    .o__payload(o__payload),
-    .o__ready(o__ready),
-    .o__valid(o__valid),
-    .push(push),
-    .rst(rst)
-  );
-  assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
-  assign i__payload__addr  = data[47:0];
-  assign i__payload__tile  = data[63:48];
-  assign i__payload__bytes  = data[70:64];
-  assign i__payload__kind  = data[71];
-  assign i__payload__tracked  = data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
-endmodule
-
-module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -23683,8 +23542,619 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  wire full;
+  wire [72:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$10 ;
+  wire push;
+  wire \push$6 ;
+  input rst;
+  wire rst;
+  assign i__ready = ~ full;
+  assign push = i__valid & i__ready;
+  t3hw_engine__slice_store__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
+  t3hw_engine__slice_store__queue  queue (
+    .clk(clk),
+    .data(data),
+    .full(full),
+    .o__payload(\o__payload$14 ),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst)
+  );
+  assign i__payload = data;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__tile  = data[63:48];
+  assign i__payload__bytes  = data[70:64];
+  assign i__payload__kind  = data[71];
+  assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_engine__slice_store__flags (rst, o__ready, push, data, o__payload, clk);
   reg _init_strobe_18  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
+endmodule
+
+module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_19  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg \$signal  = 1'h0;
+  wire accept;
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
+  reg [1:0] level = 2'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg rd = 1'h0;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
+  always @(posedge clk)
+    level <= \$53 ;
+  always @(posedge clk)
+    o__valid <= \$54 ;
+  always @(posedge clk)
+    full <= \$55 ;
+  always @(posedge clk)
+    waiting <= \$56 ;
+  always @(posedge clk)
+    \$signal  <= \$57 ;
+  always @(posedge clk)
+    entry1 <= \$58 ;
+  always @(posedge clk)
+    entry0 <= \$59 ;
+  always @(posedge clk)
+    rd <= \$60 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$53  = \$14 [1:0];
+    if (rst) begin
+      \$53  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$54  = \$24 ;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$55  = \$36 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$56  = \$48 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
+      if (\$signal ) begin
+        \$58  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$59  = entry0;
+    if (\$49 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$59  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
+    end
+    if (rst) begin
+      \$60  = 1'h0;
+    end
+  end
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+endmodule
+
+module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+  reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -25513,7 +25983,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -25526,7 +25996,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -25538,7 +26008,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     endcase
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -25548,7 +26018,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -25558,7 +26028,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -25568,7 +26038,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -25580,203 +26050,203 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -25786,42 +26256,42 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -25846,49 +26316,49 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -26113,7 +26583,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_19  = 0;
+  reg _init_strobe_21  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -26730,70 +27200,70 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -26803,7 +27273,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -26824,7 +27294,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
 endmodule
 
 module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_20  = 0;
+  reg _init_strobe_22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -27457,70 +27927,70 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -27530,7 +28000,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -27567,7 +28037,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
 endmodule
 
 module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_21  = 0;
+  reg _init_strobe_23  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -27641,7 +28111,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -27670,7 +28140,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27696,7 +28166,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27722,7 +28192,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27742,7 +28212,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)

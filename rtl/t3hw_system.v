@@ -5710,8 +5710,8 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign rd__data__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
-, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
+module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma__payload, dma_response__ready, config__valid, config__payload, dram__valid
+, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, store__valid, remote__payload, remote__valid, dma__valid, load__payload);
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -18696,15 +18696,15 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$39 ;
   wire \$4 ;
   wire [6:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [12:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [47:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire [48:0] \$48 ;
-  wire [48:0] \$49 ;
+  wire [47:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [12:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
   wire [16:0] \$50 ;
   wire \$51 ;
@@ -18712,49 +18712,53 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [16:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire [23:0] \$58 ;
+  wire [25:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [4:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [4:0] \$68 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [57:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg [11:0] \$73 ;
-  reg [47:0] \$74 ;
-  reg [47:0] \$75 ;
-  reg [47:0] \$76 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
   reg [47:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [15:0] \$80 ;
   reg \$81 ;
-  reg [178:0] \$82 ;
+  reg \$82 ;
   reg \$83 ;
-  reg \$84 ;
+  reg [178:0] \$84 ;
   reg \$85 ;
-  reg [170:0] \$86 ;
-  reg [7:0] \$87 ;
-  reg [3:0] \$88 ;
-  reg \$89 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [47:0] \$88 ;
+  reg [170:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [7:0] \$90 ;
   reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [47:0] \$92 ;
   reg \$93 ;
   reg \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
+  reg \$97 ;
+  reg \$98 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -18830,7 +18834,6 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
-  reg [47:0] dst_row = 48'h000000000000;
   reg [3:0] held = 4'h0;
   wire [3:0] held_next;
   output idle;
@@ -18869,6 +18872,7 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire nxt__valid ;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
+  reg [47:0] nxt_step = 48'h000000000000;
   reg nxt_valid = 1'h0;
   wire [139:0] o__payload;
   wire [76:0] \o__payload$38 ;
@@ -18934,16 +18938,20 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
-  reg [47:0] src_row = 48'h000000000000;
   wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
@@ -18990,90 +18998,88 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$38  = ~ \$signal$31 ;
   assign \$39  = \$37  & \$38 ;
   assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = tag + 1'h1;
-  assign \$42  = rows_left - 1'h1;
-  assign \$43  = src_row + cur[74:51];
-  assign \$44  = dst_row + cur[74:51];
-  assign \$45  = src_row + cur[74:51];
-  assign \$46  = dst_row + cur[74:51];
-  assign \$47  = rows_left == 2'h2;
-  assign \$48  = src_at + 7'h40;
-  assign \$49  = dst_at + 7'h40;
+  assign \$41  = ~ read__valid;
+  assign \$42  = \$41  | read__ready;
+  assign \$43  = tag + 1'h1;
+  assign \$44  = row_end ? row_step : 48'h000000000040;
+  assign \$45  = src_at + \$44 ;
+  assign \$46  = row_end ? row_step : 48'h000000000040;
+  assign \$47  = dst_at + \$46 ;
+  assign \$48  = rows_left - 1'h1;
+  assign \$49  = rows_left == 2'h2;
   assign \$50  = remaining - 7'h40;
   assign \$51  = remaining <= 8'h80;
   assign \$52  = ~ nxt_valid;
   assign \$53  = descriptor__valid & \$52 ;
   assign \$54  = descriptor__payload[58:43] <= 7'h40;
   assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = run + 1'h1;
-  assign \$57  = o__ready & o__valid;
-  assign \$58  = ~ \$signal$28 ;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = o__payload[79:77] != response__payload[2:0];
-  assign \$61  = response__payload[3] | \$60 ;
-  assign \$62  = \$40 [3:0] == 4'h8;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
-  assign \$67  = run + 1'h1;
-  assign \$68  = start ? \$67  : { 1'h0, run };
-  assign \$69  = \$66  == \$68 ;
+  assign \$56  = descriptor__payload[58:43] - 1'h1;
+  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
+  assign \$60  = run + 1'h1;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$40 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$70 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$71 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$72 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    rows_left <= \$73 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    src_row <= \$74 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    dst_row <= \$75 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    src_at <= \$76 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    dst_at <= \$77 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    remaining <= \$78 ;
+    one_row <= \$82 ;
   always @(posedge clk)
-    row_end <= \$79 ;
+    active <= \$83 ;
   always @(posedge clk)
-    one_row <= \$80 ;
+    nxt <= \$84 ;
   always @(posedge clk)
-    active <= \$81 ;
+    nxt_valid <= \$85 ;
   always @(posedge clk)
-    nxt <= \$82 ;
+    nxt_short <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$83 ;
+    nxt_one_row <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$84 ;
+    nxt_step <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$85 ;
+    cur <= \$89 ;
   always @(posedge clk)
-    cur <= \$86 ;
+    index <= \$90 ;
   always @(posedge clk)
-    index <= \$87 ;
+    run <= \$91 ;
   always @(posedge clk)
-    run <= \$88 ;
+    row_step <= \$92 ;
   always @(posedge clk)
-    short_row <= \$89 ;
+    short_row <= \$93 ;
   always @(posedge clk)
-    \$signal  <= \$90 ;
+    \$signal  <= \$94 ;
   always @(posedge clk)
-    \$signal$30  <= \$91 ;
+    \$signal$30  <= \$95 ;
   always @(posedge clk)
-    held <= \$92 ;
+    held <= \$96 ;
   always @(posedge clk)
-    at_limit <= \$93 ;
+    at_limit <= \$97 ;
   always @(posedge clk)
-    \$signal$8  <= \$94 ;
+    \$signal$8  <= \$98 ;
   assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   t3hw_system__e0__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -19103,274 +19109,254 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$70  = read__valid;
+    \$74  = read__valid;
     if (read__ready) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$70  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$71  = read__payload;
-    if (issue) begin
-      \$71 [47:0] = meta[139:92];
-      \$71 [54:48] = \$1 [6:0];
-      \$71 [57:55] = tag;
+    \$75  = read__payload;
+    if (\$42 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$71  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$72  = tag;
+    \$76  = tag;
     if (issue) begin
-      \$72  = \$41 [2:0];
+      \$76  = \$43 [2:0];
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$73  = rows_left;
+    \$77  = src_at;
+    if (issue) begin
+      \$77  = \$45 [47:0];
+    end
+    if (start) begin
+      \$77  = nxt[130:83];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$78  = dst_at;
+    if (issue) begin
+      \$78  = \$47 [47:0];
+    end
+    if (start) begin
+      \$78  = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$42 [11:0];
+        \$79  = \$48 [11:0];
       end
     end
     if (start) begin
-      \$73  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$74  = \$43 [47:0];
-      end
-    end
-    if (start) begin
-      \$74  = nxt[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$75  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$75  = \$44 [47:0];
-      end
-    end
-    if (start) begin
-      \$75  = nxt[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$76  = src_at;
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = \$45 [47:0];
+        \$80  = cur[50:35];
       end else begin
-        \$76  = \$48 [47:0];
+        \$80  = \$50 [15:0];
       end
     end
     if (start) begin
-      \$76  = nxt[130:83];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = dst_at;
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$46 [47:0];
+        \$81  = short_row;
       end else begin
-        \$77  = \$49 [47:0];
+        \$81  = \$51 ;
       end
     end
     if (start) begin
-      \$77  = nxt[178:131];
+      \$81  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = remaining;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$78  = cur[50:35];
-      end else begin
-        \$78  = \$50 [15:0];
-      end
-    end
-    if (start) begin
-      \$78  = nxt[58:43];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$79  = row_end;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$79  = short_row;
-      end else begin
-        \$79  = \$51 ;
-      end
-    end
-    if (start) begin
-      \$79  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$80  = one_row;
+    \$82  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$80  = \$47 ;
+        \$82  = \$49 ;
       end
     end
     if (start) begin
-      \$80  = nxt_one_row;
+      \$82  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = active;
+    \$83  = active;
     if (issue) begin
       if (last) begin
-        \$81  = 1'h0;
+        \$83  = 1'h0;
       end
     end
     if (stop) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
     if (start) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$82  = nxt;
-    if (\$53 ) begin
-      \$82  = descriptor__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$83  = nxt_valid;
-    if (\$53 ) begin
       \$83  = 1'h1;
     end
-    if (start) begin
-      \$83  = 1'h0;
-    end
     if (rst) begin
       \$83  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = nxt_short;
+    \$84  = nxt;
     if (\$53 ) begin
-      \$84  = \$54 ;
+      \$84  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = nxt_one_row;
+    \$85  = nxt_valid;
     if (\$53 ) begin
-      \$85  = \$55 ;
+      \$85  = 1'h1;
     end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$86  = cur;
     if (start) begin
-      \$86 [0] = nxt[8];
-      \$86 [1] = nxt[9];
-      \$86 [6:2] = nxt[14:10];
-      \$86 [22:7] = nxt[30:15];
-      \$86 [34:23] = nxt[42:31];
-      \$86 [50:35] = nxt[58:43];
-      \$86 [74:51] = nxt[82:59];
-      \$86 [122:75] = nxt[130:83];
-      \$86 [170:123] = nxt[178:131];
+      \$85  = 1'h0;
+    end
+    if (rst) begin
+      \$85  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = index;
+    \$86  = nxt_short;
+    if (\$53 ) begin
+      \$86  = \$54 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$87  = nxt_one_row;
+    if (\$53 ) begin
+      \$87  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$88  = nxt_step;
+    if (\$53 ) begin
+      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$89  = cur;
     if (start) begin
-      \$87  = nxt[7:0];
+      \$89 [0] = nxt[8];
+      \$89 [1] = nxt[9];
+      \$89 [6:2] = nxt[14:10];
+      \$89 [22:7] = nxt[30:15];
+      \$89 [34:23] = nxt[42:31];
+      \$89 [50:35] = nxt[58:43];
+      \$89 [74:51] = nxt[82:59];
+      \$89 [122:75] = nxt[130:83];
+      \$89 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = run;
+    \$90  = index;
     if (start) begin
-      \$88  = \$56 [3:0];
-    end
-    if (rst) begin
-      \$88  = 4'h0;
+      \$90  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$89  = short_row;
+    \$91  = run;
     if (start) begin
-      \$89  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$90  = \$signal ;
-    if (\$59 ) begin
-      \$90  = \$61 ;
+      \$91  = \$60 [3:0];
     end
     if (rst) begin
-      \$90  = 1'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$91  = \$signal$30 ;
-    if (\$59 ) begin
-      \$91  = o__payload[83:80];
+    \$92  = row_step;
+    if (start) begin
+      \$92  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$92  = \$40 [3:0];
+    \$93  = short_row;
+    if (start) begin
+      \$93  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$94  = \$signal ;
+    if (\$63 ) begin
+      \$94  = \$65 ;
+    end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$93  = \$62 ;
-    if (rst) begin
-      \$93  = 1'h0;
+    \$95  = \$signal$30 ;
+    if (\$63 ) begin
+      \$95  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$94  = \$69 ;
+    \$96  = \$40 [3:0];
     if (rst) begin
-      \$94  = 1'h1;
+      \$96  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$97  = \$66 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$98  = \$73 ;
+    if (rst) begin
+      \$98  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -19476,6 +19462,8 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
+  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
+  assign \$58  = { \$57 [16], \$57 , 6'h00 };
 endmodule
 
 module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -24130,11 +24118,13 @@ module t3hw_system__e0__slice_net_store__queue (rst, push, o__payload, data, o__
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -24159,15 +24149,17 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -24178,29 +24170,41 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e0__slice_remote__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e0__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -24211,19 +24215,26 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, o__payload,
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
 endmodule
 
-module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
+module t3hw_system__e0__slice_remote__flags (rst, data, o__ready, push, o__payload, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -24273,73 +24284,57 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
-  reg \$57 ;
-  reg [72:0] \$58 ;
-  reg [72:0] \$59 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg \$60 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
-  reg \$signal  = 1'h0;
   wire accept;
   input clk;
   wire clk;
-  input [72:0] data;
-  wire [72:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
+  input data;
+  wire data;
   wire data__tracked ;
-  reg [72:0] entry0 = 73'h0000000000000000000;
-  wire [47:0] entry0__addr ;
-  wire [6:0] entry0__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry0__kind ;
-  wire [15:0] entry0__tile ;
-  wire entry0__tracked ;
-  reg [72:0] entry1 = 73'h0000000000000000000;
-  wire [47:0] entry1__addr ;
-  wire [6:0] entry1__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire entry1__kind ;
-  wire [15:0] entry1__tile ;
-  wire entry1__tracked ;
-  output full;
   reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
   reg [1:0] level = 2'h0;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
+  output o__payload;
+  reg o__payload = 1'h0;
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  output o__valid;
   reg o__valid = 1'h0;
   input push;
   wire push;
-  reg rd = 1'h0;
   input rst;
   wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
   reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -24352,29 +24347,34 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$63 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$64 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$65 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$66 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    slot <= \$67 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
-  always @(posedge clk)
-    entry0 <= \$59 ;
-  always @(posedge clk)
-    rd <= \$60 ;
+    o__payload <= \$68 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign o__payload = rd ? entry1 : entry0;
   assign \$3  = push & accept;
   assign \$4  = o__valid & o__ready;
   assign \$5  = ~ \$4 ;
@@ -24403,197 +24403,56 @@ module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$28  = \$25  & \$27 ;
   assign \$29  = level == 1'h1;
   assign \$30  = o__valid & o__ready;
-  assign \$31  = push & accept;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$53  = \$14 [1:0];
+    \$63  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$63  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$54  = \$24 ;
+    \$64  = \$24 ;
     if (rst) begin
-      \$54  = 1'h0;
+      \$64  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$55  = \$36 ;
+    \$65  = \$36 ;
     if (rst) begin
-      \$55  = 1'h0;
+      \$65  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$56  = \$48 ;
+    \$66  = \$48 ;
     if (rst) begin
-      \$56  = 1'h0;
+      \$66  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
-    if (rst) begin
-      \$57  = 1'h0;
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
     end
   end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
-    end
-    if (rst) begin
-      \$60  = 1'h0;
-    end
-  end
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign entry0__addr  = entry0[47:0];
-  assign entry0__tile  = entry0[63:48];
-  assign entry0__bytes  = entry0[70:64];
-  assign entry0__kind  = entry0[71];
-  assign entry0__tracked  = entry0[72];
-  assign entry1__addr  = entry1[47:0];
-  assign entry1__tile  = entry1[63:48];
-  assign entry1__bytes  = entry1[70:64];
-  assign entry1__kind  = entry1[71];
-  assign entry1__tracked  = entry1[72];
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
-module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
-  input clk;
-  wire clk;
-  input [72:0] data;
-  wire [72:0] data;
-  wire [47:0] data__addr ;
-  wire [6:0] data__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire data__kind ;
-  wire [15:0] data__tile ;
-  wire data__tracked ;
-  wire full;
-  wire [72:0] i__payload;
-  wire [47:0] i__payload__addr ;
-  wire [6:0] i__payload__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire i__payload__kind ;
-  wire [15:0] i__payload__tile ;
-  wire i__payload__tracked ;
-  output i__ready;
-  wire i__ready;
-  input i__valid;
-  wire i__valid;
-  output [72:0] o__payload;
-  wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
-  wire [47:0] o__payload__addr ;
-  wire [6:0] o__payload__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire o__payload__kind ;
-  wire [15:0] o__payload__tile ;
-  wire o__payload__tracked ;
-  input o__ready;
-  wire o__ready;
-  wire \o__ready$9 ;
-  output o__valid;
-  wire o__valid;
-  wire \o__valid$11 ;
-  wire push;
-  input rst;
-  wire rst;
-  assign i__ready = ~ full;
-  assign push = i__valid & i__ready;
-  t3hw_system__e0__slice_store__queue  queue (
-    .clk(clk),
-    .data(data),
-    .full(full),
-    .o__payload(o__payload),
-    .o__ready(o__ready),
-    .o__valid(o__valid),
-    .push(push),
-    .rst(rst)
-  );
-  assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
-  assign data__addr  = data[47:0];
-  assign data__tile  = data[63:48];
-  assign data__bytes  = data[70:64];
-  assign data__kind  = data[71];
-  assign data__tracked  = data[72];
-  assign i__payload__addr  = data[47:0];
-  assign i__payload__tile  = data[63:48];
-  assign i__payload__bytes  = data[70:64];
-  assign i__payload__kind  = data[71];
-  assign i__payload__tracked  = data[72];
-  assign o__payload__addr  = o__payload[47:0];
-  assign o__payload__tile  = o__payload[63:48];
-  assign o__payload__bytes  = o__payload[70:64];
-  assign o__payload__kind  = o__payload[71];
-  assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
-endmodule
-
-module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+module t3hw_system__e0__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
   reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -24870,8 +24729,619 @@ module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  wire full;
+  wire [72:0] i__payload;
+  wire [47:0] i__payload__addr ;
+  wire [6:0] i__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire i__payload__kind ;
+  wire [15:0] i__payload__tile ;
+  wire i__payload__tracked ;
+  output i__ready;
+  wire i__ready;
+  input i__valid;
+  wire i__valid;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
+  output o__valid;
+  wire o__valid;
+  wire \o__valid$10 ;
+  wire push;
+  wire \push$6 ;
+  input rst;
+  wire rst;
+  assign i__ready = ~ full;
+  assign push = i__valid & i__ready;
+  t3hw_system__e0__slice_store__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
+  t3hw_system__e0__slice_store__queue  queue (
+    .clk(clk),
+    .data(data),
+    .full(full),
+    .o__payload(\o__payload$14 ),
+    .o__ready(o__ready),
+    .o__valid(o__valid),
+    .push(push),
+    .rst(rst)
+  );
+  assign i__payload = data;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+  assign i__payload__addr  = data[47:0];
+  assign i__payload__tile  = data[63:48];
+  assign i__payload__bytes  = data[70:64];
+  assign i__payload__kind  = data[71];
+  assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e0__slice_store__flags (rst, o__ready, push, data, o__payload, clk);
   reg _init_strobe_18  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
+endmodule
+
+module t3hw_system__e0__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
+  reg _init_strobe_19  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  reg [1:0] \$53 ;
+  reg \$54 ;
+  reg \$55 ;
+  reg \$56 ;
+  reg \$57 ;
+  reg [72:0] \$58 ;
+  reg [72:0] \$59 ;
+  wire \$6 ;
+  reg \$60 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg \$signal  = 1'h0;
+  wire accept;
+  input clk;
+  wire clk;
+  input [72:0] data;
+  wire [72:0] data;
+  wire [47:0] data__addr ;
+  wire [6:0] data__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire data__kind ;
+  wire [15:0] data__tile ;
+  wire data__tracked ;
+  reg [72:0] entry0 = 73'h0000000000000000000;
+  wire [47:0] entry0__addr ;
+  wire [6:0] entry0__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry0__kind ;
+  wire [15:0] entry0__tile ;
+  wire entry0__tracked ;
+  reg [72:0] entry1 = 73'h0000000000000000000;
+  wire [47:0] entry1__addr ;
+  wire [6:0] entry1__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire entry1__kind ;
+  wire [15:0] entry1__tile ;
+  wire entry1__tracked ;
+  output full;
+  reg full = 1'h0;
+  reg [1:0] level = 2'h0;
+  output [72:0] o__payload;
+  wire [72:0] o__payload;
+  wire [47:0] o__payload__addr ;
+  wire [6:0] o__payload__bytes ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire o__payload__kind ;
+  wire [15:0] o__payload__tile ;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  output o__valid;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  reg rd = 1'h0;
+  input rst;
+  wire rst;
+  reg waiting = 1'h0;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = ~ \$signal ;
+  assign \$51  = o__valid & o__ready;
+  assign \$52  = ~ rd;
+  always @(posedge clk)
+    level <= \$53 ;
+  always @(posedge clk)
+    o__valid <= \$54 ;
+  always @(posedge clk)
+    full <= \$55 ;
+  always @(posedge clk)
+    waiting <= \$56 ;
+  always @(posedge clk)
+    \$signal  <= \$57 ;
+  always @(posedge clk)
+    entry1 <= \$58 ;
+  always @(posedge clk)
+    entry0 <= \$59 ;
+  always @(posedge clk)
+    rd <= \$60 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign o__payload = rd ? entry1 : entry0;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$53  = \$14 [1:0];
+    if (rst) begin
+      \$53  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$54  = \$24 ;
+    if (rst) begin
+      \$54  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$55  = \$36 ;
+    if (rst) begin
+      \$55  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$56  = \$48 ;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$57  = \$signal ;
+    if (\$49 ) begin
+      \$57  = \$50 ;
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$58  = entry1;
+    if (\$49 ) begin
+      if (\$signal ) begin
+        \$58  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$59  = entry0;
+    if (\$49 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$59  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_19 ) begin end
+    \$60  = rd;
+    if (\$51 ) begin
+      \$60  = \$52 ;
+    end
+    if (rst) begin
+      \$60  = 1'h0;
+    end
+  end
+  assign o__payload__addr  = o__payload[47:0];
+  assign o__payload__tile  = o__payload[63:48];
+  assign o__payload__bytes  = o__payload[70:64];
+  assign o__payload__kind  = o__payload[71];
+  assign o__payload__tracked  = o__payload[72];
+  assign entry0__addr  = entry0[47:0];
+  assign entry0__tile  = entry0[63:48];
+  assign entry0__bytes  = entry0[70:64];
+  assign entry0__kind  = entry0[71];
+  assign entry0__tracked  = entry0[72];
+  assign entry1__addr  = entry1[47:0];
+  assign entry1__tile  = entry1[63:48];
+  assign entry1__bytes  = entry1[70:64];
+  assign entry1__kind  = entry1[71];
+  assign entry1__tracked  = entry1[72];
+  assign data__addr  = data[47:0];
+  assign data__tile  = data[63:48];
+  assign data__bytes  = data[70:64];
+  assign data__kind  = data[71];
+  assign data__tracked  = data[72];
+endmodule
+
+module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
+  reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -26700,7 +27170,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -26713,7 +27183,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -26725,7 +27195,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -26735,7 +27205,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -26745,7 +27215,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -26755,7 +27225,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -26767,203 +27237,203 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -26973,42 +27443,42 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -27033,49 +27503,49 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
+    if (_init_strobe_20 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -27300,7 +27770,7 @@ module t3hw_system__e0__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_19  = 0;
+  reg _init_strobe_21  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -27917,70 +28387,70 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -27990,7 +28460,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
+    if (_init_strobe_21 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -28011,7 +28481,7 @@ module t3hw_system__e0__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_20  = 0;
+  reg _init_strobe_22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -28644,70 +29114,70 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -28717,7 +29187,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_22 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -28754,7 +29224,7 @@ module t3hw_system__e0__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_21  = 0;
+  reg _init_strobe_23  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -28828,7 +29298,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -28857,7 +29327,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -28883,7 +29353,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -28909,7 +29379,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -28929,7 +29399,7 @@ module t3hw_system__e0__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_23 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -30534,7 +31004,7 @@ endmodule
 
 module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
 , mem__payload, rx_mem__valid, store__payload);
-  reg _init_strobe_22  = 0;
+  reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -32033,7 +32503,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     .wr__data(\data$61 )
   );
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
@@ -32043,7 +32513,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
@@ -32053,7 +32523,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
@@ -32063,7 +32533,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
@@ -32073,7 +32543,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
@@ -32083,7 +32553,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
@@ -32093,7 +32563,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
@@ -32103,7 +32573,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
@@ -32113,7 +32583,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
@@ -32123,77 +32593,77 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$214  = a_c0_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$215  = a_rec_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$216  = \$80 [3:0];
     if (rst) begin
       \$216  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$217  = stats;
     if (\$81 ) begin
       \$217 [31:0] = \$82 [31:0];
@@ -32227,84 +32697,84 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$225  = rx_c0_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$226  = rx_rec_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$227  = \$127 [3:0];
     if (rst) begin
       \$227  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$228  = \$130 ;
     if (rst) begin
       \$228  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$229  = p_busy;
     if (take) begin
       \$229  = 5'h11;
@@ -32316,35 +32786,35 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$230  = p_req;
     if (take) begin
       \$230  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$231  = p_end;
     if (take) begin
       \$231  = \$133 ;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$232  = p_delta;
     if (take) begin
       \$232  = \$134 [47:0];
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$233  = p_bad;
     if (take) begin
       \$233  = \$137 ;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$234  = p_phase;
     if (take) begin
       \$234  = 4'h1;
@@ -32358,28 +32828,28 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$238  = p_clash;
     if (take) begin
       \$238  = 1'h0;
@@ -32391,7 +32861,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$239  = p_o;
     if (take) begin
       \$239  = 4'h0;
@@ -32403,7 +32873,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$240  = p_rank;
     if (take) begin
       \$240  = 4'h0;
@@ -32415,21 +32885,21 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
       \$242  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$243 [47:0] = p_req[58:11];
@@ -32440,7 +32910,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$244 [47:0] = p_delta;
@@ -32450,7 +32920,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$245  = p_req[2:0];
@@ -32459,7 +32929,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$246  = active;
     if (\$175 ) begin
       \$246  = \$176 ;
@@ -32469,7 +32939,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$247  = count0;
     if (\$175 ) begin
       casez (\$178 )
@@ -32482,7 +32952,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$248  = count1;
     if (\$175 ) begin
       (* full_case = 32'd1 *)
@@ -32498,14 +32968,14 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$249  = \$181 ;
     if (rst) begin
       \$249  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_24 ) begin end
     \$250  = capture;
     if (\$187 ) begin
       \$250 [47:0] = a_f_req[47:0];
@@ -32832,7 +33302,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
 endmodule
 
 module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_23  = 0;
+  reg _init_strobe_25  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -33098,35 +33568,35 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [3:0];
@@ -33136,7 +33606,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [3:0];
@@ -33146,7 +33616,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_25 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -33200,7 +33670,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
 endmodule
 
 module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
-  reg _init_strobe_24  = 0;
+  reg _init_strobe_26  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -33412,35 +33882,35 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$34  = ~ \$33 ;
   assign \$35  = \$34  & full;
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_26 ) begin end
     \$57  = \$14 [3:0];
     if (rst) begin
       \$57  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_26 ) begin end
     \$58  = \$24 ;
     if (rst) begin
       \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_26 ) begin end
     \$59  = \$36 ;
     if (rst) begin
       \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_26 ) begin end
     \$60  = \$48 ;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_26 ) begin end
     \$61  = wr__addr;
     if (\$49 ) begin
       \$61  = \$52 [3:0];
@@ -33450,7 +33920,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     end
   end
   always @* begin
-    if (_init_strobe_24 ) begin end
+    if (_init_strobe_26 ) begin end
     \$62  = rd__addr;
     if (\$53 ) begin
       \$62  = \$56 [3:0];
@@ -33485,9 +33955,9 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign rd__data__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
-, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
-  reg _init_strobe_25  = 0;
+module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma__payload, dma_response__ready, config__valid, config__payload, dram__valid
+, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, store__valid, remote__payload, remote__valid, dma__valid, load__payload);
+  reg _init_strobe_27  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -34484,28 +34954,28 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     errors <= \$320 ;
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$275  = \$8 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$276  = \$10 ;
     if (rst) begin
       \$276  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$278  = last_store;
     if (\$15 ) begin
       \$278  = sel_store;
@@ -34515,7 +34985,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$279  = last_remote;
     if (\$17 ) begin
       \$279  = sel_remote;
@@ -34525,7 +34995,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$280  = wait1;
     if (\$19 ) begin
       \$280  = 17'h00001;
@@ -34537,35 +35007,35 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$285  = dram__valid;
     if (\$115 ) begin
       \$285  = \$121 ;
@@ -34575,7 +35045,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
@@ -34585,7 +35055,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
       \$287  = sel_store;
@@ -34595,7 +35065,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$288  = is_remote;
     if (\$115 ) begin
       \$288  = sel_remote;
@@ -34605,7 +35075,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$289  = load_q;
     if (\$115 ) begin
       \$289  = { 1'h0, load_req };
@@ -34615,7 +35085,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$290  = store_q;
     if (\$115 ) begin
       \$290  = { store__payload[72], store_req };
@@ -34625,7 +35095,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$291  = dma_q;
     if (\$115 ) begin
       \$291  = { 1'h0, dma_req };
@@ -34635,7 +35105,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$292  = remote_q;
     if (\$115 ) begin
       \$292  = { remote__payload[72], remote_req };
@@ -34645,14 +35115,14 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$293  = \$126 ;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$294 [15:0] = \$254 [74:59];
     \$294 [19:16] = 4'h1;
     \$294 [20] = \$128 ;
@@ -34662,42 +35132,42 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$295  = \$129 [31:0];
     if (rst) begin
       \$295  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$296  = \$130 [24:0];
     if (rst) begin
       \$296  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$297  = \$131 ;
     if (rst) begin
       \$297  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$298  = \$133 [33:0];
     if (rst) begin
       \$298  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$299  = \$138 ;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$300  = cfg;
     if (accept) begin
       \$300  = \new ;
@@ -34707,7 +35177,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$301  = thr;
     if (accept) begin
       \$301  = \new [9:2];
@@ -34722,7 +35192,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$302  = measuring;
     if (accept) begin
       \$302  = \$140 ;
@@ -34737,7 +35207,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$303  = armed;
     if (accept) begin
       \$303  = \$141 ;
@@ -34749,7 +35219,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$304  = window;
     if (accept) begin
       \$304  = 1'h0;
@@ -34769,7 +35239,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$305  = finish;
     if (accept) begin
       \$305  = 2'h0;
@@ -34791,7 +35261,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$306  = scale;
     if (accept) begin
       \$306  = \$142 [4:0];
@@ -34801,7 +35271,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$307  = acc;
     if (accept) begin
     end else if (\$139 ) begin
@@ -34816,7 +35286,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$308  = left;
     if (accept) begin
     end else if (\$139 ) begin
@@ -34829,7 +35299,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$309  = num;
     if (accept) begin
     end else if (\$139 ) begin
@@ -34839,21 +35309,21 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$312  = stats;
     if (load_granted) begin
       \$312 [31:0] = \$177 [31:0];
@@ -34887,56 +35357,56 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$316  = \$186 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$317  = \$189 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$318  = \$191 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$319  = \$199 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_25 ) begin end
+    if (_init_strobe_27 ) begin end
     \$320  = \$203 ;
     if (rst) begin
       \$320  = 2'h0;
@@ -35078,7 +35548,7 @@ endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_26  = 0;
+  reg _init_strobe_28  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire [5:0] \$100 ;
@@ -37467,35 +37937,35 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$340  = req_w_stb & sel_addrmap_store_crosses;
   assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$493  = bus__addr;
     if (rst) begin
       \$493  = 10'h000;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$494  = bus__w_data;
     if (rst) begin
       \$494  = 32'd0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$495  = bus__w_stb;
     if (rst) begin
       \$495  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$496  = bus__r_stb;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37506,7 +37976,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37519,7 +37989,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37534,7 +38004,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37551,7 +38021,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37570,7 +38040,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37591,7 +38061,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37614,7 +38084,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37639,7 +38109,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37666,7 +38136,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37695,7 +38165,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37726,7 +38196,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37759,7 +38229,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37794,7 +38264,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37831,7 +38301,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37870,7 +38340,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37911,7 +38381,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37954,7 +38424,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -37999,7 +38469,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38046,7 +38516,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38095,7 +38565,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38146,7 +38616,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38199,7 +38669,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38254,7 +38724,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38311,7 +38781,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38370,7 +38840,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38431,7 +38901,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38494,7 +38964,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38559,7 +39029,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38626,7 +39096,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38695,7 +39165,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38766,7 +39236,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38839,7 +39309,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38914,7 +39384,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -38991,7 +39461,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39070,7 +39540,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39151,7 +39621,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39234,7 +39704,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39319,7 +39789,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39406,7 +39876,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39495,7 +39965,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39586,7 +40056,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39679,7 +40149,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39774,7 +40244,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39871,7 +40341,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -39970,7 +40440,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40071,7 +40541,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40174,7 +40644,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40279,7 +40749,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40386,7 +40856,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40495,7 +40965,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40606,7 +41076,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40719,7 +41189,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40834,7 +41304,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -40951,7 +41421,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41070,7 +41540,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41191,7 +41661,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41314,7 +41784,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41439,7 +41909,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41566,7 +42036,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41695,7 +42165,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41826,7 +42296,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -41959,7 +42429,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42094,7 +42564,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$560  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42231,7 +42701,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$561  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42370,7 +42840,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$562  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42511,7 +42981,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$563  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42654,7 +43124,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$564  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42799,7 +43269,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$565  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -42946,7 +43416,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$566  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43095,7 +43565,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$567  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43246,7 +43716,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$568  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43399,7 +43869,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$569  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43554,7 +44024,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$570  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43711,7 +44181,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$571  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -43870,7 +44340,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$572  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -44031,7 +44501,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$573  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -44194,7 +44664,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -44357,7 +44827,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$575  = sweep_at;
     if (sweep) begin
       \$575  = \$1 [7:0];
@@ -44367,7 +44837,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$576  = sweep;
     if (sweep) begin
       if (\$2 ) begin
@@ -44379,7 +44849,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$577  = region_program__valid;
     if (\$3 ) begin
       \$577  = 1'h0;
@@ -44399,7 +44869,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$578  = dma_program__valid;
     if (\$4 ) begin
       \$578  = 1'h0;
@@ -44423,7 +44893,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$579  = tracker_program__valid;
     if (\$5 ) begin
       \$579  = 1'h0;
@@ -44451,7 +44921,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$580  = arbiter_program__valid;
     if (\$6 ) begin
       \$580  = 1'h0;
@@ -44481,98 +44951,98 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$594  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -44591,14 +45061,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$596  = region_program__payload;
     if (region_load) begin
       \$596 [3] = region_got[0];
@@ -44644,49 +45114,49 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$603  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -44709,14 +45179,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$605  = dma_program__payload;
     if (desc_load) begin
       \$605 [8] = desc_got[0];
@@ -44767,7 +45237,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$606  = track_result;
     if (tracker_result__valid) begin
       \$606  = tracker_result__payload;
@@ -44777,7 +45247,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$607  = track_answer;
     if (tracker_result__valid) begin
       \$607  = 1'h0;
@@ -44789,7 +45259,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$608  = tracker_program__payload;
     if (\$54 ) begin
     end else if (\$55 ) begin
@@ -44807,7 +45277,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$609  = arbiter_program__payload;
     if (\$62 ) begin
     end else if (\$63 ) begin
@@ -44825,7 +45295,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$610  = device_id;
     if (\$68 ) begin
       \$610  = req_w_data[4:0];
@@ -44835,7 +45305,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$611  = csr_irq_enable;
     if (\$69 ) begin
       \$611 [0] = req_w_data[0];
@@ -44848,7 +45318,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$612  = tracker_irq_enable;
     if (\$70 ) begin
       \$612 [0] = req_w_data[0];
@@ -44863,7 +45333,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$613  = dma_irq_enable;
     if (\$71 ) begin
       \$613 [0] = req_w_data[0];
@@ -44879,7 +45349,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$614  = addrmap_irq_enable;
     if (\$72 ) begin
       \$614 [0] = req_w_data[0];
@@ -44895,7 +45365,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$615  = arbiter_irq_enable;
     if (\$73 ) begin
       \$615 [0] = req_w_data[0];
@@ -44906,154 +45376,154 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$618  = tracker_errors;
     if (rst) begin
       \$618  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$619  = dma_errors;
     if (rst) begin
       \$619  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$620  = addrmap_errors;
     if (rst) begin
       \$620  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$621  = arbiter_errors;
     if (rst) begin
       \$621  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$622  = csr_errors_clear_next;
     if (rst) begin
       \$622  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$623  = \$94 ;
     if (rst) begin
       \$623  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$624  = tracker_errors_clear_next;
     if (rst) begin
       \$624  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$625  = \$97 ;
     if (rst) begin
       \$625  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$627  = dma_errors_clear_next;
     if (rst) begin
       \$627  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$628  = \$109 ;
     if (rst) begin
       \$628  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$629  = \$118 ;
     if (rst) begin
       \$629  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$630  = addrmap_errors_clear_next;
     if (rst) begin
       \$630  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$631  = \$121 ;
     if (rst) begin
       \$631  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$633  = arbiter_errors_clear_next;
     if (rst) begin
       \$633  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$634  = \$133 ;
     if (rst) begin
       \$634  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$636  = tracker_capture;
     if (rst) begin
       \$636  = 24'h000000;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$637  = \tracker_capture$174 ;
     if (tracker_errors_first) begin
       \$637 [15:0] = tracker_given[15:0];
@@ -45065,14 +45535,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$638  = dma_capture;
     if (rst) begin
       \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$639  = \dma_capture$177 ;
     if (dma_errors_first) begin
       \$639 [7:0] = dma_given[7:0];
@@ -45085,14 +45555,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$640  = addrmap_capture;
     if (rst) begin
       \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$641  = \addrmap_capture$180 ;
     if (addrmap_errors_first) begin
       \$641 [47:0] = addrmap_given[47:0];
@@ -45105,14 +45575,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$642  = \$153 ;
     if (rst) begin
       \$642  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$643  = read_part0;
     if (req_r_stb) begin
       \$643  = \$162 ;
@@ -45122,7 +45592,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$644  = read_part1;
     if (req_r_stb) begin
       \$644  = \$171 ;
@@ -45132,7 +45602,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$645  = read_part2;
     if (req_r_stb) begin
       \$645  = \$184 ;
@@ -45142,7 +45612,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$646  = read_part3;
     if (req_r_stb) begin
       \$646  = \$197 ;
@@ -45152,7 +45622,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$647  = read_part4;
     if (req_r_stb) begin
       \$647  = \$204 ;
@@ -45162,7 +45632,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$648  = read_part5;
     if (req_r_stb) begin
       \$648  = \$215 ;
@@ -45172,7 +45642,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$649  = read_part6;
     if (req_r_stb) begin
       \$649  = \$232 ;
@@ -45182,7 +45652,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$650  = read_part8;
     if (req_r_stb) begin
       \$650  = \$249 ;
@@ -45192,7 +45662,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$651  = read_part10;
     if (req_r_stb) begin
       \$651  = \$254 ;
@@ -45202,7 +45672,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$652  = read_part11;
     if (req_r_stb) begin
       \$652  = \$271 ;
@@ -45212,7 +45682,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$653  = read_part13;
     if (req_r_stb) begin
       \$653  = \$280 ;
@@ -45222,7 +45692,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$654  = read_part14;
     if (req_r_stb) begin
       \$654  = \$295 ;
@@ -45232,14 +45702,14 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$655  = req_r_stb;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$656  = read_section;
     if (req_r_stb) begin
       \$656  = req_addr[9:6];
@@ -45249,7 +45719,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$657  = read_unaligned;
     if (req_r_stb) begin
       \$657  = \$296 ;
@@ -45259,7 +45729,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     \$658  = bus__r_data;
     if (read_pending) begin
       \$658  = \$312 ;
@@ -45269,7 +45739,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     set_err[3:2] = 2'h0;
     if (\$372 ) begin
       set_err[3] = 1'h1;
@@ -45400,7 +45870,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -45409,7 +45879,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -45423,7 +45893,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$364 ;
@@ -45432,7 +45902,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$208  = sweep_at;
@@ -45441,7 +45911,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$209  = 171'h0000000000000000000000000000000000000000000;
@@ -45458,7 +45928,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$210  = 1'h1;
@@ -45467,7 +45937,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     region_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -45487,7 +45957,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     desc_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -45511,7 +45981,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     csr_errors_clear_next = 4'h0;
     if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
@@ -45521,7 +45991,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     tracker_errors_clear_next = 6'h00;
     if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
@@ -45533,7 +46003,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     dma_errors_clear_next = 7'h00;
     if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
@@ -45546,7 +46016,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     addrmap_errors_clear_next = 7'h00;
     if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
@@ -45559,7 +46029,7 @@ module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_26 ) begin end
+    if (_init_strobe_28 ) begin end
     arbiter_errors_clear_next = 2'h0;
     if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
@@ -45907,7 +46377,7 @@ endmodule
 
 module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , clk);
-  reg _init_strobe_27  = 0;
+  reg _init_strobe_29  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -46214,42 +46684,42 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__re
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$17  = bad_response;
     if (rst) begin
       \$17  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$18  = read_error;
     if (rst) begin
       \$18  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$19  = aborted;
     if (rst) begin
       \$19  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$20  = detail;
     if (rst) begin
       \$20  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$21  = \$3 ;
     if (rst) begin
       \$21  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$22  = capture;
     if (\$4 ) begin
       \$22  = resp_detail;
@@ -46261,7 +46731,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__re
     end
   end
   always @* begin
-    if (_init_strobe_27 ) begin end
+    if (_init_strobe_29 ) begin end
     \$23  = stats;
     if (enqueued) begin
       \$23 [31:0] = \$6 [31:0];
@@ -46435,7 +46905,7 @@ module t3hw_system__e1__dma (rst, idle, program__ready, trigger__ready, read__re
 endmodule
 
 module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
-  reg _init_strobe_28  = 0;
+  reg _init_strobe_30  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -46471,15 +46941,15 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$39 ;
   wire \$4 ;
   wire [6:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [12:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [47:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire [48:0] \$48 ;
-  wire [48:0] \$49 ;
+  wire [47:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [12:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
   wire [16:0] \$50 ;
   wire \$51 ;
@@ -46487,49 +46957,53 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [16:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire [23:0] \$58 ;
+  wire [25:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [4:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [4:0] \$68 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [57:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg [11:0] \$73 ;
-  reg [47:0] \$74 ;
-  reg [47:0] \$75 ;
-  reg [47:0] \$76 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
   reg [47:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [15:0] \$80 ;
   reg \$81 ;
-  reg [178:0] \$82 ;
+  reg \$82 ;
   reg \$83 ;
-  reg \$84 ;
+  reg [178:0] \$84 ;
   reg \$85 ;
-  reg [170:0] \$86 ;
-  reg [7:0] \$87 ;
-  reg [3:0] \$88 ;
-  reg \$89 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [47:0] \$88 ;
+  reg [170:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [7:0] \$90 ;
   reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [47:0] \$92 ;
   reg \$93 ;
   reg \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
+  reg \$97 ;
+  reg \$98 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -46605,7 +47079,6 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
-  reg [47:0] dst_row = 48'h000000000000;
   reg [3:0] held = 4'h0;
   wire [3:0] held_next;
   output idle;
@@ -46644,6 +47117,7 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire nxt__valid ;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
+  reg [47:0] nxt_step = 48'h000000000000;
   reg nxt_valid = 1'h0;
   wire [139:0] o__payload;
   wire [76:0] \o__payload$38 ;
@@ -46709,16 +47183,20 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
-  reg [47:0] src_row = 48'h000000000000;
   wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
@@ -46765,90 +47243,88 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$38  = ~ \$signal$31 ;
   assign \$39  = \$37  & \$38 ;
   assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = tag + 1'h1;
-  assign \$42  = rows_left - 1'h1;
-  assign \$43  = src_row + cur[74:51];
-  assign \$44  = dst_row + cur[74:51];
-  assign \$45  = src_row + cur[74:51];
-  assign \$46  = dst_row + cur[74:51];
-  assign \$47  = rows_left == 2'h2;
-  assign \$48  = src_at + 7'h40;
-  assign \$49  = dst_at + 7'h40;
+  assign \$41  = ~ read__valid;
+  assign \$42  = \$41  | read__ready;
+  assign \$43  = tag + 1'h1;
+  assign \$44  = row_end ? row_step : 48'h000000000040;
+  assign \$45  = src_at + \$44 ;
+  assign \$46  = row_end ? row_step : 48'h000000000040;
+  assign \$47  = dst_at + \$46 ;
+  assign \$48  = rows_left - 1'h1;
+  assign \$49  = rows_left == 2'h2;
   assign \$50  = remaining - 7'h40;
   assign \$51  = remaining <= 8'h80;
   assign \$52  = ~ nxt_valid;
   assign \$53  = descriptor__valid & \$52 ;
   assign \$54  = descriptor__payload[58:43] <= 7'h40;
   assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = run + 1'h1;
-  assign \$57  = o__ready & o__valid;
-  assign \$58  = ~ \$signal$28 ;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = o__payload[79:77] != response__payload[2:0];
-  assign \$61  = response__payload[3] | \$60 ;
-  assign \$62  = \$40 [3:0] == 4'h8;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
-  assign \$67  = run + 1'h1;
-  assign \$68  = start ? \$67  : { 1'h0, run };
-  assign \$69  = \$66  == \$68 ;
+  assign \$56  = descriptor__payload[58:43] - 1'h1;
+  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
+  assign \$60  = run + 1'h1;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$40 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$70 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$71 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$72 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    rows_left <= \$73 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    src_row <= \$74 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    dst_row <= \$75 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    src_at <= \$76 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    dst_at <= \$77 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    remaining <= \$78 ;
+    one_row <= \$82 ;
   always @(posedge clk)
-    row_end <= \$79 ;
+    active <= \$83 ;
   always @(posedge clk)
-    one_row <= \$80 ;
+    nxt <= \$84 ;
   always @(posedge clk)
-    active <= \$81 ;
+    nxt_valid <= \$85 ;
   always @(posedge clk)
-    nxt <= \$82 ;
+    nxt_short <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$83 ;
+    nxt_one_row <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$84 ;
+    nxt_step <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$85 ;
+    cur <= \$89 ;
   always @(posedge clk)
-    cur <= \$86 ;
+    index <= \$90 ;
   always @(posedge clk)
-    index <= \$87 ;
+    run <= \$91 ;
   always @(posedge clk)
-    run <= \$88 ;
+    row_step <= \$92 ;
   always @(posedge clk)
-    short_row <= \$89 ;
+    short_row <= \$93 ;
   always @(posedge clk)
-    \$signal  <= \$90 ;
+    \$signal  <= \$94 ;
   always @(posedge clk)
-    \$signal$30  <= \$91 ;
+    \$signal$30  <= \$95 ;
   always @(posedge clk)
-    held <= \$92 ;
+    held <= \$96 ;
   always @(posedge clk)
-    at_limit <= \$93 ;
+    at_limit <= \$97 ;
   always @(posedge clk)
-    \$signal$8  <= \$94 ;
+    \$signal$8  <= \$98 ;
   assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   t3hw_system__e1__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -46868,7 +47344,7 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_28 ) begin end
+    if (_init_strobe_30 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -46877,275 +47353,255 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$70  = read__valid;
+    if (_init_strobe_30 ) begin end
+    \$74  = read__valid;
     if (read__ready) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$70  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$71  = read__payload;
-    if (issue) begin
-      \$71 [47:0] = meta[139:92];
-      \$71 [54:48] = \$1 [6:0];
-      \$71 [57:55] = tag;
+    if (_init_strobe_30 ) begin end
+    \$75  = read__payload;
+    if (\$42 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$71  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$72  = tag;
+    if (_init_strobe_30 ) begin end
+    \$76  = tag;
     if (issue) begin
-      \$72  = \$41 [2:0];
+      \$76  = \$43 [2:0];
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$73  = rows_left;
+    if (_init_strobe_30 ) begin end
+    \$77  = src_at;
+    if (issue) begin
+      \$77  = \$45 [47:0];
+    end
+    if (start) begin
+      \$77  = nxt[130:83];
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$78  = dst_at;
+    if (issue) begin
+      \$78  = \$47 [47:0];
+    end
+    if (start) begin
+      \$78  = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$42 [11:0];
+        \$79  = \$48 [11:0];
       end
     end
     if (start) begin
-      \$73  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$74  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$74  = \$43 [47:0];
-      end
-    end
-    if (start) begin
-      \$74  = nxt[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$75  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$75  = \$44 [47:0];
-      end
-    end
-    if (start) begin
-      \$75  = nxt[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$76  = src_at;
+    if (_init_strobe_30 ) begin end
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = \$45 [47:0];
+        \$80  = cur[50:35];
       end else begin
-        \$76  = \$48 [47:0];
+        \$80  = \$50 [15:0];
       end
     end
     if (start) begin
-      \$76  = nxt[130:83];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$77  = dst_at;
+    if (_init_strobe_30 ) begin end
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$46 [47:0];
+        \$81  = short_row;
       end else begin
-        \$77  = \$49 [47:0];
+        \$81  = \$51 ;
       end
     end
     if (start) begin
-      \$77  = nxt[178:131];
+      \$81  = nxt_short;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$78  = remaining;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$78  = cur[50:35];
-      end else begin
-        \$78  = \$50 [15:0];
-      end
-    end
-    if (start) begin
-      \$78  = nxt[58:43];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$79  = row_end;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$79  = short_row;
-      end else begin
-        \$79  = \$51 ;
-      end
-    end
-    if (start) begin
-      \$79  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$80  = one_row;
+    if (_init_strobe_30 ) begin end
+    \$82  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$80  = \$47 ;
+        \$82  = \$49 ;
       end
     end
     if (start) begin
-      \$80  = nxt_one_row;
+      \$82  = nxt_one_row;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$81  = active;
+    if (_init_strobe_30 ) begin end
+    \$83  = active;
     if (issue) begin
       if (last) begin
-        \$81  = 1'h0;
+        \$83  = 1'h0;
       end
     end
     if (stop) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
     if (start) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$82  = nxt;
-    if (\$53 ) begin
-      \$82  = descriptor__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$83  = nxt_valid;
-    if (\$53 ) begin
       \$83  = 1'h1;
     end
-    if (start) begin
-      \$83  = 1'h0;
-    end
     if (rst) begin
       \$83  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$84  = nxt_short;
+    if (_init_strobe_30 ) begin end
+    \$84  = nxt;
     if (\$53 ) begin
-      \$84  = \$54 ;
+      \$84  = descriptor__payload;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$85  = nxt_one_row;
+    if (_init_strobe_30 ) begin end
+    \$85  = nxt_valid;
     if (\$53 ) begin
-      \$85  = \$55 ;
+      \$85  = 1'h1;
     end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$86  = cur;
     if (start) begin
-      \$86 [0] = nxt[8];
-      \$86 [1] = nxt[9];
-      \$86 [6:2] = nxt[14:10];
-      \$86 [22:7] = nxt[30:15];
-      \$86 [34:23] = nxt[42:31];
-      \$86 [50:35] = nxt[58:43];
-      \$86 [74:51] = nxt[82:59];
-      \$86 [122:75] = nxt[130:83];
-      \$86 [170:123] = nxt[178:131];
+      \$85  = 1'h0;
+    end
+    if (rst) begin
+      \$85  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$87  = index;
+    if (_init_strobe_30 ) begin end
+    \$86  = nxt_short;
+    if (\$53 ) begin
+      \$86  = \$54 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$87  = nxt_one_row;
+    if (\$53 ) begin
+      \$87  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$88  = nxt_step;
+    if (\$53 ) begin
+      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$89  = cur;
     if (start) begin
-      \$87  = nxt[7:0];
+      \$89 [0] = nxt[8];
+      \$89 [1] = nxt[9];
+      \$89 [6:2] = nxt[14:10];
+      \$89 [22:7] = nxt[30:15];
+      \$89 [34:23] = nxt[42:31];
+      \$89 [50:35] = nxt[58:43];
+      \$89 [74:51] = nxt[82:59];
+      \$89 [122:75] = nxt[130:83];
+      \$89 [170:123] = nxt[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$88  = run;
+    if (_init_strobe_30 ) begin end
+    \$90  = index;
     if (start) begin
-      \$88  = \$56 [3:0];
-    end
-    if (rst) begin
-      \$88  = 4'h0;
+      \$90  = nxt[7:0];
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$89  = short_row;
+    if (_init_strobe_30 ) begin end
+    \$91  = run;
     if (start) begin
-      \$89  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$90  = \$signal ;
-    if (\$59 ) begin
-      \$90  = \$61 ;
+      \$91  = \$60 [3:0];
     end
     if (rst) begin
-      \$90  = 1'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$91  = \$signal$30 ;
-    if (\$59 ) begin
-      \$91  = o__payload[83:80];
+    if (_init_strobe_30 ) begin end
+    \$92  = row_step;
+    if (start) begin
+      \$92  = nxt_step;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$92  = \$40 [3:0];
+    if (_init_strobe_30 ) begin end
+    \$93  = short_row;
+    if (start) begin
+      \$93  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$94  = \$signal ;
+    if (\$63 ) begin
+      \$94  = \$65 ;
+    end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$93  = \$62 ;
-    if (rst) begin
-      \$93  = 1'h0;
+    if (_init_strobe_30 ) begin end
+    \$95  = \$signal$30 ;
+    if (\$63 ) begin
+      \$95  = o__payload[83:80];
     end
   end
   always @* begin
-    if (_init_strobe_28 ) begin end
-    \$94  = \$69 ;
+    if (_init_strobe_30 ) begin end
+    \$96  = \$40 [3:0];
     if (rst) begin
-      \$94  = 1'h1;
+      \$96  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$97  = \$66 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_30 ) begin end
+    \$98  = \$73 ;
+    if (rst) begin
+      \$98  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -47251,10 +47707,12 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
+  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
+  assign \$58  = { \$57 [16], \$57 , 6'h00 };
 endmodule
 
 module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_29  = 0;
+  reg _init_strobe_31  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -47502,35 +47960,35 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [2:0];
@@ -47540,7 +47998,7 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [2:0];
@@ -47550,7 +48008,7 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_29 ) begin end
+    if (_init_strobe_31 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -47589,7 +48047,7 @@ module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__
 endmodule
 
 module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
-  reg _init_strobe_30  = 0;
+  reg _init_strobe_32  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -47862,35 +48320,35 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [2:0];
@@ -47900,7 +48358,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [2:0];
@@ -47910,7 +48368,7 @@ module t3hw_system__e1__dma__engine__pending (rst, push, wr__data, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_30 ) begin end
+    if (_init_strobe_32 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -47975,7 +48433,7 @@ endmodule
 
 module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_31  = 0;
+  reg _init_strobe_33  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -49859,7 +50317,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -49869,7 +50327,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -49881,91 +50339,91 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -49978,7 +50436,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -49997,49 +50455,49 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -50052,7 +50510,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -50061,7 +50519,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -50070,7 +50528,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -50079,7 +50537,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -50088,7 +50546,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -50105,7 +50563,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -50114,7 +50572,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -50123,7 +50581,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -50132,7 +50590,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -50141,7 +50599,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -50150,7 +50608,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -50159,7 +50617,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -50168,7 +50626,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -50177,7 +50635,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -50186,7 +50644,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_31 ) begin end
+    if (_init_strobe_33 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -50277,7 +50735,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_32  = 0;
+  reg _init_strobe_34  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -50493,35 +50951,35 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$71  = \$14 [4:0];
     if (rst) begin
       \$71  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [3:0];
@@ -50531,7 +50989,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [3:0];
@@ -50541,7 +50999,7 @@ module t3hw_system__e1__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_32 ) begin end
+    if (_init_strobe_34 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -50620,7 +51078,7 @@ module t3hw_system__e1__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_33  = 0;
+  reg _init_strobe_35  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -50787,35 +51245,35 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -50825,7 +51283,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -50834,7 +51292,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -50845,7 +51303,7 @@ module t3hw_system__e1__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_33 ) begin end
+    if (_init_strobe_35 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -50925,7 +51383,7 @@ module t3hw_system__e1__slice_dma_response (rst, i__valid, i__ready, o__payload,
 endmodule
 
 module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_34  = 0;
+  reg _init_strobe_36  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -51077,35 +51535,35 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -51115,7 +51573,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -51124,7 +51582,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -51135,7 +51593,7 @@ module t3hw_system__e1__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_34 ) begin end
+    if (_init_strobe_36 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -51259,7 +51717,7 @@ module t3hw_system__e1__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_35  = 0;
+  reg _init_strobe_37  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -51446,35 +51904,35 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -51484,7 +51942,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -51493,7 +51951,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -51504,7 +51962,7 @@ module t3hw_system__e1__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_35 ) begin end
+    if (_init_strobe_37 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -51629,7 +52087,7 @@ module t3hw_system__e1__slice_net_store (rst, i__valid, i__ready, o__payload, da
 endmodule
 
 module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_36  = 0;
+  reg _init_strobe_38  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -51816,35 +52274,35 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -51854,7 +52312,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -51863,7 +52321,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -51874,7 +52332,7 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_36 ) begin end
+    if (_init_strobe_38 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -51905,11 +52363,13 @@ module t3hw_system__e1__slice_net_store__queue (rst, push, o__payload, data, o__
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -51934,15 +52394,17 @@ module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -51953,29 +52415,41 @@ module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e1__slice_remote__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e1__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -51986,20 +52460,245 @@ module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, o__payload,
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e1__slice_remote__flags (rst, data, o__ready, push, o__payload, clk);
+  reg _init_strobe_39  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_39 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
 module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_37  = 0;
+  reg _init_strobe_40  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -52186,35 +52885,35 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -52224,7 +52923,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -52233,7 +52932,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -52244,7 +52943,7 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_37 ) begin end
+    if (_init_strobe_40 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -52275,11 +52974,13 @@ module t3hw_system__e1__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -52304,15 +53005,17 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -52323,29 +53026,41 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e1__slice_store__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e1__slice_store__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -52356,20 +53071,245 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e1__slice_store__flags (rst, o__ready, push, data, o__payload, clk);
+  reg _init_strobe_41  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_41 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_41 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_41 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_41 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_41 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_41 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
 module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_38  = 0;
+  reg _init_strobe_42  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -52556,35 +53496,35 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -52594,7 +53534,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -52603,7 +53543,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -52614,7 +53554,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_38 ) begin end
+    if (_init_strobe_42 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -52646,7 +53586,7 @@ module t3hw_system__e1__slice_store__queue (rst, o__ready, push, o__payload, dat
 endmodule
 
 module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_39  = 0;
+  reg _init_strobe_43  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -54475,7 +55415,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -54488,7 +55428,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -54500,7 +55440,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -54510,7 +55450,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -54520,7 +55460,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -54530,7 +55470,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -54542,203 +55482,203 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -54748,42 +55688,42 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -54808,49 +55748,49 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_39 ) begin end
+    if (_init_strobe_43 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -55075,7 +56015,7 @@ module t3hw_system__e1__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_40  = 0;
+  reg _init_strobe_44  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -55692,70 +56632,70 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -55765,7 +56705,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_40 ) begin end
+    if (_init_strobe_44 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -55786,7 +56726,7 @@ module t3hw_system__e1__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_41  = 0;
+  reg _init_strobe_45  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -56419,70 +57359,70 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -56492,7 +57432,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_41 ) begin end
+    if (_init_strobe_45 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -56529,7 +57469,7 @@ module t3hw_system__e1__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_42  = 0;
+  reg _init_strobe_46  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -56603,7 +57543,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_46 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -56632,7 +57572,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_46 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -56658,7 +57598,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_46 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -56684,7 +57624,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_46 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -56704,7 +57644,7 @@ module t3hw_system__e1__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_42 ) begin end
+    if (_init_strobe_46 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -58309,7 +59249,7 @@ endmodule
 
 module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
 , mem__payload, rx_mem__valid, store__payload);
-  reg _init_strobe_43  = 0;
+  reg _init_strobe_47  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -59808,7 +60748,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     .wr__data(\data$61 )
   );
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
@@ -59818,7 +60758,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
@@ -59828,7 +60768,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
@@ -59838,7 +60778,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
@@ -59848,7 +60788,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
@@ -59858,7 +60798,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
@@ -59868,7 +60808,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
@@ -59878,7 +60818,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
@@ -59888,7 +60828,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
@@ -59898,77 +60838,77 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$214  = a_c0_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$215  = a_rec_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$216  = \$80 [3:0];
     if (rst) begin
       \$216  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$217  = stats;
     if (\$81 ) begin
       \$217 [31:0] = \$82 [31:0];
@@ -60002,84 +60942,84 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$225  = rx_c0_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$226  = rx_rec_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$227  = \$127 [3:0];
     if (rst) begin
       \$227  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$228  = \$130 ;
     if (rst) begin
       \$228  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$229  = p_busy;
     if (take) begin
       \$229  = 5'h11;
@@ -60091,35 +61031,35 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$230  = p_req;
     if (take) begin
       \$230  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$231  = p_end;
     if (take) begin
       \$231  = \$133 ;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$232  = p_delta;
     if (take) begin
       \$232  = \$134 [47:0];
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$233  = p_bad;
     if (take) begin
       \$233  = \$137 ;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$234  = p_phase;
     if (take) begin
       \$234  = 4'h1;
@@ -60133,28 +61073,28 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$238  = p_clash;
     if (take) begin
       \$238  = 1'h0;
@@ -60166,7 +61106,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$239  = p_o;
     if (take) begin
       \$239  = 4'h0;
@@ -60178,7 +61118,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$240  = p_rank;
     if (take) begin
       \$240  = 4'h0;
@@ -60190,21 +61130,21 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
       \$242  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$243 [47:0] = p_req[58:11];
@@ -60215,7 +61155,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$244 [47:0] = p_delta;
@@ -60225,7 +61165,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$245  = p_req[2:0];
@@ -60234,7 +61174,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$246  = active;
     if (\$175 ) begin
       \$246  = \$176 ;
@@ -60244,7 +61184,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$247  = count0;
     if (\$175 ) begin
       casez (\$178 )
@@ -60257,7 +61197,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$248  = count1;
     if (\$175 ) begin
       (* full_case = 32'd1 *)
@@ -60273,14 +61213,14 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$249  = \$181 ;
     if (rst) begin
       \$249  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_43 ) begin end
+    if (_init_strobe_47 ) begin end
     \$250  = capture;
     if (\$187 ) begin
       \$250 [47:0] = a_f_req[47:0];
@@ -60607,7 +61547,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
 endmodule
 
 module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_44  = 0;
+  reg _init_strobe_48  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -60873,35 +61813,35 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [3:0];
@@ -60911,7 +61851,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [3:0];
@@ -60921,7 +61861,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_44 ) begin end
+    if (_init_strobe_48 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -60975,7 +61915,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
 endmodule
 
 module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
-  reg _init_strobe_45  = 0;
+  reg _init_strobe_49  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -61187,35 +62127,35 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$34  = ~ \$33 ;
   assign \$35  = \$34  & full;
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_49 ) begin end
     \$57  = \$14 [3:0];
     if (rst) begin
       \$57  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_49 ) begin end
     \$58  = \$24 ;
     if (rst) begin
       \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_49 ) begin end
     \$59  = \$36 ;
     if (rst) begin
       \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_49 ) begin end
     \$60  = \$48 ;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_49 ) begin end
     \$61  = wr__addr;
     if (\$49 ) begin
       \$61  = \$52 [3:0];
@@ -61225,7 +62165,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     end
   end
   always @* begin
-    if (_init_strobe_45 ) begin end
+    if (_init_strobe_49 ) begin end
     \$62  = rd__addr;
     if (\$53 ) begin
       \$62  = \$56 [3:0];
@@ -61260,9 +62200,9 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign rd__data__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
-, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
-  reg _init_strobe_46  = 0;
+module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma__payload, dma_response__ready, config__valid, config__payload, dram__valid
+, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, store__valid, remote__payload, remote__valid, dma__valid, load__payload);
+  reg _init_strobe_50  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -62259,28 +63199,28 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     errors <= \$320 ;
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$275  = \$8 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$276  = \$10 ;
     if (rst) begin
       \$276  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$278  = last_store;
     if (\$15 ) begin
       \$278  = sel_store;
@@ -62290,7 +63230,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$279  = last_remote;
     if (\$17 ) begin
       \$279  = sel_remote;
@@ -62300,7 +63240,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$280  = wait1;
     if (\$19 ) begin
       \$280  = 17'h00001;
@@ -62312,35 +63252,35 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$285  = dram__valid;
     if (\$115 ) begin
       \$285  = \$121 ;
@@ -62350,7 +63290,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
@@ -62360,7 +63300,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
       \$287  = sel_store;
@@ -62370,7 +63310,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$288  = is_remote;
     if (\$115 ) begin
       \$288  = sel_remote;
@@ -62380,7 +63320,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$289  = load_q;
     if (\$115 ) begin
       \$289  = { 1'h0, load_req };
@@ -62390,7 +63330,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$290  = store_q;
     if (\$115 ) begin
       \$290  = { store__payload[72], store_req };
@@ -62400,7 +63340,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$291  = dma_q;
     if (\$115 ) begin
       \$291  = { 1'h0, dma_req };
@@ -62410,7 +63350,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$292  = remote_q;
     if (\$115 ) begin
       \$292  = { remote__payload[72], remote_req };
@@ -62420,14 +63360,14 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$293  = \$126 ;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$294 [15:0] = \$254 [74:59];
     \$294 [19:16] = 4'h1;
     \$294 [20] = \$128 ;
@@ -62437,42 +63377,42 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$295  = \$129 [31:0];
     if (rst) begin
       \$295  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$296  = \$130 [24:0];
     if (rst) begin
       \$296  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$297  = \$131 ;
     if (rst) begin
       \$297  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$298  = \$133 [33:0];
     if (rst) begin
       \$298  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$299  = \$138 ;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$300  = cfg;
     if (accept) begin
       \$300  = \new ;
@@ -62482,7 +63422,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$301  = thr;
     if (accept) begin
       \$301  = \new [9:2];
@@ -62497,7 +63437,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$302  = measuring;
     if (accept) begin
       \$302  = \$140 ;
@@ -62512,7 +63452,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$303  = armed;
     if (accept) begin
       \$303  = \$141 ;
@@ -62524,7 +63464,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$304  = window;
     if (accept) begin
       \$304  = 1'h0;
@@ -62544,7 +63484,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$305  = finish;
     if (accept) begin
       \$305  = 2'h0;
@@ -62566,7 +63506,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$306  = scale;
     if (accept) begin
       \$306  = \$142 [4:0];
@@ -62576,7 +63516,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$307  = acc;
     if (accept) begin
     end else if (\$139 ) begin
@@ -62591,7 +63531,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$308  = left;
     if (accept) begin
     end else if (\$139 ) begin
@@ -62604,7 +63544,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$309  = num;
     if (accept) begin
     end else if (\$139 ) begin
@@ -62614,21 +63554,21 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$312  = stats;
     if (load_granted) begin
       \$312 [31:0] = \$177 [31:0];
@@ -62662,56 +63602,56 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$316  = \$186 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$317  = \$189 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$318  = \$191 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$319  = \$199 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_46 ) begin end
+    if (_init_strobe_50 ) begin end
     \$320  = \$203 ;
     if (rst) begin
       \$320  = 2'h0;
@@ -62853,7 +63793,7 @@ endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_47  = 0;
+  reg _init_strobe_51  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire [5:0] \$100 ;
@@ -65242,35 +66182,35 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$340  = req_w_stb & sel_addrmap_store_crosses;
   assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$493  = bus__addr;
     if (rst) begin
       \$493  = 10'h000;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$494  = bus__w_data;
     if (rst) begin
       \$494  = 32'd0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$495  = bus__w_stb;
     if (rst) begin
       \$495  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$496  = bus__r_stb;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65281,7 +66221,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65294,7 +66234,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65309,7 +66249,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65326,7 +66266,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65345,7 +66285,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65366,7 +66306,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65389,7 +66329,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65414,7 +66354,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65441,7 +66381,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65470,7 +66410,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65501,7 +66441,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65534,7 +66474,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65569,7 +66509,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65606,7 +66546,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65645,7 +66585,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65686,7 +66626,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65729,7 +66669,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65774,7 +66714,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65821,7 +66761,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65870,7 +66810,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65921,7 +66861,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -65974,7 +66914,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66029,7 +66969,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66086,7 +67026,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66145,7 +67085,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66206,7 +67146,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66269,7 +67209,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66334,7 +67274,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66401,7 +67341,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66470,7 +67410,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66541,7 +67481,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66614,7 +67554,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66689,7 +67629,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66766,7 +67706,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66845,7 +67785,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -66926,7 +67866,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67009,7 +67949,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67094,7 +68034,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67181,7 +68121,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67270,7 +68210,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67361,7 +68301,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67454,7 +68394,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67549,7 +68489,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67646,7 +68586,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67745,7 +68685,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67846,7 +68786,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -67949,7 +68889,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68054,7 +68994,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68161,7 +69101,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68270,7 +69210,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68381,7 +69321,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68494,7 +69434,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68609,7 +69549,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68726,7 +69666,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68845,7 +69785,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -68966,7 +69906,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69089,7 +70029,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69214,7 +70154,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69341,7 +70281,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69470,7 +70410,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69601,7 +70541,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69734,7 +70674,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -69869,7 +70809,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$560  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70006,7 +70946,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$561  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70145,7 +71085,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$562  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70286,7 +71226,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$563  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70429,7 +71369,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$564  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70574,7 +71514,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$565  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70721,7 +71661,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$566  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -70870,7 +71810,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$567  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71021,7 +71961,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$568  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71174,7 +72114,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$569  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71329,7 +72269,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$570  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71486,7 +72426,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$571  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71645,7 +72585,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$572  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71806,7 +72746,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$573  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -71969,7 +72909,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -72132,7 +73072,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$575  = sweep_at;
     if (sweep) begin
       \$575  = \$1 [7:0];
@@ -72142,7 +73082,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$576  = sweep;
     if (sweep) begin
       if (\$2 ) begin
@@ -72154,7 +73094,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$577  = region_program__valid;
     if (\$3 ) begin
       \$577  = 1'h0;
@@ -72174,7 +73114,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$578  = dma_program__valid;
     if (\$4 ) begin
       \$578  = 1'h0;
@@ -72198,7 +73138,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$579  = tracker_program__valid;
     if (\$5 ) begin
       \$579  = 1'h0;
@@ -72226,7 +73166,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$580  = arbiter_program__valid;
     if (\$6 ) begin
       \$580  = 1'h0;
@@ -72256,98 +73196,98 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$594  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -72366,14 +73306,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$596  = region_program__payload;
     if (region_load) begin
       \$596 [3] = region_got[0];
@@ -72419,49 +73359,49 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$603  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -72484,14 +73424,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$605  = dma_program__payload;
     if (desc_load) begin
       \$605 [8] = desc_got[0];
@@ -72542,7 +73482,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$606  = track_result;
     if (tracker_result__valid) begin
       \$606  = tracker_result__payload;
@@ -72552,7 +73492,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$607  = track_answer;
     if (tracker_result__valid) begin
       \$607  = 1'h0;
@@ -72564,7 +73504,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$608  = tracker_program__payload;
     if (\$54 ) begin
     end else if (\$55 ) begin
@@ -72582,7 +73522,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$609  = arbiter_program__payload;
     if (\$62 ) begin
     end else if (\$63 ) begin
@@ -72600,7 +73540,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$610  = device_id;
     if (\$68 ) begin
       \$610  = req_w_data[4:0];
@@ -72610,7 +73550,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$611  = csr_irq_enable;
     if (\$69 ) begin
       \$611 [0] = req_w_data[0];
@@ -72623,7 +73563,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$612  = tracker_irq_enable;
     if (\$70 ) begin
       \$612 [0] = req_w_data[0];
@@ -72638,7 +73578,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$613  = dma_irq_enable;
     if (\$71 ) begin
       \$613 [0] = req_w_data[0];
@@ -72654,7 +73594,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$614  = addrmap_irq_enable;
     if (\$72 ) begin
       \$614 [0] = req_w_data[0];
@@ -72670,7 +73610,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$615  = arbiter_irq_enable;
     if (\$73 ) begin
       \$615 [0] = req_w_data[0];
@@ -72681,154 +73621,154 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$618  = tracker_errors;
     if (rst) begin
       \$618  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$619  = dma_errors;
     if (rst) begin
       \$619  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$620  = addrmap_errors;
     if (rst) begin
       \$620  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$621  = arbiter_errors;
     if (rst) begin
       \$621  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$622  = csr_errors_clear_next;
     if (rst) begin
       \$622  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$623  = \$94 ;
     if (rst) begin
       \$623  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$624  = tracker_errors_clear_next;
     if (rst) begin
       \$624  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$625  = \$97 ;
     if (rst) begin
       \$625  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$627  = dma_errors_clear_next;
     if (rst) begin
       \$627  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$628  = \$109 ;
     if (rst) begin
       \$628  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$629  = \$118 ;
     if (rst) begin
       \$629  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$630  = addrmap_errors_clear_next;
     if (rst) begin
       \$630  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$631  = \$121 ;
     if (rst) begin
       \$631  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$633  = arbiter_errors_clear_next;
     if (rst) begin
       \$633  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$634  = \$133 ;
     if (rst) begin
       \$634  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$636  = tracker_capture;
     if (rst) begin
       \$636  = 24'h000000;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$637  = \tracker_capture$174 ;
     if (tracker_errors_first) begin
       \$637 [15:0] = tracker_given[15:0];
@@ -72840,14 +73780,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$638  = dma_capture;
     if (rst) begin
       \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$639  = \dma_capture$177 ;
     if (dma_errors_first) begin
       \$639 [7:0] = dma_given[7:0];
@@ -72860,14 +73800,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$640  = addrmap_capture;
     if (rst) begin
       \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$641  = \addrmap_capture$180 ;
     if (addrmap_errors_first) begin
       \$641 [47:0] = addrmap_given[47:0];
@@ -72880,14 +73820,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$642  = \$153 ;
     if (rst) begin
       \$642  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$643  = read_part0;
     if (req_r_stb) begin
       \$643  = \$162 ;
@@ -72897,7 +73837,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$644  = read_part1;
     if (req_r_stb) begin
       \$644  = \$171 ;
@@ -72907,7 +73847,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$645  = read_part2;
     if (req_r_stb) begin
       \$645  = \$184 ;
@@ -72917,7 +73857,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$646  = read_part3;
     if (req_r_stb) begin
       \$646  = \$197 ;
@@ -72927,7 +73867,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$647  = read_part4;
     if (req_r_stb) begin
       \$647  = \$204 ;
@@ -72937,7 +73877,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$648  = read_part5;
     if (req_r_stb) begin
       \$648  = \$215 ;
@@ -72947,7 +73887,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$649  = read_part6;
     if (req_r_stb) begin
       \$649  = \$232 ;
@@ -72957,7 +73897,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$650  = read_part8;
     if (req_r_stb) begin
       \$650  = \$249 ;
@@ -72967,7 +73907,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$651  = read_part10;
     if (req_r_stb) begin
       \$651  = \$254 ;
@@ -72977,7 +73917,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$652  = read_part11;
     if (req_r_stb) begin
       \$652  = \$271 ;
@@ -72987,7 +73927,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$653  = read_part13;
     if (req_r_stb) begin
       \$653  = \$280 ;
@@ -72997,7 +73937,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$654  = read_part14;
     if (req_r_stb) begin
       \$654  = \$295 ;
@@ -73007,14 +73947,14 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$655  = req_r_stb;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$656  = read_section;
     if (req_r_stb) begin
       \$656  = req_addr[9:6];
@@ -73024,7 +73964,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$657  = read_unaligned;
     if (req_r_stb) begin
       \$657  = \$296 ;
@@ -73034,7 +73974,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     \$658  = bus__r_data;
     if (read_pending) begin
       \$658  = \$312 ;
@@ -73044,7 +73984,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     set_err[3:2] = 2'h0;
     if (\$372 ) begin
       set_err[3] = 1'h1;
@@ -73175,7 +74115,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -73184,7 +74124,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -73198,7 +74138,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$364 ;
@@ -73207,7 +74147,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$208  = sweep_at;
@@ -73216,7 +74156,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$209  = 171'h0000000000000000000000000000000000000000000;
@@ -73233,7 +74173,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$210  = 1'h1;
@@ -73242,7 +74182,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     region_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -73262,7 +74202,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     desc_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -73286,7 +74226,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     csr_errors_clear_next = 4'h0;
     if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
@@ -73296,7 +74236,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     tracker_errors_clear_next = 6'h00;
     if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
@@ -73308,7 +74248,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     dma_errors_clear_next = 7'h00;
     if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
@@ -73321,7 +74261,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     addrmap_errors_clear_next = 7'h00;
     if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
@@ -73334,7 +74274,7 @@ module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_47 ) begin end
+    if (_init_strobe_51 ) begin end
     arbiter_errors_clear_next = 2'h0;
     if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
@@ -73682,7 +74622,7 @@ endmodule
 
 module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , clk);
-  reg _init_strobe_48  = 0;
+  reg _init_strobe_52  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -73989,42 +74929,42 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__re
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$17  = bad_response;
     if (rst) begin
       \$17  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$18  = read_error;
     if (rst) begin
       \$18  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$19  = aborted;
     if (rst) begin
       \$19  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$20  = detail;
     if (rst) begin
       \$20  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$21  = \$3 ;
     if (rst) begin
       \$21  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$22  = capture;
     if (\$4 ) begin
       \$22  = resp_detail;
@@ -74036,7 +74976,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__re
     end
   end
   always @* begin
-    if (_init_strobe_48 ) begin end
+    if (_init_strobe_52 ) begin end
     \$23  = stats;
     if (enqueued) begin
       \$23 [31:0] = \$6 [31:0];
@@ -74210,7 +75150,7 @@ module t3hw_system__e2__dma (rst, idle, program__ready, trigger__ready, read__re
 endmodule
 
 module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
-  reg _init_strobe_49  = 0;
+  reg _init_strobe_53  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -74246,15 +75186,15 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$39 ;
   wire \$4 ;
   wire [6:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [12:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [47:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire [48:0] \$48 ;
-  wire [48:0] \$49 ;
+  wire [47:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [12:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
   wire [16:0] \$50 ;
   wire \$51 ;
@@ -74262,49 +75202,53 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [16:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire [23:0] \$58 ;
+  wire [25:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [4:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [4:0] \$68 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [57:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg [11:0] \$73 ;
-  reg [47:0] \$74 ;
-  reg [47:0] \$75 ;
-  reg [47:0] \$76 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
   reg [47:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [15:0] \$80 ;
   reg \$81 ;
-  reg [178:0] \$82 ;
+  reg \$82 ;
   reg \$83 ;
-  reg \$84 ;
+  reg [178:0] \$84 ;
   reg \$85 ;
-  reg [170:0] \$86 ;
-  reg [7:0] \$87 ;
-  reg [3:0] \$88 ;
-  reg \$89 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [47:0] \$88 ;
+  reg [170:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [7:0] \$90 ;
   reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [47:0] \$92 ;
   reg \$93 ;
   reg \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
+  reg \$97 ;
+  reg \$98 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -74380,7 +75324,6 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
-  reg [47:0] dst_row = 48'h000000000000;
   reg [3:0] held = 4'h0;
   wire [3:0] held_next;
   output idle;
@@ -74419,6 +75362,7 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire nxt__valid ;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
+  reg [47:0] nxt_step = 48'h000000000000;
   reg nxt_valid = 1'h0;
   wire [139:0] o__payload;
   wire [76:0] \o__payload$38 ;
@@ -74484,16 +75428,20 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
-  reg [47:0] src_row = 48'h000000000000;
   wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
@@ -74540,90 +75488,88 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$38  = ~ \$signal$31 ;
   assign \$39  = \$37  & \$38 ;
   assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = tag + 1'h1;
-  assign \$42  = rows_left - 1'h1;
-  assign \$43  = src_row + cur[74:51];
-  assign \$44  = dst_row + cur[74:51];
-  assign \$45  = src_row + cur[74:51];
-  assign \$46  = dst_row + cur[74:51];
-  assign \$47  = rows_left == 2'h2;
-  assign \$48  = src_at + 7'h40;
-  assign \$49  = dst_at + 7'h40;
+  assign \$41  = ~ read__valid;
+  assign \$42  = \$41  | read__ready;
+  assign \$43  = tag + 1'h1;
+  assign \$44  = row_end ? row_step : 48'h000000000040;
+  assign \$45  = src_at + \$44 ;
+  assign \$46  = row_end ? row_step : 48'h000000000040;
+  assign \$47  = dst_at + \$46 ;
+  assign \$48  = rows_left - 1'h1;
+  assign \$49  = rows_left == 2'h2;
   assign \$50  = remaining - 7'h40;
   assign \$51  = remaining <= 8'h80;
   assign \$52  = ~ nxt_valid;
   assign \$53  = descriptor__valid & \$52 ;
   assign \$54  = descriptor__payload[58:43] <= 7'h40;
   assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = run + 1'h1;
-  assign \$57  = o__ready & o__valid;
-  assign \$58  = ~ \$signal$28 ;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = o__payload[79:77] != response__payload[2:0];
-  assign \$61  = response__payload[3] | \$60 ;
-  assign \$62  = \$40 [3:0] == 4'h8;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
-  assign \$67  = run + 1'h1;
-  assign \$68  = start ? \$67  : { 1'h0, run };
-  assign \$69  = \$66  == \$68 ;
+  assign \$56  = descriptor__payload[58:43] - 1'h1;
+  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
+  assign \$60  = run + 1'h1;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$40 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$70 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$71 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$72 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    rows_left <= \$73 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    src_row <= \$74 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    dst_row <= \$75 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    src_at <= \$76 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    dst_at <= \$77 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    remaining <= \$78 ;
+    one_row <= \$82 ;
   always @(posedge clk)
-    row_end <= \$79 ;
+    active <= \$83 ;
   always @(posedge clk)
-    one_row <= \$80 ;
+    nxt <= \$84 ;
   always @(posedge clk)
-    active <= \$81 ;
+    nxt_valid <= \$85 ;
   always @(posedge clk)
-    nxt <= \$82 ;
+    nxt_short <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$83 ;
+    nxt_one_row <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$84 ;
+    nxt_step <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$85 ;
+    cur <= \$89 ;
   always @(posedge clk)
-    cur <= \$86 ;
+    index <= \$90 ;
   always @(posedge clk)
-    index <= \$87 ;
+    run <= \$91 ;
   always @(posedge clk)
-    run <= \$88 ;
+    row_step <= \$92 ;
   always @(posedge clk)
-    short_row <= \$89 ;
+    short_row <= \$93 ;
   always @(posedge clk)
-    \$signal  <= \$90 ;
+    \$signal  <= \$94 ;
   always @(posedge clk)
-    \$signal$30  <= \$91 ;
+    \$signal$30  <= \$95 ;
   always @(posedge clk)
-    held <= \$92 ;
+    held <= \$96 ;
   always @(posedge clk)
-    at_limit <= \$93 ;
+    at_limit <= \$97 ;
   always @(posedge clk)
-    \$signal$8  <= \$94 ;
+    \$signal$8  <= \$98 ;
   assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   t3hw_system__e2__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -74643,7 +75589,7 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_49 ) begin end
+    if (_init_strobe_53 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -74652,275 +75598,255 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$70  = read__valid;
+    if (_init_strobe_53 ) begin end
+    \$74  = read__valid;
     if (read__ready) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$70  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$71  = read__payload;
-    if (issue) begin
-      \$71 [47:0] = meta[139:92];
-      \$71 [54:48] = \$1 [6:0];
-      \$71 [57:55] = tag;
+    if (_init_strobe_53 ) begin end
+    \$75  = read__payload;
+    if (\$42 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$71  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$72  = tag;
+    if (_init_strobe_53 ) begin end
+    \$76  = tag;
     if (issue) begin
-      \$72  = \$41 [2:0];
+      \$76  = \$43 [2:0];
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$73  = rows_left;
+    if (_init_strobe_53 ) begin end
+    \$77  = src_at;
+    if (issue) begin
+      \$77  = \$45 [47:0];
+    end
+    if (start) begin
+      \$77  = nxt[130:83];
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$78  = dst_at;
+    if (issue) begin
+      \$78  = \$47 [47:0];
+    end
+    if (start) begin
+      \$78  = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$42 [11:0];
+        \$79  = \$48 [11:0];
       end
     end
     if (start) begin
-      \$73  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$74  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$74  = \$43 [47:0];
-      end
-    end
-    if (start) begin
-      \$74  = nxt[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$75  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$75  = \$44 [47:0];
-      end
-    end
-    if (start) begin
-      \$75  = nxt[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$76  = src_at;
+    if (_init_strobe_53 ) begin end
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = \$45 [47:0];
+        \$80  = cur[50:35];
       end else begin
-        \$76  = \$48 [47:0];
+        \$80  = \$50 [15:0];
       end
     end
     if (start) begin
-      \$76  = nxt[130:83];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$77  = dst_at;
+    if (_init_strobe_53 ) begin end
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$46 [47:0];
+        \$81  = short_row;
       end else begin
-        \$77  = \$49 [47:0];
+        \$81  = \$51 ;
       end
     end
     if (start) begin
-      \$77  = nxt[178:131];
+      \$81  = nxt_short;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$78  = remaining;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$78  = cur[50:35];
-      end else begin
-        \$78  = \$50 [15:0];
-      end
-    end
-    if (start) begin
-      \$78  = nxt[58:43];
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$79  = row_end;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$79  = short_row;
-      end else begin
-        \$79  = \$51 ;
-      end
-    end
-    if (start) begin
-      \$79  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$80  = one_row;
+    if (_init_strobe_53 ) begin end
+    \$82  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$80  = \$47 ;
+        \$82  = \$49 ;
       end
     end
     if (start) begin
-      \$80  = nxt_one_row;
+      \$82  = nxt_one_row;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$81  = active;
+    if (_init_strobe_53 ) begin end
+    \$83  = active;
     if (issue) begin
       if (last) begin
-        \$81  = 1'h0;
+        \$83  = 1'h0;
       end
     end
     if (stop) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
     if (start) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$82  = nxt;
-    if (\$53 ) begin
-      \$82  = descriptor__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$83  = nxt_valid;
-    if (\$53 ) begin
       \$83  = 1'h1;
     end
-    if (start) begin
-      \$83  = 1'h0;
-    end
     if (rst) begin
       \$83  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$84  = nxt_short;
+    if (_init_strobe_53 ) begin end
+    \$84  = nxt;
     if (\$53 ) begin
-      \$84  = \$54 ;
+      \$84  = descriptor__payload;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$85  = nxt_one_row;
+    if (_init_strobe_53 ) begin end
+    \$85  = nxt_valid;
     if (\$53 ) begin
-      \$85  = \$55 ;
+      \$85  = 1'h1;
     end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$86  = cur;
     if (start) begin
-      \$86 [0] = nxt[8];
-      \$86 [1] = nxt[9];
-      \$86 [6:2] = nxt[14:10];
-      \$86 [22:7] = nxt[30:15];
-      \$86 [34:23] = nxt[42:31];
-      \$86 [50:35] = nxt[58:43];
-      \$86 [74:51] = nxt[82:59];
-      \$86 [122:75] = nxt[130:83];
-      \$86 [170:123] = nxt[178:131];
+      \$85  = 1'h0;
+    end
+    if (rst) begin
+      \$85  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$87  = index;
+    if (_init_strobe_53 ) begin end
+    \$86  = nxt_short;
+    if (\$53 ) begin
+      \$86  = \$54 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$87  = nxt_one_row;
+    if (\$53 ) begin
+      \$87  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$88  = nxt_step;
+    if (\$53 ) begin
+      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$89  = cur;
     if (start) begin
-      \$87  = nxt[7:0];
+      \$89 [0] = nxt[8];
+      \$89 [1] = nxt[9];
+      \$89 [6:2] = nxt[14:10];
+      \$89 [22:7] = nxt[30:15];
+      \$89 [34:23] = nxt[42:31];
+      \$89 [50:35] = nxt[58:43];
+      \$89 [74:51] = nxt[82:59];
+      \$89 [122:75] = nxt[130:83];
+      \$89 [170:123] = nxt[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$88  = run;
+    if (_init_strobe_53 ) begin end
+    \$90  = index;
     if (start) begin
-      \$88  = \$56 [3:0];
-    end
-    if (rst) begin
-      \$88  = 4'h0;
+      \$90  = nxt[7:0];
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$89  = short_row;
+    if (_init_strobe_53 ) begin end
+    \$91  = run;
     if (start) begin
-      \$89  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_49 ) begin end
-    \$90  = \$signal ;
-    if (\$59 ) begin
-      \$90  = \$61 ;
+      \$91  = \$60 [3:0];
     end
     if (rst) begin
-      \$90  = 1'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$91  = \$signal$30 ;
-    if (\$59 ) begin
-      \$91  = o__payload[83:80];
+    if (_init_strobe_53 ) begin end
+    \$92  = row_step;
+    if (start) begin
+      \$92  = nxt_step;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$92  = \$40 [3:0];
+    if (_init_strobe_53 ) begin end
+    \$93  = short_row;
+    if (start) begin
+      \$93  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$94  = \$signal ;
+    if (\$63 ) begin
+      \$94  = \$65 ;
+    end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$93  = \$62 ;
-    if (rst) begin
-      \$93  = 1'h0;
+    if (_init_strobe_53 ) begin end
+    \$95  = \$signal$30 ;
+    if (\$63 ) begin
+      \$95  = o__payload[83:80];
     end
   end
   always @* begin
-    if (_init_strobe_49 ) begin end
-    \$94  = \$69 ;
+    if (_init_strobe_53 ) begin end
+    \$96  = \$40 [3:0];
     if (rst) begin
-      \$94  = 1'h1;
+      \$96  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$97  = \$66 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_53 ) begin end
+    \$98  = \$73 ;
+    if (rst) begin
+      \$98  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -75026,10 +75952,12 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
+  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
+  assign \$58  = { \$57 [16], \$57 , 6'h00 };
 endmodule
 
 module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_50  = 0;
+  reg _init_strobe_54  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -75277,35 +76205,35 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [2:0];
@@ -75315,7 +76243,7 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [2:0];
@@ -75325,7 +76253,7 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_50 ) begin end
+    if (_init_strobe_54 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -75364,7 +76292,7 @@ module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__
 endmodule
 
 module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
-  reg _init_strobe_51  = 0;
+  reg _init_strobe_55  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -75637,35 +76565,35 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [2:0];
@@ -75675,7 +76603,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [2:0];
@@ -75685,7 +76613,7 @@ module t3hw_system__e2__dma__engine__pending (rst, push, wr__data, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_51 ) begin end
+    if (_init_strobe_55 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -75750,7 +76678,7 @@ endmodule
 
 module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_52  = 0;
+  reg _init_strobe_56  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -77634,7 +78562,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -77644,7 +78572,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -77656,91 +78584,91 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -77753,7 +78681,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -77772,49 +78700,49 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -77827,7 +78755,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -77836,7 +78764,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -77845,7 +78773,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -77854,7 +78782,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -77863,7 +78791,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -77880,7 +78808,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -77889,7 +78817,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -77898,7 +78826,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -77907,7 +78835,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -77916,7 +78844,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -77925,7 +78853,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -77934,7 +78862,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -77943,7 +78871,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -77952,7 +78880,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -77961,7 +78889,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_52 ) begin end
+    if (_init_strobe_56 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -78052,7 +78980,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_53  = 0;
+  reg _init_strobe_57  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -78268,35 +79196,35 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$71  = \$14 [4:0];
     if (rst) begin
       \$71  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [3:0];
@@ -78306,7 +79234,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [3:0];
@@ -78316,7 +79244,7 @@ module t3hw_system__e2__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_53 ) begin end
+    if (_init_strobe_57 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -78395,7 +79323,7 @@ module t3hw_system__e2__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_54  = 0;
+  reg _init_strobe_58  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -78562,35 +79490,35 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -78600,7 +79528,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -78609,7 +79537,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -78620,7 +79548,7 @@ module t3hw_system__e2__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_54 ) begin end
+    if (_init_strobe_58 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -78700,7 +79628,7 @@ module t3hw_system__e2__slice_dma_response (rst, i__valid, i__ready, o__payload,
 endmodule
 
 module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_55  = 0;
+  reg _init_strobe_59  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -78852,35 +79780,35 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -78890,7 +79818,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -78899,7 +79827,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -78910,7 +79838,7 @@ module t3hw_system__e2__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_55 ) begin end
+    if (_init_strobe_59 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -79034,7 +79962,7 @@ module t3hw_system__e2__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_56  = 0;
+  reg _init_strobe_60  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -79221,35 +80149,35 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -79259,7 +80187,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -79268,7 +80196,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -79279,7 +80207,7 @@ module t3hw_system__e2__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_56 ) begin end
+    if (_init_strobe_60 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -79404,7 +80332,7 @@ module t3hw_system__e2__slice_net_store (rst, i__valid, i__ready, o__payload, da
 endmodule
 
 module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_57  = 0;
+  reg _init_strobe_61  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -79591,35 +80519,35 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -79629,7 +80557,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -79638,7 +80566,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -79649,7 +80577,7 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_57 ) begin end
+    if (_init_strobe_61 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -79680,11 +80608,13 @@ module t3hw_system__e2__slice_net_store__queue (rst, push, o__payload, data, o__
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -79709,15 +80639,17 @@ module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -79728,29 +80660,41 @@ module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e2__slice_remote__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e2__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -79761,20 +80705,245 @@ module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, o__payload,
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e2__slice_remote__flags (rst, data, o__ready, push, o__payload, clk);
+  reg _init_strobe_62  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_62 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
 module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_58  = 0;
+  reg _init_strobe_63  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -79961,35 +81130,35 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -79999,7 +81168,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -80008,7 +81177,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -80019,7 +81188,7 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_58 ) begin end
+    if (_init_strobe_63 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -80050,11 +81219,13 @@ module t3hw_system__e2__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -80079,15 +81250,17 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -80098,29 +81271,41 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e2__slice_store__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e2__slice_store__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -80131,20 +81316,245 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e2__slice_store__flags (rst, o__ready, push, data, o__payload, clk);
+  reg _init_strobe_64  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_64 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
 module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_59  = 0;
+  reg _init_strobe_65  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -80331,35 +81741,35 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -80369,7 +81779,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -80378,7 +81788,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -80389,7 +81799,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_59 ) begin end
+    if (_init_strobe_65 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -80421,7 +81831,7 @@ module t3hw_system__e2__slice_store__queue (rst, o__ready, push, o__payload, dat
 endmodule
 
 module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_60  = 0;
+  reg _init_strobe_66  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -82250,7 +83660,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -82263,7 +83673,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -82275,7 +83685,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -82285,7 +83695,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -82295,7 +83705,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -82305,7 +83715,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -82317,203 +83727,203 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -82523,42 +83933,42 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -82583,49 +83993,49 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_60 ) begin end
+    if (_init_strobe_66 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -82850,7 +84260,7 @@ module t3hw_system__e2__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_61  = 0;
+  reg _init_strobe_67  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -83467,70 +84877,70 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -83540,7 +84950,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_61 ) begin end
+    if (_init_strobe_67 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -83561,7 +84971,7 @@ module t3hw_system__e2__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_62  = 0;
+  reg _init_strobe_68  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -84194,70 +85604,70 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -84267,7 +85677,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_62 ) begin end
+    if (_init_strobe_68 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -84304,7 +85714,7 @@ module t3hw_system__e2__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_63  = 0;
+  reg _init_strobe_69  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -84378,7 +85788,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_69 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -84407,7 +85817,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_69 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -84433,7 +85843,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_69 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -84459,7 +85869,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_69 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -84479,7 +85889,7 @@ module t3hw_system__e2__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_63 ) begin end
+    if (_init_strobe_69 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -86084,7 +87494,7 @@ endmodule
 
 module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst, store__ready, net__valid, mem__valid, rx__ready, rx_mem__payload, mem__ready, \o__ready$65 , net__ready, program__valid, program__payload, device_id, net__payload, stats, program__ready, errors, capture
 , mem__payload, rx_mem__valid, store__payload);
-  reg _init_strobe_64  = 0;
+  reg _init_strobe_70  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [2:0] \$100 ;
@@ -87583,7 +88993,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     .wr__data(\data$61 )
   );
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
@@ -87593,7 +89003,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
@@ -87603,7 +89013,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
@@ -87613,7 +89023,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
@@ -87623,7 +89033,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
@@ -87633,7 +89043,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
@@ -87643,7 +89053,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
@@ -87653,7 +89063,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
@@ -87663,7 +89073,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
@@ -87673,77 +89083,77 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     endcase
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$207  = \$44 ;
     if (rst) begin
       \$207  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$208  = a_s0_valid;
     if (rst) begin
       \$208  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$209  = a_r2_valid;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$210  = a_c2_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$211  = a_r1_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$212  = a_c1_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$213  = a_r0_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$214  = a_c0_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$215  = a_rec_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$216  = \$80 [3:0];
     if (rst) begin
       \$216  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$217  = stats;
     if (\$81 ) begin
       \$217 [31:0] = \$82 [31:0];
@@ -87777,84 +89187,84 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$218  = \$90 ;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$219  = rx_s0_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$220  = rx_r2_valid;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$221  = rx_c2_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$222  = rx_r1_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$223  = rx_c1_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$224  = rx_r0_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$225  = rx_c0_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$226  = rx_rec_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$227  = \$127 [3:0];
     if (rst) begin
       \$227  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$228  = \$130 ;
     if (rst) begin
       \$228  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$229  = p_busy;
     if (take) begin
       \$229  = 5'h11;
@@ -87866,35 +89276,35 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$230  = p_req;
     if (take) begin
       \$230  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$231  = p_end;
     if (take) begin
       \$231  = \$133 ;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$232  = p_delta;
     if (take) begin
       \$232  = \$134 [47:0];
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$233  = p_bad;
     if (take) begin
       \$233  = \$137 ;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$234  = p_phase;
     if (take) begin
       \$234  = 4'h1;
@@ -87908,28 +89318,28 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$238  = p_clash;
     if (take) begin
       \$238  = 1'h0;
@@ -87941,7 +89351,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$239  = p_o;
     if (take) begin
       \$239  = 4'h0;
@@ -87953,7 +89363,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$240  = p_rank;
     if (take) begin
       \$240  = 4'h0;
@@ -87965,21 +89375,21 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
       \$242  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$243 [47:0] = p_req[58:11];
@@ -87990,7 +89400,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$244 [47:0] = p_delta;
@@ -88000,7 +89410,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
       \$245  = p_req[2:0];
@@ -88009,7 +89419,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$246  = active;
     if (\$175 ) begin
       \$246  = \$176 ;
@@ -88019,7 +89429,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$247  = count0;
     if (\$175 ) begin
       casez (\$178 )
@@ -88032,7 +89442,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$248  = count1;
     if (\$175 ) begin
       (* full_case = 32'd1 *)
@@ -88048,14 +89458,14 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$249  = \$181 ;
     if (rst) begin
       \$249  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_64 ) begin end
+    if (_init_strobe_70 ) begin end
     \$250  = capture;
     if (\$187 ) begin
       \$250 [47:0] = a_f_req[47:0];
@@ -88382,7 +89792,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
 endmodule
 
 module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_65  = 0;
+  reg _init_strobe_71  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -88648,35 +90058,35 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [3:0];
@@ -88686,7 +90096,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [3:0];
@@ -88696,7 +90106,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     end
   end
   always @* begin
-    if (_init_strobe_65 ) begin end
+    if (_init_strobe_71 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -88750,7 +90160,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
 endmodule
 
 module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data, o__valid, clk);
-  reg _init_strobe_66  = 0;
+  reg _init_strobe_72  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -88962,35 +90372,35 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$34  = ~ \$33 ;
   assign \$35  = \$34  & full;
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_72 ) begin end
     \$57  = \$14 [3:0];
     if (rst) begin
       \$57  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_72 ) begin end
     \$58  = \$24 ;
     if (rst) begin
       \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_72 ) begin end
     \$59  = \$36 ;
     if (rst) begin
       \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_72 ) begin end
     \$60  = \$48 ;
     if (rst) begin
       \$60  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_72 ) begin end
     \$61  = wr__addr;
     if (\$49 ) begin
       \$61  = \$52 [3:0];
@@ -89000,7 +90410,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     end
   end
   always @* begin
-    if (_init_strobe_66 ) begin end
+    if (_init_strobe_72 ) begin end
     \$62  = rd__addr;
     if (\$53 ) begin
       \$62  = \$56 [3:0];
@@ -89035,9 +90445,9 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign rd__data__tracked  = o__payload[72];
 endmodule
 
-module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, store__payload, remote__payload, dma__payload, dma_response__ready, config__valid
-, config__payload, dram__valid, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__valid, remote__valid, dma__valid, load__payload);
-  reg _init_strobe_67  = 0;
+module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready, response__payload, response__valid, occupancy, clk, rst, load__ready, store__ready, dma__ready, remote__ready, dram__payload, load_response__valid, dma_response__valid, response__ready, dma__payload, dma_response__ready, config__valid, config__payload, dram__valid
+, track__valid, track__payload, stats, errors, dma_response__payload, status, track_hold, store__payload, store__valid, remote__payload, remote__valid, dma__valid, load__payload);
+  reg _init_strobe_73  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -90034,28 +91444,28 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   always @(posedge clk)
     errors <= \$320 ;
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$275  = \$8 ;
     if (rst) begin
       \$275  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$276  = \$10 ;
     if (rst) begin
       \$276  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$277  = \$12 ;
     if (rst) begin
       \$277  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$278  = last_store;
     if (\$15 ) begin
       \$278  = sel_store;
@@ -90065,7 +91475,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$279  = last_remote;
     if (\$17 ) begin
       \$279  = sel_remote;
@@ -90075,7 +91485,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$280  = wait1;
     if (\$19 ) begin
       \$280  = 17'h00001;
@@ -90087,35 +91497,35 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$281  = \$28 ;
     if (rst) begin
       \$281  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$282  = \$37 ;
     if (rst) begin
       \$282  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$283  = \$57 ;
     if (rst) begin
       \$283  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$284  = \$113 ;
     if (rst) begin
       \$284  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$285  = dram__valid;
     if (\$115 ) begin
       \$285  = \$121 ;
@@ -90125,7 +91535,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$286  = \$signal$29 ;
     if (\$115 ) begin
       \$286  = \$122 ;
@@ -90135,7 +91545,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$287  = \$signal$30 ;
     if (\$115 ) begin
       \$287  = sel_store;
@@ -90145,7 +91555,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$288  = is_remote;
     if (\$115 ) begin
       \$288  = sel_remote;
@@ -90155,7 +91565,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$289  = load_q;
     if (\$115 ) begin
       \$289  = { 1'h0, load_req };
@@ -90165,7 +91575,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$290  = store_q;
     if (\$115 ) begin
       \$290  = { store__payload[72], store_req };
@@ -90175,7 +91585,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$291  = dma_q;
     if (\$115 ) begin
       \$291  = { 1'h0, dma_req };
@@ -90185,7 +91595,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$292  = remote_q;
     if (\$115 ) begin
       \$292  = { remote__payload[72], remote_req };
@@ -90195,14 +91605,14 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$293  = \$126 ;
     if (rst) begin
       \$293  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$294 [15:0] = \$254 [74:59];
     \$294 [19:16] = 4'h1;
     \$294 [20] = \$128 ;
@@ -90212,42 +91622,42 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$295  = \$129 [31:0];
     if (rst) begin
       \$295  = 32'd32768;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$296  = \$130 [24:0];
     if (rst) begin
       \$296  = 25'h0000400;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$297  = \$131 ;
     if (rst) begin
       \$297  = 9'h022;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$298  = \$133 [33:0];
     if (rst) begin
       \$298  = 34'h021fffc00;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$299  = \$138 ;
     if (rst) begin
       \$299  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$300  = cfg;
     if (accept) begin
       \$300  = \new ;
@@ -90257,7 +91667,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$301  = thr;
     if (accept) begin
       \$301  = \new [9:2];
@@ -90272,7 +91682,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$302  = measuring;
     if (accept) begin
       \$302  = \$140 ;
@@ -90287,7 +91697,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$303  = armed;
     if (accept) begin
       \$303  = \$141 ;
@@ -90299,7 +91709,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$304  = window;
     if (accept) begin
       \$304  = 1'h0;
@@ -90319,7 +91729,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$305  = finish;
     if (accept) begin
       \$305  = 2'h0;
@@ -90341,7 +91751,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$306  = scale;
     if (accept) begin
       \$306  = \$142 [4:0];
@@ -90351,7 +91761,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$307  = acc;
     if (accept) begin
     end else if (\$139 ) begin
@@ -90366,7 +91776,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$308  = left;
     if (accept) begin
     end else if (\$139 ) begin
@@ -90379,7 +91789,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$309  = num;
     if (accept) begin
     end else if (\$139 ) begin
@@ -90389,21 +91799,21 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$311  = \$176 ;
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$312  = stats;
     if (load_granted) begin
       \$312 [31:0] = \$177 [31:0];
@@ -90437,56 +91847,56 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$313  = \$179 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$314  = \$181 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$315  = \$184 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$316  = \$186 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$317  = \$189 ;
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$318  = \$191 ;
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$319  = \$199 ;
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_67 ) begin end
+    if (_init_strobe_73 ) begin end
     \$320  = \$203 ;
     if (rst) begin
       \$320  = 2'h0;
@@ -90628,7 +92038,7 @@ endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
 , addrmap_errors, addrmap_capture, arbiter_stats, arbiter_errors, arbiter_status, tracker_result__payload, tracker_busy, tracker_result__valid, tracker_capture, tracker_errors, tracker_stats, dma_errors, dma_capture, dma_stats, dma_busy, bus__addr);
-  reg _init_strobe_68  = 0;
+  reg _init_strobe_74  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire [5:0] \$100 ;
@@ -93017,35 +94427,35 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
   assign \$340  = req_w_stb & sel_addrmap_store_crosses;
   assign \$341  = req_w_stb & sel_addrmap_rx_misrouted;
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$493  = bus__addr;
     if (rst) begin
       \$493  = 10'h000;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$494  = bus__w_data;
     if (rst) begin
       \$494  = 32'd0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$495  = bus__w_stb;
     if (rst) begin
       \$495  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$496  = bus__r_stb;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$497  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93056,7 +94466,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$498  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93069,7 +94479,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$499  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93084,7 +94494,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$500  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93101,7 +94511,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$501  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93120,7 +94530,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$502  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93141,7 +94551,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$503  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93164,7 +94574,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$504  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93189,7 +94599,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$505  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93216,7 +94626,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$506  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93245,7 +94655,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$507  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93276,7 +94686,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$508  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93309,7 +94719,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$509  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93344,7 +94754,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$510  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93381,7 +94791,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$511  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93420,7 +94830,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$512  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93461,7 +94871,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$513  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93504,7 +94914,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$514  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93549,7 +94959,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$515  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93596,7 +95006,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$516  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93645,7 +95055,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$517  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93696,7 +95106,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$518  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93749,7 +95159,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$519  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93804,7 +95214,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$520  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93861,7 +95271,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$521  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93920,7 +95330,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$522  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -93981,7 +95391,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$523  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94044,7 +95454,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$524  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94109,7 +95519,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$525  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94176,7 +95586,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$526  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94245,7 +95655,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$527  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94316,7 +95726,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$528  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94389,7 +95799,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$529  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94464,7 +95874,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$530  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94541,7 +95951,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$531  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94620,7 +96030,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$532  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94701,7 +96111,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$533  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94784,7 +96194,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$534  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94869,7 +96279,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$535  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -94956,7 +96366,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$536  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95045,7 +96455,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$537  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95136,7 +96546,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$538  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95229,7 +96639,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$539  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95324,7 +96734,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$540  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95421,7 +96831,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$541  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95520,7 +96930,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$542  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95621,7 +97031,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$543  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95724,7 +97134,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$544  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95829,7 +97239,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$545  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -95936,7 +97346,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$546  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96045,7 +97455,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$547  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96156,7 +97566,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$548  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96269,7 +97679,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$549  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96384,7 +97794,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$550  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96501,7 +97911,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$551  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96620,7 +98030,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$552  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96741,7 +98151,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$553  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96864,7 +98274,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$554  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -96989,7 +98399,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$555  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97116,7 +98526,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$556  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97245,7 +98655,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$557  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97376,7 +98786,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$558  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97509,7 +98919,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$559  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97644,7 +99054,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$560  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97781,7 +99191,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$561  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -97920,7 +99330,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$562  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98061,7 +99471,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$563  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98204,7 +99614,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$564  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98349,7 +99759,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$565  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98496,7 +99906,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$566  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98645,7 +100055,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$567  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98796,7 +100206,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$568  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -98949,7 +100359,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$569  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -99104,7 +100514,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$570  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -99261,7 +100671,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$571  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -99420,7 +100830,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$572  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -99581,7 +100991,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$573  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -99744,7 +101154,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$574  = 1'h0;
     casez (bus__addr)
       10'h000:
@@ -99907,7 +101317,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$575  = sweep_at;
     if (sweep) begin
       \$575  = \$1 [7:0];
@@ -99917,7 +101327,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$576  = sweep;
     if (sweep) begin
       if (\$2 ) begin
@@ -99929,7 +101339,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$577  = region_program__valid;
     if (\$3 ) begin
       \$577  = 1'h0;
@@ -99949,7 +101359,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$578  = dma_program__valid;
     if (\$4 ) begin
       \$578  = 1'h0;
@@ -99973,7 +101383,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$579  = tracker_program__valid;
     if (\$5 ) begin
       \$579  = 1'h0;
@@ -100001,7 +101411,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$580  = arbiter_program__valid;
     if (\$6 ) begin
       \$580  = 1'h0;
@@ -100031,98 +101441,98 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$581  = \$7 ;
     if (rst) begin
       \$581  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$582  = region_waiting0;
     if (rst) begin
       \$582  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$583  = region_waiting1;
     if (rst) begin
       \$583  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$584  = region_waiting2;
     if (rst) begin
       \$584  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$585  = region_waiting3;
     if (rst) begin
       \$585  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$586  = region_waiting4;
     if (rst) begin
       \$586  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$587  = region_waiting5;
     if (rst) begin
       \$587  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$588  = region_waiting6;
     if (rst) begin
       \$588  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$589  = region_waiting7;
     if (rst) begin
       \$589  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$590  = region_waiting8;
     if (rst) begin
       \$590  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$591  = region_waiting9;
     if (rst) begin
       \$591  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$592  = region_waiting10;
     if (rst) begin
       \$592  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$593  = region_waiting11;
     if (rst) begin
       \$593  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$594  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -100141,14 +101551,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$595  = region_fetch;
     if (rst) begin
       \$595  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$596  = region_program__payload;
     if (region_load) begin
       \$596 [3] = region_got[0];
@@ -100194,49 +101604,49 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$597  = \$8 ;
     if (rst) begin
       \$597  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$598  = desc_waiting0;
     if (rst) begin
       \$598  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$599  = desc_waiting1;
     if (rst) begin
       \$599  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$600  = desc_waiting2;
     if (rst) begin
       \$600  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$601  = desc_waiting3;
     if (rst) begin
       \$601  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$602  = desc_waiting4;
     if (rst) begin
       \$602  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$603  = 1'h0;
     if (\$82 ) begin
       casez (req_w_data[2:0])
@@ -100259,14 +101669,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$604  = desc_fetch;
     if (rst) begin
       \$604  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$605  = dma_program__payload;
     if (desc_load) begin
       \$605 [8] = desc_got[0];
@@ -100317,7 +101727,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$606  = track_result;
     if (tracker_result__valid) begin
       \$606  = tracker_result__payload;
@@ -100327,7 +101737,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$607  = track_answer;
     if (tracker_result__valid) begin
       \$607  = 1'h0;
@@ -100339,7 +101749,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$608  = tracker_program__payload;
     if (\$54 ) begin
     end else if (\$55 ) begin
@@ -100357,7 +101767,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$609  = arbiter_program__payload;
     if (\$62 ) begin
     end else if (\$63 ) begin
@@ -100375,7 +101785,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$610  = device_id;
     if (\$68 ) begin
       \$610  = req_w_data[4:0];
@@ -100385,7 +101795,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$611  = csr_irq_enable;
     if (\$69 ) begin
       \$611 [0] = req_w_data[0];
@@ -100398,7 +101808,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$612  = tracker_irq_enable;
     if (\$70 ) begin
       \$612 [0] = req_w_data[0];
@@ -100413,7 +101823,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$613  = dma_irq_enable;
     if (\$71 ) begin
       \$613 [0] = req_w_data[0];
@@ -100429,7 +101839,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$614  = addrmap_irq_enable;
     if (\$72 ) begin
       \$614 [0] = req_w_data[0];
@@ -100445,7 +101855,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$615  = arbiter_irq_enable;
     if (\$73 ) begin
       \$615 [0] = req_w_data[0];
@@ -100456,154 +101866,154 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$616  = \$77 ;
     if (rst) begin
       \$616  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$617  = \$81 ;
     if (rst) begin
       \$617  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$618  = tracker_errors;
     if (rst) begin
       \$618  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$619  = dma_errors;
     if (rst) begin
       \$619  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$620  = addrmap_errors;
     if (rst) begin
       \$620  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$621  = arbiter_errors;
     if (rst) begin
       \$621  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$622  = csr_errors_clear_next;
     if (rst) begin
       \$622  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$623  = \$94 ;
     if (rst) begin
       \$623  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$624  = tracker_errors_clear_next;
     if (rst) begin
       \$624  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$625  = \$97 ;
     if (rst) begin
       \$625  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$626  = \$106 ;
     if (rst) begin
       \$626  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$627  = dma_errors_clear_next;
     if (rst) begin
       \$627  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$628  = \$109 ;
     if (rst) begin
       \$628  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$629  = \$118 ;
     if (rst) begin
       \$629  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$630  = addrmap_errors_clear_next;
     if (rst) begin
       \$630  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$631  = \$121 ;
     if (rst) begin
       \$631  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$632  = \$130 ;
     if (rst) begin
       \$632  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$633  = arbiter_errors_clear_next;
     if (rst) begin
       \$633  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$634  = \$133 ;
     if (rst) begin
       \$634  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$635  = \$142 ;
     if (rst) begin
       \$635  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$636  = tracker_capture;
     if (rst) begin
       \$636  = 24'h000000;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$637  = \tracker_capture$174 ;
     if (tracker_errors_first) begin
       \$637 [15:0] = tracker_given[15:0];
@@ -100615,14 +102025,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$638  = dma_capture;
     if (rst) begin
       \$638  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$639  = \dma_capture$177 ;
     if (dma_errors_first) begin
       \$639 [7:0] = dma_given[7:0];
@@ -100635,14 +102045,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$640  = addrmap_capture;
     if (rst) begin
       \$640  = 69'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$641  = \addrmap_capture$180 ;
     if (addrmap_errors_first) begin
       \$641 [47:0] = addrmap_given[47:0];
@@ -100655,14 +102065,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$642  = \$153 ;
     if (rst) begin
       \$642  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$643  = read_part0;
     if (req_r_stb) begin
       \$643  = \$162 ;
@@ -100672,7 +102082,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$644  = read_part1;
     if (req_r_stb) begin
       \$644  = \$171 ;
@@ -100682,7 +102092,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$645  = read_part2;
     if (req_r_stb) begin
       \$645  = \$184 ;
@@ -100692,7 +102102,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$646  = read_part3;
     if (req_r_stb) begin
       \$646  = \$197 ;
@@ -100702,7 +102112,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$647  = read_part4;
     if (req_r_stb) begin
       \$647  = \$204 ;
@@ -100712,7 +102122,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$648  = read_part5;
     if (req_r_stb) begin
       \$648  = \$215 ;
@@ -100722,7 +102132,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$649  = read_part6;
     if (req_r_stb) begin
       \$649  = \$232 ;
@@ -100732,7 +102142,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$650  = read_part8;
     if (req_r_stb) begin
       \$650  = \$249 ;
@@ -100742,7 +102152,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$651  = read_part10;
     if (req_r_stb) begin
       \$651  = \$254 ;
@@ -100752,7 +102162,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$652  = read_part11;
     if (req_r_stb) begin
       \$652  = \$271 ;
@@ -100762,7 +102172,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$653  = read_part13;
     if (req_r_stb) begin
       \$653  = \$280 ;
@@ -100772,7 +102182,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$654  = read_part14;
     if (req_r_stb) begin
       \$654  = \$295 ;
@@ -100782,14 +102192,14 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$655  = req_r_stb;
     if (rst) begin
       \$655  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$656  = read_section;
     if (req_r_stb) begin
       \$656  = req_addr[9:6];
@@ -100799,7 +102209,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$657  = read_unaligned;
     if (req_r_stb) begin
       \$657  = \$296 ;
@@ -100809,7 +102219,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     \$658  = bus__r_data;
     if (read_pending) begin
       \$658  = \$312 ;
@@ -100819,7 +102229,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     set_err[3:2] = 2'h0;
     if (\$372 ) begin
       set_err[3] = 1'h1;
@@ -100950,7 +102360,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__addr = sweep_at[2:0];
@@ -100959,7 +102369,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__data = 152'h00000000000000000000000000000000000000;
@@ -100973,7 +102383,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       wp__en = \$364 ;
@@ -100982,7 +102392,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__addr$208  = sweep_at;
@@ -100991,7 +102401,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__data$209  = 171'h0000000000000000000000000000000000000000000;
@@ -101008,7 +102418,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     (* full_case = 32'd1 *)
     if (sweep) begin
       \wp__en$210  = 1'h1;
@@ -101017,7 +102427,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     region_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -101037,7 +102447,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     desc_started = 1'h0;
     if (\$471 ) begin
       casez (req_w_data[2:0])
@@ -101061,7 +102471,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     csr_errors_clear_next = 4'h0;
     if (\$482 ) begin
       csr_errors_clear_next[0] = bus__w_data[0];
@@ -101071,7 +102481,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     tracker_errors_clear_next = 6'h00;
     if (\$484 ) begin
       tracker_errors_clear_next[0] = bus__w_data[0];
@@ -101083,7 +102493,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     dma_errors_clear_next = 7'h00;
     if (\$486 ) begin
       dma_errors_clear_next[0] = bus__w_data[0];
@@ -101096,7 +102506,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     addrmap_errors_clear_next = 7'h00;
     if (\$488 ) begin
       addrmap_errors_clear_next[0] = bus__w_data[0];
@@ -101109,7 +102519,7 @@ module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, trac
     end
   end
   always @* begin
-    if (_init_strobe_68 ) begin end
+    if (_init_strobe_74 ) begin end
     arbiter_errors_clear_next = 2'h0;
     if (\$490 ) begin
       arbiter_errors_clear_next[0] = bus__w_data[0];
@@ -101457,7 +102867,7 @@ endmodule
 
 module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
 , clk);
-  reg _init_strobe_69  = 0;
+  reg _init_strobe_75  = 0;
   wire [6:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$11 ;
@@ -101764,42 +103174,42 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__re
     .trigger__valid(trigger__valid)
   );
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$17  = bad_response;
     if (rst) begin
       \$17  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$18  = read_error;
     if (rst) begin
       \$18  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$19  = aborted;
     if (rst) begin
       \$19  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$20  = detail;
     if (rst) begin
       \$20  = 72'h000000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$21  = \$3 ;
     if (rst) begin
       \$21  = 7'h00;
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$22  = capture;
     if (\$4 ) begin
       \$22  = resp_detail;
@@ -101811,7 +103221,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__re
     end
   end
   always @* begin
-    if (_init_strobe_69 ) begin end
+    if (_init_strobe_75 ) begin end
     \$23  = stats;
     if (enqueued) begin
       \$23 [31:0] = \$6 [31:0];
@@ -101985,7 +103395,7 @@ module t3hw_system__e3__dma (rst, idle, program__ready, trigger__ready, read__re
 endmodule
 
 module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
-  reg _init_strobe_70  = 0;
+  reg _init_strobe_76  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -102021,15 +103431,15 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$39 ;
   wire \$4 ;
   wire [6:0] \$40 ;
-  wire [3:0] \$41 ;
-  wire [12:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [48:0] \$44 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  wire [47:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [48:0] \$46 ;
-  wire \$47 ;
-  wire [48:0] \$48 ;
-  wire [48:0] \$49 ;
+  wire [47:0] \$46 ;
+  wire [48:0] \$47 ;
+  wire [12:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
   wire [16:0] \$50 ;
   wire \$51 ;
@@ -102037,49 +103447,53 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
+  wire [16:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire [23:0] \$58 ;
+  wire [25:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
+  wire [4:0] \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire [3:0] \$66 ;
-  wire [4:0] \$67 ;
-  wire [4:0] \$68 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  reg \$70 ;
-  reg [57:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg [11:0] \$73 ;
-  reg [47:0] \$74 ;
-  reg [47:0] \$75 ;
-  reg [47:0] \$76 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
   reg [47:0] \$77 ;
-  reg [15:0] \$78 ;
-  reg \$79 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [15:0] \$80 ;
   reg \$81 ;
-  reg [178:0] \$82 ;
+  reg \$82 ;
   reg \$83 ;
-  reg \$84 ;
+  reg [178:0] \$84 ;
   reg \$85 ;
-  reg [170:0] \$86 ;
-  reg [7:0] \$87 ;
-  reg [3:0] \$88 ;
-  reg \$89 ;
+  reg \$86 ;
+  reg \$87 ;
+  reg [47:0] \$88 ;
+  reg [170:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
+  reg [7:0] \$90 ;
   reg [3:0] \$91 ;
-  reg [3:0] \$92 ;
+  reg [47:0] \$92 ;
   reg \$93 ;
   reg \$94 ;
+  reg [3:0] \$95 ;
+  reg [3:0] \$96 ;
+  reg \$97 ;
+  reg \$98 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -102155,7 +103569,6 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [7:0] detail__index ;
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
-  reg [47:0] dst_row = 48'h000000000000;
   reg [3:0] held = 4'h0;
   wire [3:0] held_next;
   output idle;
@@ -102194,6 +103607,7 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire nxt__valid ;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
+  reg [47:0] nxt_step = 48'h000000000000;
   reg nxt_valid = 1'h0;
   wire [139:0] o__payload;
   wire [76:0] \o__payload$38 ;
@@ -102259,16 +103673,20 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
   wire rst;
   reg [3:0] run = 4'h0;
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
-  reg [47:0] src_row = 48'h000000000000;
   wire start;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign last = row_end & one_row;
+  assign \$2  = active & \$signal ;
+  assign stop = \$2  & \$signal$8 ;
+  assign \$3  = ~ stop;
   assign \$4  = active & \$3 ;
   assign \$5  = ~ read__valid;
   assign \$6  = \$5  | read__ready;
@@ -102315,90 +103733,88 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$38  = ~ \$signal$31 ;
   assign \$39  = \$37  & \$38 ;
   assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = tag + 1'h1;
-  assign \$42  = rows_left - 1'h1;
-  assign \$43  = src_row + cur[74:51];
-  assign \$44  = dst_row + cur[74:51];
-  assign \$45  = src_row + cur[74:51];
-  assign \$46  = dst_row + cur[74:51];
-  assign \$47  = rows_left == 2'h2;
-  assign \$48  = src_at + 7'h40;
-  assign \$49  = dst_at + 7'h40;
+  assign \$41  = ~ read__valid;
+  assign \$42  = \$41  | read__ready;
+  assign \$43  = tag + 1'h1;
+  assign \$44  = row_end ? row_step : 48'h000000000040;
+  assign \$45  = src_at + \$44 ;
+  assign \$46  = row_end ? row_step : 48'h000000000040;
+  assign \$47  = dst_at + \$46 ;
+  assign \$48  = rows_left - 1'h1;
+  assign \$49  = rows_left == 2'h2;
   assign \$50  = remaining - 7'h40;
   assign \$51  = remaining <= 8'h80;
   assign \$52  = ~ nxt_valid;
   assign \$53  = descriptor__valid & \$52 ;
   assign \$54  = descriptor__payload[58:43] <= 7'h40;
   assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = run + 1'h1;
-  assign \$57  = o__ready & o__valid;
-  assign \$58  = ~ \$signal$28 ;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = o__payload[79:77] != response__payload[2:0];
-  assign \$61  = response__payload[3] | \$60 ;
-  assign \$62  = \$40 [3:0] == 4'h8;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = \$65  ? o__payload[83:80] : \$signal$30 ;
-  assign \$67  = run + 1'h1;
-  assign \$68  = start ? \$67  : { 1'h0, run };
-  assign \$69  = \$66  == \$68 ;
+  assign \$56  = descriptor__payload[58:43] - 1'h1;
+  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
+  assign \$60  = run + 1'h1;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$40 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$70 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$71 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$72 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    rows_left <= \$73 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    src_row <= \$74 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    dst_row <= \$75 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    src_at <= \$76 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    dst_at <= \$77 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    remaining <= \$78 ;
+    one_row <= \$82 ;
   always @(posedge clk)
-    row_end <= \$79 ;
+    active <= \$83 ;
   always @(posedge clk)
-    one_row <= \$80 ;
+    nxt <= \$84 ;
   always @(posedge clk)
-    active <= \$81 ;
+    nxt_valid <= \$85 ;
   always @(posedge clk)
-    nxt <= \$82 ;
+    nxt_short <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$83 ;
+    nxt_one_row <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$84 ;
+    nxt_step <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$85 ;
+    cur <= \$89 ;
   always @(posedge clk)
-    cur <= \$86 ;
+    index <= \$90 ;
   always @(posedge clk)
-    index <= \$87 ;
+    run <= \$91 ;
   always @(posedge clk)
-    run <= \$88 ;
+    row_step <= \$92 ;
   always @(posedge clk)
-    short_row <= \$89 ;
+    short_row <= \$93 ;
   always @(posedge clk)
-    \$signal  <= \$90 ;
+    \$signal  <= \$94 ;
   always @(posedge clk)
-    \$signal$30  <= \$91 ;
+    \$signal$30  <= \$95 ;
   always @(posedge clk)
-    held <= \$92 ;
+    held <= \$96 ;
   always @(posedge clk)
-    at_limit <= \$93 ;
+    at_limit <= \$97 ;
   always @(posedge clk)
-    \$signal$8  <= \$94 ;
+    \$signal$8  <= \$98 ;
   assign \$1  = row_end ? remaining : 16'h0040;
-  assign last = row_end & one_row;
-  assign \$2  = active & \$signal ;
-  assign stop = \$2  & \$signal$8 ;
-  assign \$3  = ~ stop;
   t3hw_system__e3__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -102418,7 +103834,7 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
     .wr__data(meta)
   );
   always @* begin
-    if (_init_strobe_70 ) begin end
+    if (_init_strobe_76 ) begin end
     detail = 72'h000000000000000000;
     if (o__valid) begin
       detail[7:0] = o__payload[91:84];
@@ -102427,275 +103843,255 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$70  = read__valid;
+    if (_init_strobe_76 ) begin end
+    \$74  = read__valid;
     if (read__ready) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$70  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$71  = read__payload;
-    if (issue) begin
-      \$71 [47:0] = meta[139:92];
-      \$71 [54:48] = \$1 [6:0];
-      \$71 [57:55] = tag;
+    if (_init_strobe_76 ) begin end
+    \$75  = read__payload;
+    if (\$42 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$71  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$72  = tag;
+    if (_init_strobe_76 ) begin end
+    \$76  = tag;
     if (issue) begin
-      \$72  = \$41 [2:0];
+      \$76  = \$43 [2:0];
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$73  = rows_left;
+    if (_init_strobe_76 ) begin end
+    \$77  = src_at;
+    if (issue) begin
+      \$77  = \$45 [47:0];
+    end
+    if (start) begin
+      \$77  = nxt[130:83];
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$78  = dst_at;
+    if (issue) begin
+      \$78  = \$47 [47:0];
+    end
+    if (start) begin
+      \$78  = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$73  = \$42 [11:0];
+        \$79  = \$48 [11:0];
       end
     end
     if (start) begin
-      \$73  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$74  = src_row;
-    if (issue) begin
-      if (row_end) begin
-        \$74  = \$43 [47:0];
-      end
-    end
-    if (start) begin
-      \$74  = nxt[130:83];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$75  = dst_row;
-    if (issue) begin
-      if (row_end) begin
-        \$75  = \$44 [47:0];
-      end
-    end
-    if (start) begin
-      \$75  = nxt[178:131];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$76  = src_at;
+    if (_init_strobe_76 ) begin end
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$76  = \$45 [47:0];
+        \$80  = cur[50:35];
       end else begin
-        \$76  = \$48 [47:0];
+        \$80  = \$50 [15:0];
       end
     end
     if (start) begin
-      \$76  = nxt[130:83];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$77  = dst_at;
+    if (_init_strobe_76 ) begin end
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$77  = \$46 [47:0];
+        \$81  = short_row;
       end else begin
-        \$77  = \$49 [47:0];
+        \$81  = \$51 ;
       end
     end
     if (start) begin
-      \$77  = nxt[178:131];
+      \$81  = nxt_short;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$78  = remaining;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$78  = cur[50:35];
-      end else begin
-        \$78  = \$50 [15:0];
-      end
-    end
-    if (start) begin
-      \$78  = nxt[58:43];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$79  = row_end;
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (row_end) begin
-        \$79  = short_row;
-      end else begin
-        \$79  = \$51 ;
-      end
-    end
-    if (start) begin
-      \$79  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$80  = one_row;
+    if (_init_strobe_76 ) begin end
+    \$82  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$80  = \$47 ;
+        \$82  = \$49 ;
       end
     end
     if (start) begin
-      \$80  = nxt_one_row;
+      \$82  = nxt_one_row;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$81  = active;
+    if (_init_strobe_76 ) begin end
+    \$83  = active;
     if (issue) begin
       if (last) begin
-        \$81  = 1'h0;
+        \$83  = 1'h0;
       end
     end
     if (stop) begin
-      \$81  = 1'h0;
+      \$83  = 1'h0;
     end
     if (start) begin
-      \$81  = 1'h1;
-    end
-    if (rst) begin
-      \$81  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$82  = nxt;
-    if (\$53 ) begin
-      \$82  = descriptor__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$83  = nxt_valid;
-    if (\$53 ) begin
       \$83  = 1'h1;
     end
-    if (start) begin
-      \$83  = 1'h0;
-    end
     if (rst) begin
       \$83  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$84  = nxt_short;
+    if (_init_strobe_76 ) begin end
+    \$84  = nxt;
     if (\$53 ) begin
-      \$84  = \$54 ;
+      \$84  = descriptor__payload;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$85  = nxt_one_row;
+    if (_init_strobe_76 ) begin end
+    \$85  = nxt_valid;
     if (\$53 ) begin
-      \$85  = \$55 ;
+      \$85  = 1'h1;
     end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$86  = cur;
     if (start) begin
-      \$86 [0] = nxt[8];
-      \$86 [1] = nxt[9];
-      \$86 [6:2] = nxt[14:10];
-      \$86 [22:7] = nxt[30:15];
-      \$86 [34:23] = nxt[42:31];
-      \$86 [50:35] = nxt[58:43];
-      \$86 [74:51] = nxt[82:59];
-      \$86 [122:75] = nxt[130:83];
-      \$86 [170:123] = nxt[178:131];
+      \$85  = 1'h0;
+    end
+    if (rst) begin
+      \$85  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$87  = index;
+    if (_init_strobe_76 ) begin end
+    \$86  = nxt_short;
+    if (\$53 ) begin
+      \$86  = \$54 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$87  = nxt_one_row;
+    if (\$53 ) begin
+      \$87  = \$55 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$88  = nxt_step;
+    if (\$53 ) begin
+      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$89  = cur;
     if (start) begin
-      \$87  = nxt[7:0];
+      \$89 [0] = nxt[8];
+      \$89 [1] = nxt[9];
+      \$89 [6:2] = nxt[14:10];
+      \$89 [22:7] = nxt[30:15];
+      \$89 [34:23] = nxt[42:31];
+      \$89 [50:35] = nxt[58:43];
+      \$89 [74:51] = nxt[82:59];
+      \$89 [122:75] = nxt[130:83];
+      \$89 [170:123] = nxt[178:131];
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$88  = run;
+    if (_init_strobe_76 ) begin end
+    \$90  = index;
     if (start) begin
-      \$88  = \$56 [3:0];
-    end
-    if (rst) begin
-      \$88  = 4'h0;
+      \$90  = nxt[7:0];
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$89  = short_row;
+    if (_init_strobe_76 ) begin end
+    \$91  = run;
     if (start) begin
-      \$89  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$90  = \$signal ;
-    if (\$59 ) begin
-      \$90  = \$61 ;
+      \$91  = \$60 [3:0];
     end
     if (rst) begin
-      \$90  = 1'h0;
+      \$91  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$91  = \$signal$30 ;
-    if (\$59 ) begin
-      \$91  = o__payload[83:80];
+    if (_init_strobe_76 ) begin end
+    \$92  = row_step;
+    if (start) begin
+      \$92  = nxt_step;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$92  = \$40 [3:0];
+    if (_init_strobe_76 ) begin end
+    \$93  = short_row;
+    if (start) begin
+      \$93  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$94  = \$signal ;
+    if (\$63 ) begin
+      \$94  = \$65 ;
+    end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$93  = \$62 ;
-    if (rst) begin
-      \$93  = 1'h0;
+    if (_init_strobe_76 ) begin end
+    \$95  = \$signal$30 ;
+    if (\$63 ) begin
+      \$95  = o__payload[83:80];
     end
   end
   always @* begin
-    if (_init_strobe_70 ) begin end
-    \$94  = \$69 ;
+    if (_init_strobe_76 ) begin end
+    \$96  = \$40 [3:0];
     if (rst) begin
-      \$94  = 1'h1;
+      \$96  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$97  = \$66 ;
+    if (rst) begin
+      \$97  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$98  = \$73 ;
+    if (rst) begin
+      \$98  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -102801,10 +104197,12 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
+  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
+  assign \$58  = { \$57 [16], \$57 , 6'h00 };
 endmodule
 
 module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_71  = 0;
+  reg _init_strobe_77  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -103052,35 +104450,35 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [2:0];
@@ -103090,7 +104488,7 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [2:0];
@@ -103100,7 +104498,7 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
     end
   end
   always @* begin
-    if (_init_strobe_71 ) begin end
+    if (_init_strobe_77 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -103139,7 +104537,7 @@ module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__
 endmodule
 
 module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__payload, o__ready, clk);
-  reg _init_strobe_72  = 0;
+  reg _init_strobe_78  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -103412,35 +104810,35 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$71  = \$14 [3:0];
     if (rst) begin
       \$71  = 4'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [2:0];
@@ -103450,7 +104848,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [2:0];
@@ -103460,7 +104858,7 @@ module t3hw_system__e3__dma__engine__pending (rst, push, wr__data, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_72 ) begin end
+    if (_init_strobe_78 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -103525,7 +104923,7 @@ endmodule
 
 module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch, bad_range, desc_busy, trigger__ready, check_ok, bad_descriptor, idle, descriptor__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, busy, descriptor__valid, descriptor__payload, detail, clk
 );
-  reg _init_strobe_73  = 0;
+  reg _init_strobe_79  = 0;
   wire [8:0] \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -105409,7 +106807,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     .wr__data(s2_cmd)
   );
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$103  = sweep;
     if (busy) begin
       \$103  = \$1 [7:0];
@@ -105419,7 +106817,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
@@ -105431,91 +106829,91 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$105  = { stage[3:0], \$3  };
     if (rst) begin
       \$105  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$106  = desc;
     if (program__ready) begin
       \$106  = program__payload;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$107  = rows1;
     if (program__ready) begin
       \$107  = \$4 [11:0];
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$108  = held;
     if (stage[1]) begin
       \$108  = desc_held;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$109  = \busy$19 ;
     if (stage[2]) begin
       \$109  = \$17 ;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$110  = \$21 ;
     if (rst) begin
       \$110  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$111  = s1_valid;
     if (rst) begin
       \$111  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$112  = \$78 [4:0];
     if (rst) begin
       \$112  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$113  = room_next;
     if (rst) begin
       \$113  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$114  = \$30 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$115  = \$31 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$116  = fetching;
     if (rst) begin
       \$116  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$117  = descriptor__valid;
     if (descriptor__ready) begin
       \$117  = 1'h0;
@@ -105528,7 +106926,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$118  = descriptor__payload;
     if (fetched) begin
       \$118 [8] = got[0];
@@ -105547,49 +106945,49 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$119  = \$34 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$120  = issued_checked;
     if (stage[1]) begin
       \$120  = check__data;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$121  = \$39 ;
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$122  = dropped_checked;
     if (stage[1]) begin
       \$122  = \check__data$66 ;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$123  = \$45 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     \$124  = taken_checked;
     if (stage[1]) begin
       \$124  = \check__data$73 ;
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     detail = 72'h000000000000000000;
     if (refused) begin
       detail[7:0] = desc[7:0];
@@ -105602,7 +107000,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__addr = sweep;
@@ -105611,7 +107009,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__data = 1'h0;
@@ -105620,7 +107018,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_check__en = 1'h1;
@@ -105629,7 +107027,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__addr = sweep;
@@ -105638,7 +107036,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__data = 171'h0000000000000000000000000000000000000000000;
@@ -105655,7 +107053,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr_fetch__en = 1'h1;
@@ -105664,7 +107062,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__addr = sweep;
@@ -105673,7 +107071,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__data = 5'h00;
@@ -105682,7 +107080,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       wr__en = 1'h1;
@@ -105691,7 +107089,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$98  = sweep;
@@ -105700,7 +107098,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$99  = 5'h00;
@@ -105709,7 +107107,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$100  = 1'h1;
@@ -105718,7 +107116,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__addr$103  = sweep;
@@ -105727,7 +107125,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__data$104  = 5'h00;
@@ -105736,7 +107134,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     end
   end
   always @* begin
-    if (_init_strobe_73 ) begin end
+    if (_init_strobe_79 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
       \wr__en$105  = 1'h1;
@@ -105827,7 +107225,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
 endmodule
 
 module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_74  = 0;
+  reg _init_strobe_80  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -106043,35 +107441,35 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
   assign \$20  = push & accept;
   assign \$21  = ~ \$20 ;
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$71  = \$14 [4:0];
     if (rst) begin
       \$71  = 5'h00;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$72  = \$24 ;
     if (rst) begin
       \$72  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$73  = \$36 ;
     if (rst) begin
       \$73  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$74  = \$48 ;
     if (rst) begin
       \$74  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$75  = wr__addr;
     if (\$58 ) begin
       \$75  = \$61 [3:0];
@@ -106081,7 +107479,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$76  = rd__addr;
     if (\$63 ) begin
       \$76  = \$66 [3:0];
@@ -106091,7 +107489,7 @@ module t3hw_system__e3__dma__queue__ready_queue (rst, push, o__ready, wr__data, 
     end
   end
   always @* begin
-    if (_init_strobe_74 ) begin end
+    if (_init_strobe_80 ) begin end
     \$77  = o__payload;
     if (\$69 ) begin
       \$77  = \$70 ;
@@ -106170,7 +107568,7 @@ module t3hw_system__e3__slice_dma_read (rst, o__ready, i__ready, o__payload, i__
 endmodule
 
 module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_75  = 0;
+  reg _init_strobe_81  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -106337,35 +107735,35 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -106375,7 +107773,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -106384,7 +107782,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -106395,7 +107793,7 @@ module t3hw_system__e3__slice_dma_read__queue (rst, o__ready, push, o__payload, 
     end
   end
   always @* begin
-    if (_init_strobe_75 ) begin end
+    if (_init_strobe_81 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -106475,7 +107873,7 @@ module t3hw_system__e3__slice_dma_response (rst, i__valid, i__ready, o__payload,
 endmodule
 
 module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_76  = 0;
+  reg _init_strobe_82  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -106627,35 +108025,35 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -106665,7 +108063,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -106674,7 +108072,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -106685,7 +108083,7 @@ module t3hw_system__e3__slice_dma_response__queue (rst, push, o__payload, data, 
     end
   end
   always @* begin
-    if (_init_strobe_76 ) begin end
+    if (_init_strobe_82 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -106809,7 +108207,7 @@ module t3hw_system__e3__slice_net_dma (rst, i__ready, o__payload, i__valid, data
 endmodule
 
 module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_77  = 0;
+  reg _init_strobe_83  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -106996,35 +108394,35 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -107034,7 +108432,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -107043,7 +108441,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -107054,7 +108452,7 @@ module t3hw_system__e3__slice_net_dma__queue (rst, push, o__payload, data, o__re
     end
   end
   always @* begin
-    if (_init_strobe_77 ) begin end
+    if (_init_strobe_83 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -107179,7 +108577,7 @@ module t3hw_system__e3__slice_net_store (rst, i__valid, i__ready, o__payload, da
 endmodule
 
 module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_78  = 0;
+  reg _init_strobe_84  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -107366,35 +108764,35 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -107404,7 +108802,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -107413,7 +108811,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -107424,7 +108822,7 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
     end
   end
   always @* begin
-    if (_init_strobe_78 ) begin end
+    if (_init_strobe_84 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -107455,11 +108853,13 @@ module t3hw_system__e3__slice_net_store__queue (rst, push, o__payload, data, o__
   assign data__bytes  = data[76:70];
 endmodule
 
-module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, o__payload, i__valid, o__valid, clk);
+module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -107484,15 +108884,17 @@ module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -107503,29 +108905,41 @@ module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, o__payload,
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e3__slice_remote__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e3__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -107536,20 +108950,245 @@ module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, o__payload,
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e3__slice_remote__flags (rst, data, o__ready, push, o__payload, clk);
+  reg _init_strobe_85  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_85 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_85 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_85 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_85 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_85 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_85 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
 module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_79  = 0;
+  reg _init_strobe_86  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -107736,35 +109375,35 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -107774,7 +109413,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -107783,7 +109422,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -107794,7 +109433,7 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
     end
   end
   always @* begin
-    if (_init_strobe_79 ) begin end
+    if (_init_strobe_86 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -107825,11 +109464,13 @@ module t3hw_system__e3__slice_remote__queue (rst, data, o__ready, push, o__paylo
   assign data__tracked  = data[72];
 endmodule
 
-module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__payload, data, o__valid, clk);
+module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
+  wire \data$12 ;
+  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -107854,15 +109495,17 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$7 ;
-  wire [47:0] o__payload$7__addr ;
-  wire [6:0] o__payload$7__bytes ;
+  wire [72:0] \o__payload$14 ;
+  wire [47:0] o__payload$14__addr ;
+  wire [6:0] o__payload$14__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$7__kind ;
-  wire [15:0] o__payload$7__tile ;
-  wire o__payload$7__tracked ;
+  wire o__payload$14__kind ;
+  wire [15:0] o__payload$14__tile ;
+  wire o__payload$14__tracked ;
+  wire \o__payload$15 ;
+  wire o__payload$15__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -107873,29 +109516,41 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$11 ;
+  wire \o__ready$8 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$10 ;
   wire push;
+  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
+  t3hw_system__e3__slice_store__flags  flags (
+    .clk(clk),
+    .data(data[72]),
+    .o__payload(\o__payload$15 ),
+    .o__ready(o__ready),
+    .push(push),
+    .rst(rst)
+  );
   t3hw_system__e3__slice_store__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
+    .o__payload(\o__payload$14 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
-  assign \o__ready$9  = o__ready;
-  assign \o__valid$11  = o__valid;
+  assign \push$6  = push;
+  assign \o__ready$8  = o__ready;
+  assign \o__valid$10  = o__valid;
+  assign \o__ready$11  = o__ready;
+  assign \data$12  = data[72];
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -107906,20 +109561,245 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, o__paylo
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
+  assign data$12__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$7__addr  = o__payload[47:0];
-  assign o__payload$7__tile  = o__payload[63:48];
-  assign o__payload$7__bytes  = o__payload[70:64];
-  assign o__payload$7__kind  = o__payload[71];
-  assign o__payload$7__tracked  = o__payload[72];
+  assign o__payload$14__addr  = \o__payload$14 [47:0];
+  assign o__payload$14__tile  = \o__payload$14 [63:48];
+  assign o__payload$14__bytes  = \o__payload$14 [70:64];
+  assign o__payload$14__kind  = \o__payload$14 [71];
+  assign o__payload$14__tracked  = \o__payload$14 [72];
+  assign o__payload$15__tracked  = \o__payload$15 ;
+  assign o__payload[72] = \o__payload$15 ;
+  assign o__payload[71] = \o__payload$14 [71];
+  assign o__payload[70:64] = \o__payload$14 [70:64];
+  assign o__payload[63:48] = \o__payload$14 [63:48];
+  assign o__payload[47:0] = \o__payload$14 [47:0];
+endmodule
+
+module t3hw_system__e3__slice_store__flags (rst, o__ready, push, data, o__payload, clk);
+  reg _init_strobe_87  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire [2:0] \$12 ;
+  wire [2:0] \$13 ;
+  wire [3:0] \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire \$18 ;
+  wire \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire \$21 ;
+  wire \$22 ;
+  wire \$23 ;
+  wire \$24 ;
+  wire \$25 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire \$28 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
+  wire \$48 ;
+  wire \$49 ;
+  wire \$5 ;
+  wire \$50 ;
+  wire \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
+  wire \$6 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  reg [1:0] \$63 ;
+  reg \$64 ;
+  reg \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  wire [2:0] \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  wire accept;
+  input clk;
+  wire clk;
+  input data;
+  wire data;
+  wire data__tracked ;
+  reg full = 1'h0;
+  (* init = 1'h0 *)
+  wire head_reg;
+  wire head_reg__tracked ;
+  reg [1:0] level = 2'h0;
+  output o__payload;
+  reg o__payload = 1'h0;
+  wire o__payload__tracked ;
+  input o__ready;
+  wire o__ready;
+  reg o__valid = 1'h0;
+  input push;
+  wire push;
+  input rst;
+  wire rst;
+  reg slot = 1'h0;
+  wire slot__tracked ;
+  reg waiting = 1'h0;
+  assign \$31  = push & accept;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
+  assign \$38  = o__valid & o__ready;
+  assign \$39  = ~ \$38 ;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = level >= 1'h1;
+  assign \$42  = o__valid & o__ready;
+  assign \$43  = push & accept;
+  assign \$44  = ~ \$43 ;
+  assign \$45  = \$42  & \$44 ;
+  assign \$46  = level >= 2'h3;
+  assign \$47  = \$45  ? \$46  : waiting;
+  assign \$48  = \$40  ? \$41  : \$47 ;
+  assign \$49  = push & accept;
+  assign \$50  = push & accept;
+  assign \$51  = ~ o__valid;
+  assign \$52  = o__valid & o__ready;
+  assign \$53  = ~ waiting;
+  assign \$54  = \$52  & \$53 ;
+  assign \$55  = \$51  | \$54 ;
+  assign \$56  = \$50  & \$55 ;
+  assign \$57  = ~ \$56 ;
+  assign \$58  = \$49  & \$57 ;
+  assign \$59  = o__valid & o__ready;
+  assign \$60  = ~ o__valid;
+  assign \$61  = \$59  | \$60 ;
+  assign \$62  = waiting ? slot : data;
+  always @(posedge clk)
+    level <= \$63 ;
+  always @(posedge clk)
+    o__valid <= \$64 ;
+  always @(posedge clk)
+    full <= \$65 ;
+  always @(posedge clk)
+    waiting <= \$66 ;
+  always @(posedge clk)
+    slot <= \$67 ;
+  always @(posedge clk)
+    o__payload <= \$68 ;
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign accept = \$1  | \$2 ;
+  assign \$3  = push & accept;
+  assign \$4  = o__valid & o__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = \$3  & \$5 ;
+  assign \$7  = level + 1'h1;
+  assign \$8  = o__valid & o__ready;
+  assign \$9  = push & accept;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = \$8  & \$10 ;
+  assign \$12  = level - 1'h1;
+  assign \$13  = \$11  ? \$12  : { 1'h0, level };
+  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
+  assign \$15  = push & accept;
+  assign \$16  = o__valid & o__ready;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = \$15  & \$17 ;
+  assign \$19  = o__valid & o__ready;
+  assign \$20  = push & accept;
+  assign \$21  = ~ \$20 ;
+  assign \$22  = \$19  & \$21 ;
+  assign \$23  = \$22  ? waiting : o__valid;
+  assign \$24  = \$18  ? 1'h1 : \$23 ;
+  assign \$25  = push & accept;
+  assign \$26  = o__valid & o__ready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = level == 1'h1;
+  assign \$30  = o__valid & o__ready;
+  always @* begin
+    if (_init_strobe_87 ) begin end
+    \$63  = \$14 [1:0];
+    if (rst) begin
+      \$63  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_87 ) begin end
+    \$64  = \$24 ;
+    if (rst) begin
+      \$64  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_87 ) begin end
+    \$65  = \$36 ;
+    if (rst) begin
+      \$65  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_87 ) begin end
+    \$66  = \$48 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_87 ) begin end
+    \$67  = slot;
+    if (\$58 ) begin
+      \$67  = data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_87 ) begin end
+    \$68  = o__payload;
+    if (\$61 ) begin
+      \$68  = \$62 ;
+    end
+  end
+  assign head_reg = o__payload;
+  assign o__payload__tracked  = o__payload;
+  assign head_reg__tracked  = o__payload;
+  assign slot__tracked  = slot;
+  assign data__tracked  = data;
 endmodule
 
 module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_80  = 0;
+  reg _init_strobe_88  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -108106,35 +109986,35 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
   assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$53  = \$14 [1:0];
     if (rst) begin
       \$53  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$54  = \$24 ;
     if (rst) begin
       \$54  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$55  = \$36 ;
     if (rst) begin
       \$55  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$56  = \$48 ;
     if (rst) begin
       \$56  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$57  = \$signal ;
     if (\$49 ) begin
       \$57  = \$50 ;
@@ -108144,7 +110024,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$58  = entry1;
     if (\$49 ) begin
       if (\$signal ) begin
@@ -108153,7 +110033,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$59  = entry0;
     if (\$49 ) begin
       (* full_case = 32'd1 *)
@@ -108164,7 +110044,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
     end
   end
   always @* begin
-    if (_init_strobe_80 ) begin end
+    if (_init_strobe_88 ) begin end
     \$60  = rd;
     if (\$51 ) begin
       \$60  = \$52 ;
@@ -108196,7 +110076,7 @@ module t3hw_system__e3__slice_store__queue (rst, o__ready, push, o__payload, dat
 endmodule
 
 module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_81  = 0;
+  reg _init_strobe_89  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [4:0] \$100 ;
@@ -110025,7 +111905,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -110038,7 +111918,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -110050,7 +111930,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     endcase
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$207  = sweep;
     if (busy) begin
       \$207  = sweep1[7:0];
@@ -110060,7 +111940,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$208  = sweep1;
     if (busy) begin
       \$208  = \$78 [8:0];
@@ -110070,7 +111950,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$209  = sweep_last;
     if (busy) begin
       \$209  = \$79 ;
@@ -110080,7 +111960,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$210  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -110092,203 +111972,203 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$211  = write__valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$213  = \$80 ;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$214  = \$86 ;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$215  = s1_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$216  = s1_stale;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$217  = s1_prog;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$218  = s1_ack;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$219  = s2_valid;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$220  = s2_stale;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$221  = s2_prog;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$222  = s2_ack;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$223  = \$98 ;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$224  = \$99 ;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$225  = \$122 ;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$226  = { \$131 , \$129 , \$127  };
     if (rst) begin
       \$226  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$227  = \$signal ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$228  = base[0];
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$229  = ok_next;
     if (rst) begin
       \$229  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$230  = \$135 ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$231  = \$138 ;
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$232  = \$142 ;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$234  = \$157 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$235  = fwd_prev_we;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$236  = fwd_last_we;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$238  = \push$56 ;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$239  = s3_prog;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$240  = set_err;
     if (rst) begin
       \$240  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$242  = capture;
     if (\$160 ) begin
       \$242  = cap;
@@ -110298,42 +112178,42 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$243  = \$163 ;
     if (rst) begin
       \$243  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$244  = \$165 ;
     if (rst) begin
       \$244  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$245  = \$175 ;
     if (rst) begin
       \$245  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$246  = \$178 ;
     if (rst) begin
       \$246  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$247  = \$180 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$248  = stats;
     if (writes_compute_event) begin
       \$248 [31:0] = \$181 [31:0];
@@ -110358,49 +112238,49 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$249  = \$183 ;
     if (rst) begin
       \$249  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$250  = \$186 ;
     if (rst) begin
       \$250  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$251  = set_err[0];
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$252  = \$190 ;
     if (rst) begin
       \$252  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$253  = lost;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$254  = \$198 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_81 ) begin end
+    if (_init_strobe_89 ) begin end
     \$255  = \wait ;
     if (\$204 ) begin
       \$255  = 3'h7;
@@ -110625,7 +112505,7 @@ module t3hw_system__e3__tracker (rst, program__ready, o__ready, program__valid, 
 endmodule
 
 module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_82  = 0;
+  reg _init_strobe_90  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -111242,70 +113122,70 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -111315,7 +113195,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
     end
   end
   always @* begin
-    if (_init_strobe_82 ) begin end
+    if (_init_strobe_90 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -111336,7 +113216,7 @@ module t3hw_system__e3__tracker__acks (rst, push, o__ready, wr__data, o__valid, 
 endmodule
 
 module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_83  = 0;
+  reg _init_strobe_91  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -111969,70 +113849,70 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -112042,7 +113922,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
     end
   end
   always @* begin
-    if (_init_strobe_83 ) begin end
+    if (_init_strobe_91 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -112079,7 +113959,7 @@ module t3hw_system__e3__tracker__queue (rst, o__ready, wr__data, push, o__valid,
 endmodule
 
 module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_84  = 0;
+  reg _init_strobe_92  = 0;
   wire \$1 ;
   reg [76:0] \$10 ;
   reg \$11 ;
@@ -112153,7 +114033,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
   always @(posedge clk)
     last <= \$11 ;
   always @* begin
-    if (_init_strobe_84 ) begin end
+    if (_init_strobe_92 ) begin end
     \$9  = o__valid;
     if (o__ready) begin
       \$9  = 1'h0;
@@ -112182,7 +114062,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_84 ) begin end
+    if (_init_strobe_92 ) begin end
     \$10  = o__payload;
     (* full_case = 32'd1 *)
     casez (last)
@@ -112208,7 +114088,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_84 ) begin end
+    if (_init_strobe_92 ) begin end
     \$11  = last;
     (* full_case = 32'd1 *)
     casez (last)
@@ -112234,7 +114114,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     end
   end
   always @* begin
-    if (_init_strobe_84 ) begin end
+    if (_init_strobe_92 ) begin end
     i__1__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -112254,7 +114134,7 @@ module t3hw_system__e3__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o_
     endcase
   end
   always @* begin
-    if (_init_strobe_84 ) begin end
+    if (_init_strobe_92 ) begin end
     i__0__ready = 1'h0;
     (* full_case = 32'd1 *)
     casez (last)

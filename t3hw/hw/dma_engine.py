@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
 from t3hw.spec.layouts import (dma_capture_layout, dma_descriptor_layout, dma_program_layout,
                                net_packet_layout, read_request_layout, read_response_layout)
@@ -156,13 +157,16 @@ class DmaEngine(wiring.Component):
         cur       = Signal(dma_descriptor_layout(p), reset_less=True)
         index     = Signal(p.cmd_width, reset_less=True)
         run       = Signal(p.read_tag_width + 1)
-        src_row   = Signal(p.addr_width, reset_less=True)
-        dst_row   = Signal(p.addr_width, reset_less=True)
-        # The burst's addresses, ``src_row + col`` and ``dst_row + col`` (``col`` the offset
-        # in the row), kept as registers and stepped with the walk, so that no adder lies
-        # between the walker's state and the queue of outstanding reads.
+        # The burst's addresses, ``src + r * pitch + c`` and ``dst + r * pitch + c``, kept as
+        # registers and stepped with the walk, so that no adder lies between the walker's
+        # state and the queue of outstanding reads: by ``burst_bytes`` inside a row, and
+        # from a row's last burst to the next row's first by ``row_step = pitch - (row_bytes
+        # - 1) // burst_bytes * burst_bytes`` (the descriptor's, computed as it is taken), so
+        # that no row start is kept beside them: ``issue`` enables as few registers as it
+        # can.
         src_at    = Signal(p.addr_width, reset_less=True)
         dst_at    = Signal(p.addr_width, reset_less=True)
+        row_step  = Signal(p.addr_width, reset_less=True)
         rows_left = Signal(p.rows_width, reset_less=True)
         tag       = Signal(p.read_tag_width)
 
@@ -209,29 +213,32 @@ class DmaEngine(wiring.Component):
             pending.data.eq(meta),
             pending.push.eq(issue),
         ]
-        with m.If(issue):
+        # The read register's payload loads in every cycle its slot is free (a flip-flop
+        # and the reader's ``ready``), not on ``issue``: without an issue ``valid`` stays
+        # low and no one reads it.
+        with m.If(~req.valid | req.ready):
             m.d.sync += [
-                req.valid.eq(1),
                 req.payload.addr.eq(meta.src),
                 req.payload.bytes.eq(nbytes),
                 req.payload.tag.eq(tag),
+            ]
+        step = Mux(row_end, row_step, p.burst_bytes)
+        with m.If(issue):
+            m.d.sync += [
+                req.valid.eq(1),
                 tag.eq(tag + 1),
+                src_at.eq(src_at + step),
+                dst_at.eq(dst_at + step),
             ]
             with m.If(row_end):
                 m.d.sync += [
                     rows_left.eq(rows_left - 1),
-                    src_row.eq(src_row + cur.pitch),
-                    dst_row.eq(dst_row + cur.pitch),
-                    src_at.eq(src_row + cur.pitch),
-                    dst_at.eq(dst_row + cur.pitch),
                     remaining.eq(cur.row_bytes),
                     row_end.eq(short_row),
                     one_row.eq(rows_left == 2),
                 ]
             with m.Else():
                 m.d.sync += [
-                    src_at.eq(src_at + p.burst_bytes),
-                    dst_at.eq(dst_at + p.burst_bytes),
                     remaining.eq(remaining - p.burst_bytes),
                     row_end.eq(remaining <= 2 * p.burst_bytes),
                 ]
@@ -250,11 +257,15 @@ class DmaEngine(wiring.Component):
         nxt_valid = Signal()
         nxt_short = Signal(reset_less=True)         # row_bytes <= burst
         nxt_one_row = Signal(reset_less=True)       # rows == 1
+        nxt_step = Signal(p.addr_width, reset_less=True)
         m.d.comb += desc.ready.eq(~nxt_valid)
+        d = desc.payload
+        shift = exact_log2(p.burst_bytes)       # a power of two (check_params)
         with m.If(desc.valid & ~nxt_valid):
-            m.d.sync += [nxt.eq(desc.payload), nxt_valid.eq(1),
-                         nxt_short.eq(desc.payload.row_bytes <= p.burst_bytes),
-                         nxt_one_row.eq(desc.payload.rows == 1)]
+            m.d.sync += [nxt.eq(d), nxt_valid.eq(1),
+                         nxt_short.eq(d.row_bytes <= p.burst_bytes),
+                         nxt_one_row.eq(d.rows == 1),
+                         nxt_step.eq(d.pitch - (((d.row_bytes - 1) >> shift) << shift))]
         start = Signal()
         m.d.comb += start.eq(nxt_valid & (~active | (issue & last)))
         with m.If(start):
@@ -264,10 +275,9 @@ class DmaEngine(wiring.Component):
                 *(cur[name].eq(nxt[name]) for name in dma_descriptor_layout(p).members),
                 index.eq(nxt.index),
                 run.eq(run + 1),
-                src_row.eq(nxt.src),
-                dst_row.eq(nxt.dst),
                 src_at.eq(nxt.src),
                 dst_at.eq(nxt.dst),
+                row_step.eq(nxt_step),
                 rows_left.eq(nxt.rows),
                 remaining.eq(nxt.row_bytes),
                 row_end.eq(nxt_short),

@@ -124,15 +124,17 @@ class Engine(wiring.Component):
         # Every stream from one block to another passes a register slice, so that no
         # combinational path (a grant deciding a ready deciding a DMA address, ...) spans two
         # blocks: each block's timing is its own (docs/synthesis.md).
-        def link(name, source, sink):
-            m.submodules[f"slice_{name}"] = cut = Slice(source.payload.shape())
+        def link(name, source, sink, fast=()):
+            m.submodules[f"slice_{name}"] = cut = Slice(source.payload.shape(), fast=fast)
             connect(m, source, cut.i)
             connect(m, cut.o, sink)
 
         connect(m, flipped(self.store), addrmap.store)
         connect(m, flipped(self.net_rx), addrmap.rx)
-        link("store", addrmap.mem, arbiter.store)
-        link("remote", addrmap.rx_mem, arbiter.remote)
+        # The arbiter's decision reads a write's ``tracked`` bit (``track_hold``): from a
+        # register of the slice's own, not through its payload multiplexer.
+        link("store", addrmap.mem, arbiter.store, fast=("tracked",))
+        link("remote", addrmap.rx_mem, arbiter.remote, fast=("tracked",))
         connect(m, flipped(self.load), arbiter.load)
         connect(m, arbiter.load_response, flipped(self.load_response))
         connect(m, arbiter.dram, flipped(self.dram))

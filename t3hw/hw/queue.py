@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from amaranth import *
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assume, Cover
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from t3hw.spec.layouts import rd_collision_attrs
 from .formal import Spec, drive_inputs, past, stream_rules
@@ -379,6 +379,10 @@ class Slice(wiring.Component):
     ----------
     shape : ShapeLike
         Shape of an item.
+    fast : tuple of str
+        Fields of ``shape`` (a :class:`~amaranth.lib.data.StructLayout`) that the reader
+        decides on: each comes out of a register of its own, not through the multiplexer
+        (below).
 
     Members
     -------
@@ -392,11 +396,24 @@ class Slice(wiring.Component):
     with ``head="select"``: ``o.ready`` (the reader's decision, the head of every
     ready-to-pop path in the engine) drives the read pointer and the level flags, a handful
     of flip-flops, not the enable of a payload-wide head register; ``o.payload`` is one 2:1
-    multiplexer level behind the two registers.
+    multiplexer level behind the two registers, whose select (the read pointer) drives
+    every payload bit. The ``fast`` fields are kept a second time in a queue of depth 2
+    with its head in a register (``head="register"``), pushed and popped with the first:
+    the reader's decision on them (the arbiter's on a write's ``tracked`` bit) starts at a
+    flip-flop, not at the read pointer's wide net.
     """
 
-    def __init__(self, shape):
-        self._shape = shape
+    def __init__(self, shape, *, fast=()):
+        fast = tuple(fast)
+        if fast:
+            layout = data.Layout.cast(shape)
+            members = dict(layout) if isinstance(layout, data.StructLayout) else {}
+            unknown = [f for f in fast if f not in members]
+            if unknown:
+                self._MustUse__silence = True
+                raise ValueError(f"fast must name fields of the item's struct layout "
+                                 f"{sorted(members)}, not {unknown!r}")
+        self._shape, self._fast = shape, fast
         super().__init__({
             "i": In(stream.Signature(shape)),
             "o": Out(stream.Signature(shape)),
@@ -410,21 +427,40 @@ class Slice(wiring.Component):
             queue.push.eq(self.i.valid & self.i.ready),
             queue.data.eq(self.i.payload),
         ]
-        wiring.connect(m, queue.o, wiring.flipped(self.o))
+        flags = None
+        if not self._fast:
+            wiring.connect(m, queue.o, wiring.flipped(self.o))
+        else:
+            layout = data.Layout.cast(self._shape)
+            flags_layout = data.StructLayout({f: layout[f].shape for f in self._fast})
+            m.submodules.flags = flags = Queue(flags_layout, depth=2)
+            m.d.comb += [flags.push.eq(queue.push), flags.o.ready.eq(self.o.ready),
+                         self.o.valid.eq(queue.o.valid), queue.o.ready.eq(self.o.ready)]
+            m.d.comb += [flags.data[f].eq(self.i.payload[f]) for f in self._fast]
+            m.d.comb += [self.o.payload[f].eq(flags.o.payload[f] if f in self._fast
+                                              else queue.o.payload[f])
+                         for f in dict(layout)]
         if platform == "formal":
             self.formal_view = queue
+            self.formal_flags = flags
         return m
 
 
-def slice_formal_spec(*, width=2):
-    """The formal spec top of one :class:`Slice` of ``width``-bit items: inputs free, ``i``
-    assumed to obey the stream rules; asserted: every item taken on ``i`` is accepted by the
-    queue inside (so none is lost), ``i.ready`` is high whenever the slice is not full, and
-    the queue's :meth:`Queue.properties` (``o`` obeys the stream rules, first in first out,
-    at most 2 items). Covers: an item passes every cycle for three cycles; the slice fills."""
+def slice_formal_spec(*, width=2, fast=False):
+    """The formal spec top of one :class:`Slice` of ``width``-bit items (``fast``: items of a
+    struct of a 1-bit ``flag``, a fast field, and ``width - 1`` other bits): inputs free,
+    ``i`` assumed to obey the stream rules; asserted: every item taken on ``i`` is accepted
+    by the queue inside (so none is lost), ``i.ready`` is high whenever the slice is not
+    full, and the queue's :meth:`Queue.properties` (``o`` obeys the stream rules, first in
+    first out, at most 2 items); with ``fast``, the second queue holds as many items and
+    ``o`` shows exactly the first queue's head item. Covers: an item passes every cycle for
+    three cycles; the slice fills."""
 
     def body(m, platform):
-        dut = Slice(width)
+        if fast:
+            dut = Slice(data.StructLayout({"flag": 1, "rest": width - 1}), fast=("flag",))
+        else:
+            dut = Slice(width)
         m.submodules.dut = Fragment.get(dut, platform)
         queue = dut.formal_view
         drive_inputs(m, dut)
@@ -435,6 +471,13 @@ def slice_formal_spec(*, width=2):
             Assert(~take | queue.accept, "slice: an item taken on i was not stored"),
             Assert(dut.i.ready == (queue.level != 2), "slice: i.ready is not 'not full'"),
         ]
+        if fast:
+            flags = dut.formal_flags
+            m.d.comb += [
+                Assert(flags.level == queue.level, "slice: the fast fields' queue is out of step"),
+                Assert(~dut.o.valid | (dut.o.payload.as_value() == queue.o.payload.as_value()),
+                       "slice: a fast field differs from the head item's"),
+            ]
         flow = dut.o.valid & dut.o.ready & take
         m.d.comb += [
             Cover(flow & past(m, flow, name="flow1") & past(m, past(m, flow, name="flow2a"),

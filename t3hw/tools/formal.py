@@ -101,8 +101,8 @@ def _queue(depth, head="register"):
     return queue.formal_spec(depth=depth, head=head)
 
 
-def _slice():
-    return queue.slice_formal_spec()
+def _slice(fast=False):
+    return queue.slice_formal_spec(fast=fast)
 
 
 def _merge():
@@ -143,6 +143,9 @@ PROOFS = {proof.name: proof for proof in [
     Proof("slice", _slice, {"bmc": 10, "cover": 10},
           "two entries: 2 cycles fill it, and 10 cycles pass items through it full, "
           "stalled and flowing, with every pointer wrapped"),
+    Proof("slice_fast", lambda: _slice(fast=True), {"bmc": 10, "cover": 10},
+          "the slice with a fast field (a second queue for it, its head a register): the "
+          "same as slice"),
     Proof("merge", _merge, {"bmc": 10, "cover": 10},
           "the fairness bound is 2 slots and the pointer has 3 values; 10 cycles reach "
           "every pointer with every request pattern"),
