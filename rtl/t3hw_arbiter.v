@@ -26,36 +26,36 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire \$118 ;
+  wire [25:0] \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [25:0] \$120 ;
+  wire [32:0] \$121 ;
+  wire [2:0] \$122 ;
+  wire [34:0] \$123 ;
+  wire [33:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
-  wire \$128 ;
-  wire [38:0] \$129 ;
+  wire [32:0] \$128 ;
+  wire [32:0] \$129 ;
   wire \$13 ;
-  wire [31:0] \$130 ;
-  wire [8:0] \$131 ;
-  wire [39:0] \$132 ;
-  wire [40:0] \$133 ;
-  wire \$134 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire [32:0] \$133 ;
+  wire [32:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [32:0] \$138 ;
+  wire [32:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire [5:0] \$142 ;
-  wire \$143 ;
-  wire \$144 ;
+  wire \$142 ;
+  wire [32:0] \$143 ;
+  wire [32:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -63,10 +63,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire \$153 ;
-  wire \$154 ;
+  wire [32:0] \$151 ;
+  wire [1:0] \$152 ;
+  wire [1:0] \$153 ;
+  wire [1:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
@@ -80,50 +80,50 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
+  wire \$167 ;
   wire \$168 ;
-  wire [25:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [32:0] \$170 ;
-  wire [2:0] \$171 ;
-  wire [34:0] \$172 ;
-  wire [33:0] \$173 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [32:0] \$177 ;
-  wire [32:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire \$182 ;
+  wire \$183 ;
   wire \$184 ;
   wire \$185 ;
   wire \$186 ;
-  wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$187 ;
+  wire \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire [32:0] \$192 ;
-  wire [32:0] \$193 ;
+  wire \$192 ;
+  wire \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire \$199 ;
+  wire [1:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [32:0] \$200 ;
+  wire \$200 ;
   wire [1:0] \$201 ;
   wire [1:0] \$202 ;
-  wire [1:0] \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -131,13 +131,13 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$21 ;
   wire \$210 ;
   wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
+  wire [1:0] \$212 ;
+  wire [1:0] \$213 ;
+  wire [1:0] \$214 ;
+  wire [1:0] \$215 ;
   wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
+  wire [1:0] \$217 ;
+  wire [1:0] \$218 ;
   wire \$219 ;
   wire \$22 ;
   wire \$220 ;
@@ -157,8 +157,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
+  wire [1:0] \$236 ;
+  wire [1:0] \$237 ;
   wire \$238 ;
   wire \$239 ;
   wire [17:0] \$24 ;
@@ -166,18 +166,18 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
+  wire [1:0] \$244 ;
+  wire [1:0] \$245 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
   wire \$248 ;
-  wire [1:0] \$249 ;
+  wire \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire [83:0] \$252 ;
-  wire [83:0] \$253 ;
-  wire [83:0] \$254 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -195,54 +195,54 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$268 ;
   wire \$269 ;
   wire \$27 ;
-  wire \$270 ;
+  wire [1:0] \$270 ;
   wire \$271 ;
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  reg \$275 ;
-  reg \$276 ;
-  reg \$277 ;
-  reg \$278 ;
-  reg \$279 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  reg [16:0] \$280 ;
-  reg \$281 ;
-  reg \$282 ;
-  reg \$283 ;
-  reg \$284 ;
-  reg \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg \$288 ;
-  reg [83:0] \$289 ;
+  wire \$280 ;
+  wire [1:0] \$281 ;
+  wire \$282 ;
+  wire [1:0] \$283 ;
+  wire [83:0] \$284 ;
+  wire [83:0] \$285 ;
+  wire [83:0] \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  reg [83:0] \$290 ;
-  reg [83:0] \$291 ;
-  reg [83:0] \$292 ;
-  reg \$293 ;
-  reg [22:0] \$294 ;
-  reg [31:0] \$295 ;
-  reg [24:0] \$296 ;
-  reg [8:0] \$297 ;
-  reg [33:0] \$298 ;
-  reg \$299 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg [38:0] \$300 ;
-  reg [7:0] \$301 ;
-  reg \$302 ;
-  reg \$303 ;
-  reg \$304 ;
-  reg [1:0] \$305 ;
-  reg [4:0] \$306 ;
-  reg [31:0] \$307 ;
-  reg [24:0] \$308 ;
-  reg [33:0] \$309 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  reg \$307 ;
+  reg \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
-  reg [287:0] \$312 ;
+  reg [16:0] \$312 ;
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
@@ -251,10 +251,42 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
-  reg [1:0] \$320 ;
+  reg \$320 ;
+  reg [83:0] \$321 ;
+  reg [83:0] \$322 ;
+  reg [83:0] \$323 ;
+  reg [83:0] \$324 ;
+  reg \$325 ;
+  reg [22:0] \$326 ;
+  reg [31:0] \$327 ;
+  reg [24:0] \$328 ;
+  reg [8:0] \$329 ;
   wire \$33 ;
+  reg [33:0] \$330 ;
+  reg \$331 ;
+  reg [38:0] \$332 ;
+  reg [7:0] \$333 ;
+  reg \$334 ;
+  reg \$335 ;
+  reg \$336 ;
+  reg [1:0] \$337 ;
+  reg [4:0] \$338 ;
+  reg [31:0] \$339 ;
   wire \$34 ;
+  reg [24:0] \$340 ;
+  reg [33:0] \$341 ;
+  reg \$342 ;
+  reg \$343 ;
+  reg [287:0] \$344 ;
+  reg \$345 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg \$348 ;
+  reg \$349 ;
   wire \$35 ;
+  reg \$350 ;
+  reg \$351 ;
+  reg [1:0] \$352 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -279,7 +311,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire [1:0] \$58 ;
+  wire \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -294,7 +326,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire [1:0] \$71 ;
+  wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -304,11 +336,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
+  wire [38:0] \$80 ;
+  wire [31:0] \$81 ;
+  wire [8:0] \$82 ;
+  wire [39:0] \$83 ;
+  wire [40:0] \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -318,8 +350,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire \$93 ;
-  wire [1:0] \$94 ;
+  wire [5:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -327,8 +359,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
-  reg \$signal$56  = 1'h0;
-  reg \$signal$57  = 1'h0;
+  wire \$signal$57 ;
+  wire \$signal$58 ;
+  reg \$signal$59  = 1'h0;
+  reg \$signal$60  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -433,6 +467,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  wire if_none;
   reg is_remote = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
@@ -664,808 +699,835 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$35  = gate_m & below;
   assign \$36  = \$signal  | \$35 ;
   assign \$37  = \$34  ? \$36  : last_comm;
-  assign \$38  = dma__valid | remote__valid;
-  assign \$39  = gate_m & below;
-  assign \$40  = \$signal  | \$39 ;
-  assign \$41  = ~ \$40 ;
-  assign \$42  = \$38  & \$41 ;
-  assign \$43  = ~ dram__valid;
-  assign \$44  = \$43  | dram__ready;
-  assign \$45  = ~ wait_full;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = wait1 >= \new [38:23];
-  assign \$48  = wait1 > \new [38:23];
-  assign \$49  = \$46  ? \$47  : \$48 ;
-  assign \$50  = ~ dram__valid;
-  assign \$51  = \$50  | dram__ready;
-  assign \$52  = ~ wait_full;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = wait1 == cfg[38:23];
-  assign \$55  = \$53  ? \$54  : wait_full;
-  assign \$56  = accept ? \$49  : \$55 ;
-  assign \$57  = \$42  & \$56 ;
-  assign \$58  = accept ? \new [1:0] : cfg[1:0];
-  assign \$59  = ! \$58 ;
+  assign \$38  = gate_m & below;
+  assign \$39  = \$signal  | \$38 ;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = dma__valid | remote__valid;
+  assign \$42  = ~ dram__valid;
+  assign \$43  = \$42  | dram__ready;
+  assign \$44  = ~ wait_full;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = wait1 >= \new [38:23];
+  assign \$47  = wait1 > \new [38:23];
+  assign \$48  = \$45  ? \$46  : \$47 ;
+  assign \$49  = ~ dram__valid;
+  assign \$50  = \$49  | dram__ready;
+  assign \$51  = ~ wait_full;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = wait1 == cfg[38:23];
+  assign \$54  = \$52  ? \$53  : wait_full;
+  assign \$55  = accept ? \$48  : \$54 ;
+  assign \$56  = \$41  & \$55 ;
+  assign \$57  = \$40  & \$56 ;
+  assign \$58  = gate_m & below;
+  assign \$59  = \$signal  | \$58 ;
   assign \$60  = ~ dram__valid;
   assign \$61  = \$60  | dram__ready;
   assign \$62  = \$61  & pick_c;
-  assign \$63  = gate_m & below;
-  assign \$64  = \$signal  | \$63 ;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = gate_m & below;
-  assign \$67  = \$signal  | \$66 ;
-  assign \$68  = \$65  ? \$67  : last_comm;
-  assign \$69  = ~ \$68 ;
-  assign \$70  = \$59  & \$69 ;
-  assign \$71  = accept ? \new [1:0] : cfg[1:0];
-  assign \$72  = dma__valid | remote__valid;
-  assign \$73  = gate_m & below;
-  assign \$74  = \$signal  | \$73 ;
-  assign \$75  = ~ \$74 ;
-  assign \$76  = \$72  & \$75 ;
-  assign \$77  = ~ dram__valid;
-  assign \$78  = \$77  | dram__ready;
-  assign \$79  = ~ wait_full;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = wait1 >= \new [38:23];
-  assign \$82  = wait1 > \new [38:23];
-  assign \$83  = \$80  ? \$81  : \$82 ;
-  assign \$84  = ~ dram__valid;
-  assign \$85  = \$84  | dram__ready;
-  assign \$86  = ~ wait_full;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = wait1 == cfg[38:23];
-  assign \$89  = \$87  ? \$88  : wait_full;
-  assign \$90  = accept ? \$83  : \$89 ;
-  assign \$91  = \$76  & \$90 ;
-  assign \$92  = \$71 [1] & \$91 ;
-  assign \$93  = \$70  | \$92 ;
-  assign \$94  = accept ? \new [1:0] : cfg[1:0];
-  assign \$95  = \$94  == 2'h3;
-  assign \$96  = | \new [9:2];
-  assign \$97  = \new [1] & \$96 ;
-  assign \$98  = finish[1] ? cfg[1] : gated;
-  assign \$99  = accept ? \$97  : \$98 ;
-  assign \$100  = \$95  & \$99 ;
-  assign \$101  = ~ dram__valid;
-  assign \$102  = \$101  | dram__ready;
-  assign \$103  = \$102  & pick_c;
-  assign \$104  = gate_m & below;
-  assign \$105  = \$signal  | \$104 ;
-  assign \$106  = \$103  | \$105 ;
-  assign \$107  = gate_m & below;
-  assign \$108  = \$signal  | \$107 ;
-  assign \$109  = \$106  ? \$108  : last_comm;
-  assign \$110  = ~ \$109 ;
-  assign \$111  = \$100  & \$110 ;
-  assign \$112  = \$111  & below2;
-  assign \$113  = \$93  | \$112 ;
-  assign \$114  = ~ dram__valid;
-  assign \$115  = \$114  | dram__ready;
-  assign \$116  = ~ dram__valid;
-  assign \$117  = \$116  | dram__ready;
-  assign \$118  = \$117  & pick_c;
-  assign \$119  = gate_m & below;
-  assign \$120  = \$signal  | \$119 ;
-  assign \$121  = \$118  | \$120 ;
-  assign \$122  = ~ pick_c;
-  assign \$123  = dram__valid & dram__ready;
-  assign \$124  = \$123  & \$254 [83];
-  assign \$125  = | \$254 [1:0];
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = \$254 [1:0] == 2'h2;
-  assign \$128  = \$127  ? 1'h1 : 1'h0;
-  assign \$129  = cfg[17:10] << scale;
-  assign \$130  = 1'h1 << scale;
-  assign \$131  = cfg[17:10] + 2'h2;
-  assign \$133  = \$132  - unit;
-  assign \$134  = ~ dram__valid;
-  assign \$135  = \$134  | dram__ready;
-  assign \$136  = \$135  & pick_c;
-  assign \$137  = ~ accept;
-  assign \$138  = \$136  & \$137 ;
-  assign \$139  = armed & grant_c_q;
-  assign \$140  = ! \new [9:2];
-  assign \$141  = ! \new [9:2];
-  assign \$142  = 5'h18 - \new [22:18];
-  assign \$143  = cfg[22:18] == 1'h1;
-  assign \$144  = cfg[22:18] > 2'h2;
-  assign \$145  = cfg[22:18] > 2'h3;
-  assign \$146  = cfg[22:18] > 3'h4;
-  assign \$147  = cfg[22:18] > 3'h5;
-  assign \$148  = cfg[22:18] > 3'h6;
-  assign \$149  = cfg[22:18] > 3'h7;
-  assign \$150  = cfg[22:18] > 4'h8;
-  assign \$151  = cfg[22:18] > 4'h9;
-  assign \$152  = cfg[22:18] > 4'ha;
-  assign \$153  = cfg[22:18] > 4'hb;
-  assign \$154  = cfg[22:18] > 4'hc;
-  assign \$155  = cfg[22:18] > 4'hd;
-  assign \$156  = cfg[22:18] > 4'he;
-  assign \$157  = cfg[22:18] > 4'hf;
-  assign \$158  = cfg[22:18] > 5'h10;
-  assign \$159  = cfg[22:18] > 5'h11;
-  assign \$160  = cfg[22:18] > 5'h12;
-  assign \$161  = cfg[22:18] > 5'h13;
-  assign \$162  = cfg[22:18] > 5'h14;
-  assign \$163  = cfg[22:18] > 5'h15;
-  assign \$164  = cfg[22:18] > 5'h16;
-  assign \$165  = cfg[22:18] > 5'h17;
-  assign \$166  = cfg[22:18] > 5'h18;
-  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
-  assign \$168  = ! cfg[22:18];
-  assign \$169  = $signed(left) - $signed(2'h1);
-  assign \$170  = acc + sat_s;
-  assign \$172  = base + acc;
-  assign \$174  = load__valid & load__ready;
-  assign \$175  = ~ load__ready;
-  assign \$176  = load__valid & \$175 ;
-  assign \$177  = stats[31:0] + 1'h1;
-  assign \$178  = stats[159:128] + 1'h1;
-  assign \$179  = store__valid & store__ready;
-  assign \$180  = ~ store__ready;
-  assign \$181  = store__valid & \$180 ;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[191:160] + 1'h1;
-  assign \$184  = dma__valid & dma__ready;
-  assign \$185  = ~ dma__ready;
-  assign \$186  = dma__valid & \$185 ;
-  assign \$187  = stats[95:64] + 1'h1;
-  assign \$188  = stats[223:192] + 1'h1;
-  assign \$189  = remote__valid & remote__ready;
-  assign \$190  = ~ remote__ready;
-  assign \$191  = remote__valid & \$190 ;
-  assign \$192  = stats[127:96] + 1'h1;
-  assign \$193  = stats[255:224] + 1'h1;
-  assign \$194  = ~ dram__valid;
-  assign \$195  = \$194  | dram__ready;
-  assign \$196  = dma__valid | remote_ok;
-  assign \$197  = \$196  & wait_full;
-  assign \$198  = \$197  & cfg[1];
-  assign \$199  = \$195  & \$198 ;
-  assign \$200  = stats[287:256] + 1'h1;
-  assign \$201  = ~ clear;
-  assign \$202  = errors & \$201 ;
-  assign \$203  = \$202  | set_err;
-  assign \$204  = track_hold & store__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign store_ok = store__valid & \$205 ;
-  assign \$206  = track_hold & remote__payload[72];
-  assign \$207  = ~ \$206 ;
-  assign remote_ok = remote__valid & \$207 ;
-  assign \$208  = load__valid | store_ok;
-  assign \$209  = dma__valid | remote_ok;
-  assign \$210  = \$209  & comm_first;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$208  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = load__valid | store_ok;
-  assign \$226  = ~ \$225 ;
-  assign \$227  = \$224  & \$226 ;
-  assign gate_m = \$227  & gated;
-  assign \$228  = ~ load__valid;
-  assign \$229  = ~ last_store;
-  assign \$230  = \$228  | \$229 ;
-  assign sel_store = store_ok & \$230 ;
-  assign \$231  = ~ dma__valid;
-  assign \$232  = ~ last_remote;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_remote = remote_ok & \$233 ;
-  assign \$234  = ~ dram__valid;
-  assign \$235  = \$234  | dram__ready;
-  assign \$236  = \$235  & pick_c;
-  assign \$237  = ~ sel_store;
-  assign load__ready = \$236  & \$237 ;
-  assign \$238  = ~ dram__valid;
-  assign \$239  = \$238  | dram__ready;
-  assign \$240  = \$239  & pick_c;
-  assign store__ready = \$240  & sel_store;
-  assign \$241  = gate_m & below;
-  assign \$242  = \$signal  | \$241 ;
-  assign \$243  = ~ sel_remote;
-  assign dma__ready = \$242  & \$243 ;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign remote__ready = \$245  & sel_remote;
-  assign \$246  = dma__valid | remote__valid;
-  assign \$247  = ~ \$246 ;
-  assign drop_wait = \$247  | \$signal ;
-  assign \$249  = \$248  ? 2'h2 : 2'h1;
-  assign \$251  = \$250  ? 2'h2 : 2'h1;
-  assign \$252  = is_remote ? remote_q : dma_q;
-  assign \$253  = \$signal$57  ? store_q : load_q;
-  assign \$254  = \$signal$56  ? \$252  : \$253 ;
-  assign \$255  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$255 ;
-  assign \$256  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$256 ;
-  assign \$257  = ! response__payload[1:0];
-  assign \$258  = response__payload[1:0] == 1'h1;
-  assign \$259  = \$258  ? dma_response__ready : 1'h1;
-  assign response__ready = \$257  ? load_response__ready : \$259 ;
-  assign \$260  = ! response__payload[1:0];
-  assign \$261  = ~ \$260 ;
-  assign \$262  = response__valid & \$261 ;
-  assign \$263  = response__payload[1:0] == 1'h1;
-  assign \$264  = ~ \$263 ;
-  assign \$265  = \$262  & \$264 ;
-  assign \$266  = | config__payload[38:23];
-  assign \$267  = config__payload[22:18] <= 5'h18;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = | config__payload[9:2];
-  assign \$270  = | config__payload[17:10];
-  assign \$271  = \$269  | \$270 ;
-  assign \$272  = \$268  & \$271 ;
-  assign \$273  = ~ \$272 ;
-  assign \$274  = config__valid & \$273 ;
+  assign \$63  = \$62  ? \$246 [0] : if_none;
+  assign \$64  = \$59  ? 1'h0 : \$63 ;
+  assign \$65  = ~ dram__valid;
+  assign \$66  = \$65  | dram__ready;
+  assign \$67  = ~ dram__valid;
+  assign \$68  = \$67  | dram__ready;
+  assign \$69  = \$68  & pick_c;
+  assign \$70  = gate_m & below;
+  assign \$71  = \$signal  | \$70 ;
+  assign \$72  = \$69  | \$71 ;
+  assign \$73  = ~ pick_c;
+  assign \$74  = dram__valid & dram__ready;
+  assign \$75  = \$74  & \$286 [83];
+  assign \$76  = | \$286 [1:0];
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = \$286 [1:0] == 2'h2;
+  assign \$79  = \$78  ? 1'h1 : 1'h0;
+  assign \$80  = cfg[17:10] << scale;
+  assign \$81  = 1'h1 << scale;
+  assign \$82  = cfg[17:10] + 2'h2;
+  assign \$84  = \$83  - unit;
+  assign \$85  = ~ dram__valid;
+  assign \$86  = \$85  | dram__ready;
+  assign \$87  = \$86  & pick_c;
+  assign \$88  = ~ accept;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = armed & grant_c_q;
+  assign \$91  = ! \new [9:2];
+  assign \$92  = ! \new [9:2];
+  assign \$93  = 5'h18 - \new [22:18];
+  assign \$94  = cfg[22:18] == 1'h1;
+  assign \$95  = cfg[22:18] > 2'h2;
+  assign \$96  = cfg[22:18] > 2'h3;
+  assign \$97  = cfg[22:18] > 3'h4;
+  assign \$98  = cfg[22:18] > 3'h5;
+  assign \$99  = cfg[22:18] > 3'h6;
+  assign \$100  = cfg[22:18] > 3'h7;
+  assign \$101  = cfg[22:18] > 4'h8;
+  assign \$102  = cfg[22:18] > 4'h9;
+  assign \$103  = cfg[22:18] > 4'ha;
+  assign \$104  = cfg[22:18] > 4'hb;
+  assign \$105  = cfg[22:18] > 4'hc;
+  assign \$106  = cfg[22:18] > 4'hd;
+  assign \$107  = cfg[22:18] > 4'he;
+  assign \$108  = cfg[22:18] > 4'hf;
+  assign \$109  = cfg[22:18] > 5'h10;
+  assign \$110  = cfg[22:18] > 5'h11;
+  assign \$111  = cfg[22:18] > 5'h12;
+  assign \$112  = cfg[22:18] > 5'h13;
+  assign \$113  = cfg[22:18] > 5'h14;
+  assign \$114  = cfg[22:18] > 5'h15;
+  assign \$115  = cfg[22:18] > 5'h16;
+  assign \$116  = cfg[22:18] > 5'h17;
+  assign \$117  = cfg[22:18] > 5'h18;
+  assign \$118  = \$94  ? 26'h3ffffff : { 1'h0, \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , 2'h1 };
+  assign \$119  = ! cfg[22:18];
+  assign \$120  = $signed(left) - $signed(2'h1);
+  assign \$121  = acc + sat_s;
+  assign \$123  = base + acc;
+  assign \$125  = load__valid & load__ready;
+  assign \$126  = ~ load__ready;
+  assign \$127  = load__valid & \$126 ;
+  assign \$128  = stats[31:0] + 1'h1;
+  assign \$129  = stats[159:128] + 1'h1;
+  assign \$130  = store__valid & store__ready;
+  assign \$131  = ~ store__ready;
+  assign \$132  = store__valid & \$131 ;
+  assign \$133  = stats[63:32] + 1'h1;
+  assign \$134  = stats[191:160] + 1'h1;
+  assign \$135  = dma__valid & dma__ready;
+  assign \$136  = ~ dma__ready;
+  assign \$137  = dma__valid & \$136 ;
+  assign \$138  = stats[95:64] + 1'h1;
+  assign \$139  = stats[223:192] + 1'h1;
+  assign \$140  = remote__valid & remote__ready;
+  assign \$141  = ~ remote__ready;
+  assign \$142  = remote__valid & \$141 ;
+  assign \$143  = stats[127:96] + 1'h1;
+  assign \$144  = stats[255:224] + 1'h1;
+  assign \$145  = ~ dram__valid;
+  assign \$146  = \$145  | dram__ready;
+  assign \$147  = dma__valid | remote_ok;
+  assign \$148  = \$147  & wait_full;
+  assign \$149  = \$148  & cfg[1];
+  assign \$150  = \$146  & \$149 ;
+  assign \$151  = stats[287:256] + 1'h1;
+  assign \$152  = ~ clear;
+  assign \$153  = errors & \$152 ;
+  assign \$154  = \$153  | set_err;
+  assign \$155  = track_hold & store__payload[72];
+  assign \$156  = ~ \$155 ;
+  assign store_ok = store__valid & \$156 ;
+  assign \$157  = track_hold & remote__payload[72];
+  assign \$158  = ~ \$157 ;
+  assign remote_ok = remote__valid & \$158 ;
+  assign \$159  = load__valid | store_ok;
+  assign \$160  = dma__valid | remote_ok;
+  assign \$161  = \$160  & comm_first;
+  assign \$162  = ~ \$161 ;
+  assign pick_c = \$159  & \$162 ;
+  assign \$163  = ~ dram__valid;
+  assign \$164  = \$163  | dram__ready;
+  assign \$165  = dma__valid | remote_ok;
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = load__valid | store_ok;
+  assign \$168  = ~ \$167 ;
+  assign \$169  = ~ gated;
+  assign \$170  = \$168  & \$169 ;
+  assign \$171  = comm_first | \$170 ;
+  assign \$signal  = \$166  & \$171 ;
+  assign \$172  = ~ dram__valid;
+  assign \$173  = \$172  | dram__ready;
+  assign \$174  = dma__valid | remote_ok;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = load__valid | store_ok;
+  assign \$177  = ~ \$176 ;
+  assign \$178  = \$175  & \$177 ;
+  assign gate_m = \$178  & gated;
+  assign \$179  = ~ load__valid;
+  assign \$180  = ~ last_store;
+  assign \$181  = \$179  | \$180 ;
+  assign sel_store = store_ok & \$181 ;
+  assign \$182  = ~ dma__valid;
+  assign \$183  = ~ last_remote;
+  assign \$184  = \$182  | \$183 ;
+  assign sel_remote = remote_ok & \$184 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = \$186  & pick_c;
+  assign \$188  = ~ sel_store;
+  assign load__ready = \$187  & \$188 ;
+  assign \$189  = ~ dram__valid;
+  assign \$190  = \$189  | dram__ready;
+  assign \$191  = \$190  & pick_c;
+  assign store__ready = \$191  & sel_store;
+  assign \$192  = gate_m & below;
+  assign \$193  = \$signal  | \$192 ;
+  assign \$194  = ~ sel_remote;
+  assign dma__ready = \$193  & \$194 ;
+  assign \$195  = gate_m & below;
+  assign \$196  = \$signal  | \$195 ;
+  assign remote__ready = \$196  & sel_remote;
+  assign \$197  = dma__valid | remote__valid;
+  assign \$198  = ~ \$197 ;
+  assign drop_wait = \$198  | \$signal ;
+  assign \$199  = accept ? \new [1:0] : cfg[1:0];
+  assign \$200  = ! \$199 ;
+  assign \$202  = accept ? \new [1:0] : cfg[1:0];
+  assign \$205  = accept ? \new [1:0] : cfg[1:0];
+  assign \$206  = \$205  == 2'h3;
+  assign \$207  = | \new [9:2];
+  assign \$208  = \new [1] & \$207 ;
+  assign \$209  = finish[1] ? cfg[1] : gated;
+  assign \$210  = accept ? \$208  : \$209 ;
+  assign \$211  = \$206  & \$210 ;
+  assign \$215  = accept ? \new [1:0] : cfg[1:0];
+  assign \$216  = ! \$215 ;
+  assign \$218  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = dma__valid | remote__valid;
+  assign \$220  = ~ dram__valid;
+  assign \$221  = \$220  | dram__ready;
+  assign \$222  = ~ wait_full;
+  assign \$223  = \$221  & \$222 ;
+  assign \$224  = wait1 >= \new [38:23];
+  assign \$225  = wait1 > \new [38:23];
+  assign \$226  = \$223  ? \$224  : \$225 ;
+  assign \$227  = ~ dram__valid;
+  assign \$228  = \$227  | dram__ready;
+  assign \$229  = ~ wait_full;
+  assign \$230  = \$228  & \$229 ;
+  assign \$231  = wait1 == cfg[38:23];
+  assign \$232  = \$230  ? \$231  : wait_full;
+  assign \$233  = accept ? \$226  : \$232 ;
+  assign \$234  = \$219  & \$233 ;
+  assign \$235  = \$218 [1] & \$234 ;
+  assign \$236  = \$217  | { 1'h0, \$235  };
+  assign \$237  = accept ? \new [1:0] : cfg[1:0];
+  assign \$238  = \$237  == 2'h3;
+  assign \$239  = | \new [9:2];
+  assign \$240  = \new [1] & \$239 ;
+  assign \$241  = finish[1] ? cfg[1] : gated;
+  assign \$242  = accept ? \$240  : \$241 ;
+  assign \$243  = \$238  & \$242 ;
+  assign \$245  = \$244  & { 1'h0, below2 };
+  assign \$246  = \$236  | \$245 ;
+  assign \$247  = accept ? \new [1:0] : cfg[1:0];
+  assign \$248  = ! \$247 ;
+  assign \$249  = ~ last_comm;
+  assign \$250  = \$248  & \$249 ;
+  assign \$251  = accept ? \new [1:0] : cfg[1:0];
+  assign \$252  = dma__valid | remote__valid;
+  assign \$253  = ~ dram__valid;
+  assign \$254  = \$253  | dram__ready;
+  assign \$255  = ~ wait_full;
+  assign \$256  = \$254  & \$255 ;
+  assign \$257  = wait1 >= \new [38:23];
+  assign \$258  = wait1 > \new [38:23];
+  assign \$259  = \$256  ? \$257  : \$258 ;
+  assign \$260  = ~ dram__valid;
+  assign \$261  = \$260  | dram__ready;
+  assign \$262  = ~ wait_full;
+  assign \$263  = \$261  & \$262 ;
+  assign \$264  = wait1 == cfg[38:23];
+  assign \$265  = \$263  ? \$264  : wait_full;
+  assign \$266  = accept ? \$259  : \$265 ;
+  assign \$267  = \$252  & \$266 ;
+  assign \$268  = \$251 [1] & \$267 ;
+  assign \$269  = \$250  | \$268 ;
+  assign \$270  = accept ? \new [1:0] : cfg[1:0];
+  assign \$271  = \$270  == 2'h3;
+  assign \$272  = | \new [9:2];
+  assign \$273  = \new [1] & \$272 ;
+  assign \$274  = finish[1] ? cfg[1] : gated;
+  assign \$275  = accept ? \$273  : \$274 ;
+  assign \$276  = \$271  & \$275 ;
+  assign \$277  = ~ last_comm;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = \$278  & below2;
+  assign if_none = \$269  | \$279 ;
+  assign \$281  = \$280  ? 2'h2 : 2'h1;
+  assign \$283  = \$282  ? 2'h2 : 2'h1;
+  assign \$284  = is_remote ? remote_q : dma_q;
+  assign \$285  = \$signal$60  ? store_q : load_q;
+  assign \$286  = \$signal$59  ? \$284  : \$285 ;
+  assign \$287  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$287 ;
+  assign \$288  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$288 ;
+  assign \$289  = ! response__payload[1:0];
+  assign \$290  = response__payload[1:0] == 1'h1;
+  assign \$291  = \$290  ? dma_response__ready : 1'h1;
+  assign response__ready = \$289  ? load_response__ready : \$291 ;
+  assign \$292  = ! response__payload[1:0];
+  assign \$293  = ~ \$292 ;
+  assign \$294  = response__valid & \$293 ;
+  assign \$295  = response__payload[1:0] == 1'h1;
+  assign \$296  = ~ \$295 ;
+  assign \$297  = \$294  & \$296 ;
+  assign \$298  = | config__payload[38:23];
+  assign \$299  = config__payload[22:18] <= 5'h18;
+  assign \$300  = \$298  & \$299 ;
+  assign \$301  = | config__payload[9:2];
+  assign \$302  = | config__payload[17:10];
+  assign \$303  = \$301  | \$302 ;
+  assign \$304  = \$300  & \$303 ;
+  assign \$305  = ~ \$304 ;
+  assign \$306  = config__valid & \$305 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$275 ;
+    accept <= \$307 ;
   always @(posedge clk)
-    below <= \$276 ;
+    below <= \$308 ;
   always @(posedge clk)
-    below2 <= \$277 ;
+    below2 <= \$309 ;
   always @(posedge clk)
-    last_store <= \$278 ;
+    last_store <= \$310 ;
   always @(posedge clk)
-    last_remote <= \$279 ;
+    last_remote <= \$311 ;
   always @(posedge clk)
-    wait1 <= \$280 ;
+    wait1 <= \$312 ;
   always @(posedge clk)
-    gated <= \$281 ;
+    gated <= \$313 ;
   always @(posedge clk)
-    last_comm <= \$282 ;
+    last_comm <= \$314 ;
   always @(posedge clk)
-    wait_full <= \$283 ;
+    wait_full <= \$315 ;
   always @(posedge clk)
-    comm_first <= \$284 ;
+    comm_first <= \$316 ;
   always @(posedge clk)
-    dram__valid <= \$285 ;
+    dram__valid <= \$317 ;
   always @(posedge clk)
-    \$signal$56  <= \$286 ;
+    \$signal$59  <= \$318 ;
   always @(posedge clk)
-    \$signal$57  <= \$287 ;
+    \$signal$60  <= \$319 ;
   always @(posedge clk)
-    is_remote <= \$288 ;
+    is_remote <= \$320 ;
   always @(posedge clk)
-    load_q <= \$289 ;
+    load_q <= \$321 ;
   always @(posedge clk)
-    store_q <= \$290 ;
+    store_q <= \$322 ;
   always @(posedge clk)
-    dma_q <= \$291 ;
+    dma_q <= \$323 ;
   always @(posedge clk)
-    remote_q <= \$292 ;
+    remote_q <= \$324 ;
   always @(posedge clk)
-    track__valid <= \$293 ;
+    track__valid <= \$325 ;
   always @(posedge clk)
-    track__payload <= \$294 ;
+    track__payload <= \$326 ;
   always @(posedge clk)
-    sat_s <= \$295 ;
+    sat_s <= \$327 ;
   always @(posedge clk)
-    unit <= \$296 ;
+    unit <= \$328 ;
   always @(posedge clk)
-    sat2 <= \$297 ;
+    sat2 <= \$329 ;
   always @(posedge clk)
-    base <= \$298 ;
+    base <= \$330 ;
   always @(posedge clk)
-    grant_c_q <= \$299 ;
+    grant_c_q <= \$331 ;
   always @(posedge clk)
-    cfg <= \$300 ;
+    cfg <= \$332 ;
   always @(posedge clk)
-    thr <= \$301 ;
+    thr <= \$333 ;
   always @(posedge clk)
-    measuring <= \$302 ;
+    measuring <= \$334 ;
   always @(posedge clk)
-    armed <= \$303 ;
+    armed <= \$335 ;
   always @(posedge clk)
-    window <= \$304 ;
+    window <= \$336 ;
   always @(posedge clk)
-    finish <= \$305 ;
+    finish <= \$337 ;
   always @(posedge clk)
-    scale <= \$306 ;
+    scale <= \$338 ;
   always @(posedge clk)
-    acc <= \$307 ;
+    acc <= \$339 ;
   always @(posedge clk)
-    left <= \$308 ;
+    left <= \$340 ;
   always @(posedge clk)
-    num <= \$309 ;
+    num <= \$341 ;
   always @(posedge clk)
-    load_granted <= \$310 ;
+    load_granted <= \$342 ;
   always @(posedge clk)
-    load_stalled <= \$311 ;
+    load_stalled <= \$343 ;
   always @(posedge clk)
-    stats <= \$312 ;
+    stats <= \$344 ;
   always @(posedge clk)
-    store_granted <= \$313 ;
+    store_granted <= \$345 ;
   always @(posedge clk)
-    store_stalled <= \$314 ;
+    store_stalled <= \$346 ;
   always @(posedge clk)
-    dma_granted <= \$315 ;
+    dma_granted <= \$347 ;
   always @(posedge clk)
-    dma_stalled <= \$316 ;
+    dma_stalled <= \$348 ;
   always @(posedge clk)
-    remote_granted <= \$317 ;
+    remote_granted <= \$349 ;
   always @(posedge clk)
-    remote_stalled <= \$318 ;
+    remote_stalled <= \$350 ;
   always @(posedge clk)
-    was_forced <= \$319 ;
+    was_forced <= \$351 ;
   always @(posedge clk)
-    errors <= \$320 ;
+    errors <= \$352 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$275  = \$8 ;
+    \$307  = \$8 ;
     if (rst) begin
-      \$275  = 1'h0;
+      \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$276  = \$10 ;
+    \$308  = \$10 ;
     if (rst) begin
-      \$276  = 1'h1;
+      \$308  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$277  = \$12 ;
+    \$309  = \$12 ;
     if (rst) begin
-      \$277  = 1'h1;
+      \$309  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$278  = last_store;
+    \$310  = last_store;
     if (\$15 ) begin
-      \$278  = sel_store;
+      \$310  = sel_store;
     end
-    if (rst) begin
-      \$278  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$279  = last_remote;
-    if (\$17 ) begin
-      \$279  = sel_remote;
-    end
-    if (rst) begin
-      \$279  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$280  = wait1;
-    if (\$19 ) begin
-      \$280  = 17'h00001;
-    end else if (\$23 ) begin
-      \$280  = \$24 [16:0];
-    end
-    if (rst) begin
-      \$280  = 17'h00001;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$281  = \$28 ;
-    if (rst) begin
-      \$281  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$282  = \$37 ;
-    if (rst) begin
-      \$282  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$283  = \$57 ;
-    if (rst) begin
-      \$283  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$284  = \$113 ;
-    if (rst) begin
-      \$284  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$285  = dram__valid;
-    if (\$115 ) begin
-      \$285  = \$121 ;
-    end
-    if (rst) begin
-      \$285  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$286  = \$signal$56 ;
-    if (\$115 ) begin
-      \$286  = \$122 ;
-    end
-    if (rst) begin
-      \$286  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$287  = \$signal$57 ;
-    if (\$115 ) begin
-      \$287  = sel_store;
-    end
-    if (rst) begin
-      \$287  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$288  = is_remote;
-    if (\$115 ) begin
-      \$288  = sel_remote;
-    end
-    if (rst) begin
-      \$288  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$289  = load_q;
-    if (\$115 ) begin
-      \$289  = { 1'h0, load_req };
-    end
-    if (rst) begin
-      \$289  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$290  = store_q;
-    if (\$115 ) begin
-      \$290  = { store__payload[72], store_req };
-    end
-    if (rst) begin
-      \$290  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$291  = dma_q;
-    if (\$115 ) begin
-      \$291  = { 1'h0, dma_req };
-    end
-    if (rst) begin
-      \$291  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$292  = remote_q;
-    if (\$115 ) begin
-      \$292  = { remote__payload[72], remote_req };
-    end
-    if (rst) begin
-      \$292  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$293  = \$126 ;
-    if (rst) begin
-      \$293  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$294 [15:0] = \$254 [74:59];
-    \$294 [19:16] = 4'h1;
-    \$294 [20] = \$128 ;
-    \$294 [22:21] = \$254 [3:2];
-    if (rst) begin
-      \$294  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$295  = \$129 [31:0];
-    if (rst) begin
-      \$295  = 32'd32768;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$296  = \$130 [24:0];
-    if (rst) begin
-      \$296  = 25'h0000400;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$297  = \$131 ;
-    if (rst) begin
-      \$297  = 9'h022;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$298  = \$133 [33:0];
-    if (rst) begin
-      \$298  = 34'h021fffc00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$299  = \$138 ;
-    if (rst) begin
-      \$299  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$300  = cfg;
-    if (accept) begin
-      \$300  = \new ;
-    end
-    if (rst) begin
-      \$300  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$301  = thr;
-    if (accept) begin
-      \$301  = \new [9:2];
-    end else if (\$139 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$301  = \$173 [7:0];
-    end
-    if (rst) begin
-      \$301  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$302  = measuring;
-    if (accept) begin
-      \$302  = \$140 ;
-    end else if (\$139 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$302  = 1'h0;
-    end
-    if (rst) begin
-      \$302  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$303  = armed;
-    if (accept) begin
-      \$303  = \$141 ;
-    end else if (\$139 ) begin
-      \$303  = 1'h0;
-    end
-    if (rst) begin
-      \$303  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$304  = window;
-    if (accept) begin
-      \$304  = 1'h0;
-    end else if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$168 ) begin
-      end else begin
-        \$304  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$304  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$304  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$305  = finish;
-    if (accept) begin
-      \$305  = 2'h0;
-    end else if (\$139 ) begin
-      if (\$168 ) begin
-        \$305  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$305  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$305  = \$171 [1:0];
-    end else if (finish[1]) begin
-      \$305  = 2'h0;
-    end
-    if (rst) begin
-      \$305  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$306  = scale;
-    if (accept) begin
-      \$306  = \$142 [4:0];
-    end
-    if (rst) begin
-      \$306  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$307  = acc;
-    if (accept) begin
-    end else if (\$139 ) begin
-      \$307  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$307  = \$170 [31:0];
-      end
-    end
-    if (rst) begin
-      \$307  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$308  = left;
-    if (accept) begin
-    end else if (\$139 ) begin
-      \$308  = \$167 [24:0];
-    end else if (window) begin
-      \$308  = \$169 [24:0];
-    end
-    if (rst) begin
-      \$308  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$309  = num;
-    if (accept) begin
-    end else if (\$139 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$309  = \$172 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = \$176 ;
+    \$311  = last_remote;
+    if (\$17 ) begin
+      \$311  = sel_remote;
+    end
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$312  = stats;
-    if (load_granted) begin
-      \$312 [31:0] = \$177 [31:0];
-    end
-    if (load_stalled) begin
-      \$312 [159:128] = \$178 [31:0];
-    end
-    if (store_granted) begin
-      \$312 [63:32] = \$182 [31:0];
-    end
-    if (store_stalled) begin
-      \$312 [191:160] = \$183 [31:0];
-    end
-    if (dma_granted) begin
-      \$312 [95:64] = \$187 [31:0];
-    end
-    if (dma_stalled) begin
-      \$312 [223:192] = \$188 [31:0];
-    end
-    if (remote_granted) begin
-      \$312 [127:96] = \$192 [31:0];
-    end
-    if (remote_stalled) begin
-      \$312 [255:224] = \$193 [31:0];
-    end
-    if (was_forced) begin
-      \$312 [287:256] = \$200 [31:0];
+    \$312  = wait1;
+    if (\$19 ) begin
+      \$312  = 17'h00001;
+    end else if (\$23 ) begin
+      \$312  = \$24 [16:0];
     end
     if (rst) begin
-      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$312  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$313  = \$179 ;
+    \$313  = \$28 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$314  = \$181 ;
+    \$314  = \$37 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$315  = \$184 ;
+    \$315  = \$57 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$316  = \$186 ;
+    \$316  = \$64 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$317  = \$189 ;
+    \$317  = dram__valid;
+    if (\$66 ) begin
+      \$317  = \$72 ;
+    end
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$318  = \$191 ;
+    \$318  = \$signal$59 ;
+    if (\$66 ) begin
+      \$318  = \$73 ;
+    end
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$319  = \$199 ;
+    \$319  = \$signal$60 ;
+    if (\$66 ) begin
+      \$319  = sel_store;
+    end
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$320  = \$203 ;
+    \$320  = is_remote;
+    if (\$66 ) begin
+      \$320  = sel_remote;
+    end
     if (rst) begin
-      \$320  = 2'h0;
+      \$320  = 1'h0;
     end
   end
-  assign out_tracked = \$254 [83];
-  assign dram__payload = \$254 [82:0];
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$321  = load_q;
+    if (\$66 ) begin
+      \$321  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$321  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$322  = store_q;
+    if (\$66 ) begin
+      \$322  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$322  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$323  = dma_q;
+    if (\$66 ) begin
+      \$323  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$323  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$324  = remote_q;
+    if (\$66 ) begin
+      \$324  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$324  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$325  = \$77 ;
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$326 [15:0] = \$286 [74:59];
+    \$326 [19:16] = 4'h1;
+    \$326 [20] = \$79 ;
+    \$326 [22:21] = \$286 [3:2];
+    if (rst) begin
+      \$326  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$327  = \$80 [31:0];
+    if (rst) begin
+      \$327  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$328  = \$81 [24:0];
+    if (rst) begin
+      \$328  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$329  = \$82 ;
+    if (rst) begin
+      \$329  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$330  = \$84 [33:0];
+    if (rst) begin
+      \$330  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$331  = \$89 ;
+    if (rst) begin
+      \$331  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$332  = cfg;
+    if (accept) begin
+      \$332  = \new ;
+    end
+    if (rst) begin
+      \$332  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$333  = thr;
+    if (accept) begin
+      \$333  = \new [9:2];
+    end else if (\$90 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$333  = \$124 [7:0];
+    end
+    if (rst) begin
+      \$333  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$334  = measuring;
+    if (accept) begin
+      \$334  = \$91 ;
+    end else if (\$90 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$334  = 1'h0;
+    end
+    if (rst) begin
+      \$334  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$335  = armed;
+    if (accept) begin
+      \$335  = \$92 ;
+    end else if (\$90 ) begin
+      \$335  = 1'h0;
+    end
+    if (rst) begin
+      \$335  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$336  = window;
+    if (accept) begin
+      \$336  = 1'h0;
+    end else if (\$90 ) begin
+      (* full_case = 32'd1 *)
+      if (\$119 ) begin
+      end else begin
+        \$336  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$336  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$336  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$337  = finish;
+    if (accept) begin
+      \$337  = 2'h0;
+    end else if (\$90 ) begin
+      if (\$119 ) begin
+        \$337  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$337  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$337  = \$122 [1:0];
+    end else if (finish[1]) begin
+      \$337  = 2'h0;
+    end
+    if (rst) begin
+      \$337  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$338  = scale;
+    if (accept) begin
+      \$338  = \$93 [4:0];
+    end
+    if (rst) begin
+      \$338  = 5'h0a;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$339  = acc;
+    if (accept) begin
+    end else if (\$90 ) begin
+      \$339  = sat_s;
+    end else if (window) begin
+      if (grant_c_q) begin
+        \$339  = \$121 [31:0];
+      end
+    end
+    if (rst) begin
+      \$339  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$340  = left;
+    if (accept) begin
+    end else if (\$90 ) begin
+      \$340  = \$118 [24:0];
+    end else if (window) begin
+      \$340  = \$120 [24:0];
+    end
+    if (rst) begin
+      \$340  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$341  = num;
+    if (accept) begin
+    end else if (\$90 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$341  = \$123 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$342  = \$125 ;
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$343  = \$127 ;
+    if (rst) begin
+      \$343  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$344  = stats;
+    if (load_granted) begin
+      \$344 [31:0] = \$128 [31:0];
+    end
+    if (load_stalled) begin
+      \$344 [159:128] = \$129 [31:0];
+    end
+    if (store_granted) begin
+      \$344 [63:32] = \$133 [31:0];
+    end
+    if (store_stalled) begin
+      \$344 [191:160] = \$134 [31:0];
+    end
+    if (dma_granted) begin
+      \$344 [95:64] = \$138 [31:0];
+    end
+    if (dma_stalled) begin
+      \$344 [223:192] = \$139 [31:0];
+    end
+    if (remote_granted) begin
+      \$344 [127:96] = \$143 [31:0];
+    end
+    if (remote_stalled) begin
+      \$344 [255:224] = \$144 [31:0];
+    end
+    if (was_forced) begin
+      \$344 [287:256] = \$151 [31:0];
+    end
+    if (rst) begin
+      \$344  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$345  = \$130 ;
+    if (rst) begin
+      \$345  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$346  = \$132 ;
+    if (rst) begin
+      \$346  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$347  = \$135 ;
+    if (rst) begin
+      \$347  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$348  = \$137 ;
+    if (rst) begin
+      \$348  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$349  = \$140 ;
+    if (rst) begin
+      \$349  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$350  = \$142 ;
+    if (rst) begin
+      \$350  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$351  = \$150 ;
+    if (rst) begin
+      \$351  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$352  = \$154 ;
+    if (rst) begin
+      \$352  = 2'h0;
+    end
+  end
+  assign \$signal$57  = \$246 [0];
+  assign \$signal$58  = \$214 [0];
+  assign out_tracked = \$286 [83];
+  assign dram__payload = \$286 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
@@ -1483,12 +1545,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$254 [1:0];
-  assign dram__payload__source  = \$254 [3:2];
-  assign dram__payload__addr  = \$254 [51:4];
-  assign dram__payload__bytes  = \$254 [58:52];
-  assign dram__payload__tile  = \$254 [74:59];
-  assign dram__payload__tag  = \$254 [82:75];
+  assign dram__payload__op  = \$286 [1:0];
+  assign dram__payload__source  = \$286 [3:2];
+  assign dram__payload__addr  = \$286 [51:4];
+  assign dram__payload__bytes  = \$286 [58:52];
+  assign dram__payload__tile  = \$286 [74:59];
+  assign dram__payload__tag  = \$286 [82:75];
   assign response__payload__source  = response__payload[1:0];
   assign response__payload__tag  = response__payload[9:2];
   assign response__payload__error  = response__payload[10];
@@ -1559,8 +1621,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$274 ;
-  assign set_err[1] = \$265 ;
+  assign set_err[0] = \$306 ;
+  assign set_err[1] = \$297 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -1579,17 +1641,27 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$251 ;
+  assign remote_req[1:0] = \$283 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$249 ;
+  assign store_req[1:0] = \$281 ;
   assign store_req[82:75] = 8'h00;
-  assign \$132  = { 7'h00, sat2, 24'h000000 };
-  assign \$171  = { finish, 1'h0 };
-  assign \$173  = { 25'h0000000, num[33:25] };
-  assign \$248  = store__payload[71];
-  assign \$250  = remote__payload[71];
+  assign \$217  = { 1'h0, \$216  };
+  assign \$244  = { 1'h0, \$243  };
+  assign \$201 [0] = 1'h0;
+  assign \$201 [1] = 1'h0;
+  assign \$203  = 1'h0;
+  assign \$204  = 2'h0;
+  assign \$212 [0] = 1'h0;
+  assign \$212 [1] = 1'h0;
+  assign \$213  = 2'h0;
+  assign \$214  = 2'h0;
+  assign \$83  = { 7'h00, sat2, 24'h000000 };
+  assign \$122  = { finish, 1'h0 };
+  assign \$124  = { 25'h0000000, num[33:25] };
+  assign \$280  = store__payload[71];
+  assign \$282  = remote__payload[71];
 endmodule

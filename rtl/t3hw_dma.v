@@ -536,6 +536,8 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
+  reg \$100 ;
+  reg \$101 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -572,27 +574,27 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$41 ;
   wire \$42 ;
   wire [3:0] \$43 ;
-  wire [47:0] \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [47:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [12:0] \$48 ;
-  wire \$49 ;
+  wire [12:0] \$46 ;
+  wire [47:0] \$47 ;
+  wire \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire [16:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [47:0] \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [16:0] \$56 ;
+  wire \$56 ;
   wire [16:0] \$57 ;
-  wire [23:0] \$58 ;
-  wire [25:0] \$59 ;
+  wire [16:0] \$58 ;
+  wire [23:0] \$59 ;
   wire \$6 ;
-  wire [4:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [25:0] \$60 ;
+  wire [4:0] \$61 ;
+  wire [47:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
@@ -601,37 +603,38 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
-  wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire [3:0] \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  reg \$76 ;
+  reg [57:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [47:0] \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
+  reg [47:0] \$80 ;
+  reg [11:0] \$81 ;
+  reg [15:0] \$82 ;
   reg \$83 ;
-  reg [178:0] \$84 ;
+  reg [47:0] \$84 ;
   reg \$85 ;
   reg \$86 ;
-  reg \$87 ;
-  reg [47:0] \$88 ;
-  reg [170:0] \$89 ;
+  reg [178:0] \$87 ;
+  reg \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [7:0] \$90 ;
-  reg [3:0] \$91 ;
-  reg [47:0] \$92 ;
-  reg \$93 ;
-  reg \$94 ;
-  reg [3:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg \$90 ;
+  reg [47:0] \$91 ;
+  reg [170:0] \$92 ;
+  reg [7:0] \$93 ;
+  reg [3:0] \$94 ;
+  reg [47:0] \$95 ;
+  reg \$96 ;
   reg \$97 ;
-  reg \$98 ;
+  reg [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -819,8 +822,10 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   wire start;
+  reg [47:0] step = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
   assign stop = \$2  & \$signal$8 ;
@@ -874,85 +879,88 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign \$41  = ~ read__valid;
   assign \$42  = \$41  | read__ready;
   assign \$43  = tag + 1'h1;
-  assign \$44  = row_end ? row_step : 48'h000000000040;
-  assign \$45  = src_at + \$44 ;
-  assign \$46  = row_end ? row_step : 48'h000000000040;
-  assign \$47  = dst_at + \$46 ;
-  assign \$48  = rows_left - 1'h1;
-  assign \$49  = rows_left == 2'h2;
-  assign \$50  = remaining - 7'h40;
+  assign \$44  = src_at + step;
+  assign \$45  = dst_at + step;
+  assign \$46  = rows_left - 1'h1;
+  assign \$47  = short_row ? row_step : 48'h000000000040;
+  assign \$48  = rows_left == 2'h2;
+  assign \$49  = remaining - 7'h40;
+  assign \$50  = remaining <= 8'h80;
   assign \$51  = remaining <= 8'h80;
-  assign \$52  = ~ nxt_valid;
-  assign \$53  = descriptor__valid & \$52 ;
-  assign \$54  = descriptor__payload[58:43] <= 7'h40;
-  assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = descriptor__payload[58:43] - 1'h1;
-  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
-  assign \$60  = run + 1'h1;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$40 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$52  = \$51  ? row_step : 48'h000000000040;
+  assign \$53  = ~ nxt_valid;
+  assign \$54  = descriptor__valid & \$53 ;
+  assign \$55  = descriptor__payload[58:43] <= 7'h40;
+  assign \$56  = descriptor__payload[42:31] == 1'h1;
+  assign \$57  = descriptor__payload[58:43] - 1'h1;
+  assign \$60  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$59 );
+  assign \$61  = run + 1'h1;
+  assign \$62  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = o__payload[79:77] != response__payload[2:0];
+  assign \$67  = response__payload[3] | \$66 ;
+  assign \$68  = \$40 [3:0] == 4'h8;
+  assign \$69  = o__ready & o__valid;
+  assign \$70  = ~ \$signal$28 ;
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = \$71  ? o__payload[83:80] : \$signal$30 ;
+  assign \$73  = run + 1'h1;
+  assign \$74  = start ? \$73  : { 1'h0, run };
+  assign \$75  = \$72  == \$74 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$76 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$77 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$78 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$79 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$80 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$81 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$82 ;
   always @(posedge clk)
-    row_end <= \$81 ;
+    row_end <= \$83 ;
   always @(posedge clk)
-    one_row <= \$82 ;
+    step <= \$84 ;
   always @(posedge clk)
-    active <= \$83 ;
+    one_row <= \$85 ;
   always @(posedge clk)
-    nxt <= \$84 ;
+    active <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$85 ;
+    nxt <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$86 ;
+    nxt_valid <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$87 ;
+    nxt_short <= \$89 ;
   always @(posedge clk)
-    nxt_step <= \$88 ;
+    nxt_one_row <= \$90 ;
   always @(posedge clk)
-    cur <= \$89 ;
+    nxt_step <= \$91 ;
   always @(posedge clk)
-    index <= \$90 ;
+    cur <= \$92 ;
   always @(posedge clk)
-    run <= \$91 ;
+    index <= \$93 ;
   always @(posedge clk)
-    row_step <= \$92 ;
+    run <= \$94 ;
   always @(posedge clk)
-    short_row <= \$93 ;
+    row_step <= \$95 ;
   always @(posedge clk)
-    \$signal  <= \$94 ;
+    short_row <= \$96 ;
   always @(posedge clk)
-    \$signal$30  <= \$95 ;
+    \$signal  <= \$97 ;
   always @(posedge clk)
-    held <= \$96 ;
+    \$signal$30  <= \$98 ;
   always @(posedge clk)
-    at_limit <= \$97 ;
+    held <= \$99 ;
   always @(posedge clk)
-    \$signal$8  <= \$98 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
+    at_limit <= \$100 ;
+  always @(posedge clk)
+    \$signal$8  <= \$101 ;
   t3hw_dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -982,254 +990,269 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$74  = read__valid;
+    \$76  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$76  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$75  = read__payload;
+    \$77  = read__payload;
     if (\$42 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+      \$77 [47:0] = meta[139:92];
+      \$77 [54:48] = \$1 [6:0];
+      \$77 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$77  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = tag;
+    \$78  = tag;
     if (issue) begin
-      \$76  = \$43 [2:0];
+      \$78  = \$43 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$78  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = src_at;
+    \$79  = src_at;
     if (issue) begin
-      \$77  = \$45 [47:0];
+      \$79  = \$44 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$79  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = dst_at;
+    \$80  = dst_at;
     if (issue) begin
-      \$78  = \$47 [47:0];
+      \$80  = \$45 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$80  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$79  = rows_left;
+    \$81  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$48 [11:0];
+        \$81  = \$46 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$81  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$80  = remaining;
+    \$82  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$82  = cur[50:35];
       end else begin
-        \$80  = \$50 [15:0];
+        \$82  = \$49 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$82  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = row_end;
+    \$83  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = short_row;
+        \$83  = short_row;
       end else begin
-        \$81  = \$51 ;
+        \$83  = \$50 ;
       end
     end
     if (start) begin
-      \$81  = nxt_short;
+      \$83  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$82  = one_row;
+    \$84  = step;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$84  = \$47 ;
+      end else begin
+        \$84  = \$52 ;
+      end
+    end
+    if (start) begin
+      \$84  = \$62 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$85  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$82  = \$49 ;
+        \$85  = \$48 ;
       end
     end
     if (start) begin
-      \$82  = nxt_one_row;
+      \$85  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = active;
+    \$86  = active;
     if (issue) begin
       if (last) begin
-        \$83  = 1'h0;
+        \$86  = 1'h0;
       end
     end
     if (stop) begin
-      \$83  = 1'h0;
+      \$86  = 1'h0;
     end
     if (start) begin
-      \$83  = 1'h1;
+      \$86  = 1'h1;
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$86  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = nxt;
-    if (\$53 ) begin
-      \$84  = descriptor__payload;
+    \$87  = nxt;
+    if (\$54 ) begin
+      \$87  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = nxt_valid;
-    if (\$53 ) begin
-      \$85  = 1'h1;
+    \$88  = nxt_valid;
+    if (\$54 ) begin
+      \$88  = 1'h1;
     end
     if (start) begin
-      \$85  = 1'h0;
+      \$88  = 1'h0;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$88  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$86  = nxt_short;
-    if (\$53 ) begin
-      \$86  = \$54 ;
+    \$89  = nxt_short;
+    if (\$54 ) begin
+      \$89  = \$55 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$87  = nxt_one_row;
-    if (\$53 ) begin
-      \$87  = \$55 ;
+    \$90  = nxt_one_row;
+    if (\$54 ) begin
+      \$90  = \$56 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$88  = nxt_step;
-    if (\$53 ) begin
-      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    \$91  = nxt_step;
+    if (\$54 ) begin
+      \$91  = { \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60  };
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$89  = cur;
+    \$92  = cur;
     if (start) begin
-      \$89 [0] = nxt[8];
-      \$89 [1] = nxt[9];
-      \$89 [6:2] = nxt[14:10];
-      \$89 [22:7] = nxt[30:15];
-      \$89 [34:23] = nxt[42:31];
-      \$89 [50:35] = nxt[58:43];
-      \$89 [74:51] = nxt[82:59];
-      \$89 [122:75] = nxt[130:83];
-      \$89 [170:123] = nxt[178:131];
+      \$92 [0] = nxt[8];
+      \$92 [1] = nxt[9];
+      \$92 [6:2] = nxt[14:10];
+      \$92 [22:7] = nxt[30:15];
+      \$92 [34:23] = nxt[42:31];
+      \$92 [50:35] = nxt[58:43];
+      \$92 [74:51] = nxt[82:59];
+      \$92 [122:75] = nxt[130:83];
+      \$92 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$90  = index;
+    \$93  = index;
     if (start) begin
-      \$90  = nxt[7:0];
+      \$93  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$91  = run;
+    \$94  = run;
     if (start) begin
-      \$91  = \$60 [3:0];
+      \$94  = \$61 [3:0];
     end
     if (rst) begin
-      \$91  = 4'h0;
+      \$94  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$92  = row_step;
+    \$95  = row_step;
     if (start) begin
-      \$92  = nxt_step;
+      \$95  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$93  = short_row;
+    \$96  = short_row;
     if (start) begin
-      \$93  = nxt_short;
+      \$96  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$94  = \$signal ;
-    if (\$63 ) begin
-      \$94  = \$65 ;
+    \$97  = \$signal ;
+    if (\$65 ) begin
+      \$97  = \$67 ;
     end
-    if (rst) begin
-      \$94  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$95  = \$signal$30 ;
-    if (\$63 ) begin
-      \$95  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$96  = \$40 [3:0];
-    if (rst) begin
-      \$96  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$97  = \$66 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$98  = \$73 ;
+    \$98  = \$signal$30 ;
+    if (\$65 ) begin
+      \$98  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$99  = \$40 [3:0];
     if (rst) begin
-      \$98  = 1'h1;
+      \$99  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$100  = \$68 ;
+    if (rst) begin
+      \$100  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$101  = \$75 ;
+    if (rst) begin
+      \$101  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -1335,8 +1358,8 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
-  assign \$58  = { \$57 [16], \$57 , 6'h00 };
+  assign \$58  = { \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16:6] };
+  assign \$59  = { \$58 [16], \$58 , 6'h00 };
 endmodule
 
 module t3hw_dma__engine__packets (clk, rst, push, wr__data, o__valid, o__payload, o__ready);

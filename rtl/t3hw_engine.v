@@ -4547,36 +4547,36 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire \$118 ;
+  wire [25:0] \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire [25:0] \$120 ;
+  wire [32:0] \$121 ;
+  wire [2:0] \$122 ;
+  wire [34:0] \$123 ;
+  wire [33:0] \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
-  wire \$128 ;
-  wire [38:0] \$129 ;
+  wire [32:0] \$128 ;
+  wire [32:0] \$129 ;
   wire \$13 ;
-  wire [31:0] \$130 ;
-  wire [8:0] \$131 ;
-  wire [39:0] \$132 ;
-  wire [40:0] \$133 ;
-  wire \$134 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire [32:0] \$133 ;
+  wire [32:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [32:0] \$138 ;
+  wire [32:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
-  wire [5:0] \$142 ;
-  wire \$143 ;
-  wire \$144 ;
+  wire \$142 ;
+  wire [32:0] \$143 ;
+  wire [32:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -4584,10 +4584,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
-  wire \$151 ;
-  wire \$152 ;
-  wire \$153 ;
-  wire \$154 ;
+  wire [32:0] \$151 ;
+  wire [1:0] \$152 ;
+  wire [1:0] \$153 ;
+  wire [1:0] \$154 ;
   wire \$155 ;
   wire \$156 ;
   wire \$157 ;
@@ -4601,50 +4601,50 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire [25:0] \$167 ;
+  wire \$167 ;
   wire \$168 ;
-  wire [25:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [32:0] \$170 ;
-  wire [2:0] \$171 ;
-  wire [34:0] \$172 ;
-  wire [33:0] \$173 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
+  wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [32:0] \$177 ;
-  wire [32:0] \$178 ;
+  wire \$177 ;
+  wire \$178 ;
   wire \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire \$182 ;
+  wire \$183 ;
   wire \$184 ;
   wire \$185 ;
   wire \$186 ;
-  wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$187 ;
+  wire \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
   wire \$191 ;
-  wire [32:0] \$192 ;
-  wire [32:0] \$193 ;
+  wire \$192 ;
+  wire \$193 ;
   wire \$194 ;
   wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire \$199 ;
+  wire [1:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire [32:0] \$200 ;
+  wire \$200 ;
   wire [1:0] \$201 ;
   wire [1:0] \$202 ;
-  wire [1:0] \$203 ;
-  wire \$204 ;
-  wire \$205 ;
+  wire \$203 ;
+  wire [1:0] \$204 ;
+  wire [1:0] \$205 ;
   wire \$206 ;
   wire \$207 ;
   wire \$208 ;
@@ -4652,13 +4652,13 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$21 ;
   wire \$210 ;
   wire \$211 ;
-  wire \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
+  wire [1:0] \$212 ;
+  wire [1:0] \$213 ;
+  wire [1:0] \$214 ;
+  wire [1:0] \$215 ;
   wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
+  wire [1:0] \$217 ;
+  wire [1:0] \$218 ;
   wire \$219 ;
   wire \$22 ;
   wire \$220 ;
@@ -4678,8 +4678,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
-  wire \$236 ;
-  wire \$237 ;
+  wire [1:0] \$236 ;
+  wire [1:0] \$237 ;
   wire \$238 ;
   wire \$239 ;
   wire [17:0] \$24 ;
@@ -4687,18 +4687,18 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
+  wire [1:0] \$244 ;
+  wire [1:0] \$245 ;
+  wire [1:0] \$246 ;
+  wire [1:0] \$247 ;
   wire \$248 ;
-  wire [1:0] \$249 ;
+  wire \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire [1:0] \$251 ;
-  wire [83:0] \$252 ;
-  wire [83:0] \$253 ;
-  wire [83:0] \$254 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
   wire \$255 ;
   wire \$256 ;
   wire \$257 ;
@@ -4716,54 +4716,54 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$268 ;
   wire \$269 ;
   wire \$27 ;
-  wire \$270 ;
+  wire [1:0] \$270 ;
   wire \$271 ;
   wire \$272 ;
   wire \$273 ;
   wire \$274 ;
-  reg \$275 ;
-  reg \$276 ;
-  reg \$277 ;
-  reg \$278 ;
-  reg \$279 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire \$28 ;
-  reg [16:0] \$280 ;
-  reg \$281 ;
-  reg \$282 ;
-  reg \$283 ;
-  reg \$284 ;
-  reg \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg \$288 ;
-  reg [83:0] \$289 ;
+  wire \$280 ;
+  wire [1:0] \$281 ;
+  wire \$282 ;
+  wire [1:0] \$283 ;
+  wire [83:0] \$284 ;
+  wire [83:0] \$285 ;
+  wire [83:0] \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  reg [83:0] \$290 ;
-  reg [83:0] \$291 ;
-  reg [83:0] \$292 ;
-  reg \$293 ;
-  reg [22:0] \$294 ;
-  reg [31:0] \$295 ;
-  reg [24:0] \$296 ;
-  reg [8:0] \$297 ;
-  reg [33:0] \$298 ;
-  reg \$299 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  reg [38:0] \$300 ;
-  reg [7:0] \$301 ;
-  reg \$302 ;
-  reg \$303 ;
-  reg \$304 ;
-  reg [1:0] \$305 ;
-  reg [4:0] \$306 ;
-  reg [31:0] \$307 ;
-  reg [24:0] \$308 ;
-  reg [33:0] \$309 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  reg \$307 ;
+  reg \$308 ;
+  reg \$309 ;
   wire \$31 ;
   reg \$310 ;
   reg \$311 ;
-  reg [287:0] \$312 ;
+  reg [16:0] \$312 ;
   reg \$313 ;
   reg \$314 ;
   reg \$315 ;
@@ -4772,10 +4772,42 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg \$318 ;
   reg \$319 ;
   wire \$32 ;
-  reg [1:0] \$320 ;
+  reg \$320 ;
+  reg [83:0] \$321 ;
+  reg [83:0] \$322 ;
+  reg [83:0] \$323 ;
+  reg [83:0] \$324 ;
+  reg \$325 ;
+  reg [22:0] \$326 ;
+  reg [31:0] \$327 ;
+  reg [24:0] \$328 ;
+  reg [8:0] \$329 ;
   wire \$33 ;
+  reg [33:0] \$330 ;
+  reg \$331 ;
+  reg [38:0] \$332 ;
+  reg [7:0] \$333 ;
+  reg \$334 ;
+  reg \$335 ;
+  reg \$336 ;
+  reg [1:0] \$337 ;
+  reg [4:0] \$338 ;
+  reg [31:0] \$339 ;
   wire \$34 ;
+  reg [24:0] \$340 ;
+  reg [33:0] \$341 ;
+  reg \$342 ;
+  reg \$343 ;
+  reg [287:0] \$344 ;
+  reg \$345 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg \$348 ;
+  reg \$349 ;
   wire \$35 ;
+  reg \$350 ;
+  reg \$351 ;
+  reg [1:0] \$352 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
@@ -4800,7 +4832,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
-  wire [1:0] \$58 ;
+  wire \$58 ;
   wire \$59 ;
   wire \$6 ;
   wire \$60 ;
@@ -4815,7 +4847,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire [1:0] \$71 ;
+  wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
@@ -4825,11 +4857,11 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
+  wire [38:0] \$80 ;
+  wire [31:0] \$81 ;
+  wire [8:0] \$82 ;
+  wire [39:0] \$83 ;
+  wire [40:0] \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -4839,8 +4871,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire \$93 ;
-  wire [1:0] \$94 ;
+  wire [5:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -4848,8 +4880,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
-  reg \$signal$29  = 1'h0;
-  reg \$signal$30  = 1'h0;
+  wire \$signal$30 ;
+  wire \$signal$31 ;
+  reg \$signal$32  = 1'h0;
+  reg \$signal$33  = 1'h0;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -4953,6 +4987,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  wire if_none;
   reg is_remote = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
@@ -5183,807 +5218,834 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$35  = gate_m & below;
   assign \$36  = \$signal  | \$35 ;
   assign \$37  = \$34  ? \$36  : last_comm;
-  assign \$38  = dma__valid | remote__valid;
-  assign \$39  = gate_m & below;
-  assign \$40  = \$signal  | \$39 ;
-  assign \$41  = ~ \$40 ;
-  assign \$42  = \$38  & \$41 ;
-  assign \$43  = ~ dram__valid;
-  assign \$44  = \$43  | dram__ready;
-  assign \$45  = ~ wait_full;
-  assign \$46  = \$44  & \$45 ;
-  assign \$47  = wait1 >= \new [38:23];
-  assign \$48  = wait1 > \new [38:23];
-  assign \$49  = \$46  ? \$47  : \$48 ;
-  assign \$50  = ~ dram__valid;
-  assign \$51  = \$50  | dram__ready;
-  assign \$52  = ~ wait_full;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = wait1 == cfg[38:23];
-  assign \$55  = \$53  ? \$54  : wait_full;
-  assign \$56  = accept ? \$49  : \$55 ;
-  assign \$57  = \$42  & \$56 ;
-  assign \$58  = accept ? \new [1:0] : cfg[1:0];
-  assign \$59  = ! \$58 ;
+  assign \$38  = gate_m & below;
+  assign \$39  = \$signal  | \$38 ;
+  assign \$40  = ~ \$39 ;
+  assign \$41  = dma__valid | remote__valid;
+  assign \$42  = ~ dram__valid;
+  assign \$43  = \$42  | dram__ready;
+  assign \$44  = ~ wait_full;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = wait1 >= \new [38:23];
+  assign \$47  = wait1 > \new [38:23];
+  assign \$48  = \$45  ? \$46  : \$47 ;
+  assign \$49  = ~ dram__valid;
+  assign \$50  = \$49  | dram__ready;
+  assign \$51  = ~ wait_full;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = wait1 == cfg[38:23];
+  assign \$54  = \$52  ? \$53  : wait_full;
+  assign \$55  = accept ? \$48  : \$54 ;
+  assign \$56  = \$41  & \$55 ;
+  assign \$57  = \$40  & \$56 ;
+  assign \$58  = gate_m & below;
+  assign \$59  = \$signal  | \$58 ;
   assign \$60  = ~ dram__valid;
   assign \$61  = \$60  | dram__ready;
   assign \$62  = \$61  & pick_c;
-  assign \$63  = gate_m & below;
-  assign \$64  = \$signal  | \$63 ;
-  assign \$65  = \$62  | \$64 ;
-  assign \$66  = gate_m & below;
-  assign \$67  = \$signal  | \$66 ;
-  assign \$68  = \$65  ? \$67  : last_comm;
-  assign \$69  = ~ \$68 ;
-  assign \$70  = \$59  & \$69 ;
-  assign \$71  = accept ? \new [1:0] : cfg[1:0];
-  assign \$72  = dma__valid | remote__valid;
-  assign \$73  = gate_m & below;
-  assign \$74  = \$signal  | \$73 ;
-  assign \$75  = ~ \$74 ;
-  assign \$76  = \$72  & \$75 ;
-  assign \$77  = ~ dram__valid;
-  assign \$78  = \$77  | dram__ready;
-  assign \$79  = ~ wait_full;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = wait1 >= \new [38:23];
-  assign \$82  = wait1 > \new [38:23];
-  assign \$83  = \$80  ? \$81  : \$82 ;
-  assign \$84  = ~ dram__valid;
-  assign \$85  = \$84  | dram__ready;
-  assign \$86  = ~ wait_full;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = wait1 == cfg[38:23];
-  assign \$89  = \$87  ? \$88  : wait_full;
-  assign \$90  = accept ? \$83  : \$89 ;
-  assign \$91  = \$76  & \$90 ;
-  assign \$92  = \$71 [1] & \$91 ;
-  assign \$93  = \$70  | \$92 ;
-  assign \$94  = accept ? \new [1:0] : cfg[1:0];
-  assign \$95  = \$94  == 2'h3;
-  assign \$96  = | \new [9:2];
-  assign \$97  = \new [1] & \$96 ;
-  assign \$98  = finish[1] ? cfg[1] : gated;
-  assign \$99  = accept ? \$97  : \$98 ;
-  assign \$100  = \$95  & \$99 ;
-  assign \$101  = ~ dram__valid;
-  assign \$102  = \$101  | dram__ready;
-  assign \$103  = \$102  & pick_c;
-  assign \$104  = gate_m & below;
-  assign \$105  = \$signal  | \$104 ;
-  assign \$106  = \$103  | \$105 ;
-  assign \$107  = gate_m & below;
-  assign \$108  = \$signal  | \$107 ;
-  assign \$109  = \$106  ? \$108  : last_comm;
-  assign \$110  = ~ \$109 ;
-  assign \$111  = \$100  & \$110 ;
-  assign \$112  = \$111  & below2;
-  assign \$113  = \$93  | \$112 ;
-  assign \$114  = ~ dram__valid;
-  assign \$115  = \$114  | dram__ready;
-  assign \$116  = ~ dram__valid;
-  assign \$117  = \$116  | dram__ready;
-  assign \$118  = \$117  & pick_c;
-  assign \$119  = gate_m & below;
-  assign \$120  = \$signal  | \$119 ;
-  assign \$121  = \$118  | \$120 ;
-  assign \$122  = ~ pick_c;
-  assign \$123  = dram__valid & dram__ready;
-  assign \$124  = \$123  & \$254 [83];
-  assign \$125  = | \$254 [1:0];
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = \$254 [1:0] == 2'h2;
-  assign \$128  = \$127  ? 1'h1 : 1'h0;
-  assign \$129  = cfg[17:10] << scale;
-  assign \$130  = 1'h1 << scale;
-  assign \$131  = cfg[17:10] + 2'h2;
-  assign \$133  = \$132  - unit;
-  assign \$134  = ~ dram__valid;
-  assign \$135  = \$134  | dram__ready;
-  assign \$136  = \$135  & pick_c;
-  assign \$137  = ~ accept;
-  assign \$138  = \$136  & \$137 ;
-  assign \$139  = armed & grant_c_q;
-  assign \$140  = ! \new [9:2];
-  assign \$141  = ! \new [9:2];
-  assign \$142  = 5'h18 - \new [22:18];
-  assign \$143  = cfg[22:18] == 1'h1;
-  assign \$144  = cfg[22:18] > 2'h2;
-  assign \$145  = cfg[22:18] > 2'h3;
-  assign \$146  = cfg[22:18] > 3'h4;
-  assign \$147  = cfg[22:18] > 3'h5;
-  assign \$148  = cfg[22:18] > 3'h6;
-  assign \$149  = cfg[22:18] > 3'h7;
-  assign \$150  = cfg[22:18] > 4'h8;
-  assign \$151  = cfg[22:18] > 4'h9;
-  assign \$152  = cfg[22:18] > 4'ha;
-  assign \$153  = cfg[22:18] > 4'hb;
-  assign \$154  = cfg[22:18] > 4'hc;
-  assign \$155  = cfg[22:18] > 4'hd;
-  assign \$156  = cfg[22:18] > 4'he;
-  assign \$157  = cfg[22:18] > 4'hf;
-  assign \$158  = cfg[22:18] > 5'h10;
-  assign \$159  = cfg[22:18] > 5'h11;
-  assign \$160  = cfg[22:18] > 5'h12;
-  assign \$161  = cfg[22:18] > 5'h13;
-  assign \$162  = cfg[22:18] > 5'h14;
-  assign \$163  = cfg[22:18] > 5'h15;
-  assign \$164  = cfg[22:18] > 5'h16;
-  assign \$165  = cfg[22:18] > 5'h17;
-  assign \$166  = cfg[22:18] > 5'h18;
-  assign \$167  = \$143  ? 26'h3ffffff : { 1'h0, \$166 , \$165 , \$164 , \$163 , \$162 , \$161 , \$160 , \$159 , \$158 , \$157 , \$156 , \$155 , \$154 , \$153 , \$152 , \$151 , \$150 , \$149 , \$148 , \$147 , \$146 , \$145 , \$144 , 2'h1 };
-  assign \$168  = ! cfg[22:18];
-  assign \$169  = $signed(left) - $signed(2'h1);
-  assign \$170  = acc + sat_s;
-  assign \$172  = base + acc;
-  assign \$174  = load__valid & load__ready;
-  assign \$175  = ~ load__ready;
-  assign \$176  = load__valid & \$175 ;
-  assign \$177  = stats[31:0] + 1'h1;
-  assign \$178  = stats[159:128] + 1'h1;
-  assign \$179  = store__valid & store__ready;
-  assign \$180  = ~ store__ready;
-  assign \$181  = store__valid & \$180 ;
-  assign \$182  = stats[63:32] + 1'h1;
-  assign \$183  = stats[191:160] + 1'h1;
-  assign \$184  = dma__valid & dma__ready;
-  assign \$185  = ~ dma__ready;
-  assign \$186  = dma__valid & \$185 ;
-  assign \$187  = stats[95:64] + 1'h1;
-  assign \$188  = stats[223:192] + 1'h1;
-  assign \$189  = remote__valid & remote__ready;
-  assign \$190  = ~ remote__ready;
-  assign \$191  = remote__valid & \$190 ;
-  assign \$192  = stats[127:96] + 1'h1;
-  assign \$193  = stats[255:224] + 1'h1;
-  assign \$194  = ~ dram__valid;
-  assign \$195  = \$194  | dram__ready;
-  assign \$196  = dma__valid | remote_ok;
-  assign \$197  = \$196  & wait_full;
-  assign \$198  = \$197  & cfg[1];
-  assign \$199  = \$195  & \$198 ;
-  assign \$200  = stats[287:256] + 1'h1;
-  assign \$204  = track_hold & store__payload[72];
-  assign \$205  = ~ \$204 ;
-  assign store_ok = store__valid & \$205 ;
-  assign \$206  = track_hold & remote__payload[72];
-  assign \$207  = ~ \$206 ;
-  assign remote_ok = remote__valid & \$207 ;
-  assign \$208  = load__valid | store_ok;
-  assign \$209  = dma__valid | remote_ok;
-  assign \$210  = \$209  & comm_first;
-  assign \$211  = ~ \$210 ;
-  assign pick_c = \$208  & \$211 ;
-  assign \$212  = ~ dram__valid;
-  assign \$213  = \$212  | dram__ready;
-  assign \$214  = dma__valid | remote_ok;
-  assign \$215  = \$213  & \$214 ;
-  assign \$216  = load__valid | store_ok;
-  assign \$217  = ~ \$216 ;
-  assign \$218  = ~ gated;
-  assign \$219  = \$217  & \$218 ;
-  assign \$220  = comm_first | \$219 ;
-  assign \$signal  = \$215  & \$220 ;
-  assign \$221  = ~ dram__valid;
-  assign \$222  = \$221  | dram__ready;
-  assign \$223  = dma__valid | remote_ok;
-  assign \$224  = \$222  & \$223 ;
-  assign \$225  = load__valid | store_ok;
-  assign \$226  = ~ \$225 ;
-  assign \$227  = \$224  & \$226 ;
-  assign gate_m = \$227  & gated;
-  assign \$228  = ~ load__valid;
-  assign \$229  = ~ last_store;
-  assign \$230  = \$228  | \$229 ;
-  assign sel_store = store_ok & \$230 ;
-  assign \$231  = ~ dma__valid;
-  assign \$232  = ~ last_remote;
-  assign \$233  = \$231  | \$232 ;
-  assign sel_remote = remote_ok & \$233 ;
-  assign \$234  = ~ dram__valid;
-  assign \$235  = \$234  | dram__ready;
-  assign \$236  = \$235  & pick_c;
-  assign \$237  = ~ sel_store;
-  assign load__ready = \$236  & \$237 ;
-  assign \$238  = ~ dram__valid;
-  assign \$239  = \$238  | dram__ready;
-  assign \$240  = \$239  & pick_c;
-  assign store__ready = \$240  & sel_store;
-  assign \$241  = gate_m & below;
-  assign \$242  = \$signal  | \$241 ;
-  assign \$243  = ~ sel_remote;
-  assign dma__ready = \$242  & \$243 ;
-  assign \$244  = gate_m & below;
-  assign \$245  = \$signal  | \$244 ;
-  assign remote__ready = \$245  & sel_remote;
-  assign \$246  = dma__valid | remote__valid;
-  assign \$247  = ~ \$246 ;
-  assign drop_wait = \$247  | \$signal ;
-  assign \$249  = \$248  ? 2'h2 : 2'h1;
-  assign \$251  = \$250  ? 2'h2 : 2'h1;
-  assign \$252  = is_remote ? remote_q : dma_q;
-  assign \$253  = \$signal$30  ? store_q : load_q;
-  assign \$254  = \$signal$29  ? \$252  : \$253 ;
-  assign \$255  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$255 ;
-  assign \$256  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$256 ;
-  assign \$257  = ! response__payload[1:0];
-  assign \$258  = response__payload[1:0] == 1'h1;
-  assign \$259  = \$258  ? dma_response__ready : 1'h1;
-  assign response__ready = \$257  ? load_response__ready : \$259 ;
-  assign \$260  = ! response__payload[1:0];
-  assign \$261  = ~ \$260 ;
-  assign \$262  = response__valid & \$261 ;
-  assign \$263  = response__payload[1:0] == 1'h1;
-  assign \$264  = ~ \$263 ;
-  assign \$265  = \$262  & \$264 ;
-  assign \$266  = | config__payload[38:23];
-  assign \$267  = config__payload[22:18] <= 5'h18;
-  assign \$268  = \$266  & \$267 ;
-  assign \$269  = | config__payload[9:2];
-  assign \$270  = | config__payload[17:10];
-  assign \$271  = \$269  | \$270 ;
-  assign \$272  = \$268  & \$271 ;
-  assign \$273  = ~ \$272 ;
-  assign \$274  = config__valid & \$273 ;
+  assign \$63  = \$62  ? \$246 [0] : if_none;
+  assign \$64  = \$59  ? 1'h0 : \$63 ;
+  assign \$65  = ~ dram__valid;
+  assign \$66  = \$65  | dram__ready;
+  assign \$67  = ~ dram__valid;
+  assign \$68  = \$67  | dram__ready;
+  assign \$69  = \$68  & pick_c;
+  assign \$70  = gate_m & below;
+  assign \$71  = \$signal  | \$70 ;
+  assign \$72  = \$69  | \$71 ;
+  assign \$73  = ~ pick_c;
+  assign \$74  = dram__valid & dram__ready;
+  assign \$75  = \$74  & \$286 [83];
+  assign \$76  = | \$286 [1:0];
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = \$286 [1:0] == 2'h2;
+  assign \$79  = \$78  ? 1'h1 : 1'h0;
+  assign \$80  = cfg[17:10] << scale;
+  assign \$81  = 1'h1 << scale;
+  assign \$82  = cfg[17:10] + 2'h2;
+  assign \$84  = \$83  - unit;
+  assign \$85  = ~ dram__valid;
+  assign \$86  = \$85  | dram__ready;
+  assign \$87  = \$86  & pick_c;
+  assign \$88  = ~ accept;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = armed & grant_c_q;
+  assign \$91  = ! \new [9:2];
+  assign \$92  = ! \new [9:2];
+  assign \$93  = 5'h18 - \new [22:18];
+  assign \$94  = cfg[22:18] == 1'h1;
+  assign \$95  = cfg[22:18] > 2'h2;
+  assign \$96  = cfg[22:18] > 2'h3;
+  assign \$97  = cfg[22:18] > 3'h4;
+  assign \$98  = cfg[22:18] > 3'h5;
+  assign \$99  = cfg[22:18] > 3'h6;
+  assign \$100  = cfg[22:18] > 3'h7;
+  assign \$101  = cfg[22:18] > 4'h8;
+  assign \$102  = cfg[22:18] > 4'h9;
+  assign \$103  = cfg[22:18] > 4'ha;
+  assign \$104  = cfg[22:18] > 4'hb;
+  assign \$105  = cfg[22:18] > 4'hc;
+  assign \$106  = cfg[22:18] > 4'hd;
+  assign \$107  = cfg[22:18] > 4'he;
+  assign \$108  = cfg[22:18] > 4'hf;
+  assign \$109  = cfg[22:18] > 5'h10;
+  assign \$110  = cfg[22:18] > 5'h11;
+  assign \$111  = cfg[22:18] > 5'h12;
+  assign \$112  = cfg[22:18] > 5'h13;
+  assign \$113  = cfg[22:18] > 5'h14;
+  assign \$114  = cfg[22:18] > 5'h15;
+  assign \$115  = cfg[22:18] > 5'h16;
+  assign \$116  = cfg[22:18] > 5'h17;
+  assign \$117  = cfg[22:18] > 5'h18;
+  assign \$118  = \$94  ? 26'h3ffffff : { 1'h0, \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , 2'h1 };
+  assign \$119  = ! cfg[22:18];
+  assign \$120  = $signed(left) - $signed(2'h1);
+  assign \$121  = acc + sat_s;
+  assign \$123  = base + acc;
+  assign \$125  = load__valid & load__ready;
+  assign \$126  = ~ load__ready;
+  assign \$127  = load__valid & \$126 ;
+  assign \$128  = stats[31:0] + 1'h1;
+  assign \$129  = stats[159:128] + 1'h1;
+  assign \$130  = store__valid & store__ready;
+  assign \$131  = ~ store__ready;
+  assign \$132  = store__valid & \$131 ;
+  assign \$133  = stats[63:32] + 1'h1;
+  assign \$134  = stats[191:160] + 1'h1;
+  assign \$135  = dma__valid & dma__ready;
+  assign \$136  = ~ dma__ready;
+  assign \$137  = dma__valid & \$136 ;
+  assign \$138  = stats[95:64] + 1'h1;
+  assign \$139  = stats[223:192] + 1'h1;
+  assign \$140  = remote__valid & remote__ready;
+  assign \$141  = ~ remote__ready;
+  assign \$142  = remote__valid & \$141 ;
+  assign \$143  = stats[127:96] + 1'h1;
+  assign \$144  = stats[255:224] + 1'h1;
+  assign \$145  = ~ dram__valid;
+  assign \$146  = \$145  | dram__ready;
+  assign \$147  = dma__valid | remote_ok;
+  assign \$148  = \$147  & wait_full;
+  assign \$149  = \$148  & cfg[1];
+  assign \$150  = \$146  & \$149 ;
+  assign \$151  = stats[287:256] + 1'h1;
+  assign \$155  = track_hold & store__payload[72];
+  assign \$156  = ~ \$155 ;
+  assign store_ok = store__valid & \$156 ;
+  assign \$157  = track_hold & remote__payload[72];
+  assign \$158  = ~ \$157 ;
+  assign remote_ok = remote__valid & \$158 ;
+  assign \$159  = load__valid | store_ok;
+  assign \$160  = dma__valid | remote_ok;
+  assign \$161  = \$160  & comm_first;
+  assign \$162  = ~ \$161 ;
+  assign pick_c = \$159  & \$162 ;
+  assign \$163  = ~ dram__valid;
+  assign \$164  = \$163  | dram__ready;
+  assign \$165  = dma__valid | remote_ok;
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = load__valid | store_ok;
+  assign \$168  = ~ \$167 ;
+  assign \$169  = ~ gated;
+  assign \$170  = \$168  & \$169 ;
+  assign \$171  = comm_first | \$170 ;
+  assign \$signal  = \$166  & \$171 ;
+  assign \$172  = ~ dram__valid;
+  assign \$173  = \$172  | dram__ready;
+  assign \$174  = dma__valid | remote_ok;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = load__valid | store_ok;
+  assign \$177  = ~ \$176 ;
+  assign \$178  = \$175  & \$177 ;
+  assign gate_m = \$178  & gated;
+  assign \$179  = ~ load__valid;
+  assign \$180  = ~ last_store;
+  assign \$181  = \$179  | \$180 ;
+  assign sel_store = store_ok & \$181 ;
+  assign \$182  = ~ dma__valid;
+  assign \$183  = ~ last_remote;
+  assign \$184  = \$182  | \$183 ;
+  assign sel_remote = remote_ok & \$184 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = \$186  & pick_c;
+  assign \$188  = ~ sel_store;
+  assign load__ready = \$187  & \$188 ;
+  assign \$189  = ~ dram__valid;
+  assign \$190  = \$189  | dram__ready;
+  assign \$191  = \$190  & pick_c;
+  assign store__ready = \$191  & sel_store;
+  assign \$192  = gate_m & below;
+  assign \$193  = \$signal  | \$192 ;
+  assign \$194  = ~ sel_remote;
+  assign dma__ready = \$193  & \$194 ;
+  assign \$195  = gate_m & below;
+  assign \$196  = \$signal  | \$195 ;
+  assign remote__ready = \$196  & sel_remote;
+  assign \$197  = dma__valid | remote__valid;
+  assign \$198  = ~ \$197 ;
+  assign drop_wait = \$198  | \$signal ;
+  assign \$199  = accept ? \new [1:0] : cfg[1:0];
+  assign \$200  = ! \$199 ;
+  assign \$202  = accept ? \new [1:0] : cfg[1:0];
+  assign \$205  = accept ? \new [1:0] : cfg[1:0];
+  assign \$206  = \$205  == 2'h3;
+  assign \$207  = | \new [9:2];
+  assign \$208  = \new [1] & \$207 ;
+  assign \$209  = finish[1] ? cfg[1] : gated;
+  assign \$210  = accept ? \$208  : \$209 ;
+  assign \$211  = \$206  & \$210 ;
+  assign \$215  = accept ? \new [1:0] : cfg[1:0];
+  assign \$216  = ! \$215 ;
+  assign \$218  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = dma__valid | remote__valid;
+  assign \$220  = ~ dram__valid;
+  assign \$221  = \$220  | dram__ready;
+  assign \$222  = ~ wait_full;
+  assign \$223  = \$221  & \$222 ;
+  assign \$224  = wait1 >= \new [38:23];
+  assign \$225  = wait1 > \new [38:23];
+  assign \$226  = \$223  ? \$224  : \$225 ;
+  assign \$227  = ~ dram__valid;
+  assign \$228  = \$227  | dram__ready;
+  assign \$229  = ~ wait_full;
+  assign \$230  = \$228  & \$229 ;
+  assign \$231  = wait1 == cfg[38:23];
+  assign \$232  = \$230  ? \$231  : wait_full;
+  assign \$233  = accept ? \$226  : \$232 ;
+  assign \$234  = \$219  & \$233 ;
+  assign \$235  = \$218 [1] & \$234 ;
+  assign \$236  = \$217  | { 1'h0, \$235  };
+  assign \$237  = accept ? \new [1:0] : cfg[1:0];
+  assign \$238  = \$237  == 2'h3;
+  assign \$239  = | \new [9:2];
+  assign \$240  = \new [1] & \$239 ;
+  assign \$241  = finish[1] ? cfg[1] : gated;
+  assign \$242  = accept ? \$240  : \$241 ;
+  assign \$243  = \$238  & \$242 ;
+  assign \$245  = \$244  & { 1'h0, below2 };
+  assign \$246  = \$236  | \$245 ;
+  assign \$247  = accept ? \new [1:0] : cfg[1:0];
+  assign \$248  = ! \$247 ;
+  assign \$249  = ~ last_comm;
+  assign \$250  = \$248  & \$249 ;
+  assign \$251  = accept ? \new [1:0] : cfg[1:0];
+  assign \$252  = dma__valid | remote__valid;
+  assign \$253  = ~ dram__valid;
+  assign \$254  = \$253  | dram__ready;
+  assign \$255  = ~ wait_full;
+  assign \$256  = \$254  & \$255 ;
+  assign \$257  = wait1 >= \new [38:23];
+  assign \$258  = wait1 > \new [38:23];
+  assign \$259  = \$256  ? \$257  : \$258 ;
+  assign \$260  = ~ dram__valid;
+  assign \$261  = \$260  | dram__ready;
+  assign \$262  = ~ wait_full;
+  assign \$263  = \$261  & \$262 ;
+  assign \$264  = wait1 == cfg[38:23];
+  assign \$265  = \$263  ? \$264  : wait_full;
+  assign \$266  = accept ? \$259  : \$265 ;
+  assign \$267  = \$252  & \$266 ;
+  assign \$268  = \$251 [1] & \$267 ;
+  assign \$269  = \$250  | \$268 ;
+  assign \$270  = accept ? \new [1:0] : cfg[1:0];
+  assign \$271  = \$270  == 2'h3;
+  assign \$272  = | \new [9:2];
+  assign \$273  = \new [1] & \$272 ;
+  assign \$274  = finish[1] ? cfg[1] : gated;
+  assign \$275  = accept ? \$273  : \$274 ;
+  assign \$276  = \$271  & \$275 ;
+  assign \$277  = ~ last_comm;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = \$278  & below2;
+  assign if_none = \$269  | \$279 ;
+  assign \$281  = \$280  ? 2'h2 : 2'h1;
+  assign \$283  = \$282  ? 2'h2 : 2'h1;
+  assign \$284  = is_remote ? remote_q : dma_q;
+  assign \$285  = \$signal$33  ? store_q : load_q;
+  assign \$286  = \$signal$32  ? \$284  : \$285 ;
+  assign \$287  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$287 ;
+  assign \$288  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$288 ;
+  assign \$289  = ! response__payload[1:0];
+  assign \$290  = response__payload[1:0] == 1'h1;
+  assign \$291  = \$290  ? dma_response__ready : 1'h1;
+  assign response__ready = \$289  ? load_response__ready : \$291 ;
+  assign \$292  = ! response__payload[1:0];
+  assign \$293  = ~ \$292 ;
+  assign \$294  = response__valid & \$293 ;
+  assign \$295  = response__payload[1:0] == 1'h1;
+  assign \$296  = ~ \$295 ;
+  assign \$297  = \$294  & \$296 ;
+  assign \$298  = | config__payload[38:23];
+  assign \$299  = config__payload[22:18] <= 5'h18;
+  assign \$300  = \$298  & \$299 ;
+  assign \$301  = | config__payload[9:2];
+  assign \$302  = | config__payload[17:10];
+  assign \$303  = \$301  | \$302 ;
+  assign \$304  = \$300  & \$303 ;
+  assign \$305  = ~ \$304 ;
+  assign \$306  = config__valid & \$305 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$275 ;
+    accept <= \$307 ;
   always @(posedge clk)
-    below <= \$276 ;
+    below <= \$308 ;
   always @(posedge clk)
-    below2 <= \$277 ;
+    below2 <= \$309 ;
   always @(posedge clk)
-    last_store <= \$278 ;
+    last_store <= \$310 ;
   always @(posedge clk)
-    last_remote <= \$279 ;
+    last_remote <= \$311 ;
   always @(posedge clk)
-    wait1 <= \$280 ;
+    wait1 <= \$312 ;
   always @(posedge clk)
-    gated <= \$281 ;
+    gated <= \$313 ;
   always @(posedge clk)
-    last_comm <= \$282 ;
+    last_comm <= \$314 ;
   always @(posedge clk)
-    wait_full <= \$283 ;
+    wait_full <= \$315 ;
   always @(posedge clk)
-    comm_first <= \$284 ;
+    comm_first <= \$316 ;
   always @(posedge clk)
-    dram__valid <= \$285 ;
+    dram__valid <= \$317 ;
   always @(posedge clk)
-    \$signal$29  <= \$286 ;
+    \$signal$32  <= \$318 ;
   always @(posedge clk)
-    \$signal$30  <= \$287 ;
+    \$signal$33  <= \$319 ;
   always @(posedge clk)
-    is_remote <= \$288 ;
+    is_remote <= \$320 ;
   always @(posedge clk)
-    load_q <= \$289 ;
+    load_q <= \$321 ;
   always @(posedge clk)
-    store_q <= \$290 ;
+    store_q <= \$322 ;
   always @(posedge clk)
-    dma_q <= \$291 ;
+    dma_q <= \$323 ;
   always @(posedge clk)
-    remote_q <= \$292 ;
+    remote_q <= \$324 ;
   always @(posedge clk)
-    track__valid <= \$293 ;
+    track__valid <= \$325 ;
   always @(posedge clk)
-    track__payload <= \$294 ;
+    track__payload <= \$326 ;
   always @(posedge clk)
-    sat_s <= \$295 ;
+    sat_s <= \$327 ;
   always @(posedge clk)
-    unit <= \$296 ;
+    unit <= \$328 ;
   always @(posedge clk)
-    sat2 <= \$297 ;
+    sat2 <= \$329 ;
   always @(posedge clk)
-    base <= \$298 ;
+    base <= \$330 ;
   always @(posedge clk)
-    grant_c_q <= \$299 ;
+    grant_c_q <= \$331 ;
   always @(posedge clk)
-    cfg <= \$300 ;
+    cfg <= \$332 ;
   always @(posedge clk)
-    thr <= \$301 ;
+    thr <= \$333 ;
   always @(posedge clk)
-    measuring <= \$302 ;
+    measuring <= \$334 ;
   always @(posedge clk)
-    armed <= \$303 ;
+    armed <= \$335 ;
   always @(posedge clk)
-    window <= \$304 ;
+    window <= \$336 ;
   always @(posedge clk)
-    finish <= \$305 ;
+    finish <= \$337 ;
   always @(posedge clk)
-    scale <= \$306 ;
+    scale <= \$338 ;
   always @(posedge clk)
-    acc <= \$307 ;
+    acc <= \$339 ;
   always @(posedge clk)
-    left <= \$308 ;
+    left <= \$340 ;
   always @(posedge clk)
-    num <= \$309 ;
+    num <= \$341 ;
   always @(posedge clk)
-    load_granted <= \$310 ;
+    load_granted <= \$342 ;
   always @(posedge clk)
-    load_stalled <= \$311 ;
+    load_stalled <= \$343 ;
   always @(posedge clk)
-    stats <= \$312 ;
+    stats <= \$344 ;
   always @(posedge clk)
-    store_granted <= \$313 ;
+    store_granted <= \$345 ;
   always @(posedge clk)
-    store_stalled <= \$314 ;
+    store_stalled <= \$346 ;
   always @(posedge clk)
-    dma_granted <= \$315 ;
+    dma_granted <= \$347 ;
   always @(posedge clk)
-    dma_stalled <= \$316 ;
+    dma_stalled <= \$348 ;
   always @(posedge clk)
-    remote_granted <= \$317 ;
+    remote_granted <= \$349 ;
   always @(posedge clk)
-    remote_stalled <= \$318 ;
+    remote_stalled <= \$350 ;
   always @(posedge clk)
-    was_forced <= \$319 ;
+    was_forced <= \$351 ;
   always @(posedge clk)
-    errors <= \$320 ;
+    errors <= \$352 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$275  = \$8 ;
+    \$307  = \$8 ;
     if (rst) begin
-      \$275  = 1'h0;
+      \$307  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$276  = \$10 ;
+    \$308  = \$10 ;
     if (rst) begin
-      \$276  = 1'h1;
+      \$308  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$277  = \$12 ;
+    \$309  = \$12 ;
     if (rst) begin
-      \$277  = 1'h1;
+      \$309  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$278  = last_store;
+    \$310  = last_store;
     if (\$15 ) begin
-      \$278  = sel_store;
+      \$310  = sel_store;
     end
-    if (rst) begin
-      \$278  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$279  = last_remote;
-    if (\$17 ) begin
-      \$279  = sel_remote;
-    end
-    if (rst) begin
-      \$279  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$280  = wait1;
-    if (\$19 ) begin
-      \$280  = 17'h00001;
-    end else if (\$23 ) begin
-      \$280  = \$24 [16:0];
-    end
-    if (rst) begin
-      \$280  = 17'h00001;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$281  = \$28 ;
-    if (rst) begin
-      \$281  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$282  = \$37 ;
-    if (rst) begin
-      \$282  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$283  = \$57 ;
-    if (rst) begin
-      \$283  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$284  = \$113 ;
-    if (rst) begin
-      \$284  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$285  = dram__valid;
-    if (\$115 ) begin
-      \$285  = \$121 ;
-    end
-    if (rst) begin
-      \$285  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$286  = \$signal$29 ;
-    if (\$115 ) begin
-      \$286  = \$122 ;
-    end
-    if (rst) begin
-      \$286  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$287  = \$signal$30 ;
-    if (\$115 ) begin
-      \$287  = sel_store;
-    end
-    if (rst) begin
-      \$287  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$288  = is_remote;
-    if (\$115 ) begin
-      \$288  = sel_remote;
-    end
-    if (rst) begin
-      \$288  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$289  = load_q;
-    if (\$115 ) begin
-      \$289  = { 1'h0, load_req };
-    end
-    if (rst) begin
-      \$289  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$290  = store_q;
-    if (\$115 ) begin
-      \$290  = { store__payload[72], store_req };
-    end
-    if (rst) begin
-      \$290  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$291  = dma_q;
-    if (\$115 ) begin
-      \$291  = { 1'h0, dma_req };
-    end
-    if (rst) begin
-      \$291  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$292  = remote_q;
-    if (\$115 ) begin
-      \$292  = { remote__payload[72], remote_req };
-    end
-    if (rst) begin
-      \$292  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$293  = \$126 ;
-    if (rst) begin
-      \$293  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$294 [15:0] = \$254 [74:59];
-    \$294 [19:16] = 4'h1;
-    \$294 [20] = \$128 ;
-    \$294 [22:21] = \$254 [3:2];
-    if (rst) begin
-      \$294  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$295  = \$129 [31:0];
-    if (rst) begin
-      \$295  = 32'd32768;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$296  = \$130 [24:0];
-    if (rst) begin
-      \$296  = 25'h0000400;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$297  = \$131 ;
-    if (rst) begin
-      \$297  = 9'h022;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$298  = \$133 [33:0];
-    if (rst) begin
-      \$298  = 34'h021fffc00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$299  = \$138 ;
-    if (rst) begin
-      \$299  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$300  = cfg;
-    if (accept) begin
-      \$300  = \new ;
-    end
-    if (rst) begin
-      \$300  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$301  = thr;
-    if (accept) begin
-      \$301  = \new [9:2];
-    end else if (\$139 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$301  = \$173 [7:0];
-    end
-    if (rst) begin
-      \$301  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$302  = measuring;
-    if (accept) begin
-      \$302  = \$140 ;
-    end else if (\$139 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$302  = 1'h0;
-    end
-    if (rst) begin
-      \$302  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$303  = armed;
-    if (accept) begin
-      \$303  = \$141 ;
-    end else if (\$139 ) begin
-      \$303  = 1'h0;
-    end
-    if (rst) begin
-      \$303  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$304  = window;
-    if (accept) begin
-      \$304  = 1'h0;
-    end else if (\$139 ) begin
-      (* full_case = 32'd1 *)
-      if (\$168 ) begin
-      end else begin
-        \$304  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$304  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$304  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$305  = finish;
-    if (accept) begin
-      \$305  = 2'h0;
-    end else if (\$139 ) begin
-      if (\$168 ) begin
-        \$305  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$305  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$305  = \$171 [1:0];
-    end else if (finish[1]) begin
-      \$305  = 2'h0;
-    end
-    if (rst) begin
-      \$305  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$306  = scale;
-    if (accept) begin
-      \$306  = \$142 [4:0];
-    end
-    if (rst) begin
-      \$306  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$307  = acc;
-    if (accept) begin
-    end else if (\$139 ) begin
-      \$307  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$307  = \$170 [31:0];
-      end
-    end
-    if (rst) begin
-      \$307  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$308  = left;
-    if (accept) begin
-    end else if (\$139 ) begin
-      \$308  = \$167 [24:0];
-    end else if (window) begin
-      \$308  = \$169 [24:0];
-    end
-    if (rst) begin
-      \$308  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$309  = num;
-    if (accept) begin
-    end else if (\$139 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$309  = \$172 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$310  = \$174 ;
     if (rst) begin
       \$310  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$311  = \$176 ;
+    \$311  = last_remote;
+    if (\$17 ) begin
+      \$311  = sel_remote;
+    end
     if (rst) begin
       \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$312  = stats;
-    if (load_granted) begin
-      \$312 [31:0] = \$177 [31:0];
-    end
-    if (load_stalled) begin
-      \$312 [159:128] = \$178 [31:0];
-    end
-    if (store_granted) begin
-      \$312 [63:32] = \$182 [31:0];
-    end
-    if (store_stalled) begin
-      \$312 [191:160] = \$183 [31:0];
-    end
-    if (dma_granted) begin
-      \$312 [95:64] = \$187 [31:0];
-    end
-    if (dma_stalled) begin
-      \$312 [223:192] = \$188 [31:0];
-    end
-    if (remote_granted) begin
-      \$312 [127:96] = \$192 [31:0];
-    end
-    if (remote_stalled) begin
-      \$312 [255:224] = \$193 [31:0];
-    end
-    if (was_forced) begin
-      \$312 [287:256] = \$200 [31:0];
+    \$312  = wait1;
+    if (\$19 ) begin
+      \$312  = 17'h00001;
+    end else if (\$23 ) begin
+      \$312  = \$24 [16:0];
     end
     if (rst) begin
-      \$312  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$312  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$313  = \$179 ;
+    \$313  = \$28 ;
     if (rst) begin
       \$313  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$314  = \$181 ;
+    \$314  = \$37 ;
     if (rst) begin
       \$314  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$315  = \$184 ;
+    \$315  = \$57 ;
     if (rst) begin
       \$315  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$316  = \$186 ;
+    \$316  = \$64 ;
     if (rst) begin
       \$316  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$317  = \$189 ;
+    \$317  = dram__valid;
+    if (\$66 ) begin
+      \$317  = \$72 ;
+    end
     if (rst) begin
       \$317  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$318  = \$191 ;
+    \$318  = \$signal$32 ;
+    if (\$66 ) begin
+      \$318  = \$73 ;
+    end
     if (rst) begin
       \$318  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$319  = \$199 ;
+    \$319  = \$signal$33 ;
+    if (\$66 ) begin
+      \$319  = sel_store;
+    end
     if (rst) begin
       \$319  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$320  = \$203 ;
+    \$320  = is_remote;
+    if (\$66 ) begin
+      \$320  = sel_remote;
+    end
     if (rst) begin
-      \$320  = 2'h0;
+      \$320  = 1'h0;
     end
   end
-  assign out_tracked = \$254 [83];
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$321  = load_q;
+    if (\$66 ) begin
+      \$321  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$321  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$322  = store_q;
+    if (\$66 ) begin
+      \$322  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$322  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$323  = dma_q;
+    if (\$66 ) begin
+      \$323  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$323  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$324  = remote_q;
+    if (\$66 ) begin
+      \$324  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$324  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$325  = \$77 ;
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$326 [15:0] = \$286 [74:59];
+    \$326 [19:16] = 4'h1;
+    \$326 [20] = \$79 ;
+    \$326 [22:21] = \$286 [3:2];
+    if (rst) begin
+      \$326  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$327  = \$80 [31:0];
+    if (rst) begin
+      \$327  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$328  = \$81 [24:0];
+    if (rst) begin
+      \$328  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$329  = \$82 ;
+    if (rst) begin
+      \$329  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$330  = \$84 [33:0];
+    if (rst) begin
+      \$330  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$331  = \$89 ;
+    if (rst) begin
+      \$331  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$332  = cfg;
+    if (accept) begin
+      \$332  = \new ;
+    end
+    if (rst) begin
+      \$332  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$333  = thr;
+    if (accept) begin
+      \$333  = \new [9:2];
+    end else if (\$90 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$333  = \$124 [7:0];
+    end
+    if (rst) begin
+      \$333  = 8'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$334  = measuring;
+    if (accept) begin
+      \$334  = \$91 ;
+    end else if (\$90 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$334  = 1'h0;
+    end
+    if (rst) begin
+      \$334  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$335  = armed;
+    if (accept) begin
+      \$335  = \$92 ;
+    end else if (\$90 ) begin
+      \$335  = 1'h0;
+    end
+    if (rst) begin
+      \$335  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$336  = window;
+    if (accept) begin
+      \$336  = 1'h0;
+    end else if (\$90 ) begin
+      (* full_case = 32'd1 *)
+      if (\$119 ) begin
+      end else begin
+        \$336  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$336  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$336  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$337  = finish;
+    if (accept) begin
+      \$337  = 2'h0;
+    end else if (\$90 ) begin
+      if (\$119 ) begin
+        \$337  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$337  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$337  = \$122 [1:0];
+    end else if (finish[1]) begin
+      \$337  = 2'h0;
+    end
+    if (rst) begin
+      \$337  = 2'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$338  = scale;
+    if (accept) begin
+      \$338  = \$93 [4:0];
+    end
+    if (rst) begin
+      \$338  = 5'h0a;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$339  = acc;
+    if (accept) begin
+    end else if (\$90 ) begin
+      \$339  = sat_s;
+    end else if (window) begin
+      if (grant_c_q) begin
+        \$339  = \$121 [31:0];
+      end
+    end
+    if (rst) begin
+      \$339  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$340  = left;
+    if (accept) begin
+    end else if (\$90 ) begin
+      \$340  = \$118 [24:0];
+    end else if (window) begin
+      \$340  = \$120 [24:0];
+    end
+    if (rst) begin
+      \$340  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$341  = num;
+    if (accept) begin
+    end else if (\$90 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$341  = \$123 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$342  = \$125 ;
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$343  = \$127 ;
+    if (rst) begin
+      \$343  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$344  = stats;
+    if (load_granted) begin
+      \$344 [31:0] = \$128 [31:0];
+    end
+    if (load_stalled) begin
+      \$344 [159:128] = \$129 [31:0];
+    end
+    if (store_granted) begin
+      \$344 [63:32] = \$133 [31:0];
+    end
+    if (store_stalled) begin
+      \$344 [191:160] = \$134 [31:0];
+    end
+    if (dma_granted) begin
+      \$344 [95:64] = \$138 [31:0];
+    end
+    if (dma_stalled) begin
+      \$344 [223:192] = \$139 [31:0];
+    end
+    if (remote_granted) begin
+      \$344 [127:96] = \$143 [31:0];
+    end
+    if (remote_stalled) begin
+      \$344 [255:224] = \$144 [31:0];
+    end
+    if (was_forced) begin
+      \$344 [287:256] = \$151 [31:0];
+    end
+    if (rst) begin
+      \$344  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$345  = \$130 ;
+    if (rst) begin
+      \$345  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$346  = \$132 ;
+    if (rst) begin
+      \$346  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$347  = \$135 ;
+    if (rst) begin
+      \$347  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$348  = \$137 ;
+    if (rst) begin
+      \$348  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$349  = \$140 ;
+    if (rst) begin
+      \$349  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$350  = \$142 ;
+    if (rst) begin
+      \$350  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$351  = \$150 ;
+    if (rst) begin
+      \$351  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$352  = \$154 ;
+    if (rst) begin
+      \$352  = 2'h0;
+    end
+  end
+  assign \$signal$30  = \$246 [0];
+  assign \$signal$31  = \$214 [0];
+  assign out_tracked = \$286 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$254 [82:0];
+  assign dram__payload = \$286 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -6033,12 +6095,12 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$254 [1:0];
-  assign dram__payload__source  = \$254 [3:2];
-  assign dram__payload__addr  = \$254 [51:4];
-  assign dram__payload__bytes  = \$254 [58:52];
-  assign dram__payload__tile  = \$254 [74:59];
-  assign dram__payload__tag  = \$254 [82:75];
+  assign dram__payload__op  = \$286 [1:0];
+  assign dram__payload__source  = \$286 [3:2];
+  assign dram__payload__addr  = \$286 [51:4];
+  assign dram__payload__bytes  = \$286 [58:52];
+  assign dram__payload__tile  = \$286 [74:59];
+  assign dram__payload__tag  = \$286 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -6076,8 +6138,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$274 ;
-  assign set_err[1] = \$265 ;
+  assign set_err[0] = \$306 ;
+  assign set_err[1] = \$297 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -6096,22 +6158,32 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$251 ;
+  assign remote_req[1:0] = \$283 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$249 ;
+  assign store_req[1:0] = \$281 ;
   assign store_req[82:75] = 8'h00;
-  assign \$132  = { 7'h00, sat2, 24'h000000 };
-  assign \$171  = { finish, 1'h0 };
-  assign \$173  = { 25'h0000000, num[33:25] };
-  assign \$201  = 2'h0;
-  assign \$202  = 2'h0;
-  assign \$203  = { \$265 , \$274  };
-  assign \$248  = store__payload[71];
-  assign \$250  = remote__payload[71];
+  assign \$217  = { 1'h0, \$216  };
+  assign \$244  = { 1'h0, \$243  };
+  assign \$201 [0] = 1'h0;
+  assign \$201 [1] = 1'h0;
+  assign \$203  = 1'h0;
+  assign \$204  = 2'h0;
+  assign \$212 [0] = 1'h0;
+  assign \$212 [1] = 1'h0;
+  assign \$213  = 2'h0;
+  assign \$214  = 2'h0;
+  assign \$83  = { 7'h00, sat2, 24'h000000 };
+  assign \$122  = { finish, 1'h0 };
+  assign \$124  = { 25'h0000000, num[33:25] };
+  assign \$152  = 2'h0;
+  assign \$153  = 2'h0;
+  assign \$154  = { \$297 , \$306  };
+  assign \$280  = store__payload[71];
+  assign \$282  = remote__payload[71];
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -17476,6 +17548,8 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
+  reg \$100 ;
+  reg \$101 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -17512,27 +17586,27 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$41 ;
   wire \$42 ;
   wire [3:0] \$43 ;
-  wire [47:0] \$44 ;
+  wire [48:0] \$44 ;
   wire [48:0] \$45 ;
-  wire [47:0] \$46 ;
-  wire [48:0] \$47 ;
-  wire [12:0] \$48 ;
-  wire \$49 ;
+  wire [12:0] \$46 ;
+  wire [47:0] \$47 ;
+  wire \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire [16:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [47:0] \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [16:0] \$56 ;
+  wire \$56 ;
   wire [16:0] \$57 ;
-  wire [23:0] \$58 ;
-  wire [25:0] \$59 ;
+  wire [16:0] \$58 ;
+  wire [23:0] \$59 ;
   wire \$6 ;
-  wire [4:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [25:0] \$60 ;
+  wire [4:0] \$61 ;
+  wire [47:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
@@ -17541,37 +17615,38 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
-  wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire [3:0] \$72 ;
+  wire [4:0] \$73 ;
+  wire [4:0] \$74 ;
+  wire \$75 ;
+  reg \$76 ;
+  reg [57:0] \$77 ;
+  reg [2:0] \$78 ;
+  reg [47:0] \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
+  reg [47:0] \$80 ;
+  reg [11:0] \$81 ;
+  reg [15:0] \$82 ;
   reg \$83 ;
-  reg [178:0] \$84 ;
+  reg [47:0] \$84 ;
   reg \$85 ;
   reg \$86 ;
-  reg \$87 ;
-  reg [47:0] \$88 ;
-  reg [170:0] \$89 ;
+  reg [178:0] \$87 ;
+  reg \$88 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [7:0] \$90 ;
-  reg [3:0] \$91 ;
-  reg [47:0] \$92 ;
-  reg \$93 ;
-  reg \$94 ;
-  reg [3:0] \$95 ;
-  reg [3:0] \$96 ;
+  reg \$90 ;
+  reg [47:0] \$91 ;
+  reg [170:0] \$92 ;
+  reg [7:0] \$93 ;
+  reg [3:0] \$94 ;
+  reg [47:0] \$95 ;
+  reg \$96 ;
   reg \$97 ;
-  reg \$98 ;
+  reg [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -17759,8 +17834,10 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   reg short_row = 1'h0;
   reg [47:0] src_at = 48'h000000000000;
   wire start;
+  reg [47:0] step = 48'h000000000000;
   wire stop;
   reg [2:0] tag = 3'h0;
+  assign \$1  = row_end ? remaining : 16'h0040;
   assign last = row_end & one_row;
   assign \$2  = active & \$signal ;
   assign stop = \$2  & \$signal$8 ;
@@ -17814,85 +17891,88 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign \$41  = ~ read__valid;
   assign \$42  = \$41  | read__ready;
   assign \$43  = tag + 1'h1;
-  assign \$44  = row_end ? row_step : 48'h000000000040;
-  assign \$45  = src_at + \$44 ;
-  assign \$46  = row_end ? row_step : 48'h000000000040;
-  assign \$47  = dst_at + \$46 ;
-  assign \$48  = rows_left - 1'h1;
-  assign \$49  = rows_left == 2'h2;
-  assign \$50  = remaining - 7'h40;
+  assign \$44  = src_at + step;
+  assign \$45  = dst_at + step;
+  assign \$46  = rows_left - 1'h1;
+  assign \$47  = short_row ? row_step : 48'h000000000040;
+  assign \$48  = rows_left == 2'h2;
+  assign \$49  = remaining - 7'h40;
+  assign \$50  = remaining <= 8'h80;
   assign \$51  = remaining <= 8'h80;
-  assign \$52  = ~ nxt_valid;
-  assign \$53  = descriptor__valid & \$52 ;
-  assign \$54  = descriptor__payload[58:43] <= 7'h40;
-  assign \$55  = descriptor__payload[42:31] == 1'h1;
-  assign \$56  = descriptor__payload[58:43] - 1'h1;
-  assign \$59  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$58 );
-  assign \$60  = run + 1'h1;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$40 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$52  = \$51  ? row_step : 48'h000000000040;
+  assign \$53  = ~ nxt_valid;
+  assign \$54  = descriptor__valid & \$53 ;
+  assign \$55  = descriptor__payload[58:43] <= 7'h40;
+  assign \$56  = descriptor__payload[42:31] == 1'h1;
+  assign \$57  = descriptor__payload[58:43] - 1'h1;
+  assign \$60  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$59 );
+  assign \$61  = run + 1'h1;
+  assign \$62  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$63  = o__ready & o__valid;
+  assign \$64  = ~ \$signal$28 ;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = o__payload[79:77] != response__payload[2:0];
+  assign \$67  = response__payload[3] | \$66 ;
+  assign \$68  = \$40 [3:0] == 4'h8;
+  assign \$69  = o__ready & o__valid;
+  assign \$70  = ~ \$signal$28 ;
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = \$71  ? o__payload[83:80] : \$signal$30 ;
+  assign \$73  = run + 1'h1;
+  assign \$74  = start ? \$73  : { 1'h0, run };
+  assign \$75  = \$72  == \$74 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$76 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$77 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$78 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$79 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$80 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$81 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$82 ;
   always @(posedge clk)
-    row_end <= \$81 ;
+    row_end <= \$83 ;
   always @(posedge clk)
-    one_row <= \$82 ;
+    step <= \$84 ;
   always @(posedge clk)
-    active <= \$83 ;
+    one_row <= \$85 ;
   always @(posedge clk)
-    nxt <= \$84 ;
+    active <= \$86 ;
   always @(posedge clk)
-    nxt_valid <= \$85 ;
+    nxt <= \$87 ;
   always @(posedge clk)
-    nxt_short <= \$86 ;
+    nxt_valid <= \$88 ;
   always @(posedge clk)
-    nxt_one_row <= \$87 ;
+    nxt_short <= \$89 ;
   always @(posedge clk)
-    nxt_step <= \$88 ;
+    nxt_one_row <= \$90 ;
   always @(posedge clk)
-    cur <= \$89 ;
+    nxt_step <= \$91 ;
   always @(posedge clk)
-    index <= \$90 ;
+    cur <= \$92 ;
   always @(posedge clk)
-    run <= \$91 ;
+    index <= \$93 ;
   always @(posedge clk)
-    row_step <= \$92 ;
+    run <= \$94 ;
   always @(posedge clk)
-    short_row <= \$93 ;
+    row_step <= \$95 ;
   always @(posedge clk)
-    \$signal  <= \$94 ;
+    short_row <= \$96 ;
   always @(posedge clk)
-    \$signal$30  <= \$95 ;
+    \$signal  <= \$97 ;
   always @(posedge clk)
-    held <= \$96 ;
+    \$signal$30  <= \$98 ;
   always @(posedge clk)
-    at_limit <= \$97 ;
+    held <= \$99 ;
   always @(posedge clk)
-    \$signal$8  <= \$98 ;
-  assign \$1  = row_end ? remaining : 16'h0040;
+    at_limit <= \$100 ;
+  always @(posedge clk)
+    \$signal$8  <= \$101 ;
   t3hw_engine__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -17922,254 +18002,269 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = read__valid;
+    \$76  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$76  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$76  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = read__payload;
+    \$77  = read__payload;
     if (\$42 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+      \$77 [47:0] = meta[139:92];
+      \$77 [54:48] = \$1 [6:0];
+      \$77 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$77  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = tag;
+    \$78  = tag;
     if (issue) begin
-      \$76  = \$43 [2:0];
+      \$78  = \$43 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$78  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = src_at;
+    \$79  = src_at;
     if (issue) begin
-      \$77  = \$45 [47:0];
+      \$79  = \$44 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$79  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = dst_at;
+    \$80  = dst_at;
     if (issue) begin
-      \$78  = \$47 [47:0];
+      \$80  = \$45 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$80  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$79  = rows_left;
+    \$81  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$48 [11:0];
+        \$81  = \$46 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$81  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$80  = remaining;
+    \$82  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$82  = cur[50:35];
       end else begin
-        \$80  = \$50 [15:0];
+        \$82  = \$49 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$82  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = row_end;
+    \$83  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = short_row;
+        \$83  = short_row;
       end else begin
-        \$81  = \$51 ;
+        \$83  = \$50 ;
       end
     end
     if (start) begin
-      \$81  = nxt_short;
+      \$83  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$82  = one_row;
+    \$84  = step;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$84  = \$47 ;
+      end else begin
+        \$84  = \$52 ;
+      end
+    end
+    if (start) begin
+      \$84  = \$62 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$85  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$82  = \$49 ;
+        \$85  = \$48 ;
       end
     end
     if (start) begin
-      \$82  = nxt_one_row;
+      \$85  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = active;
+    \$86  = active;
     if (issue) begin
       if (last) begin
-        \$83  = 1'h0;
+        \$86  = 1'h0;
       end
     end
     if (stop) begin
-      \$83  = 1'h0;
+      \$86  = 1'h0;
     end
     if (start) begin
-      \$83  = 1'h1;
+      \$86  = 1'h1;
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$86  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = nxt;
-    if (\$53 ) begin
-      \$84  = descriptor__payload;
+    \$87  = nxt;
+    if (\$54 ) begin
+      \$87  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = nxt_valid;
-    if (\$53 ) begin
-      \$85  = 1'h1;
+    \$88  = nxt_valid;
+    if (\$54 ) begin
+      \$88  = 1'h1;
     end
     if (start) begin
-      \$85  = 1'h0;
+      \$88  = 1'h0;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$88  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = nxt_short;
-    if (\$53 ) begin
-      \$86  = \$54 ;
+    \$89  = nxt_short;
+    if (\$54 ) begin
+      \$89  = \$55 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = nxt_one_row;
-    if (\$53 ) begin
-      \$87  = \$55 ;
+    \$90  = nxt_one_row;
+    if (\$54 ) begin
+      \$90  = \$56 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = nxt_step;
-    if (\$53 ) begin
-      \$88  = { \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59 [25], \$59  };
+    \$91  = nxt_step;
+    if (\$54 ) begin
+      \$91  = { \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60  };
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$89  = cur;
+    \$92  = cur;
     if (start) begin
-      \$89 [0] = nxt[8];
-      \$89 [1] = nxt[9];
-      \$89 [6:2] = nxt[14:10];
-      \$89 [22:7] = nxt[30:15];
-      \$89 [34:23] = nxt[42:31];
-      \$89 [50:35] = nxt[58:43];
-      \$89 [74:51] = nxt[82:59];
-      \$89 [122:75] = nxt[130:83];
-      \$89 [170:123] = nxt[178:131];
+      \$92 [0] = nxt[8];
+      \$92 [1] = nxt[9];
+      \$92 [6:2] = nxt[14:10];
+      \$92 [22:7] = nxt[30:15];
+      \$92 [34:23] = nxt[42:31];
+      \$92 [50:35] = nxt[58:43];
+      \$92 [74:51] = nxt[82:59];
+      \$92 [122:75] = nxt[130:83];
+      \$92 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$90  = index;
+    \$93  = index;
     if (start) begin
-      \$90  = nxt[7:0];
+      \$93  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$91  = run;
+    \$94  = run;
     if (start) begin
-      \$91  = \$60 [3:0];
+      \$94  = \$61 [3:0];
     end
     if (rst) begin
-      \$91  = 4'h0;
+      \$94  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$92  = row_step;
+    \$95  = row_step;
     if (start) begin
-      \$92  = nxt_step;
+      \$95  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$93  = short_row;
+    \$96  = short_row;
     if (start) begin
-      \$93  = nxt_short;
+      \$96  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$94  = \$signal ;
-    if (\$63 ) begin
-      \$94  = \$65 ;
+    \$97  = \$signal ;
+    if (\$65 ) begin
+      \$97  = \$67 ;
     end
-    if (rst) begin
-      \$94  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$95  = \$signal$30 ;
-    if (\$63 ) begin
-      \$95  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$96  = \$40 [3:0];
-    if (rst) begin
-      \$96  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$97  = \$66 ;
     if (rst) begin
       \$97  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$98  = \$73 ;
+    \$98  = \$signal$30 ;
+    if (\$65 ) begin
+      \$98  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$99  = \$40 [3:0];
     if (rst) begin
-      \$98  = 1'h1;
+      \$99  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$100  = \$68 ;
+    if (rst) begin
+      \$100  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$101  = \$75 ;
+    if (rst) begin
+      \$101  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -18275,8 +18370,8 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$57  = { \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16], \$56 [16:6] };
-  assign \$58  = { \$57 [16], \$57 , 6'h00 };
+  assign \$58  = { \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16:6] };
+  assign \$59  = { \$58 [16], \$58 , 6'h00 };
 endmodule
 
 module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -22932,12 +23027,27 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
 endmodule
 
 module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
+  reg _init_strobe_16  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  reg \$13 ;
+  reg \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg back = 1'h0;
+  wire back__tracked ;
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
-  wire \data$12 ;
-  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -22947,6 +23057,10 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   wire [15:0] data__tile ;
   wire data__tracked ;
   wire full;
+  wire given;
+  wire given__tracked ;
+  reg head = 1'h0;
+  wire head__tracked ;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -22962,17 +23076,15 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$14 ;
-  wire [47:0] o__payload$14__addr ;
-  wire [6:0] o__payload$14__bytes ;
+  wire [72:0] \o__payload$12 ;
+  wire [47:0] o__payload$12__addr ;
+  wire [6:0] o__payload$12__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$14__kind ;
-  wire [15:0] o__payload$14__tile ;
-  wire o__payload$14__tracked ;
-  wire \o__payload$15 ;
-  wire o__payload$15__tracked ;
+  wire o__payload$12__kind ;
+  wire [15:0] o__payload$12__tile ;
+  wire o__payload$12__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -22983,41 +23095,59 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$11 ;
-  wire \o__ready$8 ;
+  wire \o__ready$10 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$10 ;
+  wire \o__valid$8 ;
   wire push;
-  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  t3hw_engine__slice_remote__flags  flags (
-    .clk(clk),
-    .data(data[72]),
-    .o__payload(\o__payload$15 ),
-    .o__ready(o__ready),
-    .push(push),
-    .rst(rst)
-  );
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__valid & o__ready;
+  assign \$3  = ~ full;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = \$1  | \$4 ;
+  assign \$6  = push & \$5 ;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = push & \$7 ;
+  assign \$9  = o__valid & o__ready;
+  assign \$10  = ~ o__valid;
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$13 ;
+  always @(posedge clk)
+    head <= \$14 ;
   t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(\o__payload$14 ),
+    .o__payload(\o__payload$12 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$13  = back;
+    if (\$8 ) begin
+      \$13  = data[72];
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$14  = head;
+    if (\$11 ) begin
+      \$14  = \$12 ;
+    end
+  end
   assign i__payload = data;
-  assign \push$6  = push;
-  assign \o__ready$8  = o__ready;
-  assign \o__valid$10  = o__valid;
-  assign \o__ready$11  = o__ready;
-  assign \data$12  = data[72];
+  assign given = data[72];
+  assign \o__valid$8  = o__valid;
+  assign \o__ready$10  = o__ready;
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -23028,241 +23158,24 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
-  assign data$12__tracked  = data[72];
+  assign given__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$14__addr  = \o__payload$14 [47:0];
-  assign o__payload$14__tile  = \o__payload$14 [63:48];
-  assign o__payload$14__bytes  = \o__payload$14 [70:64];
-  assign o__payload$14__kind  = \o__payload$14 [71];
-  assign o__payload$14__tracked  = \o__payload$14 [72];
-  assign o__payload$15__tracked  = \o__payload$15 ;
-  assign o__payload[72] = \o__payload$15 ;
-  assign o__payload[71] = \o__payload$14 [71];
-  assign o__payload[70:64] = \o__payload$14 [70:64];
-  assign o__payload[63:48] = \o__payload$14 [63:48];
-  assign o__payload[47:0] = \o__payload$14 [47:0];
-endmodule
-
-module t3hw_engine__slice_remote__flags (rst, data, o__ready, push, o__payload, clk);
-  reg _init_strobe_16  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire [2:0] \$12 ;
-  wire [2:0] \$13 ;
-  wire [3:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  reg [1:0] \$63 ;
-  reg \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  wire [2:0] \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  wire accept;
-  input clk;
-  wire clk;
-  input data;
-  wire data;
-  wire data__tracked ;
-  reg full = 1'h0;
-  (* init = 1'h0 *)
-  wire head_reg;
-  wire head_reg__tracked ;
-  reg [1:0] level = 2'h0;
-  output o__payload;
-  reg o__payload = 1'h0;
-  wire o__payload__tracked ;
-  input o__ready;
-  wire o__ready;
-  reg o__valid = 1'h0;
-  input push;
-  wire push;
-  input rst;
-  wire rst;
-  reg slot = 1'h0;
-  wire slot__tracked ;
-  reg waiting = 1'h0;
-  assign \$31  = push & accept;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
-  assign \$38  = o__valid & o__ready;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = level >= 1'h1;
-  assign \$42  = o__valid & o__ready;
-  assign \$43  = push & accept;
-  assign \$44  = ~ \$43 ;
-  assign \$45  = \$42  & \$44 ;
-  assign \$46  = level >= 2'h3;
-  assign \$47  = \$45  ? \$46  : waiting;
-  assign \$48  = \$40  ? \$41  : \$47 ;
-  assign \$49  = push & accept;
-  assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = \$49  & \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = \$59  | \$60 ;
-  assign \$62  = waiting ? slot : data;
-  always @(posedge clk)
-    level <= \$63 ;
-  always @(posedge clk)
-    o__valid <= \$64 ;
-  always @(posedge clk)
-    full <= \$65 ;
-  always @(posedge clk)
-    waiting <= \$66 ;
-  always @(posedge clk)
-    slot <= \$67 ;
-  always @(posedge clk)
-    o__payload <= \$68 ;
-  assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
-  assign accept = \$1  | \$2 ;
-  assign \$3  = push & accept;
-  assign \$4  = o__valid & o__ready;
-  assign \$5  = ~ \$4 ;
-  assign \$6  = \$3  & \$5 ;
-  assign \$7  = level + 1'h1;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = push & accept;
-  assign \$10  = ~ \$9 ;
-  assign \$11  = \$8  & \$10 ;
-  assign \$12  = level - 1'h1;
-  assign \$13  = \$11  ? \$12  : { 1'h0, level };
-  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
-  assign \$15  = push & accept;
-  assign \$16  = o__valid & o__ready;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = o__valid & o__ready;
-  assign \$20  = push & accept;
-  assign \$21  = ~ \$20 ;
-  assign \$22  = \$19  & \$21 ;
-  assign \$23  = \$22  ? waiting : o__valid;
-  assign \$24  = \$18  ? 1'h1 : \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = o__valid & o__ready;
-  assign \$27  = ~ \$26 ;
-  assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 1'h1;
-  assign \$30  = o__valid & o__ready;
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$63  = \$14 [1:0];
-    if (rst) begin
-      \$63  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$64  = \$24 ;
-    if (rst) begin
-      \$64  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$65  = \$36 ;
-    if (rst) begin
-      \$65  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$66  = \$48 ;
-    if (rst) begin
-      \$66  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$67  = slot;
-    if (\$58 ) begin
-      \$67  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_16 ) begin end
-    \$68  = o__payload;
-    if (\$61 ) begin
-      \$68  = \$62 ;
-    end
-  end
-  assign head_reg = o__payload;
-  assign o__payload__tracked  = o__payload;
-  assign head_reg__tracked  = o__payload;
-  assign slot__tracked  = slot;
-  assign data__tracked  = data;
+  assign o__payload$12__addr  = \o__payload$12 [47:0];
+  assign o__payload$12__tile  = \o__payload$12 [63:48];
+  assign o__payload$12__bytes  = \o__payload$12 [70:64];
+  assign o__payload$12__kind  = \o__payload$12 [71];
+  assign o__payload$12__tracked  = \o__payload$12 [72];
+  assign head__tracked  = head;
+  assign back__tracked  = back;
+  assign o__payload[72] = head;
+  assign o__payload[71] = \o__payload$12 [71];
+  assign o__payload[70:64] = \o__payload$12 [70:64];
+  assign o__payload[63:48] = \o__payload$12 [63:48];
+  assign o__payload[47:0] = \o__payload$12 [47:0];
 endmodule
 
 module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
@@ -23543,12 +23456,27 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
 endmodule
 
 module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
+  reg _init_strobe_18  = 0;
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  reg \$13 ;
+  reg \$14 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire \$5 ;
+  wire \$6 ;
+  wire \$7 ;
+  wire \$8 ;
+  wire \$9 ;
+  reg back = 1'h0;
+  wire back__tracked ;
   input clk;
   wire clk;
   input [72:0] data;
   wire [72:0] data;
-  wire \data$12 ;
-  wire data$12__tracked ;
   wire [47:0] data__addr ;
   wire [6:0] data__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -23558,6 +23486,10 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   wire [15:0] data__tile ;
   wire data__tracked ;
   wire full;
+  wire given;
+  wire given__tracked ;
+  reg head = 1'h0;
+  wire head__tracked ;
   wire [72:0] i__payload;
   wire [47:0] i__payload__addr ;
   wire [6:0] i__payload__bytes ;
@@ -23573,17 +23505,15 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   wire i__valid;
   output [72:0] o__payload;
   wire [72:0] o__payload;
-  wire [72:0] \o__payload$14 ;
-  wire [47:0] o__payload$14__addr ;
-  wire [6:0] o__payload$14__bytes ;
+  wire [72:0] \o__payload$12 ;
+  wire [47:0] o__payload$12__addr ;
+  wire [6:0] o__payload$12__bytes ;
   (* enum_base_type = "WriteKind" *)
   (* enum_value_0 = "STORE" *)
   (* enum_value_1 = "UPDATE" *)
-  wire o__payload$14__kind ;
-  wire [15:0] o__payload$14__tile ;
-  wire o__payload$14__tracked ;
-  wire \o__payload$15 ;
-  wire o__payload$15__tracked ;
+  wire o__payload$12__kind ;
+  wire [15:0] o__payload$12__tile ;
+  wire o__payload$12__tracked ;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   (* enum_base_type = "WriteKind" *)
@@ -23594,41 +23524,59 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   wire o__payload__tracked ;
   input o__ready;
   wire o__ready;
-  wire \o__ready$11 ;
-  wire \o__ready$8 ;
+  wire \o__ready$10 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$10 ;
+  wire \o__valid$8 ;
   wire push;
-  wire \push$6 ;
   input rst;
   wire rst;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  t3hw_engine__slice_store__flags  flags (
-    .clk(clk),
-    .data(data[72]),
-    .o__payload(\o__payload$15 ),
-    .o__ready(o__ready),
-    .push(push),
-    .rst(rst)
-  );
+  assign \$1  = ~ o__valid;
+  assign \$2  = o__valid & o__ready;
+  assign \$3  = ~ full;
+  assign \$4  = \$2  & \$3 ;
+  assign \$5  = \$1  | \$4 ;
+  assign \$6  = push & \$5 ;
+  assign \$7  = ~ \$6 ;
+  assign \$8  = push & \$7 ;
+  assign \$9  = o__valid & o__ready;
+  assign \$10  = ~ o__valid;
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$13 ;
+  always @(posedge clk)
+    head <= \$14 ;
   t3hw_engine__slice_store__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(\o__payload$14 ),
+    .o__payload(\o__payload$12 ),
     .o__ready(o__ready),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$13  = back;
+    if (\$8 ) begin
+      \$13  = data[72];
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$14  = head;
+    if (\$11 ) begin
+      \$14  = \$12 ;
+    end
+  end
   assign i__payload = data;
-  assign \push$6  = push;
-  assign \o__ready$8  = o__ready;
-  assign \o__valid$10  = o__valid;
-  assign \o__ready$11  = o__ready;
-  assign \data$12  = data[72];
+  assign given = data[72];
+  assign \o__valid$8  = o__valid;
+  assign \o__ready$10  = o__ready;
   assign data__addr  = data[47:0];
   assign data__tile  = data[63:48];
   assign data__bytes  = data[70:64];
@@ -23639,241 +23587,24 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   assign i__payload__bytes  = data[70:64];
   assign i__payload__kind  = data[71];
   assign i__payload__tracked  = data[72];
-  assign data$12__tracked  = data[72];
+  assign given__tracked  = data[72];
   assign o__payload__addr  = o__payload[47:0];
   assign o__payload__tile  = o__payload[63:48];
   assign o__payload__bytes  = o__payload[70:64];
   assign o__payload__kind  = o__payload[71];
   assign o__payload__tracked  = o__payload[72];
-  assign o__payload$14__addr  = \o__payload$14 [47:0];
-  assign o__payload$14__tile  = \o__payload$14 [63:48];
-  assign o__payload$14__bytes  = \o__payload$14 [70:64];
-  assign o__payload$14__kind  = \o__payload$14 [71];
-  assign o__payload$14__tracked  = \o__payload$14 [72];
-  assign o__payload$15__tracked  = \o__payload$15 ;
-  assign o__payload[72] = \o__payload$15 ;
-  assign o__payload[71] = \o__payload$14 [71];
-  assign o__payload[70:64] = \o__payload$14 [70:64];
-  assign o__payload[63:48] = \o__payload$14 [63:48];
-  assign o__payload[47:0] = \o__payload$14 [47:0];
-endmodule
-
-module t3hw_engine__slice_store__flags (rst, o__ready, push, data, o__payload, clk);
-  reg _init_strobe_18  = 0;
-  wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire [2:0] \$12 ;
-  wire [2:0] \$13 ;
-  wire [3:0] \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
-  wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
-  wire \$24 ;
-  wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
-  wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
-  wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
-  wire \$58 ;
-  wire \$59 ;
-  wire \$6 ;
-  wire \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  reg [1:0] \$63 ;
-  reg \$64 ;
-  reg \$65 ;
-  reg \$66 ;
-  reg \$67 ;
-  reg \$68 ;
-  wire [2:0] \$7 ;
-  wire \$8 ;
-  wire \$9 ;
-  wire accept;
-  input clk;
-  wire clk;
-  input data;
-  wire data;
-  wire data__tracked ;
-  reg full = 1'h0;
-  (* init = 1'h0 *)
-  wire head_reg;
-  wire head_reg__tracked ;
-  reg [1:0] level = 2'h0;
-  output o__payload;
-  reg o__payload = 1'h0;
-  wire o__payload__tracked ;
-  input o__ready;
-  wire o__ready;
-  reg o__valid = 1'h0;
-  input push;
-  wire push;
-  input rst;
-  wire rst;
-  reg slot = 1'h0;
-  wire slot__tracked ;
-  reg waiting = 1'h0;
-  assign \$31  = push & accept;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
-  assign \$38  = o__valid & o__ready;
-  assign \$39  = ~ \$38 ;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = level >= 1'h1;
-  assign \$42  = o__valid & o__ready;
-  assign \$43  = push & accept;
-  assign \$44  = ~ \$43 ;
-  assign \$45  = \$42  & \$44 ;
-  assign \$46  = level >= 2'h3;
-  assign \$47  = \$45  ? \$46  : waiting;
-  assign \$48  = \$40  ? \$41  : \$47 ;
-  assign \$49  = push & accept;
-  assign \$50  = push & accept;
-  assign \$51  = ~ o__valid;
-  assign \$52  = o__valid & o__ready;
-  assign \$53  = ~ waiting;
-  assign \$54  = \$52  & \$53 ;
-  assign \$55  = \$51  | \$54 ;
-  assign \$56  = \$50  & \$55 ;
-  assign \$57  = ~ \$56 ;
-  assign \$58  = \$49  & \$57 ;
-  assign \$59  = o__valid & o__ready;
-  assign \$60  = ~ o__valid;
-  assign \$61  = \$59  | \$60 ;
-  assign \$62  = waiting ? slot : data;
-  always @(posedge clk)
-    level <= \$63 ;
-  always @(posedge clk)
-    o__valid <= \$64 ;
-  always @(posedge clk)
-    full <= \$65 ;
-  always @(posedge clk)
-    waiting <= \$66 ;
-  always @(posedge clk)
-    slot <= \$67 ;
-  always @(posedge clk)
-    o__payload <= \$68 ;
-  assign \$1  = ~ full;
-  assign \$2  = o__valid & o__ready;
-  assign accept = \$1  | \$2 ;
-  assign \$3  = push & accept;
-  assign \$4  = o__valid & o__ready;
-  assign \$5  = ~ \$4 ;
-  assign \$6  = \$3  & \$5 ;
-  assign \$7  = level + 1'h1;
-  assign \$8  = o__valid & o__ready;
-  assign \$9  = push & accept;
-  assign \$10  = ~ \$9 ;
-  assign \$11  = \$8  & \$10 ;
-  assign \$12  = level - 1'h1;
-  assign \$13  = \$11  ? \$12  : { 1'h0, level };
-  assign \$14  = \$6  ? { 1'h0, \$7  } : { \$13 [2], \$13  };
-  assign \$15  = push & accept;
-  assign \$16  = o__valid & o__ready;
-  assign \$17  = ~ \$16 ;
-  assign \$18  = \$15  & \$17 ;
-  assign \$19  = o__valid & o__ready;
-  assign \$20  = push & accept;
-  assign \$21  = ~ \$20 ;
-  assign \$22  = \$19  & \$21 ;
-  assign \$23  = \$22  ? waiting : o__valid;
-  assign \$24  = \$18  ? 1'h1 : \$23 ;
-  assign \$25  = push & accept;
-  assign \$26  = o__valid & o__ready;
-  assign \$27  = ~ \$26 ;
-  assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 1'h1;
-  assign \$30  = o__valid & o__ready;
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$63  = \$14 [1:0];
-    if (rst) begin
-      \$63  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$64  = \$24 ;
-    if (rst) begin
-      \$64  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$65  = \$36 ;
-    if (rst) begin
-      \$65  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$66  = \$48 ;
-    if (rst) begin
-      \$66  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$67  = slot;
-    if (\$58 ) begin
-      \$67  = data;
-    end
-  end
-  always @* begin
-    if (_init_strobe_18 ) begin end
-    \$68  = o__payload;
-    if (\$61 ) begin
-      \$68  = \$62 ;
-    end
-  end
-  assign head_reg = o__payload;
-  assign o__payload__tracked  = o__payload;
-  assign head_reg__tracked  = o__payload;
-  assign slot__tracked  = slot;
-  assign data__tracked  = data;
+  assign o__payload$12__addr  = \o__payload$12 [47:0];
+  assign o__payload$12__tile  = \o__payload$12 [63:48];
+  assign o__payload$12__bytes  = \o__payload$12 [70:64];
+  assign o__payload$12__kind  = \o__payload$12 [71];
+  assign o__payload$12__tracked  = \o__payload$12 [72];
+  assign head__tracked  = head;
+  assign back__tracked  = back;
+  assign o__payload[72] = head;
+  assign o__payload[71] = \o__payload$12 [71];
+  assign o__payload[70:64] = \o__payload$12 [70:64];
+  assign o__payload[63:48] = \o__payload$12 [63:48];
+  assign o__payload[47:0] = \o__payload$12 [47:0];
 endmodule
 
 module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
@@ -24157,7 +23888,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [4:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -24190,9 +23921,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
-  wire [11:0] \$132 ;
+  wire \$132 ;
   wire \$133 ;
   wire \$134 ;
   wire \$135 ;
@@ -24205,23 +23936,23 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
-  wire [3:0] \$146 ;
+  wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
+  wire [4:0] \$148 ;
   wire \$149 ;
   wire [3:0] \$15 ;
-  wire [4:0] \$150 ;
-  wire \$151 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
   wire [7:0] \$152 ;
-  wire [11:0] \$153 ;
-  wire [7:0] \$154 ;
+  wire \$153 ;
+  wire \$154 ;
   wire \$155 ;
-  wire \$156 ;
-  wire \$157 ;
-  wire [7:0] \$158 ;
-  wire [7:0] \$159 ;
+  wire [7:0] \$156 ;
+  wire [7:0] \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
@@ -24230,9 +23961,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [8:0] \$167 ;
   wire \$168 ;
-  wire [8:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
@@ -24240,28 +23971,28 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [5:0] \$178 ;
-  wire \$179 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire [32:0] \$181 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
+  wire [32:0] \$190 ;
   wire [32:0] \$191 ;
-  wire [32:0] \$192 ;
+  wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -24274,13 +24005,13 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire \$203 ;
   wire \$204 ;
   wire \$205 ;
-  wire [3:0] \$206 ;
-  reg [7:0] \$207 ;
-  reg [8:0] \$208 ;
-  reg \$209 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -24296,39 +24027,43 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg [2:0] \$226 ;
+  reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  reg \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [28:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg \$236 ;
-  wire [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  wire [23:0] \$241 ;
-  reg [23:0] \$242 ;
-  reg \$243 ;
-  reg \$244 ;
-  reg \$245 ;
-  reg [5:0] \$246 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
+  reg \$242 ;
+  reg [5:0] \$243 ;
+  wire [23:0] \$244 ;
+  reg [23:0] \$245 ;
+  reg \$246 ;
   reg \$247 ;
-  reg [191:0] \$248 ;
+  reg \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg \$250 ;
+  reg [5:0] \$250 ;
   reg \$251 ;
-  reg \$252 ;
+  reg [191:0] \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg [2:0] \$255 ;
+  reg \$255 ;
+  reg \$256 ;
+  reg \$257 ;
+  reg \$258 ;
+  reg [2:0] \$259 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -24384,9 +24119,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire [9:0] \$73 ;
   wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
-  wire [9:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
@@ -24394,34 +24129,34 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [15:0] \$87 ;
-  wire [15:0] \$88 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
+  wire \$87 ;
+  wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
-  wire [7:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [4:0] \$98 ;
   wire \$99 ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_00 = "ARM" *)
   (* enum_value_01 = "DISARM" *)
   (* enum_value_10 = "READ" *)
   reg [1:0] \$like  = 2'h0;
-  reg [5:0] \$like$116  = 6'h00;
-  wire \$like$116.bad_op ;
-  wire \$like$116.bad_threshold ;
-  wire \$like$116.overcount ;
-  wire \$like$116.overflow ;
-  wire \$like$116.reprogram ;
-  wire \$like$116.unprogrammed ;
+  reg [5:0] \$like$119  = 6'h00;
+  wire \$like$119.bad_op ;
+  wire \$like$119.bad_threshold ;
+  wire \$like$119.overcount ;
+  wire \$like$119.overflow ;
+  wire \$like$119.reprogram ;
+  wire \$like$119.unprogrammed ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
   (* enum_value_001 = "BUSY" *)
@@ -24434,10 +24169,10 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   reg \$signal$79  = 1'h0;
   wire [7:0] \$signature__addr ;
   wire [7:0] \$signature__addr$81 ;
-  reg [7:0] \$signature__addr$89  = 8'h00;
+  reg [7:0] \$signature__addr$92  = 8'h00;
   wire [45:0] \$signature__data ;
-  wire [8:0] \$signature__data$120 ;
-  wire \$signature__data$122 ;
+  wire [8:0] \$signature__data$123 ;
+  wire \$signature__data$125 ;
   wire [7:0] \$signature__data.cmd ;
   wire [11:0] \$signature__data.left ;
   wire [3:0] \$signature__data.pending ;
@@ -24569,9 +24304,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   wire [7:0] nxt_index;
   wire nxt_tag_eq;
   wire nxt_tag_eq1;
-  wire [7:0] nz_wr__addr;
-  wire nz_wr__data;
-  wire nz_wr__en;
+  reg [7:0] nz_wr__addr = 8'h00;
+  reg nz_wr__data = 1'h0;
+  reg nz_wr__en = 1'h0;
   wire [23:0] o__payload;
   wire [15:0] \o__payload$15 ;
   wire [7:0] o__payload__cmd ;
@@ -24725,6 +24460,12 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   reg [8:0] s4_old = 9'h000;
   (* init = 1'h0 *)
   wire s4_push;
+  (* init = 8'h00 *)
+  wire [7:0] s5_addr;
+  (* init = 1'h0 *)
+  wire s5_data;
+  (* init = 1'h0 *)
+  wire s5_en;
   wire [5:0] set_err;
   wire set_err__bad_op ;
   wire set_err__bad_threshold ;
@@ -25324,7 +25065,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     if (\wr__en$85 )
       held[\wr__addr$82 ] <= \wr__data$84 ;
   end
-  assign \$signature__data$120  = held[ent[28:21]];
+  assign \$signature__data$123  = held[ent[28:21]];
   reg [0:0] held_nonzero [255:0];
   initial begin
     held_nonzero[0] = 1'h0;
@@ -25588,7 +25329,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     if (nz_wr__en)
       held_nonzero[nz_wr__addr] <= nz_wr__data;
   end
-  assign \$signature__data$122  = held_nonzero[\$signature__addr$89 ];
+  assign \$signature__data$125  = held_nonzero[\$signature__addr$92 ];
   assign push = trigger__valid & o__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -25681,167 +25422,167 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   assign \wr__data$84  = busy ? 9'h000 : \$74 [8:0];
   assign \$75  = \$signal$79  | s4_dec;
   assign \wr__en$85  = busy | \$75 ;
-  assign nz_wr__addr = busy ? sweep : s4_cmd;
-  assign \$76  = | \$74 [8:0];
-  assign nz_wr__data = busy ? 1'h0 : \$76 ;
-  assign \$77  = \$signal$79  | s4_dec;
-  assign nz_wr__en = busy | \$77 ;
-  assign \$78  = sweep1 + 1'h1;
-  assign \$79  = sweep1 == 8'hff;
-  assign \$80  = program__valid & program__ready;
-  assign \$81  = ~ write__valid;
-  assign \$82  = ~ busy;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
   assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ program__valid;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = \$85  & \o__valid$13 ;
-  assign \$87  = program__valid ? program__payload[17:2] : \o__payload$15 ;
-  assign \$88  = write__valid ? write__payload[15:0] : \$87 ;
-  assign \$89  = ~ sweep_last;
-  assign \$90  = busy & \$89 ;
-  assign \$91  = \$90  | s2_valid;
-  assign \$92  = \$91  | s2_prog;
-  assign \$93  = \$92  | s2_ack;
-  assign \$94  = ~ sweep_last;
-  assign \$95  = busy & \$94 ;
-  assign \$96  = \$95  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$97  = \$96  == s1_tile[7:0];
-  assign \$98  = \$93  & \$97 ;
-  assign \$99  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$100  = s1_write[19:16] + 1'h1;
-  assign \$101  = busy | s3_valid;
-  assign \$102  = \$101  | s3_prog;
-  assign \$103  = \$102  | s3_ack;
-  assign \$104  = nxt_index == s1_tile[7:0];
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = wr__addr == s1_tile[7:0];
-  assign \$107  = fwd_last_we & \$106 ;
-  assign \$108  = fwd_prev_index == s1_tile[7:0];
-  assign \$109  = fwd_prev_we & \$108 ;
-  assign \$110  = busy | s3_valid;
-  assign \$111  = \$110  | s3_prog;
-  assign \$112  = \$111  | s3_ack;
-  assign \$113  = nxt_index == s1_tile[7:0];
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = wr__addr == s1_tile[7:0];
-  assign \$116  = fwd_last_we & \$115 ;
-  assign \$117  = fwd_prev_index == s1_tile[7:0];
-  assign \$118  = fwd_prev_we & \$117 ;
-  assign \$119  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$120  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$121  = \$116  ? \$119  : \$120 ;
-  assign \$122  = \$105  ? nxt_tag_eq1 : \$121 ;
-  assign \$123  = busy | s3_valid;
-  assign \$124  = \$123  | s3_prog;
-  assign \$125  = \$124  | s3_ack;
-  assign \$126  = nxt_index == s1_tile[7:0];
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = wr__addr == s1_tile[7:0];
-  assign \$129  = fwd_last_we & \$128 ;
-  assign \$130  = fwd_prev_index == s1_tile[7:0];
-  assign \$131  = fwd_prev_we & \$130 ;
-  assign \$132  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$133  = ~ s2_stale;
-  assign \$134  = s2_valid & \$133 ;
-  assign \$135  = \$134  & ok_next;
-  assign \$136  = s2_req[1:0] == 1'h1;
-  assign \$137  = s2_prog & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = ! s2_req[1:0];
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = | s2_req[29:18];
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = ~ s2_stale;
-  assign \$144  = s2_valid & \$143 ;
-  assign \$145  = \$144  & ok_next;
-  assign \$146  = \$145  ? s2_write[19:16] : 4'h0;
-  assign \$147  = ~ s2_stale;
-  assign \$148  = s2_valid & \$147 ;
-  assign \$149  = \$148  & ok_next;
-  assign \$150  = \$149  ? s2_beats1 : 5'h01;
-  assign \$151  = \$signal  ? nxt[1] : base[1];
-  assign \$152  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$153  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$154  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$155  = busy | s3_valid;
-  assign \$156  = \$155  | s3_prog;
-  assign \$157  = \$156  | s3_ack;
-  assign \$158  = hit ? ent[28:21] : 8'h00;
-  assign \$159  = s3_prog ? s3_req[37:30] : \$158 ;
-  assign \$160  = | \$like$116 ;
-  assign \$161  = complete & idle;
-  assign \$162  = ~ busy;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = cur[45:42] == 1'h1;
-  assign \$165  = s3_ack & \$164 ;
-  assign \$166  = \$signal$79  | s4_dec;
-  assign \$167  = s4_cmd == ent[28:21];
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = \$168  ? \$74 [8:0] : \$signature__data$120 ;
+  assign \$84  = \$83  & \o__valid$13 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$15 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
+  assign \$92  = ~ sweep_last;
+  assign \$93  = busy & \$92 ;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = hit ? ent[28:21] : 8'h00;
+  assign \$157  = s3_prog ? s3_req[37:30] : \$156 ;
+  assign \$158  = | \$like$119 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$79  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : \$signature__data$123 ;
+  assign \$168  = | \$74 [8:0];
+  assign \$169  = busy ? 1'h0 : \$168 ;
   assign \$170  = \$signal$79  | s4_dec;
-  assign \$171  = s4_cmd == \$signature__addr$89 ;
+  assign \$171  = s4_cmd == \$signature__addr$92 ;
   assign \$172  = \$170  & \$171 ;
   assign \$173  = | \$74 [8:0];
-  assign \$174  = \$172  ? \$173  : \$signature__data$122 ;
-  assign \$175  = busy | \$174 ;
-  assign \$179  = ! write__payload[22:21];
-  assign \$180  = write__valid & \$179 ;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = write__payload[22:21] == 1'h1;
+  assign \$174  = nz_wr__addr == \$signature__addr$92 ;
+  assign \$175  = nz_wr__en & \$174 ;
+  assign \$176  = \$175  ? nz_wr__data : \$signature__data$125 ;
+  assign \$177  = \$172  ? \$173  : \$176 ;
+  assign \$178  = busy | \$177 ;
+  assign \$182  = ! write__payload[22:21];
   assign \$183  = write__valid & \$182 ;
-  assign \$184  = stats[63:32] + 1'h1;
-  assign \$185  = write__payload[22:21] == 2'h2;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
   assign \$186  = write__valid & \$185 ;
-  assign \$187  = stats[95:64] + 1'h1;
-  assign \$188  = stats[127:96] + 1'h1;
-  assign \$189  = ~ lost;
-  assign \$190  = complete & \$189 ;
-  assign \$191  = stats[159:128] + 1'h1;
-  assign \$192  = stats[191:160] + 1'h1;
-  assign \$193  = ~ busy;
-  assign \$194  = program__valid | \o__valid$13 ;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = \$195  & write__valid;
-  assign \$197  = ! \wait ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$13 ;
   assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ busy;
-  assign \$200  = program__valid | \o__valid$13 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
   assign \$201  = \$199  & \$200 ;
-  assign \$202  = \$201  & write__valid;
-  assign \$203  = ! \wait ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$13 ;
   assign \$204  = \$202  & \$203 ;
-  assign \$205  = | \wait ;
-  assign \$206  = \wait  - 1'h1;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$207 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$208 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$209 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$210 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$211 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$212 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$213 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$214 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$88 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$215 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$216 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$217 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$218 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -25849,13 +25590,13 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$219 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$220 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$221 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$222 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -25863,63 +25604,63 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$223 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$224 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$100 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$225 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$226 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$227 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$228 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$229 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$132 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$230 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$231 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$232 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$146 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$150 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$233 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$234 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$235 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$236 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$69  <= \$237 ;
+    \data$69  <= \$240 ;
   always @(posedge clk)
-    \push$71  <= \$238 ;
+    \push$71  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$239 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -25927,43 +25668,49 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   always @(posedge clk)
     \$like$76  <= s3_tile;
   always @(posedge clk)
-    \$like$116  <= \$240 ;
+    \$like$119  <= \$243 ;
   always @(posedge clk)
-    cap <= \$241 ;
+    cap <= \$244 ;
   always @(posedge clk)
-    capture <= \$242 ;
+    capture <= \$245 ;
   always @(posedge clk)
-    \$signature__addr$89  <= desc_query;
+    \$signature__addr$92  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$79  <= \$243 ;
+    \$signal$79  <= \$246 ;
   always @(posedge clk)
-    s4_dec <= \$244 ;
+    s4_dec <= \$247 ;
   always @(posedge clk)
-    s4_old <= \$169 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    desc_held <= \$245 ;
+    nz_wr__addr <= \wr__addr$82 ;
   always @(posedge clk)
-    errors <= \$246 ;
+    nz_wr__data <= \$169 ;
   always @(posedge clk)
-    writes_compute_event <= \$247 ;
+    nz_wr__en <= \$248 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    desc_held <= \$249 ;
   always @(posedge clk)
-    writes_dma_event <= \$249 ;
+    errors <= \$250 ;
   always @(posedge clk)
-    writes_remote_event <= \$250 ;
+    writes_compute_event <= \$251 ;
   always @(posedge clk)
-    unprogrammed_event <= \$251 ;
+    stats <= \$252 ;
   always @(posedge clk)
-    triggers_event <= \$252 ;
+    writes_dma_event <= \$253 ;
   always @(posedge clk)
-    dropped_event <= \$253 ;
+    writes_remote_event <= \$254 ;
   always @(posedge clk)
-    hold <= \$254 ;
+    unprogrammed_event <= \$255 ;
   always @(posedge clk)
-    \wait  <= \$255 ;
+    triggers_event <= \$256 ;
+  always @(posedge clk)
+    dropped_event <= \$257 ;
+  always @(posedge clk)
+    hold <= \$258 ;
+  always @(posedge clk)
+    \wait  <= \$259 ;
   t3hw_engine__tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$15 ),
@@ -26009,364 +25756,371 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$207  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$207  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$207  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$208  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$208  = \$78 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$208  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$209  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$209  = \$79 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$210  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$210  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$210  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$211  = write__valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$213  = \$80 ;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$214  = \$86 ;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$215  = s1_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$216  = s1_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$217  = s1_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$218  = s1_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$219  = s2_valid;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$220  = s2_stale;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$221  = s2_prog;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$222  = s2_ack;
+    \$222  = s2_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$223  = \$98 ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$224  = \$99 ;
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$225  = \$122 ;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$226  = { \$131 , \$129 , \$127  };
+    \$226  = \$96 ;
     if (rst) begin
-      \$226  = 3'h0;
+      \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$227  = \$signal ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$228  = base[0];
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$229  = ok_next;
+    \$229  = { \$129 , \$127 , \$125  };
     if (rst) begin
-      \$229  = 1'h0;
+      \$229  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$230  = \$135 ;
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$231  = \$138 ;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$232  = \$142 ;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$234  = \$157 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$235  = fwd_prev_we;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$236  = fwd_last_we;
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 1'h0;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$238  = \push$56 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$239  = s3_prog;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$240  = set_err;
+    \$241  = \push$56 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$242  = capture;
-    if (\$160 ) begin
-      \$242  = cap;
-    end
+    \$242  = s3_prog;
     if (rst) begin
-      \$242  = 24'h000000;
+      \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$243  = \$163 ;
+    \$243  = set_err;
     if (rst) begin
-      \$243  = 1'h0;
+      \$243  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$244  = \$165 ;
+    \$245  = capture;
+    if (\$158 ) begin
+      \$245  = cap;
+    end
     if (rst) begin
-      \$244  = 1'h0;
+      \$245  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$245  = \$175 ;
+    \$246  = \$161 ;
     if (rst) begin
-      \$245  = 1'h1;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$246  = \$178 ;
-    if (rst) begin
-      \$246  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_20 ) begin end
-    \$247  = \$180 ;
+    \$247  = \$163 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$248  = stats;
-    if (writes_compute_event) begin
-      \$248 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$248 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$248 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$248 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$248 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$248 [191:160] = \$192 [31:0];
-    end
+    \$248  = \wr__en$85 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$249  = \$183 ;
+    \$249  = \$178 ;
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$250  = \$186 ;
+    \$250  = \$181 ;
     if (rst) begin
-      \$250  = 1'h0;
+      \$250  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$251  = set_err[0];
+    \$251  = \$183 ;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$252  = \$190 ;
+    \$252  = stats;
+    if (writes_compute_event) begin
+      \$252 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$252 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$252 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$252 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$252 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$252 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$252  = 1'h0;
+      \$252  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$253  = lost;
+    \$253  = \$186 ;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$254  = \$198 ;
+    \$254  = \$189 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_20 ) begin end
-    \$255  = \wait ;
-    if (\$204 ) begin
-      \$255  = 3'h7;
-    end else if (\$205 ) begin
-      \$255  = \$206 [2:0];
+    \$255  = set_err[0];
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$256  = \$193 ;
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$257  = lost;
+    if (rst) begin
+      \$257  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$258  = \$201 ;
+    if (rst) begin
+      \$258  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$259  = \wait ;
+    if (\$207 ) begin
+      \$259  = 3'h7;
+    end else if (\$208 ) begin
+      \$259  = \$209 [2:0];
     end
     if (rst) begin
-      \$255  = 3'h0;
+      \$259  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -26384,7 +26138,10 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   assign s4_push = \push$71 ;
   assign \new  = \$74 [8:0];
   assign \$signature__addr$81  = ent[28:21];
-  assign asked = \$signature__addr$89 ;
+  assign s5_addr = nz_wr__addr;
+  assign s5_data = nz_wr__data;
+  assign s5_en = nz_wr__en;
+  assign asked = \$signature__addr$92 ;
   assign clear = 6'h3f;
   assign trigger__payload__cmd  = trigger__payload[7:0];
   assign trigger__payload__tile  = trigger__payload[23:8];
@@ -26512,12 +26269,12 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   assign \$signature__data.left  = \$signature__data [33:22];
   assign \$signature__data.cmd  = \$signature__data [41:34];
   assign \$signature__data.pending  = \$signature__data [45:42];
-  assign \$like$116.unprogrammed  = \$like$116 [0];
-  assign \$like$116.overcount  = \$like$116 [1];
-  assign \$like$116.reprogram  = \$like$116 [2];
-  assign \$like$116.bad_threshold  = \$like$116 [3];
-  assign \$like$116.overflow  = \$like$116 [4];
-  assign \$like$116.bad_op  = \$like$116 [5];
+  assign \$like$119.unprogrammed  = \$like$119 [0];
+  assign \$like$119.overcount  = \$like$119 [1];
+  assign \$like$119.reprogram  = \$like$119 [2];
+  assign \$like$119.bad_threshold  = \$like$119 [3];
+  assign \$like$119.overflow  = \$like$119 [4];
+  assign \$like$119.bad_op  = \$like$119 [5];
   assign cap__tile  = cap[15:0];
   assign cap__cmd  = cap[23:16];
   assign capture__tile  = capture[15:0];
@@ -26540,14 +26297,14 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   assign stats__unprogrammed  = stats[127:96];
   assign stats__triggers  = stats[159:128];
   assign stats__dropped  = stats[191:160];
-  assign \$241 [23:16] = \$159 ;
-  assign \$241 [15:0] = s3_tile;
-  assign \$237 [23:8] = s3_tile;
-  assign \$237 [7:0] = ent[28:21];
-  assign \$233 [28:21] = \$154 ;
-  assign \$233 [20:9] = \$153 ;
-  assign \$233 [8:1] = \$152 ;
-  assign \$233 [0] = \$151 ;
+  assign \$244 [23:16] = \$157 ;
+  assign \$244 [15:0] = s3_tile;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;
@@ -26577,9 +26334,9 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
   assign cur[45:42] = \$15 ;
   assign cur[33:22] = \$14 ;
   assign cur[0] = \$12 ;
-  assign \$176  = 6'h00;
-  assign \$177  = 6'h00;
-  assign \$178  = \$like$116 ;
+  assign \$179  = 6'h00;
+  assign \$180  = 6'h00;
+  assign \$181  = \$like$119 ;
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);

@@ -6,7 +6,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [4:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
@@ -39,9 +39,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$128 ;
   wire \$129 ;
   wire [11:0] \$13 ;
-  wire \$130 ;
+  wire [11:0] \$130 ;
   wire \$131 ;
-  wire [11:0] \$132 ;
+  wire \$132 ;
   wire \$133 ;
   wire \$134 ;
   wire \$135 ;
@@ -54,23 +54,23 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
+  wire [3:0] \$144 ;
   wire \$145 ;
-  wire [3:0] \$146 ;
+  wire \$146 ;
   wire \$147 ;
-  wire \$148 ;
+  wire [4:0] \$148 ;
   wire \$149 ;
   wire [3:0] \$15 ;
-  wire [4:0] \$150 ;
-  wire \$151 ;
+  wire [7:0] \$150 ;
+  wire [11:0] \$151 ;
   wire [7:0] \$152 ;
-  wire [11:0] \$153 ;
-  wire [7:0] \$154 ;
+  wire \$153 ;
+  wire \$154 ;
   wire \$155 ;
-  wire \$156 ;
-  wire \$157 ;
-  wire [7:0] \$158 ;
-  wire [7:0] \$159 ;
+  wire [7:0] \$156 ;
+  wire [7:0] \$157 ;
+  wire \$158 ;
+  wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
@@ -79,9 +79,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
+  wire [8:0] \$167 ;
   wire \$168 ;
-  wire [8:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
@@ -89,28 +89,28 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  wire [5:0] \$176 ;
-  wire [5:0] \$177 ;
-  wire [5:0] \$178 ;
-  wire \$179 ;
+  wire \$176 ;
+  wire \$177 ;
+  wire \$178 ;
+  wire [5:0] \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire [32:0] \$181 ;
+  wire [5:0] \$180 ;
+  wire [5:0] \$181 ;
   wire \$182 ;
   wire \$183 ;
   wire [32:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
   wire [32:0] \$187 ;
-  wire [32:0] \$188 ;
+  wire \$188 ;
   wire \$189 ;
   wire [7:0] \$19 ;
-  wire \$190 ;
+  wire [32:0] \$190 ;
   wire [32:0] \$191 ;
-  wire [32:0] \$192 ;
+  wire \$192 ;
   wire \$193 ;
-  wire \$194 ;
-  wire \$195 ;
+  wire [32:0] \$194 ;
+  wire [32:0] \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
@@ -123,13 +123,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$203 ;
   wire \$204 ;
   wire \$205 ;
-  wire [3:0] \$206 ;
-  reg [7:0] \$207 ;
-  reg [8:0] \$208 ;
-  reg \$209 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire [3:0] \$209 ;
   wire [7:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  reg [7:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
@@ -145,39 +145,43 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$223 ;
   reg \$224 ;
   reg \$225 ;
-  reg [2:0] \$226 ;
+  reg \$226 ;
   reg \$227 ;
   reg \$228 ;
-  reg \$229 ;
+  reg [2:0] \$229 ;
   wire [12:0] \$23 ;
   reg \$230 ;
   reg \$231 ;
   reg \$232 ;
-  wire [28:0] \$233 ;
+  reg \$233 ;
   reg \$234 ;
   reg \$235 ;
-  reg \$236 ;
-  wire [23:0] \$237 ;
+  wire [28:0] \$236 ;
+  reg \$237 ;
   reg \$238 ;
   reg \$239 ;
   wire [11:0] \$24 ;
-  reg [5:0] \$240 ;
-  wire [23:0] \$241 ;
-  reg [23:0] \$242 ;
-  reg \$243 ;
-  reg \$244 ;
-  reg \$245 ;
-  reg [5:0] \$246 ;
+  wire [23:0] \$240 ;
+  reg \$241 ;
+  reg \$242 ;
+  reg [5:0] \$243 ;
+  wire [23:0] \$244 ;
+  reg [23:0] \$245 ;
+  reg \$246 ;
   reg \$247 ;
-  reg [191:0] \$248 ;
+  reg \$248 ;
   reg \$249 ;
   wire \$25 ;
-  reg \$250 ;
+  reg [5:0] \$250 ;
   reg \$251 ;
-  reg \$252 ;
+  reg [191:0] \$252 ;
   reg \$253 ;
   reg \$254 ;
-  reg [2:0] \$255 ;
+  reg \$255 ;
+  reg \$256 ;
+  reg \$257 ;
+  reg \$258 ;
+  reg [2:0] \$259 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -233,9 +237,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [9:0] \$73 ;
   wire [10:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [9:0] \$76 ;
   wire \$77 ;
-  wire [9:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [15:0] \$8 ;
   wire \$80 ;
@@ -243,34 +247,34 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire [15:0] \$87 ;
-  wire [15:0] \$88 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
+  wire \$87 ;
+  wire \$88 ;
   wire \$89 ;
   wire [15:0] \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire \$94 ;
+  wire [7:0] \$94 ;
   wire \$95 ;
-  wire [7:0] \$96 ;
+  wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [4:0] \$98 ;
   wire \$99 ;
   (* enum_base_type = "TrackOp" *)
   (* enum_value_00 = "ARM" *)
   (* enum_value_01 = "DISARM" *)
   (* enum_value_10 = "READ" *)
   reg [1:0] \$like  = 2'h0;
-  reg [5:0] \$like$123  = 6'h00;
-  wire \$like$123.bad_op ;
-  wire \$like$123.bad_threshold ;
-  wire \$like$123.overcount ;
-  wire \$like$123.overflow ;
-  wire \$like$123.reprogram ;
-  wire \$like$123.unprogrammed ;
+  reg [5:0] \$like$126  = 6'h00;
+  wire \$like$126.bad_op ;
+  wire \$like$126.bad_threshold ;
+  wire \$like$126.overcount ;
+  wire \$like$126.overflow ;
+  wire \$like$126.reprogram ;
+  wire \$like$126.unprogrammed ;
   (* enum_base_type = "TrackResult" *)
   (* enum_value_000 = "OK" *)
   (* enum_value_001 = "BUSY" *)
@@ -282,11 +286,11 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg \$signal  = 1'h0;
   reg \$signal$89  = 1'h0;
   wire [7:0] \$signature__addr ;
+  reg [7:0] \$signature__addr$102  = 8'h00;
   wire [7:0] \$signature__addr$91 ;
-  reg [7:0] \$signature__addr$99  = 8'h00;
   wire [45:0] \$signature__data ;
-  wire [8:0] \$signature__data$125 ;
-  wire \$signature__data$126 ;
+  wire [8:0] \$signature__data$128 ;
+  wire \$signature__data$129 ;
   wire [7:0] \$signature__data.cmd ;
   wire [11:0] \$signature__data.left ;
   wire [3:0] \$signature__data.pending ;
@@ -419,9 +423,9 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   wire [7:0] nxt_index;
   wire nxt_tag_eq;
   wire nxt_tag_eq1;
-  wire [7:0] nz_wr__addr;
-  wire nz_wr__data;
-  wire nz_wr__en;
+  reg [7:0] nz_wr__addr = 8'h00;
+  reg nz_wr__data = 1'h0;
+  reg nz_wr__en = 1'h0;
   wire [23:0] o__payload;
   wire [15:0] \o__payload$28 ;
   wire [7:0] o__payload__cmd ;
@@ -574,6 +578,12 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   reg [8:0] s4_old = 9'h000;
   (* init = 1'h0 *)
   wire s4_push;
+  (* init = 8'h00 *)
+  wire [7:0] s5_addr;
+  (* init = 1'h0 *)
+  wire s5_data;
+  (* init = 1'h0 *)
+  wire s5_en;
   wire [5:0] set_err;
   wire set_err__bad_op ;
   wire set_err__bad_threshold ;
@@ -1174,7 +1184,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     if (\wr__en$95 )
       held[\wr__addr$92 ] <= \wr__data$94 ;
   end
-  assign \$signature__data$125  = held[ent[28:21]];
+  assign \$signature__data$128  = held[ent[28:21]];
   reg [0:0] held_nonzero [255:0];
   initial begin
     held_nonzero[0] = 1'h0;
@@ -1438,7 +1448,7 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
     if (nz_wr__en)
       held_nonzero[nz_wr__addr] <= nz_wr__data;
   end
-  assign \$signature__data$126  = held_nonzero[\$signature__addr$99 ];
+  assign \$signature__data$129  = held_nonzero[\$signature__addr$102 ];
   assign push = trigger__valid & trigger__ready;
   assign \$1  = ~ write__valid;
   assign \$2  = ~ busy;
@@ -1531,170 +1541,170 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \wr__data$94  = busy ? 9'h000 : \$74 [8:0];
   assign \$75  = \$signal$89  | s4_dec;
   assign \wr__en$95  = busy | \$75 ;
-  assign nz_wr__addr = busy ? sweep : s4_cmd;
-  assign \$76  = | \$74 [8:0];
-  assign nz_wr__data = busy ? 1'h0 : \$76 ;
-  assign \$77  = \$signal$89  | s4_dec;
-  assign nz_wr__en = busy | \$77 ;
-  assign \$78  = sweep1 + 1'h1;
-  assign \$79  = sweep1 == 8'hff;
-  assign \$80  = program__valid & program__ready;
-  assign \$81  = ~ write__valid;
-  assign \$82  = ~ busy;
+  assign \$76  = sweep1 + 1'h1;
+  assign \$77  = sweep1 == 8'hff;
+  assign \$78  = program__valid & program__ready;
+  assign \$79  = ~ write__valid;
+  assign \$80  = ~ busy;
+  assign \$81  = \$79  & \$80 ;
+  assign \$82  = ~ program__valid;
   assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ program__valid;
-  assign \$85  = \$83  & \$84 ;
-  assign \$86  = \$85  & \o__valid$26 ;
-  assign \$87  = program__valid ? program__payload[17:2] : \o__payload$28 ;
-  assign \$88  = write__valid ? write__payload[15:0] : \$87 ;
-  assign \$89  = ~ sweep_last;
-  assign \$90  = busy & \$89 ;
-  assign \$91  = \$90  | s2_valid;
-  assign \$92  = \$91  | s2_prog;
-  assign \$93  = \$92  | s2_ack;
-  assign \$94  = ~ sweep_last;
-  assign \$95  = busy & \$94 ;
-  assign \$96  = \$95  ? sweep1[7:0] : s2_tile[7:0];
-  assign \$97  = \$96  == s1_tile[7:0];
-  assign \$98  = \$93  & \$97 ;
-  assign \$99  = s2_tile[15:8] == s1_tile[15:8];
-  assign \$100  = s1_write[19:16] + 1'h1;
-  assign \$101  = busy | s3_valid;
-  assign \$102  = \$101  | s3_prog;
-  assign \$103  = \$102  | s3_ack;
-  assign \$104  = nxt_index == s1_tile[7:0];
-  assign \$105  = \$103  & \$104 ;
-  assign \$106  = wr__addr == s1_tile[7:0];
-  assign \$107  = fwd_last_we & \$106 ;
-  assign \$108  = fwd_prev_index == s1_tile[7:0];
-  assign \$109  = fwd_prev_we & \$108 ;
-  assign \$110  = busy | s3_valid;
-  assign \$111  = \$110  | s3_prog;
-  assign \$112  = \$111  | s3_ack;
-  assign \$113  = nxt_index == s1_tile[7:0];
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = wr__addr == s1_tile[7:0];
-  assign \$116  = fwd_last_we & \$115 ;
-  assign \$117  = fwd_prev_index == s1_tile[7:0];
-  assign \$118  = fwd_prev_we & \$117 ;
-  assign \$119  = fwd_last[9:2] == s1_tile[15:8];
-  assign \$120  = fwd_prev[9:2] == s1_tile[15:8];
-  assign \$121  = \$116  ? \$119  : \$120 ;
-  assign \$122  = \$105  ? nxt_tag_eq1 : \$121 ;
-  assign \$123  = busy | s3_valid;
-  assign \$124  = \$123  | s3_prog;
-  assign \$125  = \$124  | s3_ack;
-  assign \$126  = nxt_index == s1_tile[7:0];
-  assign \$127  = \$125  & \$126 ;
-  assign \$128  = wr__addr == s1_tile[7:0];
-  assign \$129  = fwd_last_we & \$128 ;
-  assign \$130  = fwd_prev_index == s1_tile[7:0];
-  assign \$131  = fwd_prev_we & \$130 ;
-  assign \$132  = base[0] ? base[33:22] : s2_req[29:18];
-  assign \$133  = ~ s2_stale;
-  assign \$134  = s2_valid & \$133 ;
-  assign \$135  = \$134  & ok_next;
-  assign \$136  = s2_req[1:0] == 1'h1;
-  assign \$137  = s2_prog & \$136 ;
-  assign \$138  = \$137  & ok_next;
-  assign \$139  = ! s2_req[1:0];
-  assign \$140  = s2_prog & \$139 ;
-  assign \$141  = | s2_req[29:18];
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = ~ s2_stale;
-  assign \$144  = s2_valid & \$143 ;
-  assign \$145  = \$144  & ok_next;
-  assign \$146  = \$145  ? s2_write[19:16] : 4'h0;
-  assign \$147  = ~ s2_stale;
-  assign \$148  = s2_valid & \$147 ;
-  assign \$149  = \$148  & ok_next;
-  assign \$150  = \$149  ? s2_beats1 : 5'h01;
-  assign \$151  = \$signal  ? nxt[1] : base[1];
-  assign \$152  = \$signal  ? nxt[9:2] : base[9:2];
-  assign \$153  = \$signal  ? nxt[21:10] : base[21:10];
-  assign \$154  = \$signal  ? nxt[41:34] : base[41:34];
-  assign \$155  = busy | s3_valid;
-  assign \$156  = \$155  | s3_prog;
-  assign \$157  = \$156  | s3_ack;
-  assign \$158  = hit ? ent[28:21] : 8'h00;
-  assign \$159  = s3_prog ? s3_req[37:30] : \$158 ;
-  assign \$160  = | \$like$123 ;
-  assign \$161  = complete & idle;
-  assign \$162  = ~ busy;
-  assign \$163  = \$161  & \$162 ;
-  assign \$164  = cur[45:42] == 1'h1;
-  assign \$165  = s3_ack & \$164 ;
-  assign \$166  = \$signal$89  | s4_dec;
-  assign \$167  = s4_cmd == ent[28:21];
-  assign \$168  = \$166  & \$167 ;
-  assign \$169  = \$168  ? \$74 [8:0] : \$signature__data$125 ;
+  assign \$84  = \$83  & \o__valid$26 ;
+  assign \$85  = program__valid ? program__payload[17:2] : \o__payload$28 ;
+  assign \$86  = write__valid ? write__payload[15:0] : \$85 ;
+  assign \$87  = ~ sweep_last;
+  assign \$88  = busy & \$87 ;
+  assign \$89  = \$88  | s2_valid;
+  assign \$90  = \$89  | s2_prog;
+  assign \$91  = \$90  | s2_ack;
+  assign \$92  = ~ sweep_last;
+  assign \$93  = busy & \$92 ;
+  assign \$94  = \$93  ? sweep1[7:0] : s2_tile[7:0];
+  assign \$95  = \$94  == s1_tile[7:0];
+  assign \$96  = \$91  & \$95 ;
+  assign \$97  = s2_tile[15:8] == s1_tile[15:8];
+  assign \$98  = s1_write[19:16] + 1'h1;
+  assign \$99  = busy | s3_valid;
+  assign \$100  = \$99  | s3_prog;
+  assign \$101  = \$100  | s3_ack;
+  assign \$102  = nxt_index == s1_tile[7:0];
+  assign \$103  = \$101  & \$102 ;
+  assign \$104  = wr__addr == s1_tile[7:0];
+  assign \$105  = fwd_last_we & \$104 ;
+  assign \$106  = fwd_prev_index == s1_tile[7:0];
+  assign \$107  = fwd_prev_we & \$106 ;
+  assign \$108  = busy | s3_valid;
+  assign \$109  = \$108  | s3_prog;
+  assign \$110  = \$109  | s3_ack;
+  assign \$111  = nxt_index == s1_tile[7:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = wr__addr == s1_tile[7:0];
+  assign \$114  = fwd_last_we & \$113 ;
+  assign \$115  = fwd_prev_index == s1_tile[7:0];
+  assign \$116  = fwd_prev_we & \$115 ;
+  assign \$117  = fwd_last[9:2] == s1_tile[15:8];
+  assign \$118  = fwd_prev[9:2] == s1_tile[15:8];
+  assign \$119  = \$114  ? \$117  : \$118 ;
+  assign \$120  = \$103  ? nxt_tag_eq1 : \$119 ;
+  assign \$121  = busy | s3_valid;
+  assign \$122  = \$121  | s3_prog;
+  assign \$123  = \$122  | s3_ack;
+  assign \$124  = nxt_index == s1_tile[7:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = wr__addr == s1_tile[7:0];
+  assign \$127  = fwd_last_we & \$126 ;
+  assign \$128  = fwd_prev_index == s1_tile[7:0];
+  assign \$129  = fwd_prev_we & \$128 ;
+  assign \$130  = base[0] ? base[33:22] : s2_req[29:18];
+  assign \$131  = ~ s2_stale;
+  assign \$132  = s2_valid & \$131 ;
+  assign \$133  = \$132  & ok_next;
+  assign \$134  = s2_req[1:0] == 1'h1;
+  assign \$135  = s2_prog & \$134 ;
+  assign \$136  = \$135  & ok_next;
+  assign \$137  = ! s2_req[1:0];
+  assign \$138  = s2_prog & \$137 ;
+  assign \$139  = | s2_req[29:18];
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = ~ s2_stale;
+  assign \$142  = s2_valid & \$141 ;
+  assign \$143  = \$142  & ok_next;
+  assign \$144  = \$143  ? s2_write[19:16] : 4'h0;
+  assign \$145  = ~ s2_stale;
+  assign \$146  = s2_valid & \$145 ;
+  assign \$147  = \$146  & ok_next;
+  assign \$148  = \$147  ? s2_beats1 : 5'h01;
+  assign \$149  = \$signal  ? nxt[1] : base[1];
+  assign \$150  = \$signal  ? nxt[9:2] : base[9:2];
+  assign \$151  = \$signal  ? nxt[21:10] : base[21:10];
+  assign \$152  = \$signal  ? nxt[41:34] : base[41:34];
+  assign \$153  = busy | s3_valid;
+  assign \$154  = \$153  | s3_prog;
+  assign \$155  = \$154  | s3_ack;
+  assign \$156  = hit ? ent[28:21] : 8'h00;
+  assign \$157  = s3_prog ? s3_req[37:30] : \$156 ;
+  assign \$158  = | \$like$126 ;
+  assign \$159  = complete & idle;
+  assign \$160  = ~ busy;
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = cur[45:42] == 1'h1;
+  assign \$163  = s3_ack & \$162 ;
+  assign \$164  = \$signal$89  | s4_dec;
+  assign \$165  = s4_cmd == ent[28:21];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = \$166  ? \$74 [8:0] : \$signature__data$128 ;
+  assign \$168  = | \$74 [8:0];
+  assign \$169  = busy ? 1'h0 : \$168 ;
   assign \$170  = \$signal$89  | s4_dec;
-  assign \$171  = s4_cmd == \$signature__addr$99 ;
+  assign \$171  = s4_cmd == \$signature__addr$102 ;
   assign \$172  = \$170  & \$171 ;
   assign \$173  = | \$74 [8:0];
-  assign \$174  = \$172  ? \$173  : \$signature__data$126 ;
-  assign \$175  = busy | \$174 ;
-  assign \$176  = ~ clear;
-  assign \$177  = errors & \$176 ;
-  assign \$178  = \$177  | \$like$123 ;
-  assign \$179  = ! write__payload[22:21];
-  assign \$180  = write__valid & \$179 ;
-  assign \$181  = stats[31:0] + 1'h1;
-  assign \$182  = write__payload[22:21] == 1'h1;
+  assign \$174  = nz_wr__addr == \$signature__addr$102 ;
+  assign \$175  = nz_wr__en & \$174 ;
+  assign \$176  = \$175  ? nz_wr__data : \$signature__data$129 ;
+  assign \$177  = \$172  ? \$173  : \$176 ;
+  assign \$178  = busy | \$177 ;
+  assign \$179  = ~ clear;
+  assign \$180  = errors & \$179 ;
+  assign \$181  = \$180  | \$like$126 ;
+  assign \$182  = ! write__payload[22:21];
   assign \$183  = write__valid & \$182 ;
-  assign \$184  = stats[63:32] + 1'h1;
-  assign \$185  = write__payload[22:21] == 2'h2;
+  assign \$184  = stats[31:0] + 1'h1;
+  assign \$185  = write__payload[22:21] == 1'h1;
   assign \$186  = write__valid & \$185 ;
-  assign \$187  = stats[95:64] + 1'h1;
-  assign \$188  = stats[127:96] + 1'h1;
-  assign \$189  = ~ lost;
-  assign \$190  = complete & \$189 ;
-  assign \$191  = stats[159:128] + 1'h1;
-  assign \$192  = stats[191:160] + 1'h1;
-  assign \$193  = ~ busy;
-  assign \$194  = program__valid | \o__valid$26 ;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = \$195  & write__valid;
-  assign \$197  = ! \wait ;
+  assign \$187  = stats[63:32] + 1'h1;
+  assign \$188  = write__payload[22:21] == 2'h2;
+  assign \$189  = write__valid & \$188 ;
+  assign \$190  = stats[95:64] + 1'h1;
+  assign \$191  = stats[127:96] + 1'h1;
+  assign \$192  = ~ lost;
+  assign \$193  = complete & \$192 ;
+  assign \$194  = stats[159:128] + 1'h1;
+  assign \$195  = stats[191:160] + 1'h1;
+  assign \$196  = ~ busy;
+  assign \$197  = program__valid | \o__valid$26 ;
   assign \$198  = \$196  & \$197 ;
-  assign \$199  = ~ busy;
-  assign \$200  = program__valid | \o__valid$26 ;
+  assign \$199  = \$198  & write__valid;
+  assign \$200  = ! \wait ;
   assign \$201  = \$199  & \$200 ;
-  assign \$202  = \$201  & write__valid;
-  assign \$203  = ! \wait ;
+  assign \$202  = ~ busy;
+  assign \$203  = program__valid | \o__valid$26 ;
   assign \$204  = \$202  & \$203 ;
-  assign \$205  = | \wait ;
-  assign \$206  = \wait  - 1'h1;
+  assign \$205  = \$204  & write__valid;
+  assign \$206  = ! \wait ;
+  assign \$207  = \$205  & \$206 ;
+  assign \$208  = | \wait ;
+  assign \$209  = \wait  - 1'h1;
   always @(posedge clk)
-    sweep <= \$207 ;
+    sweep <= \$210 ;
   always @(posedge clk)
-    sweep1 <= \$208 ;
+    sweep1 <= \$211 ;
   always @(posedge clk)
-    sweep_last <= \$209 ;
+    sweep_last <= \$212 ;
   always @(posedge clk)
-    busy <= \$210 ;
+    busy <= \$213 ;
   always @(posedge clk)
-    s1_valid <= \$211 ;
+    s1_valid <= \$214 ;
   always @(posedge clk)
-    s1_stale <= \$212 ;
+    s1_stale <= \$215 ;
   always @(posedge clk)
-    s1_prog <= \$213 ;
+    s1_prog <= \$216 ;
   always @(posedge clk)
-    s1_ack <= \$214 ;
+    s1_ack <= \$217 ;
   always @(posedge clk)
     s1_write <= write__payload;
   always @(posedge clk)
     s1_req <= program__payload;
   always @(posedge clk)
-    s1_tile <= \$88 ;
+    s1_tile <= \$86 ;
   always @(posedge clk)
-    s2_valid <= \$215 ;
+    s2_valid <= \$218 ;
   always @(posedge clk)
-    s2_stale <= \$216 ;
+    s2_stale <= \$219 ;
   always @(posedge clk)
-    s2_prog <= \$217 ;
+    s2_prog <= \$220 ;
   always @(posedge clk)
-    s2_ack <= \$218 ;
+    s2_ack <= \$221 ;
   always @(posedge clk)
     s2_write <= s1_write;
   always @(posedge clk)
@@ -1702,13 +1712,13 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s2_tile <= s1_tile;
   always @(posedge clk)
-    s3_valid <= \$219 ;
+    s3_valid <= \$222 ;
   always @(posedge clk)
-    s3_stale <= \$220 ;
+    s3_stale <= \$223 ;
   always @(posedge clk)
-    s3_prog <= \$221 ;
+    s3_prog <= \$224 ;
   always @(posedge clk)
-    s3_ack <= \$222 ;
+    s3_ack <= \$225 ;
   always @(posedge clk)
     s3_write <= s2_write;
   always @(posedge clk)
@@ -1716,63 +1726,63 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     s3_tile <= s2_tile;
   always @(posedge clk)
-    \$signal  <= \$223 ;
+    \$signal  <= \$226 ;
   always @(posedge clk)
-    tag_ahead <= \$224 ;
+    tag_ahead <= \$227 ;
   always @(posedge clk)
-    s2_beats1 <= \$100 ;
+    s2_beats1 <= \$98 ;
   always @(posedge clk)
-    fwd_tag_eq <= \$225 ;
+    fwd_tag_eq <= \$228 ;
   always @(posedge clk)
     rdata <= \$signature__data ;
   always @(posedge clk)
-    fwd_hit <= \$226 ;
+    fwd_hit <= \$229 ;
   always @(posedge clk)
-    s3_hit <= \$227 ;
+    s3_hit <= \$230 ;
   always @(posedge clk)
-    base_valid <= \$228 ;
+    base_valid <= \$231 ;
   always @(posedge clk)
     base_pending <= base[45:42];
   always @(posedge clk)
-    tag_ok <= \$229 ;
+    tag_ok <= \$232 ;
   always @(posedge clk)
-    base_left <= \$132 ;
+    base_left <= \$130 ;
   always @(posedge clk)
-    count_ok <= \$230 ;
+    count_ok <= \$233 ;
   always @(posedge clk)
-    disarm_ok <= \$231 ;
+    disarm_ok <= \$234 ;
   always @(posedge clk)
-    s3_arm <= \$232 ;
+    s3_arm <= \$235 ;
   always @(posedge clk)
-    s3_beats <= \$146 ;
+    s3_beats <= \$144 ;
   always @(posedge clk)
-    s3_beats1 <= \$150 ;
+    s3_beats1 <= \$148 ;
   always @(posedge clk)
-    ent <= \$233 ;
+    ent <= \$236 ;
   always @(posedge clk)
-    fwd_last_we <= \$234 ;
+    fwd_last_we <= \$237 ;
   always @(posedge clk)
     wr__addr <= nxt_index;
   always @(posedge clk)
     fwd_last <= nxt;
   always @(posedge clk)
-    fwd_old_we <= \$235 ;
+    fwd_old_we <= \$238 ;
   always @(posedge clk)
     fwd_old_index <= fwd_prev_index;
   always @(posedge clk)
     fwd_old <= fwd_prev;
   always @(posedge clk)
-    fwd_prev_we <= \$236 ;
+    fwd_prev_we <= \$239 ;
   always @(posedge clk)
     fwd_prev_index <= wr__addr;
   always @(posedge clk)
     fwd_prev <= fwd_last;
   always @(posedge clk)
-    \data$80  <= \$237 ;
+    \data$80  <= \$240 ;
   always @(posedge clk)
-    \push$82  <= \$238 ;
+    \push$82  <= \$241 ;
   always @(posedge clk)
-    result__valid <= \$239 ;
+    result__valid <= \$242 ;
   always @(posedge clk)
     \$like  <= s3_req[1:0];
   always @(posedge clk)
@@ -1780,43 +1790,49 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   always @(posedge clk)
     \$like$86  <= s3_tile;
   always @(posedge clk)
-    \$like$123  <= \$240 ;
+    \$like$126  <= \$243 ;
   always @(posedge clk)
-    cap <= \$241 ;
+    cap <= \$244 ;
   always @(posedge clk)
-    capture <= \$242 ;
+    capture <= \$245 ;
   always @(posedge clk)
-    \$signature__addr$99  <= desc_query;
+    \$signature__addr$102  <= desc_query;
   always @(posedge clk)
     s4_cmd <= ent[28:21];
   always @(posedge clk)
-    \$signal$89  <= \$243 ;
+    \$signal$89  <= \$246 ;
   always @(posedge clk)
-    s4_dec <= \$244 ;
+    s4_dec <= \$247 ;
   always @(posedge clk)
-    s4_old <= \$169 ;
+    s4_old <= \$167 ;
   always @(posedge clk)
-    desc_held <= \$245 ;
+    nz_wr__addr <= \wr__addr$92 ;
   always @(posedge clk)
-    errors <= \$246 ;
+    nz_wr__data <= \$169 ;
   always @(posedge clk)
-    writes_compute_event <= \$247 ;
+    nz_wr__en <= \$248 ;
   always @(posedge clk)
-    stats <= \$248 ;
+    desc_held <= \$249 ;
   always @(posedge clk)
-    writes_dma_event <= \$249 ;
+    errors <= \$250 ;
   always @(posedge clk)
-    writes_remote_event <= \$250 ;
+    writes_compute_event <= \$251 ;
   always @(posedge clk)
-    unprogrammed_event <= \$251 ;
+    stats <= \$252 ;
   always @(posedge clk)
-    triggers_event <= \$252 ;
+    writes_dma_event <= \$253 ;
   always @(posedge clk)
-    dropped_event <= \$253 ;
+    writes_remote_event <= \$254 ;
   always @(posedge clk)
-    hold <= \$254 ;
+    unprogrammed_event <= \$255 ;
   always @(posedge clk)
-    \wait  <= \$255 ;
+    triggers_event <= \$256 ;
+  always @(posedge clk)
+    dropped_event <= \$257 ;
+  always @(posedge clk)
+    hold <= \$258 ;
+  always @(posedge clk)
+    \wait  <= \$259 ;
   t3hw_tracker__acks  acks (
     .clk(clk),
     .o__payload(\o__payload$28 ),
@@ -1862,364 +1878,371 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$207  = sweep;
+    \$210  = sweep;
     if (busy) begin
-      \$207  = sweep1[7:0];
+      \$210  = sweep1[7:0];
     end
     if (rst) begin
-      \$207  = 8'h00;
+      \$210  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$208  = sweep1;
+    \$211  = sweep1;
     if (busy) begin
-      \$208  = \$78 [8:0];
+      \$211  = \$76 [8:0];
     end
     if (rst) begin
-      \$208  = 9'h001;
+      \$211  = 9'h001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$209  = sweep_last;
+    \$212  = sweep_last;
     if (busy) begin
-      \$209  = \$79 ;
+      \$212  = \$77 ;
     end
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$210  = busy;
-    if (busy) begin
-      if (sweep_last) begin
-        \$210  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$210  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$211  = write__valid;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$212  = busy;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = \$80 ;
+    \$213  = busy;
+    if (busy) begin
+      if (sweep_last) begin
+        \$213  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$213  = 1'h0;
+      \$213  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = \$86 ;
+    \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = s1_valid;
+    \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = s1_stale;
+    \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$217  = s1_prog;
+    \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$218  = s1_ack;
+    \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$219  = s2_valid;
+    \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$220  = s2_stale;
+    \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = s2_prog;
+    \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = s2_ack;
+    \$222  = s2_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = \$98 ;
+    \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = \$99 ;
+    \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = \$122 ;
+    \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = { \$131 , \$129 , \$127  };
+    \$226  = \$96 ;
     if (rst) begin
-      \$226  = 3'h0;
+      \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = \$signal ;
+    \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = base[0];
+    \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = ok_next;
+    \$229  = { \$129 , \$127 , \$125  };
     if (rst) begin
-      \$229  = 1'h0;
+      \$229  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = \$135 ;
+    \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = \$138 ;
+    \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = \$142 ;
+    \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = \$157 ;
+    \$233  = \$133 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = fwd_prev_we;
+    \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$236  = fwd_last_we;
+    \$237  = \$155 ;
     if (rst) begin
-      \$236  = 1'h0;
+      \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = \push$67 ;
+    \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = s3_prog;
+    \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = set_err;
+    \$241  = \push$67 ;
     if (rst) begin
-      \$240  = 6'h00;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = capture;
-    if (\$160 ) begin
-      \$242  = cap;
-    end
+    \$242  = s3_prog;
     if (rst) begin
-      \$242  = 24'h000000;
+      \$242  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$243  = \$163 ;
+    \$243  = set_err;
     if (rst) begin
-      \$243  = 1'h0;
+      \$243  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$244  = \$165 ;
+    \$245  = capture;
+    if (\$158 ) begin
+      \$245  = cap;
+    end
     if (rst) begin
-      \$244  = 1'h0;
+      \$245  = 24'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$245  = \$175 ;
+    \$246  = \$161 ;
     if (rst) begin
-      \$245  = 1'h1;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$246  = \$178 ;
-    if (rst) begin
-      \$246  = 6'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$247  = \$180 ;
+    \$247  = \$163 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$248  = stats;
-    if (writes_compute_event) begin
-      \$248 [31:0] = \$181 [31:0];
-    end
-    if (writes_dma_event) begin
-      \$248 [63:32] = \$184 [31:0];
-    end
-    if (writes_remote_event) begin
-      \$248 [95:64] = \$187 [31:0];
-    end
-    if (unprogrammed_event) begin
-      \$248 [127:96] = \$188 [31:0];
-    end
-    if (triggers_event) begin
-      \$248 [159:128] = \$191 [31:0];
-    end
-    if (dropped_event) begin
-      \$248 [191:160] = \$192 [31:0];
-    end
+    \$248  = \wr__en$95 ;
     if (rst) begin
-      \$248  = 192'h000000000000000000000000000000000000000000000000;
+      \$248  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$249  = \$183 ;
+    \$249  = \$178 ;
     if (rst) begin
-      \$249  = 1'h0;
+      \$249  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = \$186 ;
+    \$250  = \$181 ;
     if (rst) begin
-      \$250  = 1'h0;
+      \$250  = 6'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$251  = set_err[0];
+    \$251  = \$183 ;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$252  = \$190 ;
+    \$252  = stats;
+    if (writes_compute_event) begin
+      \$252 [31:0] = \$184 [31:0];
+    end
+    if (writes_dma_event) begin
+      \$252 [63:32] = \$187 [31:0];
+    end
+    if (writes_remote_event) begin
+      \$252 [95:64] = \$190 [31:0];
+    end
+    if (unprogrammed_event) begin
+      \$252 [127:96] = \$191 [31:0];
+    end
+    if (triggers_event) begin
+      \$252 [159:128] = \$194 [31:0];
+    end
+    if (dropped_event) begin
+      \$252 [191:160] = \$195 [31:0];
+    end
     if (rst) begin
-      \$252  = 1'h0;
+      \$252  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$253  = lost;
+    \$253  = \$186 ;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$254  = \$198 ;
+    \$254  = \$189 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$255  = \wait ;
-    if (\$204 ) begin
-      \$255  = 3'h7;
-    end else if (\$205 ) begin
-      \$255  = \$206 [2:0];
+    \$255  = set_err[0];
+    if (rst) begin
+      \$255  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$256  = \$193 ;
+    if (rst) begin
+      \$256  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$257  = lost;
+    if (rst) begin
+      \$257  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$258  = \$201 ;
+    if (rst) begin
+      \$258  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$259  = \wait ;
+    if (\$207 ) begin
+      \$259  = 3'h7;
+    end else if (\$208 ) begin
+      \$259  = \$209 [2:0];
     end
     if (rst) begin
-      \$255  = 3'h0;
+      \$259  = 3'h0;
     end
   end
   assign o__payload = trigger__payload;
@@ -2237,7 +2260,10 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign s4_push = \push$82 ;
   assign \new  = \$74 [8:0];
   assign \$signature__addr$91  = ent[28:21];
-  assign asked = \$signature__addr$99 ;
+  assign s5_addr = nz_wr__addr;
+  assign s5_data = nz_wr__data;
+  assign s5_en = nz_wr__en;
+  assign asked = \$signature__addr$102 ;
   assign write__payload__tile  = write__payload[15:0];
   assign write__payload__beats  = write__payload[19:16];
   assign write__payload__kind  = write__payload[20];
@@ -2384,22 +2410,22 @@ module t3hw_tracker(write__valid, program__payload, program__valid, trigger__rea
   assign \$signature__data.left  = \$signature__data [33:22];
   assign \$signature__data.cmd  = \$signature__data [41:34];
   assign \$signature__data.pending  = \$signature__data [45:42];
-  assign \$like$123.unprogrammed  = \$like$123 [0];
-  assign \$like$123.overcount  = \$like$123 [1];
-  assign \$like$123.reprogram  = \$like$123 [2];
-  assign \$like$123.bad_threshold  = \$like$123 [3];
-  assign \$like$123.overflow  = \$like$123 [4];
-  assign \$like$123.bad_op  = \$like$123 [5];
+  assign \$like$126.unprogrammed  = \$like$126 [0];
+  assign \$like$126.overcount  = \$like$126 [1];
+  assign \$like$126.reprogram  = \$like$126 [2];
+  assign \$like$126.bad_threshold  = \$like$126 [3];
+  assign \$like$126.overflow  = \$like$126 [4];
+  assign \$like$126.bad_op  = \$like$126 [5];
   assign cap__tile  = cap[15:0];
   assign cap__cmd  = cap[23:16];
-  assign \$241 [23:16] = \$159 ;
-  assign \$241 [15:0] = s3_tile;
-  assign \$237 [23:8] = s3_tile;
-  assign \$237 [7:0] = ent[28:21];
-  assign \$233 [28:21] = \$154 ;
-  assign \$233 [20:9] = \$153 ;
-  assign \$233 [8:1] = \$152 ;
-  assign \$233 [0] = \$151 ;
+  assign \$244 [23:16] = \$157 ;
+  assign \$244 [15:0] = s3_tile;
+  assign \$240 [23:8] = s3_tile;
+  assign \$240 [7:0] = ent[28:21];
+  assign \$236 [28:21] = \$152 ;
+  assign \$236 [20:9] = \$151 ;
+  assign \$236 [8:1] = \$150 ;
+  assign \$236 [0] = \$149 ;
   assign result__payload[50:39] = \$72 [11:0];
   assign result__payload[58:51] = \$70 ;
   assign result__payload[38:27] = \$69 ;

@@ -366,14 +366,26 @@ class Arbiter(wiring.Component):
         # ``below`` is a register, so the communication grant is one level of logic over
         # flip-flops and the requests, and the registers below follow it directly.
         last_comm_next = Mux(d.grant_c | d.grant_m, d.grant_m, d.last_comm)
-        wait_full_next = mp & ~d.grant_m & Mux(accept, full_new, full_keep)
+        full_if_kept = mp & Mux(accept, full_new, full_keep)    # wait_full unless comm goes
+        wait_full_next = ~d.grant_m & full_if_kept
+
+        # ``comm_first`` of the next cycle, computed for each outcome of this cycle's grant
+        # (communication, compute, none) from registers and the requests, then selected by
+        # the grants: the decision reaches one multiplexer, not the policy terms behind it.
+        def comm_first_if(last_comm, wait_full_n):
+            return (((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm)
+                    | (_is_mca(policy_next) & wait_full_n)
+                    | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next & ~last_comm
+                       & d.below2))
+
+        if_m, if_c, if_none = Signal(), Signal(), Signal()
+        m.d.comb += [if_m.eq(comm_first_if(1, 0)),
+                     if_c.eq(comm_first_if(0, full_if_kept)),
+                     if_none.eq(comm_first_if(d.last_comm, full_if_kept))]
         m.d.sync += [
             d.last_comm.eq(last_comm_next),
             wait_full.eq(wait_full_next),
-            d.comm_first.eq(((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm_next)
-                            | (_is_mca(policy_next) & wait_full_next)
-                            | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next
-                               & ~last_comm_next & d.below2)),
+            d.comm_first.eq(Mux(d.grant_m, if_m, Mux(d.grant_c, if_c, if_none))),
         ]
 
     def _output(self, m, d):

@@ -222,7 +222,14 @@ class DmaEngine(wiring.Component):
                 req.payload.bytes.eq(nbytes),
                 req.payload.tag.eq(tag),
             ]
-        step = Mux(row_end, row_step, p.burst_bytes)
+        # ``step``, the addresses' next step (``row_step`` at a row's last burst, else
+        # ``burst_bytes``), is a register updated with ``row_end``, so that the adders'
+        # operand is a flip-flop, not a multiplexer that ``row_end`` selects for every bit.
+        step = Signal(p.addr_width, reset_less=True)
+
+        def step_for(ends_row, row_step_value):
+            return Mux(ends_row, row_step_value, p.burst_bytes)
+
         with m.If(issue):
             m.d.sync += [
                 req.valid.eq(1),
@@ -235,12 +242,15 @@ class DmaEngine(wiring.Component):
                     rows_left.eq(rows_left - 1),
                     remaining.eq(cur.row_bytes),
                     row_end.eq(short_row),
+                    step.eq(step_for(short_row, row_step)),
                     one_row.eq(rows_left == 2),
                 ]
             with m.Else():
+                ends = remaining <= 2 * p.burst_bytes
                 m.d.sync += [
                     remaining.eq(remaining - p.burst_bytes),
-                    row_end.eq(remaining <= 2 * p.burst_bytes),
+                    row_end.eq(ends),
+                    step.eq(step_for(ends, row_step)),
                 ]
             with m.If(last):
                 m.d.sync += active.eq(0)
@@ -281,6 +291,7 @@ class DmaEngine(wiring.Component):
                 rows_left.eq(nxt.rows),
                 remaining.eq(nxt.row_bytes),
                 row_end.eq(nxt_short),
+                step.eq(step_for(nxt_short, nxt_step)),
                 short_row.eq(nxt_short),
                 one_row.eq(nxt_one_row),
             ]

@@ -397,9 +397,9 @@ class Slice(wiring.Component):
     ready-to-pop path in the engine) drives the read pointer and the level flags, a handful
     of flip-flops, not the enable of a payload-wide head register; ``o.payload`` is one 2:1
     multiplexer level behind the two registers, whose select (the read pointer) drives
-    every payload bit. The ``fast`` fields are kept a second time in a queue of depth 2
-    with its head in a register (``head="register"``), pushed and popped with the first:
-    the reader's decision on them (the arbiter's on a write's ``tracked`` bit) starts at a
+    every payload bit. The ``fast`` fields are kept a second time, the head item's in a
+    register of their own (the queue's state tells which item is the head), so that the
+    reader's decision on them (the arbiter's on a write's ``tracked`` bit) starts at a
     flip-flop, not at the read pointer's wide net.
     """
 
@@ -427,22 +427,33 @@ class Slice(wiring.Component):
             queue.push.eq(self.i.valid & self.i.ready),
             queue.data.eq(self.i.payload),
         ]
-        flags = None
         if not self._fast:
             wiring.connect(m, queue.o, wiring.flipped(self.o))
-        else:
-            layout = data.Layout.cast(self._shape)
-            flags_layout = data.StructLayout({f: layout[f].shape for f in self._fast})
-            m.submodules.flags = flags = Queue(flags_layout, depth=2)
-            m.d.comb += [flags.push.eq(queue.push), flags.o.ready.eq(self.o.ready),
-                         self.o.valid.eq(queue.o.valid), queue.o.ready.eq(self.o.ready)]
-            m.d.comb += [flags.data[f].eq(self.i.payload[f]) for f in self._fast]
-            m.d.comb += [self.o.payload[f].eq(flags.o.payload[f] if f in self._fast
-                                              else queue.o.payload[f])
-                         for f in dict(layout)]
+            if platform == "formal":
+                self.formal_view = queue
+            return m
+        # The fast fields of the head item in a register (``head``) and of the item behind
+        # it in another (``back``), kept by the queue's own state (``o.valid``; ``full``,
+        # which at depth 2 is "an item waits behind the head"), as a ``head="register"``
+        # queue keeps its head: the head loads on every pop and whenever the slice is empty,
+        # from ``back`` if an item waits, else from ``i``.
+        layout = data.Layout.cast(self._shape)
+        fast_layout = data.StructLayout({f: layout[f].shape for f in self._fast})
+        head = Signal(fast_layout, reset_less=True)
+        back = Signal(fast_layout, reset_less=True)
+        given = Signal(fast_layout)
+        m.d.comb += [given[f].eq(self.i.payload[f]) for f in self._fast]
+        pop = queue.o.valid & self.o.ready
+        direct = queue.push & (~queue.o.valid | (pop & ~queue.full))
+        with m.If(queue.push & ~direct):
+            m.d.sync += back.eq(given)
+        with m.If(pop | ~queue.o.valid):
+            m.d.sync += head.eq(Mux(queue.full, back, given))
+        m.d.comb += [self.o.valid.eq(queue.o.valid), queue.o.ready.eq(self.o.ready)]
+        m.d.comb += [self.o.payload[f].eq(head[f] if f in self._fast else queue.o.payload[f])
+                     for f in dict(layout)]
         if platform == "formal":
             self.formal_view = queue
-            self.formal_flags = flags
         return m
 
 
@@ -452,8 +463,8 @@ def slice_formal_spec(*, width=2, fast=False):
     ``i`` assumed to obey the stream rules; asserted: every item taken on ``i`` is accepted
     by the queue inside (so none is lost), ``i.ready`` is high whenever the slice is not
     full, and the queue's :meth:`Queue.properties` (``o`` obeys the stream rules, first in
-    first out, at most 2 items); with ``fast``, the second queue holds as many items and
-    ``o`` shows exactly the first queue's head item. Covers: an item passes every cycle for
+    first out, at most 2 items); with ``fast``, ``o`` shows exactly the queue's head item,
+    its fast field from the register of its own. Covers: an item passes every cycle for
     three cycles; the slice fills."""
 
     def body(m, platform):
@@ -472,12 +483,9 @@ def slice_formal_spec(*, width=2, fast=False):
             Assert(dut.i.ready == (queue.level != 2), "slice: i.ready is not 'not full'"),
         ]
         if fast:
-            flags = dut.formal_flags
-            m.d.comb += [
-                Assert(flags.level == queue.level, "slice: the fast fields' queue is out of step"),
-                Assert(~dut.o.valid | (dut.o.payload.as_value() == queue.o.payload.as_value()),
-                       "slice: a fast field differs from the head item's"),
-            ]
+            m.d.comb += Assert(
+                ~dut.o.valid | (dut.o.payload.as_value() == queue.o.payload.as_value()),
+                "slice: a fast field differs from the head item's")
         flow = dut.o.valid & dut.o.ready & take
         m.d.comb += [
             Cover(flow & past(m, flow, name="flow1") & past(m, past(m, flow, name="flow2a"),

@@ -541,11 +541,11 @@ class Tracker(wiring.Component):
         read of distributed RAM, from the ``ent.cmd`` register) into a register, taking the
         value S4 writes in the same cycle when S4 changes the same counter. S4 adds or
         subtracts one and writes the counter back. So neither the RAM read nor the adder
-        lies on the other's path. S4 also writes whether the counter is not 0 into a 1-bit
+        lies on the other's path. S5 writes whether S4's counter is not 0 into a 1-bit
         copy, the only table ``desc_query`` reads: ``desc_query`` (from across the die) is
         registered as it enters, and ``desc_held`` registers that bit, or S4's new value of
-        it when S4 changes the same counter: a descriptor is held from the cycle after its
-        entry completes to its last ack."""
+        it when S4 changes the same counter, or S5's when S5 writes it: a descriptor is held
+        from the cycle after its entry completes to its last ack."""
         p = self._p
         m.submodules.held = held = memory.Memory(shape=range(p.tracker_entries + 1),
                                                  depth=p.dma_descriptors, init=[])
@@ -564,13 +564,22 @@ class Tracker(wiring.Component):
                      s4_inc.eq(out.complete & out.idle & ~self.busy),
                      s4_dec.eq(s3.ack & (out.cur.pending == 1)),
                      s4_old.eq(Mux(changes & (s4_cmd == ent.cmd), new, pre.data))]
-        for port, value in ((wr, new), (nz_wr, new != 0)):
-            m.d.comb += [port.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)),
-                         port.data.eq(Mux(self.busy, 0, value)),
-                         port.en.eq(self.busy | changes)]
+        m.d.comb += [wr.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)),
+                     wr.data.eq(Mux(self.busy, 0, new)),
+                     wr.en.eq(self.busy | changes)]
+        # The 1-bit copy is written a cycle later (S5), from registers, so that the adder
+        # and the compare do not lie before the LUT RAM's write: ``desc_held`` takes S4's
+        # new value, else S5's, else the table's.
+        s5_addr = Signal(p.cmd_width, reset_less=True)
+        s5_data = Signal(reset_less=True)
+        s5_en = Signal()
+        m.d.sync += [s5_addr.eq(wr.addr), s5_data.eq(Mux(self.busy, 0, new != 0)),
+                     s5_en.eq(wr.en)]
+        m.d.comb += [nz_wr.addr.eq(s5_addr), nz_wr.data.eq(s5_data), nz_wr.en.eq(s5_en)]
         m.d.comb += query.addr.eq(asked)
-        m.d.sync += self.desc_held.eq(self.busy | Mux(changes & (s4_cmd == asked),
-                                                      new != 0, query.data))
+        m.d.sync += self.desc_held.eq(
+            self.busy | Mux(changes & (s4_cmd == asked), new != 0,
+                            Mux(s5_en & (s5_addr == asked), s5_data, query.data)))
 
     def _stats(self, m, out):
         """The statistics (writes by source, unprogrammed writes, firings, lost firings),

@@ -144,7 +144,7 @@ PROOFS = {proof.name: proof for proof in [
           "two entries: 2 cycles fill it, and 10 cycles pass items through it full, "
           "stalled and flowing, with every pointer wrapped"),
     Proof("slice_fast", lambda: _slice(fast=True), {"bmc": 10, "cover": 10},
-          "the slice with a fast field (a second queue for it, its head a register): the "
+          "the slice with a fast field (the head item's in a register of its own): the "
           "same as slice"),
     Proof("merge", _merge, {"bmc": 10, "cover": 10},
           "the fairness bound is 2 slots and the pointer has 3 values; 10 cycles reach "
