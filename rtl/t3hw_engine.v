@@ -23029,19 +23029,11 @@ endmodule
 module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -23102,24 +23094,16 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
@@ -23132,16 +23116,16 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   );
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -23458,19 +23442,11 @@ endmodule
 module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   reg _init_strobe_18  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -23531,24 +23507,16 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_engine__slice_store__queue  queue (
     .clk(clk),
     .data(data),
@@ -23561,16 +23529,16 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   );
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;

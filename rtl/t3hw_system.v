@@ -24216,19 +24216,11 @@ endmodule
 module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   reg _init_strobe_16  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -24289,24 +24281,16 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e0__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
@@ -24319,16 +24303,16 @@ module t3hw_system__e0__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   );
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_16 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -24645,19 +24629,11 @@ endmodule
 module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   reg _init_strobe_18  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -24718,24 +24694,16 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e0__slice_store__queue  queue (
     .clk(clk),
     .data(data),
@@ -24748,16 +24716,16 @@ module t3hw_system__e0__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   );
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_18 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -52218,19 +52186,11 @@ endmodule
 module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   reg _init_strobe_39  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -52291,24 +52251,16 @@ module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e1__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
@@ -52321,16 +52273,16 @@ module t3hw_system__e1__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   );
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_39 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -52647,19 +52599,11 @@ endmodule
 module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   reg _init_strobe_41  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -52720,24 +52664,16 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e1__slice_store__queue  queue (
     .clk(clk),
     .data(data),
@@ -52750,16 +52686,16 @@ module t3hw_system__e1__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   );
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_41 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -80220,19 +80156,11 @@ endmodule
 module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   reg _init_strobe_62  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -80293,24 +80221,16 @@ module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e2__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
@@ -80323,16 +80243,16 @@ module t3hw_system__e2__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   );
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_62 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -80649,19 +80569,11 @@ endmodule
 module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   reg _init_strobe_64  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -80722,24 +80634,16 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e2__slice_store__queue  queue (
     .clk(clk),
     .data(data),
@@ -80752,16 +80656,16 @@ module t3hw_system__e2__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   );
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_64 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -108222,19 +108126,11 @@ endmodule
 module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
   reg _init_strobe_85  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -108295,24 +108191,16 @@ module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e3__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
@@ -108325,16 +108213,16 @@ module t3hw_system__e3__slice_remote (rst, data, o__ready, i__ready, i__valid, o
   );
   always @* begin
     if (_init_strobe_85 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_85 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;
@@ -108651,19 +108539,11 @@ endmodule
 module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
   reg _init_strobe_87  = 0;
   wire \$1 ;
-  wire \$10 ;
-  wire \$11 ;
-  wire \$12 ;
-  reg \$13 ;
-  reg \$14 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
-  wire \$9 ;
+  reg \$5 ;
+  reg \$6 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -108724,24 +108604,16 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   wire push;
   input rst;
   wire rst;
+  assign \$2  = ~ o__valid;
+  assign \$3  = \$1  | \$2 ;
+  assign \$4  = full ? back : data[72];
+  always @(posedge clk)
+    back <= \$5 ;
+  always @(posedge clk)
+    head <= \$6 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = ~ o__valid;
-  assign \$2  = o__valid & o__ready;
-  assign \$3  = ~ full;
-  assign \$4  = \$2  & \$3 ;
-  assign \$5  = \$1  | \$4 ;
-  assign \$6  = push & \$5 ;
-  assign \$7  = ~ \$6 ;
-  assign \$8  = push & \$7 ;
-  assign \$9  = o__valid & o__ready;
-  assign \$10  = ~ o__valid;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = full ? back : data[72];
-  always @(posedge clk)
-    back <= \$13 ;
-  always @(posedge clk)
-    head <= \$14 ;
+  assign \$1  = o__valid & o__ready;
   t3hw_system__e3__slice_store__queue  queue (
     .clk(clk),
     .data(data),
@@ -108754,16 +108626,16 @@ module t3hw_system__e3__slice_store (rst, i__valid, o__ready, i__ready, data, o_
   );
   always @* begin
     if (_init_strobe_87 ) begin end
-    \$13  = back;
-    if (\$8 ) begin
-      \$13  = data[72];
+    \$5  = back;
+    if (push) begin
+      \$5  = data[72];
     end
   end
   always @* begin
     if (_init_strobe_87 ) begin end
-    \$14  = head;
-    if (\$11 ) begin
-      \$14  = \$12 ;
+    \$6  = head;
+    if (\$3 ) begin
+      \$6  = \$4 ;
     end
   end
   assign i__payload = data;

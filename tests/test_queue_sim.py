@@ -14,9 +14,10 @@ import random
 from collections import deque
 
 import pytest
+from amaranth.lib import data
 from amaranth.sim import Simulator
 
-from t3hw.hw.queue import BLOCK_MIN_DEPTH, Queue
+from t3hw.hw.queue import BLOCK_MIN_DEPTH, Queue, Slice
 
 
 WIDTH = 12
@@ -89,3 +90,51 @@ def test_queue_is_a_fifo(head, depth, seed):
 def test_bad_parameters_raise(head, depth):
     with pytest.raises(ValueError, match=f"{depth!r}|{head!r}"):
         Queue(4, depth=depth, head=head)
+
+
+def test_slice_with_fast_fields_is_a_fifo(seed):
+    """A :class:`Slice` with a fast field passes every item in order, the fast field and the
+    rest of each item as they went in, under random ``valid`` and ``ready`` (the stimulus
+    phases above), and its ``i.ready`` is "fewer than 2 items held"."""
+    layout = data.StructLayout({"flag": 1, "rest": WIDTH - 1})
+    dut = Slice(layout, fast=("flag",))
+    rng = random.Random(seed)
+    ref = deque()
+    passed = {"items": 0, "flag": 0}
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        phase = PHASES[0]
+        for cycle in range(4000):
+            if cycle % 97 == 0:
+                phase = rng.choice(PHASES)
+            valid, ready = rng.random() < phase[0], rng.random() < phase[1]
+            item = {"flag": rng.getrandbits(1), "rest": rng.getrandbits(WIDTH - 1)}
+            ctx.set(dut.i.valid, valid)
+            ctx.set(dut.i.payload, item)
+            ctx.set(dut.o.ready, ready)
+            where = f"seed {seed} cycle {cycle}"
+            assert ctx.get(dut.i.ready) == (len(ref) < 2), where
+            assert ctx.get(dut.o.valid) == bool(ref), where
+            if ref:
+                out = ctx.get(dut.o.payload)
+                assert (out.flag, out.rest) == ref[0], where
+            if ref and ready:
+                passed["items"] += 1
+                passed["flag"] += ref.popleft()[0]
+            if valid and len(ref) + (ready and bool(ref)) <= 2 and ctx.get(dut.i.ready):
+                ref.append((item["flag"], item["rest"]))
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert passed["items"] > 500 and passed["flag"] > 150, passed
+
+
+def test_slice_fast_must_name_fields():
+    layout = data.StructLayout({"flag": 1, "rest": 3})
+    with pytest.raises(ValueError, match=r"\['flag', 'rest'\].*\['nope'\]"):
+        Slice(layout, fast=("nope",))
+    with pytest.raises(ValueError, match="not \\['flag'\\]"):
+        Slice(4, fast=("flag",))

@@ -406,7 +406,10 @@ class Slice(wiring.Component):
     def __init__(self, shape, *, fast=()):
         fast = tuple(fast)
         if fast:
-            layout = data.Layout.cast(shape)
+            try:
+                layout = data.Layout.cast(shape)
+            except TypeError:
+                layout = None
             members = dict(layout) if isinstance(layout, data.StructLayout) else {}
             unknown = [f for f in fast if f not in members]
             if unknown:
@@ -443,9 +446,11 @@ class Slice(wiring.Component):
         back = Signal(fast_layout, reset_less=True)
         given = Signal(fast_layout)
         m.d.comb += [given[f].eq(self.i.payload[f]) for f in self._fast]
+        # ``back`` loads on every push, also one that goes straight to the head (``back`` is
+        # read only while an item waits behind the head, which is then the one it holds), so
+        # that its enable is the writer's handshake alone, not the reader's decision.
         pop = queue.o.valid & self.o.ready
-        direct = queue.push & (~queue.o.valid | (pop & ~queue.full))
-        with m.If(queue.push & ~direct):
+        with m.If(queue.push):
             m.d.sync += back.eq(given)
         with m.If(pop | ~queue.o.valid):
             m.d.sync += head.eq(Mux(queue.full, back, given))
