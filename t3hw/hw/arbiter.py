@@ -277,21 +277,18 @@ class Arbiter(wiring.Component):
         wait1 = Signal(p.starvation_width + 1, init=1)
         wait_full = Signal()
         last_comm = Signal()                               # the last grant went to comm
-        # The policy enters the decision through two registers, each with its next-state
-        # logic (:meth:`_policy_state`), so that the decision is a function of the requests
-        # and flip-flops only: ``gated``, T3-MCA or T3_MCA_RR outside the derivation
-        # (communication goes below the threshold after compute); ``comm_first``,
-        # communication goes before compute if it requests: round robin after a compute
-        # grant; T3-MCA or T3_MCA_RR, deriving or not, and ``wait_full`` (forced); T3_MCA_RR
-        # outside the derivation after a compute grant with ``below2`` (its round-robin
-        # turn, the gate open; below). Under compute-first both are 0; while deriving
-        # ``gated`` is 0 (compute-first, but forced).
+        # The policy enters the decision through two registers with their next-state logic
+        # (:meth:`_policy_state`), so that the decision sees the requests and flip-flops
+        # only: ``gated``, T3-MCA or T3_MCA_RR outside the derivation (communication goes
+        # below the threshold after compute); ``comm_first``, communication goes first if it
+        # requests: round robin after a compute grant; T3-MCA or T3_MCA_RR with ``wait_full``
+        # (forced); T3_MCA_RR outside the derivation after a compute grant with ``below2``
+        # (its turn, the gate open). Both 0 under compute-first; ``gated`` 0 while deriving;
         # ``below``: the occupancy compare of the cycle before, registered (its carry chain
-        # was the head of the engine's worst path). It counts one request more than the
-        # occupancy it sees, the one this arbiter may have issued since (at most one per
-        # cycle), so a gated grant never finds the queue at the threshold (docs/arbiter.md,
-        # "Timing"). T3_MCA_RR's turn enters ``comm_first`` at the clock edge, so it uses a
-        # compare one cycle older still, with two requests more: ``below2``.
+        # was the engine's worst path), counting one request more than the occupancy it
+        # sees (the one it may have issued since), so a gated grant never finds the queue at
+        # the threshold (docs/arbiter.md, "Timing"); ``below2``, for T3_MCA_RR's turn (into
+        # ``comm_first`` at the clock edge), is a cycle older still, with two requests more.
         below = Signal(init=1)                             # the occupancy of reset, 0
         m.d.sync += below.eq(self.occupancy + 1 < dv.thr)
         below2 = Signal(init=1)
@@ -368,16 +365,12 @@ class Arbiter(wiring.Component):
         last_comm_next = Mux(d.grant_c | d.grant_m, d.grant_m, d.last_comm)
         full_if_kept = mp & Mux(accept, full_new, full_keep)    # wait_full unless comm goes
         wait_full_next = ~d.grant_m & full_if_kept
-
-        # ``comm_first`` of the next cycle, computed for each outcome of this cycle's grant
-        # (communication, compute, none) from registers and the requests, then selected by
-        # the grants: the decision reaches one multiplexer, not the policy terms behind it.
+        # ``comm_first`` next per outcome of the grant (comm, compute, none), selected by it.
         def comm_first_if(last_comm, wait_full_n):
             return (((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm)
                     | (_is_mca(policy_next) & wait_full_n)
                     | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next & ~last_comm
                        & d.below2))
-
         if_m, if_c, if_none = Signal(), Signal(), Signal()
         m.d.comb += [if_m.eq(comm_first_if(1, 0)),
                      if_c.eq(comm_first_if(0, full_if_kept)),
@@ -410,15 +403,11 @@ class Arbiter(wiring.Component):
                          r.bytes.eq(port.bytes), r.tag.eq(port.tag)]
         full = {name: Cat(r.as_value(), {"store": st.tracked, "remote": rm.tracked}.get(name, 0))
                 for name, r in reqs.items()}
-        # The payload is loaded in every issue slot, not by the grant: without a grant
-        # ``dram.valid`` is 0 and the payload is not looked at, so the grant drives no enable
-        # of a payload register. Each input has its own register, loaded with its request,
-        # and one-bit registers remember the class the policy picked (``pick_c``) and the
-        # input inside each class (``sel_store``, ``sel_remote``): ``dram.payload`` is the
-        # 4:1 multiplexer of the four registers by those three bits. So neither the class
-        # decision nor an input select (which sees a write's ``tracked`` bit through
-        # ``track_hold``) lies between an input's payload and its register: each drives one
-        # flip-flop, not the select of every payload bit.
+        # The payload is loaded in every issue slot, not by the grant (without one
+        # ``dram.valid`` is 0): each input has a register loaded with its request, and one-bit
+        # registers keep the class picked (``pick_c``) and the input in each class
+        # (``sel_store``, ``sel_remote``); ``dram.payload`` is the 4:1 multiplexer of the four
+        # by those bits. So no decision lies between an input's payload and its register.
         width = len(full["load"])
         q = {name: Signal(width, name=f"{name}_q") for name in full}
         is_comm, is_store, is_remote = Signal(), Signal(), Signal()

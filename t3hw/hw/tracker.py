@@ -536,16 +536,14 @@ class Tracker(wiring.Component):
 
     def _held(self, m, sweep, s3, ent, out):
         """The ``held`` counters: per descriptor index, the entries with a firing pending
-        under it. S3 decides at most one change (a first firing, or an ack of the last one)
-        and registers it; it also reads the counter of its entry's command (an asynchronous
-        read of distributed RAM, from the ``ent.cmd`` register) into a register, taking the
-        value S4 writes in the same cycle when S4 changes the same counter. S4 adds or
-        subtracts one and writes the counter back. So neither the RAM read nor the adder
-        lies on the other's path. S5 writes whether S4's counter is not 0 into a 1-bit
-        copy, the only table ``desc_query`` reads: ``desc_query`` (from across the die) is
-        registered as it enters, and ``desc_held`` registers that bit, or S4's new value of
-        it when S4 changes the same counter, or S5's when S5 writes it: a descriptor is held
-        from the cycle after its entry completes to its last ack."""
+        under it. S3 decides at most one change (a first firing, or an ack of the last one);
+        it reads the counter of its entry's command (distributed RAM, read from ``ent.cmd``)
+        into a register, or takes S4's write to the same counter. S4 adds or subtracts one
+        and writes it back (the RAM read and the adder in different cycles). S5 writes,
+        from registers, whether it is not 0 into a 1-bit copy, the only table
+        ``desc_query`` reads (registered as it enters); ``desc_held`` registers that bit,
+        or S4's or S5's new value of the same counter: a descriptor is held from the cycle
+        after its entry completes to its last ack."""
         p = self._p
         m.submodules.held = held = memory.Memory(shape=range(p.tracker_entries + 1),
                                                  depth=p.dma_descriptors, init=[])
@@ -567,16 +565,13 @@ class Tracker(wiring.Component):
         m.d.comb += [wr.addr.eq(Mux(self.busy, sweep.sweep, s4_cmd)),
                      wr.data.eq(Mux(self.busy, 0, new)),
                      wr.en.eq(self.busy | changes)]
-        # The 1-bit copy is written a cycle later (S5), from registers, so that the adder
-        # and the compare do not lie before the LUT RAM's write: ``desc_held`` takes S4's
-        # new value, else S5's, else the table's.
         s5_addr = Signal(p.cmd_width, reset_less=True)
         s5_data = Signal(reset_less=True)
         s5_en = Signal()
         m.d.sync += [s5_addr.eq(wr.addr), s5_data.eq(Mux(self.busy, 0, new != 0)),
                      s5_en.eq(wr.en)]
-        m.d.comb += [nz_wr.addr.eq(s5_addr), nz_wr.data.eq(s5_data), nz_wr.en.eq(s5_en)]
-        m.d.comb += query.addr.eq(asked)
+        m.d.comb += [nz_wr.addr.eq(s5_addr), nz_wr.data.eq(s5_data), nz_wr.en.eq(s5_en),
+                     query.addr.eq(asked)]
         m.d.sync += self.desc_held.eq(
             self.busy | Mux(changes & (s4_cmd == asked), new != 0,
                             Mux(s5_en & (s5_addr == asked), s5_data, query.data)))
