@@ -127,8 +127,9 @@ class DmaEngine(wiring.Component):
         # the two registers' next values), so that the walker's ``stop`` is one gate.
         kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True),
                                match=Signal(init=1))
-        active, run, stop, take, issue = self._walk(m, pending, meta_layout, kill, at_limit)
-        send, abort, dead, live = self._respond(m, pending, packets, active, kill)
+        active, waiting, run, stop, take, issue = self._walk(m, pending, meta_layout, kill,
+                                                              at_limit)
+        send, abort, dead, live = self._respond(m, pending, packets, active, waiting, kill)
         # places: +1 for a read issued, -1 for a packet leaving, -1 for a response that
         # makes no packet (dropped with no read outstanding: no place)
         got = pending.o.valid & pending.o.ready
@@ -148,8 +149,9 @@ class DmaEngine(wiring.Component):
     def _walk(self, m, pending, meta_layout, kill, at_limit):
         """The walker: its state, the ``read`` register and the push into ``pending`` of each
         burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
-        in progress), its run number, ``stop`` (it stops on an abort), ``take`` (it starts
-        a descriptor this cycle) and ``issue`` (it loads a read)."""
+        in progress), ``nxt_valid`` (the next one is taken), its run number, ``stop`` (it
+        stops on an abort), ``take`` (it starts a descriptor this cycle) and ``issue`` (it
+        loads a read)."""
         p = self._p
 
         # --- walker state ------------------------------------------------------------------
@@ -295,10 +297,9 @@ class DmaEngine(wiring.Component):
                 short_row.eq(nxt_short),
                 one_row.eq(nxt_one_row),
             ]
-        self._nxt_valid = nxt_valid
-        return active, run, stop, start, issue
+        return active, nxt_valid, run, stop, start, issue
 
-    def _respond(self, m, pending, packets, active, kill):
+    def _respond(self, m, pending, packets, active, waiting, kill):
         """The response side: each response pops ``pending``'s head into the packet queue
         (whose head is ``packet``), or drops it (aborted run, bad response); the abort mark,
         the events, ``detail`` and ``idle``. Returns ``send``, ``abort``, ``dead`` and
@@ -329,7 +330,7 @@ class DmaEngine(wiring.Component):
                                               | (head.tag != resp.payload.tag))),
             self.read_error.eq(got & resp.payload.error),
             self.aborted.eq(abort),
-            self.idle.eq(~active & ~self._nxt_valid & ~pending.o.valid & ~packets.o.valid),
+            self.idle.eq(~active & ~waiting & ~pending.o.valid & ~packets.o.valid),
         ]
         with m.If(pending.o.valid):
             m.d.comb += [self.detail.index.eq(head.index), self.detail.tile.eq(head.packet.tile),
