@@ -11,7 +11,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
-  wire \$104 ;
+  wire [5:0] \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
@@ -26,48 +26,48 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire [25:0] \$118 ;
+  wire \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire [25:0] \$120 ;
-  wire [32:0] \$121 ;
-  wire [2:0] \$122 ;
-  wire [34:0] \$123 ;
-  wire [33:0] \$124 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
-  wire [32:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire \$128 ;
+  wire [25:0] \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire [32:0] \$133 ;
-  wire [32:0] \$134 ;
-  wire \$135 ;
+  wire [25:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [2:0] \$133 ;
+  wire [34:0] \$134 ;
+  wire [33:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
-  wire [32:0] \$138 ;
+  wire \$138 ;
   wire [32:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [32:0] \$140 ;
   wire \$141 ;
   wire \$142 ;
-  wire [32:0] \$143 ;
+  wire \$143 ;
   wire [32:0] \$144 ;
-  wire \$145 ;
+  wire [32:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire \$150 ;
-  wire [32:0] \$151 ;
-  wire [1:0] \$152 ;
-  wire [1:0] \$153 ;
-  wire [1:0] \$154 ;
-  wire \$155 ;
+  wire [32:0] \$150 ;
+  wire \$151 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire [32:0] \$154 ;
+  wire [32:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
@@ -75,10 +75,10 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
-  wire \$165 ;
+  wire [32:0] \$162 ;
+  wire [1:0] \$163 ;
+  wire [1:0] \$164 ;
+  wire [1:0] \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
@@ -115,39 +115,39 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire [1:0] \$199 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  wire [1:0] \$201 ;
-  wire [1:0] \$202 ;
+  wire \$201 ;
+  wire \$202 ;
   wire \$203 ;
-  wire [1:0] \$204 ;
-  wire [1:0] \$205 ;
+  wire \$204 ;
+  wire \$205 ;
   wire \$206 ;
   wire \$207 ;
-  wire \$208 ;
+  wire [1:0] \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire [1:0] \$212 ;
+  wire [1:0] \$210 ;
+  wire [1:0] \$211 ;
+  wire \$212 ;
   wire [1:0] \$213 ;
   wire [1:0] \$214 ;
-  wire [1:0] \$215 ;
+  wire \$215 ;
   wire \$216 ;
-  wire [1:0] \$217 ;
-  wire [1:0] \$218 ;
+  wire \$217 ;
+  wire \$218 ;
   wire \$219 ;
   wire \$22 ;
   wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
+  wire [1:0] \$221 ;
+  wire [1:0] \$222 ;
+  wire [1:0] \$223 ;
+  wire [1:0] \$224 ;
   wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
+  wire [1:0] \$226 ;
+  wire [1:0] \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire \$23 ;
@@ -157,25 +157,25 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
-  wire [1:0] \$236 ;
+  wire \$236 ;
   wire [1:0] \$237 ;
-  wire \$238 ;
+  wire [1:0] \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire [1:0] \$244 ;
+  wire \$244 ;
   wire [1:0] \$245 ;
   wire [1:0] \$246 ;
   wire [1:0] \$247 ;
-  wire \$248 ;
+  wire [1:0] \$248 ;
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire [1:0] \$251 ;
-  wire \$252 ;
+  wire \$251 ;
+  wire [1:0] \$252 ;
   wire \$253 ;
   wire \$254 ;
   wire \$255 ;
@@ -187,7 +187,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
-  wire \$263 ;
+  wire [1:0] \$263 ;
   wire \$264 ;
   wire \$265 ;
   wire \$266 ;
@@ -195,24 +195,24 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$268 ;
   wire \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
   wire \$272 ;
-  wire \$273 ;
+  wire [1:0] \$273 ;
   wire \$274 ;
   wire \$275 ;
   wire \$276 ;
-  wire \$277 ;
+  wire [1:0] \$277 ;
   wire \$278 ;
   wire \$279 ;
   wire \$28 ;
   wire \$280 ;
-  wire [1:0] \$281 ;
+  wire \$281 ;
   wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [83:0] \$284 ;
-  wire [83:0] \$285 ;
-  wire [83:0] \$286 ;
+  wire \$283 ;
+  wire [1:0] \$284 ;
+  wire \$285 ;
+  wire \$286 ;
   wire \$287 ;
   wire \$288 ;
   wire \$289 ;
@@ -222,72 +222,86 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
-  wire \$295 ;
+  wire [1:0] \$295 ;
   wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [1:0] \$297 ;
+  wire [83:0] \$298 ;
+  wire [83:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
+  wire [83:0] \$300 ;
   wire \$301 ;
   wire \$302 ;
   wire \$303 ;
   wire \$304 ;
   wire \$305 ;
   wire \$306 ;
-  reg \$307 ;
-  reg \$308 ;
-  reg \$309 ;
-  wire \$31 ;
-  reg \$310 ;
-  reg \$311 ;
-  reg [16:0] \$312 ;
-  reg \$313 ;
-  reg \$314 ;
-  reg \$315 ;
-  reg \$316 ;
-  reg \$317 ;
-  reg \$318 ;
-  reg \$319 ;
-  wire \$32 ;
-  reg \$320 ;
-  reg [83:0] \$321 ;
-  reg [83:0] \$322 ;
-  reg [83:0] \$323 ;
-  reg [83:0] \$324 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
+  wire [17:0] \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
+  wire [17:0] \$32 ;
+  wire \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg \$324 ;
   reg \$325 ;
-  reg [22:0] \$326 ;
-  reg [31:0] \$327 ;
-  reg [24:0] \$328 ;
-  reg [8:0] \$329 ;
-  wire \$33 ;
-  reg [33:0] \$330 ;
+  reg [16:0] \$326 ;
+  reg \$327 ;
+  reg \$328 ;
+  reg \$329 ;
+  wire [17:0] \$33 ;
+  reg \$330 ;
   reg \$331 ;
-  reg [38:0] \$332 ;
-  reg [7:0] \$333 ;
+  reg \$332 ;
+  reg \$333 ;
   reg \$334 ;
-  reg \$335 ;
-  reg \$336 ;
-  reg [1:0] \$337 ;
-  reg [4:0] \$338 ;
-  reg [31:0] \$339 ;
+  reg [83:0] \$335 ;
+  reg [83:0] \$336 ;
+  reg [83:0] \$337 ;
+  reg [83:0] \$338 ;
+  reg \$339 ;
   wire \$34 ;
-  reg [24:0] \$340 ;
-  reg [33:0] \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg [287:0] \$344 ;
+  reg [22:0] \$340 ;
+  reg [31:0] \$341 ;
+  reg [24:0] \$342 ;
+  reg [8:0] \$343 ;
+  reg [33:0] \$344 ;
   reg \$345 ;
-  reg \$346 ;
-  reg \$347 ;
+  reg [38:0] \$346 ;
+  reg [7:0] \$347 ;
   reg \$348 ;
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg \$351 ;
-  reg [1:0] \$352 ;
+  reg [1:0] \$351 ;
+  reg [4:0] \$352 ;
+  reg [31:0] \$353 ;
+  reg [24:0] \$354 ;
+  reg [33:0] \$355 ;
+  reg \$356 ;
+  reg \$357 ;
+  reg [287:0] \$358 ;
+  reg \$359 ;
   wire \$36 ;
+  reg \$360 ;
+  reg \$361 ;
+  reg \$362 ;
+  reg \$363 ;
+  reg \$364 ;
+  reg \$365 ;
+  reg [1:0] \$366 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -336,11 +350,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [38:0] \$80 ;
-  wire [31:0] \$81 ;
-  wire [8:0] \$82 ;
-  wire [39:0] \$83 ;
-  wire [40:0] \$84 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -348,17 +362,19 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$89 ;
   wire [8:0] \$9 ;
   wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire [5:0] \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire [38:0] \$91 ;
+  wire [31:0] \$92 ;
+  wire [8:0] \$93 ;
+  wire [39:0] \$94 ;
+  wire [40:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
+  wire \$signal$55 ;
+  wire \$signal$56 ;
   wire \$signal$57 ;
   wire \$signal$58 ;
   reg \$signal$59  = 1'h0;
@@ -456,8 +472,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
-  (* keep = 32'd1 *)
-  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
@@ -467,7 +481,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
-  wire if_none;
   reg is_remote = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
@@ -677,857 +690,869 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$13  = ~ dram__valid;
   assign \$14  = \$13  | dram__ready;
   assign \$15  = \$14  & pick_c;
-  assign \$16  = gate_m & below;
-  assign \$17  = \$signal  | \$16 ;
+  assign \$16  = ~ dram__valid;
+  assign \$17  = \$16  | dram__ready;
   assign \$18  = gate_m & below;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = | \new [9:2];
-  assign \$26  = \new [1] & \$25 ;
-  assign \$27  = finish[1] ? cfg[1] : gated;
-  assign \$28  = accept ? \$26  : \$27 ;
-  assign \$29  = ~ dram__valid;
-  assign \$30  = \$29  | dram__ready;
-  assign \$31  = \$30  & pick_c;
-  assign \$32  = gate_m & below;
-  assign \$33  = \$signal  | \$32 ;
-  assign \$34  = \$31  | \$33 ;
-  assign \$35  = gate_m & below;
-  assign \$36  = \$signal  | \$35 ;
-  assign \$37  = \$34  ? \$36  : last_comm;
-  assign \$38  = gate_m & below;
-  assign \$39  = \$signal  | \$38 ;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = dma__valid | remote__valid;
-  assign \$42  = ~ dram__valid;
-  assign \$43  = \$42  | dram__ready;
-  assign \$44  = ~ wait_full;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = wait1 >= \new [38:23];
-  assign \$47  = wait1 > \new [38:23];
-  assign \$48  = \$45  ? \$46  : \$47 ;
-  assign \$49  = ~ dram__valid;
-  assign \$50  = \$49  | dram__ready;
-  assign \$51  = ~ wait_full;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = wait1 == cfg[38:23];
-  assign \$54  = \$52  ? \$53  : wait_full;
-  assign \$55  = accept ? \$48  : \$54 ;
-  assign \$56  = \$41  & \$55 ;
-  assign \$57  = \$40  & \$56 ;
-  assign \$58  = gate_m & below;
-  assign \$59  = \$signal  | \$58 ;
-  assign \$60  = ~ dram__valid;
-  assign \$61  = \$60  | dram__ready;
-  assign \$62  = \$61  & pick_c;
-  assign \$63  = \$62  ? \$246 [0] : if_none;
-  assign \$64  = \$59  ? 1'h0 : \$63 ;
-  assign \$65  = ~ dram__valid;
-  assign \$66  = \$65  | dram__ready;
-  assign \$67  = ~ dram__valid;
-  assign \$68  = \$67  | dram__ready;
-  assign \$69  = \$68  & pick_c;
-  assign \$70  = gate_m & below;
-  assign \$71  = \$signal  | \$70 ;
-  assign \$72  = \$69  | \$71 ;
-  assign \$73  = ~ pick_c;
-  assign \$74  = dram__valid & dram__ready;
-  assign \$75  = \$74  & \$286 [83];
-  assign \$76  = | \$286 [1:0];
-  assign \$77  = \$75  & \$76 ;
-  assign \$78  = \$286 [1:0] == 2'h2;
-  assign \$79  = \$78  ? 1'h1 : 1'h0;
-  assign \$80  = cfg[17:10] << scale;
-  assign \$81  = 1'h1 << scale;
-  assign \$82  = cfg[17:10] + 2'h2;
-  assign \$84  = \$83  - unit;
-  assign \$85  = ~ dram__valid;
-  assign \$86  = \$85  | dram__ready;
-  assign \$87  = \$86  & pick_c;
-  assign \$88  = ~ accept;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = armed & grant_c_q;
-  assign \$91  = ! \new [9:2];
-  assign \$92  = ! \new [9:2];
-  assign \$93  = 5'h18 - \new [22:18];
-  assign \$94  = cfg[22:18] == 1'h1;
-  assign \$95  = cfg[22:18] > 2'h2;
-  assign \$96  = cfg[22:18] > 2'h3;
-  assign \$97  = cfg[22:18] > 3'h4;
-  assign \$98  = cfg[22:18] > 3'h5;
-  assign \$99  = cfg[22:18] > 3'h6;
-  assign \$100  = cfg[22:18] > 3'h7;
-  assign \$101  = cfg[22:18] > 4'h8;
-  assign \$102  = cfg[22:18] > 4'h9;
-  assign \$103  = cfg[22:18] > 4'ha;
-  assign \$104  = cfg[22:18] > 4'hb;
-  assign \$105  = cfg[22:18] > 4'hc;
-  assign \$106  = cfg[22:18] > 4'hd;
-  assign \$107  = cfg[22:18] > 4'he;
-  assign \$108  = cfg[22:18] > 4'hf;
-  assign \$109  = cfg[22:18] > 5'h10;
-  assign \$110  = cfg[22:18] > 5'h11;
-  assign \$111  = cfg[22:18] > 5'h12;
-  assign \$112  = cfg[22:18] > 5'h13;
-  assign \$113  = cfg[22:18] > 5'h14;
-  assign \$114  = cfg[22:18] > 5'h15;
-  assign \$115  = cfg[22:18] > 5'h16;
-  assign \$116  = cfg[22:18] > 5'h17;
-  assign \$117  = cfg[22:18] > 5'h18;
-  assign \$118  = \$94  ? 26'h3ffffff : { 1'h0, \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , 2'h1 };
-  assign \$119  = ! cfg[22:18];
-  assign \$120  = $signed(left) - $signed(2'h1);
-  assign \$121  = acc + sat_s;
-  assign \$123  = base + acc;
-  assign \$125  = load__valid & load__ready;
-  assign \$126  = ~ load__ready;
-  assign \$127  = load__valid & \$126 ;
-  assign \$128  = stats[31:0] + 1'h1;
-  assign \$129  = stats[159:128] + 1'h1;
-  assign \$130  = store__valid & store__ready;
-  assign \$131  = ~ store__ready;
-  assign \$132  = store__valid & \$131 ;
-  assign \$133  = stats[63:32] + 1'h1;
-  assign \$134  = stats[191:160] + 1'h1;
-  assign \$135  = dma__valid & dma__ready;
-  assign \$136  = ~ dma__ready;
-  assign \$137  = dma__valid & \$136 ;
-  assign \$138  = stats[95:64] + 1'h1;
-  assign \$139  = stats[223:192] + 1'h1;
-  assign \$140  = remote__valid & remote__ready;
-  assign \$141  = ~ remote__ready;
-  assign \$142  = remote__valid & \$141 ;
-  assign \$143  = stats[127:96] + 1'h1;
-  assign \$144  = stats[255:224] + 1'h1;
-  assign \$145  = ~ dram__valid;
-  assign \$146  = \$145  | dram__ready;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = \$147  & wait_full;
-  assign \$149  = \$148  & cfg[1];
-  assign \$150  = \$146  & \$149 ;
-  assign \$151  = stats[287:256] + 1'h1;
-  assign \$152  = ~ clear;
-  assign \$153  = errors & \$152 ;
-  assign \$154  = \$153  | set_err;
-  assign \$155  = track_hold & store__payload[72];
-  assign \$156  = ~ \$155 ;
-  assign store_ok = store__valid & \$156 ;
-  assign \$157  = track_hold & remote__payload[72];
-  assign \$158  = ~ \$157 ;
-  assign remote_ok = remote__valid & \$158 ;
-  assign \$159  = load__valid | store_ok;
-  assign \$160  = dma__valid | remote_ok;
-  assign \$161  = \$160  & comm_first;
-  assign \$162  = ~ \$161 ;
-  assign pick_c = \$159  & \$162 ;
-  assign \$163  = ~ dram__valid;
-  assign \$164  = \$163  | dram__ready;
-  assign \$165  = dma__valid | remote_ok;
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = load__valid | store_ok;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = ~ gated;
-  assign \$170  = \$168  & \$169 ;
-  assign \$171  = comm_first | \$170 ;
-  assign \$signal  = \$166  & \$171 ;
-  assign \$172  = ~ dram__valid;
-  assign \$173  = \$172  | dram__ready;
+  assign \$19  = \$signal  | \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = dma__valid | remote__valid;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = ~ dram__valid;
+  assign \$24  = \$23  | dram__ready;
+  assign \$25  = \$22  | \$24 ;
+  assign \$26  = dma__valid | remote__valid;
+  assign \$27  = gate_m & below;
+  assign \$28  = \$signal  | \$27 ;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = \$26  & \$29 ;
+  assign \$31  = wait1 + 1'h1;
+  assign \$32  = wait_full ? { 1'h0, wait1 } : \$31 ;
+  assign \$33  = \$30  ? \$32  : 18'h00001;
+  assign \$34  = | \new [9:2];
+  assign \$35  = \new [1] & \$34 ;
+  assign \$36  = finish[1] ? cfg[1] : gated;
+  assign \$37  = accept ? \$35  : \$36 ;
+  assign \$38  = ~ dram__valid;
+  assign \$39  = \$38  | dram__ready;
+  assign \$40  = gate_m & below;
+  assign \$41  = \$signal  | \$40 ;
+  assign \$42  = pick_c | \$41 ;
+  assign \$43  = gate_m & below;
+  assign \$44  = \$signal  | \$43 ;
+  assign \$45  = \$42  ? \$44  : last_comm;
+  assign \$46  = \$39  ? \$45  : last_comm;
+  assign \$47  = ~ dram__valid;
+  assign \$48  = \$47  | dram__ready;
+  assign \$49  = gate_m & below;
+  assign \$50  = \$signal  | \$49 ;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = dma__valid | remote__valid;
+  assign \$53  = wait1 > \new [38:23];
+  assign \$54  = wait1 >= \new [38:23];
+  assign \$55  = wait_full ? \$53  : \$54 ;
+  assign \$56  = wait1 == cfg[38:23];
+  assign \$57  = wait_full ? wait_full : \$56 ;
+  assign \$58  = accept ? \$55  : \$57 ;
+  assign \$59  = \$52  & \$58 ;
+  assign \$60  = \$51  & \$59 ;
+  assign \$61  = dma__valid | remote__valid;
+  assign \$62  = wait1 > \new [38:23];
+  assign \$63  = accept ? \$62  : wait_full;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = \$48  ? \$60  : \$64 ;
+  assign \$66  = ~ dram__valid;
+  assign \$67  = \$66  | dram__ready;
+  assign \$68  = gate_m & below;
+  assign \$69  = \$signal  | \$68 ;
+  assign \$70  = pick_c ? \$247 [0] : \$signal$56 ;
+  assign \$71  = \$69  ? 1'h0 : \$70 ;
+  assign \$72  = \$67  ? \$71  : \$signal$55 ;
+  assign \$73  = ~ dram__valid;
+  assign \$74  = \$73  | dram__ready;
+  assign \$75  = ~ dram__valid;
+  assign \$76  = \$75  | dram__ready;
+  assign \$77  = \$76  & pick_c;
+  assign \$78  = ~ dram__valid;
+  assign \$79  = \$78  | dram__ready;
+  assign \$80  = gate_m & below;
+  assign \$81  = \$signal  | \$80 ;
+  assign \$82  = \$79  & \$81 ;
+  assign \$83  = \$77  | \$82 ;
+  assign \$84  = ~ pick_c;
+  assign \$85  = dram__valid & dram__ready;
+  assign \$86  = \$85  & \$300 [83];
+  assign \$87  = | \$300 [1:0];
+  assign \$88  = \$86  & \$87 ;
+  assign \$89  = \$300 [1:0] == 2'h2;
+  assign \$90  = \$89  ? 1'h1 : 1'h0;
+  assign \$91  = cfg[17:10] << scale;
+  assign \$92  = 1'h1 << scale;
+  assign \$93  = cfg[17:10] + 2'h2;
+  assign \$95  = \$94  - unit;
+  assign \$96  = ~ dram__valid;
+  assign \$97  = \$96  | dram__ready;
+  assign \$98  = \$97  & pick_c;
+  assign \$99  = ~ accept;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = armed & grant_c_q;
+  assign \$102  = ! \new [9:2];
+  assign \$103  = ! \new [9:2];
+  assign \$104  = 5'h18 - \new [22:18];
+  assign \$105  = cfg[22:18] == 1'h1;
+  assign \$106  = cfg[22:18] > 2'h2;
+  assign \$107  = cfg[22:18] > 2'h3;
+  assign \$108  = cfg[22:18] > 3'h4;
+  assign \$109  = cfg[22:18] > 3'h5;
+  assign \$110  = cfg[22:18] > 3'h6;
+  assign \$111  = cfg[22:18] > 3'h7;
+  assign \$112  = cfg[22:18] > 4'h8;
+  assign \$113  = cfg[22:18] > 4'h9;
+  assign \$114  = cfg[22:18] > 4'ha;
+  assign \$115  = cfg[22:18] > 4'hb;
+  assign \$116  = cfg[22:18] > 4'hc;
+  assign \$117  = cfg[22:18] > 4'hd;
+  assign \$118  = cfg[22:18] > 4'he;
+  assign \$119  = cfg[22:18] > 4'hf;
+  assign \$120  = cfg[22:18] > 5'h10;
+  assign \$121  = cfg[22:18] > 5'h11;
+  assign \$122  = cfg[22:18] > 5'h12;
+  assign \$123  = cfg[22:18] > 5'h13;
+  assign \$124  = cfg[22:18] > 5'h14;
+  assign \$125  = cfg[22:18] > 5'h15;
+  assign \$126  = cfg[22:18] > 5'h16;
+  assign \$127  = cfg[22:18] > 5'h17;
+  assign \$128  = cfg[22:18] > 5'h18;
+  assign \$129  = \$105  ? 26'h3ffffff : { 1'h0, \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , 2'h1 };
+  assign \$130  = ! cfg[22:18];
+  assign \$131  = $signed(left) - $signed(2'h1);
+  assign \$132  = acc + sat_s;
+  assign \$134  = base + acc;
+  assign \$136  = load__valid & load__ready;
+  assign \$137  = ~ load__ready;
+  assign \$138  = load__valid & \$137 ;
+  assign \$139  = stats[31:0] + 1'h1;
+  assign \$140  = stats[159:128] + 1'h1;
+  assign \$141  = store__valid & store__ready;
+  assign \$142  = ~ store__ready;
+  assign \$143  = store__valid & \$142 ;
+  assign \$144  = stats[63:32] + 1'h1;
+  assign \$145  = stats[191:160] + 1'h1;
+  assign \$146  = dma__valid & dma__ready;
+  assign \$147  = ~ dma__ready;
+  assign \$148  = dma__valid & \$147 ;
+  assign \$149  = stats[95:64] + 1'h1;
+  assign \$150  = stats[223:192] + 1'h1;
+  assign \$151  = remote__valid & remote__ready;
+  assign \$152  = ~ remote__ready;
+  assign \$153  = remote__valid & \$152 ;
+  assign \$154  = stats[127:96] + 1'h1;
+  assign \$155  = stats[255:224] + 1'h1;
+  assign \$156  = ~ dram__valid;
+  assign \$157  = \$156  | dram__ready;
+  assign \$158  = dma__valid | remote_ok;
+  assign \$159  = \$158  & wait_full;
+  assign \$160  = \$159  & cfg[1];
+  assign \$161  = \$157  & \$160 ;
+  assign \$162  = stats[287:256] + 1'h1;
+  assign \$163  = ~ clear;
+  assign \$164  = errors & \$163 ;
+  assign \$165  = \$164  | set_err;
+  assign \$166  = track_hold & store__payload[72];
+  assign \$167  = ~ \$166 ;
+  assign store_ok = store__valid & \$167 ;
+  assign \$168  = track_hold & remote__payload[72];
+  assign \$169  = ~ \$168 ;
+  assign remote_ok = remote__valid & \$169 ;
+  assign \$170  = load__valid | store_ok;
+  assign \$171  = dma__valid | remote_ok;
+  assign \$172  = \$171  & comm_first;
+  assign \$173  = ~ \$172 ;
+  assign pick_c = \$170  & \$173 ;
   assign \$174  = dma__valid | remote_ok;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = load__valid | store_ok;
-  assign \$177  = ~ \$176 ;
-  assign \$178  = \$175  & \$177 ;
-  assign gate_m = \$178  & gated;
-  assign \$179  = ~ load__valid;
-  assign \$180  = ~ last_store;
-  assign \$181  = \$179  | \$180 ;
-  assign sel_store = store_ok & \$181 ;
-  assign \$182  = ~ dma__valid;
-  assign \$183  = ~ last_remote;
-  assign \$184  = \$182  | \$183 ;
-  assign sel_remote = remote_ok & \$184 ;
-  assign \$185  = ~ dram__valid;
-  assign \$186  = \$185  | dram__ready;
-  assign \$187  = \$186  & pick_c;
-  assign \$188  = ~ sel_store;
-  assign load__ready = \$187  & \$188 ;
-  assign \$189  = ~ dram__valid;
-  assign \$190  = \$189  | dram__ready;
-  assign \$191  = \$190  & pick_c;
-  assign store__ready = \$191  & sel_store;
-  assign \$192  = gate_m & below;
-  assign \$193  = \$signal  | \$192 ;
-  assign \$194  = ~ sel_remote;
-  assign dma__ready = \$193  & \$194 ;
-  assign \$195  = gate_m & below;
-  assign \$196  = \$signal  | \$195 ;
-  assign remote__ready = \$196  & sel_remote;
-  assign \$197  = dma__valid | remote__valid;
-  assign \$198  = ~ \$197 ;
-  assign drop_wait = \$198  | \$signal ;
-  assign \$199  = accept ? \new [1:0] : cfg[1:0];
-  assign \$200  = ! \$199 ;
-  assign \$202  = accept ? \new [1:0] : cfg[1:0];
-  assign \$205  = accept ? \new [1:0] : cfg[1:0];
-  assign \$206  = \$205  == 2'h3;
-  assign \$207  = | \new [9:2];
-  assign \$208  = \new [1] & \$207 ;
-  assign \$209  = finish[1] ? cfg[1] : gated;
-  assign \$210  = accept ? \$208  : \$209 ;
-  assign \$211  = \$206  & \$210 ;
-  assign \$215  = accept ? \new [1:0] : cfg[1:0];
-  assign \$216  = ! \$215 ;
-  assign \$218  = accept ? \new [1:0] : cfg[1:0];
-  assign \$219  = dma__valid | remote__valid;
-  assign \$220  = ~ dram__valid;
-  assign \$221  = \$220  | dram__ready;
-  assign \$222  = ~ wait_full;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = wait1 >= \new [38:23];
-  assign \$225  = wait1 > \new [38:23];
-  assign \$226  = \$223  ? \$224  : \$225 ;
-  assign \$227  = ~ dram__valid;
-  assign \$228  = \$227  | dram__ready;
-  assign \$229  = ~ wait_full;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = wait1 == cfg[38:23];
-  assign \$232  = \$230  ? \$231  : wait_full;
-  assign \$233  = accept ? \$226  : \$232 ;
-  assign \$234  = \$219  & \$233 ;
-  assign \$235  = \$218 [1] & \$234 ;
-  assign \$236  = \$217  | { 1'h0, \$235  };
-  assign \$237  = accept ? \new [1:0] : cfg[1:0];
-  assign \$238  = \$237  == 2'h3;
-  assign \$239  = | \new [9:2];
-  assign \$240  = \new [1] & \$239 ;
-  assign \$241  = finish[1] ? cfg[1] : gated;
-  assign \$242  = accept ? \$240  : \$241 ;
-  assign \$243  = \$238  & \$242 ;
-  assign \$245  = \$244  & { 1'h0, below2 };
-  assign \$246  = \$236  | \$245 ;
-  assign \$247  = accept ? \new [1:0] : cfg[1:0];
-  assign \$248  = ! \$247 ;
-  assign \$249  = ~ last_comm;
-  assign \$250  = \$248  & \$249 ;
-  assign \$251  = accept ? \new [1:0] : cfg[1:0];
-  assign \$252  = dma__valid | remote__valid;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = ~ wait_full;
-  assign \$256  = \$254  & \$255 ;
-  assign \$257  = wait1 >= \new [38:23];
-  assign \$258  = wait1 > \new [38:23];
-  assign \$259  = \$256  ? \$257  : \$258 ;
-  assign \$260  = ~ dram__valid;
-  assign \$261  = \$260  | dram__ready;
-  assign \$262  = ~ wait_full;
-  assign \$263  = \$261  & \$262 ;
-  assign \$264  = wait1 == cfg[38:23];
-  assign \$265  = \$263  ? \$264  : wait_full;
-  assign \$266  = accept ? \$259  : \$265 ;
-  assign \$267  = \$252  & \$266 ;
-  assign \$268  = \$251 [1] & \$267 ;
-  assign \$269  = \$250  | \$268 ;
-  assign \$270  = accept ? \new [1:0] : cfg[1:0];
-  assign \$271  = \$270  == 2'h3;
-  assign \$272  = | \new [9:2];
-  assign \$273  = \new [1] & \$272 ;
-  assign \$274  = finish[1] ? cfg[1] : gated;
-  assign \$275  = accept ? \$273  : \$274 ;
-  assign \$276  = \$271  & \$275 ;
-  assign \$277  = ~ last_comm;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$278  & below2;
-  assign if_none = \$269  | \$279 ;
-  assign \$281  = \$280  ? 2'h2 : 2'h1;
-  assign \$283  = \$282  ? 2'h2 : 2'h1;
-  assign \$284  = is_remote ? remote_q : dma_q;
-  assign \$285  = \$signal$60  ? store_q : load_q;
-  assign \$286  = \$signal$59  ? \$284  : \$285 ;
-  assign \$287  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$287 ;
-  assign \$288  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$288 ;
-  assign \$289  = ! response__payload[1:0];
-  assign \$290  = response__payload[1:0] == 1'h1;
-  assign \$291  = \$290  ? dma_response__ready : 1'h1;
-  assign response__ready = \$289  ? load_response__ready : \$291 ;
-  assign \$292  = ! response__payload[1:0];
-  assign \$293  = ~ \$292 ;
-  assign \$294  = response__valid & \$293 ;
-  assign \$295  = response__payload[1:0] == 1'h1;
-  assign \$296  = ~ \$295 ;
-  assign \$297  = \$294  & \$296 ;
-  assign \$298  = | config__payload[38:23];
-  assign \$299  = config__payload[22:18] <= 5'h18;
-  assign \$300  = \$298  & \$299 ;
-  assign \$301  = | config__payload[9:2];
-  assign \$302  = | config__payload[17:10];
-  assign \$303  = \$301  | \$302 ;
-  assign \$304  = \$300  & \$303 ;
-  assign \$305  = ~ \$304 ;
-  assign \$306  = config__valid & \$305 ;
+  assign \$175  = load__valid | store_ok;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = ~ gated;
+  assign \$178  = \$176  & \$177 ;
+  assign \$179  = comm_first | \$178 ;
+  assign \$signal  = \$174  & \$179 ;
+  assign \$180  = dma__valid | remote_ok;
+  assign \$181  = load__valid | store_ok;
+  assign \$182  = ~ \$181 ;
+  assign \$183  = \$180  & \$182 ;
+  assign gate_m = \$183  & gated;
+  assign \$184  = ~ load__valid;
+  assign \$185  = ~ last_store;
+  assign \$186  = \$184  | \$185 ;
+  assign sel_store = store_ok & \$186 ;
+  assign \$187  = ~ dma__valid;
+  assign \$188  = ~ last_remote;
+  assign \$189  = \$187  | \$188 ;
+  assign sel_remote = remote_ok & \$189 ;
+  assign \$190  = ~ dram__valid;
+  assign \$191  = \$190  | dram__ready;
+  assign \$192  = \$191  & pick_c;
+  assign \$193  = ~ sel_store;
+  assign load__ready = \$192  & \$193 ;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = \$195  & pick_c;
+  assign store__ready = \$196  & sel_store;
+  assign \$197  = ~ dram__valid;
+  assign \$198  = \$197  | dram__ready;
+  assign \$199  = gate_m & below;
+  assign \$200  = \$signal  | \$199 ;
+  assign \$201  = \$198  & \$200 ;
+  assign \$202  = ~ sel_remote;
+  assign dma__ready = \$201  & \$202 ;
+  assign \$203  = ~ dram__valid;
+  assign \$204  = \$203  | dram__ready;
+  assign \$205  = gate_m & below;
+  assign \$206  = \$signal  | \$205 ;
+  assign \$207  = \$204  & \$206 ;
+  assign remote__ready = \$207  & sel_remote;
+  assign \$208  = accept ? \new [1:0] : cfg[1:0];
+  assign \$209  = ! \$208 ;
+  assign \$211  = accept ? \new [1:0] : cfg[1:0];
+  assign \$214  = accept ? \new [1:0] : cfg[1:0];
+  assign \$215  = \$214  == 2'h3;
+  assign \$216  = | \new [9:2];
+  assign \$217  = \new [1] & \$216 ;
+  assign \$218  = finish[1] ? cfg[1] : gated;
+  assign \$219  = accept ? \$217  : \$218 ;
+  assign \$220  = \$215  & \$219 ;
+  assign \$224  = accept ? \new [1:0] : cfg[1:0];
+  assign \$225  = ! \$224 ;
+  assign \$227  = accept ? \new [1:0] : cfg[1:0];
+  assign \$228  = dma__valid | remote__valid;
+  assign \$229  = wait1 > \new [38:23];
+  assign \$230  = wait1 >= \new [38:23];
+  assign \$231  = wait_full ? \$229  : \$230 ;
+  assign \$232  = wait1 == cfg[38:23];
+  assign \$233  = wait_full ? wait_full : \$232 ;
+  assign \$234  = accept ? \$231  : \$233 ;
+  assign \$235  = \$228  & \$234 ;
+  assign \$236  = \$227 [1] & \$235 ;
+  assign \$237  = \$226  | { 1'h0, \$236  };
+  assign \$238  = accept ? \new [1:0] : cfg[1:0];
+  assign \$239  = \$238  == 2'h3;
+  assign \$240  = | \new [9:2];
+  assign \$241  = \new [1] & \$240 ;
+  assign \$242  = finish[1] ? cfg[1] : gated;
+  assign \$243  = accept ? \$241  : \$242 ;
+  assign \$244  = \$239  & \$243 ;
+  assign \$246  = \$245  & { 1'h0, below2 };
+  assign \$247  = \$237  | \$246 ;
+  assign \$248  = accept ? \new [1:0] : cfg[1:0];
+  assign \$249  = ! \$248 ;
+  assign \$250  = ~ last_comm;
+  assign \$251  = \$249  & \$250 ;
+  assign \$252  = accept ? \new [1:0] : cfg[1:0];
+  assign \$253  = dma__valid | remote__valid;
+  assign \$254  = wait1 > \new [38:23];
+  assign \$255  = wait1 >= \new [38:23];
+  assign \$256  = wait_full ? \$254  : \$255 ;
+  assign \$257  = wait1 == cfg[38:23];
+  assign \$258  = wait_full ? wait_full : \$257 ;
+  assign \$259  = accept ? \$256  : \$258 ;
+  assign \$260  = \$253  & \$259 ;
+  assign \$261  = \$252 [1] & \$260 ;
+  assign \$262  = \$251  | \$261 ;
+  assign \$263  = accept ? \new [1:0] : cfg[1:0];
+  assign \$264  = \$263  == 2'h3;
+  assign \$265  = | \new [9:2];
+  assign \$266  = \new [1] & \$265 ;
+  assign \$267  = finish[1] ? cfg[1] : gated;
+  assign \$268  = accept ? \$266  : \$267 ;
+  assign \$269  = \$264  & \$268 ;
+  assign \$270  = ~ last_comm;
+  assign \$271  = \$269  & \$270 ;
+  assign \$272  = \$271  & below2;
+  assign \$signal$56  = \$262  | \$272 ;
+  assign \$273  = accept ? \new [1:0] : cfg[1:0];
+  assign \$274  = ! \$273 ;
+  assign \$275  = ~ last_comm;
+  assign \$276  = \$274  & \$275 ;
+  assign \$277  = accept ? \new [1:0] : cfg[1:0];
+  assign \$278  = dma__valid | remote__valid;
+  assign \$279  = wait1 > \new [38:23];
+  assign \$280  = accept ? \$279  : wait_full;
+  assign \$281  = \$278  & \$280 ;
+  assign \$282  = \$277 [1] & \$281 ;
+  assign \$283  = \$276  | \$282 ;
+  assign \$284  = accept ? \new [1:0] : cfg[1:0];
+  assign \$285  = \$284  == 2'h3;
+  assign \$286  = | \new [9:2];
+  assign \$287  = \new [1] & \$286 ;
+  assign \$288  = finish[1] ? cfg[1] : gated;
+  assign \$289  = accept ? \$287  : \$288 ;
+  assign \$290  = \$285  & \$289 ;
+  assign \$291  = ~ last_comm;
+  assign \$292  = \$290  & \$291 ;
+  assign \$293  = \$292  & below2;
+  assign \$signal$55  = \$283  | \$293 ;
+  assign \$295  = \$294  ? 2'h2 : 2'h1;
+  assign \$297  = \$296  ? 2'h2 : 2'h1;
+  assign \$298  = is_remote ? remote_q : dma_q;
+  assign \$299  = \$signal$60  ? store_q : load_q;
+  assign \$300  = \$signal$59  ? \$298  : \$299 ;
+  assign \$301  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$301 ;
+  assign \$302  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$302 ;
+  assign \$303  = ! response__payload[1:0];
+  assign \$304  = response__payload[1:0] == 1'h1;
+  assign \$305  = \$304  ? dma_response__ready : 1'h1;
+  assign response__ready = \$303  ? load_response__ready : \$305 ;
+  assign \$306  = ! response__payload[1:0];
+  assign \$307  = ~ \$306 ;
+  assign \$308  = response__valid & \$307 ;
+  assign \$309  = response__payload[1:0] == 1'h1;
+  assign \$310  = ~ \$309 ;
+  assign \$311  = \$308  & \$310 ;
+  assign \$312  = | config__payload[38:23];
+  assign \$313  = config__payload[22:18] <= 5'h18;
+  assign \$314  = \$312  & \$313 ;
+  assign \$315  = | config__payload[9:2];
+  assign \$316  = | config__payload[17:10];
+  assign \$317  = \$315  | \$316 ;
+  assign \$318  = \$314  & \$317 ;
+  assign \$319  = ~ \$318 ;
+  assign \$320  = config__valid & \$319 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$307 ;
+    accept <= \$321 ;
   always @(posedge clk)
-    below <= \$308 ;
+    below <= \$322 ;
   always @(posedge clk)
-    below2 <= \$309 ;
+    below2 <= \$323 ;
   always @(posedge clk)
-    last_store <= \$310 ;
+    last_store <= \$324 ;
   always @(posedge clk)
-    last_remote <= \$311 ;
+    last_remote <= \$325 ;
   always @(posedge clk)
-    wait1 <= \$312 ;
+    wait1 <= \$326 ;
   always @(posedge clk)
-    gated <= \$313 ;
+    gated <= \$327 ;
   always @(posedge clk)
-    last_comm <= \$314 ;
+    last_comm <= \$328 ;
   always @(posedge clk)
-    wait_full <= \$315 ;
+    wait_full <= \$329 ;
   always @(posedge clk)
-    comm_first <= \$316 ;
+    comm_first <= \$330 ;
   always @(posedge clk)
-    dram__valid <= \$317 ;
+    dram__valid <= \$331 ;
   always @(posedge clk)
-    \$signal$59  <= \$318 ;
+    \$signal$59  <= \$332 ;
   always @(posedge clk)
-    \$signal$60  <= \$319 ;
+    \$signal$60  <= \$333 ;
   always @(posedge clk)
-    is_remote <= \$320 ;
+    is_remote <= \$334 ;
   always @(posedge clk)
-    load_q <= \$321 ;
+    load_q <= \$335 ;
   always @(posedge clk)
-    store_q <= \$322 ;
+    store_q <= \$336 ;
   always @(posedge clk)
-    dma_q <= \$323 ;
+    dma_q <= \$337 ;
   always @(posedge clk)
-    remote_q <= \$324 ;
+    remote_q <= \$338 ;
   always @(posedge clk)
-    track__valid <= \$325 ;
+    track__valid <= \$339 ;
   always @(posedge clk)
-    track__payload <= \$326 ;
+    track__payload <= \$340 ;
   always @(posedge clk)
-    sat_s <= \$327 ;
+    sat_s <= \$341 ;
   always @(posedge clk)
-    unit <= \$328 ;
+    unit <= \$342 ;
   always @(posedge clk)
-    sat2 <= \$329 ;
+    sat2 <= \$343 ;
   always @(posedge clk)
-    base <= \$330 ;
+    base <= \$344 ;
   always @(posedge clk)
-    grant_c_q <= \$331 ;
+    grant_c_q <= \$345 ;
   always @(posedge clk)
-    cfg <= \$332 ;
+    cfg <= \$346 ;
   always @(posedge clk)
-    thr <= \$333 ;
+    thr <= \$347 ;
   always @(posedge clk)
-    measuring <= \$334 ;
+    measuring <= \$348 ;
   always @(posedge clk)
-    armed <= \$335 ;
+    armed <= \$349 ;
   always @(posedge clk)
-    window <= \$336 ;
+    window <= \$350 ;
   always @(posedge clk)
-    finish <= \$337 ;
+    finish <= \$351 ;
   always @(posedge clk)
-    scale <= \$338 ;
+    scale <= \$352 ;
   always @(posedge clk)
-    acc <= \$339 ;
+    acc <= \$353 ;
   always @(posedge clk)
-    left <= \$340 ;
+    left <= \$354 ;
   always @(posedge clk)
-    num <= \$341 ;
+    num <= \$355 ;
   always @(posedge clk)
-    load_granted <= \$342 ;
+    load_granted <= \$356 ;
   always @(posedge clk)
-    load_stalled <= \$343 ;
+    load_stalled <= \$357 ;
   always @(posedge clk)
-    stats <= \$344 ;
+    stats <= \$358 ;
   always @(posedge clk)
-    store_granted <= \$345 ;
+    store_granted <= \$359 ;
   always @(posedge clk)
-    store_stalled <= \$346 ;
+    store_stalled <= \$360 ;
   always @(posedge clk)
-    dma_granted <= \$347 ;
+    dma_granted <= \$361 ;
   always @(posedge clk)
-    dma_stalled <= \$348 ;
+    dma_stalled <= \$362 ;
   always @(posedge clk)
-    remote_granted <= \$349 ;
+    remote_granted <= \$363 ;
   always @(posedge clk)
-    remote_stalled <= \$350 ;
+    remote_stalled <= \$364 ;
   always @(posedge clk)
-    was_forced <= \$351 ;
+    was_forced <= \$365 ;
   always @(posedge clk)
-    errors <= \$352 ;
+    errors <= \$366 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$307  = \$8 ;
+    \$321  = \$8 ;
     if (rst) begin
-      \$307  = 1'h0;
+      \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$308  = \$10 ;
+    \$322  = \$10 ;
     if (rst) begin
-      \$308  = 1'h1;
+      \$322  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$309  = \$12 ;
+    \$323  = \$12 ;
     if (rst) begin
-      \$309  = 1'h1;
+      \$323  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$310  = last_store;
+    \$324  = last_store;
     if (\$15 ) begin
-      \$310  = sel_store;
+      \$324  = sel_store;
     end
     if (rst) begin
-      \$310  = 1'h0;
+      \$324  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$311  = last_remote;
-    if (\$17 ) begin
-      \$311  = sel_remote;
+    \$325  = last_remote;
+    if (\$20 ) begin
+      \$325  = sel_remote;
     end
-    if (rst) begin
-      \$311  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$312  = wait1;
-    if (\$19 ) begin
-      \$312  = 17'h00001;
-    end else if (\$23 ) begin
-      \$312  = \$24 [16:0];
-    end
-    if (rst) begin
-      \$312  = 17'h00001;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$313  = \$28 ;
-    if (rst) begin
-      \$313  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$314  = \$37 ;
-    if (rst) begin
-      \$314  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$315  = \$57 ;
-    if (rst) begin
-      \$315  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$316  = \$64 ;
-    if (rst) begin
-      \$316  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$317  = dram__valid;
-    if (\$66 ) begin
-      \$317  = \$72 ;
-    end
-    if (rst) begin
-      \$317  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$318  = \$signal$59 ;
-    if (\$66 ) begin
-      \$318  = \$73 ;
-    end
-    if (rst) begin
-      \$318  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$319  = \$signal$60 ;
-    if (\$66 ) begin
-      \$319  = sel_store;
-    end
-    if (rst) begin
-      \$319  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$320  = is_remote;
-    if (\$66 ) begin
-      \$320  = sel_remote;
-    end
-    if (rst) begin
-      \$320  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$321  = load_q;
-    if (\$66 ) begin
-      \$321  = { 1'h0, load_req };
-    end
-    if (rst) begin
-      \$321  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$322  = store_q;
-    if (\$66 ) begin
-      \$322  = { store__payload[72], store_req };
-    end
-    if (rst) begin
-      \$322  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$323  = dma_q;
-    if (\$66 ) begin
-      \$323  = { 1'h0, dma_req };
-    end
-    if (rst) begin
-      \$323  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$324  = remote_q;
-    if (\$66 ) begin
-      \$324  = { remote__payload[72], remote_req };
-    end
-    if (rst) begin
-      \$324  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$325  = \$77 ;
     if (rst) begin
       \$325  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$326 [15:0] = \$286 [74:59];
-    \$326 [19:16] = 4'h1;
-    \$326 [20] = \$79 ;
-    \$326 [22:21] = \$286 [3:2];
+    \$326  = wait1;
+    if (\$25 ) begin
+      \$326  = \$33 [16:0];
+    end
     if (rst) begin
-      \$326  = 23'h000000;
+      \$326  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$327  = \$80 [31:0];
+    \$327  = \$37 ;
     if (rst) begin
-      \$327  = 32'd32768;
+      \$327  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$328  = \$81 [24:0];
+    \$328  = \$46 ;
     if (rst) begin
-      \$328  = 25'h0000400;
+      \$328  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$329  = \$82 ;
+    \$329  = \$65 ;
     if (rst) begin
-      \$329  = 9'h022;
+      \$329  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$330  = \$84 [33:0];
+    \$330  = \$72 ;
     if (rst) begin
-      \$330  = 34'h021fffc00;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$331  = \$89 ;
+    \$331  = dram__valid;
+    if (\$74 ) begin
+      \$331  = \$83 ;
+    end
     if (rst) begin
       \$331  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$332  = cfg;
-    if (accept) begin
-      \$332  = \new ;
+    \$332  = \$signal$59 ;
+    if (\$74 ) begin
+      \$332  = \$84 ;
     end
     if (rst) begin
-      \$332  = 39'h0200388002;
+      \$332  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$333  = thr;
-    if (accept) begin
-      \$333  = \new [9:2];
-    end else if (\$90 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$333  = \$124 [7:0];
+    \$333  = \$signal$60 ;
+    if (\$74 ) begin
+      \$333  = sel_store;
     end
     if (rst) begin
-      \$333  = 8'h00;
+      \$333  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$334  = measuring;
-    if (accept) begin
-      \$334  = \$91 ;
-    end else if (\$90 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
+    \$334  = is_remote;
+    if (\$74 ) begin
+      \$334  = sel_remote;
+    end
+    if (rst) begin
       \$334  = 1'h0;
     end
-    if (rst) begin
-      \$334  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$335  = armed;
-    if (accept) begin
-      \$335  = \$92 ;
-    end else if (\$90 ) begin
-      \$335  = 1'h0;
+    \$335  = load_q;
+    if (\$74 ) begin
+      \$335  = { 1'h0, load_req };
     end
     if (rst) begin
-      \$335  = 1'h1;
+      \$335  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$336  = window;
-    if (accept) begin
-      \$336  = 1'h0;
-    end else if (\$90 ) begin
-      (* full_case = 32'd1 *)
-      if (\$119 ) begin
-      end else begin
-        \$336  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$336  = 1'h0;
-      end
+    \$336  = store_q;
+    if (\$74 ) begin
+      \$336  = { store__payload[72], store_req };
     end
     if (rst) begin
-      \$336  = 1'h0;
+      \$336  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$337  = finish;
-    if (accept) begin
-      \$337  = 2'h0;
-    end else if (\$90 ) begin
-      if (\$119 ) begin
-        \$337  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$337  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$337  = \$122 [1:0];
-    end else if (finish[1]) begin
-      \$337  = 2'h0;
+    \$337  = dma_q;
+    if (\$74 ) begin
+      \$337  = { 1'h0, dma_req };
     end
     if (rst) begin
-      \$337  = 2'h0;
+      \$337  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$338  = scale;
-    if (accept) begin
-      \$338  = \$93 [4:0];
+    \$338  = remote_q;
+    if (\$74 ) begin
+      \$338  = { remote__payload[72], remote_req };
     end
     if (rst) begin
-      \$338  = 5'h0a;
+      \$338  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$339  = acc;
-    if (accept) begin
-    end else if (\$90 ) begin
-      \$339  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$339  = \$121 [31:0];
-      end
-    end
+    \$339  = \$88 ;
     if (rst) begin
-      \$339  = 32'd0;
+      \$339  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$340  = left;
-    if (accept) begin
-    end else if (\$90 ) begin
-      \$340  = \$118 [24:0];
-    end else if (window) begin
-      \$340  = \$120 [24:0];
-    end
+    \$340 [15:0] = \$300 [74:59];
+    \$340 [19:16] = 4'h1;
+    \$340 [20] = \$90 ;
+    \$340 [22:21] = \$300 [3:2];
     if (rst) begin
-      \$340  = 25'h0000000;
+      \$340  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$341  = num;
-    if (accept) begin
-    end else if (\$90 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$341  = \$123 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$342  = \$125 ;
+    \$341  = \$91 [31:0];
     if (rst) begin
-      \$342  = 1'h0;
+      \$341  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$343  = \$127 ;
+    \$342  = \$92 [24:0];
     if (rst) begin
-      \$343  = 1'h0;
+      \$342  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$344  = stats;
-    if (load_granted) begin
-      \$344 [31:0] = \$128 [31:0];
-    end
-    if (load_stalled) begin
-      \$344 [159:128] = \$129 [31:0];
-    end
-    if (store_granted) begin
-      \$344 [63:32] = \$133 [31:0];
-    end
-    if (store_stalled) begin
-      \$344 [191:160] = \$134 [31:0];
-    end
-    if (dma_granted) begin
-      \$344 [95:64] = \$138 [31:0];
-    end
-    if (dma_stalled) begin
-      \$344 [223:192] = \$139 [31:0];
-    end
-    if (remote_granted) begin
-      \$344 [127:96] = \$143 [31:0];
-    end
-    if (remote_stalled) begin
-      \$344 [255:224] = \$144 [31:0];
-    end
-    if (was_forced) begin
-      \$344 [287:256] = \$151 [31:0];
-    end
+    \$343  = \$93 ;
     if (rst) begin
-      \$344  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$343  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$345  = \$130 ;
+    \$344  = \$95 [33:0];
+    if (rst) begin
+      \$344  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$345  = \$100 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$346  = \$132 ;
+    \$346  = cfg;
+    if (accept) begin
+      \$346  = \new ;
+    end
     if (rst) begin
-      \$346  = 1'h0;
+      \$346  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$347  = \$135 ;
+    \$347  = thr;
+    if (accept) begin
+      \$347  = \new [9:2];
+    end else if (\$101 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$347  = \$135 [7:0];
+    end
     if (rst) begin
-      \$347  = 1'h0;
+      \$347  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$348  = \$137 ;
-    if (rst) begin
+    \$348  = measuring;
+    if (accept) begin
+      \$348  = \$102 ;
+    end else if (\$101 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$348  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$349  = \$140 ;
     if (rst) begin
-      \$349  = 1'h0;
+      \$348  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$350  = \$142 ;
+    \$349  = armed;
+    if (accept) begin
+      \$349  = \$103 ;
+    end else if (\$101 ) begin
+      \$349  = 1'h0;
+    end
+    if (rst) begin
+      \$349  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$350  = window;
+    if (accept) begin
+      \$350  = 1'h0;
+    end else if (\$101 ) begin
+      (* full_case = 32'd1 *)
+      if (\$130 ) begin
+      end else begin
+        \$350  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$350  = 1'h0;
+      end
+    end
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$351  = \$150 ;
+    \$351  = finish;
+    if (accept) begin
+      \$351  = 2'h0;
+    end else if (\$101 ) begin
+      if (\$130 ) begin
+        \$351  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$351  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$351  = \$133 [1:0];
+    end else if (finish[1]) begin
+      \$351  = 2'h0;
+    end
     if (rst) begin
-      \$351  = 1'h0;
+      \$351  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$352  = \$154 ;
+    \$352  = scale;
+    if (accept) begin
+      \$352  = \$104 [4:0];
+    end
     if (rst) begin
-      \$352  = 2'h0;
+      \$352  = 5'h0a;
     end
   end
-  assign \$signal$57  = \$246 [0];
-  assign \$signal$58  = \$214 [0];
-  assign out_tracked = \$286 [83];
-  assign dram__payload = \$286 [82:0];
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$353  = acc;
+    if (accept) begin
+    end else if (\$101 ) begin
+      \$353  = sat_s;
+    end else if (window) begin
+      if (grant_c_q) begin
+        \$353  = \$132 [31:0];
+      end
+    end
+    if (rst) begin
+      \$353  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$354  = left;
+    if (accept) begin
+    end else if (\$101 ) begin
+      \$354  = \$129 [24:0];
+    end else if (window) begin
+      \$354  = \$131 [24:0];
+    end
+    if (rst) begin
+      \$354  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$355  = num;
+    if (accept) begin
+    end else if (\$101 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$355  = \$134 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$356  = \$136 ;
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$357  = \$138 ;
+    if (rst) begin
+      \$357  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$358  = stats;
+    if (load_granted) begin
+      \$358 [31:0] = \$139 [31:0];
+    end
+    if (load_stalled) begin
+      \$358 [159:128] = \$140 [31:0];
+    end
+    if (store_granted) begin
+      \$358 [63:32] = \$144 [31:0];
+    end
+    if (store_stalled) begin
+      \$358 [191:160] = \$145 [31:0];
+    end
+    if (dma_granted) begin
+      \$358 [95:64] = \$149 [31:0];
+    end
+    if (dma_stalled) begin
+      \$358 [223:192] = \$150 [31:0];
+    end
+    if (remote_granted) begin
+      \$358 [127:96] = \$154 [31:0];
+    end
+    if (remote_stalled) begin
+      \$358 [255:224] = \$155 [31:0];
+    end
+    if (was_forced) begin
+      \$358 [287:256] = \$162 [31:0];
+    end
+    if (rst) begin
+      \$358  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$359  = \$141 ;
+    if (rst) begin
+      \$359  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$360  = \$143 ;
+    if (rst) begin
+      \$360  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$361  = \$146 ;
+    if (rst) begin
+      \$361  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$362  = \$148 ;
+    if (rst) begin
+      \$362  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$363  = \$151 ;
+    if (rst) begin
+      \$363  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$364  = \$153 ;
+    if (rst) begin
+      \$364  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$365  = \$161 ;
+    if (rst) begin
+      \$365  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$366  = \$165 ;
+    if (rst) begin
+      \$366  = 2'h0;
+    end
+  end
+  assign \$signal$57  = \$247 [0];
+  assign \$signal$58  = \$223 [0];
+  assign out_tracked = \$300 [83];
+  assign dram__payload = \$300 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
@@ -1545,12 +1570,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$286 [1:0];
-  assign dram__payload__source  = \$286 [3:2];
-  assign dram__payload__addr  = \$286 [51:4];
-  assign dram__payload__bytes  = \$286 [58:52];
-  assign dram__payload__tile  = \$286 [74:59];
-  assign dram__payload__tag  = \$286 [82:75];
+  assign dram__payload__op  = \$300 [1:0];
+  assign dram__payload__source  = \$300 [3:2];
+  assign dram__payload__addr  = \$300 [51:4];
+  assign dram__payload__bytes  = \$300 [58:52];
+  assign dram__payload__tile  = \$300 [74:59];
+  assign dram__payload__tag  = \$300 [82:75];
   assign response__payload__source  = response__payload[1:0];
   assign response__payload__tag  = response__payload[9:2];
   assign response__payload__error  = response__payload[10];
@@ -1621,8 +1646,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$306 ;
-  assign set_err[1] = \$297 ;
+  assign set_err[0] = \$320 ;
+  assign set_err[1] = \$311 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -1641,27 +1666,27 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$283 ;
+  assign remote_req[1:0] = \$297 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$281 ;
+  assign store_req[1:0] = \$295 ;
   assign store_req[82:75] = 8'h00;
-  assign \$217  = { 1'h0, \$216  };
-  assign \$244  = { 1'h0, \$243  };
-  assign \$201 [0] = 1'h0;
-  assign \$201 [1] = 1'h0;
-  assign \$203  = 1'h0;
-  assign \$204  = 2'h0;
-  assign \$212 [0] = 1'h0;
-  assign \$212 [1] = 1'h0;
+  assign \$226  = { 1'h0, \$225  };
+  assign \$245  = { 1'h0, \$244  };
+  assign \$210 [0] = 1'h0;
+  assign \$210 [1] = 1'h0;
+  assign \$212  = 1'h0;
   assign \$213  = 2'h0;
-  assign \$214  = 2'h0;
-  assign \$83  = { 7'h00, sat2, 24'h000000 };
-  assign \$122  = { finish, 1'h0 };
-  assign \$124  = { 25'h0000000, num[33:25] };
-  assign \$280  = store__payload[71];
-  assign \$282  = remote__payload[71];
+  assign \$221 [0] = 1'h0;
+  assign \$221 [1] = 1'h0;
+  assign \$222  = 2'h0;
+  assign \$223  = 2'h0;
+  assign \$94  = { 7'h00, sat2, 24'h000000 };
+  assign \$133  = { finish, 1'h0 };
+  assign \$135  = { 25'h0000000, num[33:25] };
+  assign \$294  = store__payload[71];
+  assign \$296  = remote__payload[71];
 endmodule

@@ -536,8 +536,6 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg \$101 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -561,40 +559,40 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
+  wire [4:0] \$32 ;
   wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [5:0] \$34 ;
   wire \$35 ;
-  wire [5:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
+  wire [6:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [6:0] \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [48:0] \$45 ;
-  wire [12:0] \$46 ;
-  wire [47:0] \$47 ;
+  wire \$40 ;
+  wire [3:0] \$41 ;
+  wire [48:0] \$42 ;
+  wire [48:0] \$43 ;
+  wire [12:0] \$44 ;
+  wire [47:0] \$45 ;
+  wire \$46 ;
+  wire [16:0] \$47 ;
   wire \$48 ;
-  wire [16:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [47:0] \$50 ;
   wire \$51 ;
-  wire [47:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire [16:0] \$57 ;
-  wire [16:0] \$58 ;
-  wire [23:0] \$59 ;
+  wire [16:0] \$55 ;
+  wire [16:0] \$56 ;
+  wire [23:0] \$57 ;
+  wire [25:0] \$58 ;
+  wire [4:0] \$59 ;
   wire \$6 ;
-  wire [25:0] \$60 ;
-  wire [4:0] \$61 ;
-  wire [47:0] \$62 ;
+  wire [47:0] \$60 ;
+  wire \$61 ;
+  wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
@@ -603,38 +601,38 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [3:0] \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  reg \$76 ;
-  reg [57:0] \$77 ;
-  reg [2:0] \$78 ;
-  reg [47:0] \$79 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg [47:0] \$80 ;
-  reg [11:0] \$81 ;
-  reg [15:0] \$82 ;
+  reg [15:0] \$80 ;
+  reg \$81 ;
+  reg [47:0] \$82 ;
   reg \$83 ;
-  reg [47:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [178:0] \$85 ;
   reg \$86 ;
-  reg [178:0] \$87 ;
+  reg \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [47:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg [3:0] \$98 ;
-  reg [3:0] \$99 ;
+  reg [170:0] \$90 ;
+  reg [7:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg [47:0] \$93 ;
+  reg \$94 ;
+  reg \$95 ;
+  reg [3:0] \$96 ;
+  reg [3:0] \$97 ;
+  reg \$98 ;
+  reg \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -838,129 +836,127 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign issue = \$7  & \$8 ;
   assign descriptor__ready = ~ nxt_valid;
   assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign \$11  = \$9  | \$10 ;
-  assign start = nxt_valid & \$11 ;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = o__ready & o__valid;
-  assign \$14  = ~ \$signal$28 ;
-  assign \$15  = \$13  & \$14 ;
-  assign \$16  = o__payload[79:77] != response__payload[2:0];
-  assign \$17  = response__payload[3] | \$16 ;
-  assign \$18  = ~ \$17 ;
-  assign \$signal$31  = \$15  & \$18 ;
-  assign \$19  = o__ready & o__valid;
-  assign \$20  = ~ \$signal$28 ;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = o__payload[79:77] != response__payload[2:0];
-  assign \$23  = response__payload[3] | \$22 ;
-  assign abort = \$21  & \$23 ;
-  assign \$24  = ~ o__valid;
-  assign \$25  = o__payload[79:77] != response__payload[2:0];
-  assign \$26  = \$24  | \$25 ;
-  assign bad_response = o__ready & \$26 ;
-  assign \$27  = o__ready & o__valid;
-  assign read_error = \$27  & response__payload[3];
-  assign \$28  = ~ active;
-  assign \$29  = ~ nxt_valid;
+  assign start = nxt_valid & \$9 ;
+  assign \$10  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$10 ;
+  assign \$11  = o__ready & o__valid;
+  assign \$12  = ~ \$signal$28 ;
+  assign \$13  = \$11  & \$12 ;
+  assign \$14  = o__payload[79:77] != response__payload[2:0];
+  assign \$15  = response__payload[3] | \$14 ;
+  assign \$16  = ~ \$15 ;
+  assign \$signal$31  = \$13  & \$16 ;
+  assign \$17  = o__ready & o__valid;
+  assign \$18  = ~ \$signal$28 ;
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = o__payload[79:77] != response__payload[2:0];
+  assign \$21  = response__payload[3] | \$20 ;
+  assign abort = \$19  & \$21 ;
+  assign \$22  = ~ o__valid;
+  assign \$23  = o__payload[79:77] != response__payload[2:0];
+  assign \$24  = \$22  | \$23 ;
+  assign bad_response = o__ready & \$24 ;
+  assign \$25  = o__ready & o__valid;
+  assign read_error = \$25  & response__payload[3];
+  assign \$26  = ~ active;
+  assign \$27  = ~ nxt_valid;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = ~ o__valid;
   assign \$30  = \$28  & \$29 ;
-  assign \$31  = ~ o__valid;
-  assign \$32  = \$30  & \$31 ;
-  assign \$33  = ~ packet__valid;
-  assign idle = \$32  & \$33 ;
-  assign \$34  = held + issue;
-  assign \$35  = packet__valid & \o__ready$39 ;
-  assign \$36  = \$34  - \$35 ;
-  assign \$37  = o__valid & o__ready;
-  assign \$38  = ~ \$signal$31 ;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = ~ read__valid;
-  assign \$42  = \$41  | read__ready;
-  assign \$43  = tag + 1'h1;
-  assign \$44  = src_at + step;
-  assign \$45  = dst_at + step;
-  assign \$46  = rows_left - 1'h1;
-  assign \$47  = short_row ? row_step : 48'h000000000040;
-  assign \$48  = rows_left == 2'h2;
-  assign \$49  = remaining - 7'h40;
-  assign \$50  = remaining <= 8'h80;
-  assign \$51  = remaining <= 8'h80;
-  assign \$52  = \$51  ? row_step : 48'h000000000040;
-  assign \$53  = ~ nxt_valid;
-  assign \$54  = descriptor__valid & \$53 ;
-  assign \$55  = descriptor__payload[58:43] <= 7'h40;
-  assign \$56  = descriptor__payload[42:31] == 1'h1;
-  assign \$57  = descriptor__payload[58:43] - 1'h1;
-  assign \$60  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$59 );
-  assign \$61  = run + 1'h1;
-  assign \$62  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = o__payload[79:77] != response__payload[2:0];
-  assign \$67  = response__payload[3] | \$66 ;
-  assign \$68  = \$40 [3:0] == 4'h8;
-  assign \$69  = o__ready & o__valid;
-  assign \$70  = ~ \$signal$28 ;
-  assign \$71  = \$69  & \$70 ;
-  assign \$72  = \$71  ? o__payload[83:80] : \$signal$30 ;
-  assign \$73  = run + 1'h1;
-  assign \$74  = start ? \$73  : { 1'h0, run };
-  assign \$75  = \$72  == \$74 ;
+  assign \$31  = ~ packet__valid;
+  assign idle = \$30  & \$31 ;
+  assign \$32  = held + issue;
+  assign \$33  = packet__valid & \o__ready$39 ;
+  assign \$34  = \$32  - \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = ~ \$signal$31 ;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
+  assign \$39  = ~ read__valid;
+  assign \$40  = \$39  | read__ready;
+  assign \$41  = tag + 1'h1;
+  assign \$42  = src_at + step;
+  assign \$43  = dst_at + step;
+  assign \$44  = rows_left - 1'h1;
+  assign \$45  = short_row ? row_step : 48'h000000000040;
+  assign \$46  = rows_left == 2'h2;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = remaining <= 8'h80;
+  assign \$50  = \$49  ? row_step : 48'h000000000040;
+  assign \$51  = ~ nxt_valid;
+  assign \$52  = descriptor__valid & \$51 ;
+  assign \$53  = descriptor__payload[58:43] <= 7'h40;
+  assign \$54  = descriptor__payload[42:31] == 1'h1;
+  assign \$55  = descriptor__payload[58:43] - 1'h1;
+  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
+  assign \$59  = run + 1'h1;
+  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$38 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$76 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$77 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$78 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    src_at <= \$79 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    dst_at <= \$80 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    rows_left <= \$81 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    remaining <= \$82 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    row_end <= \$83 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    step <= \$84 ;
+    step <= \$82 ;
   always @(posedge clk)
-    one_row <= \$85 ;
+    one_row <= \$83 ;
   always @(posedge clk)
-    active <= \$86 ;
+    active <= \$84 ;
   always @(posedge clk)
-    nxt <= \$87 ;
+    nxt <= \$85 ;
   always @(posedge clk)
-    nxt_valid <= \$88 ;
+    nxt_valid <= \$86 ;
   always @(posedge clk)
-    nxt_short <= \$89 ;
+    nxt_short <= \$87 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$88 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$89 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$90 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$91 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$92 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$93 ;
   always @(posedge clk)
-    short_row <= \$96 ;
+    short_row <= \$94 ;
   always @(posedge clk)
-    \$signal  <= \$97 ;
+    \$signal  <= \$95 ;
   always @(posedge clk)
-    \$signal$30  <= \$98 ;
+    \$signal$30  <= \$96 ;
   always @(posedge clk)
-    held <= \$99 ;
+    held <= \$97 ;
   always @(posedge clk)
-    at_limit <= \$100 ;
+    at_limit <= \$98 ;
   always @(posedge clk)
-    \$signal$8  <= \$101 ;
+    \$signal$8  <= \$99 ;
   t3hw_dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -990,269 +986,269 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = read__valid;
+    \$74  = read__valid;
     if (read__ready) begin
-      \$76  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$76  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$76  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = read__payload;
-    if (\$42 ) begin
-      \$77 [47:0] = meta[139:92];
-      \$77 [54:48] = \$1 [6:0];
-      \$77 [57:55] = tag;
+    \$75  = read__payload;
+    if (\$40 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$77  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = tag;
+    \$76  = tag;
     if (issue) begin
-      \$78  = \$43 [2:0];
+      \$76  = \$41 [2:0];
     end
     if (rst) begin
-      \$78  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$79  = src_at;
+    \$77  = src_at;
     if (issue) begin
-      \$79  = \$44 [47:0];
+      \$77  = \$42 [47:0];
     end
     if (start) begin
-      \$79  = nxt[130:83];
+      \$77  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$80  = dst_at;
+    \$78  = dst_at;
     if (issue) begin
-      \$80  = \$45 [47:0];
+      \$78  = \$43 [47:0];
     end
     if (start) begin
-      \$80  = nxt[178:131];
+      \$78  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = rows_left;
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$81  = \$46 [11:0];
+        \$79  = \$44 [11:0];
       end
     end
     if (start) begin
-      \$81  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$82  = remaining;
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = cur[50:35];
+        \$80  = cur[50:35];
       end else begin
-        \$82  = \$49 [15:0];
+        \$80  = \$47 [15:0];
       end
     end
     if (start) begin
-      \$82  = nxt[58:43];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = row_end;
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = short_row;
+        \$81  = short_row;
       end else begin
-        \$83  = \$50 ;
+        \$81  = \$48 ;
       end
     end
     if (start) begin
-      \$83  = nxt_short;
+      \$81  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = step;
+    \$82  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$84  = \$47 ;
+        \$82  = \$45 ;
       end else begin
-        \$84  = \$52 ;
+        \$82  = \$50 ;
       end
     end
     if (start) begin
-      \$84  = \$62 ;
+      \$82  = \$60 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = one_row;
+    \$83  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$85  = \$48 ;
+        \$83  = \$46 ;
       end
     end
     if (start) begin
-      \$85  = nxt_one_row;
+      \$83  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$86  = active;
+    \$84  = active;
     if (issue) begin
       if (last) begin
-        \$86  = 1'h0;
+        \$84  = 1'h0;
       end
     end
     if (stop) begin
-      \$86  = 1'h0;
+      \$84  = 1'h0;
     end
     if (start) begin
+      \$84  = 1'h1;
+    end
+    if (rst) begin
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$85  = nxt;
+    if (\$52 ) begin
+      \$85  = descriptor__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$86  = nxt_valid;
+    if (\$52 ) begin
       \$86  = 1'h1;
     end
+    if (start) begin
+      \$86  = 1'h0;
+    end
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$87  = nxt;
-    if (\$54 ) begin
-      \$87  = descriptor__payload;
+    \$87  = nxt_short;
+    if (\$52 ) begin
+      \$87  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$88  = nxt_valid;
-    if (\$54 ) begin
-      \$88  = 1'h1;
+    \$88  = nxt_one_row;
+    if (\$52 ) begin
+      \$88  = \$54 ;
     end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$89  = nxt_step;
+    if (\$52 ) begin
+      \$89  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$90  = cur;
     if (start) begin
-      \$88  = 1'h0;
+      \$90 [0] = nxt[8];
+      \$90 [1] = nxt[9];
+      \$90 [6:2] = nxt[14:10];
+      \$90 [22:7] = nxt[30:15];
+      \$90 [34:23] = nxt[42:31];
+      \$90 [50:35] = nxt[58:43];
+      \$90 [74:51] = nxt[82:59];
+      \$90 [122:75] = nxt[130:83];
+      \$90 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$91  = index;
+    if (start) begin
+      \$91  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$92  = run;
+    if (start) begin
+      \$92  = \$59 [3:0];
     end
     if (rst) begin
-      \$88  = 1'h0;
+      \$92  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$89  = nxt_short;
-    if (\$54 ) begin
-      \$89  = \$55 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$90  = nxt_one_row;
-    if (\$54 ) begin
-      \$90  = \$56 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$91  = nxt_step;
-    if (\$54 ) begin
-      \$91  = { \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$92  = cur;
+    \$93  = row_step;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$93  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$93  = index;
+    \$94  = short_row;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$94  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$94  = run;
-    if (start) begin
-      \$94  = \$61 [3:0];
+    \$95  = \$signal ;
+    if (\$63 ) begin
+      \$95  = \$65 ;
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$95  = row_step;
-    if (start) begin
-      \$95  = nxt_step;
+    \$96  = \$signal$30 ;
+    if (\$63 ) begin
+      \$96  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$96  = short_row;
-    if (start) begin
-      \$96  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$97  = \$signal ;
-    if (\$65 ) begin
-      \$97  = \$67 ;
-    end
+    \$97  = \$38 [3:0];
     if (rst) begin
-      \$97  = 1'h0;
+      \$97  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$98  = \$signal$30 ;
-    if (\$65 ) begin
-      \$98  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$99  = \$40 [3:0];
+    \$98  = \$66 ;
     if (rst) begin
-      \$99  = 4'h0;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$100  = \$68 ;
+    \$99  = \$73 ;
     if (rst) begin
-      \$100  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$101  = \$75 ;
-    if (rst) begin
-      \$101  = 1'h1;
+      \$99  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -1266,7 +1262,7 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$40 [3:0];
+  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -1358,8 +1354,8 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$58  = { \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16:6] };
-  assign \$59  = { \$58 [16], \$58 , 6'h00 };
+  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
+  assign \$57  = { \$56 [16], \$56 , 6'h00 };
 endmodule
 
 module t3hw_dma__engine__packets (clk, rst, push, wr__data, o__valid, o__payload, o__ready);
@@ -2090,39 +2086,43 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg [178:0] \$106 ;
-  reg [11:0] \$107 ;
-  reg \$108 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  reg [7:0] \$106 ;
+  reg \$107 ;
+  reg [4:0] \$108 ;
   reg \$109 ;
-  wire [23:0] \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg [4:0] \$112 ;
+  wire \$11 ;
+  reg [178:0] \$110 ;
+  reg [11:0] \$111 ;
+  reg \$112 ;
   reg \$113 ;
   reg \$114 ;
   reg \$115 ;
-  reg \$116 ;
+  reg [4:0] \$116 ;
   reg \$117 ;
-  reg [178:0] \$118 ;
+  reg \$118 ;
   reg \$119 ;
-  wire [23:0] \$12 ;
-  reg [4:0] \$120 ;
+  wire \$12 ;
+  reg \$120 ;
   reg \$121 ;
-  reg [4:0] \$122 ;
+  reg [178:0] \$122 ;
   reg \$123 ;
   reg [4:0] \$124 ;
-  wire [38:0] \$13 ;
-  wire [39:0] \$14 ;
-  wire [40:0] \$15 ;
-  wire [41:0] \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  reg \$125 ;
+  reg [4:0] \$126 ;
+  reg \$127 ;
+  reg [4:0] \$128 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [23:0] \$15 ;
+  wire [23:0] \$16 ;
+  wire [38:0] \$17 ;
+  wire [39:0] \$18 ;
+  wire [40:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
+  wire [41:0] \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
@@ -2140,24 +2140,24 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [4:0] \$37 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [12:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
-  wire \$41 ;
-  wire [4:0] \$42 ;
+  wire [4:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire \$46 ;
+  wire [4:0] \$46 ;
   wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [4:0] \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
@@ -2182,29 +2182,29 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
-  wire \$79 ;
-  wire \$8 ;
-  wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire [5:0] \$78 ;
+  wire [6:0] \$79 ;
+  wire [12:0] \$8 ;
+  wire \$80 ;
+  wire [7:0] \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
+  wire [5:0] \$83 ;
+  wire [6:0] \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [5:0] \$94 ;
+  wire [6:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
@@ -2220,13 +2220,13 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$19  = 1'h0;
+  reg \busy$20  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$106 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$107 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$66 ;
-  wire [4:0] \check__data$73 ;
+  wire [4:0] \check__data$67 ;
+  wire [4:0] \check__data$74 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -2297,7 +2297,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$35  = 5'h00;
+  reg [4:0] \held$36  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -2311,22 +2311,22 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$62  = 5'h00;
-  reg [4:0] \old$69  = 5'h00;
+  reg [4:0] \old$63  = 5'h00;
+  reg [4:0] \old$70  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$59  = 1'h0;
-  reg \pending$67  = 1'h0;
+  reg \pending$60  = 1'h0;
+  reg \pending$68  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$61  = 8'h00;
-  reg [7:0] \pending_index$68  = 8'h00;
+  reg [7:0] \pending_index$62  = 8'h00;
+  reg [7:0] \pending_index$69  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$102 ;
+  wire [7:0] \pre__addr$103 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$63 ;
-  wire [4:0] \pre__data$70 ;
+  wire [4:0] \pre__data$64 ;
+  wire [4:0] \pre__data$71 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -2347,6 +2347,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   input program__valid;
   wire program__valid;
   wire push;
+  reg quiet = 1'h1;
   wire [7:0] rd_check__addr;
   wire rd_check__data;
   wire [7:0] rd_fetch__addr;
@@ -2390,17 +2391,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$64 ;
-  wire [4:0] \value$71 ;
+  wire [4:0] \value$65 ;
+  wire [4:0] \value$72 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$103 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$104 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$104 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$105 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$105 ;
+  reg \wr__en$101 ;
+  reg \wr__en$106 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -2950,11 +2951,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      dropped_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$66  = dropped_count[desc[7:0]];
-  assign \pre__data$63  = dropped_count[s2_cmd];
+  assign \check__data$67  = dropped_count[desc[7:0]];
+  assign \pre__data$64  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -3751,163 +3752,168 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$105 )
-      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
+    if (\wr__en$106 )
+      taken_count[\wr__addr$104 ] <= \wr__data$105 ;
   end
-  assign \check__data$73  = taken_count[desc[7:0]];
-  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$74  = taken_count[desc[7:0]];
+  assign \pre__data$71  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
-  assign \$4  = program__payload[42:31] - 1'h1;
-  assign \$5  = ! desc[42:31];
-  assign \$6  = ! desc[58:43];
-  assign \$7  = \$5  | \$6 ;
-  assign \$8  = desc[42:31] > 1'h1;
-  assign \$9  = desc[82:59] < desc[58:43];
-  assign \$10  = \$8  & \$9 ;
-  assign \$11  = mul_rows1 * mul_pitch[11:0];
-  assign \$12  = mul_rows1 * mul_pitch[23:12];
-  assign \$14  = lo + \$13 ;
-  assign \$15  = \$14  + desc[58:43];
-  assign \$16  = \$15  - 1'h1;
-  assign \$17  = in_use | held;
-  assign \$20  = \$18  | \$19 ;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = sweep != 8'hff;
-  assign \$23  = busy & \$22 ;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = program__valid & program__ready;
-  assign \$26  = | stage[3:0];
-  assign \$27  = \$25  | \$26 ;
+  assign \$4  = program__valid & program__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = ! stage[3:0];
+  assign \$7  = \$5  & \$6 ;
+  assign \$8  = program__payload[42:31] - 1'h1;
+  assign \$9  = ! desc[42:31];
+  assign \$10  = ! desc[58:43];
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = desc[42:31] > 1'h1;
+  assign \$13  = desc[82:59] < desc[58:43];
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = mul_rows1 * mul_pitch[11:0];
+  assign \$16  = mul_rows1 * mul_pitch[23:12];
+  assign \$18  = lo + \$17 ;
+  assign \$19  = \$18  + desc[58:43];
+  assign \$20  = \$19  - 1'h1;
+  assign \$21  = in_use | held;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = trigger__valid & trigger__ready;
+  assign \$26  = sweep != 8'hff;
+  assign \$27  = busy & \$26 ;
   assign \$28  = ~ \$27 ;
-  assign \$29  = \$24  & \$28 ;
-  assign \$30  = \$29  & room_next;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = trigger__valid & trigger__ready;
-  assign \$33  = ~ busy;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = pending_index == trigger__payload[7:0];
-  assign \$36  = pending & \$35 ;
-  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
-  assign \$38  = ~ busy;
-  assign \$39  = bad_descriptor & \$38 ;
-  assign \$40  = \pending_index$61  == s2_cmd;
-  assign \$41  = \pending$59  & \$40 ;
-  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
-  assign \$43  = descriptor__valid & descriptor__ready;
-  assign \$44  = ~ busy;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
-  assign \$47  = \pending$67  & \$46 ;
-  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
-  assign \$49  = ~ busy;
-  assign \$50  = ! stage;
-  assign program__ready = \$49  & \$50 ;
+  assign \$29  = program__valid & program__ready;
+  assign \$30  = | stage[3:0];
+  assign \$31  = \$29  | \$30 ;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$28  & \$32 ;
+  assign \$34  = \$33  & room_next;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = trigger__valid & trigger__ready;
+  assign \$37  = ~ busy;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = pending_index == trigger__payload[7:0];
+  assign \$40  = pending & \$39 ;
+  assign \$41  = \$40  ? \$91 [4:0] : pre__data;
+  assign \$42  = ~ busy;
+  assign \$43  = bad_descriptor & \$42 ;
+  assign \$44  = \pending_index$62  == s2_cmd;
+  assign \$45  = \pending$60  & \$44 ;
+  assign \$46  = \$45  ? \$92 [4:0] : \pre__data$64 ;
+  assign \$47  = descriptor__valid & descriptor__ready;
+  assign \$48  = ~ busy;
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = \pending_index$69  == descriptor__payload[7:0];
+  assign \$51  = \pending$68  & \$50 ;
+  assign \$52  = \$51  ? \$93 [4:0] : \pre__data$71 ;
+  assign \$53  = ~ busy;
+  assign program__ready = \$53  & quiet;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$51  = stage[4] & desc[8];
-  assign bad_program = \$51  & empty;
-  assign \$52  = stage[4] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign bad_pitch = \$54  & overlap;
+  assign \$54  = stage[4] & desc[8];
+  assign bad_program = \$54  & empty;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign \$58  = ~ overlap;
-  assign \$59  = \$57  & \$58 ;
-  assign bad_range = \$59  & wraps;
-  assign \$60  = empty | overlap;
-  assign \$61  = \$60  | wraps;
-  assign \$62  = desc[8] & \$61 ;
-  assign \$63  = ~ \$62 ;
-  assign \$64  = stage[4] & \$63 ;
-  assign desc_busy = \$64  & \busy$19 ;
-  assign \$65  = bad_program | bad_pitch;
-  assign \$66  = \$65  | bad_range;
-  assign refused = \$66  | desc_busy;
-  assign \$67  = ~ refused;
-  assign \$68  = stage[4] & \$67 ;
-  assign \$69  = ~ refused;
-  assign \$70  = stage[4] & \$69 ;
-  assign \$71  = ~ program__valid;
-  assign trigger__ready = ready & \$71 ;
+  assign bad_pitch = \$57  & overlap;
+  assign \$58  = stage[4] & desc[8];
+  assign \$59  = ~ empty;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = ~ overlap;
+  assign \$62  = \$60  & \$61 ;
+  assign bad_range = \$62  & wraps;
+  assign \$63  = empty | overlap;
+  assign \$64  = \$63  | wraps;
+  assign \$65  = desc[8] & \$64 ;
+  assign \$66  = ~ \$65 ;
+  assign \$67  = stage[4] & \$66 ;
+  assign desc_busy = \$67  & \busy$20 ;
+  assign \$68  = bad_program | bad_pitch;
+  assign \$69  = \$68  | bad_range;
+  assign refused = \$69  | desc_busy;
+  assign \$70  = ~ refused;
+  assign \$71  = stage[4] & \$70 ;
+  assign \$72  = ~ refused;
+  assign \$73  = stage[4] & \$72 ;
+  assign \$74  = ~ program__valid;
+  assign trigger__ready = ready & \$74 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$72  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$72 ;
-  assign \$73  = ~ refused;
-  assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$35  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
-  assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$35  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$62  + 1'h1;
-  assign \$90  = \old$69  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$75  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$75 ;
+  assign \$76  = ~ refused;
+  assign \$77  = trigger__valid & trigger__ready;
+  assign \$78  = \held$36  + \$77 ;
+  assign \$79  = \$78  - bad_descriptor;
+  assign \$80  = o__valid & o__ready;
+  assign \$81  = $signed(\$79 ) - $signed({ 1'h0, \$80  });
+  assign \$82  = trigger__valid & trigger__ready;
+  assign \$83  = \held$36  + \$82 ;
+  assign \$84  = \$83  - bad_descriptor;
+  assign room_next = $signed(\$84 ) < $signed(6'h10);
+  assign \$85  = ~ fetching;
+  assign \$86  = ~ fetched;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ descriptor__valid;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = ~ stage[4];
+  assign o__ready = \$89  & \$90 ;
+  assign \$91  = old + 1'h1;
+  assign \$92  = \old$63  + 1'h1;
+  assign \$93  = \old$70  + 1'h1;
+  assign \$94  = issued_checked - dropped_checked;
+  assign \$95  = $signed(\$94 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$95 [4:0];
+  assign \$96  = ~ s1_valid;
+  assign \$97  = ~ s2_valid;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ o__valid;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = ~ fetching;
+  assign \$102  = \$100  & \$101 ;
+  assign \$103  = ~ fetched;
+  assign \$104  = \$102  & \$103 ;
+  assign \$105  = ~ descriptor__valid;
+  assign idle = \$104  & \$105 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$106 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$107 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$108 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    quiet <= \$109 ;
   always @(posedge clk)
-    rows1 <= \$107 ;
+    desc <= \$110 ;
   always @(posedge clk)
-    held <= \$108 ;
+    rows1 <= \$111 ;
+  always @(posedge clk)
+    held <= \$112 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
     mul_pitch <= desc[82:59];
   always @(posedge clk)
-    empty <= \$7 ;
+    empty <= \$11 ;
   always @(posedge clk)
-    overlap <= \$10 ;
+    overlap <= \$14 ;
   always @(posedge clk)
-    lo <= \$11 ;
+    lo <= \$15 ;
   always @(posedge clk)
-    hi <= \$12 ;
+    hi <= \$16 ;
   always @(posedge clk)
-    span <= \$16 [36:0];
+    span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$19  <= \$109 ;
+    \busy$20  <= \$113 ;
   always @(posedge clk)
-    wraps <= \$20 ;
+    wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$110 ;
+    s1_valid <= \$114 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$111 ;
+    s2_valid <= \$115 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3915,15 +3921,15 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$35  <= \$112 ;
+    \held$36  <= \$116 ;
   always @(posedge clk)
-    room <= \$113 ;
+    room <= \$117 ;
   always @(posedge clk)
-    ready <= \$114 ;
+    ready <= \$118 ;
   always @(posedge clk)
-    fetching <= \$115 ;
+    fetching <= \$119 ;
   always @(posedge clk)
-    fetched <= \$116 ;
+    fetched <= \$120 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3931,33 +3937,33 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$117 ;
+    descriptor__valid <= \$121 ;
   always @(posedge clk)
-    descriptor__payload <= \$118 ;
+    descriptor__payload <= \$122 ;
   always @(posedge clk)
-    pending <= \$119 ;
+    pending <= \$123 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$37 ;
+    old <= \$41 ;
   always @(posedge clk)
-    issued_checked <= \$120 ;
+    issued_checked <= \$124 ;
   always @(posedge clk)
-    \pending$59  <= \$121 ;
+    \pending$60  <= \$125 ;
   always @(posedge clk)
-    \pending_index$61  <= s2_cmd;
+    \pending_index$62  <= s2_cmd;
   always @(posedge clk)
-    \old$62  <= \$42 ;
+    \old$63  <= \$46 ;
   always @(posedge clk)
-    dropped_checked <= \$122 ;
+    dropped_checked <= \$126 ;
   always @(posedge clk)
-    \pending$67  <= \$123 ;
+    \pending$68  <= \$127 ;
   always @(posedge clk)
-    \pending_index$68  <= descriptor__payload[7:0];
+    \pending_index$69  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$69  <= \$48 ;
+    \old$70  <= \$52 ;
   always @(posedge clk)
-    taken_checked <= \$124 ;
+    taken_checked <= \$128 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3969,182 +3975,189 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$103  = sweep;
+    \$106  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$106  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$106  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$104  = busy;
+    \$107  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$107  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$107  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$108  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$108  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$106  = desc;
+    \$109  = \$7 ;
+    if (rst) begin
+      \$109  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$110  = desc;
     if (program__ready) begin
-      \$106  = program__payload;
+      \$110  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$107  = rows1;
+    \$111  = rows1;
     if (program__ready) begin
-      \$107  = \$4 [11:0];
+      \$111  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$108  = held;
+    \$112  = held;
     if (stage[1]) begin
-      \$108  = desc_held;
+      \$112  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$109  = \busy$19 ;
+    \$113  = \busy$20 ;
     if (stage[2]) begin
-      \$109  = \$17 ;
+      \$113  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$110  = \$21 ;
-    if (rst) begin
-      \$110  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$111  = s1_valid;
-    if (rst) begin
-      \$111  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$112  = \$78 [4:0];
-    if (rst) begin
-      \$112  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$113  = room_next;
-    if (rst) begin
-      \$113  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$114  = \$30 ;
+    \$114  = \$25 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$115  = \$31 ;
+    \$115  = s1_valid;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$116  = fetching;
+    \$116  = \$81 [4:0];
     if (rst) begin
-      \$116  = 1'h0;
+      \$116  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$117  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$117  = 1'h0;
-    end
-    if (fetched) begin
+    \$117  = room_next;
+    if (rst) begin
       \$117  = 1'h1;
     end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$118  = \$34 ;
     if (rst) begin
-      \$117  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$118  = descriptor__payload;
-    if (fetched) begin
-      \$118 [8] = got[0];
-      \$118 [9] = got[1];
-      \$118 [14:10] = got[6:2];
-      \$118 [30:15] = got[22:7];
-      \$118 [42:31] = got[34:23];
-      \$118 [58:43] = got[50:35];
-      \$118 [82:59] = got[74:51];
-      \$118 [130:83] = got[122:75];
-      \$118 [178:131] = got[170:123];
-      \$118 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$118  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$119  = \$34 ;
+    \$119  = \$35 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$120  = issued_checked;
-    if (stage[1]) begin
-      \$120  = check__data;
+    \$120  = fetching;
+    if (rst) begin
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$121  = \$39 ;
+    \$121  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$121  = 1'h0;
+    end
+    if (fetched) begin
+      \$121  = 1'h1;
+    end
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$122  = dropped_checked;
-    if (stage[1]) begin
-      \$122  = \check__data$66 ;
+    \$122  = descriptor__payload;
+    if (fetched) begin
+      \$122 [8] = got[0];
+      \$122 [9] = got[1];
+      \$122 [14:10] = got[6:2];
+      \$122 [30:15] = got[22:7];
+      \$122 [42:31] = got[34:23];
+      \$122 [58:43] = got[50:35];
+      \$122 [82:59] = got[74:51];
+      \$122 [130:83] = got[122:75];
+      \$122 [178:131] = got[170:123];
+      \$122 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$122  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$123  = \$45 ;
+    \$123  = \$38 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$124  = taken_checked;
+    \$124  = issued_checked;
     if (stage[1]) begin
-      \$124  = \check__data$73 ;
+      \$124  = check__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$125  = \$43 ;
+    if (rst) begin
+      \$125  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$126  = dropped_checked;
+    if (stage[1]) begin
+      \$126  = \check__data$67 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$127  = \$49 ;
+    if (rst) begin
+      \$127  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$128  = taken_checked;
+    if (stage[1]) begin
+      \$128  = \check__data$74 ;
     end
   end
   always @* begin
@@ -4155,7 +4168,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$73 ) begin
+    if (\$76 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -4184,7 +4197,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$68 ;
+      wr_check__en = \$71 ;
     end
   end
   always @* begin
@@ -4219,7 +4232,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$70 ;
+      wr_fetch__en = \$73 ;
     end
   end
   always @* begin
@@ -4237,7 +4250,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$91 [4:0];
     end
   end
   always @* begin
@@ -4253,60 +4266,60 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$61 ;
+      \wr__addr$99  = \pending_index$62 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$89 [4:0];
+      \wr__data$100  = \$92 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$59 ;
+      \wr__en$101  = \pending$60 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$103  = sweep;
+      \wr__addr$104  = sweep;
     end else begin
-      \wr__addr$103  = \pending_index$68 ;
+      \wr__addr$104  = \pending_index$69 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$104  = 5'h00;
+      \wr__data$105  = 5'h00;
     end else begin
-      \wr__data$104  = \$90 [4:0];
+      \wr__data$105  = \$93 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$105  = 1'h1;
+      \wr__en$106  = 1'h1;
     end else begin
-      \wr__en$105  = \pending$67 ;
+      \wr__en$106  = \pending$68 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$64  = \$89 [4:0];
-  assign \value$71  = \$90 [4:0];
+  assign held_next = \$81 [4:0];
+  assign value = \$91 [4:0];
+  assign \value$65  = \$92 [4:0];
+  assign \value$72  = \$93 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -4314,10 +4327,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$97  = s2_cmd;
-  assign \check__addr$101  = desc[7:0];
-  assign \pre__addr$102  = descriptor__payload[7:0];
-  assign \check__addr$106  = desc[7:0];
+  assign \pre__addr$98  = s2_cmd;
+  assign \check__addr$102  = desc[7:0];
+  assign \pre__addr$103  = descriptor__payload[7:0];
+  assign \check__addr$107  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -4380,9 +4393,9 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$13  = { 3'h0, hi, 12'h000 };
-  assign \$18  = \$signal [48];
-  assign \$19  = dst_end[48];
+  assign \$17  = { 3'h0, hi, 12'h000 };
+  assign \$22  = \$signal [48];
+  assign \$23  = dst_end[48];
 endmodule
 
 module t3hw_dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);

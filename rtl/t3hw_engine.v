@@ -4532,7 +4532,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$101 ;
   wire \$102 ;
   wire \$103 ;
-  wire \$104 ;
+  wire [5:0] \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
@@ -4547,48 +4547,48 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire [25:0] \$118 ;
+  wire \$118 ;
   wire \$119 ;
   wire \$12 ;
-  wire [25:0] \$120 ;
-  wire [32:0] \$121 ;
-  wire [2:0] \$122 ;
-  wire [34:0] \$123 ;
-  wire [33:0] \$124 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
   wire \$125 ;
   wire \$126 ;
   wire \$127 ;
-  wire [32:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire \$128 ;
+  wire [25:0] \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire [32:0] \$133 ;
-  wire [32:0] \$134 ;
-  wire \$135 ;
+  wire [25:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [2:0] \$133 ;
+  wire [34:0] \$134 ;
+  wire [33:0] \$135 ;
   wire \$136 ;
   wire \$137 ;
-  wire [32:0] \$138 ;
+  wire \$138 ;
   wire [32:0] \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [32:0] \$140 ;
   wire \$141 ;
   wire \$142 ;
-  wire [32:0] \$143 ;
+  wire \$143 ;
   wire [32:0] \$144 ;
-  wire \$145 ;
+  wire [32:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire \$150 ;
-  wire [32:0] \$151 ;
-  wire [1:0] \$152 ;
-  wire [1:0] \$153 ;
-  wire [1:0] \$154 ;
-  wire \$155 ;
+  wire [32:0] \$150 ;
+  wire \$151 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire [32:0] \$154 ;
+  wire [32:0] \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
@@ -4596,10 +4596,10 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
-  wire \$164 ;
-  wire \$165 ;
+  wire [32:0] \$162 ;
+  wire [1:0] \$163 ;
+  wire [1:0] \$164 ;
+  wire [1:0] \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
@@ -4636,39 +4636,39 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire [1:0] \$199 ;
+  wire \$199 ;
   wire \$2 ;
   wire \$20 ;
   wire \$200 ;
-  wire [1:0] \$201 ;
-  wire [1:0] \$202 ;
+  wire \$201 ;
+  wire \$202 ;
   wire \$203 ;
-  wire [1:0] \$204 ;
-  wire [1:0] \$205 ;
+  wire \$204 ;
+  wire \$205 ;
   wire \$206 ;
   wire \$207 ;
-  wire \$208 ;
+  wire [1:0] \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire \$210 ;
-  wire \$211 ;
-  wire [1:0] \$212 ;
+  wire [1:0] \$210 ;
+  wire [1:0] \$211 ;
+  wire \$212 ;
   wire [1:0] \$213 ;
   wire [1:0] \$214 ;
-  wire [1:0] \$215 ;
+  wire \$215 ;
   wire \$216 ;
-  wire [1:0] \$217 ;
-  wire [1:0] \$218 ;
+  wire \$217 ;
+  wire \$218 ;
   wire \$219 ;
   wire \$22 ;
   wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
+  wire [1:0] \$221 ;
+  wire [1:0] \$222 ;
+  wire [1:0] \$223 ;
+  wire [1:0] \$224 ;
   wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
+  wire [1:0] \$226 ;
+  wire [1:0] \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire \$23 ;
@@ -4678,25 +4678,25 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$233 ;
   wire \$234 ;
   wire \$235 ;
-  wire [1:0] \$236 ;
+  wire \$236 ;
   wire [1:0] \$237 ;
-  wire \$238 ;
+  wire [1:0] \$238 ;
   wire \$239 ;
-  wire [17:0] \$24 ;
+  wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire [1:0] \$244 ;
+  wire \$244 ;
   wire [1:0] \$245 ;
   wire [1:0] \$246 ;
   wire [1:0] \$247 ;
-  wire \$248 ;
+  wire [1:0] \$248 ;
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
-  wire [1:0] \$251 ;
-  wire \$252 ;
+  wire \$251 ;
+  wire [1:0] \$252 ;
   wire \$253 ;
   wire \$254 ;
   wire \$255 ;
@@ -4708,7 +4708,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
-  wire \$263 ;
+  wire [1:0] \$263 ;
   wire \$264 ;
   wire \$265 ;
   wire \$266 ;
@@ -4716,24 +4716,24 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$268 ;
   wire \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
   wire \$272 ;
-  wire \$273 ;
+  wire [1:0] \$273 ;
   wire \$274 ;
   wire \$275 ;
   wire \$276 ;
-  wire \$277 ;
+  wire [1:0] \$277 ;
   wire \$278 ;
   wire \$279 ;
   wire \$28 ;
   wire \$280 ;
-  wire [1:0] \$281 ;
+  wire \$281 ;
   wire \$282 ;
-  wire [1:0] \$283 ;
-  wire [83:0] \$284 ;
-  wire [83:0] \$285 ;
-  wire [83:0] \$286 ;
+  wire \$283 ;
+  wire [1:0] \$284 ;
+  wire \$285 ;
+  wire \$286 ;
   wire \$287 ;
   wire \$288 ;
   wire \$289 ;
@@ -4743,72 +4743,86 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
-  wire \$295 ;
+  wire [1:0] \$295 ;
   wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
+  wire [1:0] \$297 ;
+  wire [83:0] \$298 ;
+  wire [83:0] \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire \$300 ;
+  wire [83:0] \$300 ;
   wire \$301 ;
   wire \$302 ;
   wire \$303 ;
   wire \$304 ;
   wire \$305 ;
   wire \$306 ;
-  reg \$307 ;
-  reg \$308 ;
-  reg \$309 ;
-  wire \$31 ;
-  reg \$310 ;
-  reg \$311 ;
-  reg [16:0] \$312 ;
-  reg \$313 ;
-  reg \$314 ;
-  reg \$315 ;
-  reg \$316 ;
-  reg \$317 ;
-  reg \$318 ;
-  reg \$319 ;
-  wire \$32 ;
-  reg \$320 ;
-  reg [83:0] \$321 ;
-  reg [83:0] \$322 ;
-  reg [83:0] \$323 ;
-  reg [83:0] \$324 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
+  wire [17:0] \$31 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
+  wire \$318 ;
+  wire \$319 ;
+  wire [17:0] \$32 ;
+  wire \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg \$324 ;
   reg \$325 ;
-  reg [22:0] \$326 ;
-  reg [31:0] \$327 ;
-  reg [24:0] \$328 ;
-  reg [8:0] \$329 ;
-  wire \$33 ;
-  reg [33:0] \$330 ;
+  reg [16:0] \$326 ;
+  reg \$327 ;
+  reg \$328 ;
+  reg \$329 ;
+  wire [17:0] \$33 ;
+  reg \$330 ;
   reg \$331 ;
-  reg [38:0] \$332 ;
-  reg [7:0] \$333 ;
+  reg \$332 ;
+  reg \$333 ;
   reg \$334 ;
-  reg \$335 ;
-  reg \$336 ;
-  reg [1:0] \$337 ;
-  reg [4:0] \$338 ;
-  reg [31:0] \$339 ;
+  reg [83:0] \$335 ;
+  reg [83:0] \$336 ;
+  reg [83:0] \$337 ;
+  reg [83:0] \$338 ;
+  reg \$339 ;
   wire \$34 ;
-  reg [24:0] \$340 ;
-  reg [33:0] \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg [287:0] \$344 ;
+  reg [22:0] \$340 ;
+  reg [31:0] \$341 ;
+  reg [24:0] \$342 ;
+  reg [8:0] \$343 ;
+  reg [33:0] \$344 ;
   reg \$345 ;
-  reg \$346 ;
-  reg \$347 ;
+  reg [38:0] \$346 ;
+  reg [7:0] \$347 ;
   reg \$348 ;
   reg \$349 ;
   wire \$35 ;
   reg \$350 ;
-  reg \$351 ;
-  reg [1:0] \$352 ;
+  reg [1:0] \$351 ;
+  reg [4:0] \$352 ;
+  reg [31:0] \$353 ;
+  reg [24:0] \$354 ;
+  reg [33:0] \$355 ;
+  reg \$356 ;
+  reg \$357 ;
+  reg [287:0] \$358 ;
+  reg \$359 ;
   wire \$36 ;
+  reg \$360 ;
+  reg \$361 ;
+  reg \$362 ;
+  reg \$363 ;
+  reg \$364 ;
+  reg \$365 ;
+  reg [1:0] \$366 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -4857,11 +4871,11 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [38:0] \$80 ;
-  wire [31:0] \$81 ;
-  wire [8:0] \$82 ;
-  wire [39:0] \$83 ;
-  wire [40:0] \$84 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
@@ -4869,17 +4883,19 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$89 ;
   wire [8:0] \$9 ;
   wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire [5:0] \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire [38:0] \$91 ;
+  wire [31:0] \$92 ;
+  wire [8:0] \$93 ;
+  wire [39:0] \$94 ;
+  wire [40:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   (* keep = 32'd1 *)
   wire \$signal ;
+  wire \$signal$28 ;
+  wire \$signal$29 ;
   wire \$signal$30 ;
   wire \$signal$31 ;
   reg \$signal$32  = 1'h0;
@@ -4976,8 +4992,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire dram__ready;
   output dram__valid;
   reg dram__valid = 1'h0;
-  (* keep = 32'd1 *)
-  wire drop_wait;
   output [1:0] errors;
   reg [1:0] errors = 2'h0;
   wire errors__bad_config ;
@@ -4987,7 +5001,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
-  wire if_none;
   reg is_remote = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
@@ -5196,856 +5209,868 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$13  = ~ dram__valid;
   assign \$14  = \$13  | dram__ready;
   assign \$15  = \$14  & pick_c;
-  assign \$16  = gate_m & below;
-  assign \$17  = \$signal  | \$16 ;
+  assign \$16  = ~ dram__valid;
+  assign \$17  = \$16  | dram__ready;
   assign \$18  = gate_m & below;
-  assign \$19  = drop_wait | \$18 ;
-  assign \$20  = ~ dram__valid;
-  assign \$21  = \$20  | dram__ready;
-  assign \$22  = ~ wait_full;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = wait1 + 1'h1;
-  assign \$25  = | \new [9:2];
-  assign \$26  = \new [1] & \$25 ;
-  assign \$27  = finish[1] ? cfg[1] : gated;
-  assign \$28  = accept ? \$26  : \$27 ;
-  assign \$29  = ~ dram__valid;
-  assign \$30  = \$29  | dram__ready;
-  assign \$31  = \$30  & pick_c;
-  assign \$32  = gate_m & below;
-  assign \$33  = \$signal  | \$32 ;
-  assign \$34  = \$31  | \$33 ;
-  assign \$35  = gate_m & below;
-  assign \$36  = \$signal  | \$35 ;
-  assign \$37  = \$34  ? \$36  : last_comm;
-  assign \$38  = gate_m & below;
-  assign \$39  = \$signal  | \$38 ;
-  assign \$40  = ~ \$39 ;
-  assign \$41  = dma__valid | remote__valid;
-  assign \$42  = ~ dram__valid;
-  assign \$43  = \$42  | dram__ready;
-  assign \$44  = ~ wait_full;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = wait1 >= \new [38:23];
-  assign \$47  = wait1 > \new [38:23];
-  assign \$48  = \$45  ? \$46  : \$47 ;
-  assign \$49  = ~ dram__valid;
-  assign \$50  = \$49  | dram__ready;
-  assign \$51  = ~ wait_full;
-  assign \$52  = \$50  & \$51 ;
-  assign \$53  = wait1 == cfg[38:23];
-  assign \$54  = \$52  ? \$53  : wait_full;
-  assign \$55  = accept ? \$48  : \$54 ;
-  assign \$56  = \$41  & \$55 ;
-  assign \$57  = \$40  & \$56 ;
-  assign \$58  = gate_m & below;
-  assign \$59  = \$signal  | \$58 ;
-  assign \$60  = ~ dram__valid;
-  assign \$61  = \$60  | dram__ready;
-  assign \$62  = \$61  & pick_c;
-  assign \$63  = \$62  ? \$246 [0] : if_none;
-  assign \$64  = \$59  ? 1'h0 : \$63 ;
-  assign \$65  = ~ dram__valid;
-  assign \$66  = \$65  | dram__ready;
-  assign \$67  = ~ dram__valid;
-  assign \$68  = \$67  | dram__ready;
-  assign \$69  = \$68  & pick_c;
-  assign \$70  = gate_m & below;
-  assign \$71  = \$signal  | \$70 ;
-  assign \$72  = \$69  | \$71 ;
-  assign \$73  = ~ pick_c;
-  assign \$74  = dram__valid & dram__ready;
-  assign \$75  = \$74  & \$286 [83];
-  assign \$76  = | \$286 [1:0];
-  assign \$77  = \$75  & \$76 ;
-  assign \$78  = \$286 [1:0] == 2'h2;
-  assign \$79  = \$78  ? 1'h1 : 1'h0;
-  assign \$80  = cfg[17:10] << scale;
-  assign \$81  = 1'h1 << scale;
-  assign \$82  = cfg[17:10] + 2'h2;
-  assign \$84  = \$83  - unit;
-  assign \$85  = ~ dram__valid;
-  assign \$86  = \$85  | dram__ready;
-  assign \$87  = \$86  & pick_c;
-  assign \$88  = ~ accept;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = armed & grant_c_q;
-  assign \$91  = ! \new [9:2];
-  assign \$92  = ! \new [9:2];
-  assign \$93  = 5'h18 - \new [22:18];
-  assign \$94  = cfg[22:18] == 1'h1;
-  assign \$95  = cfg[22:18] > 2'h2;
-  assign \$96  = cfg[22:18] > 2'h3;
-  assign \$97  = cfg[22:18] > 3'h4;
-  assign \$98  = cfg[22:18] > 3'h5;
-  assign \$99  = cfg[22:18] > 3'h6;
-  assign \$100  = cfg[22:18] > 3'h7;
-  assign \$101  = cfg[22:18] > 4'h8;
-  assign \$102  = cfg[22:18] > 4'h9;
-  assign \$103  = cfg[22:18] > 4'ha;
-  assign \$104  = cfg[22:18] > 4'hb;
-  assign \$105  = cfg[22:18] > 4'hc;
-  assign \$106  = cfg[22:18] > 4'hd;
-  assign \$107  = cfg[22:18] > 4'he;
-  assign \$108  = cfg[22:18] > 4'hf;
-  assign \$109  = cfg[22:18] > 5'h10;
-  assign \$110  = cfg[22:18] > 5'h11;
-  assign \$111  = cfg[22:18] > 5'h12;
-  assign \$112  = cfg[22:18] > 5'h13;
-  assign \$113  = cfg[22:18] > 5'h14;
-  assign \$114  = cfg[22:18] > 5'h15;
-  assign \$115  = cfg[22:18] > 5'h16;
-  assign \$116  = cfg[22:18] > 5'h17;
-  assign \$117  = cfg[22:18] > 5'h18;
-  assign \$118  = \$94  ? 26'h3ffffff : { 1'h0, \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , \$100 , \$99 , \$98 , \$97 , \$96 , \$95 , 2'h1 };
-  assign \$119  = ! cfg[22:18];
-  assign \$120  = $signed(left) - $signed(2'h1);
-  assign \$121  = acc + sat_s;
-  assign \$123  = base + acc;
-  assign \$125  = load__valid & load__ready;
-  assign \$126  = ~ load__ready;
-  assign \$127  = load__valid & \$126 ;
-  assign \$128  = stats[31:0] + 1'h1;
-  assign \$129  = stats[159:128] + 1'h1;
-  assign \$130  = store__valid & store__ready;
-  assign \$131  = ~ store__ready;
-  assign \$132  = store__valid & \$131 ;
-  assign \$133  = stats[63:32] + 1'h1;
-  assign \$134  = stats[191:160] + 1'h1;
-  assign \$135  = dma__valid & dma__ready;
-  assign \$136  = ~ dma__ready;
-  assign \$137  = dma__valid & \$136 ;
-  assign \$138  = stats[95:64] + 1'h1;
-  assign \$139  = stats[223:192] + 1'h1;
-  assign \$140  = remote__valid & remote__ready;
-  assign \$141  = ~ remote__ready;
-  assign \$142  = remote__valid & \$141 ;
-  assign \$143  = stats[127:96] + 1'h1;
-  assign \$144  = stats[255:224] + 1'h1;
-  assign \$145  = ~ dram__valid;
-  assign \$146  = \$145  | dram__ready;
-  assign \$147  = dma__valid | remote_ok;
-  assign \$148  = \$147  & wait_full;
-  assign \$149  = \$148  & cfg[1];
-  assign \$150  = \$146  & \$149 ;
-  assign \$151  = stats[287:256] + 1'h1;
-  assign \$155  = track_hold & store__payload[72];
-  assign \$156  = ~ \$155 ;
-  assign store_ok = store__valid & \$156 ;
-  assign \$157  = track_hold & remote__payload[72];
-  assign \$158  = ~ \$157 ;
-  assign remote_ok = remote__valid & \$158 ;
-  assign \$159  = load__valid | store_ok;
-  assign \$160  = dma__valid | remote_ok;
-  assign \$161  = \$160  & comm_first;
-  assign \$162  = ~ \$161 ;
-  assign pick_c = \$159  & \$162 ;
-  assign \$163  = ~ dram__valid;
-  assign \$164  = \$163  | dram__ready;
-  assign \$165  = dma__valid | remote_ok;
-  assign \$166  = \$164  & \$165 ;
-  assign \$167  = load__valid | store_ok;
-  assign \$168  = ~ \$167 ;
-  assign \$169  = ~ gated;
-  assign \$170  = \$168  & \$169 ;
-  assign \$171  = comm_first | \$170 ;
-  assign \$signal  = \$166  & \$171 ;
-  assign \$172  = ~ dram__valid;
-  assign \$173  = \$172  | dram__ready;
+  assign \$19  = \$signal  | \$18 ;
+  assign \$20  = \$17  & \$19 ;
+  assign \$21  = dma__valid | remote__valid;
+  assign \$22  = ~ \$21 ;
+  assign \$23  = ~ dram__valid;
+  assign \$24  = \$23  | dram__ready;
+  assign \$25  = \$22  | \$24 ;
+  assign \$26  = dma__valid | remote__valid;
+  assign \$27  = gate_m & below;
+  assign \$28  = \$signal  | \$27 ;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = \$26  & \$29 ;
+  assign \$31  = wait1 + 1'h1;
+  assign \$32  = wait_full ? { 1'h0, wait1 } : \$31 ;
+  assign \$33  = \$30  ? \$32  : 18'h00001;
+  assign \$34  = | \new [9:2];
+  assign \$35  = \new [1] & \$34 ;
+  assign \$36  = finish[1] ? cfg[1] : gated;
+  assign \$37  = accept ? \$35  : \$36 ;
+  assign \$38  = ~ dram__valid;
+  assign \$39  = \$38  | dram__ready;
+  assign \$40  = gate_m & below;
+  assign \$41  = \$signal  | \$40 ;
+  assign \$42  = pick_c | \$41 ;
+  assign \$43  = gate_m & below;
+  assign \$44  = \$signal  | \$43 ;
+  assign \$45  = \$42  ? \$44  : last_comm;
+  assign \$46  = \$39  ? \$45  : last_comm;
+  assign \$47  = ~ dram__valid;
+  assign \$48  = \$47  | dram__ready;
+  assign \$49  = gate_m & below;
+  assign \$50  = \$signal  | \$49 ;
+  assign \$51  = ~ \$50 ;
+  assign \$52  = dma__valid | remote__valid;
+  assign \$53  = wait1 > \new [38:23];
+  assign \$54  = wait1 >= \new [38:23];
+  assign \$55  = wait_full ? \$53  : \$54 ;
+  assign \$56  = wait1 == cfg[38:23];
+  assign \$57  = wait_full ? wait_full : \$56 ;
+  assign \$58  = accept ? \$55  : \$57 ;
+  assign \$59  = \$52  & \$58 ;
+  assign \$60  = \$51  & \$59 ;
+  assign \$61  = dma__valid | remote__valid;
+  assign \$62  = wait1 > \new [38:23];
+  assign \$63  = accept ? \$62  : wait_full;
+  assign \$64  = \$61  & \$63 ;
+  assign \$65  = \$48  ? \$60  : \$64 ;
+  assign \$66  = ~ dram__valid;
+  assign \$67  = \$66  | dram__ready;
+  assign \$68  = gate_m & below;
+  assign \$69  = \$signal  | \$68 ;
+  assign \$70  = pick_c ? \$247 [0] : \$signal$29 ;
+  assign \$71  = \$69  ? 1'h0 : \$70 ;
+  assign \$72  = \$67  ? \$71  : \$signal$28 ;
+  assign \$73  = ~ dram__valid;
+  assign \$74  = \$73  | dram__ready;
+  assign \$75  = ~ dram__valid;
+  assign \$76  = \$75  | dram__ready;
+  assign \$77  = \$76  & pick_c;
+  assign \$78  = ~ dram__valid;
+  assign \$79  = \$78  | dram__ready;
+  assign \$80  = gate_m & below;
+  assign \$81  = \$signal  | \$80 ;
+  assign \$82  = \$79  & \$81 ;
+  assign \$83  = \$77  | \$82 ;
+  assign \$84  = ~ pick_c;
+  assign \$85  = dram__valid & dram__ready;
+  assign \$86  = \$85  & \$300 [83];
+  assign \$87  = | \$300 [1:0];
+  assign \$88  = \$86  & \$87 ;
+  assign \$89  = \$300 [1:0] == 2'h2;
+  assign \$90  = \$89  ? 1'h1 : 1'h0;
+  assign \$91  = cfg[17:10] << scale;
+  assign \$92  = 1'h1 << scale;
+  assign \$93  = cfg[17:10] + 2'h2;
+  assign \$95  = \$94  - unit;
+  assign \$96  = ~ dram__valid;
+  assign \$97  = \$96  | dram__ready;
+  assign \$98  = \$97  & pick_c;
+  assign \$99  = ~ accept;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = armed & grant_c_q;
+  assign \$102  = ! \new [9:2];
+  assign \$103  = ! \new [9:2];
+  assign \$104  = 5'h18 - \new [22:18];
+  assign \$105  = cfg[22:18] == 1'h1;
+  assign \$106  = cfg[22:18] > 2'h2;
+  assign \$107  = cfg[22:18] > 2'h3;
+  assign \$108  = cfg[22:18] > 3'h4;
+  assign \$109  = cfg[22:18] > 3'h5;
+  assign \$110  = cfg[22:18] > 3'h6;
+  assign \$111  = cfg[22:18] > 3'h7;
+  assign \$112  = cfg[22:18] > 4'h8;
+  assign \$113  = cfg[22:18] > 4'h9;
+  assign \$114  = cfg[22:18] > 4'ha;
+  assign \$115  = cfg[22:18] > 4'hb;
+  assign \$116  = cfg[22:18] > 4'hc;
+  assign \$117  = cfg[22:18] > 4'hd;
+  assign \$118  = cfg[22:18] > 4'he;
+  assign \$119  = cfg[22:18] > 4'hf;
+  assign \$120  = cfg[22:18] > 5'h10;
+  assign \$121  = cfg[22:18] > 5'h11;
+  assign \$122  = cfg[22:18] > 5'h12;
+  assign \$123  = cfg[22:18] > 5'h13;
+  assign \$124  = cfg[22:18] > 5'h14;
+  assign \$125  = cfg[22:18] > 5'h15;
+  assign \$126  = cfg[22:18] > 5'h16;
+  assign \$127  = cfg[22:18] > 5'h17;
+  assign \$128  = cfg[22:18] > 5'h18;
+  assign \$129  = \$105  ? 26'h3ffffff : { 1'h0, \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , 2'h1 };
+  assign \$130  = ! cfg[22:18];
+  assign \$131  = $signed(left) - $signed(2'h1);
+  assign \$132  = acc + sat_s;
+  assign \$134  = base + acc;
+  assign \$136  = load__valid & load__ready;
+  assign \$137  = ~ load__ready;
+  assign \$138  = load__valid & \$137 ;
+  assign \$139  = stats[31:0] + 1'h1;
+  assign \$140  = stats[159:128] + 1'h1;
+  assign \$141  = store__valid & store__ready;
+  assign \$142  = ~ store__ready;
+  assign \$143  = store__valid & \$142 ;
+  assign \$144  = stats[63:32] + 1'h1;
+  assign \$145  = stats[191:160] + 1'h1;
+  assign \$146  = dma__valid & dma__ready;
+  assign \$147  = ~ dma__ready;
+  assign \$148  = dma__valid & \$147 ;
+  assign \$149  = stats[95:64] + 1'h1;
+  assign \$150  = stats[223:192] + 1'h1;
+  assign \$151  = remote__valid & remote__ready;
+  assign \$152  = ~ remote__ready;
+  assign \$153  = remote__valid & \$152 ;
+  assign \$154  = stats[127:96] + 1'h1;
+  assign \$155  = stats[255:224] + 1'h1;
+  assign \$156  = ~ dram__valid;
+  assign \$157  = \$156  | dram__ready;
+  assign \$158  = dma__valid | remote_ok;
+  assign \$159  = \$158  & wait_full;
+  assign \$160  = \$159  & cfg[1];
+  assign \$161  = \$157  & \$160 ;
+  assign \$162  = stats[287:256] + 1'h1;
+  assign \$166  = track_hold & store__payload[72];
+  assign \$167  = ~ \$166 ;
+  assign store_ok = store__valid & \$167 ;
+  assign \$168  = track_hold & remote__payload[72];
+  assign \$169  = ~ \$168 ;
+  assign remote_ok = remote__valid & \$169 ;
+  assign \$170  = load__valid | store_ok;
+  assign \$171  = dma__valid | remote_ok;
+  assign \$172  = \$171  & comm_first;
+  assign \$173  = ~ \$172 ;
+  assign pick_c = \$170  & \$173 ;
   assign \$174  = dma__valid | remote_ok;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = load__valid | store_ok;
-  assign \$177  = ~ \$176 ;
-  assign \$178  = \$175  & \$177 ;
-  assign gate_m = \$178  & gated;
-  assign \$179  = ~ load__valid;
-  assign \$180  = ~ last_store;
-  assign \$181  = \$179  | \$180 ;
-  assign sel_store = store_ok & \$181 ;
-  assign \$182  = ~ dma__valid;
-  assign \$183  = ~ last_remote;
-  assign \$184  = \$182  | \$183 ;
-  assign sel_remote = remote_ok & \$184 ;
-  assign \$185  = ~ dram__valid;
-  assign \$186  = \$185  | dram__ready;
-  assign \$187  = \$186  & pick_c;
-  assign \$188  = ~ sel_store;
-  assign load__ready = \$187  & \$188 ;
-  assign \$189  = ~ dram__valid;
-  assign \$190  = \$189  | dram__ready;
-  assign \$191  = \$190  & pick_c;
-  assign store__ready = \$191  & sel_store;
-  assign \$192  = gate_m & below;
-  assign \$193  = \$signal  | \$192 ;
-  assign \$194  = ~ sel_remote;
-  assign dma__ready = \$193  & \$194 ;
-  assign \$195  = gate_m & below;
-  assign \$196  = \$signal  | \$195 ;
-  assign remote__ready = \$196  & sel_remote;
-  assign \$197  = dma__valid | remote__valid;
-  assign \$198  = ~ \$197 ;
-  assign drop_wait = \$198  | \$signal ;
-  assign \$199  = accept ? \new [1:0] : cfg[1:0];
-  assign \$200  = ! \$199 ;
-  assign \$202  = accept ? \new [1:0] : cfg[1:0];
-  assign \$205  = accept ? \new [1:0] : cfg[1:0];
-  assign \$206  = \$205  == 2'h3;
-  assign \$207  = | \new [9:2];
-  assign \$208  = \new [1] & \$207 ;
-  assign \$209  = finish[1] ? cfg[1] : gated;
-  assign \$210  = accept ? \$208  : \$209 ;
-  assign \$211  = \$206  & \$210 ;
-  assign \$215  = accept ? \new [1:0] : cfg[1:0];
-  assign \$216  = ! \$215 ;
-  assign \$218  = accept ? \new [1:0] : cfg[1:0];
-  assign \$219  = dma__valid | remote__valid;
-  assign \$220  = ~ dram__valid;
-  assign \$221  = \$220  | dram__ready;
-  assign \$222  = ~ wait_full;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = wait1 >= \new [38:23];
-  assign \$225  = wait1 > \new [38:23];
-  assign \$226  = \$223  ? \$224  : \$225 ;
-  assign \$227  = ~ dram__valid;
-  assign \$228  = \$227  | dram__ready;
-  assign \$229  = ~ wait_full;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = wait1 == cfg[38:23];
-  assign \$232  = \$230  ? \$231  : wait_full;
-  assign \$233  = accept ? \$226  : \$232 ;
-  assign \$234  = \$219  & \$233 ;
-  assign \$235  = \$218 [1] & \$234 ;
-  assign \$236  = \$217  | { 1'h0, \$235  };
-  assign \$237  = accept ? \new [1:0] : cfg[1:0];
-  assign \$238  = \$237  == 2'h3;
-  assign \$239  = | \new [9:2];
-  assign \$240  = \new [1] & \$239 ;
-  assign \$241  = finish[1] ? cfg[1] : gated;
-  assign \$242  = accept ? \$240  : \$241 ;
-  assign \$243  = \$238  & \$242 ;
-  assign \$245  = \$244  & { 1'h0, below2 };
-  assign \$246  = \$236  | \$245 ;
-  assign \$247  = accept ? \new [1:0] : cfg[1:0];
-  assign \$248  = ! \$247 ;
-  assign \$249  = ~ last_comm;
-  assign \$250  = \$248  & \$249 ;
-  assign \$251  = accept ? \new [1:0] : cfg[1:0];
-  assign \$252  = dma__valid | remote__valid;
-  assign \$253  = ~ dram__valid;
-  assign \$254  = \$253  | dram__ready;
-  assign \$255  = ~ wait_full;
-  assign \$256  = \$254  & \$255 ;
-  assign \$257  = wait1 >= \new [38:23];
-  assign \$258  = wait1 > \new [38:23];
-  assign \$259  = \$256  ? \$257  : \$258 ;
-  assign \$260  = ~ dram__valid;
-  assign \$261  = \$260  | dram__ready;
-  assign \$262  = ~ wait_full;
-  assign \$263  = \$261  & \$262 ;
-  assign \$264  = wait1 == cfg[38:23];
-  assign \$265  = \$263  ? \$264  : wait_full;
-  assign \$266  = accept ? \$259  : \$265 ;
-  assign \$267  = \$252  & \$266 ;
-  assign \$268  = \$251 [1] & \$267 ;
-  assign \$269  = \$250  | \$268 ;
-  assign \$270  = accept ? \new [1:0] : cfg[1:0];
-  assign \$271  = \$270  == 2'h3;
-  assign \$272  = | \new [9:2];
-  assign \$273  = \new [1] & \$272 ;
-  assign \$274  = finish[1] ? cfg[1] : gated;
-  assign \$275  = accept ? \$273  : \$274 ;
-  assign \$276  = \$271  & \$275 ;
-  assign \$277  = ~ last_comm;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$278  & below2;
-  assign if_none = \$269  | \$279 ;
-  assign \$281  = \$280  ? 2'h2 : 2'h1;
-  assign \$283  = \$282  ? 2'h2 : 2'h1;
-  assign \$284  = is_remote ? remote_q : dma_q;
-  assign \$285  = \$signal$33  ? store_q : load_q;
-  assign \$286  = \$signal$32  ? \$284  : \$285 ;
-  assign \$287  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$287 ;
-  assign \$288  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$288 ;
-  assign \$289  = ! response__payload[1:0];
-  assign \$290  = response__payload[1:0] == 1'h1;
-  assign \$291  = \$290  ? dma_response__ready : 1'h1;
-  assign response__ready = \$289  ? load_response__ready : \$291 ;
-  assign \$292  = ! response__payload[1:0];
-  assign \$293  = ~ \$292 ;
-  assign \$294  = response__valid & \$293 ;
-  assign \$295  = response__payload[1:0] == 1'h1;
-  assign \$296  = ~ \$295 ;
-  assign \$297  = \$294  & \$296 ;
-  assign \$298  = | config__payload[38:23];
-  assign \$299  = config__payload[22:18] <= 5'h18;
-  assign \$300  = \$298  & \$299 ;
-  assign \$301  = | config__payload[9:2];
-  assign \$302  = | config__payload[17:10];
-  assign \$303  = \$301  | \$302 ;
-  assign \$304  = \$300  & \$303 ;
-  assign \$305  = ~ \$304 ;
-  assign \$306  = config__valid & \$305 ;
+  assign \$175  = load__valid | store_ok;
+  assign \$176  = ~ \$175 ;
+  assign \$177  = ~ gated;
+  assign \$178  = \$176  & \$177 ;
+  assign \$179  = comm_first | \$178 ;
+  assign \$signal  = \$174  & \$179 ;
+  assign \$180  = dma__valid | remote_ok;
+  assign \$181  = load__valid | store_ok;
+  assign \$182  = ~ \$181 ;
+  assign \$183  = \$180  & \$182 ;
+  assign gate_m = \$183  & gated;
+  assign \$184  = ~ load__valid;
+  assign \$185  = ~ last_store;
+  assign \$186  = \$184  | \$185 ;
+  assign sel_store = store_ok & \$186 ;
+  assign \$187  = ~ dma__valid;
+  assign \$188  = ~ last_remote;
+  assign \$189  = \$187  | \$188 ;
+  assign sel_remote = remote_ok & \$189 ;
+  assign \$190  = ~ dram__valid;
+  assign \$191  = \$190  | dram__ready;
+  assign \$192  = \$191  & pick_c;
+  assign \$193  = ~ sel_store;
+  assign load__ready = \$192  & \$193 ;
+  assign \$194  = ~ dram__valid;
+  assign \$195  = \$194  | dram__ready;
+  assign \$196  = \$195  & pick_c;
+  assign store__ready = \$196  & sel_store;
+  assign \$197  = ~ dram__valid;
+  assign \$198  = \$197  | dram__ready;
+  assign \$199  = gate_m & below;
+  assign \$200  = \$signal  | \$199 ;
+  assign \$201  = \$198  & \$200 ;
+  assign \$202  = ~ sel_remote;
+  assign dma__ready = \$201  & \$202 ;
+  assign \$203  = ~ dram__valid;
+  assign \$204  = \$203  | dram__ready;
+  assign \$205  = gate_m & below;
+  assign \$206  = \$signal  | \$205 ;
+  assign \$207  = \$204  & \$206 ;
+  assign remote__ready = \$207  & sel_remote;
+  assign \$208  = accept ? \new [1:0] : cfg[1:0];
+  assign \$209  = ! \$208 ;
+  assign \$211  = accept ? \new [1:0] : cfg[1:0];
+  assign \$214  = accept ? \new [1:0] : cfg[1:0];
+  assign \$215  = \$214  == 2'h3;
+  assign \$216  = | \new [9:2];
+  assign \$217  = \new [1] & \$216 ;
+  assign \$218  = finish[1] ? cfg[1] : gated;
+  assign \$219  = accept ? \$217  : \$218 ;
+  assign \$220  = \$215  & \$219 ;
+  assign \$224  = accept ? \new [1:0] : cfg[1:0];
+  assign \$225  = ! \$224 ;
+  assign \$227  = accept ? \new [1:0] : cfg[1:0];
+  assign \$228  = dma__valid | remote__valid;
+  assign \$229  = wait1 > \new [38:23];
+  assign \$230  = wait1 >= \new [38:23];
+  assign \$231  = wait_full ? \$229  : \$230 ;
+  assign \$232  = wait1 == cfg[38:23];
+  assign \$233  = wait_full ? wait_full : \$232 ;
+  assign \$234  = accept ? \$231  : \$233 ;
+  assign \$235  = \$228  & \$234 ;
+  assign \$236  = \$227 [1] & \$235 ;
+  assign \$237  = \$226  | { 1'h0, \$236  };
+  assign \$238  = accept ? \new [1:0] : cfg[1:0];
+  assign \$239  = \$238  == 2'h3;
+  assign \$240  = | \new [9:2];
+  assign \$241  = \new [1] & \$240 ;
+  assign \$242  = finish[1] ? cfg[1] : gated;
+  assign \$243  = accept ? \$241  : \$242 ;
+  assign \$244  = \$239  & \$243 ;
+  assign \$246  = \$245  & { 1'h0, below2 };
+  assign \$247  = \$237  | \$246 ;
+  assign \$248  = accept ? \new [1:0] : cfg[1:0];
+  assign \$249  = ! \$248 ;
+  assign \$250  = ~ last_comm;
+  assign \$251  = \$249  & \$250 ;
+  assign \$252  = accept ? \new [1:0] : cfg[1:0];
+  assign \$253  = dma__valid | remote__valid;
+  assign \$254  = wait1 > \new [38:23];
+  assign \$255  = wait1 >= \new [38:23];
+  assign \$256  = wait_full ? \$254  : \$255 ;
+  assign \$257  = wait1 == cfg[38:23];
+  assign \$258  = wait_full ? wait_full : \$257 ;
+  assign \$259  = accept ? \$256  : \$258 ;
+  assign \$260  = \$253  & \$259 ;
+  assign \$261  = \$252 [1] & \$260 ;
+  assign \$262  = \$251  | \$261 ;
+  assign \$263  = accept ? \new [1:0] : cfg[1:0];
+  assign \$264  = \$263  == 2'h3;
+  assign \$265  = | \new [9:2];
+  assign \$266  = \new [1] & \$265 ;
+  assign \$267  = finish[1] ? cfg[1] : gated;
+  assign \$268  = accept ? \$266  : \$267 ;
+  assign \$269  = \$264  & \$268 ;
+  assign \$270  = ~ last_comm;
+  assign \$271  = \$269  & \$270 ;
+  assign \$272  = \$271  & below2;
+  assign \$signal$29  = \$262  | \$272 ;
+  assign \$273  = accept ? \new [1:0] : cfg[1:0];
+  assign \$274  = ! \$273 ;
+  assign \$275  = ~ last_comm;
+  assign \$276  = \$274  & \$275 ;
+  assign \$277  = accept ? \new [1:0] : cfg[1:0];
+  assign \$278  = dma__valid | remote__valid;
+  assign \$279  = wait1 > \new [38:23];
+  assign \$280  = accept ? \$279  : wait_full;
+  assign \$281  = \$278  & \$280 ;
+  assign \$282  = \$277 [1] & \$281 ;
+  assign \$283  = \$276  | \$282 ;
+  assign \$284  = accept ? \new [1:0] : cfg[1:0];
+  assign \$285  = \$284  == 2'h3;
+  assign \$286  = | \new [9:2];
+  assign \$287  = \new [1] & \$286 ;
+  assign \$288  = finish[1] ? cfg[1] : gated;
+  assign \$289  = accept ? \$287  : \$288 ;
+  assign \$290  = \$285  & \$289 ;
+  assign \$291  = ~ last_comm;
+  assign \$292  = \$290  & \$291 ;
+  assign \$293  = \$292  & below2;
+  assign \$signal$28  = \$283  | \$293 ;
+  assign \$295  = \$294  ? 2'h2 : 2'h1;
+  assign \$297  = \$296  ? 2'h2 : 2'h1;
+  assign \$298  = is_remote ? remote_q : dma_q;
+  assign \$299  = \$signal$33  ? store_q : load_q;
+  assign \$300  = \$signal$32  ? \$298  : \$299 ;
+  assign \$301  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$301 ;
+  assign \$302  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$302 ;
+  assign \$303  = ! response__payload[1:0];
+  assign \$304  = response__payload[1:0] == 1'h1;
+  assign \$305  = \$304  ? dma_response__ready : 1'h1;
+  assign response__ready = \$303  ? load_response__ready : \$305 ;
+  assign \$306  = ! response__payload[1:0];
+  assign \$307  = ~ \$306 ;
+  assign \$308  = response__valid & \$307 ;
+  assign \$309  = response__payload[1:0] == 1'h1;
+  assign \$310  = ~ \$309 ;
+  assign \$311  = \$308  & \$310 ;
+  assign \$312  = | config__payload[38:23];
+  assign \$313  = config__payload[22:18] <= 5'h18;
+  assign \$314  = \$312  & \$313 ;
+  assign \$315  = | config__payload[9:2];
+  assign \$316  = | config__payload[17:10];
+  assign \$317  = \$315  | \$316 ;
+  assign \$318  = \$314  & \$317 ;
+  assign \$319  = ~ \$318 ;
+  assign \$320  = config__valid & \$319 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$307 ;
+    accept <= \$321 ;
   always @(posedge clk)
-    below <= \$308 ;
+    below <= \$322 ;
   always @(posedge clk)
-    below2 <= \$309 ;
+    below2 <= \$323 ;
   always @(posedge clk)
-    last_store <= \$310 ;
+    last_store <= \$324 ;
   always @(posedge clk)
-    last_remote <= \$311 ;
+    last_remote <= \$325 ;
   always @(posedge clk)
-    wait1 <= \$312 ;
+    wait1 <= \$326 ;
   always @(posedge clk)
-    gated <= \$313 ;
+    gated <= \$327 ;
   always @(posedge clk)
-    last_comm <= \$314 ;
+    last_comm <= \$328 ;
   always @(posedge clk)
-    wait_full <= \$315 ;
+    wait_full <= \$329 ;
   always @(posedge clk)
-    comm_first <= \$316 ;
+    comm_first <= \$330 ;
   always @(posedge clk)
-    dram__valid <= \$317 ;
+    dram__valid <= \$331 ;
   always @(posedge clk)
-    \$signal$32  <= \$318 ;
+    \$signal$32  <= \$332 ;
   always @(posedge clk)
-    \$signal$33  <= \$319 ;
+    \$signal$33  <= \$333 ;
   always @(posedge clk)
-    is_remote <= \$320 ;
+    is_remote <= \$334 ;
   always @(posedge clk)
-    load_q <= \$321 ;
+    load_q <= \$335 ;
   always @(posedge clk)
-    store_q <= \$322 ;
+    store_q <= \$336 ;
   always @(posedge clk)
-    dma_q <= \$323 ;
+    dma_q <= \$337 ;
   always @(posedge clk)
-    remote_q <= \$324 ;
+    remote_q <= \$338 ;
   always @(posedge clk)
-    track__valid <= \$325 ;
+    track__valid <= \$339 ;
   always @(posedge clk)
-    track__payload <= \$326 ;
+    track__payload <= \$340 ;
   always @(posedge clk)
-    sat_s <= \$327 ;
+    sat_s <= \$341 ;
   always @(posedge clk)
-    unit <= \$328 ;
+    unit <= \$342 ;
   always @(posedge clk)
-    sat2 <= \$329 ;
+    sat2 <= \$343 ;
   always @(posedge clk)
-    base <= \$330 ;
+    base <= \$344 ;
   always @(posedge clk)
-    grant_c_q <= \$331 ;
+    grant_c_q <= \$345 ;
   always @(posedge clk)
-    cfg <= \$332 ;
+    cfg <= \$346 ;
   always @(posedge clk)
-    thr <= \$333 ;
+    thr <= \$347 ;
   always @(posedge clk)
-    measuring <= \$334 ;
+    measuring <= \$348 ;
   always @(posedge clk)
-    armed <= \$335 ;
+    armed <= \$349 ;
   always @(posedge clk)
-    window <= \$336 ;
+    window <= \$350 ;
   always @(posedge clk)
-    finish <= \$337 ;
+    finish <= \$351 ;
   always @(posedge clk)
-    scale <= \$338 ;
+    scale <= \$352 ;
   always @(posedge clk)
-    acc <= \$339 ;
+    acc <= \$353 ;
   always @(posedge clk)
-    left <= \$340 ;
+    left <= \$354 ;
   always @(posedge clk)
-    num <= \$341 ;
+    num <= \$355 ;
   always @(posedge clk)
-    load_granted <= \$342 ;
+    load_granted <= \$356 ;
   always @(posedge clk)
-    load_stalled <= \$343 ;
+    load_stalled <= \$357 ;
   always @(posedge clk)
-    stats <= \$344 ;
+    stats <= \$358 ;
   always @(posedge clk)
-    store_granted <= \$345 ;
+    store_granted <= \$359 ;
   always @(posedge clk)
-    store_stalled <= \$346 ;
+    store_stalled <= \$360 ;
   always @(posedge clk)
-    dma_granted <= \$347 ;
+    dma_granted <= \$361 ;
   always @(posedge clk)
-    dma_stalled <= \$348 ;
+    dma_stalled <= \$362 ;
   always @(posedge clk)
-    remote_granted <= \$349 ;
+    remote_granted <= \$363 ;
   always @(posedge clk)
-    remote_stalled <= \$350 ;
+    remote_stalled <= \$364 ;
   always @(posedge clk)
-    was_forced <= \$351 ;
+    was_forced <= \$365 ;
   always @(posedge clk)
-    errors <= \$352 ;
+    errors <= \$366 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$307  = \$8 ;
+    \$321  = \$8 ;
     if (rst) begin
-      \$307  = 1'h0;
+      \$321  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$308  = \$10 ;
+    \$322  = \$10 ;
     if (rst) begin
-      \$308  = 1'h1;
+      \$322  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$309  = \$12 ;
+    \$323  = \$12 ;
     if (rst) begin
-      \$309  = 1'h1;
+      \$323  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$310  = last_store;
+    \$324  = last_store;
     if (\$15 ) begin
-      \$310  = sel_store;
+      \$324  = sel_store;
     end
     if (rst) begin
-      \$310  = 1'h0;
+      \$324  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$311  = last_remote;
-    if (\$17 ) begin
-      \$311  = sel_remote;
+    \$325  = last_remote;
+    if (\$20 ) begin
+      \$325  = sel_remote;
     end
-    if (rst) begin
-      \$311  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$312  = wait1;
-    if (\$19 ) begin
-      \$312  = 17'h00001;
-    end else if (\$23 ) begin
-      \$312  = \$24 [16:0];
-    end
-    if (rst) begin
-      \$312  = 17'h00001;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$313  = \$28 ;
-    if (rst) begin
-      \$313  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$314  = \$37 ;
-    if (rst) begin
-      \$314  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$315  = \$57 ;
-    if (rst) begin
-      \$315  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$316  = \$64 ;
-    if (rst) begin
-      \$316  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$317  = dram__valid;
-    if (\$66 ) begin
-      \$317  = \$72 ;
-    end
-    if (rst) begin
-      \$317  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$318  = \$signal$32 ;
-    if (\$66 ) begin
-      \$318  = \$73 ;
-    end
-    if (rst) begin
-      \$318  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$319  = \$signal$33 ;
-    if (\$66 ) begin
-      \$319  = sel_store;
-    end
-    if (rst) begin
-      \$319  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$320  = is_remote;
-    if (\$66 ) begin
-      \$320  = sel_remote;
-    end
-    if (rst) begin
-      \$320  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$321  = load_q;
-    if (\$66 ) begin
-      \$321  = { 1'h0, load_req };
-    end
-    if (rst) begin
-      \$321  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$322  = store_q;
-    if (\$66 ) begin
-      \$322  = { store__payload[72], store_req };
-    end
-    if (rst) begin
-      \$322  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$323  = dma_q;
-    if (\$66 ) begin
-      \$323  = { 1'h0, dma_req };
-    end
-    if (rst) begin
-      \$323  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$324  = remote_q;
-    if (\$66 ) begin
-      \$324  = { remote__payload[72], remote_req };
-    end
-    if (rst) begin
-      \$324  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$325  = \$77 ;
     if (rst) begin
       \$325  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$326 [15:0] = \$286 [74:59];
-    \$326 [19:16] = 4'h1;
-    \$326 [20] = \$79 ;
-    \$326 [22:21] = \$286 [3:2];
+    \$326  = wait1;
+    if (\$25 ) begin
+      \$326  = \$33 [16:0];
+    end
     if (rst) begin
-      \$326  = 23'h000000;
+      \$326  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$327  = \$80 [31:0];
+    \$327  = \$37 ;
     if (rst) begin
-      \$327  = 32'd32768;
+      \$327  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$328  = \$81 [24:0];
+    \$328  = \$46 ;
     if (rst) begin
-      \$328  = 25'h0000400;
+      \$328  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$329  = \$82 ;
+    \$329  = \$65 ;
     if (rst) begin
-      \$329  = 9'h022;
+      \$329  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$330  = \$84 [33:0];
+    \$330  = \$72 ;
     if (rst) begin
-      \$330  = 34'h021fffc00;
+      \$330  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$331  = \$89 ;
+    \$331  = dram__valid;
+    if (\$74 ) begin
+      \$331  = \$83 ;
+    end
     if (rst) begin
       \$331  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$332  = cfg;
-    if (accept) begin
-      \$332  = \new ;
+    \$332  = \$signal$32 ;
+    if (\$74 ) begin
+      \$332  = \$84 ;
     end
     if (rst) begin
-      \$332  = 39'h0200388002;
+      \$332  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$333  = thr;
-    if (accept) begin
-      \$333  = \new [9:2];
-    end else if (\$90 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$333  = \$124 [7:0];
+    \$333  = \$signal$33 ;
+    if (\$74 ) begin
+      \$333  = sel_store;
     end
     if (rst) begin
-      \$333  = 8'h00;
+      \$333  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$334  = measuring;
-    if (accept) begin
-      \$334  = \$91 ;
-    end else if (\$90 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
+    \$334  = is_remote;
+    if (\$74 ) begin
+      \$334  = sel_remote;
+    end
+    if (rst) begin
       \$334  = 1'h0;
     end
-    if (rst) begin
-      \$334  = 1'h1;
-    end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$335  = armed;
-    if (accept) begin
-      \$335  = \$92 ;
-    end else if (\$90 ) begin
-      \$335  = 1'h0;
+    \$335  = load_q;
+    if (\$74 ) begin
+      \$335  = { 1'h0, load_req };
     end
     if (rst) begin
-      \$335  = 1'h1;
+      \$335  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$336  = window;
-    if (accept) begin
-      \$336  = 1'h0;
-    end else if (\$90 ) begin
-      (* full_case = 32'd1 *)
-      if (\$119 ) begin
-      end else begin
-        \$336  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$336  = 1'h0;
-      end
+    \$336  = store_q;
+    if (\$74 ) begin
+      \$336  = { store__payload[72], store_req };
     end
     if (rst) begin
-      \$336  = 1'h0;
+      \$336  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$337  = finish;
-    if (accept) begin
-      \$337  = 2'h0;
-    end else if (\$90 ) begin
-      if (\$119 ) begin
-        \$337  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$337  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$337  = \$122 [1:0];
-    end else if (finish[1]) begin
-      \$337  = 2'h0;
+    \$337  = dma_q;
+    if (\$74 ) begin
+      \$337  = { 1'h0, dma_req };
     end
     if (rst) begin
-      \$337  = 2'h0;
+      \$337  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$338  = scale;
-    if (accept) begin
-      \$338  = \$93 [4:0];
+    \$338  = remote_q;
+    if (\$74 ) begin
+      \$338  = { remote__payload[72], remote_req };
     end
     if (rst) begin
-      \$338  = 5'h0a;
+      \$338  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$339  = acc;
-    if (accept) begin
-    end else if (\$90 ) begin
-      \$339  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$339  = \$121 [31:0];
-      end
-    end
+    \$339  = \$88 ;
     if (rst) begin
-      \$339  = 32'd0;
+      \$339  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$340  = left;
-    if (accept) begin
-    end else if (\$90 ) begin
-      \$340  = \$118 [24:0];
-    end else if (window) begin
-      \$340  = \$120 [24:0];
-    end
+    \$340 [15:0] = \$300 [74:59];
+    \$340 [19:16] = 4'h1;
+    \$340 [20] = \$90 ;
+    \$340 [22:21] = \$300 [3:2];
     if (rst) begin
-      \$340  = 25'h0000000;
+      \$340  = 23'h000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$341  = num;
-    if (accept) begin
-    end else if (\$90 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$341  = \$123 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$342  = \$125 ;
+    \$341  = \$91 [31:0];
     if (rst) begin
-      \$342  = 1'h0;
+      \$341  = 32'd32768;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$343  = \$127 ;
+    \$342  = \$92 [24:0];
     if (rst) begin
-      \$343  = 1'h0;
+      \$342  = 25'h0000400;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$344  = stats;
-    if (load_granted) begin
-      \$344 [31:0] = \$128 [31:0];
-    end
-    if (load_stalled) begin
-      \$344 [159:128] = \$129 [31:0];
-    end
-    if (store_granted) begin
-      \$344 [63:32] = \$133 [31:0];
-    end
-    if (store_stalled) begin
-      \$344 [191:160] = \$134 [31:0];
-    end
-    if (dma_granted) begin
-      \$344 [95:64] = \$138 [31:0];
-    end
-    if (dma_stalled) begin
-      \$344 [223:192] = \$139 [31:0];
-    end
-    if (remote_granted) begin
-      \$344 [127:96] = \$143 [31:0];
-    end
-    if (remote_stalled) begin
-      \$344 [255:224] = \$144 [31:0];
-    end
-    if (was_forced) begin
-      \$344 [287:256] = \$151 [31:0];
-    end
+    \$343  = \$93 ;
     if (rst) begin
-      \$344  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$343  = 9'h022;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$345  = \$130 ;
+    \$344  = \$95 [33:0];
+    if (rst) begin
+      \$344  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$345  = \$100 ;
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$346  = \$132 ;
+    \$346  = cfg;
+    if (accept) begin
+      \$346  = \new ;
+    end
     if (rst) begin
-      \$346  = 1'h0;
+      \$346  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$347  = \$135 ;
+    \$347  = thr;
+    if (accept) begin
+      \$347  = \new [9:2];
+    end else if (\$101 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$347  = \$135 [7:0];
+    end
     if (rst) begin
-      \$347  = 1'h0;
+      \$347  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$348  = \$137 ;
-    if (rst) begin
+    \$348  = measuring;
+    if (accept) begin
+      \$348  = \$102 ;
+    end else if (\$101 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$348  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$349  = \$140 ;
     if (rst) begin
-      \$349  = 1'h0;
+      \$348  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$350  = \$142 ;
+    \$349  = armed;
+    if (accept) begin
+      \$349  = \$103 ;
+    end else if (\$101 ) begin
+      \$349  = 1'h0;
+    end
+    if (rst) begin
+      \$349  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$350  = window;
+    if (accept) begin
+      \$350  = 1'h0;
+    end else if (\$101 ) begin
+      (* full_case = 32'd1 *)
+      if (\$130 ) begin
+      end else begin
+        \$350  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$350  = 1'h0;
+      end
+    end
     if (rst) begin
       \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$351  = \$150 ;
+    \$351  = finish;
+    if (accept) begin
+      \$351  = 2'h0;
+    end else if (\$101 ) begin
+      if (\$130 ) begin
+        \$351  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$351  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$351  = \$133 [1:0];
+    end else if (finish[1]) begin
+      \$351  = 2'h0;
+    end
     if (rst) begin
-      \$351  = 1'h0;
+      \$351  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$352  = \$154 ;
+    \$352  = scale;
+    if (accept) begin
+      \$352  = \$104 [4:0];
+    end
     if (rst) begin
-      \$352  = 2'h0;
+      \$352  = 5'h0a;
     end
   end
-  assign \$signal$30  = \$246 [0];
-  assign \$signal$31  = \$214 [0];
-  assign out_tracked = \$286 [83];
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$353  = acc;
+    if (accept) begin
+    end else if (\$101 ) begin
+      \$353  = sat_s;
+    end else if (window) begin
+      if (grant_c_q) begin
+        \$353  = \$132 [31:0];
+      end
+    end
+    if (rst) begin
+      \$353  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$354  = left;
+    if (accept) begin
+    end else if (\$101 ) begin
+      \$354  = \$129 [24:0];
+    end else if (window) begin
+      \$354  = \$131 [24:0];
+    end
+    if (rst) begin
+      \$354  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$355  = num;
+    if (accept) begin
+    end else if (\$101 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$355  = \$134 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$356  = \$136 ;
+    if (rst) begin
+      \$356  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$357  = \$138 ;
+    if (rst) begin
+      \$357  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$358  = stats;
+    if (load_granted) begin
+      \$358 [31:0] = \$139 [31:0];
+    end
+    if (load_stalled) begin
+      \$358 [159:128] = \$140 [31:0];
+    end
+    if (store_granted) begin
+      \$358 [63:32] = \$144 [31:0];
+    end
+    if (store_stalled) begin
+      \$358 [191:160] = \$145 [31:0];
+    end
+    if (dma_granted) begin
+      \$358 [95:64] = \$149 [31:0];
+    end
+    if (dma_stalled) begin
+      \$358 [223:192] = \$150 [31:0];
+    end
+    if (remote_granted) begin
+      \$358 [127:96] = \$154 [31:0];
+    end
+    if (remote_stalled) begin
+      \$358 [255:224] = \$155 [31:0];
+    end
+    if (was_forced) begin
+      \$358 [287:256] = \$162 [31:0];
+    end
+    if (rst) begin
+      \$358  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$359  = \$141 ;
+    if (rst) begin
+      \$359  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$360  = \$143 ;
+    if (rst) begin
+      \$360  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$361  = \$146 ;
+    if (rst) begin
+      \$361  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$362  = \$148 ;
+    if (rst) begin
+      \$362  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$363  = \$151 ;
+    if (rst) begin
+      \$363  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$364  = \$153 ;
+    if (rst) begin
+      \$364  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$365  = \$161 ;
+    if (rst) begin
+      \$365  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$366  = \$165 ;
+    if (rst) begin
+      \$366  = 2'h0;
+    end
+  end
+  assign \$signal$30  = \$247 [0];
+  assign \$signal$31  = \$223 [0];
+  assign out_tracked = \$300 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$286 [82:0];
+  assign dram__payload = \$300 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -6095,12 +6120,12 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$286 [1:0];
-  assign dram__payload__source  = \$286 [3:2];
-  assign dram__payload__addr  = \$286 [51:4];
-  assign dram__payload__bytes  = \$286 [58:52];
-  assign dram__payload__tile  = \$286 [74:59];
-  assign dram__payload__tag  = \$286 [82:75];
+  assign dram__payload__op  = \$300 [1:0];
+  assign dram__payload__source  = \$300 [3:2];
+  assign dram__payload__addr  = \$300 [51:4];
+  assign dram__payload__bytes  = \$300 [58:52];
+  assign dram__payload__tile  = \$300 [74:59];
+  assign dram__payload__tag  = \$300 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -6138,8 +6163,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$306 ;
-  assign set_err[1] = \$297 ;
+  assign set_err[0] = \$320 ;
+  assign set_err[1] = \$311 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -6158,32 +6183,32 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$283 ;
+  assign remote_req[1:0] = \$297 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$281 ;
+  assign store_req[1:0] = \$295 ;
   assign store_req[82:75] = 8'h00;
-  assign \$217  = { 1'h0, \$216  };
-  assign \$244  = { 1'h0, \$243  };
-  assign \$201 [0] = 1'h0;
-  assign \$201 [1] = 1'h0;
-  assign \$203  = 1'h0;
-  assign \$204  = 2'h0;
-  assign \$212 [0] = 1'h0;
-  assign \$212 [1] = 1'h0;
+  assign \$226  = { 1'h0, \$225  };
+  assign \$245  = { 1'h0, \$244  };
+  assign \$210 [0] = 1'h0;
+  assign \$210 [1] = 1'h0;
+  assign \$212  = 1'h0;
   assign \$213  = 2'h0;
-  assign \$214  = 2'h0;
-  assign \$83  = { 7'h00, sat2, 24'h000000 };
-  assign \$122  = { finish, 1'h0 };
-  assign \$124  = { 25'h0000000, num[33:25] };
-  assign \$152  = 2'h0;
-  assign \$153  = 2'h0;
-  assign \$154  = { \$297 , \$306  };
-  assign \$280  = store__payload[71];
-  assign \$282  = remote__payload[71];
+  assign \$221 [0] = 1'h0;
+  assign \$221 [1] = 1'h0;
+  assign \$222  = 2'h0;
+  assign \$223  = 2'h0;
+  assign \$94  = { 7'h00, sat2, 24'h000000 };
+  assign \$133  = { finish, 1'h0 };
+  assign \$135  = { 25'h0000000, num[33:25] };
+  assign \$163  = 2'h0;
+  assign \$164  = 2'h0;
+  assign \$165  = { \$311 , \$320  };
+  assign \$294  = store__payload[71];
+  assign \$296  = remote__payload[71];
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -17548,8 +17573,6 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg \$100 ;
-  reg \$101 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -17573,40 +17596,40 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire \$32 ;
+  wire [4:0] \$32 ;
   wire \$33 ;
-  wire [4:0] \$34 ;
+  wire [5:0] \$34 ;
   wire \$35 ;
-  wire [5:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
+  wire [6:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire [6:0] \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [48:0] \$44 ;
-  wire [48:0] \$45 ;
-  wire [12:0] \$46 ;
-  wire [47:0] \$47 ;
+  wire \$40 ;
+  wire [3:0] \$41 ;
+  wire [48:0] \$42 ;
+  wire [48:0] \$43 ;
+  wire [12:0] \$44 ;
+  wire [47:0] \$45 ;
+  wire \$46 ;
+  wire [16:0] \$47 ;
   wire \$48 ;
-  wire [16:0] \$49 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
+  wire [47:0] \$50 ;
   wire \$51 ;
-  wire [47:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire [16:0] \$57 ;
-  wire [16:0] \$58 ;
-  wire [23:0] \$59 ;
+  wire [16:0] \$55 ;
+  wire [16:0] \$56 ;
+  wire [23:0] \$57 ;
+  wire [25:0] \$58 ;
+  wire [4:0] \$59 ;
   wire \$6 ;
-  wire [25:0] \$60 ;
-  wire [4:0] \$61 ;
-  wire [47:0] \$62 ;
+  wire [47:0] \$60 ;
+  wire \$61 ;
+  wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
@@ -17615,38 +17638,38 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire \$71 ;
-  wire [3:0] \$72 ;
-  wire [4:0] \$73 ;
-  wire [4:0] \$74 ;
-  wire \$75 ;
-  reg \$76 ;
-  reg [57:0] \$77 ;
-  reg [2:0] \$78 ;
-  reg [47:0] \$79 ;
+  wire [3:0] \$70 ;
+  wire [4:0] \$71 ;
+  wire [4:0] \$72 ;
+  wire \$73 ;
+  reg \$74 ;
+  reg [57:0] \$75 ;
+  reg [2:0] \$76 ;
+  reg [47:0] \$77 ;
+  reg [47:0] \$78 ;
+  reg [11:0] \$79 ;
   wire \$8 ;
-  reg [47:0] \$80 ;
-  reg [11:0] \$81 ;
-  reg [15:0] \$82 ;
+  reg [15:0] \$80 ;
+  reg \$81 ;
+  reg [47:0] \$82 ;
   reg \$83 ;
-  reg [47:0] \$84 ;
-  reg \$85 ;
+  reg \$84 ;
+  reg [178:0] \$85 ;
   reg \$86 ;
-  reg [178:0] \$87 ;
+  reg \$87 ;
   reg \$88 ;
-  reg \$89 ;
+  reg [47:0] \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg [3:0] \$98 ;
-  reg [3:0] \$99 ;
+  reg [170:0] \$90 ;
+  reg [7:0] \$91 ;
+  reg [3:0] \$92 ;
+  reg [47:0] \$93 ;
+  reg \$94 ;
+  reg \$95 ;
+  reg [3:0] \$96 ;
+  reg [3:0] \$97 ;
+  reg \$98 ;
+  reg \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -17850,129 +17873,127 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign issue = \$7  & \$8 ;
   assign descriptor__ready = ~ nxt_valid;
   assign \$9  = ~ active;
-  assign \$10  = issue & last;
-  assign \$11  = \$9  | \$10 ;
-  assign start = nxt_valid & \$11 ;
-  assign \$12  = o__payload[83:80] == \$signal$30 ;
-  assign \$signal$28  = \$signal  & \$12 ;
-  assign \$13  = o__ready & o__valid;
-  assign \$14  = ~ \$signal$28 ;
-  assign \$15  = \$13  & \$14 ;
-  assign \$16  = o__payload[79:77] != response__payload[2:0];
-  assign \$17  = response__payload[3] | \$16 ;
-  assign \$18  = ~ \$17 ;
-  assign \$signal$31  = \$15  & \$18 ;
-  assign \$19  = o__ready & o__valid;
-  assign \$20  = ~ \$signal$28 ;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = o__payload[79:77] != response__payload[2:0];
-  assign \$23  = response__payload[3] | \$22 ;
-  assign abort = \$21  & \$23 ;
-  assign \$24  = ~ o__valid;
-  assign \$25  = o__payload[79:77] != response__payload[2:0];
-  assign \$26  = \$24  | \$25 ;
-  assign bad_response = o__ready & \$26 ;
-  assign \$27  = o__ready & o__valid;
-  assign read_error = \$27  & response__payload[3];
-  assign \$28  = ~ active;
-  assign \$29  = ~ nxt_valid;
+  assign start = nxt_valid & \$9 ;
+  assign \$10  = o__payload[83:80] == \$signal$30 ;
+  assign \$signal$28  = \$signal  & \$10 ;
+  assign \$11  = o__ready & o__valid;
+  assign \$12  = ~ \$signal$28 ;
+  assign \$13  = \$11  & \$12 ;
+  assign \$14  = o__payload[79:77] != response__payload[2:0];
+  assign \$15  = response__payload[3] | \$14 ;
+  assign \$16  = ~ \$15 ;
+  assign \$signal$31  = \$13  & \$16 ;
+  assign \$17  = o__ready & o__valid;
+  assign \$18  = ~ \$signal$28 ;
+  assign \$19  = \$17  & \$18 ;
+  assign \$20  = o__payload[79:77] != response__payload[2:0];
+  assign \$21  = response__payload[3] | \$20 ;
+  assign abort = \$19  & \$21 ;
+  assign \$22  = ~ o__valid;
+  assign \$23  = o__payload[79:77] != response__payload[2:0];
+  assign \$24  = \$22  | \$23 ;
+  assign bad_response = o__ready & \$24 ;
+  assign \$25  = o__ready & o__valid;
+  assign read_error = \$25  & response__payload[3];
+  assign \$26  = ~ active;
+  assign \$27  = ~ nxt_valid;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = ~ o__valid;
   assign \$30  = \$28  & \$29 ;
-  assign \$31  = ~ o__valid;
-  assign \$32  = \$30  & \$31 ;
-  assign \$33  = ~ packet__valid;
-  assign idle = \$32  & \$33 ;
-  assign \$34  = held + issue;
-  assign \$35  = packet__valid & \o__ready$39 ;
-  assign \$36  = \$34  - \$35 ;
-  assign \$37  = o__valid & o__ready;
-  assign \$38  = ~ \$signal$31 ;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = $signed(\$36 ) - $signed({ 1'h0, \$39  });
-  assign \$41  = ~ read__valid;
-  assign \$42  = \$41  | read__ready;
-  assign \$43  = tag + 1'h1;
-  assign \$44  = src_at + step;
-  assign \$45  = dst_at + step;
-  assign \$46  = rows_left - 1'h1;
-  assign \$47  = short_row ? row_step : 48'h000000000040;
-  assign \$48  = rows_left == 2'h2;
-  assign \$49  = remaining - 7'h40;
-  assign \$50  = remaining <= 8'h80;
-  assign \$51  = remaining <= 8'h80;
-  assign \$52  = \$51  ? row_step : 48'h000000000040;
-  assign \$53  = ~ nxt_valid;
-  assign \$54  = descriptor__valid & \$53 ;
-  assign \$55  = descriptor__payload[58:43] <= 7'h40;
-  assign \$56  = descriptor__payload[42:31] == 1'h1;
-  assign \$57  = descriptor__payload[58:43] - 1'h1;
-  assign \$60  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$59 );
-  assign \$61  = run + 1'h1;
-  assign \$62  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$63  = o__ready & o__valid;
-  assign \$64  = ~ \$signal$28 ;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = o__payload[79:77] != response__payload[2:0];
-  assign \$67  = response__payload[3] | \$66 ;
-  assign \$68  = \$40 [3:0] == 4'h8;
-  assign \$69  = o__ready & o__valid;
-  assign \$70  = ~ \$signal$28 ;
-  assign \$71  = \$69  & \$70 ;
-  assign \$72  = \$71  ? o__payload[83:80] : \$signal$30 ;
-  assign \$73  = run + 1'h1;
-  assign \$74  = start ? \$73  : { 1'h0, run };
-  assign \$75  = \$72  == \$74 ;
+  assign \$31  = ~ packet__valid;
+  assign idle = \$30  & \$31 ;
+  assign \$32  = held + issue;
+  assign \$33  = packet__valid & \o__ready$39 ;
+  assign \$34  = \$32  - \$33 ;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = ~ \$signal$31 ;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
+  assign \$39  = ~ read__valid;
+  assign \$40  = \$39  | read__ready;
+  assign \$41  = tag + 1'h1;
+  assign \$42  = src_at + step;
+  assign \$43  = dst_at + step;
+  assign \$44  = rows_left - 1'h1;
+  assign \$45  = short_row ? row_step : 48'h000000000040;
+  assign \$46  = rows_left == 2'h2;
+  assign \$47  = remaining - 7'h40;
+  assign \$48  = remaining <= 8'h80;
+  assign \$49  = remaining <= 8'h80;
+  assign \$50  = \$49  ? row_step : 48'h000000000040;
+  assign \$51  = ~ nxt_valid;
+  assign \$52  = descriptor__valid & \$51 ;
+  assign \$53  = descriptor__payload[58:43] <= 7'h40;
+  assign \$54  = descriptor__payload[42:31] == 1'h1;
+  assign \$55  = descriptor__payload[58:43] - 1'h1;
+  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
+  assign \$59  = run + 1'h1;
+  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$61  = o__ready & o__valid;
+  assign \$62  = ~ \$signal$28 ;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = o__payload[79:77] != response__payload[2:0];
+  assign \$65  = response__payload[3] | \$64 ;
+  assign \$66  = \$38 [3:0] == 4'h8;
+  assign \$67  = o__ready & o__valid;
+  assign \$68  = ~ \$signal$28 ;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
+  assign \$71  = run + 1'h1;
+  assign \$72  = start ? \$71  : { 1'h0, run };
+  assign \$73  = \$70  == \$72 ;
   always @(posedge clk)
-    read__valid <= \$76 ;
+    read__valid <= \$74 ;
   always @(posedge clk)
-    read__payload <= \$77 ;
+    read__payload <= \$75 ;
   always @(posedge clk)
-    tag <= \$78 ;
+    tag <= \$76 ;
   always @(posedge clk)
-    src_at <= \$79 ;
+    src_at <= \$77 ;
   always @(posedge clk)
-    dst_at <= \$80 ;
+    dst_at <= \$78 ;
   always @(posedge clk)
-    rows_left <= \$81 ;
+    rows_left <= \$79 ;
   always @(posedge clk)
-    remaining <= \$82 ;
+    remaining <= \$80 ;
   always @(posedge clk)
-    row_end <= \$83 ;
+    row_end <= \$81 ;
   always @(posedge clk)
-    step <= \$84 ;
+    step <= \$82 ;
   always @(posedge clk)
-    one_row <= \$85 ;
+    one_row <= \$83 ;
   always @(posedge clk)
-    active <= \$86 ;
+    active <= \$84 ;
   always @(posedge clk)
-    nxt <= \$87 ;
+    nxt <= \$85 ;
   always @(posedge clk)
-    nxt_valid <= \$88 ;
+    nxt_valid <= \$86 ;
   always @(posedge clk)
-    nxt_short <= \$89 ;
+    nxt_short <= \$87 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$88 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$89 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$90 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$91 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$92 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$93 ;
   always @(posedge clk)
-    short_row <= \$96 ;
+    short_row <= \$94 ;
   always @(posedge clk)
-    \$signal  <= \$97 ;
+    \$signal  <= \$95 ;
   always @(posedge clk)
-    \$signal$30  <= \$98 ;
+    \$signal$30  <= \$96 ;
   always @(posedge clk)
-    held <= \$99 ;
+    held <= \$97 ;
   always @(posedge clk)
-    at_limit <= \$100 ;
+    at_limit <= \$98 ;
   always @(posedge clk)
-    \$signal$8  <= \$101 ;
+    \$signal$8  <= \$99 ;
   t3hw_engine__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -18002,269 +18023,269 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = read__valid;
+    \$74  = read__valid;
     if (read__ready) begin
-      \$76  = 1'h0;
+      \$74  = 1'h0;
     end
     if (issue) begin
-      \$76  = 1'h1;
+      \$74  = 1'h1;
     end
     if (rst) begin
-      \$76  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = read__payload;
-    if (\$42 ) begin
-      \$77 [47:0] = meta[139:92];
-      \$77 [54:48] = \$1 [6:0];
-      \$77 [57:55] = tag;
+    \$75  = read__payload;
+    if (\$40 ) begin
+      \$75 [47:0] = meta[139:92];
+      \$75 [54:48] = \$1 [6:0];
+      \$75 [57:55] = tag;
     end
     if (rst) begin
-      \$77  = 58'h000000000000000;
+      \$75  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = tag;
+    \$76  = tag;
     if (issue) begin
-      \$78  = \$43 [2:0];
+      \$76  = \$41 [2:0];
     end
     if (rst) begin
-      \$78  = 3'h0;
+      \$76  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$79  = src_at;
+    \$77  = src_at;
     if (issue) begin
-      \$79  = \$44 [47:0];
+      \$77  = \$42 [47:0];
     end
     if (start) begin
-      \$79  = nxt[130:83];
+      \$77  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$80  = dst_at;
+    \$78  = dst_at;
     if (issue) begin
-      \$80  = \$45 [47:0];
+      \$78  = \$43 [47:0];
     end
     if (start) begin
-      \$80  = nxt[178:131];
+      \$78  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = rows_left;
+    \$79  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$81  = \$46 [11:0];
+        \$79  = \$44 [11:0];
       end
     end
     if (start) begin
-      \$81  = nxt[42:31];
+      \$79  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$82  = remaining;
+    \$80  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = cur[50:35];
+        \$80  = cur[50:35];
       end else begin
-        \$82  = \$49 [15:0];
+        \$80  = \$47 [15:0];
       end
     end
     if (start) begin
-      \$82  = nxt[58:43];
+      \$80  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = row_end;
+    \$81  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = short_row;
+        \$81  = short_row;
       end else begin
-        \$83  = \$50 ;
+        \$81  = \$48 ;
       end
     end
     if (start) begin
-      \$83  = nxt_short;
+      \$81  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = step;
+    \$82  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$84  = \$47 ;
+        \$82  = \$45 ;
       end else begin
-        \$84  = \$52 ;
+        \$82  = \$50 ;
       end
     end
     if (start) begin
-      \$84  = \$62 ;
+      \$82  = \$60 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = one_row;
+    \$83  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$85  = \$48 ;
+        \$83  = \$46 ;
       end
     end
     if (start) begin
-      \$85  = nxt_one_row;
+      \$83  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = active;
+    \$84  = active;
     if (issue) begin
       if (last) begin
-        \$86  = 1'h0;
+        \$84  = 1'h0;
       end
     end
     if (stop) begin
-      \$86  = 1'h0;
+      \$84  = 1'h0;
     end
     if (start) begin
+      \$84  = 1'h1;
+    end
+    if (rst) begin
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$85  = nxt;
+    if (\$52 ) begin
+      \$85  = descriptor__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$86  = nxt_valid;
+    if (\$52 ) begin
       \$86  = 1'h1;
     end
+    if (start) begin
+      \$86  = 1'h0;
+    end
     if (rst) begin
       \$86  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = nxt;
-    if (\$54 ) begin
-      \$87  = descriptor__payload;
+    \$87  = nxt_short;
+    if (\$52 ) begin
+      \$87  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = nxt_valid;
-    if (\$54 ) begin
-      \$88  = 1'h1;
+    \$88  = nxt_one_row;
+    if (\$52 ) begin
+      \$88  = \$54 ;
     end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$89  = nxt_step;
+    if (\$52 ) begin
+      \$89  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$90  = cur;
     if (start) begin
-      \$88  = 1'h0;
+      \$90 [0] = nxt[8];
+      \$90 [1] = nxt[9];
+      \$90 [6:2] = nxt[14:10];
+      \$90 [22:7] = nxt[30:15];
+      \$90 [34:23] = nxt[42:31];
+      \$90 [50:35] = nxt[58:43];
+      \$90 [74:51] = nxt[82:59];
+      \$90 [122:75] = nxt[130:83];
+      \$90 [170:123] = nxt[178:131];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$91  = index;
+    if (start) begin
+      \$91  = nxt[7:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$92  = run;
+    if (start) begin
+      \$92  = \$59 [3:0];
     end
     if (rst) begin
-      \$88  = 1'h0;
+      \$92  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$89  = nxt_short;
-    if (\$54 ) begin
-      \$89  = \$55 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$90  = nxt_one_row;
-    if (\$54 ) begin
-      \$90  = \$56 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$91  = nxt_step;
-    if (\$54 ) begin
-      \$91  = { \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60 [25], \$60  };
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$92  = cur;
+    \$93  = row_step;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$93  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$93  = index;
+    \$94  = short_row;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$94  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$94  = run;
-    if (start) begin
-      \$94  = \$61 [3:0];
+    \$95  = \$signal ;
+    if (\$63 ) begin
+      \$95  = \$65 ;
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$95  = row_step;
-    if (start) begin
-      \$95  = nxt_step;
+    \$96  = \$signal$30 ;
+    if (\$63 ) begin
+      \$96  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$96  = short_row;
-    if (start) begin
-      \$96  = nxt_short;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$97  = \$signal ;
-    if (\$65 ) begin
-      \$97  = \$67 ;
-    end
+    \$97  = \$38 [3:0];
     if (rst) begin
-      \$97  = 1'h0;
+      \$97  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$98  = \$signal$30 ;
-    if (\$65 ) begin
-      \$98  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$99  = \$40 [3:0];
+    \$98  = \$66 ;
     if (rst) begin
-      \$99  = 4'h0;
+      \$98  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$100  = \$68 ;
+    \$99  = \$73 ;
     if (rst) begin
-      \$100  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$101  = \$75 ;
-    if (rst) begin
-      \$101  = 1'h1;
+      \$99  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -18278,7 +18299,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$40 [3:0];
+  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -18370,8 +18391,8 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$58  = { \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16], \$57 [16:6] };
-  assign \$59  = { \$58 [16], \$58 , 6'h00 };
+  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
+  assign \$57  = { \$56 [16], \$56 , 6'h00 };
 endmodule
 
 module t3hw_engine__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -19102,39 +19123,43 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg [178:0] \$106 ;
-  reg [11:0] \$107 ;
-  reg \$108 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  reg [7:0] \$106 ;
+  reg \$107 ;
+  reg [4:0] \$108 ;
   reg \$109 ;
-  wire [23:0] \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg [4:0] \$112 ;
+  wire \$11 ;
+  reg [178:0] \$110 ;
+  reg [11:0] \$111 ;
+  reg \$112 ;
   reg \$113 ;
   reg \$114 ;
   reg \$115 ;
-  reg \$116 ;
+  reg [4:0] \$116 ;
   reg \$117 ;
-  reg [178:0] \$118 ;
+  reg \$118 ;
   reg \$119 ;
-  wire [23:0] \$12 ;
-  reg [4:0] \$120 ;
+  wire \$12 ;
+  reg \$120 ;
   reg \$121 ;
-  reg [4:0] \$122 ;
+  reg [178:0] \$122 ;
   reg \$123 ;
   reg [4:0] \$124 ;
-  wire [38:0] \$13 ;
-  wire [39:0] \$14 ;
-  wire [40:0] \$15 ;
-  wire [41:0] \$16 ;
-  wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  reg \$125 ;
+  reg [4:0] \$126 ;
+  reg \$127 ;
+  reg [4:0] \$128 ;
+  wire \$13 ;
+  wire \$14 ;
+  wire [23:0] \$15 ;
+  wire [23:0] \$16 ;
+  wire [38:0] \$17 ;
+  wire [39:0] \$18 ;
+  wire [40:0] \$19 ;
   wire \$2 ;
-  wire \$20 ;
+  wire [41:0] \$20 ;
   wire \$21 ;
   wire \$22 ;
   wire \$23 ;
@@ -19152,24 +19177,24 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [4:0] \$37 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire [12:0] \$4 ;
+  wire \$4 ;
   wire \$40 ;
-  wire \$41 ;
-  wire [4:0] \$42 ;
+  wire [4:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire \$46 ;
+  wire [4:0] \$46 ;
   wire \$47 ;
-  wire [4:0] \$48 ;
+  wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [4:0] \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
@@ -19194,29 +19219,29 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
-  wire \$79 ;
-  wire \$8 ;
-  wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire [5:0] \$78 ;
+  wire [6:0] \$79 ;
+  wire [12:0] \$8 ;
+  wire \$80 ;
+  wire [7:0] \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire \$84 ;
+  wire [5:0] \$83 ;
+  wire [6:0] \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [5:0] \$94 ;
+  wire [6:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
@@ -19232,13 +19257,13 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire bad_range;
   output busy;
   reg busy = 1'h1;
-  reg \busy$19  = 1'h0;
+  reg \busy$20  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$101 ;
-  wire [7:0] \check__addr$106 ;
+  wire [7:0] \check__addr$102 ;
+  wire [7:0] \check__addr$107 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$66 ;
-  wire [4:0] \check__data$73 ;
+  wire [4:0] \check__data$67 ;
+  wire [4:0] \check__data$74 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -19309,7 +19334,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire got__valid ;
   reg [7:0] got_index = 8'h00;
   reg held = 1'h0;
-  reg [4:0] \held$35  = 5'h00;
+  reg [4:0] \held$36  = 5'h00;
   wire [4:0] held_next;
   reg [23:0] hi = 24'h000000;
   output idle;
@@ -19323,22 +19348,22 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire o__ready;
   wire o__valid;
   reg [4:0] old = 5'h00;
-  reg [4:0] \old$62  = 5'h00;
-  reg [4:0] \old$69  = 5'h00;
+  reg [4:0] \old$63  = 5'h00;
+  reg [4:0] \old$70  = 5'h00;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$59  = 1'h0;
-  reg \pending$67  = 1'h0;
+  reg \pending$60  = 1'h0;
+  reg \pending$68  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$61  = 8'h00;
-  reg [7:0] \pending_index$68  = 8'h00;
+  reg [7:0] \pending_index$62  = 8'h00;
+  reg [7:0] \pending_index$69  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$102 ;
+  wire [7:0] \pre__addr$103 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$97 ;
+  wire [7:0] \pre__addr$98 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$63 ;
-  wire [4:0] \pre__data$70 ;
+  wire [4:0] \pre__data$64 ;
+  wire [4:0] \pre__data$71 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -19359,6 +19384,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   input program__valid;
   wire program__valid;
   wire push;
+  reg quiet = 1'h1;
   wire [7:0] rd_check__addr;
   wire rd_check__data;
   wire [7:0] rd_fetch__addr;
@@ -19402,17 +19428,17 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$64 ;
-  wire [4:0] \value$71 ;
+  wire [4:0] \value$65 ;
+  wire [4:0] \value$72 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$103 ;
-  reg [7:0] \wr__addr$98 ;
+  reg [7:0] \wr__addr$104 ;
+  reg [7:0] \wr__addr$99 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$104 ;
-  reg [4:0] \wr__data$99 ;
+  reg [4:0] \wr__data$100 ;
+  reg [4:0] \wr__data$105 ;
   reg wr__en;
-  reg \wr__en$100 ;
-  reg \wr__en$105 ;
+  reg \wr__en$101 ;
+  reg \wr__en$106 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -19962,11 +19988,11 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$100 )
-      dropped_count[\wr__addr$98 ] <= \wr__data$99 ;
+    if (\wr__en$101 )
+      dropped_count[\wr__addr$99 ] <= \wr__data$100 ;
   end
-  assign \check__data$66  = dropped_count[desc[7:0]];
-  assign \pre__data$63  = dropped_count[s2_cmd];
+  assign \check__data$67  = dropped_count[desc[7:0]];
+  assign \pre__data$64  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -20763,163 +20789,168 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$105 )
-      taken_count[\wr__addr$103 ] <= \wr__data$104 ;
+    if (\wr__en$106 )
+      taken_count[\wr__addr$104 ] <= \wr__data$105 ;
   end
-  assign \check__data$73  = taken_count[desc[7:0]];
-  assign \pre__data$70  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$74  = taken_count[desc[7:0]];
+  assign \pre__data$71  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
-  assign \$4  = program__payload[42:31] - 1'h1;
-  assign \$5  = ! desc[42:31];
-  assign \$6  = ! desc[58:43];
-  assign \$7  = \$5  | \$6 ;
-  assign \$8  = desc[42:31] > 1'h1;
-  assign \$9  = desc[82:59] < desc[58:43];
-  assign \$10  = \$8  & \$9 ;
-  assign \$11  = mul_rows1 * mul_pitch[11:0];
-  assign \$12  = mul_rows1 * mul_pitch[23:12];
-  assign \$14  = lo + \$13 ;
-  assign \$15  = \$14  + desc[58:43];
-  assign \$16  = \$15  - 1'h1;
-  assign \$17  = in_use | held;
-  assign \$20  = \$18  | \$19 ;
-  assign \$21  = trigger__valid & trigger__ready;
-  assign \$22  = sweep != 8'hff;
-  assign \$23  = busy & \$22 ;
-  assign \$24  = ~ \$23 ;
-  assign \$25  = program__valid & program__ready;
-  assign \$26  = | stage[3:0];
-  assign \$27  = \$25  | \$26 ;
+  assign \$4  = program__valid & program__ready;
+  assign \$5  = ~ \$4 ;
+  assign \$6  = ! stage[3:0];
+  assign \$7  = \$5  & \$6 ;
+  assign \$8  = program__payload[42:31] - 1'h1;
+  assign \$9  = ! desc[42:31];
+  assign \$10  = ! desc[58:43];
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = desc[42:31] > 1'h1;
+  assign \$13  = desc[82:59] < desc[58:43];
+  assign \$14  = \$12  & \$13 ;
+  assign \$15  = mul_rows1 * mul_pitch[11:0];
+  assign \$16  = mul_rows1 * mul_pitch[23:12];
+  assign \$18  = lo + \$17 ;
+  assign \$19  = \$18  + desc[58:43];
+  assign \$20  = \$19  - 1'h1;
+  assign \$21  = in_use | held;
+  assign \$24  = \$22  | \$23 ;
+  assign \$25  = trigger__valid & trigger__ready;
+  assign \$26  = sweep != 8'hff;
+  assign \$27  = busy & \$26 ;
   assign \$28  = ~ \$27 ;
-  assign \$29  = \$24  & \$28 ;
-  assign \$30  = \$29  & room_next;
-  assign \$31  = o__valid & o__ready;
-  assign \$32  = trigger__valid & trigger__ready;
-  assign \$33  = ~ busy;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = pending_index == trigger__payload[7:0];
-  assign \$36  = pending & \$35 ;
-  assign \$37  = \$36  ? \$88 [4:0] : pre__data;
-  assign \$38  = ~ busy;
-  assign \$39  = bad_descriptor & \$38 ;
-  assign \$40  = \pending_index$61  == s2_cmd;
-  assign \$41  = \pending$59  & \$40 ;
-  assign \$42  = \$41  ? \$89 [4:0] : \pre__data$63 ;
-  assign \$43  = descriptor__valid & descriptor__ready;
-  assign \$44  = ~ busy;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \pending_index$68  == descriptor__payload[7:0];
-  assign \$47  = \pending$67  & \$46 ;
-  assign \$48  = \$47  ? \$90 [4:0] : \pre__data$70 ;
-  assign \$49  = ~ busy;
-  assign \$50  = ! stage;
-  assign program__ready = \$49  & \$50 ;
+  assign \$29  = program__valid & program__ready;
+  assign \$30  = | stage[3:0];
+  assign \$31  = \$29  | \$30 ;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$28  & \$32 ;
+  assign \$34  = \$33  & room_next;
+  assign \$35  = o__valid & o__ready;
+  assign \$36  = trigger__valid & trigger__ready;
+  assign \$37  = ~ busy;
+  assign \$38  = \$36  & \$37 ;
+  assign \$39  = pending_index == trigger__payload[7:0];
+  assign \$40  = pending & \$39 ;
+  assign \$41  = \$40  ? \$91 [4:0] : pre__data;
+  assign \$42  = ~ busy;
+  assign \$43  = bad_descriptor & \$42 ;
+  assign \$44  = \pending_index$62  == s2_cmd;
+  assign \$45  = \pending$60  & \$44 ;
+  assign \$46  = \$45  ? \$92 [4:0] : \pre__data$64 ;
+  assign \$47  = descriptor__valid & descriptor__ready;
+  assign \$48  = ~ busy;
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = \pending_index$69  == descriptor__payload[7:0];
+  assign \$51  = \pending$68  & \$50 ;
+  assign \$52  = \$51  ? \$93 [4:0] : \pre__data$71 ;
+  assign \$53  = ~ busy;
+  assign program__ready = \$53  & quiet;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$51  = stage[4] & desc[8];
-  assign bad_program = \$51  & empty;
-  assign \$52  = stage[4] & desc[8];
-  assign \$53  = ~ empty;
-  assign \$54  = \$52  & \$53 ;
-  assign bad_pitch = \$54  & overlap;
+  assign \$54  = stage[4] & desc[8];
+  assign bad_program = \$54  & empty;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign \$58  = ~ overlap;
-  assign \$59  = \$57  & \$58 ;
-  assign bad_range = \$59  & wraps;
-  assign \$60  = empty | overlap;
-  assign \$61  = \$60  | wraps;
-  assign \$62  = desc[8] & \$61 ;
-  assign \$63  = ~ \$62 ;
-  assign \$64  = stage[4] & \$63 ;
-  assign desc_busy = \$64  & \busy$19 ;
-  assign \$65  = bad_program | bad_pitch;
-  assign \$66  = \$65  | bad_range;
-  assign refused = \$66  | desc_busy;
-  assign \$67  = ~ refused;
-  assign \$68  = stage[4] & \$67 ;
-  assign \$69  = ~ refused;
-  assign \$70  = stage[4] & \$69 ;
-  assign \$71  = ~ program__valid;
-  assign trigger__ready = ready & \$71 ;
+  assign bad_pitch = \$57  & overlap;
+  assign \$58  = stage[4] & desc[8];
+  assign \$59  = ~ empty;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = ~ overlap;
+  assign \$62  = \$60  & \$61 ;
+  assign bad_range = \$62  & wraps;
+  assign \$63  = empty | overlap;
+  assign \$64  = \$63  | wraps;
+  assign \$65  = desc[8] & \$64 ;
+  assign \$66  = ~ \$65 ;
+  assign \$67  = stage[4] & \$66 ;
+  assign desc_busy = \$67  & \busy$20 ;
+  assign \$68  = bad_program | bad_pitch;
+  assign \$69  = \$68  | bad_range;
+  assign refused = \$69  | desc_busy;
+  assign \$70  = ~ refused;
+  assign \$71  = stage[4] & \$70 ;
+  assign \$72  = ~ refused;
+  assign \$73  = stage[4] & \$72 ;
+  assign \$74  = ~ program__valid;
+  assign trigger__ready = ready & \$74 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$72  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$72 ;
-  assign \$73  = ~ refused;
-  assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$35  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
-  assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$35  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign \$88  = old + 1'h1;
-  assign \$89  = \old$62  + 1'h1;
-  assign \$90  = \old$69  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
-  assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$75  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$75 ;
+  assign \$76  = ~ refused;
+  assign \$77  = trigger__valid & trigger__ready;
+  assign \$78  = \held$36  + \$77 ;
+  assign \$79  = \$78  - bad_descriptor;
+  assign \$80  = o__valid & o__ready;
+  assign \$81  = $signed(\$79 ) - $signed({ 1'h0, \$80  });
+  assign \$82  = trigger__valid & trigger__ready;
+  assign \$83  = \held$36  + \$82 ;
+  assign \$84  = \$83  - bad_descriptor;
+  assign room_next = $signed(\$84 ) < $signed(6'h10);
+  assign \$85  = ~ fetching;
+  assign \$86  = ~ fetched;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ descriptor__valid;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = ~ stage[4];
+  assign o__ready = \$89  & \$90 ;
+  assign \$91  = old + 1'h1;
+  assign \$92  = \old$63  + 1'h1;
+  assign \$93  = \old$70  + 1'h1;
+  assign \$94  = issued_checked - dropped_checked;
+  assign \$95  = $signed(\$94 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$95 [4:0];
+  assign \$96  = ~ s1_valid;
+  assign \$97  = ~ s2_valid;
+  assign \$98  = \$96  & \$97 ;
+  assign \$99  = ~ o__valid;
+  assign \$100  = \$98  & \$99 ;
+  assign \$101  = ~ fetching;
+  assign \$102  = \$100  & \$101 ;
+  assign \$103  = ~ fetched;
+  assign \$104  = \$102  & \$103 ;
+  assign \$105  = ~ descriptor__valid;
+  assign idle = \$104  & \$105 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$106 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$107 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$108 ;
   always @(posedge clk)
-    desc <= \$106 ;
+    quiet <= \$109 ;
   always @(posedge clk)
-    rows1 <= \$107 ;
+    desc <= \$110 ;
   always @(posedge clk)
-    held <= \$108 ;
+    rows1 <= \$111 ;
+  always @(posedge clk)
+    held <= \$112 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
     mul_pitch <= desc[82:59];
   always @(posedge clk)
-    empty <= \$7 ;
+    empty <= \$11 ;
   always @(posedge clk)
-    overlap <= \$10 ;
+    overlap <= \$14 ;
   always @(posedge clk)
-    lo <= \$11 ;
+    lo <= \$15 ;
   always @(posedge clk)
-    hi <= \$12 ;
+    hi <= \$16 ;
   always @(posedge clk)
-    span <= \$16 [36:0];
+    span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$19  <= \$109 ;
+    \busy$20  <= \$113 ;
   always @(posedge clk)
-    wraps <= \$20 ;
+    wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$110 ;
+    s1_valid <= \$114 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$111 ;
+    s2_valid <= \$115 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -20927,15 +20958,15 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$35  <= \$112 ;
+    \held$36  <= \$116 ;
   always @(posedge clk)
-    room <= \$113 ;
+    room <= \$117 ;
   always @(posedge clk)
-    ready <= \$114 ;
+    ready <= \$118 ;
   always @(posedge clk)
-    fetching <= \$115 ;
+    fetching <= \$119 ;
   always @(posedge clk)
-    fetched <= \$116 ;
+    fetched <= \$120 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -20943,33 +20974,33 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$117 ;
+    descriptor__valid <= \$121 ;
   always @(posedge clk)
-    descriptor__payload <= \$118 ;
+    descriptor__payload <= \$122 ;
   always @(posedge clk)
-    pending <= \$119 ;
+    pending <= \$123 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$37 ;
+    old <= \$41 ;
   always @(posedge clk)
-    issued_checked <= \$120 ;
+    issued_checked <= \$124 ;
   always @(posedge clk)
-    \pending$59  <= \$121 ;
+    \pending$60  <= \$125 ;
   always @(posedge clk)
-    \pending_index$61  <= s2_cmd;
+    \pending_index$62  <= s2_cmd;
   always @(posedge clk)
-    \old$62  <= \$42 ;
+    \old$63  <= \$46 ;
   always @(posedge clk)
-    dropped_checked <= \$122 ;
+    dropped_checked <= \$126 ;
   always @(posedge clk)
-    \pending$67  <= \$123 ;
+    \pending$68  <= \$127 ;
   always @(posedge clk)
-    \pending_index$68  <= descriptor__payload[7:0];
+    \pending_index$69  <= descriptor__payload[7:0];
   always @(posedge clk)
-    \old$69  <= \$48 ;
+    \old$70  <= \$52 ;
   always @(posedge clk)
-    taken_checked <= \$124 ;
+    taken_checked <= \$128 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -20981,182 +21012,189 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   );
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$103  = sweep;
+    \$106  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$106  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$106  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$104  = busy;
+    \$107  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$107  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$107  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$108  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$108  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$106  = desc;
+    \$109  = \$7 ;
+    if (rst) begin
+      \$109  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$110  = desc;
     if (program__ready) begin
-      \$106  = program__payload;
+      \$110  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$107  = rows1;
+    \$111  = rows1;
     if (program__ready) begin
-      \$107  = \$4 [11:0];
+      \$111  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$108  = held;
+    \$112  = held;
     if (stage[1]) begin
-      \$108  = desc_held;
+      \$112  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$109  = \busy$19 ;
+    \$113  = \busy$20 ;
     if (stage[2]) begin
-      \$109  = \$17 ;
+      \$113  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$110  = \$21 ;
-    if (rst) begin
-      \$110  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$111  = s1_valid;
-    if (rst) begin
-      \$111  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$112  = \$78 [4:0];
-    if (rst) begin
-      \$112  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$113  = room_next;
-    if (rst) begin
-      \$113  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$114  = \$30 ;
+    \$114  = \$25 ;
     if (rst) begin
       \$114  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$115  = \$31 ;
+    \$115  = s1_valid;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$116  = fetching;
+    \$116  = \$81 [4:0];
     if (rst) begin
-      \$116  = 1'h0;
+      \$116  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$117  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$117  = 1'h0;
-    end
-    if (fetched) begin
+    \$117  = room_next;
+    if (rst) begin
       \$117  = 1'h1;
     end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$118  = \$34 ;
     if (rst) begin
-      \$117  = 1'h0;
+      \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$118  = descriptor__payload;
-    if (fetched) begin
-      \$118 [8] = got[0];
-      \$118 [9] = got[1];
-      \$118 [14:10] = got[6:2];
-      \$118 [30:15] = got[22:7];
-      \$118 [42:31] = got[34:23];
-      \$118 [58:43] = got[50:35];
-      \$118 [82:59] = got[74:51];
-      \$118 [130:83] = got[122:75];
-      \$118 [178:131] = got[170:123];
-      \$118 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$118  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$119  = \$34 ;
+    \$119  = \$35 ;
     if (rst) begin
       \$119  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$120  = issued_checked;
-    if (stage[1]) begin
-      \$120  = check__data;
+    \$120  = fetching;
+    if (rst) begin
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$121  = \$39 ;
+    \$121  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$121  = 1'h0;
+    end
+    if (fetched) begin
+      \$121  = 1'h1;
+    end
     if (rst) begin
       \$121  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$122  = dropped_checked;
-    if (stage[1]) begin
-      \$122  = \check__data$66 ;
+    \$122  = descriptor__payload;
+    if (fetched) begin
+      \$122 [8] = got[0];
+      \$122 [9] = got[1];
+      \$122 [14:10] = got[6:2];
+      \$122 [30:15] = got[22:7];
+      \$122 [42:31] = got[34:23];
+      \$122 [58:43] = got[50:35];
+      \$122 [82:59] = got[74:51];
+      \$122 [130:83] = got[122:75];
+      \$122 [178:131] = got[170:123];
+      \$122 [7:0] = got_index;
+    end
+    if (rst) begin
+      \$122  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$123  = \$45 ;
+    \$123  = \$38 ;
     if (rst) begin
       \$123  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$124  = taken_checked;
+    \$124  = issued_checked;
     if (stage[1]) begin
-      \$124  = \check__data$73 ;
+      \$124  = check__data;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$125  = \$43 ;
+    if (rst) begin
+      \$125  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$126  = dropped_checked;
+    if (stage[1]) begin
+      \$126  = \check__data$67 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$127  = \$49 ;
+    if (rst) begin
+      \$127  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$128  = taken_checked;
+    if (stage[1]) begin
+      \$128  = \check__data$74 ;
     end
   end
   always @* begin
@@ -21167,7 +21205,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$73 ) begin
+    if (\$76 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -21196,7 +21234,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$68 ;
+      wr_check__en = \$71 ;
     end
   end
   always @* begin
@@ -21231,7 +21269,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$70 ;
+      wr_fetch__en = \$73 ;
     end
   end
   always @* begin
@@ -21249,7 +21287,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$91 [4:0];
     end
   end
   always @* begin
@@ -21265,60 +21303,60 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$98  = sweep;
+      \wr__addr$99  = sweep;
     end else begin
-      \wr__addr$98  = \pending_index$61 ;
+      \wr__addr$99  = \pending_index$62 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$99  = 5'h00;
+      \wr__data$100  = 5'h00;
     end else begin
-      \wr__data$99  = \$89 [4:0];
+      \wr__data$100  = \$92 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$100  = 1'h1;
+      \wr__en$101  = 1'h1;
     end else begin
-      \wr__en$100  = \pending$59 ;
+      \wr__en$101  = \pending$60 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$103  = sweep;
+      \wr__addr$104  = sweep;
     end else begin
-      \wr__addr$103  = \pending_index$68 ;
+      \wr__addr$104  = \pending_index$69 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$104  = 5'h00;
+      \wr__data$105  = 5'h00;
     end else begin
-      \wr__data$104  = \$90 [4:0];
+      \wr__data$105  = \$93 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$105  = 1'h1;
+      \wr__en$106  = 1'h1;
     end else begin
-      \wr__en$105  = \pending$67 ;
+      \wr__en$106  = \pending$68 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$64  = \$89 [4:0];
-  assign \value$71  = \$90 [4:0];
+  assign held_next = \$81 [4:0];
+  assign value = \$91 [4:0];
+  assign \value$65  = \$92 [4:0];
+  assign \value$72  = \$93 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -21326,10 +21364,10 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$97  = s2_cmd;
-  assign \check__addr$101  = desc[7:0];
-  assign \pre__addr$102  = descriptor__payload[7:0];
-  assign \check__addr$106  = desc[7:0];
+  assign \pre__addr$98  = s2_cmd;
+  assign \check__addr$102  = desc[7:0];
+  assign \pre__addr$103  = descriptor__payload[7:0];
+  assign \check__addr$107  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -21392,9 +21430,9 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   assign wr_fetch__data__pitch  = wr_fetch__data[74:51];
   assign wr_fetch__data__src  = wr_fetch__data[122:75];
   assign wr_fetch__data__dst  = wr_fetch__data[170:123];
-  assign \$13  = { 3'h0, hi, 12'h000 };
-  assign \$18  = \$signal [48];
-  assign \$19  = dst_end[48];
+  assign \$17  = { 3'h0, hi, 12'h000 };
+  assign \$22  = \$signal [48];
+  assign \$23  = dst_end[48];
 endmodule
 
 module t3hw_engine__dma__queue__ready_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -27761,18 +27799,18 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   assign \$110  = \$109 ;
 endmodule
 
-module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__payload, i__1__ready, i__0__ready, i__0__valid, i__1__valid, o__ready);
+module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__1__ready, o__valid, o__payload, i__0__valid, i__1__valid, o__ready);
   reg _init_strobe_23  = 0;
   wire \$1 ;
-  reg [76:0] \$10 ;
-  reg \$11 ;
+  reg \$10 ;
+  reg [76:0] \$11 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  wire \$5 ;
-  wire \$6 ;
-  wire \$7 ;
-  wire \$8 ;
+  wire [76:0] \$5 ;
+  wire [76:0] \$6 ;
+  wire [76:0] \$7 ;
+  wire [76:0] \$8 ;
   reg \$9 ;
   input clk;
   wire clk;
@@ -27819,156 +27857,116 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, o__valid, o__pay
   wire o__ready;
   output o__valid;
   reg o__valid = 1'h0;
+  reg [1:0] pick;
   input rst;
   wire rst;
   assign \$1  = ~ o__valid;
   assign \$2  = \$1  | o__ready;
   assign \$3  = ~ o__valid;
   assign \$4  = \$3  | o__ready;
-  assign \$5  = ~ o__valid;
-  assign \$6  = \$5  | o__ready;
-  assign \$7  = ~ o__valid;
-  assign \$8  = \$7  | o__ready;
+  assign \$5  = pick[0] ? i__0__payload : 77'h00000000000000000000;
+  assign \$7  = pick[1] ? i__1__payload : 77'h00000000000000000000;
+  assign \$8  = \$6  | \$7 ;
   always @(posedge clk)
     o__valid <= \$9 ;
   always @(posedge clk)
-    o__payload <= \$10 ;
+    last <= \$10 ;
   always @(posedge clk)
-    last <= \$11 ;
+    o__payload <= \$11 ;
   always @* begin
     if (_init_strobe_23 ) begin end
-    \$9  = o__valid;
-    if (o__ready) begin
-      \$9  = 1'h0;
-    end
+    pick = 2'h0;
     (* full_case = 32'd1 *)
     casez (last)
       1'h0:
-          if (\$2 ) begin
-            if (i__1__valid) begin
-              \$9  = 1'h1;
-            end else if (i__0__valid) begin
-              \$9  = 1'h1;
-            end
+          if (i__1__valid) begin
+            pick[1] = 1'h1;
+          end else if (i__0__valid) begin
+            pick[0] = 1'h1;
           end
       1'h1:
-          if (\$4 ) begin
-            if (i__0__valid) begin
-              \$9  = 1'h1;
-            end else if (i__1__valid) begin
-              \$9  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$9  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_23 ) begin end
-    \$10  = o__payload;
-    (* full_case = 32'd1 *)
-    casez (last)
-      1'h0:
-          if (\$2 ) begin
-            if (i__1__valid) begin
-              \$10  = i__1__payload;
-            end else if (i__0__valid) begin
-              \$10  = i__0__payload;
-            end
-          end
-      1'h1:
-          if (\$4 ) begin
-            if (i__0__valid) begin
-              \$10  = i__0__payload;
-            end else if (i__1__valid) begin
-              \$10  = i__1__payload;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$10  = 77'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_23 ) begin end
-    \$11  = last;
-    (* full_case = 32'd1 *)
-    casez (last)
-      1'h0:
-          if (\$2 ) begin
-            if (i__1__valid) begin
-              \$11  = 1'h1;
-            end else if (i__0__valid) begin
-              \$11  = 1'h0;
-            end
-          end
-      1'h1:
-          if (\$4 ) begin
-            if (i__0__valid) begin
-              \$11  = 1'h0;
-            end else if (i__1__valid) begin
-              \$11  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$11  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_23 ) begin end
-    i__1__ready = 1'h0;
-    (* full_case = 32'd1 *)
-    casez (last)
-      1'h0:
-          if (\$6 ) begin
-            if (i__1__valid) begin
-              i__1__ready = 1'h1;
-            end
-          end
-      1'h1:
-          if (\$8 ) begin
-            if (i__0__valid) begin
-            end else if (i__1__valid) begin
-              i__1__ready = 1'h1;
-            end
+          if (i__0__valid) begin
+            pick[0] = 1'h1;
+          end else if (i__1__valid) begin
+            pick[1] = 1'h1;
           end
     endcase
   end
   always @* begin
     if (_init_strobe_23 ) begin end
     i__0__ready = 1'h0;
-    (* full_case = 32'd1 *)
-    casez (last)
-      1'h0:
-          if (\$6 ) begin
-            if (i__1__valid) begin
-            end else if (i__0__valid) begin
-              i__0__ready = 1'h1;
-            end
-          end
-      1'h1:
-          if (\$8 ) begin
-            if (i__0__valid) begin
-              i__0__ready = 1'h1;
-            end
-          end
-    endcase
+    if (\$2 ) begin
+      if (pick[0]) begin
+        i__0__ready = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    i__1__ready = 1'h0;
+    if (\$2 ) begin
+      if (pick[1]) begin
+        i__1__ready = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$9  = o__valid;
+    if (o__ready) begin
+      \$9  = 1'h0;
+    end
+    if (\$4 ) begin
+      if (pick[0]) begin
+        \$9  = 1'h1;
+      end
+      if (pick[1]) begin
+        \$9  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$9  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$10  = last;
+    if (\$4 ) begin
+      if (pick[0]) begin
+        \$10  = 1'h0;
+      end
+      if (pick[1]) begin
+        \$10  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$10  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_23 ) begin end
+    \$11  = o__payload;
+    if (\$4 ) begin
+      \$11  = \$8 ;
+    end
+    if (rst) begin
+      \$11  = 77'h00000000000000000000;
+    end
   end
   assign o__payload__device  = o__payload[4:0];
   assign o__payload__addr  = o__payload[52:5];
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
-  assign i__1__payload__device  = i__1__payload[4:0];
-  assign i__1__payload__addr  = i__1__payload[52:5];
-  assign i__1__payload__kind  = i__1__payload[53];
-  assign i__1__payload__tile  = i__1__payload[69:54];
-  assign i__1__payload__bytes  = i__1__payload[76:70];
   assign i__0__payload__device  = i__0__payload[4:0];
   assign i__0__payload__addr  = i__0__payload[52:5];
   assign i__0__payload__kind  = i__0__payload[53];
   assign i__0__payload__tile  = i__0__payload[69:54];
   assign i__0__payload__bytes  = i__0__payload[76:70];
+  assign i__1__payload__device  = i__1__payload[4:0];
+  assign i__1__payload__addr  = i__1__payload[52:5];
+  assign i__1__payload__kind  = i__1__payload[53];
+  assign i__1__payload__tile  = i__1__payload[69:54];
+  assign i__1__payload__bytes  = i__1__payload[76:70];
+  assign \$6  = \$5 ;
 endmodule

@@ -84,7 +84,7 @@ def test_program_goes_before_a_trigger(name):
     _simulate(PARAMS[name], dma_model.program_first)
 
 
-def test_back_to_back_descriptors_read_every_cycle():
+def test_back_to_back_descriptors_read_every_cycle_with_one_gap_between():
     got = []
 
     async def body(env, cycle):

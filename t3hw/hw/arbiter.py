@@ -299,18 +299,19 @@ class Arbiter(wiring.Component):
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN
                              or (rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive))
         # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
-        # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit
-        # behind them.
+        # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit.
         pick_c = Signal(attrs={"keep": 1})
         m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
         forced = mp_ok & wait_full & _is_mca(cfg.policy)                 # counted only
         grant_c = slot & pick_c
-        # The communication grant is ``go_m | (gate_m & below)``: communication goes first,
-        # or after no compute request without (``go_m``) or with (``gate_m``) the threshold.
+        # In a slot, comm wins (``m_wins``) with ``go_m | (gate_m & below)``: it goes first, or
+        # after no compute request without (``go_m``) or with (``gate_m``) the threshold. None
+        # of these sees ``slot`` (``dram.ready``): it enters each enable last.
         go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
-        m.d.comb += [go_m.eq(slot & mp_ok & (comm_first | (~cp & ~gated))),
-                     gate_m.eq(slot & mp_ok & ~cp & gated)]
-        grant_m = go_m | (gate_m & below)
+        m.d.comb += [go_m.eq(mp_ok & (comm_first | (~cp & ~gated))),
+                     gate_m.eq(mp_ok & ~cp & gated)]
+        m_wins = go_m | (gate_m & below)
+        grant_m = slot & m_wins
 
         # --- inside each class: alternate when both inputs request --------------------------
         last_store  = Signal()                             # compute: the store went last
@@ -332,53 +333,52 @@ class Arbiter(wiring.Component):
         return SimpleNamespace(
             new=new, accept=accept, slot=slot, mp=mp, wait1=wait1, wait_full=wait_full,
             last_comm=last_comm, gated=gated, comm_first=comm_first, pick_c=pick_c,
-            forced=forced, grant_c=grant_c, go_m=go_m, gate_m=gate_m, below=below,
-            below2=below2,
+            forced=forced, grant_c=grant_c, m_wins=m_wins, below=below, below2=below2,
             grant_m=grant_m, sel_store=sel_store, sel_remote=sel_remote)
 
     def _policy_state(self, m, cfg, dv, d):
         """The next state of the registers the decision reads: ``wait1``, ``wait_full``,
         ``gated``, ``last_comm`` and ``comm_first``."""
-        new, accept, mp, go_m, gate_m, below = d.new, d.accept, d.mp, d.go_m, d.gate_m, d.below
+        new, accept, mp, m_wins, slot = d.new, d.accept, d.mp, d.m_wins, d.slot
         wait1, wait_full, gated = d.wait1, d.wait_full, d.gated
+        # Next values for an issue slot and for a cycle that is none, selected by ``slot``
+        # (``in_slot``), so that it is the last gate before the registers.
+        in_slot = lambda if_slot, if_not: Mux(slot, if_slot, if_not)
         # ``wait_full`` next cycle is ``wait >= limit`` with the wait and the limit of the next
         # cycle. Under the limit in effect, a wait that grows is below it, so it becomes full
         # exactly when ``wait + 1`` reaches it, and one that holds keeps its flag. Under a
         # configuration applied now (its limit at least 1, so a reset ``wait`` is never
-        # full), both are compared with the new limit.
-        grow = d.slot & ~wait_full
-        full_keep = Mux(grow, wait1 == cfg.starvation_limit, wait_full)
-        full_new = Mux(grow, wait1 >= new.starvation_limit, wait1 > new.starvation_limit)
-        drop_wait = Signal(attrs={"keep": 1})              # ``wait`` restarts unless gated
-        m.d.comb += drop_wait.eq(~mp | go_m)
-        with m.If(drop_wait | (gate_m & below)):
-            m.d.sync += wait1.eq(1)
-        with m.Elif(grow):
-            m.d.sync += wait1.eq(wait1 + 1)
+        # full), both are compared with the new limit. In a slot, ``wait`` grows unless full.
+        full_keep = Mux(wait_full, wait_full, wait1 == cfg.starvation_limit)
+        full_new = Mux(wait_full, wait1 > new.starvation_limit,
+                       wait1 >= new.starvation_limit)
+        # ``wait`` restarts without a comm request and when comm wins a slot; grows until full.
+        with m.If(~mp | slot):
+            m.d.sync += wait1.eq(Mux(mp & ~m_wins, Mux(wait_full, wait1, wait1 + 1), 1))
         # ``gated`` changes with the configuration and when a derivation ends.
         gated_next = Mux(accept, _is_mca(new.policy) & (new.threshold != 0),
                          Mux(dv.finish[1], _is_mca(cfg.policy), gated))
         m.d.sync += gated.eq(gated_next)
         policy_next = Mux(accept, new.policy, cfg.policy)
-        # ``below`` is a register, so the communication grant is one level of logic over
-        # flip-flops and the requests, and the registers below follow it directly.
-        last_comm_next = Mux(d.grant_c | d.grant_m, d.grant_m, d.last_comm)
-        full_if_kept = mp & Mux(accept, full_new, full_keep)    # wait_full unless comm goes
-        wait_full_next = ~d.grant_m & full_if_kept
+        # ``wait_full`` unless communication goes, in a slot and in a cycle that is none
+        full_slot = mp & Mux(accept, full_new, full_keep)
+        full_none = mp & Mux(accept, wait1 > new.starvation_limit, wait_full)
         # ``comm_first`` next per outcome of the grant (comm, compute, none), selected by it.
         def comm_first_if(last_comm, wait_full_n):
             return (((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm)
                     | (_is_mca(policy_next) & wait_full_n)
                     | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next & ~last_comm
                        & d.below2))
-        if_m, if_c, if_none = Signal(), Signal(), Signal()
+        if_m, if_c, if_none, if_no_slot = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [if_m.eq(comm_first_if(1, 0)),
-                     if_c.eq(comm_first_if(0, full_if_kept)),
-                     if_none.eq(comm_first_if(d.last_comm, full_if_kept))]
+                     if_c.eq(comm_first_if(0, full_slot)),
+                     if_none.eq(comm_first_if(d.last_comm, full_slot)),
+                     if_no_slot.eq(comm_first_if(d.last_comm, full_none))]
         m.d.sync += [
-            d.last_comm.eq(last_comm_next),
-            wait_full.eq(wait_full_next),
-            d.comm_first.eq(Mux(d.grant_m, if_m, Mux(d.grant_c, if_c, if_none))),
+            d.last_comm.eq(in_slot(Mux(d.pick_c | m_wins, m_wins, d.last_comm), d.last_comm)),
+            wait_full.eq(in_slot(~m_wins & full_slot, full_none)),
+            d.comm_first.eq(in_slot(Mux(m_wins, if_m, Mux(d.pick_c, if_c, if_none)),
+                                    if_no_slot)),
         ]
 
     def _output(self, m, d):

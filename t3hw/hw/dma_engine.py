@@ -263,7 +263,9 @@ class DmaEngine(wiring.Component):
         # ``descriptor`` whenever that is empty, so that ``descriptor.ready`` is a register
         # and the take (which enables the frontend's fetch state and use counter) does not
         # hang off the walk's decision. Its compares are registered with it. The walker
-        # starts it when idle, or while issuing the last burst of the current one.
+        # starts it when idle (``~active``, a register): one cycle without a read between two
+        # descriptors, so that the start, which loads every register of the walk, is one
+        # gate over flip-flops and not behind the issue decision of the last burst.
         desc = self.descriptor
         nxt = Signal(dma_program_layout(p), reset_less=True)
         nxt_valid = Signal()
@@ -279,7 +281,7 @@ class DmaEngine(wiring.Component):
                          nxt_one_row.eq(d.rows == 1),
                          nxt_step.eq(d.pitch - (((d.row_bytes - 1) >> shift) << shift))]
         start = Signal()
-        m.d.comb += start.eq(nxt_valid & (~active | (issue & last)))
+        m.d.comb += start.eq(nxt_valid & ~active)
         with m.If(start):
             m.d.sync += [
                 nxt_valid.eq(0),

@@ -315,9 +315,14 @@ class DmaQueue(wiring.Component):
         desc = Signal(dma_program_layout(p), reset_less=True)
         held = Signal(reset_less=True)
         stage = Signal(5)                   # one-hot: the write is in t + 1 .. t + 5
-        m.d.comb += prog.ready.eq(~self.busy & (stage == 0))
+        # ``quiet`` = ``stage == 0``, a register of its own: the register block keeps a chain
+        # of the same takes (its verdict wait), which synthesis merges with ``stage``, so
+        # that a compare of ``stage`` would be driven from the register block's flip-flops,
+        # across the die, into the write register's enable (193 loads).
+        quiet = Signal(init=1)
+        m.d.comb += prog.ready.eq(~self.busy & quiet)
         take = prog.valid & prog.ready
-        m.d.sync += stage.eq(Cat(take, stage[:4]))
+        m.d.sync += [stage.eq(Cat(take, stage[:4])), quiet.eq(~take & (stage[:4] == 0))]
         # ``rows - 1`` is registered with the write (a decrement in front of the multipliers
         # was on the critical path).
         rows1 = Signal(p.rows_width, reset_less=True)

@@ -50,22 +50,38 @@ class Merge(wiring.Component):
         n = self._n
         last = Signal(range(n), init=n - 1)
         slot = ~self.o.valid | self.o.ready
-        with m.If(self.o.ready):
-            m.d.sync += self.o.valid.eq(0)
-        # The candidates in priority order after ``last``: one If chain per value of ``last``.
+        # The choice (``pick``, one-hot: the first valid input after ``last``) depends on the
+        # inputs' valids and ``last`` only, not on ``slot``; the payload register loads the
+        # picked input's payload in every slot (with no input valid, ``o.valid`` stays low and
+        # no one reads it), so that its enable is ``slot`` alone and its data a multiplexer
+        # over registers: the output's ``ready`` reaches the payload through one gate.
+        pick = Signal(n)
         with m.Switch(last):
             for prev in range(n):
                 with m.Case(prev):
                     order = [(prev + 1 + k) % n for k in range(n)]
-                    with m.If(slot):
-                        for k, idx in enumerate(order):
-                            cond = self.i[idx].valid
-                            with (m.If(cond) if k == 0 else m.Elif(cond)):
-                                m.d.comb += self.i[idx].ready.eq(1)
-                                m.d.sync += [self.o.valid.eq(1),
-                                             self.o.payload.eq(self.i[idx].payload),
-                                             last.eq(idx)]
+                    for k, idx in enumerate(order):
+                        cond = self.i[idx].valid
+                        with (m.If(cond) if k == 0 else m.Elif(cond)):
+                            m.d.comb += pick[idx].eq(1)
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(slot):
+            for idx in range(n):
+                with m.If(pick[idx]):
+                    m.d.comb += self.i[idx].ready.eq(1)
+                    m.d.sync += [self.o.valid.eq(1), last.eq(idx)]
+            m.d.sync += self.o.payload.eq(
+                _one_hot_select(pick, [self.i[k].payload for k in range(n)]))
         return m
+
+
+def _one_hot_select(onehot, values):
+    """The value whose bit of ``onehot`` is set (an OR of ANDs; 0 with no bit set)."""
+    out = C(0, len(Value.cast(values[0])))
+    for k, value in enumerate(values):
+        out = out | Mux(onehot[k], Value.cast(value), 0)
+    return out
 
 
 # --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
