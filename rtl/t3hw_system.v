@@ -2762,53 +2762,53 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
+  wire [2:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [32:0] \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  wire \$103 ;
+  wire [1:0] \$104 ;
+  wire [2:0] \$105 ;
   reg [3:0] \$106 ;
   wire [2:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [3:0] \$111 ;
-  wire [3:0] \$112 ;
+  wire [1:0] \$111 ;
+  wire [2:0] \$112 ;
   reg [3:0] \$113 ;
-  wire [2:0] \$114 ;
-  wire \$115 ;
+  wire \$114 ;
+  wire [48:0] \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire [1:0] \$118 ;
-  wire [2:0] \$119 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg [3:0] \$120 ;
-  wire [2:0] \$121 ;
-  wire \$122 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [4:0] \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [1:0] \$125 ;
-  wire [2:0] \$126 ;
-  reg [3:0] \$127 ;
+  wire [5:0] \$125 ;
+  wire \$126 ;
+  wire [6:0] \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [5:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [4:0] \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  reg [3:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -2817,46 +2817,46 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
-  wire [4:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire \$152 ;
-  wire [5:0] \$153 ;
-  wire \$154 ;
-  wire [6:0] \$155 ;
+  wire [4:0] \$152 ;
+  wire \$153 ;
+  wire [4:0] \$154 ;
+  wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [5:0] \$160 ;
-  wire [48:0] \$161 ;
-  wire [48:0] \$162 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [4:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
-  reg [3:0] \$170 ;
+  wire \$170 ;
   wire \$171 ;
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
+  wire [4:0] \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire [4:0] \$180 ;
-  wire \$181 ;
-  wire [4:0] \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire [32:0] \$184 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -2878,90 +2878,60 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire [4:0] \$205 ;
+  wire \$205 ;
   wire \$206 ;
-  wire [6:0] \$207 ;
-  wire [6:0] \$208 ;
-  wire [6:0] \$209 ;
+  reg \$207 ;
+  reg \$208 ;
+  reg \$209 ;
   wire [4:0] \$21 ;
-  wire [32:0] \$210 ;
-  wire [32:0] \$211 ;
-  wire [32:0] \$212 ;
-  wire [32:0] \$213 ;
-  wire [32:0] \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  reg \$210 ;
+  reg \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [3:0] \$216 ;
+  reg [287:0] \$217 ;
+  reg \$218 ;
+  reg \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  reg \$220 ;
+  reg \$221 ;
+  reg \$222 ;
+  reg \$223 ;
+  reg \$224 ;
+  reg \$225 ;
+  reg \$226 ;
+  reg [3:0] \$227 ;
+  reg \$228 ;
+  reg [4:0] \$229 ;
   wire [4:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
+  reg [154:0] \$230 ;
+  reg [48:0] \$231 ;
+  reg [47:0] \$232 ;
+  reg \$233 ;
+  reg [3:0] \$234 ;
   reg \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg \$238 ;
-  reg \$239 ;
+  reg [3:0] \$239 ;
   wire [4:0] \$24 ;
-  reg \$240 ;
+  reg [3:0] \$240 ;
   reg \$241 ;
-  reg \$242 ;
-  reg \$243 ;
-  reg \$244 ;
-  reg [3:0] \$245 ;
-  reg [287:0] \$246 ;
-  reg \$247 ;
-  reg \$248 ;
-  reg \$249 ;
+  reg [2:0] \$242 ;
+  reg [98:0] \$243 ;
+  reg [52:0] \$244 ;
+  reg [2:0] \$245 ;
+  reg \$246 ;
+  reg [3:0] \$247 ;
+  reg [3:0] \$248 ;
+  reg [6:0] \$249 ;
   wire \$25 ;
-  reg \$250 ;
-  reg \$251 ;
-  reg \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [3:0] \$257 ;
-  reg \$258 ;
-  reg [4:0] \$259 ;
+  reg [68:0] \$250 ;
   wire \$26 ;
-  reg [154:0] \$260 ;
-  reg [48:0] \$261 ;
-  reg [47:0] \$262 ;
-  reg \$263 ;
-  reg [3:0] \$264 ;
-  reg \$265 ;
-  reg \$266 ;
-  reg \$267 ;
-  reg \$268 ;
-  reg [3:0] \$269 ;
   wire \$27 ;
-  reg [3:0] \$270 ;
-  reg \$271 ;
-  reg [2:0] \$272 ;
-  reg [98:0] \$273 ;
-  reg [52:0] \$274 ;
-  reg [2:0] \$275 ;
-  reg \$276 ;
-  reg [3:0] \$277 ;
-  reg [3:0] \$278 ;
-  reg [6:0] \$279 ;
   wire \$28 ;
-  reg [68:0] \$280 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
@@ -3012,34 +2982,34 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
+  wire [48:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [4:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
+  wire [5:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [6:0] \$80 ;
   wire \$81 ;
-  wire \$82 ;
+  wire [32:0] \$82 ;
   wire \$83 ;
-  wire \$84 ;
+  wire [32:0] \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [32:0] \$86 ;
   wire \$87 ;
-  wire [48:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [32:0] \$89 ;
   wire [47:0] \$9 ;
-  wire [4:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire [5:0] \$92 ;
-  wire \$93 ;
-  wire [6:0] \$94 ;
+  reg [3:0] \$92 ;
+  wire [2:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [32:0] \$96 ;
-  wire \$97 ;
-  wire [32:0] \$98 ;
-  wire \$99 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
@@ -3091,28 +3061,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_f_req__tile ;
   reg [47:0] a_f_target = 48'h000000000000;
   reg a_f_valid = 1'h0;
-  reg a_g_bank = 1'h0;
-  reg [2:0] a_g_base = 3'h0;
-  reg [4:0] a_g_device = 5'h00;
-  reg [2:0] a_g_end = 3'h0;
-  reg [2:0] a_g_fit = 3'h0;
-  reg a_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_g_mode = 2'h0;
-  reg [2:0] a_g_pos = 3'h0;
-  reg [71:0] a_g_req = 72'h000000000000000000;
-  wire [47:0] a_g_req__addr ;
-  wire [6:0] a_g_req__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire a_g_req__kind ;
-  wire [15:0] a_g_req__tile ;
-  reg [47:0] a_g_target = 48'h000000000000;
-  reg a_g_valid = 1'h0;
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
@@ -3408,22 +3356,22 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
-  wire [98:0] \rb__data$222 ;
-  wire [47:0] rb__data$222__base ;
-  wire [48:0] rb__data$222__end ;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$222__mode ;
-  wire [98:0] \rb__data$241 ;
-  wire [47:0] rb__data$241__base ;
-  wire [48:0] rb__data$241__end ;
+  wire [1:0] rb__data$211__mode ;
+  wire [98:0] \rb__data$220 ;
+  wire [47:0] rb__data$220__base ;
+  wire [48:0] rb__data$220__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$241__mode ;
+  wire [1:0] rb__data$220__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -3443,15 +3391,15 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] rp__data;
   wire [47:0] \rp__data$142 ;
   wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
   wire [47:0] \rp__data$189 ;
   wire [47:0] \rp__data$200 ;
-  wire [47:0] \rp__data$211 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$243 ;
-  wire [47:0] rr__data$243__delta ;
-  wire [4:0] rr__data$243__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -3528,28 +3476,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire rx_f_req__kind ;
   wire [15:0] rx_f_req__tile ;
   reg rx_f_valid = 1'h0;
-  reg rx_g_bank = 1'h0;
-  reg [2:0] rx_g_base = 3'h0;
-  reg [2:0] rx_g_end = 3'h0;
-  reg [2:0] rx_g_fit = 3'h0;
-  reg rx_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] rx_g_mode = 2'h0;
-  reg rx_g_other = 1'h0;
-  reg [2:0] rx_g_pos = 3'h0;
-  reg [76:0] rx_g_req = 77'h00000000000000000000;
-  wire [47:0] rx_g_req__addr ;
-  wire [6:0] rx_g_req__bytes ;
-  wire [4:0] rx_g_req__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rx_g_req__kind ;
-  wire [15:0] rx_g_req__tile ;
-  reg rx_g_valid = 1'h0;
   reg [3:0] rx_held = 4'h0;
   wire rx_in_receive;
   wire rx_in_remote;
@@ -3728,8 +3654,8 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$241  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$222  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -3772,7 +3698,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$211  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
@@ -3786,7 +3712,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$200  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
@@ -3798,7 +3724,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$189  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -3824,9 +3750,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$243  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
-  assign store__ready = a_held < 4'hc;
+  assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
   assign \$2  = ! a_f_mode;
   assign \local  = \$1  & \$2 ;
@@ -3846,7 +3772,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$11  = ~ o__payload[0];
   assign mem__valid = o__valid & \$11 ;
   assign o__ready = o__payload[0] ? net__ready : mem__ready;
-  assign rx__ready = rx_held < 4'hc;
+  assign rx__ready = rx_held < 4'hb;
   assign \$12  = ! rx_f_mode;
   assign \$13  = rx_f_mode == 2'h2;
   assign \$14  = \$12  | \$13 ;
@@ -3903,158 +3829,130 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$65  = a_r0_pos | { 1'h0, \$64  };
   assign \$67  = \$66  > a_c0_pos;
   assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$69  = a_rec_req[47:24] < a_rec_bounds[47:24];
-  assign \$70  = a_rec_req[47:24] == a_rec_bounds[47:24];
-  assign \$71  = a_rec_req[23:0] < a_rec_bounds[23:0];
-  assign \$72  = a_rec_req[47:24] < a_rec_bounds[96:72];
-  assign \$73  = a_rec_req[47:24] == a_rec_bounds[96:72];
-  assign \$74  = a_rec_req[23:0] < a_rec_bounds[71:48];
-  assign \$75  = a_rec_bounds[96:72] < a_stop[48:24];
-  assign \$76  = a_rec_bounds[96:72] == a_stop[48:24];
-  assign \$77  = a_rec_bounds[71:48] < a_stop[23:0];
-  assign \$78  = a_g_base[1] & a_g_base[2];
-  assign \$79  = a_g_base[0] | \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = a_g_inside & \$80 ;
-  assign \$82  = a_g_end[1] & a_g_end[2];
-  assign \$83  = a_g_end[0] | \$82 ;
-  assign \$84  = \$81  & \$83 ;
-  assign \$85  = a_g_fit[1] & a_g_fit[2];
-  assign \$86  = a_g_fit[0] | \$85 ;
-  assign \$87  = ~ \$86 ;
-  assign \$88  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$89  = store__valid & store__ready;
-  assign \$90  = a_held + \$89 ;
-  assign \$91  = a_f_valid & crosses;
-  assign \$92  = \$90  - \$91 ;
-  assign \$93  = o__valid & o__ready;
-  assign \$94  = $signed(\$92 ) - $signed({ 1'h0, \$93  });
-  assign \$95  = a_f_valid & \local ;
-  assign \$96  = stats[31:0] + 1'h1;
-  assign \$97  = a_f_valid & tracked;
-  assign \$98  = stats[63:32] + 1'h1;
-  assign \$99  = a_f_valid & remote;
-  assign \$100  = stats[95:64] + 1'h1;
-  assign \$101  = ~ a_f_hit;
-  assign \$102  = a_f_valid & \$101 ;
-  assign \$103  = stats[127:96] + 1'h1;
-  assign \$104  = rx__valid & rx__ready;
-  assign \$105  = rx__payload[4:0] != device_id;
+  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$70  = a_rec_inside & \$69 ;
+  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = a_stop <= a_rec_bounds[96:48];
+  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$75  = store__valid & store__ready;
+  assign \$76  = a_held + \$75 ;
+  assign \$77  = a_f_valid & crosses;
+  assign \$78  = \$76  - \$77 ;
+  assign \$79  = o__valid & o__ready;
+  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
+  assign \$81  = a_f_valid & \local ;
+  assign \$82  = stats[31:0] + 1'h1;
+  assign \$83  = a_f_valid & tracked;
+  assign \$84  = stats[63:32] + 1'h1;
+  assign \$85  = a_f_valid & remote;
+  assign \$86  = stats[95:64] + 1'h1;
+  assign \$87  = ~ a_f_hit;
+  assign \$88  = a_f_valid & \$87 ;
+  assign \$89  = stats[127:96] + 1'h1;
+  assign \$90  = rx__valid & rx__ready;
+  assign \$91  = rx__payload[4:0] != device_id;
+  assign \$94  = \$92  > \$93 ;
+  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$96  = rx_r2_inside & \$95 ;
+  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
+  assign \$101  = \$99  > \$100 ;
+  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$103  = rx_r1_inside & \$102 ;
+  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
   assign \$108  = \$106  > \$107 ;
-  assign \$109  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$110  = rx_r2_inside & \$109 ;
-  assign \$112  = { 1'h0, rx_r2_pos } | \$111 ;
-  assign \$115  = \$113  > \$114 ;
-  assign \$116  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$117  = rx_r1_inside & \$116 ;
-  assign \$119  = rx_r1_pos | { 1'h0, \$118  };
-  assign \$122  = \$120  > \$121 ;
-  assign \$123  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$124  = rx_r0_inside & \$123 ;
-  assign \$126  = rx_r0_pos | { 1'h0, \$125  };
-  assign \$128  = \$127  > rx_c0_pos;
-  assign \$129  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$130  = rx_rec_req[52:29] < rx_rec_bounds[47:24];
-  assign \$131  = rx_rec_req[52:29] == rx_rec_bounds[47:24];
-  assign \$132  = rx_rec_req[28:5] < rx_rec_bounds[23:0];
-  assign \$133  = rx_rec_req[52:29] < rx_rec_bounds[96:72];
-  assign \$134  = rx_rec_req[52:29] == rx_rec_bounds[96:72];
-  assign \$135  = rx_rec_req[28:5] < rx_rec_bounds[71:48];
-  assign \$136  = rx_rec_bounds[96:72] < rx_stop[48:24];
-  assign \$137  = rx_rec_bounds[96:72] == rx_stop[48:24];
-  assign \$138  = rx_rec_bounds[71:48] < rx_stop[23:0];
-  assign \$139  = rx_g_base[1] & rx_g_base[2];
-  assign \$140  = rx_g_base[0] | \$139 ;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = rx_g_inside & \$141 ;
-  assign \$143  = rx_g_end[1] & rx_g_end[2];
-  assign \$144  = rx_g_end[0] | \$143 ;
-  assign \$145  = \$142  & \$144 ;
-  assign \$146  = rx_g_fit[1] & rx_g_fit[2];
-  assign \$147  = rx_g_fit[0] | \$146 ;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = rx__valid & rx__ready;
-  assign \$150  = rx_held + \$149 ;
-  assign \$151  = ~ rx_accept;
-  assign \$152  = rx_f_valid & \$151 ;
-  assign \$153  = \$150  - \$152 ;
-  assign \$154  = rx_mem__valid & \o__ready$65 ;
-  assign \$155  = $signed(\$153 ) - $signed({ 1'h0, \$154  });
-  assign \$156  = ~ take;
-  assign \$157  = p_busy <= 1'h1;
-  assign \$158  = \$156  & \$157 ;
-  assign \$159  = | p_busy;
-  assign \$160  = p_busy - 1'h1;
-  assign \$161  = program__payload[58:11] + program__payload[106:59];
-  assign \$162  = program__payload[154:107] - program__payload[58:11];
-  assign \$163  = ! program__payload[106:59];
-  assign \$164  = program__payload[5:4] > 2'h2;
-  assign \$165  = \$163  | \$164 ;
-  assign \$166  = p_phase == 4'hc;
-  assign \$167  = | p_phase;
-  assign \$168  = p_phase + 1'h1;
-  assign \$169  = p_phase == 4'hb;
-  assign \$171  = \$170  >= p_phase;
-  assign \$172  = p_reading & \$171 ;
-  assign \$173  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$174  = p_req[3] & \$173 ;
-  assign \$175  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$176  = p_e1_bounds[47:0] < p_end;
-  assign \$177  = p_e2_valid & p_req[3];
-  assign \$178  = \$177  & p_e2_lo;
-  assign \$179  = \$178  & p_e2_hi;
-  assign \$180  = p_o + 1'h1;
-  assign \$181  = ~ p_e2_after;
-  assign \$182  = p_rank + \$181 ;
-  assign \$183  = ~ active;
-  assign \$184  = p_emit & \$24 [0];
-  assign \$187  = p_emit & \$24 [1];
-  assign \$188  = ! \$24 [0];
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = p_emit & \$24 [2];
-  assign \$191  = ! \$24 [1:0];
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = | p_end[47:0];
-  assign \$194  = p_end[48] & \$193 ;
-  assign \$195  = p_bad | \$194 ;
-  assign \$196  = p_req[3] & p_bad_all;
-  assign \$197  = ~ p_bad_all;
-  assign \$198  = p_req[3] & \$197 ;
-  assign \$199  = \$198  & p_clash;
-  assign \$200  = ~ p_verdict_bad;
-  assign \$201  = p_deciding & \$200 ;
-  assign \$202  = ~ p_verdict_overlap;
-  assign \$203  = \$201  & \$202 ;
-  assign \$204  = ~ active;
-  assign \$205  = p_o + p_req[3];
-  assign \$206  = ~ active;
-  assign \$210  = stats[159:128] + 1'h1;
-  assign \$211  = stats[191:160] + 1'h1;
-  assign \$212  = stats[223:192] + 1'h1;
-  assign \$213  = stats[255:224] + 1'h1;
-  assign \$214  = stats[287:256] + 1'h1;
-  assign \$215  = a_f_valid & crosses;
-  assign \$216  = rx_f_valid & rx_f_other;
-  assign \$217  = ~ rx_f_other;
-  assign \$218  = rx_f_valid & \$217 ;
-  assign \$219  = \$218  & rx_in_remote;
-  assign \$220  = ~ rx_f_other;
-  assign \$221  = rx_f_valid & \$220 ;
-  assign \$222  = ~ rx_in_remote;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = ~ rx_in_receive;
-  assign \$225  = \$223  & \$224 ;
-  assign \$226  = ~ rx_f_other;
-  assign \$227  = rx_f_valid & \$226 ;
-  assign \$228  = \$227  & rx_in_receive;
-  assign \$229  = ~ rx_f_fits;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = | { \$230 , \$225 , \$219 , \$216  };
-  assign \$232  = p_deciding & p_verdict_bad;
-  assign \$233  = p_deciding & p_verdict_overlap;
-  assign \$234  = \$232  | \$233 ;
+  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$110  = rx_r0_inside & \$109 ;
+  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
+  assign \$114  = \$113  > rx_c0_pos;
+  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$117  = rx_rec_inside & \$116 ;
+  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$121  = rx__valid & rx__ready;
+  assign \$122  = rx_held + \$121 ;
+  assign \$123  = ~ rx_accept;
+  assign \$124  = rx_f_valid & \$123 ;
+  assign \$125  = \$122  - \$124 ;
+  assign \$126  = rx_mem__valid & \o__ready$65 ;
+  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
+  assign \$128  = ~ take;
+  assign \$129  = p_busy <= 1'h1;
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = | p_busy;
+  assign \$132  = p_busy - 1'h1;
+  assign \$133  = program__payload[58:11] + program__payload[106:59];
+  assign \$134  = program__payload[154:107] - program__payload[58:11];
+  assign \$135  = ! program__payload[106:59];
+  assign \$136  = program__payload[5:4] > 2'h2;
+  assign \$137  = \$135  | \$136 ;
+  assign \$138  = p_phase == 4'hc;
+  assign \$139  = | p_phase;
+  assign \$140  = p_phase + 1'h1;
+  assign \$141  = p_phase == 4'hb;
+  assign \$143  = \$142  >= p_phase;
+  assign \$144  = p_reading & \$143 ;
+  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$146  = p_req[3] & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$148  = p_e1_bounds[47:0] < p_end;
+  assign \$149  = p_e2_valid & p_req[3];
+  assign \$150  = \$149  & p_e2_lo;
+  assign \$151  = \$150  & p_e2_hi;
+  assign \$152  = p_o + 1'h1;
+  assign \$153  = ~ p_e2_after;
+  assign \$154  = p_rank + \$153 ;
+  assign \$155  = ~ active;
+  assign \$156  = p_emit & \$24 [0];
+  assign \$159  = p_emit & \$24 [1];
+  assign \$160  = ! \$24 [0];
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = p_emit & \$24 [2];
+  assign \$163  = ! \$24 [1:0];
+  assign \$164  = \$162  & \$163 ;
+  assign \$165  = | p_end[47:0];
+  assign \$166  = p_end[48] & \$165 ;
+  assign \$167  = p_bad | \$166 ;
+  assign \$168  = p_req[3] & p_bad_all;
+  assign \$169  = ~ p_bad_all;
+  assign \$170  = p_req[3] & \$169 ;
+  assign \$171  = \$170  & p_clash;
+  assign \$172  = ~ p_verdict_bad;
+  assign \$173  = p_deciding & \$172 ;
+  assign \$174  = ~ p_verdict_overlap;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ active;
+  assign \$177  = p_o + p_req[3];
+  assign \$178  = ~ active;
+  assign \$182  = stats[159:128] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = stats[223:192] + 1'h1;
+  assign \$185  = stats[255:224] + 1'h1;
+  assign \$186  = stats[287:256] + 1'h1;
+  assign \$187  = a_f_valid & crosses;
+  assign \$188  = rx_f_valid & rx_f_other;
+  assign \$189  = ~ rx_f_other;
+  assign \$190  = rx_f_valid & \$189 ;
+  assign \$191  = \$190  & rx_in_remote;
+  assign \$192  = ~ rx_f_other;
+  assign \$193  = rx_f_valid & \$192 ;
+  assign \$194  = ~ rx_in_remote;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = ~ rx_in_receive;
+  assign \$197  = \$195  & \$196 ;
+  assign \$198  = ~ rx_f_other;
+  assign \$199  = rx_f_valid & \$198 ;
+  assign \$200  = \$199  & rx_in_receive;
+  assign \$201  = ~ rx_f_fits;
+  assign \$202  = \$200  & \$201 ;
+  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
+  assign \$204  = p_deciding & p_verdict_bad;
+  assign \$205  = p_deciding & p_verdict_overlap;
+  assign \$206  = \$204  | \$205 ;
   always @(posedge clk)
-    a_s0_valid <= \$235 ;
+    a_s0_valid <= \$207 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -4062,7 +3960,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$236 ;
+    a_r2_valid <= \$208 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -4074,7 +3972,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_inside <= \$47 ;
   always @(posedge clk)
-    a_c2_valid <= \$237 ;
+    a_c2_valid <= \$209 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
@@ -4082,7 +3980,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$238 ;
+    a_r1_valid <= \$210 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -4094,7 +3992,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
-    a_c1_valid <= \$239 ;
+    a_c1_valid <= \$211 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
@@ -4102,7 +4000,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
-    a_r0_valid <= \$240 ;
+    a_r0_valid <= \$212 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -4114,7 +4012,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
-    a_c0_valid <= \$241 ;
+    a_c0_valid <= \$213 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
@@ -4122,7 +4020,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
-    a_rec_valid <= \$242 ;
+    a_rec_valid <= \$214 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -4138,47 +4036,25 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_g_valid <= \$243 ;
+    a_f_valid <= \$215 ;
   always @(posedge clk)
-    a_g_req <= a_rec_req;
+    a_f_req <= a_rec_req;
   always @(posedge clk)
-    a_g_bank <= a_rec_bank;
+    a_f_hit <= \$72 ;
   always @(posedge clk)
-    a_g_pos <= a_rec_pos;
+    a_f_fits <= \$73 ;
   always @(posedge clk)
-    a_g_base <= { \$71 , \$70 , \$69  };
+    a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
-    a_g_end <= { \$74 , \$73 , \$72  };
+    a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_g_fit <= { \$77 , \$76 , \$75  };
+    a_f_target <= \$74 [47:0];
   always @(posedge clk)
-    a_g_inside <= a_rec_inside;
+    a_held <= \$216 ;
   always @(posedge clk)
-    a_g_mode <= a_rec_bounds[98:97];
+    stats <= \$217 ;
   always @(posedge clk)
-    a_f_valid <= \$244 ;
-  always @(posedge clk)
-    a_f_req <= a_g_req;
-  always @(posedge clk)
-    a_f_hit <= \$84 ;
-  always @(posedge clk)
-    a_f_fits <= \$87 ;
-  always @(posedge clk)
-    a_f_mode <= a_g_mode;
-  always @(posedge clk)
-    a_g_device <= a_rec_route[52:48];
-  always @(posedge clk)
-    a_g_target <= \$88 [47:0];
-  always @(posedge clk)
-    a_f_device <= a_g_device;
-  always @(posedge clk)
-    a_f_target <= a_g_target;
-  always @(posedge clk)
-    a_held <= \$245 ;
-  always @(posedge clk)
-    stats <= \$246 ;
-  always @(posedge clk)
-    rx_s0_valid <= \$247 ;
+    rx_s0_valid <= \$218 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -4186,9 +4062,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$105 ;
+    rx_s0_other <= \$91 ;
   always @(posedge clk)
-    rx_r2_valid <= \$248 ;
+    rx_r2_valid <= \$219 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -4198,21 +4074,21 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_other <= rx_s0_other;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$189 ;
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
-    rx_r2_inside <= \$108 ;
+    rx_r2_inside <= \$94 ;
   always @(posedge clk)
-    rx_c2_valid <= \$249 ;
+    rx_c2_valid <= \$220 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_pos <= \$112 [2:0];
+    rx_c2_pos <= \$98 [2:0];
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_r1_valid <= \$250 ;
+    rx_r1_valid <= \$221 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -4222,21 +4098,21 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_other <= rx_c2_other;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$200 ;
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
-    rx_r1_inside <= \$115 ;
+    rx_r1_inside <= \$101 ;
   always @(posedge clk)
-    rx_c1_valid <= \$251 ;
+    rx_c1_valid <= \$222 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_pos <= \$119 ;
+    rx_c1_pos <= \$105 ;
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_r0_valid <= \$252 ;
+    rx_r0_valid <= \$223 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -4246,21 +4122,21 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_other <= rx_c1_other;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$211 ;
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
-    rx_r0_inside <= \$122 ;
+    rx_r0_inside <= \$108 ;
   always @(posedge clk)
-    rx_c0_valid <= \$253 ;
+    rx_c0_valid <= \$224 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_pos <= \$126 ;
+    rx_c0_pos <= \$112 ;
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_rec_valid <= \$254 ;
+    rx_rec_valid <= \$225 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -4270,71 +4146,51 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_other <= rx_c0_other;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$222 ;
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
-    rx_rec_inside <= \$128 ;
+    rx_rec_inside <= \$114 ;
   always @(posedge clk)
-    rx_stop <= \$129 ;
+    rx_stop <= \$115 ;
   always @(posedge clk)
-    rx_g_valid <= \$255 ;
+    rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_g_req <= rx_rec_req;
+    rx_f_valid <= \$226 ;
   always @(posedge clk)
-    rx_g_bank <= rx_rec_bank;
+    rx_f_req <= rx_rec_req;
   always @(posedge clk)
-    rx_g_pos <= rx_rec_pos;
+    rx_f_hit <= \$119 ;
   always @(posedge clk)
-    rx_g_other <= rx_rec_other;
+    rx_f_fits <= \$120 ;
   always @(posedge clk)
-    rx_g_base <= { \$132 , \$131 , \$130  };
+    rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_g_end <= { \$135 , \$134 , \$133  };
+    rx_held <= \$227 ;
   always @(posedge clk)
-    rx_g_fit <= { \$138 , \$137 , \$136  };
+    program__ready <= \$228 ;
   always @(posedge clk)
-    rx_g_inside <= rx_rec_inside;
+    p_busy <= \$229 ;
   always @(posedge clk)
-    rx_g_mode <= rx_rec_bounds[98:97];
+    p_req <= \$230 ;
   always @(posedge clk)
-    rx_f_other <= rx_g_other;
+    p_end <= \$231 ;
   always @(posedge clk)
-    rx_f_valid <= \$256 ;
+    p_delta <= \$232 ;
   always @(posedge clk)
-    rx_f_req <= rx_g_req;
+    p_bad <= \$233 ;
   always @(posedge clk)
-    rx_f_hit <= \$145 ;
+    p_phase <= \$234 ;
   always @(posedge clk)
-    rx_f_fits <= \$148 ;
+    p_deciding <= \$235 ;
   always @(posedge clk)
-    rx_f_mode <= rx_g_mode;
+    p_e1_valid <= \$236 ;
   always @(posedge clk)
-    rx_held <= \$257 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    program__ready <= \$258 ;
-  always @(posedge clk)
-    p_busy <= \$259 ;
-  always @(posedge clk)
-    p_req <= \$260 ;
-  always @(posedge clk)
-    p_end <= \$261 ;
-  always @(posedge clk)
-    p_delta <= \$262 ;
-  always @(posedge clk)
-    p_bad <= \$263 ;
-  always @(posedge clk)
-    p_phase <= \$264 ;
-  always @(posedge clk)
-    p_deciding <= \$265 ;
-  always @(posedge clk)
-    p_e1_valid <= \$266 ;
-  always @(posedge clk)
-    p_e1_bounds <= \rb__data$241 ;
-  always @(posedge clk)
-    p_e1_route <= \rr__data$243 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$267 ;
+    p_e2_valid <= \$237 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -4342,47 +4198,47 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$174 ;
+    p_e2_after <= \$146 ;
   always @(posedge clk)
-    p_e2_lo <= \$175 ;
+    p_e2_lo <= \$147 ;
   always @(posedge clk)
-    p_e2_hi <= \$176 ;
+    p_e2_hi <= \$148 ;
   always @(posedge clk)
-    p_clash <= \$268 ;
+    p_clash <= \$238 ;
   always @(posedge clk)
-    p_o <= \$269 ;
+    p_o <= \$239 ;
   always @(posedge clk)
-    p_rank <= \$270 ;
+    p_rank <= \$240 ;
   always @(posedge clk)
     p_w_at <= \$24 [3:0];
   always @(posedge clk)
-    p_w_bank <= \$183 ;
+    p_w_bank <= \$155 ;
   always @(posedge clk)
-    wp__en <= \$271 ;
+    wp__en <= \$241 ;
   always @(posedge clk)
-    p_w_pivot <= \$272 ;
+    p_w_pivot <= \$242 ;
   always @(posedge clk)
-    wp__data <= \$273 ;
+    wp__data <= \$243 ;
   always @(posedge clk)
-    \wp__data$99  <= \$274 ;
+    \wp__data$99  <= \$244 ;
   always @(posedge clk)
-    \wp__data$103  <= \$275 ;
+    \wp__data$103  <= \$245 ;
   always @(posedge clk)
-    p_bad_all <= \$195 ;
+    p_bad_all <= \$167 ;
   always @(posedge clk)
-    p_verdict_bad <= \$196 ;
+    p_verdict_bad <= \$168 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$199 ;
+    p_verdict_overlap <= \$171 ;
   always @(posedge clk)
-    active <= \$276 ;
+    active <= \$246 ;
   always @(posedge clk)
-    count0 <= \$277 ;
+    count0 <= \$247 ;
   always @(posedge clk)
-    count1 <= \$278 ;
+    count1 <= \$248 ;
   always @(posedge clk)
-    errors <= \$279 ;
+    errors <= \$249 ;
   always @(posedge clk)
-    capture <= \$280 ;
+    capture <= \$250 ;
   t3hw_system__e0__addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -4446,6 +4302,26 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
+          \$92  = count0;
+      1'h1:
+          \$92  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c2_bank)
+      1'h0:
+          \$99  = count0;
+      1'h1:
+          \$99  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c1_bank)
+      1'h0:
           \$106  = count0;
       1'h1:
           \$106  = count1;
@@ -4454,7 +4330,7 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c2_bank)
+    casez (rx_c0_bank)
       1'h0:
           \$113  = count0;
       1'h1:
@@ -4464,447 +4340,413 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c1_bank)
-      1'h0:
-          \$120  = count0;
-      1'h1:
-          \$120  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    casez (rx_c0_bank)
-      1'h0:
-          \$127  = count0;
-      1'h1:
-          \$127  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$170  = count0;
+          \$142  = count0;
       1'h1:
-          \$170  = count1;
+          \$142  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = \$44 ;
+    \$207  = \$44 ;
+    if (rst) begin
+      \$207  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$208  = a_s0_valid;
+    if (rst) begin
+      \$208  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$209  = a_r2_valid;
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$210  = a_c2_valid;
+    if (rst) begin
+      \$210  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$211  = a_r1_valid;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$212  = a_c1_valid;
+    if (rst) begin
+      \$212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$213  = a_r0_valid;
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$214  = a_c0_valid;
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$215  = a_rec_valid;
+    if (rst) begin
+      \$215  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$216  = \$80 [3:0];
+    if (rst) begin
+      \$216  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$217  = stats;
+    if (\$81 ) begin
+      \$217 [31:0] = \$82 [31:0];
+    end
+    if (\$83 ) begin
+      \$217 [63:32] = \$84 [31:0];
+    end
+    if (\$85 ) begin
+      \$217 [95:64] = \$86 [31:0];
+    end
+    if (\$88 ) begin
+      \$217 [127:96] = \$89 [31:0];
+    end
+    if (events[2]) begin
+      \$217 [159:128] = \$182 [31:0];
+    end
+    if (events[3]) begin
+      \$217 [191:160] = \$183 [31:0];
+    end
+    if (events[4]) begin
+      \$217 [223:192] = \$184 [31:0];
+    end
+    if (events[5]) begin
+      \$217 [255:224] = \$185 [31:0];
+    end
+    if (events[6]) begin
+      \$217 [287:256] = \$186 [31:0];
+    end
+    if (rst) begin
+      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$218  = \$90 ;
+    if (rst) begin
+      \$218  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$219  = rx_s0_valid;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$220  = rx_r2_valid;
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$221  = rx_c2_valid;
+    if (rst) begin
+      \$221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$222  = rx_r1_valid;
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$223  = rx_c1_valid;
+    if (rst) begin
+      \$223  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$224  = rx_r0_valid;
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$225  = rx_c0_valid;
+    if (rst) begin
+      \$225  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$226  = rx_rec_valid;
+    if (rst) begin
+      \$226  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$227  = \$127 [3:0];
+    if (rst) begin
+      \$227  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$228  = \$130 ;
+    if (rst) begin
+      \$228  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$229  = p_busy;
+    if (take) begin
+      \$229  = 5'h11;
+    end else if (\$131 ) begin
+      \$229  = \$132 [4:0];
+    end
+    if (rst) begin
+      \$229  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$230  = p_req;
+    if (take) begin
+      \$230  = program__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$231  = p_end;
+    if (take) begin
+      \$231  = \$133 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$232  = p_delta;
+    if (take) begin
+      \$232  = \$134 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$233  = p_bad;
+    if (take) begin
+      \$233  = \$137 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$234  = p_phase;
+    if (take) begin
+      \$234  = 4'h1;
+    end else if (\$138 ) begin
+      \$234  = 4'h0;
+    end else if (\$139 ) begin
+      \$234  = \$140 [3:0];
+    end
+    if (rst) begin
+      \$234  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$236  = a_s0_valid;
+    \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$237  = a_r2_valid;
+    \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = a_c2_valid;
+    \$238  = p_clash;
+    if (take) begin
+      \$238  = 1'h0;
+    end else if (\$151 ) begin
+      \$238  = 1'h1;
+    end
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = a_r1_valid;
+    \$239  = p_o;
+    if (take) begin
+      \$239  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$239  = \$152 [3:0];
+    end
     if (rst) begin
-      \$239  = 1'h0;
+      \$239  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = a_c1_valid;
+    \$240  = p_rank;
+    if (take) begin
+      \$240  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$240  = \$154 [3:0];
+    end
     if (rst) begin
-      \$240  = 1'h0;
+      \$240  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = a_r0_valid;
+    \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = a_c0_valid;
+    \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
-      \$242  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$243  = a_rec_valid;
-    if (rst) begin
-      \$243  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$244  = a_g_valid;
-    if (rst) begin
-      \$244  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$245  = \$94 [3:0];
-    if (rst) begin
-      \$245  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$246  = stats;
-    if (\$95 ) begin
-      \$246 [31:0] = \$96 [31:0];
-    end
-    if (\$97 ) begin
-      \$246 [63:32] = \$98 [31:0];
-    end
-    if (\$99 ) begin
-      \$246 [95:64] = \$100 [31:0];
-    end
-    if (\$102 ) begin
-      \$246 [127:96] = \$103 [31:0];
-    end
-    if (events[2]) begin
-      \$246 [159:128] = \$210 [31:0];
-    end
-    if (events[3]) begin
-      \$246 [191:160] = \$211 [31:0];
-    end
-    if (events[4]) begin
-      \$246 [223:192] = \$212 [31:0];
-    end
-    if (events[5]) begin
-      \$246 [255:224] = \$213 [31:0];
-    end
-    if (events[6]) begin
-      \$246 [287:256] = \$214 [31:0];
-    end
-    if (rst) begin
-      \$246  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$247  = \$104 ;
-    if (rst) begin
-      \$247  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$248  = rx_s0_valid;
-    if (rst) begin
-      \$248  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$249  = rx_r2_valid;
-    if (rst) begin
-      \$249  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$250  = rx_c2_valid;
-    if (rst) begin
-      \$250  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$251  = rx_r1_valid;
-    if (rst) begin
-      \$251  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$252  = rx_c1_valid;
-    if (rst) begin
-      \$252  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$253  = rx_r0_valid;
-    if (rst) begin
-      \$253  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$254  = rx_c0_valid;
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$255  = rx_rec_valid;
-    if (rst) begin
-      \$255  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$256  = rx_g_valid;
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$257  = \$155 [3:0];
-    if (rst) begin
-      \$257  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$258  = \$158 ;
-    if (rst) begin
-      \$258  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$259  = p_busy;
-    if (take) begin
-      \$259  = 5'h12;
-    end else if (\$159 ) begin
-      \$259  = \$160 [4:0];
-    end
-    if (rst) begin
-      \$259  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$260  = p_req;
-    if (take) begin
-      \$260  = program__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$261  = p_end;
-    if (take) begin
-      \$261  = \$161 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$262  = p_delta;
-    if (take) begin
-      \$262  = \$162 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$263  = p_bad;
-    if (take) begin
-      \$263  = \$165 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$264  = p_phase;
-    if (take) begin
-      \$264  = 4'h1;
-    end else if (\$166 ) begin
-      \$264  = 4'h0;
-    end else if (\$167 ) begin
-      \$264  = \$168 [3:0];
-    end
-    if (rst) begin
-      \$264  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$265  = \$169 ;
-    if (rst) begin
-      \$265  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$266  = \$172 ;
-    if (rst) begin
-      \$266  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$267  = p_kept;
-    if (rst) begin
-      \$267  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$268  = p_clash;
-    if (take) begin
-      \$268  = 1'h0;
-    end else if (\$179 ) begin
-      \$268  = 1'h1;
-    end
-    if (rst) begin
-      \$268  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$269  = p_o;
-    if (take) begin
-      \$269  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$269  = \$180 [3:0];
-    end
-    if (rst) begin
-      \$269  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$270  = p_rank;
-    if (take) begin
-      \$270  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$270  = \$182 [3:0];
-    end
-    if (rst) begin
-      \$270  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$271  = p_emit;
-    if (rst) begin
-      \$271  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$272  = { \$192 , \$189 , \$186  };
-    if (rst) begin
-      \$272  = 3'h0;
+      \$242  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$273 [47:0] = p_req[58:11];
-      \$273 [96:48] = p_end;
-      \$273 [98:97] = p_req[5:4];
+      \$243 [47:0] = p_req[58:11];
+      \$243 [96:48] = p_end;
+      \$243 [98:97] = p_req[5:4];
     end else begin
-      \$273  = p_e2_bounds;
+      \$243  = p_e2_bounds;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$274 [47:0] = p_delta;
-      \$274 [52:48] = p_req[10:6];
+      \$244 [47:0] = p_delta;
+      \$244 [52:48] = p_req[10:6];
     end else begin
-      \$274  = p_e2_route;
+      \$244  = p_e2_route;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$275  = p_req[2:0];
+      \$245  = p_req[2:0];
     end else begin
-      \$275  = p_e2_index;
+      \$245  = p_e2_index;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$276  = active;
-    if (\$203 ) begin
-      \$276  = \$204 ;
+    \$246  = active;
+    if (\$175 ) begin
+      \$246  = \$176 ;
     end
     if (rst) begin
-      \$276  = 1'h0;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$277  = count0;
-    if (\$203 ) begin
-      casez (\$206 )
+    \$247  = count0;
+    if (\$175 ) begin
+      casez (\$178 )
         1'h0:
-            \$277  = \$205 [3:0];
+            \$247  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$277  = 4'h0;
+      \$247  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$278  = count1;
-    if (\$203 ) begin
+    \$248  = count1;
+    if (\$175 ) begin
       (* full_case = 32'd1 *)
-      casez (\$206 )
+      casez (\$178 )
         1'h0:
             /* empty */;
         1'h1:
-            \$278  = \$205 [3:0];
+            \$248  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$278  = 4'h0;
+      \$248  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$279  = \$209 ;
+    \$249  = \$181 ;
     if (rst) begin
-      \$279  = 7'h00;
+      \$249  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$280  = capture;
-    if (\$215 ) begin
-      \$280 [47:0] = a_f_req[47:0];
-      \$280 [52:48] = a_f_device;
-      \$280 [68:53] = a_f_req[63:48];
-    end else if (\$231 ) begin
-      \$280 [47:0] = rx_f_req[52:5];
-      \$280 [52:48] = rx_f_req[4:0];
-      \$280 [68:53] = rx_f_req[69:54];
-    end else if (\$234 ) begin
-      \$280 [47:0] = p_req[58:11];
-      \$280 [52:48] = p_req[10:6];
-      \$280 [68:53] = 16'h0000;
+    \$250  = capture;
+    if (\$187 ) begin
+      \$250 [47:0] = a_f_req[47:0];
+      \$250 [52:48] = a_f_device;
+      \$250 [68:53] = a_f_req[63:48];
+    end else if (\$203 ) begin
+      \$250 [47:0] = rx_f_req[52:5];
+      \$250 [52:48] = rx_f_req[4:0];
+      \$250 [68:53] = rx_f_req[69:54];
+    end else if (\$206 ) begin
+      \$250 [47:0] = p_req[58:11];
+      \$250 [52:48] = p_req[10:6];
+      \$250 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$280  = 69'h000000000000000000;
+      \$250  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -5066,10 +4908,6 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign a_rec_route__device  = a_rec_route[52:48];
   assign rr__data__delta  = rr__data[47:0];
   assign rr__data__device  = rr__data[52:48];
-  assign a_g_req__addr  = a_g_req[47:0];
-  assign a_g_req__tile  = a_g_req[63:48];
-  assign a_g_req__bytes  = a_g_req[70:64];
-  assign a_g_req__kind  = a_g_req[71];
   assign stats__local  = stats[31:0];
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
@@ -5127,14 +4965,9 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$222__base  = \rb__data$222 [47:0];
-  assign rb__data$222__end  = \rb__data$222 [96:48];
-  assign rb__data$222__mode  = \rb__data$222 [98:97];
-  assign rx_g_req__device  = rx_g_req[4:0];
-  assign rx_g_req__addr  = rx_g_req[52:5];
-  assign rx_g_req__kind  = rx_g_req[53];
-  assign rx_g_req__tile  = rx_g_req[69:54];
-  assign rx_g_req__bytes  = rx_g_req[76:70];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -5145,13 +4978,13 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$241__base  = \rb__data$241 [47:0];
-  assign rb__data$241__end  = \rb__data$241 [96:48];
-  assign rb__data$241__mode  = \rb__data$241 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$243__delta  = \rr__data$243 [47:0];
-  assign rr__data$243__device  = \rr__data$243 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -5207,20 +5040,20 @@ module t3hw_system__e0__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$60 [2:1] = a_c1_pos[2:1];
   assign \$60 [0] = 1'h1;
   assign \$64  = { 1'h0, \$63  };
-  assign \$107 [1:0] = rx_s0_pos[1:0];
-  assign \$107 [2] = 1'h1;
-  assign \$111  = { 1'h0, \$110 , 2'h0 };
-  assign { \$114 [2], \$114 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$114 [1] = 1'h1;
-  assign \$118  = { \$117 , 1'h0 };
-  assign \$121 [2:1] = rx_c1_pos[2:1];
-  assign \$121 [0] = 1'h1;
-  assign \$125  = { 1'h0, \$124  };
-  assign \$185  = 1'h1;
-  assign \$186  = \$184 ;
-  assign \$207  = 7'h00;
-  assign \$208  = 7'h00;
-  assign \$209  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
+  assign \$93 [1:0] = rx_s0_pos[1:0];
+  assign \$93 [2] = 1'h1;
+  assign \$97  = { 1'h0, \$96 , 2'h0 };
+  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$100 [1] = 1'h1;
+  assign \$104  = { \$103 , 1'h0 };
+  assign \$107 [2:1] = rx_c1_pos[2:1];
+  assign \$107 [0] = 1'h1;
+  assign \$111  = { 1'h0, \$110  };
+  assign \$157  = 1'h1;
+  assign \$158  = \$156 ;
+  assign \$179  = 7'h00;
+  assign \$180  = 7'h00;
+  assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
 module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -5386,7 +5219,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [11:0];
+  reg [78:0] storage [10:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -5399,7 +5232,6 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
     storage[10] = 79'h00000000000000000000;
-    storage[11] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
@@ -5412,7 +5244,7 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -5442,12 +5274,12 @@ module t3hw_system__e0__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$56  = \$50  & \$55 ;
   assign \$57  = ~ \$56 ;
   assign \$58  = \$49  & \$57 ;
-  assign \$59  = wr__addr == 4'hb;
+  assign \$59  = wr__addr == 4'ha;
   assign \$60  = wr__addr + 1'h1;
   assign \$61  = \$59  ? 5'h00 : \$60 ;
   assign \$62  = o__valid & o__ready;
   assign \$63  = \$62  & waiting;
-  assign \$64  = rd__addr == 4'hb;
+  assign \$64  = rd__addr == 4'ha;
   assign \$65  = rd__addr + 1'h1;
   assign \$66  = \$64  ? 5'h00 : \$65 ;
   assign \$67  = o__valid & o__ready;
@@ -5715,7 +5547,7 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [11:0];
+  reg [72:0] storage [10:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -5728,7 +5560,6 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
     storage[10] = 73'h0000000000000000000;
-    storage[11] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
@@ -5749,11 +5580,11 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = wr__addr == 4'hb;
+  assign \$50  = wr__addr == 4'ha;
   assign \$51  = wr__addr + 1'h1;
   assign \$52  = \$50  ? 5'h00 : \$51 ;
   assign \$53  = o__valid & o__ready;
-  assign \$54  = rd__addr == 4'hb;
+  assign \$54  = rd__addr == 4'ha;
   assign \$55  = rd__addr + 1'h1;
   assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
@@ -5798,7 +5629,7 @@ module t3hw_system__e0__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -30899,53 +30730,53 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg _init_strobe_24  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
+  wire [2:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [32:0] \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  wire \$103 ;
+  wire [1:0] \$104 ;
+  wire [2:0] \$105 ;
   reg [3:0] \$106 ;
   wire [2:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [3:0] \$111 ;
-  wire [3:0] \$112 ;
+  wire [1:0] \$111 ;
+  wire [2:0] \$112 ;
   reg [3:0] \$113 ;
-  wire [2:0] \$114 ;
-  wire \$115 ;
+  wire \$114 ;
+  wire [48:0] \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire [1:0] \$118 ;
-  wire [2:0] \$119 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg [3:0] \$120 ;
-  wire [2:0] \$121 ;
-  wire \$122 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [4:0] \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [1:0] \$125 ;
-  wire [2:0] \$126 ;
-  reg [3:0] \$127 ;
+  wire [5:0] \$125 ;
+  wire \$126 ;
+  wire [6:0] \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [5:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [4:0] \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  reg [3:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -30954,46 +30785,46 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
-  wire [4:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire \$152 ;
-  wire [5:0] \$153 ;
-  wire \$154 ;
-  wire [6:0] \$155 ;
+  wire [4:0] \$152 ;
+  wire \$153 ;
+  wire [4:0] \$154 ;
+  wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [5:0] \$160 ;
-  wire [48:0] \$161 ;
-  wire [48:0] \$162 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [4:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
-  reg [3:0] \$170 ;
+  wire \$170 ;
   wire \$171 ;
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
+  wire [4:0] \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire [4:0] \$180 ;
-  wire \$181 ;
-  wire [4:0] \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire [32:0] \$184 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -31015,90 +30846,60 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire [4:0] \$205 ;
+  wire \$205 ;
   wire \$206 ;
-  wire [6:0] \$207 ;
-  wire [6:0] \$208 ;
-  wire [6:0] \$209 ;
+  reg \$207 ;
+  reg \$208 ;
+  reg \$209 ;
   wire [4:0] \$21 ;
-  wire [32:0] \$210 ;
-  wire [32:0] \$211 ;
-  wire [32:0] \$212 ;
-  wire [32:0] \$213 ;
-  wire [32:0] \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  reg \$210 ;
+  reg \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [3:0] \$216 ;
+  reg [287:0] \$217 ;
+  reg \$218 ;
+  reg \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  reg \$220 ;
+  reg \$221 ;
+  reg \$222 ;
+  reg \$223 ;
+  reg \$224 ;
+  reg \$225 ;
+  reg \$226 ;
+  reg [3:0] \$227 ;
+  reg \$228 ;
+  reg [4:0] \$229 ;
   wire [4:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
+  reg [154:0] \$230 ;
+  reg [48:0] \$231 ;
+  reg [47:0] \$232 ;
+  reg \$233 ;
+  reg [3:0] \$234 ;
   reg \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg \$238 ;
-  reg \$239 ;
+  reg [3:0] \$239 ;
   wire [4:0] \$24 ;
-  reg \$240 ;
+  reg [3:0] \$240 ;
   reg \$241 ;
-  reg \$242 ;
-  reg \$243 ;
-  reg \$244 ;
-  reg [3:0] \$245 ;
-  reg [287:0] \$246 ;
-  reg \$247 ;
-  reg \$248 ;
-  reg \$249 ;
+  reg [2:0] \$242 ;
+  reg [98:0] \$243 ;
+  reg [52:0] \$244 ;
+  reg [2:0] \$245 ;
+  reg \$246 ;
+  reg [3:0] \$247 ;
+  reg [3:0] \$248 ;
+  reg [6:0] \$249 ;
   wire \$25 ;
-  reg \$250 ;
-  reg \$251 ;
-  reg \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [3:0] \$257 ;
-  reg \$258 ;
-  reg [4:0] \$259 ;
+  reg [68:0] \$250 ;
   wire \$26 ;
-  reg [154:0] \$260 ;
-  reg [48:0] \$261 ;
-  reg [47:0] \$262 ;
-  reg \$263 ;
-  reg [3:0] \$264 ;
-  reg \$265 ;
-  reg \$266 ;
-  reg \$267 ;
-  reg \$268 ;
-  reg [3:0] \$269 ;
   wire \$27 ;
-  reg [3:0] \$270 ;
-  reg \$271 ;
-  reg [2:0] \$272 ;
-  reg [98:0] \$273 ;
-  reg [52:0] \$274 ;
-  reg [2:0] \$275 ;
-  reg \$276 ;
-  reg [3:0] \$277 ;
-  reg [3:0] \$278 ;
-  reg [6:0] \$279 ;
   wire \$28 ;
-  reg [68:0] \$280 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
@@ -31149,34 +30950,34 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
+  wire [48:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [4:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
+  wire [5:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [6:0] \$80 ;
   wire \$81 ;
-  wire \$82 ;
+  wire [32:0] \$82 ;
   wire \$83 ;
-  wire \$84 ;
+  wire [32:0] \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [32:0] \$86 ;
   wire \$87 ;
-  wire [48:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [32:0] \$89 ;
   wire [47:0] \$9 ;
-  wire [4:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire [5:0] \$92 ;
-  wire \$93 ;
-  wire [6:0] \$94 ;
+  reg [3:0] \$92 ;
+  wire [2:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [32:0] \$96 ;
-  wire \$97 ;
-  wire [32:0] \$98 ;
-  wire \$99 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
@@ -31228,28 +31029,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_f_req__tile ;
   reg [47:0] a_f_target = 48'h000000000000;
   reg a_f_valid = 1'h0;
-  reg a_g_bank = 1'h0;
-  reg [2:0] a_g_base = 3'h0;
-  reg [4:0] a_g_device = 5'h00;
-  reg [2:0] a_g_end = 3'h0;
-  reg [2:0] a_g_fit = 3'h0;
-  reg a_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_g_mode = 2'h0;
-  reg [2:0] a_g_pos = 3'h0;
-  reg [71:0] a_g_req = 72'h000000000000000000;
-  wire [47:0] a_g_req__addr ;
-  wire [6:0] a_g_req__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire a_g_req__kind ;
-  wire [15:0] a_g_req__tile ;
-  reg [47:0] a_g_target = 48'h000000000000;
-  reg a_g_valid = 1'h0;
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
@@ -31545,22 +31324,22 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
-  wire [98:0] \rb__data$222 ;
-  wire [47:0] rb__data$222__base ;
-  wire [48:0] rb__data$222__end ;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$222__mode ;
-  wire [98:0] \rb__data$241 ;
-  wire [47:0] rb__data$241__base ;
-  wire [48:0] rb__data$241__end ;
+  wire [1:0] rb__data$211__mode ;
+  wire [98:0] \rb__data$220 ;
+  wire [47:0] rb__data$220__base ;
+  wire [48:0] rb__data$220__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$241__mode ;
+  wire [1:0] rb__data$220__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -31580,15 +31359,15 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] rp__data;
   wire [47:0] \rp__data$142 ;
   wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
   wire [47:0] \rp__data$189 ;
   wire [47:0] \rp__data$200 ;
-  wire [47:0] \rp__data$211 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$243 ;
-  wire [47:0] rr__data$243__delta ;
-  wire [4:0] rr__data$243__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -31665,28 +31444,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire rx_f_req__kind ;
   wire [15:0] rx_f_req__tile ;
   reg rx_f_valid = 1'h0;
-  reg rx_g_bank = 1'h0;
-  reg [2:0] rx_g_base = 3'h0;
-  reg [2:0] rx_g_end = 3'h0;
-  reg [2:0] rx_g_fit = 3'h0;
-  reg rx_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] rx_g_mode = 2'h0;
-  reg rx_g_other = 1'h0;
-  reg [2:0] rx_g_pos = 3'h0;
-  reg [76:0] rx_g_req = 77'h00000000000000000000;
-  wire [47:0] rx_g_req__addr ;
-  wire [6:0] rx_g_req__bytes ;
-  wire [4:0] rx_g_req__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rx_g_req__kind ;
-  wire [15:0] rx_g_req__tile ;
-  reg rx_g_valid = 1'h0;
   reg [3:0] rx_held = 4'h0;
   wire rx_in_receive;
   wire rx_in_remote;
@@ -31865,8 +31622,8 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$241  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$222  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -31909,7 +31666,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$211  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
@@ -31923,7 +31680,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$200  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
@@ -31935,7 +31692,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$189  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -31961,9 +31718,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$243  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
-  assign store__ready = a_held < 4'hc;
+  assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
   assign \$2  = ! a_f_mode;
   assign \local  = \$1  & \$2 ;
@@ -31983,7 +31740,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$11  = ~ o__payload[0];
   assign mem__valid = o__valid & \$11 ;
   assign o__ready = o__payload[0] ? net__ready : mem__ready;
-  assign rx__ready = rx_held < 4'hc;
+  assign rx__ready = rx_held < 4'hb;
   assign \$12  = ! rx_f_mode;
   assign \$13  = rx_f_mode == 2'h2;
   assign \$14  = \$12  | \$13 ;
@@ -32040,158 +31797,130 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$65  = a_r0_pos | { 1'h0, \$64  };
   assign \$67  = \$66  > a_c0_pos;
   assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$69  = a_rec_req[47:24] < a_rec_bounds[47:24];
-  assign \$70  = a_rec_req[47:24] == a_rec_bounds[47:24];
-  assign \$71  = a_rec_req[23:0] < a_rec_bounds[23:0];
-  assign \$72  = a_rec_req[47:24] < a_rec_bounds[96:72];
-  assign \$73  = a_rec_req[47:24] == a_rec_bounds[96:72];
-  assign \$74  = a_rec_req[23:0] < a_rec_bounds[71:48];
-  assign \$75  = a_rec_bounds[96:72] < a_stop[48:24];
-  assign \$76  = a_rec_bounds[96:72] == a_stop[48:24];
-  assign \$77  = a_rec_bounds[71:48] < a_stop[23:0];
-  assign \$78  = a_g_base[1] & a_g_base[2];
-  assign \$79  = a_g_base[0] | \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = a_g_inside & \$80 ;
-  assign \$82  = a_g_end[1] & a_g_end[2];
-  assign \$83  = a_g_end[0] | \$82 ;
-  assign \$84  = \$81  & \$83 ;
-  assign \$85  = a_g_fit[1] & a_g_fit[2];
-  assign \$86  = a_g_fit[0] | \$85 ;
-  assign \$87  = ~ \$86 ;
-  assign \$88  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$89  = store__valid & store__ready;
-  assign \$90  = a_held + \$89 ;
-  assign \$91  = a_f_valid & crosses;
-  assign \$92  = \$90  - \$91 ;
-  assign \$93  = o__valid & o__ready;
-  assign \$94  = $signed(\$92 ) - $signed({ 1'h0, \$93  });
-  assign \$95  = a_f_valid & \local ;
-  assign \$96  = stats[31:0] + 1'h1;
-  assign \$97  = a_f_valid & tracked;
-  assign \$98  = stats[63:32] + 1'h1;
-  assign \$99  = a_f_valid & remote;
-  assign \$100  = stats[95:64] + 1'h1;
-  assign \$101  = ~ a_f_hit;
-  assign \$102  = a_f_valid & \$101 ;
-  assign \$103  = stats[127:96] + 1'h1;
-  assign \$104  = rx__valid & rx__ready;
-  assign \$105  = rx__payload[4:0] != device_id;
+  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$70  = a_rec_inside & \$69 ;
+  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = a_stop <= a_rec_bounds[96:48];
+  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$75  = store__valid & store__ready;
+  assign \$76  = a_held + \$75 ;
+  assign \$77  = a_f_valid & crosses;
+  assign \$78  = \$76  - \$77 ;
+  assign \$79  = o__valid & o__ready;
+  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
+  assign \$81  = a_f_valid & \local ;
+  assign \$82  = stats[31:0] + 1'h1;
+  assign \$83  = a_f_valid & tracked;
+  assign \$84  = stats[63:32] + 1'h1;
+  assign \$85  = a_f_valid & remote;
+  assign \$86  = stats[95:64] + 1'h1;
+  assign \$87  = ~ a_f_hit;
+  assign \$88  = a_f_valid & \$87 ;
+  assign \$89  = stats[127:96] + 1'h1;
+  assign \$90  = rx__valid & rx__ready;
+  assign \$91  = rx__payload[4:0] != device_id;
+  assign \$94  = \$92  > \$93 ;
+  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$96  = rx_r2_inside & \$95 ;
+  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
+  assign \$101  = \$99  > \$100 ;
+  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$103  = rx_r1_inside & \$102 ;
+  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
   assign \$108  = \$106  > \$107 ;
-  assign \$109  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$110  = rx_r2_inside & \$109 ;
-  assign \$112  = { 1'h0, rx_r2_pos } | \$111 ;
-  assign \$115  = \$113  > \$114 ;
-  assign \$116  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$117  = rx_r1_inside & \$116 ;
-  assign \$119  = rx_r1_pos | { 1'h0, \$118  };
-  assign \$122  = \$120  > \$121 ;
-  assign \$123  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$124  = rx_r0_inside & \$123 ;
-  assign \$126  = rx_r0_pos | { 1'h0, \$125  };
-  assign \$128  = \$127  > rx_c0_pos;
-  assign \$129  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$130  = rx_rec_req[52:29] < rx_rec_bounds[47:24];
-  assign \$131  = rx_rec_req[52:29] == rx_rec_bounds[47:24];
-  assign \$132  = rx_rec_req[28:5] < rx_rec_bounds[23:0];
-  assign \$133  = rx_rec_req[52:29] < rx_rec_bounds[96:72];
-  assign \$134  = rx_rec_req[52:29] == rx_rec_bounds[96:72];
-  assign \$135  = rx_rec_req[28:5] < rx_rec_bounds[71:48];
-  assign \$136  = rx_rec_bounds[96:72] < rx_stop[48:24];
-  assign \$137  = rx_rec_bounds[96:72] == rx_stop[48:24];
-  assign \$138  = rx_rec_bounds[71:48] < rx_stop[23:0];
-  assign \$139  = rx_g_base[1] & rx_g_base[2];
-  assign \$140  = rx_g_base[0] | \$139 ;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = rx_g_inside & \$141 ;
-  assign \$143  = rx_g_end[1] & rx_g_end[2];
-  assign \$144  = rx_g_end[0] | \$143 ;
-  assign \$145  = \$142  & \$144 ;
-  assign \$146  = rx_g_fit[1] & rx_g_fit[2];
-  assign \$147  = rx_g_fit[0] | \$146 ;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = rx__valid & rx__ready;
-  assign \$150  = rx_held + \$149 ;
-  assign \$151  = ~ rx_accept;
-  assign \$152  = rx_f_valid & \$151 ;
-  assign \$153  = \$150  - \$152 ;
-  assign \$154  = rx_mem__valid & \o__ready$65 ;
-  assign \$155  = $signed(\$153 ) - $signed({ 1'h0, \$154  });
-  assign \$156  = ~ take;
-  assign \$157  = p_busy <= 1'h1;
-  assign \$158  = \$156  & \$157 ;
-  assign \$159  = | p_busy;
-  assign \$160  = p_busy - 1'h1;
-  assign \$161  = program__payload[58:11] + program__payload[106:59];
-  assign \$162  = program__payload[154:107] - program__payload[58:11];
-  assign \$163  = ! program__payload[106:59];
-  assign \$164  = program__payload[5:4] > 2'h2;
-  assign \$165  = \$163  | \$164 ;
-  assign \$166  = p_phase == 4'hc;
-  assign \$167  = | p_phase;
-  assign \$168  = p_phase + 1'h1;
-  assign \$169  = p_phase == 4'hb;
-  assign \$171  = \$170  >= p_phase;
-  assign \$172  = p_reading & \$171 ;
-  assign \$173  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$174  = p_req[3] & \$173 ;
-  assign \$175  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$176  = p_e1_bounds[47:0] < p_end;
-  assign \$177  = p_e2_valid & p_req[3];
-  assign \$178  = \$177  & p_e2_lo;
-  assign \$179  = \$178  & p_e2_hi;
-  assign \$180  = p_o + 1'h1;
-  assign \$181  = ~ p_e2_after;
-  assign \$182  = p_rank + \$181 ;
-  assign \$183  = ~ active;
-  assign \$184  = p_emit & \$24 [0];
-  assign \$187  = p_emit & \$24 [1];
-  assign \$188  = ! \$24 [0];
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = p_emit & \$24 [2];
-  assign \$191  = ! \$24 [1:0];
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = | p_end[47:0];
-  assign \$194  = p_end[48] & \$193 ;
-  assign \$195  = p_bad | \$194 ;
-  assign \$196  = p_req[3] & p_bad_all;
-  assign \$197  = ~ p_bad_all;
-  assign \$198  = p_req[3] & \$197 ;
-  assign \$199  = \$198  & p_clash;
-  assign \$200  = ~ p_verdict_bad;
-  assign \$201  = p_deciding & \$200 ;
-  assign \$202  = ~ p_verdict_overlap;
-  assign \$203  = \$201  & \$202 ;
-  assign \$204  = ~ active;
-  assign \$205  = p_o + p_req[3];
-  assign \$206  = ~ active;
-  assign \$210  = stats[159:128] + 1'h1;
-  assign \$211  = stats[191:160] + 1'h1;
-  assign \$212  = stats[223:192] + 1'h1;
-  assign \$213  = stats[255:224] + 1'h1;
-  assign \$214  = stats[287:256] + 1'h1;
-  assign \$215  = a_f_valid & crosses;
-  assign \$216  = rx_f_valid & rx_f_other;
-  assign \$217  = ~ rx_f_other;
-  assign \$218  = rx_f_valid & \$217 ;
-  assign \$219  = \$218  & rx_in_remote;
-  assign \$220  = ~ rx_f_other;
-  assign \$221  = rx_f_valid & \$220 ;
-  assign \$222  = ~ rx_in_remote;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = ~ rx_in_receive;
-  assign \$225  = \$223  & \$224 ;
-  assign \$226  = ~ rx_f_other;
-  assign \$227  = rx_f_valid & \$226 ;
-  assign \$228  = \$227  & rx_in_receive;
-  assign \$229  = ~ rx_f_fits;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = | { \$230 , \$225 , \$219 , \$216  };
-  assign \$232  = p_deciding & p_verdict_bad;
-  assign \$233  = p_deciding & p_verdict_overlap;
-  assign \$234  = \$232  | \$233 ;
+  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$110  = rx_r0_inside & \$109 ;
+  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
+  assign \$114  = \$113  > rx_c0_pos;
+  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$117  = rx_rec_inside & \$116 ;
+  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$121  = rx__valid & rx__ready;
+  assign \$122  = rx_held + \$121 ;
+  assign \$123  = ~ rx_accept;
+  assign \$124  = rx_f_valid & \$123 ;
+  assign \$125  = \$122  - \$124 ;
+  assign \$126  = rx_mem__valid & \o__ready$65 ;
+  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
+  assign \$128  = ~ take;
+  assign \$129  = p_busy <= 1'h1;
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = | p_busy;
+  assign \$132  = p_busy - 1'h1;
+  assign \$133  = program__payload[58:11] + program__payload[106:59];
+  assign \$134  = program__payload[154:107] - program__payload[58:11];
+  assign \$135  = ! program__payload[106:59];
+  assign \$136  = program__payload[5:4] > 2'h2;
+  assign \$137  = \$135  | \$136 ;
+  assign \$138  = p_phase == 4'hc;
+  assign \$139  = | p_phase;
+  assign \$140  = p_phase + 1'h1;
+  assign \$141  = p_phase == 4'hb;
+  assign \$143  = \$142  >= p_phase;
+  assign \$144  = p_reading & \$143 ;
+  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$146  = p_req[3] & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$148  = p_e1_bounds[47:0] < p_end;
+  assign \$149  = p_e2_valid & p_req[3];
+  assign \$150  = \$149  & p_e2_lo;
+  assign \$151  = \$150  & p_e2_hi;
+  assign \$152  = p_o + 1'h1;
+  assign \$153  = ~ p_e2_after;
+  assign \$154  = p_rank + \$153 ;
+  assign \$155  = ~ active;
+  assign \$156  = p_emit & \$24 [0];
+  assign \$159  = p_emit & \$24 [1];
+  assign \$160  = ! \$24 [0];
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = p_emit & \$24 [2];
+  assign \$163  = ! \$24 [1:0];
+  assign \$164  = \$162  & \$163 ;
+  assign \$165  = | p_end[47:0];
+  assign \$166  = p_end[48] & \$165 ;
+  assign \$167  = p_bad | \$166 ;
+  assign \$168  = p_req[3] & p_bad_all;
+  assign \$169  = ~ p_bad_all;
+  assign \$170  = p_req[3] & \$169 ;
+  assign \$171  = \$170  & p_clash;
+  assign \$172  = ~ p_verdict_bad;
+  assign \$173  = p_deciding & \$172 ;
+  assign \$174  = ~ p_verdict_overlap;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ active;
+  assign \$177  = p_o + p_req[3];
+  assign \$178  = ~ active;
+  assign \$182  = stats[159:128] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = stats[223:192] + 1'h1;
+  assign \$185  = stats[255:224] + 1'h1;
+  assign \$186  = stats[287:256] + 1'h1;
+  assign \$187  = a_f_valid & crosses;
+  assign \$188  = rx_f_valid & rx_f_other;
+  assign \$189  = ~ rx_f_other;
+  assign \$190  = rx_f_valid & \$189 ;
+  assign \$191  = \$190  & rx_in_remote;
+  assign \$192  = ~ rx_f_other;
+  assign \$193  = rx_f_valid & \$192 ;
+  assign \$194  = ~ rx_in_remote;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = ~ rx_in_receive;
+  assign \$197  = \$195  & \$196 ;
+  assign \$198  = ~ rx_f_other;
+  assign \$199  = rx_f_valid & \$198 ;
+  assign \$200  = \$199  & rx_in_receive;
+  assign \$201  = ~ rx_f_fits;
+  assign \$202  = \$200  & \$201 ;
+  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
+  assign \$204  = p_deciding & p_verdict_bad;
+  assign \$205  = p_deciding & p_verdict_overlap;
+  assign \$206  = \$204  | \$205 ;
   always @(posedge clk)
-    a_s0_valid <= \$235 ;
+    a_s0_valid <= \$207 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -32199,7 +31928,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$236 ;
+    a_r2_valid <= \$208 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -32211,7 +31940,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_inside <= \$47 ;
   always @(posedge clk)
-    a_c2_valid <= \$237 ;
+    a_c2_valid <= \$209 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
@@ -32219,7 +31948,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$238 ;
+    a_r1_valid <= \$210 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -32231,7 +31960,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
-    a_c1_valid <= \$239 ;
+    a_c1_valid <= \$211 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
@@ -32239,7 +31968,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
-    a_r0_valid <= \$240 ;
+    a_r0_valid <= \$212 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -32251,7 +31980,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
-    a_c0_valid <= \$241 ;
+    a_c0_valid <= \$213 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
@@ -32259,7 +31988,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
-    a_rec_valid <= \$242 ;
+    a_rec_valid <= \$214 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -32275,47 +32004,25 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_g_valid <= \$243 ;
+    a_f_valid <= \$215 ;
   always @(posedge clk)
-    a_g_req <= a_rec_req;
+    a_f_req <= a_rec_req;
   always @(posedge clk)
-    a_g_bank <= a_rec_bank;
+    a_f_hit <= \$72 ;
   always @(posedge clk)
-    a_g_pos <= a_rec_pos;
+    a_f_fits <= \$73 ;
   always @(posedge clk)
-    a_g_base <= { \$71 , \$70 , \$69  };
+    a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
-    a_g_end <= { \$74 , \$73 , \$72  };
+    a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_g_fit <= { \$77 , \$76 , \$75  };
+    a_f_target <= \$74 [47:0];
   always @(posedge clk)
-    a_g_inside <= a_rec_inside;
+    a_held <= \$216 ;
   always @(posedge clk)
-    a_g_mode <= a_rec_bounds[98:97];
+    stats <= \$217 ;
   always @(posedge clk)
-    a_f_valid <= \$244 ;
-  always @(posedge clk)
-    a_f_req <= a_g_req;
-  always @(posedge clk)
-    a_f_hit <= \$84 ;
-  always @(posedge clk)
-    a_f_fits <= \$87 ;
-  always @(posedge clk)
-    a_f_mode <= a_g_mode;
-  always @(posedge clk)
-    a_g_device <= a_rec_route[52:48];
-  always @(posedge clk)
-    a_g_target <= \$88 [47:0];
-  always @(posedge clk)
-    a_f_device <= a_g_device;
-  always @(posedge clk)
-    a_f_target <= a_g_target;
-  always @(posedge clk)
-    a_held <= \$245 ;
-  always @(posedge clk)
-    stats <= \$246 ;
-  always @(posedge clk)
-    rx_s0_valid <= \$247 ;
+    rx_s0_valid <= \$218 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -32323,9 +32030,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$105 ;
+    rx_s0_other <= \$91 ;
   always @(posedge clk)
-    rx_r2_valid <= \$248 ;
+    rx_r2_valid <= \$219 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -32335,21 +32042,21 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_other <= rx_s0_other;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$189 ;
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
-    rx_r2_inside <= \$108 ;
+    rx_r2_inside <= \$94 ;
   always @(posedge clk)
-    rx_c2_valid <= \$249 ;
+    rx_c2_valid <= \$220 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_pos <= \$112 [2:0];
+    rx_c2_pos <= \$98 [2:0];
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_r1_valid <= \$250 ;
+    rx_r1_valid <= \$221 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -32359,21 +32066,21 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_other <= rx_c2_other;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$200 ;
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
-    rx_r1_inside <= \$115 ;
+    rx_r1_inside <= \$101 ;
   always @(posedge clk)
-    rx_c1_valid <= \$251 ;
+    rx_c1_valid <= \$222 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_pos <= \$119 ;
+    rx_c1_pos <= \$105 ;
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_r0_valid <= \$252 ;
+    rx_r0_valid <= \$223 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -32383,21 +32090,21 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_other <= rx_c1_other;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$211 ;
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
-    rx_r0_inside <= \$122 ;
+    rx_r0_inside <= \$108 ;
   always @(posedge clk)
-    rx_c0_valid <= \$253 ;
+    rx_c0_valid <= \$224 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_pos <= \$126 ;
+    rx_c0_pos <= \$112 ;
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_rec_valid <= \$254 ;
+    rx_rec_valid <= \$225 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -32407,71 +32114,51 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_other <= rx_c0_other;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$222 ;
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
-    rx_rec_inside <= \$128 ;
+    rx_rec_inside <= \$114 ;
   always @(posedge clk)
-    rx_stop <= \$129 ;
+    rx_stop <= \$115 ;
   always @(posedge clk)
-    rx_g_valid <= \$255 ;
+    rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_g_req <= rx_rec_req;
+    rx_f_valid <= \$226 ;
   always @(posedge clk)
-    rx_g_bank <= rx_rec_bank;
+    rx_f_req <= rx_rec_req;
   always @(posedge clk)
-    rx_g_pos <= rx_rec_pos;
+    rx_f_hit <= \$119 ;
   always @(posedge clk)
-    rx_g_other <= rx_rec_other;
+    rx_f_fits <= \$120 ;
   always @(posedge clk)
-    rx_g_base <= { \$132 , \$131 , \$130  };
+    rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_g_end <= { \$135 , \$134 , \$133  };
+    rx_held <= \$227 ;
   always @(posedge clk)
-    rx_g_fit <= { \$138 , \$137 , \$136  };
+    program__ready <= \$228 ;
   always @(posedge clk)
-    rx_g_inside <= rx_rec_inside;
+    p_busy <= \$229 ;
   always @(posedge clk)
-    rx_g_mode <= rx_rec_bounds[98:97];
+    p_req <= \$230 ;
   always @(posedge clk)
-    rx_f_other <= rx_g_other;
+    p_end <= \$231 ;
   always @(posedge clk)
-    rx_f_valid <= \$256 ;
+    p_delta <= \$232 ;
   always @(posedge clk)
-    rx_f_req <= rx_g_req;
+    p_bad <= \$233 ;
   always @(posedge clk)
-    rx_f_hit <= \$145 ;
+    p_phase <= \$234 ;
   always @(posedge clk)
-    rx_f_fits <= \$148 ;
+    p_deciding <= \$235 ;
   always @(posedge clk)
-    rx_f_mode <= rx_g_mode;
+    p_e1_valid <= \$236 ;
   always @(posedge clk)
-    rx_held <= \$257 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    program__ready <= \$258 ;
-  always @(posedge clk)
-    p_busy <= \$259 ;
-  always @(posedge clk)
-    p_req <= \$260 ;
-  always @(posedge clk)
-    p_end <= \$261 ;
-  always @(posedge clk)
-    p_delta <= \$262 ;
-  always @(posedge clk)
-    p_bad <= \$263 ;
-  always @(posedge clk)
-    p_phase <= \$264 ;
-  always @(posedge clk)
-    p_deciding <= \$265 ;
-  always @(posedge clk)
-    p_e1_valid <= \$266 ;
-  always @(posedge clk)
-    p_e1_bounds <= \rb__data$241 ;
-  always @(posedge clk)
-    p_e1_route <= \rr__data$243 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$267 ;
+    p_e2_valid <= \$237 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -32479,47 +32166,47 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$174 ;
+    p_e2_after <= \$146 ;
   always @(posedge clk)
-    p_e2_lo <= \$175 ;
+    p_e2_lo <= \$147 ;
   always @(posedge clk)
-    p_e2_hi <= \$176 ;
+    p_e2_hi <= \$148 ;
   always @(posedge clk)
-    p_clash <= \$268 ;
+    p_clash <= \$238 ;
   always @(posedge clk)
-    p_o <= \$269 ;
+    p_o <= \$239 ;
   always @(posedge clk)
-    p_rank <= \$270 ;
+    p_rank <= \$240 ;
   always @(posedge clk)
     p_w_at <= \$24 [3:0];
   always @(posedge clk)
-    p_w_bank <= \$183 ;
+    p_w_bank <= \$155 ;
   always @(posedge clk)
-    wp__en <= \$271 ;
+    wp__en <= \$241 ;
   always @(posedge clk)
-    p_w_pivot <= \$272 ;
+    p_w_pivot <= \$242 ;
   always @(posedge clk)
-    wp__data <= \$273 ;
+    wp__data <= \$243 ;
   always @(posedge clk)
-    \wp__data$99  <= \$274 ;
+    \wp__data$99  <= \$244 ;
   always @(posedge clk)
-    \wp__data$103  <= \$275 ;
+    \wp__data$103  <= \$245 ;
   always @(posedge clk)
-    p_bad_all <= \$195 ;
+    p_bad_all <= \$167 ;
   always @(posedge clk)
-    p_verdict_bad <= \$196 ;
+    p_verdict_bad <= \$168 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$199 ;
+    p_verdict_overlap <= \$171 ;
   always @(posedge clk)
-    active <= \$276 ;
+    active <= \$246 ;
   always @(posedge clk)
-    count0 <= \$277 ;
+    count0 <= \$247 ;
   always @(posedge clk)
-    count1 <= \$278 ;
+    count1 <= \$248 ;
   always @(posedge clk)
-    errors <= \$279 ;
+    errors <= \$249 ;
   always @(posedge clk)
-    capture <= \$280 ;
+    capture <= \$250 ;
   t3hw_system__e1__addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -32583,6 +32270,26 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
+          \$92  = count0;
+      1'h1:
+          \$92  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c2_bank)
+      1'h0:
+          \$99  = count0;
+      1'h1:
+          \$99  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c1_bank)
+      1'h0:
           \$106  = count0;
       1'h1:
           \$106  = count1;
@@ -32591,7 +32298,7 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c2_bank)
+    casez (rx_c0_bank)
       1'h0:
           \$113  = count0;
       1'h1:
@@ -32601,447 +32308,413 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c1_bank)
-      1'h0:
-          \$120  = count0;
-      1'h1:
-          \$120  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    (* full_case = 32'd1 *)
-    casez (rx_c0_bank)
-      1'h0:
-          \$127  = count0;
-      1'h1:
-          \$127  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$170  = count0;
+          \$142  = count0;
       1'h1:
-          \$170  = count1;
+          \$142  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$235  = \$44 ;
+    \$207  = \$44 ;
+    if (rst) begin
+      \$207  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$208  = a_s0_valid;
+    if (rst) begin
+      \$208  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$209  = a_r2_valid;
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$210  = a_c2_valid;
+    if (rst) begin
+      \$210  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$211  = a_r1_valid;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$212  = a_c1_valid;
+    if (rst) begin
+      \$212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$213  = a_r0_valid;
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$214  = a_c0_valid;
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$215  = a_rec_valid;
+    if (rst) begin
+      \$215  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$216  = \$80 [3:0];
+    if (rst) begin
+      \$216  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$217  = stats;
+    if (\$81 ) begin
+      \$217 [31:0] = \$82 [31:0];
+    end
+    if (\$83 ) begin
+      \$217 [63:32] = \$84 [31:0];
+    end
+    if (\$85 ) begin
+      \$217 [95:64] = \$86 [31:0];
+    end
+    if (\$88 ) begin
+      \$217 [127:96] = \$89 [31:0];
+    end
+    if (events[2]) begin
+      \$217 [159:128] = \$182 [31:0];
+    end
+    if (events[3]) begin
+      \$217 [191:160] = \$183 [31:0];
+    end
+    if (events[4]) begin
+      \$217 [223:192] = \$184 [31:0];
+    end
+    if (events[5]) begin
+      \$217 [255:224] = \$185 [31:0];
+    end
+    if (events[6]) begin
+      \$217 [287:256] = \$186 [31:0];
+    end
+    if (rst) begin
+      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$218  = \$90 ;
+    if (rst) begin
+      \$218  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$219  = rx_s0_valid;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$220  = rx_r2_valid;
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$221  = rx_c2_valid;
+    if (rst) begin
+      \$221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$222  = rx_r1_valid;
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$223  = rx_c1_valid;
+    if (rst) begin
+      \$223  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$224  = rx_r0_valid;
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$225  = rx_c0_valid;
+    if (rst) begin
+      \$225  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$226  = rx_rec_valid;
+    if (rst) begin
+      \$226  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$227  = \$127 [3:0];
+    if (rst) begin
+      \$227  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$228  = \$130 ;
+    if (rst) begin
+      \$228  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$229  = p_busy;
+    if (take) begin
+      \$229  = 5'h11;
+    end else if (\$131 ) begin
+      \$229  = \$132 [4:0];
+    end
+    if (rst) begin
+      \$229  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$230  = p_req;
+    if (take) begin
+      \$230  = program__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$231  = p_end;
+    if (take) begin
+      \$231  = \$133 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$232  = p_delta;
+    if (take) begin
+      \$232  = \$134 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$233  = p_bad;
+    if (take) begin
+      \$233  = \$137 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$234  = p_phase;
+    if (take) begin
+      \$234  = 4'h1;
+    end else if (\$138 ) begin
+      \$234  = 4'h0;
+    end else if (\$139 ) begin
+      \$234  = \$140 [3:0];
+    end
+    if (rst) begin
+      \$234  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$236  = a_s0_valid;
+    \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$237  = a_r2_valid;
+    \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$238  = a_c2_valid;
+    \$238  = p_clash;
+    if (take) begin
+      \$238  = 1'h0;
+    end else if (\$151 ) begin
+      \$238  = 1'h1;
+    end
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$239  = a_r1_valid;
+    \$239  = p_o;
+    if (take) begin
+      \$239  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$239  = \$152 [3:0];
+    end
     if (rst) begin
-      \$239  = 1'h0;
+      \$239  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$240  = a_c1_valid;
+    \$240  = p_rank;
+    if (take) begin
+      \$240  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$240  = \$154 [3:0];
+    end
     if (rst) begin
-      \$240  = 1'h0;
+      \$240  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$241  = a_r0_valid;
+    \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$242  = a_c0_valid;
+    \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
-      \$242  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$243  = a_rec_valid;
-    if (rst) begin
-      \$243  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$244  = a_g_valid;
-    if (rst) begin
-      \$244  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$245  = \$94 [3:0];
-    if (rst) begin
-      \$245  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$246  = stats;
-    if (\$95 ) begin
-      \$246 [31:0] = \$96 [31:0];
-    end
-    if (\$97 ) begin
-      \$246 [63:32] = \$98 [31:0];
-    end
-    if (\$99 ) begin
-      \$246 [95:64] = \$100 [31:0];
-    end
-    if (\$102 ) begin
-      \$246 [127:96] = \$103 [31:0];
-    end
-    if (events[2]) begin
-      \$246 [159:128] = \$210 [31:0];
-    end
-    if (events[3]) begin
-      \$246 [191:160] = \$211 [31:0];
-    end
-    if (events[4]) begin
-      \$246 [223:192] = \$212 [31:0];
-    end
-    if (events[5]) begin
-      \$246 [255:224] = \$213 [31:0];
-    end
-    if (events[6]) begin
-      \$246 [287:256] = \$214 [31:0];
-    end
-    if (rst) begin
-      \$246  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$247  = \$104 ;
-    if (rst) begin
-      \$247  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$248  = rx_s0_valid;
-    if (rst) begin
-      \$248  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$249  = rx_r2_valid;
-    if (rst) begin
-      \$249  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$250  = rx_c2_valid;
-    if (rst) begin
-      \$250  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$251  = rx_r1_valid;
-    if (rst) begin
-      \$251  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$252  = rx_c1_valid;
-    if (rst) begin
-      \$252  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$253  = rx_r0_valid;
-    if (rst) begin
-      \$253  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$254  = rx_c0_valid;
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$255  = rx_rec_valid;
-    if (rst) begin
-      \$255  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$256  = rx_g_valid;
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$257  = \$155 [3:0];
-    if (rst) begin
-      \$257  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$258  = \$158 ;
-    if (rst) begin
-      \$258  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$259  = p_busy;
-    if (take) begin
-      \$259  = 5'h12;
-    end else if (\$159 ) begin
-      \$259  = \$160 [4:0];
-    end
-    if (rst) begin
-      \$259  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$260  = p_req;
-    if (take) begin
-      \$260  = program__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$261  = p_end;
-    if (take) begin
-      \$261  = \$161 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$262  = p_delta;
-    if (take) begin
-      \$262  = \$162 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$263  = p_bad;
-    if (take) begin
-      \$263  = \$165 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$264  = p_phase;
-    if (take) begin
-      \$264  = 4'h1;
-    end else if (\$166 ) begin
-      \$264  = 4'h0;
-    end else if (\$167 ) begin
-      \$264  = \$168 [3:0];
-    end
-    if (rst) begin
-      \$264  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$265  = \$169 ;
-    if (rst) begin
-      \$265  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$266  = \$172 ;
-    if (rst) begin
-      \$266  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$267  = p_kept;
-    if (rst) begin
-      \$267  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$268  = p_clash;
-    if (take) begin
-      \$268  = 1'h0;
-    end else if (\$179 ) begin
-      \$268  = 1'h1;
-    end
-    if (rst) begin
-      \$268  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$269  = p_o;
-    if (take) begin
-      \$269  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$269  = \$180 [3:0];
-    end
-    if (rst) begin
-      \$269  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$270  = p_rank;
-    if (take) begin
-      \$270  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$270  = \$182 [3:0];
-    end
-    if (rst) begin
-      \$270  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$271  = p_emit;
-    if (rst) begin
-      \$271  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_24 ) begin end
-    \$272  = { \$192 , \$189 , \$186  };
-    if (rst) begin
-      \$272  = 3'h0;
+      \$242  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$273 [47:0] = p_req[58:11];
-      \$273 [96:48] = p_end;
-      \$273 [98:97] = p_req[5:4];
+      \$243 [47:0] = p_req[58:11];
+      \$243 [96:48] = p_end;
+      \$243 [98:97] = p_req[5:4];
     end else begin
-      \$273  = p_e2_bounds;
+      \$243  = p_e2_bounds;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$274 [47:0] = p_delta;
-      \$274 [52:48] = p_req[10:6];
+      \$244 [47:0] = p_delta;
+      \$244 [52:48] = p_req[10:6];
     end else begin
-      \$274  = p_e2_route;
+      \$244  = p_e2_route;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$275  = p_req[2:0];
+      \$245  = p_req[2:0];
     end else begin
-      \$275  = p_e2_index;
+      \$245  = p_e2_index;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$276  = active;
-    if (\$203 ) begin
-      \$276  = \$204 ;
+    \$246  = active;
+    if (\$175 ) begin
+      \$246  = \$176 ;
     end
     if (rst) begin
-      \$276  = 1'h0;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$277  = count0;
-    if (\$203 ) begin
-      casez (\$206 )
+    \$247  = count0;
+    if (\$175 ) begin
+      casez (\$178 )
         1'h0:
-            \$277  = \$205 [3:0];
+            \$247  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$277  = 4'h0;
+      \$247  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$278  = count1;
-    if (\$203 ) begin
+    \$248  = count1;
+    if (\$175 ) begin
       (* full_case = 32'd1 *)
-      casez (\$206 )
+      casez (\$178 )
         1'h0:
             /* empty */;
         1'h1:
-            \$278  = \$205 [3:0];
+            \$248  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$278  = 4'h0;
+      \$248  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$279  = \$209 ;
+    \$249  = \$181 ;
     if (rst) begin
-      \$279  = 7'h00;
+      \$249  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_24 ) begin end
-    \$280  = capture;
-    if (\$215 ) begin
-      \$280 [47:0] = a_f_req[47:0];
-      \$280 [52:48] = a_f_device;
-      \$280 [68:53] = a_f_req[63:48];
-    end else if (\$231 ) begin
-      \$280 [47:0] = rx_f_req[52:5];
-      \$280 [52:48] = rx_f_req[4:0];
-      \$280 [68:53] = rx_f_req[69:54];
-    end else if (\$234 ) begin
-      \$280 [47:0] = p_req[58:11];
-      \$280 [52:48] = p_req[10:6];
-      \$280 [68:53] = 16'h0000;
+    \$250  = capture;
+    if (\$187 ) begin
+      \$250 [47:0] = a_f_req[47:0];
+      \$250 [52:48] = a_f_device;
+      \$250 [68:53] = a_f_req[63:48];
+    end else if (\$203 ) begin
+      \$250 [47:0] = rx_f_req[52:5];
+      \$250 [52:48] = rx_f_req[4:0];
+      \$250 [68:53] = rx_f_req[69:54];
+    end else if (\$206 ) begin
+      \$250 [47:0] = p_req[58:11];
+      \$250 [52:48] = p_req[10:6];
+      \$250 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$280  = 69'h000000000000000000;
+      \$250  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -33203,10 +32876,6 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign a_rec_route__device  = a_rec_route[52:48];
   assign rr__data__delta  = rr__data[47:0];
   assign rr__data__device  = rr__data[52:48];
-  assign a_g_req__addr  = a_g_req[47:0];
-  assign a_g_req__tile  = a_g_req[63:48];
-  assign a_g_req__bytes  = a_g_req[70:64];
-  assign a_g_req__kind  = a_g_req[71];
   assign stats__local  = stats[31:0];
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
@@ -33264,14 +32933,9 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$222__base  = \rb__data$222 [47:0];
-  assign rb__data$222__end  = \rb__data$222 [96:48];
-  assign rb__data$222__mode  = \rb__data$222 [98:97];
-  assign rx_g_req__device  = rx_g_req[4:0];
-  assign rx_g_req__addr  = rx_g_req[52:5];
-  assign rx_g_req__kind  = rx_g_req[53];
-  assign rx_g_req__tile  = rx_g_req[69:54];
-  assign rx_g_req__bytes  = rx_g_req[76:70];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -33282,13 +32946,13 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$241__base  = \rb__data$241 [47:0];
-  assign rb__data$241__end  = \rb__data$241 [96:48];
-  assign rb__data$241__mode  = \rb__data$241 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$243__delta  = \rr__data$243 [47:0];
-  assign rr__data$243__device  = \rr__data$243 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -33344,20 +33008,20 @@ module t3hw_system__e1__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$60 [2:1] = a_c1_pos[2:1];
   assign \$60 [0] = 1'h1;
   assign \$64  = { 1'h0, \$63  };
-  assign \$107 [1:0] = rx_s0_pos[1:0];
-  assign \$107 [2] = 1'h1;
-  assign \$111  = { 1'h0, \$110 , 2'h0 };
-  assign { \$114 [2], \$114 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$114 [1] = 1'h1;
-  assign \$118  = { \$117 , 1'h0 };
-  assign \$121 [2:1] = rx_c1_pos[2:1];
-  assign \$121 [0] = 1'h1;
-  assign \$125  = { 1'h0, \$124  };
-  assign \$185  = 1'h1;
-  assign \$186  = \$184 ;
-  assign \$207  = 7'h00;
-  assign \$208  = 7'h00;
-  assign \$209  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
+  assign \$93 [1:0] = rx_s0_pos[1:0];
+  assign \$93 [2] = 1'h1;
+  assign \$97  = { 1'h0, \$96 , 2'h0 };
+  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$100 [1] = 1'h1;
+  assign \$104  = { \$103 , 1'h0 };
+  assign \$107 [2:1] = rx_c1_pos[2:1];
+  assign \$107 [0] = 1'h1;
+  assign \$111  = { 1'h0, \$110  };
+  assign \$157  = 1'h1;
+  assign \$158  = \$156 ;
+  assign \$179  = 7'h00;
+  assign \$180  = 7'h00;
+  assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
 module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -33523,7 +33187,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [11:0];
+  reg [78:0] storage [10:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -33536,7 +33200,6 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
     storage[10] = 79'h00000000000000000000;
-    storage[11] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
@@ -33549,7 +33212,7 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -33579,12 +33242,12 @@ module t3hw_system__e1__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$56  = \$50  & \$55 ;
   assign \$57  = ~ \$56 ;
   assign \$58  = \$49  & \$57 ;
-  assign \$59  = wr__addr == 4'hb;
+  assign \$59  = wr__addr == 4'ha;
   assign \$60  = wr__addr + 1'h1;
   assign \$61  = \$59  ? 5'h00 : \$60 ;
   assign \$62  = o__valid & o__ready;
   assign \$63  = \$62  & waiting;
-  assign \$64  = rd__addr == 4'hb;
+  assign \$64  = rd__addr == 4'ha;
   assign \$65  = rd__addr + 1'h1;
   assign \$66  = \$64  ? 5'h00 : \$65 ;
   assign \$67  = o__valid & o__ready;
@@ -33852,7 +33515,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [11:0];
+  reg [72:0] storage [10:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -33865,7 +33528,6 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
     storage[10] = 73'h0000000000000000000;
-    storage[11] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
@@ -33886,11 +33548,11 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = wr__addr == 4'hb;
+  assign \$50  = wr__addr == 4'ha;
   assign \$51  = wr__addr + 1'h1;
   assign \$52  = \$50  ? 5'h00 : \$51 ;
   assign \$53  = o__valid & o__ready;
-  assign \$54  = rd__addr == 4'hb;
+  assign \$54  = rd__addr == 4'ha;
   assign \$55  = rd__addr + 1'h1;
   assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
@@ -33935,7 +33597,7 @@ module t3hw_system__e1__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -59036,53 +58698,53 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg _init_strobe_47  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
+  wire [2:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [32:0] \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  wire \$103 ;
+  wire [1:0] \$104 ;
+  wire [2:0] \$105 ;
   reg [3:0] \$106 ;
   wire [2:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [3:0] \$111 ;
-  wire [3:0] \$112 ;
+  wire [1:0] \$111 ;
+  wire [2:0] \$112 ;
   reg [3:0] \$113 ;
-  wire [2:0] \$114 ;
-  wire \$115 ;
+  wire \$114 ;
+  wire [48:0] \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire [1:0] \$118 ;
-  wire [2:0] \$119 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg [3:0] \$120 ;
-  wire [2:0] \$121 ;
-  wire \$122 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [4:0] \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [1:0] \$125 ;
-  wire [2:0] \$126 ;
-  reg [3:0] \$127 ;
+  wire [5:0] \$125 ;
+  wire \$126 ;
+  wire [6:0] \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [5:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [4:0] \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  reg [3:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -59091,46 +58753,46 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
-  wire [4:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire \$152 ;
-  wire [5:0] \$153 ;
-  wire \$154 ;
-  wire [6:0] \$155 ;
+  wire [4:0] \$152 ;
+  wire \$153 ;
+  wire [4:0] \$154 ;
+  wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [5:0] \$160 ;
-  wire [48:0] \$161 ;
-  wire [48:0] \$162 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [4:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
-  reg [3:0] \$170 ;
+  wire \$170 ;
   wire \$171 ;
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
+  wire [4:0] \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire [4:0] \$180 ;
-  wire \$181 ;
-  wire [4:0] \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire [32:0] \$184 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -59152,90 +58814,60 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire [4:0] \$205 ;
+  wire \$205 ;
   wire \$206 ;
-  wire [6:0] \$207 ;
-  wire [6:0] \$208 ;
-  wire [6:0] \$209 ;
+  reg \$207 ;
+  reg \$208 ;
+  reg \$209 ;
   wire [4:0] \$21 ;
-  wire [32:0] \$210 ;
-  wire [32:0] \$211 ;
-  wire [32:0] \$212 ;
-  wire [32:0] \$213 ;
-  wire [32:0] \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  reg \$210 ;
+  reg \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [3:0] \$216 ;
+  reg [287:0] \$217 ;
+  reg \$218 ;
+  reg \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  reg \$220 ;
+  reg \$221 ;
+  reg \$222 ;
+  reg \$223 ;
+  reg \$224 ;
+  reg \$225 ;
+  reg \$226 ;
+  reg [3:0] \$227 ;
+  reg \$228 ;
+  reg [4:0] \$229 ;
   wire [4:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
+  reg [154:0] \$230 ;
+  reg [48:0] \$231 ;
+  reg [47:0] \$232 ;
+  reg \$233 ;
+  reg [3:0] \$234 ;
   reg \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg \$238 ;
-  reg \$239 ;
+  reg [3:0] \$239 ;
   wire [4:0] \$24 ;
-  reg \$240 ;
+  reg [3:0] \$240 ;
   reg \$241 ;
-  reg \$242 ;
-  reg \$243 ;
-  reg \$244 ;
-  reg [3:0] \$245 ;
-  reg [287:0] \$246 ;
-  reg \$247 ;
-  reg \$248 ;
-  reg \$249 ;
+  reg [2:0] \$242 ;
+  reg [98:0] \$243 ;
+  reg [52:0] \$244 ;
+  reg [2:0] \$245 ;
+  reg \$246 ;
+  reg [3:0] \$247 ;
+  reg [3:0] \$248 ;
+  reg [6:0] \$249 ;
   wire \$25 ;
-  reg \$250 ;
-  reg \$251 ;
-  reg \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [3:0] \$257 ;
-  reg \$258 ;
-  reg [4:0] \$259 ;
+  reg [68:0] \$250 ;
   wire \$26 ;
-  reg [154:0] \$260 ;
-  reg [48:0] \$261 ;
-  reg [47:0] \$262 ;
-  reg \$263 ;
-  reg [3:0] \$264 ;
-  reg \$265 ;
-  reg \$266 ;
-  reg \$267 ;
-  reg \$268 ;
-  reg [3:0] \$269 ;
   wire \$27 ;
-  reg [3:0] \$270 ;
-  reg \$271 ;
-  reg [2:0] \$272 ;
-  reg [98:0] \$273 ;
-  reg [52:0] \$274 ;
-  reg [2:0] \$275 ;
-  reg \$276 ;
-  reg [3:0] \$277 ;
-  reg [3:0] \$278 ;
-  reg [6:0] \$279 ;
   wire \$28 ;
-  reg [68:0] \$280 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
@@ -59286,34 +58918,34 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
+  wire [48:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [4:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
+  wire [5:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [6:0] \$80 ;
   wire \$81 ;
-  wire \$82 ;
+  wire [32:0] \$82 ;
   wire \$83 ;
-  wire \$84 ;
+  wire [32:0] \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [32:0] \$86 ;
   wire \$87 ;
-  wire [48:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [32:0] \$89 ;
   wire [47:0] \$9 ;
-  wire [4:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire [5:0] \$92 ;
-  wire \$93 ;
-  wire [6:0] \$94 ;
+  reg [3:0] \$92 ;
+  wire [2:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [32:0] \$96 ;
-  wire \$97 ;
-  wire [32:0] \$98 ;
-  wire \$99 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
@@ -59365,28 +58997,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_f_req__tile ;
   reg [47:0] a_f_target = 48'h000000000000;
   reg a_f_valid = 1'h0;
-  reg a_g_bank = 1'h0;
-  reg [2:0] a_g_base = 3'h0;
-  reg [4:0] a_g_device = 5'h00;
-  reg [2:0] a_g_end = 3'h0;
-  reg [2:0] a_g_fit = 3'h0;
-  reg a_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_g_mode = 2'h0;
-  reg [2:0] a_g_pos = 3'h0;
-  reg [71:0] a_g_req = 72'h000000000000000000;
-  wire [47:0] a_g_req__addr ;
-  wire [6:0] a_g_req__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire a_g_req__kind ;
-  wire [15:0] a_g_req__tile ;
-  reg [47:0] a_g_target = 48'h000000000000;
-  reg a_g_valid = 1'h0;
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
@@ -59682,22 +59292,22 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
-  wire [98:0] \rb__data$222 ;
-  wire [47:0] rb__data$222__base ;
-  wire [48:0] rb__data$222__end ;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$222__mode ;
-  wire [98:0] \rb__data$241 ;
-  wire [47:0] rb__data$241__base ;
-  wire [48:0] rb__data$241__end ;
+  wire [1:0] rb__data$211__mode ;
+  wire [98:0] \rb__data$220 ;
+  wire [47:0] rb__data$220__base ;
+  wire [48:0] rb__data$220__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$241__mode ;
+  wire [1:0] rb__data$220__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -59717,15 +59327,15 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] rp__data;
   wire [47:0] \rp__data$142 ;
   wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
   wire [47:0] \rp__data$189 ;
   wire [47:0] \rp__data$200 ;
-  wire [47:0] \rp__data$211 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$243 ;
-  wire [47:0] rr__data$243__delta ;
-  wire [4:0] rr__data$243__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -59802,28 +59412,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire rx_f_req__kind ;
   wire [15:0] rx_f_req__tile ;
   reg rx_f_valid = 1'h0;
-  reg rx_g_bank = 1'h0;
-  reg [2:0] rx_g_base = 3'h0;
-  reg [2:0] rx_g_end = 3'h0;
-  reg [2:0] rx_g_fit = 3'h0;
-  reg rx_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] rx_g_mode = 2'h0;
-  reg rx_g_other = 1'h0;
-  reg [2:0] rx_g_pos = 3'h0;
-  reg [76:0] rx_g_req = 77'h00000000000000000000;
-  wire [47:0] rx_g_req__addr ;
-  wire [6:0] rx_g_req__bytes ;
-  wire [4:0] rx_g_req__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rx_g_req__kind ;
-  wire [15:0] rx_g_req__tile ;
-  reg rx_g_valid = 1'h0;
   reg [3:0] rx_held = 4'h0;
   wire rx_in_receive;
   wire rx_in_remote;
@@ -60002,8 +59590,8 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$241  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$222  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -60046,7 +59634,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$211  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
@@ -60060,7 +59648,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$200  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
@@ -60072,7 +59660,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$189  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -60098,9 +59686,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$243  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
-  assign store__ready = a_held < 4'hc;
+  assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
   assign \$2  = ! a_f_mode;
   assign \local  = \$1  & \$2 ;
@@ -60120,7 +59708,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$11  = ~ o__payload[0];
   assign mem__valid = o__valid & \$11 ;
   assign o__ready = o__payload[0] ? net__ready : mem__ready;
-  assign rx__ready = rx_held < 4'hc;
+  assign rx__ready = rx_held < 4'hb;
   assign \$12  = ! rx_f_mode;
   assign \$13  = rx_f_mode == 2'h2;
   assign \$14  = \$12  | \$13 ;
@@ -60177,158 +59765,130 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$65  = a_r0_pos | { 1'h0, \$64  };
   assign \$67  = \$66  > a_c0_pos;
   assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$69  = a_rec_req[47:24] < a_rec_bounds[47:24];
-  assign \$70  = a_rec_req[47:24] == a_rec_bounds[47:24];
-  assign \$71  = a_rec_req[23:0] < a_rec_bounds[23:0];
-  assign \$72  = a_rec_req[47:24] < a_rec_bounds[96:72];
-  assign \$73  = a_rec_req[47:24] == a_rec_bounds[96:72];
-  assign \$74  = a_rec_req[23:0] < a_rec_bounds[71:48];
-  assign \$75  = a_rec_bounds[96:72] < a_stop[48:24];
-  assign \$76  = a_rec_bounds[96:72] == a_stop[48:24];
-  assign \$77  = a_rec_bounds[71:48] < a_stop[23:0];
-  assign \$78  = a_g_base[1] & a_g_base[2];
-  assign \$79  = a_g_base[0] | \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = a_g_inside & \$80 ;
-  assign \$82  = a_g_end[1] & a_g_end[2];
-  assign \$83  = a_g_end[0] | \$82 ;
-  assign \$84  = \$81  & \$83 ;
-  assign \$85  = a_g_fit[1] & a_g_fit[2];
-  assign \$86  = a_g_fit[0] | \$85 ;
-  assign \$87  = ~ \$86 ;
-  assign \$88  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$89  = store__valid & store__ready;
-  assign \$90  = a_held + \$89 ;
-  assign \$91  = a_f_valid & crosses;
-  assign \$92  = \$90  - \$91 ;
-  assign \$93  = o__valid & o__ready;
-  assign \$94  = $signed(\$92 ) - $signed({ 1'h0, \$93  });
-  assign \$95  = a_f_valid & \local ;
-  assign \$96  = stats[31:0] + 1'h1;
-  assign \$97  = a_f_valid & tracked;
-  assign \$98  = stats[63:32] + 1'h1;
-  assign \$99  = a_f_valid & remote;
-  assign \$100  = stats[95:64] + 1'h1;
-  assign \$101  = ~ a_f_hit;
-  assign \$102  = a_f_valid & \$101 ;
-  assign \$103  = stats[127:96] + 1'h1;
-  assign \$104  = rx__valid & rx__ready;
-  assign \$105  = rx__payload[4:0] != device_id;
+  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$70  = a_rec_inside & \$69 ;
+  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = a_stop <= a_rec_bounds[96:48];
+  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$75  = store__valid & store__ready;
+  assign \$76  = a_held + \$75 ;
+  assign \$77  = a_f_valid & crosses;
+  assign \$78  = \$76  - \$77 ;
+  assign \$79  = o__valid & o__ready;
+  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
+  assign \$81  = a_f_valid & \local ;
+  assign \$82  = stats[31:0] + 1'h1;
+  assign \$83  = a_f_valid & tracked;
+  assign \$84  = stats[63:32] + 1'h1;
+  assign \$85  = a_f_valid & remote;
+  assign \$86  = stats[95:64] + 1'h1;
+  assign \$87  = ~ a_f_hit;
+  assign \$88  = a_f_valid & \$87 ;
+  assign \$89  = stats[127:96] + 1'h1;
+  assign \$90  = rx__valid & rx__ready;
+  assign \$91  = rx__payload[4:0] != device_id;
+  assign \$94  = \$92  > \$93 ;
+  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$96  = rx_r2_inside & \$95 ;
+  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
+  assign \$101  = \$99  > \$100 ;
+  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$103  = rx_r1_inside & \$102 ;
+  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
   assign \$108  = \$106  > \$107 ;
-  assign \$109  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$110  = rx_r2_inside & \$109 ;
-  assign \$112  = { 1'h0, rx_r2_pos } | \$111 ;
-  assign \$115  = \$113  > \$114 ;
-  assign \$116  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$117  = rx_r1_inside & \$116 ;
-  assign \$119  = rx_r1_pos | { 1'h0, \$118  };
-  assign \$122  = \$120  > \$121 ;
-  assign \$123  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$124  = rx_r0_inside & \$123 ;
-  assign \$126  = rx_r0_pos | { 1'h0, \$125  };
-  assign \$128  = \$127  > rx_c0_pos;
-  assign \$129  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$130  = rx_rec_req[52:29] < rx_rec_bounds[47:24];
-  assign \$131  = rx_rec_req[52:29] == rx_rec_bounds[47:24];
-  assign \$132  = rx_rec_req[28:5] < rx_rec_bounds[23:0];
-  assign \$133  = rx_rec_req[52:29] < rx_rec_bounds[96:72];
-  assign \$134  = rx_rec_req[52:29] == rx_rec_bounds[96:72];
-  assign \$135  = rx_rec_req[28:5] < rx_rec_bounds[71:48];
-  assign \$136  = rx_rec_bounds[96:72] < rx_stop[48:24];
-  assign \$137  = rx_rec_bounds[96:72] == rx_stop[48:24];
-  assign \$138  = rx_rec_bounds[71:48] < rx_stop[23:0];
-  assign \$139  = rx_g_base[1] & rx_g_base[2];
-  assign \$140  = rx_g_base[0] | \$139 ;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = rx_g_inside & \$141 ;
-  assign \$143  = rx_g_end[1] & rx_g_end[2];
-  assign \$144  = rx_g_end[0] | \$143 ;
-  assign \$145  = \$142  & \$144 ;
-  assign \$146  = rx_g_fit[1] & rx_g_fit[2];
-  assign \$147  = rx_g_fit[0] | \$146 ;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = rx__valid & rx__ready;
-  assign \$150  = rx_held + \$149 ;
-  assign \$151  = ~ rx_accept;
-  assign \$152  = rx_f_valid & \$151 ;
-  assign \$153  = \$150  - \$152 ;
-  assign \$154  = rx_mem__valid & \o__ready$65 ;
-  assign \$155  = $signed(\$153 ) - $signed({ 1'h0, \$154  });
-  assign \$156  = ~ take;
-  assign \$157  = p_busy <= 1'h1;
-  assign \$158  = \$156  & \$157 ;
-  assign \$159  = | p_busy;
-  assign \$160  = p_busy - 1'h1;
-  assign \$161  = program__payload[58:11] + program__payload[106:59];
-  assign \$162  = program__payload[154:107] - program__payload[58:11];
-  assign \$163  = ! program__payload[106:59];
-  assign \$164  = program__payload[5:4] > 2'h2;
-  assign \$165  = \$163  | \$164 ;
-  assign \$166  = p_phase == 4'hc;
-  assign \$167  = | p_phase;
-  assign \$168  = p_phase + 1'h1;
-  assign \$169  = p_phase == 4'hb;
-  assign \$171  = \$170  >= p_phase;
-  assign \$172  = p_reading & \$171 ;
-  assign \$173  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$174  = p_req[3] & \$173 ;
-  assign \$175  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$176  = p_e1_bounds[47:0] < p_end;
-  assign \$177  = p_e2_valid & p_req[3];
-  assign \$178  = \$177  & p_e2_lo;
-  assign \$179  = \$178  & p_e2_hi;
-  assign \$180  = p_o + 1'h1;
-  assign \$181  = ~ p_e2_after;
-  assign \$182  = p_rank + \$181 ;
-  assign \$183  = ~ active;
-  assign \$184  = p_emit & \$24 [0];
-  assign \$187  = p_emit & \$24 [1];
-  assign \$188  = ! \$24 [0];
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = p_emit & \$24 [2];
-  assign \$191  = ! \$24 [1:0];
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = | p_end[47:0];
-  assign \$194  = p_end[48] & \$193 ;
-  assign \$195  = p_bad | \$194 ;
-  assign \$196  = p_req[3] & p_bad_all;
-  assign \$197  = ~ p_bad_all;
-  assign \$198  = p_req[3] & \$197 ;
-  assign \$199  = \$198  & p_clash;
-  assign \$200  = ~ p_verdict_bad;
-  assign \$201  = p_deciding & \$200 ;
-  assign \$202  = ~ p_verdict_overlap;
-  assign \$203  = \$201  & \$202 ;
-  assign \$204  = ~ active;
-  assign \$205  = p_o + p_req[3];
-  assign \$206  = ~ active;
-  assign \$210  = stats[159:128] + 1'h1;
-  assign \$211  = stats[191:160] + 1'h1;
-  assign \$212  = stats[223:192] + 1'h1;
-  assign \$213  = stats[255:224] + 1'h1;
-  assign \$214  = stats[287:256] + 1'h1;
-  assign \$215  = a_f_valid & crosses;
-  assign \$216  = rx_f_valid & rx_f_other;
-  assign \$217  = ~ rx_f_other;
-  assign \$218  = rx_f_valid & \$217 ;
-  assign \$219  = \$218  & rx_in_remote;
-  assign \$220  = ~ rx_f_other;
-  assign \$221  = rx_f_valid & \$220 ;
-  assign \$222  = ~ rx_in_remote;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = ~ rx_in_receive;
-  assign \$225  = \$223  & \$224 ;
-  assign \$226  = ~ rx_f_other;
-  assign \$227  = rx_f_valid & \$226 ;
-  assign \$228  = \$227  & rx_in_receive;
-  assign \$229  = ~ rx_f_fits;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = | { \$230 , \$225 , \$219 , \$216  };
-  assign \$232  = p_deciding & p_verdict_bad;
-  assign \$233  = p_deciding & p_verdict_overlap;
-  assign \$234  = \$232  | \$233 ;
+  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$110  = rx_r0_inside & \$109 ;
+  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
+  assign \$114  = \$113  > rx_c0_pos;
+  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$117  = rx_rec_inside & \$116 ;
+  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$121  = rx__valid & rx__ready;
+  assign \$122  = rx_held + \$121 ;
+  assign \$123  = ~ rx_accept;
+  assign \$124  = rx_f_valid & \$123 ;
+  assign \$125  = \$122  - \$124 ;
+  assign \$126  = rx_mem__valid & \o__ready$65 ;
+  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
+  assign \$128  = ~ take;
+  assign \$129  = p_busy <= 1'h1;
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = | p_busy;
+  assign \$132  = p_busy - 1'h1;
+  assign \$133  = program__payload[58:11] + program__payload[106:59];
+  assign \$134  = program__payload[154:107] - program__payload[58:11];
+  assign \$135  = ! program__payload[106:59];
+  assign \$136  = program__payload[5:4] > 2'h2;
+  assign \$137  = \$135  | \$136 ;
+  assign \$138  = p_phase == 4'hc;
+  assign \$139  = | p_phase;
+  assign \$140  = p_phase + 1'h1;
+  assign \$141  = p_phase == 4'hb;
+  assign \$143  = \$142  >= p_phase;
+  assign \$144  = p_reading & \$143 ;
+  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$146  = p_req[3] & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$148  = p_e1_bounds[47:0] < p_end;
+  assign \$149  = p_e2_valid & p_req[3];
+  assign \$150  = \$149  & p_e2_lo;
+  assign \$151  = \$150  & p_e2_hi;
+  assign \$152  = p_o + 1'h1;
+  assign \$153  = ~ p_e2_after;
+  assign \$154  = p_rank + \$153 ;
+  assign \$155  = ~ active;
+  assign \$156  = p_emit & \$24 [0];
+  assign \$159  = p_emit & \$24 [1];
+  assign \$160  = ! \$24 [0];
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = p_emit & \$24 [2];
+  assign \$163  = ! \$24 [1:0];
+  assign \$164  = \$162  & \$163 ;
+  assign \$165  = | p_end[47:0];
+  assign \$166  = p_end[48] & \$165 ;
+  assign \$167  = p_bad | \$166 ;
+  assign \$168  = p_req[3] & p_bad_all;
+  assign \$169  = ~ p_bad_all;
+  assign \$170  = p_req[3] & \$169 ;
+  assign \$171  = \$170  & p_clash;
+  assign \$172  = ~ p_verdict_bad;
+  assign \$173  = p_deciding & \$172 ;
+  assign \$174  = ~ p_verdict_overlap;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ active;
+  assign \$177  = p_o + p_req[3];
+  assign \$178  = ~ active;
+  assign \$182  = stats[159:128] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = stats[223:192] + 1'h1;
+  assign \$185  = stats[255:224] + 1'h1;
+  assign \$186  = stats[287:256] + 1'h1;
+  assign \$187  = a_f_valid & crosses;
+  assign \$188  = rx_f_valid & rx_f_other;
+  assign \$189  = ~ rx_f_other;
+  assign \$190  = rx_f_valid & \$189 ;
+  assign \$191  = \$190  & rx_in_remote;
+  assign \$192  = ~ rx_f_other;
+  assign \$193  = rx_f_valid & \$192 ;
+  assign \$194  = ~ rx_in_remote;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = ~ rx_in_receive;
+  assign \$197  = \$195  & \$196 ;
+  assign \$198  = ~ rx_f_other;
+  assign \$199  = rx_f_valid & \$198 ;
+  assign \$200  = \$199  & rx_in_receive;
+  assign \$201  = ~ rx_f_fits;
+  assign \$202  = \$200  & \$201 ;
+  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
+  assign \$204  = p_deciding & p_verdict_bad;
+  assign \$205  = p_deciding & p_verdict_overlap;
+  assign \$206  = \$204  | \$205 ;
   always @(posedge clk)
-    a_s0_valid <= \$235 ;
+    a_s0_valid <= \$207 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -60336,7 +59896,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$236 ;
+    a_r2_valid <= \$208 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -60348,7 +59908,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_inside <= \$47 ;
   always @(posedge clk)
-    a_c2_valid <= \$237 ;
+    a_c2_valid <= \$209 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
@@ -60356,7 +59916,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$238 ;
+    a_r1_valid <= \$210 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -60368,7 +59928,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
-    a_c1_valid <= \$239 ;
+    a_c1_valid <= \$211 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
@@ -60376,7 +59936,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
-    a_r0_valid <= \$240 ;
+    a_r0_valid <= \$212 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -60388,7 +59948,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
-    a_c0_valid <= \$241 ;
+    a_c0_valid <= \$213 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
@@ -60396,7 +59956,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
-    a_rec_valid <= \$242 ;
+    a_rec_valid <= \$214 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -60412,47 +59972,25 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_g_valid <= \$243 ;
+    a_f_valid <= \$215 ;
   always @(posedge clk)
-    a_g_req <= a_rec_req;
+    a_f_req <= a_rec_req;
   always @(posedge clk)
-    a_g_bank <= a_rec_bank;
+    a_f_hit <= \$72 ;
   always @(posedge clk)
-    a_g_pos <= a_rec_pos;
+    a_f_fits <= \$73 ;
   always @(posedge clk)
-    a_g_base <= { \$71 , \$70 , \$69  };
+    a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
-    a_g_end <= { \$74 , \$73 , \$72  };
+    a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_g_fit <= { \$77 , \$76 , \$75  };
+    a_f_target <= \$74 [47:0];
   always @(posedge clk)
-    a_g_inside <= a_rec_inside;
+    a_held <= \$216 ;
   always @(posedge clk)
-    a_g_mode <= a_rec_bounds[98:97];
+    stats <= \$217 ;
   always @(posedge clk)
-    a_f_valid <= \$244 ;
-  always @(posedge clk)
-    a_f_req <= a_g_req;
-  always @(posedge clk)
-    a_f_hit <= \$84 ;
-  always @(posedge clk)
-    a_f_fits <= \$87 ;
-  always @(posedge clk)
-    a_f_mode <= a_g_mode;
-  always @(posedge clk)
-    a_g_device <= a_rec_route[52:48];
-  always @(posedge clk)
-    a_g_target <= \$88 [47:0];
-  always @(posedge clk)
-    a_f_device <= a_g_device;
-  always @(posedge clk)
-    a_f_target <= a_g_target;
-  always @(posedge clk)
-    a_held <= \$245 ;
-  always @(posedge clk)
-    stats <= \$246 ;
-  always @(posedge clk)
-    rx_s0_valid <= \$247 ;
+    rx_s0_valid <= \$218 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -60460,9 +59998,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$105 ;
+    rx_s0_other <= \$91 ;
   always @(posedge clk)
-    rx_r2_valid <= \$248 ;
+    rx_r2_valid <= \$219 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -60472,21 +60010,21 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_other <= rx_s0_other;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$189 ;
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
-    rx_r2_inside <= \$108 ;
+    rx_r2_inside <= \$94 ;
   always @(posedge clk)
-    rx_c2_valid <= \$249 ;
+    rx_c2_valid <= \$220 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_pos <= \$112 [2:0];
+    rx_c2_pos <= \$98 [2:0];
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_r1_valid <= \$250 ;
+    rx_r1_valid <= \$221 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -60496,21 +60034,21 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_other <= rx_c2_other;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$200 ;
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
-    rx_r1_inside <= \$115 ;
+    rx_r1_inside <= \$101 ;
   always @(posedge clk)
-    rx_c1_valid <= \$251 ;
+    rx_c1_valid <= \$222 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_pos <= \$119 ;
+    rx_c1_pos <= \$105 ;
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_r0_valid <= \$252 ;
+    rx_r0_valid <= \$223 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -60520,21 +60058,21 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_other <= rx_c1_other;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$211 ;
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
-    rx_r0_inside <= \$122 ;
+    rx_r0_inside <= \$108 ;
   always @(posedge clk)
-    rx_c0_valid <= \$253 ;
+    rx_c0_valid <= \$224 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_pos <= \$126 ;
+    rx_c0_pos <= \$112 ;
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_rec_valid <= \$254 ;
+    rx_rec_valid <= \$225 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -60544,71 +60082,51 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_other <= rx_c0_other;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$222 ;
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
-    rx_rec_inside <= \$128 ;
+    rx_rec_inside <= \$114 ;
   always @(posedge clk)
-    rx_stop <= \$129 ;
+    rx_stop <= \$115 ;
   always @(posedge clk)
-    rx_g_valid <= \$255 ;
+    rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_g_req <= rx_rec_req;
+    rx_f_valid <= \$226 ;
   always @(posedge clk)
-    rx_g_bank <= rx_rec_bank;
+    rx_f_req <= rx_rec_req;
   always @(posedge clk)
-    rx_g_pos <= rx_rec_pos;
+    rx_f_hit <= \$119 ;
   always @(posedge clk)
-    rx_g_other <= rx_rec_other;
+    rx_f_fits <= \$120 ;
   always @(posedge clk)
-    rx_g_base <= { \$132 , \$131 , \$130  };
+    rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_g_end <= { \$135 , \$134 , \$133  };
+    rx_held <= \$227 ;
   always @(posedge clk)
-    rx_g_fit <= { \$138 , \$137 , \$136  };
+    program__ready <= \$228 ;
   always @(posedge clk)
-    rx_g_inside <= rx_rec_inside;
+    p_busy <= \$229 ;
   always @(posedge clk)
-    rx_g_mode <= rx_rec_bounds[98:97];
+    p_req <= \$230 ;
   always @(posedge clk)
-    rx_f_other <= rx_g_other;
+    p_end <= \$231 ;
   always @(posedge clk)
-    rx_f_valid <= \$256 ;
+    p_delta <= \$232 ;
   always @(posedge clk)
-    rx_f_req <= rx_g_req;
+    p_bad <= \$233 ;
   always @(posedge clk)
-    rx_f_hit <= \$145 ;
+    p_phase <= \$234 ;
   always @(posedge clk)
-    rx_f_fits <= \$148 ;
+    p_deciding <= \$235 ;
   always @(posedge clk)
-    rx_f_mode <= rx_g_mode;
+    p_e1_valid <= \$236 ;
   always @(posedge clk)
-    rx_held <= \$257 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    program__ready <= \$258 ;
-  always @(posedge clk)
-    p_busy <= \$259 ;
-  always @(posedge clk)
-    p_req <= \$260 ;
-  always @(posedge clk)
-    p_end <= \$261 ;
-  always @(posedge clk)
-    p_delta <= \$262 ;
-  always @(posedge clk)
-    p_bad <= \$263 ;
-  always @(posedge clk)
-    p_phase <= \$264 ;
-  always @(posedge clk)
-    p_deciding <= \$265 ;
-  always @(posedge clk)
-    p_e1_valid <= \$266 ;
-  always @(posedge clk)
-    p_e1_bounds <= \rb__data$241 ;
-  always @(posedge clk)
-    p_e1_route <= \rr__data$243 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$267 ;
+    p_e2_valid <= \$237 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -60616,47 +60134,47 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$174 ;
+    p_e2_after <= \$146 ;
   always @(posedge clk)
-    p_e2_lo <= \$175 ;
+    p_e2_lo <= \$147 ;
   always @(posedge clk)
-    p_e2_hi <= \$176 ;
+    p_e2_hi <= \$148 ;
   always @(posedge clk)
-    p_clash <= \$268 ;
+    p_clash <= \$238 ;
   always @(posedge clk)
-    p_o <= \$269 ;
+    p_o <= \$239 ;
   always @(posedge clk)
-    p_rank <= \$270 ;
+    p_rank <= \$240 ;
   always @(posedge clk)
     p_w_at <= \$24 [3:0];
   always @(posedge clk)
-    p_w_bank <= \$183 ;
+    p_w_bank <= \$155 ;
   always @(posedge clk)
-    wp__en <= \$271 ;
+    wp__en <= \$241 ;
   always @(posedge clk)
-    p_w_pivot <= \$272 ;
+    p_w_pivot <= \$242 ;
   always @(posedge clk)
-    wp__data <= \$273 ;
+    wp__data <= \$243 ;
   always @(posedge clk)
-    \wp__data$99  <= \$274 ;
+    \wp__data$99  <= \$244 ;
   always @(posedge clk)
-    \wp__data$103  <= \$275 ;
+    \wp__data$103  <= \$245 ;
   always @(posedge clk)
-    p_bad_all <= \$195 ;
+    p_bad_all <= \$167 ;
   always @(posedge clk)
-    p_verdict_bad <= \$196 ;
+    p_verdict_bad <= \$168 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$199 ;
+    p_verdict_overlap <= \$171 ;
   always @(posedge clk)
-    active <= \$276 ;
+    active <= \$246 ;
   always @(posedge clk)
-    count0 <= \$277 ;
+    count0 <= \$247 ;
   always @(posedge clk)
-    count1 <= \$278 ;
+    count1 <= \$248 ;
   always @(posedge clk)
-    errors <= \$279 ;
+    errors <= \$249 ;
   always @(posedge clk)
-    capture <= \$280 ;
+    capture <= \$250 ;
   t3hw_system__e2__addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -60720,6 +60238,26 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
+          \$92  = count0;
+      1'h1:
+          \$92  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c2_bank)
+      1'h0:
+          \$99  = count0;
+      1'h1:
+          \$99  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c1_bank)
+      1'h0:
           \$106  = count0;
       1'h1:
           \$106  = count1;
@@ -60728,7 +60266,7 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c2_bank)
+    casez (rx_c0_bank)
       1'h0:
           \$113  = count0;
       1'h1:
@@ -60738,447 +60276,413 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c1_bank)
-      1'h0:
-          \$120  = count0;
-      1'h1:
-          \$120  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    (* full_case = 32'd1 *)
-    casez (rx_c0_bank)
-      1'h0:
-          \$127  = count0;
-      1'h1:
-          \$127  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$170  = count0;
+          \$142  = count0;
       1'h1:
-          \$170  = count1;
+          \$142  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$235  = \$44 ;
+    \$207  = \$44 ;
+    if (rst) begin
+      \$207  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$208  = a_s0_valid;
+    if (rst) begin
+      \$208  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$209  = a_r2_valid;
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$210  = a_c2_valid;
+    if (rst) begin
+      \$210  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$211  = a_r1_valid;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$212  = a_c1_valid;
+    if (rst) begin
+      \$212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$213  = a_r0_valid;
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$214  = a_c0_valid;
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$215  = a_rec_valid;
+    if (rst) begin
+      \$215  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$216  = \$80 [3:0];
+    if (rst) begin
+      \$216  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$217  = stats;
+    if (\$81 ) begin
+      \$217 [31:0] = \$82 [31:0];
+    end
+    if (\$83 ) begin
+      \$217 [63:32] = \$84 [31:0];
+    end
+    if (\$85 ) begin
+      \$217 [95:64] = \$86 [31:0];
+    end
+    if (\$88 ) begin
+      \$217 [127:96] = \$89 [31:0];
+    end
+    if (events[2]) begin
+      \$217 [159:128] = \$182 [31:0];
+    end
+    if (events[3]) begin
+      \$217 [191:160] = \$183 [31:0];
+    end
+    if (events[4]) begin
+      \$217 [223:192] = \$184 [31:0];
+    end
+    if (events[5]) begin
+      \$217 [255:224] = \$185 [31:0];
+    end
+    if (events[6]) begin
+      \$217 [287:256] = \$186 [31:0];
+    end
+    if (rst) begin
+      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$218  = \$90 ;
+    if (rst) begin
+      \$218  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$219  = rx_s0_valid;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$220  = rx_r2_valid;
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$221  = rx_c2_valid;
+    if (rst) begin
+      \$221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$222  = rx_r1_valid;
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$223  = rx_c1_valid;
+    if (rst) begin
+      \$223  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$224  = rx_r0_valid;
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$225  = rx_c0_valid;
+    if (rst) begin
+      \$225  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$226  = rx_rec_valid;
+    if (rst) begin
+      \$226  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$227  = \$127 [3:0];
+    if (rst) begin
+      \$227  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$228  = \$130 ;
+    if (rst) begin
+      \$228  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$229  = p_busy;
+    if (take) begin
+      \$229  = 5'h11;
+    end else if (\$131 ) begin
+      \$229  = \$132 [4:0];
+    end
+    if (rst) begin
+      \$229  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$230  = p_req;
+    if (take) begin
+      \$230  = program__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$231  = p_end;
+    if (take) begin
+      \$231  = \$133 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$232  = p_delta;
+    if (take) begin
+      \$232  = \$134 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$233  = p_bad;
+    if (take) begin
+      \$233  = \$137 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$234  = p_phase;
+    if (take) begin
+      \$234  = 4'h1;
+    end else if (\$138 ) begin
+      \$234  = 4'h0;
+    end else if (\$139 ) begin
+      \$234  = \$140 [3:0];
+    end
+    if (rst) begin
+      \$234  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_47 ) begin end
+    \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$236  = a_s0_valid;
+    \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$237  = a_r2_valid;
+    \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$238  = a_c2_valid;
+    \$238  = p_clash;
+    if (take) begin
+      \$238  = 1'h0;
+    end else if (\$151 ) begin
+      \$238  = 1'h1;
+    end
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$239  = a_r1_valid;
+    \$239  = p_o;
+    if (take) begin
+      \$239  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$239  = \$152 [3:0];
+    end
     if (rst) begin
-      \$239  = 1'h0;
+      \$239  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$240  = a_c1_valid;
+    \$240  = p_rank;
+    if (take) begin
+      \$240  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$240  = \$154 [3:0];
+    end
     if (rst) begin
-      \$240  = 1'h0;
+      \$240  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$241  = a_r0_valid;
+    \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$242  = a_c0_valid;
+    \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
-      \$242  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$243  = a_rec_valid;
-    if (rst) begin
-      \$243  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$244  = a_g_valid;
-    if (rst) begin
-      \$244  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$245  = \$94 [3:0];
-    if (rst) begin
-      \$245  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$246  = stats;
-    if (\$95 ) begin
-      \$246 [31:0] = \$96 [31:0];
-    end
-    if (\$97 ) begin
-      \$246 [63:32] = \$98 [31:0];
-    end
-    if (\$99 ) begin
-      \$246 [95:64] = \$100 [31:0];
-    end
-    if (\$102 ) begin
-      \$246 [127:96] = \$103 [31:0];
-    end
-    if (events[2]) begin
-      \$246 [159:128] = \$210 [31:0];
-    end
-    if (events[3]) begin
-      \$246 [191:160] = \$211 [31:0];
-    end
-    if (events[4]) begin
-      \$246 [223:192] = \$212 [31:0];
-    end
-    if (events[5]) begin
-      \$246 [255:224] = \$213 [31:0];
-    end
-    if (events[6]) begin
-      \$246 [287:256] = \$214 [31:0];
-    end
-    if (rst) begin
-      \$246  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$247  = \$104 ;
-    if (rst) begin
-      \$247  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$248  = rx_s0_valid;
-    if (rst) begin
-      \$248  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$249  = rx_r2_valid;
-    if (rst) begin
-      \$249  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$250  = rx_c2_valid;
-    if (rst) begin
-      \$250  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$251  = rx_r1_valid;
-    if (rst) begin
-      \$251  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$252  = rx_c1_valid;
-    if (rst) begin
-      \$252  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$253  = rx_r0_valid;
-    if (rst) begin
-      \$253  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$254  = rx_c0_valid;
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$255  = rx_rec_valid;
-    if (rst) begin
-      \$255  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$256  = rx_g_valid;
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$257  = \$155 [3:0];
-    if (rst) begin
-      \$257  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$258  = \$158 ;
-    if (rst) begin
-      \$258  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$259  = p_busy;
-    if (take) begin
-      \$259  = 5'h12;
-    end else if (\$159 ) begin
-      \$259  = \$160 [4:0];
-    end
-    if (rst) begin
-      \$259  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$260  = p_req;
-    if (take) begin
-      \$260  = program__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$261  = p_end;
-    if (take) begin
-      \$261  = \$161 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$262  = p_delta;
-    if (take) begin
-      \$262  = \$162 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$263  = p_bad;
-    if (take) begin
-      \$263  = \$165 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$264  = p_phase;
-    if (take) begin
-      \$264  = 4'h1;
-    end else if (\$166 ) begin
-      \$264  = 4'h0;
-    end else if (\$167 ) begin
-      \$264  = \$168 [3:0];
-    end
-    if (rst) begin
-      \$264  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$265  = \$169 ;
-    if (rst) begin
-      \$265  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$266  = \$172 ;
-    if (rst) begin
-      \$266  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$267  = p_kept;
-    if (rst) begin
-      \$267  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$268  = p_clash;
-    if (take) begin
-      \$268  = 1'h0;
-    end else if (\$179 ) begin
-      \$268  = 1'h1;
-    end
-    if (rst) begin
-      \$268  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$269  = p_o;
-    if (take) begin
-      \$269  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$269  = \$180 [3:0];
-    end
-    if (rst) begin
-      \$269  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$270  = p_rank;
-    if (take) begin
-      \$270  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$270  = \$182 [3:0];
-    end
-    if (rst) begin
-      \$270  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$271  = p_emit;
-    if (rst) begin
-      \$271  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_47 ) begin end
-    \$272  = { \$192 , \$189 , \$186  };
-    if (rst) begin
-      \$272  = 3'h0;
+      \$242  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$273 [47:0] = p_req[58:11];
-      \$273 [96:48] = p_end;
-      \$273 [98:97] = p_req[5:4];
+      \$243 [47:0] = p_req[58:11];
+      \$243 [96:48] = p_end;
+      \$243 [98:97] = p_req[5:4];
     end else begin
-      \$273  = p_e2_bounds;
+      \$243  = p_e2_bounds;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$274 [47:0] = p_delta;
-      \$274 [52:48] = p_req[10:6];
+      \$244 [47:0] = p_delta;
+      \$244 [52:48] = p_req[10:6];
     end else begin
-      \$274  = p_e2_route;
+      \$244  = p_e2_route;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$275  = p_req[2:0];
+      \$245  = p_req[2:0];
     end else begin
-      \$275  = p_e2_index;
+      \$245  = p_e2_index;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$276  = active;
-    if (\$203 ) begin
-      \$276  = \$204 ;
+    \$246  = active;
+    if (\$175 ) begin
+      \$246  = \$176 ;
     end
     if (rst) begin
-      \$276  = 1'h0;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$277  = count0;
-    if (\$203 ) begin
-      casez (\$206 )
+    \$247  = count0;
+    if (\$175 ) begin
+      casez (\$178 )
         1'h0:
-            \$277  = \$205 [3:0];
+            \$247  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$277  = 4'h0;
+      \$247  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$278  = count1;
-    if (\$203 ) begin
+    \$248  = count1;
+    if (\$175 ) begin
       (* full_case = 32'd1 *)
-      casez (\$206 )
+      casez (\$178 )
         1'h0:
             /* empty */;
         1'h1:
-            \$278  = \$205 [3:0];
+            \$248  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$278  = 4'h0;
+      \$248  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$279  = \$209 ;
+    \$249  = \$181 ;
     if (rst) begin
-      \$279  = 7'h00;
+      \$249  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_47 ) begin end
-    \$280  = capture;
-    if (\$215 ) begin
-      \$280 [47:0] = a_f_req[47:0];
-      \$280 [52:48] = a_f_device;
-      \$280 [68:53] = a_f_req[63:48];
-    end else if (\$231 ) begin
-      \$280 [47:0] = rx_f_req[52:5];
-      \$280 [52:48] = rx_f_req[4:0];
-      \$280 [68:53] = rx_f_req[69:54];
-    end else if (\$234 ) begin
-      \$280 [47:0] = p_req[58:11];
-      \$280 [52:48] = p_req[10:6];
-      \$280 [68:53] = 16'h0000;
+    \$250  = capture;
+    if (\$187 ) begin
+      \$250 [47:0] = a_f_req[47:0];
+      \$250 [52:48] = a_f_device;
+      \$250 [68:53] = a_f_req[63:48];
+    end else if (\$203 ) begin
+      \$250 [47:0] = rx_f_req[52:5];
+      \$250 [52:48] = rx_f_req[4:0];
+      \$250 [68:53] = rx_f_req[69:54];
+    end else if (\$206 ) begin
+      \$250 [47:0] = p_req[58:11];
+      \$250 [52:48] = p_req[10:6];
+      \$250 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$280  = 69'h000000000000000000;
+      \$250  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -61340,10 +60844,6 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign a_rec_route__device  = a_rec_route[52:48];
   assign rr__data__delta  = rr__data[47:0];
   assign rr__data__device  = rr__data[52:48];
-  assign a_g_req__addr  = a_g_req[47:0];
-  assign a_g_req__tile  = a_g_req[63:48];
-  assign a_g_req__bytes  = a_g_req[70:64];
-  assign a_g_req__kind  = a_g_req[71];
   assign stats__local  = stats[31:0];
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
@@ -61401,14 +60901,9 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$222__base  = \rb__data$222 [47:0];
-  assign rb__data$222__end  = \rb__data$222 [96:48];
-  assign rb__data$222__mode  = \rb__data$222 [98:97];
-  assign rx_g_req__device  = rx_g_req[4:0];
-  assign rx_g_req__addr  = rx_g_req[52:5];
-  assign rx_g_req__kind  = rx_g_req[53];
-  assign rx_g_req__tile  = rx_g_req[69:54];
-  assign rx_g_req__bytes  = rx_g_req[76:70];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -61419,13 +60914,13 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$241__base  = \rb__data$241 [47:0];
-  assign rb__data$241__end  = \rb__data$241 [96:48];
-  assign rb__data$241__mode  = \rb__data$241 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$243__delta  = \rr__data$243 [47:0];
-  assign rr__data$243__device  = \rr__data$243 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -61481,20 +60976,20 @@ module t3hw_system__e2__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$60 [2:1] = a_c1_pos[2:1];
   assign \$60 [0] = 1'h1;
   assign \$64  = { 1'h0, \$63  };
-  assign \$107 [1:0] = rx_s0_pos[1:0];
-  assign \$107 [2] = 1'h1;
-  assign \$111  = { 1'h0, \$110 , 2'h0 };
-  assign { \$114 [2], \$114 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$114 [1] = 1'h1;
-  assign \$118  = { \$117 , 1'h0 };
-  assign \$121 [2:1] = rx_c1_pos[2:1];
-  assign \$121 [0] = 1'h1;
-  assign \$125  = { 1'h0, \$124  };
-  assign \$185  = 1'h1;
-  assign \$186  = \$184 ;
-  assign \$207  = 7'h00;
-  assign \$208  = 7'h00;
-  assign \$209  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
+  assign \$93 [1:0] = rx_s0_pos[1:0];
+  assign \$93 [2] = 1'h1;
+  assign \$97  = { 1'h0, \$96 , 2'h0 };
+  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$100 [1] = 1'h1;
+  assign \$104  = { \$103 , 1'h0 };
+  assign \$107 [2:1] = rx_c1_pos[2:1];
+  assign \$107 [0] = 1'h1;
+  assign \$111  = { 1'h0, \$110  };
+  assign \$157  = 1'h1;
+  assign \$158  = \$156 ;
+  assign \$179  = 7'h00;
+  assign \$180  = 7'h00;
+  assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
 module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -61660,7 +61155,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [11:0];
+  reg [78:0] storage [10:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -61673,7 +61168,6 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
     storage[10] = 79'h00000000000000000000;
-    storage[11] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
@@ -61686,7 +61180,7 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -61716,12 +61210,12 @@ module t3hw_system__e2__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$56  = \$50  & \$55 ;
   assign \$57  = ~ \$56 ;
   assign \$58  = \$49  & \$57 ;
-  assign \$59  = wr__addr == 4'hb;
+  assign \$59  = wr__addr == 4'ha;
   assign \$60  = wr__addr + 1'h1;
   assign \$61  = \$59  ? 5'h00 : \$60 ;
   assign \$62  = o__valid & o__ready;
   assign \$63  = \$62  & waiting;
-  assign \$64  = rd__addr == 4'hb;
+  assign \$64  = rd__addr == 4'ha;
   assign \$65  = rd__addr + 1'h1;
   assign \$66  = \$64  ? 5'h00 : \$65 ;
   assign \$67  = o__valid & o__ready;
@@ -61989,7 +61483,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [11:0];
+  reg [72:0] storage [10:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -62002,7 +61496,6 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
     storage[10] = 73'h0000000000000000000;
-    storage[11] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
@@ -62023,11 +61516,11 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = wr__addr == 4'hb;
+  assign \$50  = wr__addr == 4'ha;
   assign \$51  = wr__addr + 1'h1;
   assign \$52  = \$50  ? 5'h00 : \$51 ;
   assign \$53  = o__valid & o__ready;
-  assign \$54  = rd__addr == 4'hb;
+  assign \$54  = rd__addr == 4'ha;
   assign \$55  = rd__addr + 1'h1;
   assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
@@ -62072,7 +61565,7 @@ module t3hw_system__e2__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -87173,53 +86666,53 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   reg _init_strobe_70  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
+  wire [2:0] \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire [32:0] \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  wire \$103 ;
+  wire [1:0] \$104 ;
+  wire [2:0] \$105 ;
   reg [3:0] \$106 ;
   wire [2:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [3:0] \$111 ;
-  wire [3:0] \$112 ;
+  wire [1:0] \$111 ;
+  wire [2:0] \$112 ;
   reg [3:0] \$113 ;
-  wire [2:0] \$114 ;
-  wire \$115 ;
+  wire \$114 ;
+  wire [48:0] \$115 ;
   wire \$116 ;
   wire \$117 ;
-  wire [1:0] \$118 ;
-  wire [2:0] \$119 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg [3:0] \$120 ;
-  wire [2:0] \$121 ;
-  wire \$122 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire [4:0] \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [1:0] \$125 ;
-  wire [2:0] \$126 ;
-  reg [3:0] \$127 ;
+  wire [5:0] \$125 ;
+  wire \$126 ;
+  wire [6:0] \$127 ;
   wire \$128 ;
-  wire [48:0] \$129 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
   wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [5:0] \$132 ;
+  wire [48:0] \$133 ;
+  wire [48:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [4:0] \$140 ;
   wire \$141 ;
-  wire \$142 ;
+  reg [3:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
@@ -87228,46 +86721,46 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
-  wire [4:0] \$150 ;
+  wire \$150 ;
   wire \$151 ;
-  wire \$152 ;
-  wire [5:0] \$153 ;
-  wire \$154 ;
-  wire [6:0] \$155 ;
+  wire [4:0] \$152 ;
+  wire \$153 ;
+  wire [4:0] \$154 ;
+  wire \$155 ;
   wire \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
-  wire [5:0] \$160 ;
-  wire [48:0] \$161 ;
-  wire [48:0] \$162 ;
+  wire \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire [4:0] \$168 ;
+  wire \$168 ;
   wire \$169 ;
   wire \$17 ;
-  reg [3:0] \$170 ;
+  wire \$170 ;
   wire \$171 ;
   wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
+  wire [4:0] \$177 ;
   wire \$178 ;
-  wire \$179 ;
+  wire [6:0] \$179 ;
   wire \$18 ;
-  wire [4:0] \$180 ;
-  wire \$181 ;
-  wire [4:0] \$182 ;
-  wire \$183 ;
-  wire \$184 ;
-  wire \$185 ;
-  wire \$186 ;
+  wire [6:0] \$180 ;
+  wire [6:0] \$181 ;
+  wire [32:0] \$182 ;
+  wire [32:0] \$183 ;
+  wire [32:0] \$184 ;
+  wire [32:0] \$185 ;
+  wire [32:0] \$186 ;
   wire \$187 ;
   wire \$188 ;
   wire \$189 ;
@@ -87289,90 +86782,60 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire [4:0] \$205 ;
+  wire \$205 ;
   wire \$206 ;
-  wire [6:0] \$207 ;
-  wire [6:0] \$208 ;
-  wire [6:0] \$209 ;
+  reg \$207 ;
+  reg \$208 ;
+  reg \$209 ;
   wire [4:0] \$21 ;
-  wire [32:0] \$210 ;
-  wire [32:0] \$211 ;
-  wire [32:0] \$212 ;
-  wire [32:0] \$213 ;
-  wire [32:0] \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
-  wire \$219 ;
+  reg \$210 ;
+  reg \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [3:0] \$216 ;
+  reg [287:0] \$217 ;
+  reg \$218 ;
+  reg \$219 ;
   wire \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire \$222 ;
-  wire \$223 ;
-  wire \$224 ;
-  wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  reg \$220 ;
+  reg \$221 ;
+  reg \$222 ;
+  reg \$223 ;
+  reg \$224 ;
+  reg \$225 ;
+  reg \$226 ;
+  reg [3:0] \$227 ;
+  reg \$228 ;
+  reg [4:0] \$229 ;
   wire [4:0] \$23 ;
-  wire \$230 ;
-  wire \$231 ;
-  wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
+  reg [154:0] \$230 ;
+  reg [48:0] \$231 ;
+  reg [47:0] \$232 ;
+  reg \$233 ;
+  reg [3:0] \$234 ;
   reg \$235 ;
   reg \$236 ;
   reg \$237 ;
   reg \$238 ;
-  reg \$239 ;
+  reg [3:0] \$239 ;
   wire [4:0] \$24 ;
-  reg \$240 ;
+  reg [3:0] \$240 ;
   reg \$241 ;
-  reg \$242 ;
-  reg \$243 ;
-  reg \$244 ;
-  reg [3:0] \$245 ;
-  reg [287:0] \$246 ;
-  reg \$247 ;
-  reg \$248 ;
-  reg \$249 ;
+  reg [2:0] \$242 ;
+  reg [98:0] \$243 ;
+  reg [52:0] \$244 ;
+  reg [2:0] \$245 ;
+  reg \$246 ;
+  reg [3:0] \$247 ;
+  reg [3:0] \$248 ;
+  reg [6:0] \$249 ;
   wire \$25 ;
-  reg \$250 ;
-  reg \$251 ;
-  reg \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg \$255 ;
-  reg \$256 ;
-  reg [3:0] \$257 ;
-  reg \$258 ;
-  reg [4:0] \$259 ;
+  reg [68:0] \$250 ;
   wire \$26 ;
-  reg [154:0] \$260 ;
-  reg [48:0] \$261 ;
-  reg [47:0] \$262 ;
-  reg \$263 ;
-  reg [3:0] \$264 ;
-  reg \$265 ;
-  reg \$266 ;
-  reg \$267 ;
-  reg \$268 ;
-  reg [3:0] \$269 ;
   wire \$27 ;
-  reg [3:0] \$270 ;
-  reg \$271 ;
-  reg [2:0] \$272 ;
-  reg [98:0] \$273 ;
-  reg [52:0] \$274 ;
-  reg [2:0] \$275 ;
-  reg \$276 ;
-  reg [3:0] \$277 ;
-  reg [3:0] \$278 ;
-  reg [6:0] \$279 ;
   wire \$28 ;
-  reg [68:0] \$280 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
@@ -87423,34 +86886,34 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire \$74 ;
+  wire [48:0] \$74 ;
   wire \$75 ;
-  wire \$76 ;
+  wire [4:0] \$76 ;
   wire \$77 ;
-  wire \$78 ;
+  wire [5:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire \$80 ;
+  wire [6:0] \$80 ;
   wire \$81 ;
-  wire \$82 ;
+  wire [32:0] \$82 ;
   wire \$83 ;
-  wire \$84 ;
+  wire [32:0] \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [32:0] \$86 ;
   wire \$87 ;
-  wire [48:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [32:0] \$89 ;
   wire [47:0] \$9 ;
-  wire [4:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire [5:0] \$92 ;
-  wire \$93 ;
-  wire [6:0] \$94 ;
+  reg [3:0] \$92 ;
+  wire [2:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [32:0] \$96 ;
-  wire \$97 ;
-  wire [32:0] \$98 ;
-  wire \$99 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire [3:0] \$98 ;
+  reg [3:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
@@ -87502,28 +86965,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [15:0] a_f_req__tile ;
   reg [47:0] a_f_target = 48'h000000000000;
   reg a_f_valid = 1'h0;
-  reg a_g_bank = 1'h0;
-  reg [2:0] a_g_base = 3'h0;
-  reg [4:0] a_g_device = 5'h00;
-  reg [2:0] a_g_end = 3'h0;
-  reg [2:0] a_g_fit = 3'h0;
-  reg a_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] a_g_mode = 2'h0;
-  reg [2:0] a_g_pos = 3'h0;
-  reg [71:0] a_g_req = 72'h000000000000000000;
-  wire [47:0] a_g_req__addr ;
-  wire [6:0] a_g_req__bytes ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire a_g_req__kind ;
-  wire [15:0] a_g_req__tile ;
-  reg [47:0] a_g_target = 48'h000000000000;
-  reg a_g_valid = 1'h0;
   reg [3:0] a_held = 4'h0;
   reg a_r0_bank = 1'h0;
   reg a_r0_inside = 1'h0;
@@ -87819,22 +87260,22 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [3:0] \rb__addr$49 ;
   wire [3:0] \rb__addr$76 ;
   wire [98:0] rb__data;
-  wire [98:0] \rb__data$222 ;
-  wire [47:0] rb__data$222__base ;
-  wire [48:0] rb__data$222__end ;
+  wire [98:0] \rb__data$211 ;
+  wire [47:0] rb__data$211__base ;
+  wire [48:0] rb__data$211__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$222__mode ;
-  wire [98:0] \rb__data$241 ;
-  wire [47:0] rb__data$241__base ;
-  wire [48:0] rb__data$241__end ;
+  wire [1:0] rb__data$211__mode ;
+  wire [98:0] \rb__data$220 ;
+  wire [47:0] rb__data$220__base ;
+  wire [48:0] rb__data$220__end ;
   (* enum_base_type = "RegionMode" *)
   (* enum_value_00 = "LOCAL" *)
   (* enum_value_01 = "REMOTE" *)
   (* enum_value_10 = "TRACKED" *)
-  wire [1:0] rb__data$241__mode ;
+  wire [1:0] rb__data$220__mode ;
   wire [47:0] rb__data__base ;
   wire [48:0] rb__data__end ;
   (* enum_base_type = "RegionMode" *)
@@ -87854,15 +87295,15 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire [47:0] rp__data;
   wire [47:0] \rp__data$142 ;
   wire [47:0] \rp__data$151 ;
+  wire [47:0] \rp__data$178 ;
   wire [47:0] \rp__data$189 ;
   wire [47:0] \rp__data$200 ;
-  wire [47:0] \rp__data$211 ;
   wire [3:0] rr__addr;
   wire [3:0] \rr__addr$78 ;
   wire [52:0] rr__data;
-  wire [52:0] \rr__data$243 ;
-  wire [47:0] rr__data$243__delta ;
-  wire [4:0] rr__data$243__device ;
+  wire [52:0] \rr__data$222 ;
+  wire [47:0] rr__data$222__delta ;
+  wire [4:0] rr__data$222__device ;
   wire [47:0] rr__data__delta ;
   wire [4:0] rr__data__device ;
   input rst;
@@ -87939,28 +87380,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   wire rx_f_req__kind ;
   wire [15:0] rx_f_req__tile ;
   reg rx_f_valid = 1'h0;
-  reg rx_g_bank = 1'h0;
-  reg [2:0] rx_g_base = 3'h0;
-  reg [2:0] rx_g_end = 3'h0;
-  reg [2:0] rx_g_fit = 3'h0;
-  reg rx_g_inside = 1'h0;
-  (* enum_base_type = "RegionMode" *)
-  (* enum_value_00 = "LOCAL" *)
-  (* enum_value_01 = "REMOTE" *)
-  (* enum_value_10 = "TRACKED" *)
-  reg [1:0] rx_g_mode = 2'h0;
-  reg rx_g_other = 1'h0;
-  reg [2:0] rx_g_pos = 3'h0;
-  reg [76:0] rx_g_req = 77'h00000000000000000000;
-  wire [47:0] rx_g_req__addr ;
-  wire [6:0] rx_g_req__bytes ;
-  wire [4:0] rx_g_req__device ;
-  (* enum_base_type = "WriteKind" *)
-  (* enum_value_0 = "STORE" *)
-  (* enum_value_1 = "UPDATE" *)
-  wire rx_g_req__kind ;
-  wire [15:0] rx_g_req__tile ;
-  reg rx_g_valid = 1'h0;
   reg [3:0] rx_held = 4'h0;
   wire rx_in_receive;
   wire rx_in_remote;
@@ -88139,8 +87558,8 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$241  = bounds[{ active, \$21 [2:0] }];
-  assign \rb__data$222  = bounds[{ rx_c0_bank, rx_c0_pos }];
+  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
   reg [2:0] index [15:0];
@@ -88183,7 +87602,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[0])
       pivot0[{ p_w_bank, p_w_at[2:1] }] <= wp__data[47:0];
   end
-  assign \rp__data$211  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
+  assign \rp__data$200  = pivot0[{ rx_c1_bank, rx_c1_pos[2:1] }];
   assign \rp__data$151  = pivot0[{ a_c1_bank, a_c1_pos[2:1] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot1 [3:0];
@@ -88197,7 +87616,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[1])
       pivot1[{ p_w_bank, p_w_at[2] }] <= wp__data[47:0];
   end
-  assign \rp__data$200  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
+  assign \rp__data$189  = pivot1[{ rx_c2_bank, rx_c2_pos[2] }];
   assign \rp__data$142  = pivot1[{ a_c2_bank, a_c2_pos[2] }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot2 [1:0];
@@ -88209,7 +87628,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (p_w_pivot[2])
       pivot2[p_w_bank] <= wp__data[47:0];
   end
-  assign \rp__data$189  = pivot2[\rp__addr$40 ];
+  assign \rp__data$178  = pivot2[\rp__addr$40 ];
   assign rp__data = pivot2[rp__addr];
   (* t3hw_lutram = 32'd1 *)
   reg [52:0] route [15:0];
@@ -88235,9 +87654,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$243  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
-  assign store__ready = a_held < 4'hc;
+  assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
   assign \$2  = ! a_f_mode;
   assign \local  = \$1  & \$2 ;
@@ -88257,7 +87676,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$11  = ~ o__payload[0];
   assign mem__valid = o__valid & \$11 ;
   assign o__ready = o__payload[0] ? net__ready : mem__ready;
-  assign rx__ready = rx_held < 4'hc;
+  assign rx__ready = rx_held < 4'hb;
   assign \$12  = ! rx_f_mode;
   assign \$13  = rx_f_mode == 2'h2;
   assign \$14  = \$12  | \$13 ;
@@ -88314,158 +87733,130 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$65  = a_r0_pos | { 1'h0, \$64  };
   assign \$67  = \$66  > a_c0_pos;
   assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$69  = a_rec_req[47:24] < a_rec_bounds[47:24];
-  assign \$70  = a_rec_req[47:24] == a_rec_bounds[47:24];
-  assign \$71  = a_rec_req[23:0] < a_rec_bounds[23:0];
-  assign \$72  = a_rec_req[47:24] < a_rec_bounds[96:72];
-  assign \$73  = a_rec_req[47:24] == a_rec_bounds[96:72];
-  assign \$74  = a_rec_req[23:0] < a_rec_bounds[71:48];
-  assign \$75  = a_rec_bounds[96:72] < a_stop[48:24];
-  assign \$76  = a_rec_bounds[96:72] == a_stop[48:24];
-  assign \$77  = a_rec_bounds[71:48] < a_stop[23:0];
-  assign \$78  = a_g_base[1] & a_g_base[2];
-  assign \$79  = a_g_base[0] | \$78 ;
-  assign \$80  = ~ \$79 ;
-  assign \$81  = a_g_inside & \$80 ;
-  assign \$82  = a_g_end[1] & a_g_end[2];
-  assign \$83  = a_g_end[0] | \$82 ;
-  assign \$84  = \$81  & \$83 ;
-  assign \$85  = a_g_fit[1] & a_g_fit[2];
-  assign \$86  = a_g_fit[0] | \$85 ;
-  assign \$87  = ~ \$86 ;
-  assign \$88  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$89  = store__valid & store__ready;
-  assign \$90  = a_held + \$89 ;
-  assign \$91  = a_f_valid & crosses;
-  assign \$92  = \$90  - \$91 ;
-  assign \$93  = o__valid & o__ready;
-  assign \$94  = $signed(\$92 ) - $signed({ 1'h0, \$93  });
-  assign \$95  = a_f_valid & \local ;
-  assign \$96  = stats[31:0] + 1'h1;
-  assign \$97  = a_f_valid & tracked;
-  assign \$98  = stats[63:32] + 1'h1;
-  assign \$99  = a_f_valid & remote;
-  assign \$100  = stats[95:64] + 1'h1;
-  assign \$101  = ~ a_f_hit;
-  assign \$102  = a_f_valid & \$101 ;
-  assign \$103  = stats[127:96] + 1'h1;
-  assign \$104  = rx__valid & rx__ready;
-  assign \$105  = rx__payload[4:0] != device_id;
+  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$70  = a_rec_inside & \$69 ;
+  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = a_stop <= a_rec_bounds[96:48];
+  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$75  = store__valid & store__ready;
+  assign \$76  = a_held + \$75 ;
+  assign \$77  = a_f_valid & crosses;
+  assign \$78  = \$76  - \$77 ;
+  assign \$79  = o__valid & o__ready;
+  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
+  assign \$81  = a_f_valid & \local ;
+  assign \$82  = stats[31:0] + 1'h1;
+  assign \$83  = a_f_valid & tracked;
+  assign \$84  = stats[63:32] + 1'h1;
+  assign \$85  = a_f_valid & remote;
+  assign \$86  = stats[95:64] + 1'h1;
+  assign \$87  = ~ a_f_hit;
+  assign \$88  = a_f_valid & \$87 ;
+  assign \$89  = stats[127:96] + 1'h1;
+  assign \$90  = rx__valid & rx__ready;
+  assign \$91  = rx__payload[4:0] != device_id;
+  assign \$94  = \$92  > \$93 ;
+  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$96  = rx_r2_inside & \$95 ;
+  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
+  assign \$101  = \$99  > \$100 ;
+  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$103  = rx_r1_inside & \$102 ;
+  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
   assign \$108  = \$106  > \$107 ;
-  assign \$109  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$110  = rx_r2_inside & \$109 ;
-  assign \$112  = { 1'h0, rx_r2_pos } | \$111 ;
-  assign \$115  = \$113  > \$114 ;
-  assign \$116  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$117  = rx_r1_inside & \$116 ;
-  assign \$119  = rx_r1_pos | { 1'h0, \$118  };
-  assign \$122  = \$120  > \$121 ;
-  assign \$123  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$124  = rx_r0_inside & \$123 ;
-  assign \$126  = rx_r0_pos | { 1'h0, \$125  };
-  assign \$128  = \$127  > rx_c0_pos;
-  assign \$129  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$130  = rx_rec_req[52:29] < rx_rec_bounds[47:24];
-  assign \$131  = rx_rec_req[52:29] == rx_rec_bounds[47:24];
-  assign \$132  = rx_rec_req[28:5] < rx_rec_bounds[23:0];
-  assign \$133  = rx_rec_req[52:29] < rx_rec_bounds[96:72];
-  assign \$134  = rx_rec_req[52:29] == rx_rec_bounds[96:72];
-  assign \$135  = rx_rec_req[28:5] < rx_rec_bounds[71:48];
-  assign \$136  = rx_rec_bounds[96:72] < rx_stop[48:24];
-  assign \$137  = rx_rec_bounds[96:72] == rx_stop[48:24];
-  assign \$138  = rx_rec_bounds[71:48] < rx_stop[23:0];
-  assign \$139  = rx_g_base[1] & rx_g_base[2];
-  assign \$140  = rx_g_base[0] | \$139 ;
-  assign \$141  = ~ \$140 ;
-  assign \$142  = rx_g_inside & \$141 ;
-  assign \$143  = rx_g_end[1] & rx_g_end[2];
-  assign \$144  = rx_g_end[0] | \$143 ;
-  assign \$145  = \$142  & \$144 ;
-  assign \$146  = rx_g_fit[1] & rx_g_fit[2];
-  assign \$147  = rx_g_fit[0] | \$146 ;
-  assign \$148  = ~ \$147 ;
-  assign \$149  = rx__valid & rx__ready;
-  assign \$150  = rx_held + \$149 ;
-  assign \$151  = ~ rx_accept;
-  assign \$152  = rx_f_valid & \$151 ;
-  assign \$153  = \$150  - \$152 ;
-  assign \$154  = rx_mem__valid & \o__ready$65 ;
-  assign \$155  = $signed(\$153 ) - $signed({ 1'h0, \$154  });
-  assign \$156  = ~ take;
-  assign \$157  = p_busy <= 1'h1;
-  assign \$158  = \$156  & \$157 ;
-  assign \$159  = | p_busy;
-  assign \$160  = p_busy - 1'h1;
-  assign \$161  = program__payload[58:11] + program__payload[106:59];
-  assign \$162  = program__payload[154:107] - program__payload[58:11];
-  assign \$163  = ! program__payload[106:59];
-  assign \$164  = program__payload[5:4] > 2'h2;
-  assign \$165  = \$163  | \$164 ;
-  assign \$166  = p_phase == 4'hc;
-  assign \$167  = | p_phase;
-  assign \$168  = p_phase + 1'h1;
-  assign \$169  = p_phase == 4'hb;
-  assign \$171  = \$170  >= p_phase;
-  assign \$172  = p_reading & \$171 ;
-  assign \$173  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$174  = p_req[3] & \$173 ;
-  assign \$175  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$176  = p_e1_bounds[47:0] < p_end;
-  assign \$177  = p_e2_valid & p_req[3];
-  assign \$178  = \$177  & p_e2_lo;
-  assign \$179  = \$178  & p_e2_hi;
-  assign \$180  = p_o + 1'h1;
-  assign \$181  = ~ p_e2_after;
-  assign \$182  = p_rank + \$181 ;
-  assign \$183  = ~ active;
-  assign \$184  = p_emit & \$24 [0];
-  assign \$187  = p_emit & \$24 [1];
-  assign \$188  = ! \$24 [0];
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = p_emit & \$24 [2];
-  assign \$191  = ! \$24 [1:0];
-  assign \$192  = \$190  & \$191 ;
-  assign \$193  = | p_end[47:0];
-  assign \$194  = p_end[48] & \$193 ;
-  assign \$195  = p_bad | \$194 ;
-  assign \$196  = p_req[3] & p_bad_all;
-  assign \$197  = ~ p_bad_all;
-  assign \$198  = p_req[3] & \$197 ;
-  assign \$199  = \$198  & p_clash;
-  assign \$200  = ~ p_verdict_bad;
-  assign \$201  = p_deciding & \$200 ;
-  assign \$202  = ~ p_verdict_overlap;
-  assign \$203  = \$201  & \$202 ;
-  assign \$204  = ~ active;
-  assign \$205  = p_o + p_req[3];
-  assign \$206  = ~ active;
-  assign \$210  = stats[159:128] + 1'h1;
-  assign \$211  = stats[191:160] + 1'h1;
-  assign \$212  = stats[223:192] + 1'h1;
-  assign \$213  = stats[255:224] + 1'h1;
-  assign \$214  = stats[287:256] + 1'h1;
-  assign \$215  = a_f_valid & crosses;
-  assign \$216  = rx_f_valid & rx_f_other;
-  assign \$217  = ~ rx_f_other;
-  assign \$218  = rx_f_valid & \$217 ;
-  assign \$219  = \$218  & rx_in_remote;
-  assign \$220  = ~ rx_f_other;
-  assign \$221  = rx_f_valid & \$220 ;
-  assign \$222  = ~ rx_in_remote;
-  assign \$223  = \$221  & \$222 ;
-  assign \$224  = ~ rx_in_receive;
-  assign \$225  = \$223  & \$224 ;
-  assign \$226  = ~ rx_f_other;
-  assign \$227  = rx_f_valid & \$226 ;
-  assign \$228  = \$227  & rx_in_receive;
-  assign \$229  = ~ rx_f_fits;
-  assign \$230  = \$228  & \$229 ;
-  assign \$231  = | { \$230 , \$225 , \$219 , \$216  };
-  assign \$232  = p_deciding & p_verdict_bad;
-  assign \$233  = p_deciding & p_verdict_overlap;
-  assign \$234  = \$232  | \$233 ;
+  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$110  = rx_r0_inside & \$109 ;
+  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
+  assign \$114  = \$113  > rx_c0_pos;
+  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$117  = rx_rec_inside & \$116 ;
+  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$119  = \$117  & \$118 ;
+  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$121  = rx__valid & rx__ready;
+  assign \$122  = rx_held + \$121 ;
+  assign \$123  = ~ rx_accept;
+  assign \$124  = rx_f_valid & \$123 ;
+  assign \$125  = \$122  - \$124 ;
+  assign \$126  = rx_mem__valid & \o__ready$65 ;
+  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
+  assign \$128  = ~ take;
+  assign \$129  = p_busy <= 1'h1;
+  assign \$130  = \$128  & \$129 ;
+  assign \$131  = | p_busy;
+  assign \$132  = p_busy - 1'h1;
+  assign \$133  = program__payload[58:11] + program__payload[106:59];
+  assign \$134  = program__payload[154:107] - program__payload[58:11];
+  assign \$135  = ! program__payload[106:59];
+  assign \$136  = program__payload[5:4] > 2'h2;
+  assign \$137  = \$135  | \$136 ;
+  assign \$138  = p_phase == 4'hc;
+  assign \$139  = | p_phase;
+  assign \$140  = p_phase + 1'h1;
+  assign \$141  = p_phase == 4'hb;
+  assign \$143  = \$142  >= p_phase;
+  assign \$144  = p_reading & \$143 ;
+  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$146  = p_req[3] & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$148  = p_e1_bounds[47:0] < p_end;
+  assign \$149  = p_e2_valid & p_req[3];
+  assign \$150  = \$149  & p_e2_lo;
+  assign \$151  = \$150  & p_e2_hi;
+  assign \$152  = p_o + 1'h1;
+  assign \$153  = ~ p_e2_after;
+  assign \$154  = p_rank + \$153 ;
+  assign \$155  = ~ active;
+  assign \$156  = p_emit & \$24 [0];
+  assign \$159  = p_emit & \$24 [1];
+  assign \$160  = ! \$24 [0];
+  assign \$161  = \$159  & \$160 ;
+  assign \$162  = p_emit & \$24 [2];
+  assign \$163  = ! \$24 [1:0];
+  assign \$164  = \$162  & \$163 ;
+  assign \$165  = | p_end[47:0];
+  assign \$166  = p_end[48] & \$165 ;
+  assign \$167  = p_bad | \$166 ;
+  assign \$168  = p_req[3] & p_bad_all;
+  assign \$169  = ~ p_bad_all;
+  assign \$170  = p_req[3] & \$169 ;
+  assign \$171  = \$170  & p_clash;
+  assign \$172  = ~ p_verdict_bad;
+  assign \$173  = p_deciding & \$172 ;
+  assign \$174  = ~ p_verdict_overlap;
+  assign \$175  = \$173  & \$174 ;
+  assign \$176  = ~ active;
+  assign \$177  = p_o + p_req[3];
+  assign \$178  = ~ active;
+  assign \$182  = stats[159:128] + 1'h1;
+  assign \$183  = stats[191:160] + 1'h1;
+  assign \$184  = stats[223:192] + 1'h1;
+  assign \$185  = stats[255:224] + 1'h1;
+  assign \$186  = stats[287:256] + 1'h1;
+  assign \$187  = a_f_valid & crosses;
+  assign \$188  = rx_f_valid & rx_f_other;
+  assign \$189  = ~ rx_f_other;
+  assign \$190  = rx_f_valid & \$189 ;
+  assign \$191  = \$190  & rx_in_remote;
+  assign \$192  = ~ rx_f_other;
+  assign \$193  = rx_f_valid & \$192 ;
+  assign \$194  = ~ rx_in_remote;
+  assign \$195  = \$193  & \$194 ;
+  assign \$196  = ~ rx_in_receive;
+  assign \$197  = \$195  & \$196 ;
+  assign \$198  = ~ rx_f_other;
+  assign \$199  = rx_f_valid & \$198 ;
+  assign \$200  = \$199  & rx_in_receive;
+  assign \$201  = ~ rx_f_fits;
+  assign \$202  = \$200  & \$201 ;
+  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
+  assign \$204  = p_deciding & p_verdict_bad;
+  assign \$205  = p_deciding & p_verdict_overlap;
+  assign \$206  = \$204  | \$205 ;
   always @(posedge clk)
-    a_s0_valid <= \$235 ;
+    a_s0_valid <= \$207 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -88473,7 +87864,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$236 ;
+    a_r2_valid <= \$208 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -88485,7 +87876,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r2_inside <= \$47 ;
   always @(posedge clk)
-    a_c2_valid <= \$237 ;
+    a_c2_valid <= \$209 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
@@ -88493,7 +87884,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c2_pos <= \$51 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$238 ;
+    a_r1_valid <= \$210 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -88505,7 +87896,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r1_inside <= \$54 ;
   always @(posedge clk)
-    a_c1_valid <= \$239 ;
+    a_c1_valid <= \$211 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
@@ -88513,7 +87904,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c1_pos <= \$58 ;
   always @(posedge clk)
-    a_r0_valid <= \$240 ;
+    a_r0_valid <= \$212 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -88525,7 +87916,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_r0_inside <= \$61 ;
   always @(posedge clk)
-    a_c0_valid <= \$241 ;
+    a_c0_valid <= \$213 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
@@ -88533,7 +87924,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_c0_pos <= \$65 ;
   always @(posedge clk)
-    a_rec_valid <= \$242 ;
+    a_rec_valid <= \$214 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -88549,47 +87940,25 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_g_valid <= \$243 ;
+    a_f_valid <= \$215 ;
   always @(posedge clk)
-    a_g_req <= a_rec_req;
+    a_f_req <= a_rec_req;
   always @(posedge clk)
-    a_g_bank <= a_rec_bank;
+    a_f_hit <= \$72 ;
   always @(posedge clk)
-    a_g_pos <= a_rec_pos;
+    a_f_fits <= \$73 ;
   always @(posedge clk)
-    a_g_base <= { \$71 , \$70 , \$69  };
+    a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
-    a_g_end <= { \$74 , \$73 , \$72  };
+    a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_g_fit <= { \$77 , \$76 , \$75  };
+    a_f_target <= \$74 [47:0];
   always @(posedge clk)
-    a_g_inside <= a_rec_inside;
+    a_held <= \$216 ;
   always @(posedge clk)
-    a_g_mode <= a_rec_bounds[98:97];
+    stats <= \$217 ;
   always @(posedge clk)
-    a_f_valid <= \$244 ;
-  always @(posedge clk)
-    a_f_req <= a_g_req;
-  always @(posedge clk)
-    a_f_hit <= \$84 ;
-  always @(posedge clk)
-    a_f_fits <= \$87 ;
-  always @(posedge clk)
-    a_f_mode <= a_g_mode;
-  always @(posedge clk)
-    a_g_device <= a_rec_route[52:48];
-  always @(posedge clk)
-    a_g_target <= \$88 [47:0];
-  always @(posedge clk)
-    a_f_device <= a_g_device;
-  always @(posedge clk)
-    a_f_target <= a_g_target;
-  always @(posedge clk)
-    a_held <= \$245 ;
-  always @(posedge clk)
-    stats <= \$246 ;
-  always @(posedge clk)
-    rx_s0_valid <= \$247 ;
+    rx_s0_valid <= \$218 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -88597,9 +87966,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$105 ;
+    rx_s0_other <= \$91 ;
   always @(posedge clk)
-    rx_r2_valid <= \$248 ;
+    rx_r2_valid <= \$219 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -88609,21 +87978,21 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r2_other <= rx_s0_other;
   always @(posedge clk)
-    rx_r2_pivot <= \rp__data$189 ;
+    rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
-    rx_r2_inside <= \$108 ;
+    rx_r2_inside <= \$94 ;
   always @(posedge clk)
-    rx_c2_valid <= \$249 ;
+    rx_c2_valid <= \$220 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_pos <= \$112 [2:0];
+    rx_c2_pos <= \$98 [2:0];
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_r1_valid <= \$250 ;
+    rx_r1_valid <= \$221 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -88633,21 +88002,21 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r1_other <= rx_c2_other;
   always @(posedge clk)
-    rx_r1_pivot <= \rp__data$200 ;
+    rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
-    rx_r1_inside <= \$115 ;
+    rx_r1_inside <= \$101 ;
   always @(posedge clk)
-    rx_c1_valid <= \$251 ;
+    rx_c1_valid <= \$222 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_pos <= \$119 ;
+    rx_c1_pos <= \$105 ;
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_r0_valid <= \$252 ;
+    rx_r0_valid <= \$223 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -88657,21 +88026,21 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_r0_other <= rx_c1_other;
   always @(posedge clk)
-    rx_r0_pivot <= \rp__data$211 ;
+    rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
-    rx_r0_inside <= \$122 ;
+    rx_r0_inside <= \$108 ;
   always @(posedge clk)
-    rx_c0_valid <= \$253 ;
+    rx_c0_valid <= \$224 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_pos <= \$126 ;
+    rx_c0_pos <= \$112 ;
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_rec_valid <= \$254 ;
+    rx_rec_valid <= \$225 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -88681,71 +88050,51 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     rx_rec_other <= rx_c0_other;
   always @(posedge clk)
-    rx_rec_bounds <= \rb__data$222 ;
+    rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
-    rx_rec_inside <= \$128 ;
+    rx_rec_inside <= \$114 ;
   always @(posedge clk)
-    rx_stop <= \$129 ;
+    rx_stop <= \$115 ;
   always @(posedge clk)
-    rx_g_valid <= \$255 ;
+    rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_g_req <= rx_rec_req;
+    rx_f_valid <= \$226 ;
   always @(posedge clk)
-    rx_g_bank <= rx_rec_bank;
+    rx_f_req <= rx_rec_req;
   always @(posedge clk)
-    rx_g_pos <= rx_rec_pos;
+    rx_f_hit <= \$119 ;
   always @(posedge clk)
-    rx_g_other <= rx_rec_other;
+    rx_f_fits <= \$120 ;
   always @(posedge clk)
-    rx_g_base <= { \$132 , \$131 , \$130  };
+    rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_g_end <= { \$135 , \$134 , \$133  };
+    rx_held <= \$227 ;
   always @(posedge clk)
-    rx_g_fit <= { \$138 , \$137 , \$136  };
+    program__ready <= \$228 ;
   always @(posedge clk)
-    rx_g_inside <= rx_rec_inside;
+    p_busy <= \$229 ;
   always @(posedge clk)
-    rx_g_mode <= rx_rec_bounds[98:97];
+    p_req <= \$230 ;
   always @(posedge clk)
-    rx_f_other <= rx_g_other;
+    p_end <= \$231 ;
   always @(posedge clk)
-    rx_f_valid <= \$256 ;
+    p_delta <= \$232 ;
   always @(posedge clk)
-    rx_f_req <= rx_g_req;
+    p_bad <= \$233 ;
   always @(posedge clk)
-    rx_f_hit <= \$145 ;
+    p_phase <= \$234 ;
   always @(posedge clk)
-    rx_f_fits <= \$148 ;
+    p_deciding <= \$235 ;
   always @(posedge clk)
-    rx_f_mode <= rx_g_mode;
+    p_e1_valid <= \$236 ;
   always @(posedge clk)
-    rx_held <= \$257 ;
+    p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
-    program__ready <= \$258 ;
-  always @(posedge clk)
-    p_busy <= \$259 ;
-  always @(posedge clk)
-    p_req <= \$260 ;
-  always @(posedge clk)
-    p_end <= \$261 ;
-  always @(posedge clk)
-    p_delta <= \$262 ;
-  always @(posedge clk)
-    p_bad <= \$263 ;
-  always @(posedge clk)
-    p_phase <= \$264 ;
-  always @(posedge clk)
-    p_deciding <= \$265 ;
-  always @(posedge clk)
-    p_e1_valid <= \$266 ;
-  always @(posedge clk)
-    p_e1_bounds <= \rb__data$241 ;
-  always @(posedge clk)
-    p_e1_route <= \rr__data$243 ;
+    p_e1_route <= \rr__data$222 ;
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$267 ;
+    p_e2_valid <= \$237 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -88753,47 +88102,47 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$174 ;
+    p_e2_after <= \$146 ;
   always @(posedge clk)
-    p_e2_lo <= \$175 ;
+    p_e2_lo <= \$147 ;
   always @(posedge clk)
-    p_e2_hi <= \$176 ;
+    p_e2_hi <= \$148 ;
   always @(posedge clk)
-    p_clash <= \$268 ;
+    p_clash <= \$238 ;
   always @(posedge clk)
-    p_o <= \$269 ;
+    p_o <= \$239 ;
   always @(posedge clk)
-    p_rank <= \$270 ;
+    p_rank <= \$240 ;
   always @(posedge clk)
     p_w_at <= \$24 [3:0];
   always @(posedge clk)
-    p_w_bank <= \$183 ;
+    p_w_bank <= \$155 ;
   always @(posedge clk)
-    wp__en <= \$271 ;
+    wp__en <= \$241 ;
   always @(posedge clk)
-    p_w_pivot <= \$272 ;
+    p_w_pivot <= \$242 ;
   always @(posedge clk)
-    wp__data <= \$273 ;
+    wp__data <= \$243 ;
   always @(posedge clk)
-    \wp__data$99  <= \$274 ;
+    \wp__data$99  <= \$244 ;
   always @(posedge clk)
-    \wp__data$103  <= \$275 ;
+    \wp__data$103  <= \$245 ;
   always @(posedge clk)
-    p_bad_all <= \$195 ;
+    p_bad_all <= \$167 ;
   always @(posedge clk)
-    p_verdict_bad <= \$196 ;
+    p_verdict_bad <= \$168 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$199 ;
+    p_verdict_overlap <= \$171 ;
   always @(posedge clk)
-    active <= \$276 ;
+    active <= \$246 ;
   always @(posedge clk)
-    count0 <= \$277 ;
+    count0 <= \$247 ;
   always @(posedge clk)
-    count1 <= \$278 ;
+    count1 <= \$248 ;
   always @(posedge clk)
-    errors <= \$279 ;
+    errors <= \$249 ;
   always @(posedge clk)
-    capture <= \$280 ;
+    capture <= \$250 ;
   t3hw_system__e3__addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -88857,6 +88206,26 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
+          \$92  = count0;
+      1'h1:
+          \$92  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c2_bank)
+      1'h0:
+          \$99  = count0;
+      1'h1:
+          \$99  = count1;
+    endcase
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    (* full_case = 32'd1 *)
+    casez (rx_c1_bank)
+      1'h0:
           \$106  = count0;
       1'h1:
           \$106  = count1;
@@ -88865,7 +88234,7 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c2_bank)
+    casez (rx_c0_bank)
       1'h0:
           \$113  = count0;
       1'h1:
@@ -88875,447 +88244,413 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   always @* begin
     if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
-    casez (rx_c1_bank)
-      1'h0:
-          \$120  = count0;
-      1'h1:
-          \$120  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    (* full_case = 32'd1 *)
-    casez (rx_c0_bank)
-      1'h0:
-          \$127  = count0;
-      1'h1:
-          \$127  = count1;
-    endcase
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$170  = count0;
+          \$142  = count0;
       1'h1:
-          \$170  = count1;
+          \$142  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$235  = \$44 ;
+    \$207  = \$44 ;
+    if (rst) begin
+      \$207  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$208  = a_s0_valid;
+    if (rst) begin
+      \$208  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$209  = a_r2_valid;
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$210  = a_c2_valid;
+    if (rst) begin
+      \$210  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$211  = a_r1_valid;
+    if (rst) begin
+      \$211  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$212  = a_c1_valid;
+    if (rst) begin
+      \$212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$213  = a_r0_valid;
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$214  = a_c0_valid;
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$215  = a_rec_valid;
+    if (rst) begin
+      \$215  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$216  = \$80 [3:0];
+    if (rst) begin
+      \$216  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$217  = stats;
+    if (\$81 ) begin
+      \$217 [31:0] = \$82 [31:0];
+    end
+    if (\$83 ) begin
+      \$217 [63:32] = \$84 [31:0];
+    end
+    if (\$85 ) begin
+      \$217 [95:64] = \$86 [31:0];
+    end
+    if (\$88 ) begin
+      \$217 [127:96] = \$89 [31:0];
+    end
+    if (events[2]) begin
+      \$217 [159:128] = \$182 [31:0];
+    end
+    if (events[3]) begin
+      \$217 [191:160] = \$183 [31:0];
+    end
+    if (events[4]) begin
+      \$217 [223:192] = \$184 [31:0];
+    end
+    if (events[5]) begin
+      \$217 [255:224] = \$185 [31:0];
+    end
+    if (events[6]) begin
+      \$217 [287:256] = \$186 [31:0];
+    end
+    if (rst) begin
+      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$218  = \$90 ;
+    if (rst) begin
+      \$218  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$219  = rx_s0_valid;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$220  = rx_r2_valid;
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$221  = rx_c2_valid;
+    if (rst) begin
+      \$221  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$222  = rx_r1_valid;
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$223  = rx_c1_valid;
+    if (rst) begin
+      \$223  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$224  = rx_r0_valid;
+    if (rst) begin
+      \$224  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$225  = rx_c0_valid;
+    if (rst) begin
+      \$225  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$226  = rx_rec_valid;
+    if (rst) begin
+      \$226  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$227  = \$127 [3:0];
+    if (rst) begin
+      \$227  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$228  = \$130 ;
+    if (rst) begin
+      \$228  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$229  = p_busy;
+    if (take) begin
+      \$229  = 5'h11;
+    end else if (\$131 ) begin
+      \$229  = \$132 [4:0];
+    end
+    if (rst) begin
+      \$229  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$230  = p_req;
+    if (take) begin
+      \$230  = program__payload;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$231  = p_end;
+    if (take) begin
+      \$231  = \$133 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$232  = p_delta;
+    if (take) begin
+      \$232  = \$134 [47:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$233  = p_bad;
+    if (take) begin
+      \$233  = \$137 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$234  = p_phase;
+    if (take) begin
+      \$234  = 4'h1;
+    end else if (\$138 ) begin
+      \$234  = 4'h0;
+    end else if (\$139 ) begin
+      \$234  = \$140 [3:0];
+    end
+    if (rst) begin
+      \$234  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_70 ) begin end
+    \$235  = \$141 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$236  = a_s0_valid;
+    \$236  = \$144 ;
     if (rst) begin
       \$236  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$237  = a_r2_valid;
+    \$237  = p_kept;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$238  = a_c2_valid;
+    \$238  = p_clash;
+    if (take) begin
+      \$238  = 1'h0;
+    end else if (\$151 ) begin
+      \$238  = 1'h1;
+    end
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$239  = a_r1_valid;
+    \$239  = p_o;
+    if (take) begin
+      \$239  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$239  = \$152 [3:0];
+    end
     if (rst) begin
-      \$239  = 1'h0;
+      \$239  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$240  = a_c1_valid;
+    \$240  = p_rank;
+    if (take) begin
+      \$240  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$240  = \$154 [3:0];
+    end
     if (rst) begin
-      \$240  = 1'h0;
+      \$240  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$241  = a_r0_valid;
+    \$241  = p_emit;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$242  = a_c0_valid;
+    \$242  = { \$164 , \$161 , \$158  };
     if (rst) begin
-      \$242  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$243  = a_rec_valid;
-    if (rst) begin
-      \$243  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$244  = a_g_valid;
-    if (rst) begin
-      \$244  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$245  = \$94 [3:0];
-    if (rst) begin
-      \$245  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$246  = stats;
-    if (\$95 ) begin
-      \$246 [31:0] = \$96 [31:0];
-    end
-    if (\$97 ) begin
-      \$246 [63:32] = \$98 [31:0];
-    end
-    if (\$99 ) begin
-      \$246 [95:64] = \$100 [31:0];
-    end
-    if (\$102 ) begin
-      \$246 [127:96] = \$103 [31:0];
-    end
-    if (events[2]) begin
-      \$246 [159:128] = \$210 [31:0];
-    end
-    if (events[3]) begin
-      \$246 [191:160] = \$211 [31:0];
-    end
-    if (events[4]) begin
-      \$246 [223:192] = \$212 [31:0];
-    end
-    if (events[5]) begin
-      \$246 [255:224] = \$213 [31:0];
-    end
-    if (events[6]) begin
-      \$246 [287:256] = \$214 [31:0];
-    end
-    if (rst) begin
-      \$246  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$247  = \$104 ;
-    if (rst) begin
-      \$247  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$248  = rx_s0_valid;
-    if (rst) begin
-      \$248  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$249  = rx_r2_valid;
-    if (rst) begin
-      \$249  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$250  = rx_c2_valid;
-    if (rst) begin
-      \$250  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$251  = rx_r1_valid;
-    if (rst) begin
-      \$251  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$252  = rx_c1_valid;
-    if (rst) begin
-      \$252  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$253  = rx_r0_valid;
-    if (rst) begin
-      \$253  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$254  = rx_c0_valid;
-    if (rst) begin
-      \$254  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$255  = rx_rec_valid;
-    if (rst) begin
-      \$255  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$256  = rx_g_valid;
-    if (rst) begin
-      \$256  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$257  = \$155 [3:0];
-    if (rst) begin
-      \$257  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$258  = \$158 ;
-    if (rst) begin
-      \$258  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$259  = p_busy;
-    if (take) begin
-      \$259  = 5'h12;
-    end else if (\$159 ) begin
-      \$259  = \$160 [4:0];
-    end
-    if (rst) begin
-      \$259  = 5'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$260  = p_req;
-    if (take) begin
-      \$260  = program__payload;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$261  = p_end;
-    if (take) begin
-      \$261  = \$161 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$262  = p_delta;
-    if (take) begin
-      \$262  = \$162 [47:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$263  = p_bad;
-    if (take) begin
-      \$263  = \$165 ;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$264  = p_phase;
-    if (take) begin
-      \$264  = 4'h1;
-    end else if (\$166 ) begin
-      \$264  = 4'h0;
-    end else if (\$167 ) begin
-      \$264  = \$168 [3:0];
-    end
-    if (rst) begin
-      \$264  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$265  = \$169 ;
-    if (rst) begin
-      \$265  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$266  = \$172 ;
-    if (rst) begin
-      \$266  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$267  = p_kept;
-    if (rst) begin
-      \$267  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$268  = p_clash;
-    if (take) begin
-      \$268  = 1'h0;
-    end else if (\$179 ) begin
-      \$268  = 1'h1;
-    end
-    if (rst) begin
-      \$268  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$269  = p_o;
-    if (take) begin
-      \$269  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$269  = \$180 [3:0];
-    end
-    if (rst) begin
-      \$269  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$270  = p_rank;
-    if (take) begin
-      \$270  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$270  = \$182 [3:0];
-    end
-    if (rst) begin
-      \$270  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$271  = p_emit;
-    if (rst) begin
-      \$271  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_70 ) begin end
-    \$272  = { \$192 , \$189 , \$186  };
-    if (rst) begin
-      \$272  = 3'h0;
+      \$242  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$273 [47:0] = p_req[58:11];
-      \$273 [96:48] = p_end;
-      \$273 [98:97] = p_req[5:4];
+      \$243 [47:0] = p_req[58:11];
+      \$243 [96:48] = p_end;
+      \$243 [98:97] = p_req[5:4];
     end else begin
-      \$273  = p_e2_bounds;
+      \$243  = p_e2_bounds;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$274 [47:0] = p_delta;
-      \$274 [52:48] = p_req[10:6];
+      \$244 [47:0] = p_delta;
+      \$244 [52:48] = p_req[10:6];
     end else begin
-      \$274  = p_e2_route;
+      \$244  = p_e2_route;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
     (* full_case = 32'd1 *)
     if (p_preparing) begin
-      \$275  = p_req[2:0];
+      \$245  = p_req[2:0];
     end else begin
-      \$275  = p_e2_index;
+      \$245  = p_e2_index;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$276  = active;
-    if (\$203 ) begin
-      \$276  = \$204 ;
+    \$246  = active;
+    if (\$175 ) begin
+      \$246  = \$176 ;
     end
     if (rst) begin
-      \$276  = 1'h0;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$277  = count0;
-    if (\$203 ) begin
-      casez (\$206 )
+    \$247  = count0;
+    if (\$175 ) begin
+      casez (\$178 )
         1'h0:
-            \$277  = \$205 [3:0];
+            \$247  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$277  = 4'h0;
+      \$247  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$278  = count1;
-    if (\$203 ) begin
+    \$248  = count1;
+    if (\$175 ) begin
       (* full_case = 32'd1 *)
-      casez (\$206 )
+      casez (\$178 )
         1'h0:
             /* empty */;
         1'h1:
-            \$278  = \$205 [3:0];
+            \$248  = \$177 [3:0];
       endcase
     end
     if (rst) begin
-      \$278  = 4'h0;
+      \$248  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$279  = \$209 ;
+    \$249  = \$181 ;
     if (rst) begin
-      \$279  = 7'h00;
+      \$249  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_70 ) begin end
-    \$280  = capture;
-    if (\$215 ) begin
-      \$280 [47:0] = a_f_req[47:0];
-      \$280 [52:48] = a_f_device;
-      \$280 [68:53] = a_f_req[63:48];
-    end else if (\$231 ) begin
-      \$280 [47:0] = rx_f_req[52:5];
-      \$280 [52:48] = rx_f_req[4:0];
-      \$280 [68:53] = rx_f_req[69:54];
-    end else if (\$234 ) begin
-      \$280 [47:0] = p_req[58:11];
-      \$280 [52:48] = p_req[10:6];
-      \$280 [68:53] = 16'h0000;
+    \$250  = capture;
+    if (\$187 ) begin
+      \$250 [47:0] = a_f_req[47:0];
+      \$250 [52:48] = a_f_device;
+      \$250 [68:53] = a_f_req[63:48];
+    end else if (\$203 ) begin
+      \$250 [47:0] = rx_f_req[52:5];
+      \$250 [52:48] = rx_f_req[4:0];
+      \$250 [68:53] = rx_f_req[69:54];
+    end else if (\$206 ) begin
+      \$250 [47:0] = p_req[58:11];
+      \$250 [52:48] = p_req[10:6];
+      \$250 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$280  = 69'h000000000000000000;
+      \$250  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -89477,10 +88812,6 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign a_rec_route__device  = a_rec_route[52:48];
   assign rr__data__delta  = rr__data[47:0];
   assign rr__data__device  = rr__data[52:48];
-  assign a_g_req__addr  = a_g_req[47:0];
-  assign a_g_req__tile  = a_g_req[63:48];
-  assign a_g_req__bytes  = a_g_req[70:64];
-  assign a_g_req__kind  = a_g_req[71];
   assign stats__local  = stats[31:0];
   assign stats__tracked  = stats[63:32];
   assign stats__remote  = stats[95:64];
@@ -89538,14 +88869,9 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign rx_rec_bounds__base  = rx_rec_bounds[47:0];
   assign rx_rec_bounds__end  = rx_rec_bounds[96:48];
   assign rx_rec_bounds__mode  = rx_rec_bounds[98:97];
-  assign rb__data$222__base  = \rb__data$222 [47:0];
-  assign rb__data$222__end  = \rb__data$222 [96:48];
-  assign rb__data$222__mode  = \rb__data$222 [98:97];
-  assign rx_g_req__device  = rx_g_req[4:0];
-  assign rx_g_req__addr  = rx_g_req[52:5];
-  assign rx_g_req__kind  = rx_g_req[53];
-  assign rx_g_req__tile  = rx_g_req[69:54];
-  assign rx_g_req__bytes  = rx_g_req[76:70];
+  assign rb__data$211__base  = \rb__data$211 [47:0];
+  assign rb__data$211__end  = \rb__data$211 [96:48];
+  assign rb__data$211__mode  = \rb__data$211 [98:97];
   assign program__payload__index  = program__payload[2:0];
   assign program__payload__valid  = program__payload[3];
   assign program__payload__mode  = program__payload[5:4];
@@ -89556,13 +88882,13 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign p_e1_bounds__base  = p_e1_bounds[47:0];
   assign p_e1_bounds__end  = p_e1_bounds[96:48];
   assign p_e1_bounds__mode  = p_e1_bounds[98:97];
-  assign rb__data$241__base  = \rb__data$241 [47:0];
-  assign rb__data$241__end  = \rb__data$241 [96:48];
-  assign rb__data$241__mode  = \rb__data$241 [98:97];
+  assign rb__data$220__base  = \rb__data$220 [47:0];
+  assign rb__data$220__end  = \rb__data$220 [96:48];
+  assign rb__data$220__mode  = \rb__data$220 [98:97];
   assign p_e1_route__delta  = p_e1_route[47:0];
   assign p_e1_route__device  = p_e1_route[52:48];
-  assign rr__data$243__delta  = \rr__data$243 [47:0];
-  assign rr__data$243__device  = \rr__data$243 [52:48];
+  assign rr__data$222__delta  = \rr__data$222 [47:0];
+  assign rr__data$222__device  = \rr__data$222 [52:48];
   assign p_e2_bounds__base  = p_e2_bounds[47:0];
   assign p_e2_bounds__end  = p_e2_bounds[96:48];
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
@@ -89618,20 +88944,20 @@ module t3hw_system__e3__addrmap (store__valid, rx__payload, rx__valid, clk, rst,
   assign \$60 [2:1] = a_c1_pos[2:1];
   assign \$60 [0] = 1'h1;
   assign \$64  = { 1'h0, \$63  };
-  assign \$107 [1:0] = rx_s0_pos[1:0];
-  assign \$107 [2] = 1'h1;
-  assign \$111  = { 1'h0, \$110 , 2'h0 };
-  assign { \$114 [2], \$114 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$114 [1] = 1'h1;
-  assign \$118  = { \$117 , 1'h0 };
-  assign \$121 [2:1] = rx_c1_pos[2:1];
-  assign \$121 [0] = 1'h1;
-  assign \$125  = { 1'h0, \$124  };
-  assign \$185  = 1'h1;
-  assign \$186  = \$184 ;
-  assign \$207  = 7'h00;
-  assign \$208  = 7'h00;
-  assign \$209  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
+  assign \$93 [1:0] = rx_s0_pos[1:0];
+  assign \$93 [2] = 1'h1;
+  assign \$97  = { 1'h0, \$96 , 2'h0 };
+  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$100 [1] = 1'h1;
+  assign \$104  = { \$103 , 1'h0 };
+  assign \$107 [2:1] = rx_c1_pos[2:1];
+  assign \$107 [0] = 1'h1;
+  assign \$111  = { 1'h0, \$110  };
+  assign \$157  = 1'h1;
+  assign \$158  = \$156 ;
+  assign \$179  = 7'h00;
+  assign \$180  = 7'h00;
+  assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
 endmodule
 
 module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -89797,7 +89123,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   wire [15:0] wr__data__store__tile ;
   wire wr__data__store__tracked ;
   wire wr__en;
-  reg [78:0] storage [11:0];
+  reg [78:0] storage [10:0];
   initial begin
     storage[0] = 79'h00000000000000000000;
     storage[1] = 79'h00000000000000000000;
@@ -89810,7 +89136,6 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
     storage[8] = 79'h00000000000000000000;
     storage[9] = 79'h00000000000000000000;
     storage[10] = 79'h00000000000000000000;
-    storage[11] = 79'h00000000000000000000;
   end
   always @(posedge clk) begin
     storage[wr__addr] <= wr__data;
@@ -89823,7 +89148,7 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;
@@ -89853,12 +89178,12 @@ module t3hw_system__e3__addrmap__out_queue (rst, push, o__ready, wr__data, o__va
   assign \$56  = \$50  & \$55 ;
   assign \$57  = ~ \$56 ;
   assign \$58  = \$49  & \$57 ;
-  assign \$59  = wr__addr == 4'hb;
+  assign \$59  = wr__addr == 4'ha;
   assign \$60  = wr__addr + 1'h1;
   assign \$61  = \$59  ? 5'h00 : \$60 ;
   assign \$62  = o__valid & o__ready;
   assign \$63  = \$62  & waiting;
-  assign \$64  = rd__addr == 4'hb;
+  assign \$64  = rd__addr == 4'ha;
   assign \$65  = rd__addr + 1'h1;
   assign \$66  = \$64  ? 5'h00 : \$65 ;
   assign \$67  = o__valid & o__ready;
@@ -90126,7 +89451,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [11:0];
+  reg [72:0] storage [10:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -90139,7 +89464,6 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
     storage[10] = 73'h0000000000000000000;
-    storage[11] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
     if (wr__en)
@@ -90160,11 +89484,11 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = wr__addr == 4'hb;
+  assign \$50  = wr__addr == 4'ha;
   assign \$51  = wr__addr + 1'h1;
   assign \$52  = \$50  ? 5'h00 : \$51 ;
   assign \$53  = o__valid & o__ready;
-  assign \$54  = rd__addr == 4'hb;
+  assign \$54  = rd__addr == 4'ha;
   assign \$55  = rd__addr + 1'h1;
   assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
@@ -90209,7 +89533,7 @@ module t3hw_system__e3__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__
   assign \$26  = o__valid & o__ready;
   assign \$27  = ~ \$26 ;
   assign \$28  = \$25  & \$27 ;
-  assign \$29  = level == 4'hb;
+  assign \$29  = level == 4'ha;
   assign \$30  = o__valid & o__ready;
   assign \$31  = push & accept;
   assign \$32  = ~ \$31 ;

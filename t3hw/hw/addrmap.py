@@ -131,7 +131,7 @@ class AddrMap(wiring.Component):
 
     Timing. A store accepted in cycle t is classified in t + L - 1 (its counter, or its
     refusal) and, unless refused, is valid at ``net`` or ``mem`` from t + L on
-    (:func:`~t3hw.spec.contract.addrmap_latency`, ``2 log2(regions) + 5``), behind the
+    (:func:`~t3hw.spec.contract.addrmap_latency`, ``2 log2(regions) + 4``), behind the
     stores accepted before it; one store per cycle while the outputs are ready. The stages,
     each ending in registers, with no enable (nothing stalls inside the pipeline; the
     credit count at the input and the output queue absorb back-pressure):
@@ -141,9 +141,8 @@ class AddrMap(wiring.Component):
       the path so far (asynchronous memory read) and whether its position is below the
       bank's count; then compare it with the address (one carry chain) and take the branch;
     * record: read the record at the position found; add ``addr + bytes``;
-    * F1: three compares (``base <= addr``, ``addr < end``, ``addr + bytes <= end``), each
-      in two halves of the width, and the translation (``addr + delta``), in parallel;
-    * F2: each compare from its halves;
+    * F: three compares (``base <= addr``, ``addr < end``, ``addr + bytes <= end``) and the
+      translation (``addr + delta``), in parallel;
     * C: the class from F's registers: the counters, the refusal, the push into the output
       queue (:class:`~t3hw.hw.queue.Queue`, ``Q`` items, asynchronous-read memory).
 
@@ -305,31 +304,8 @@ class AddrMap(wiring.Component):
             m.d.comb += rr.addr.eq(Cat(s.pos, s.bank))
             m.d.sync += rec.route.eq(rr.data)
 
-        # F1: the three compares (``addr < base``, ``addr < end``, ``end < addr + bytes``)
-        # each in two halves (the high halves' "less" and "equal", the low halves' "less":
-        # a carry chain of half the width each), the translation, into registers; F2: each
-        # compare from its halves (one gate), into the registers the class reads.
+        # F: three compares and the translation, in parallel, into registers.
         s = rec.stage
-        g = stage("g")
-        follow(m, g, s)
-        if not route:
-            m.d.sync += g.other.eq(s.other)
-        width = aw + 1
-        half = width // 2
-
-        def halves(a, b, tag):
-            a, b = (Cat(v, C(0, width - len(v))) for v in (a, b))
-            parts = Signal(3, name=f"{name}_g_{tag}", reset_less=True)   # hi <, hi ==, lo <
-            m.d.sync += parts.eq(Cat(a[half:] < b[half:], a[half:] == b[half:],
-                                     a[:half] < b[:half]))
-            return parts[0] | (parts[1] & parts[2])
-
-        below_base = halves(s.req.addr, rec.bounds.base, "base")
-        below_end = halves(s.req.addr, rec.bounds.end, "end")
-        past_end = halves(rec.bounds.end, rec.stop, "fit")
-        inside = Signal(name=f"{name}_g_inside", reset_less=True)
-        mode = Signal(RegionMode, name=f"{name}_g_mode", reset_less=True)
-        m.d.sync += [inside.eq(rec.inside), mode.eq(rec.bounds.mode)]
         f = SimpleNamespace(valid=Signal(name=f"{name}_f_valid"),
                             req=Signal(payload.shape(), name=f"{name}_f_req", reset_less=True),
                             other=stage("f").other,
@@ -341,18 +317,17 @@ class AddrMap(wiring.Component):
                             target=Signal(aw, name=f"{name}_f_target", reset_less=True),
                             held=held)
         if not route:
-            m.d.sync += f.other.eq(g.other)
+            m.d.sync += f.other.eq(s.other)
         m.d.sync += [
-            f.valid.eq(g.valid), f.req.eq(g.req),
-            f.hit.eq(inside & ~below_base & below_end),
-            f.fits.eq(~past_end),
-            f.mode.eq(mode),
+            f.valid.eq(s.valid), f.req.eq(s.req),
+            f.hit.eq(rec.inside & (rec.bounds.base <= s.req.addr)
+                     & (s.req.addr < rec.bounds.end)),
+            f.fits.eq(rec.stop <= rec.bounds.end),
+            f.mode.eq(rec.bounds.mode),
         ]
         if route:
-            device = Signal(p.device_width, name=f"{name}_g_device", reset_less=True)
-            target = Signal(aw, name=f"{name}_g_target", reset_less=True)
-            m.d.sync += [device.eq(rec.route.device), target.eq(s.req.addr + rec.route.delta),
-                         f.device.eq(device), f.target.eq(target)]
+            m.d.sync += [f.device.eq(rec.route.device),
+                         f.target.eq(s.req.addr + rec.route.delta)]
         return f
 
     def _store_class(self, m, f):

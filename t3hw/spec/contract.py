@@ -47,9 +47,8 @@ def addrmap_latency(params: EngineParams):
     """Cycles from the address map accepting a store (or a packet) to it being valid at
     ``net``/``mem`` (``rx_mem``): a register, two stages per level of the binary search
     (``log2(regions)`` levels: read the pivot, compare), the region's record read, its
-    checks (two stages: each compare in halves, then whole) and translation, the class and
-    the output queue."""
-    return 2 * addrmap_search_stages(params) + 5
+    checks and translation, the class and the output queue."""
+    return 2 * addrmap_search_stages(params) + 4
 
 
 def addrmap_queue_depth(params: EngineParams):
