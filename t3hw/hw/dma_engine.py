@@ -127,9 +127,9 @@ class DmaEngine(wiring.Component):
         # the two registers' next values), so that the walker's ``stop`` is one gate.
         kill = SimpleNamespace(valid=Signal(), run=Signal(run_width, reset_less=True),
                                match=Signal(init=1))
-        active, waiting, run, stop, take, issue = self._walk(m, pending, meta_layout, kill,
-                                                              at_limit)
-        send, abort, dead, live = self._respond(m, pending, packets, active, waiting, kill)
+        active, nxt_valid, run, stop, start, issue = self._walk(m, pending, meta_layout, kill,
+                                                                at_limit)
+        send, abort, dead, live = self._respond(m, pending, packets, active, nxt_valid, kill)
         # places: +1 for a read issued, -1 for a packet leaving, -1 for a response that
         # makes no packet (dropped with no read outstanding: no place)
         got = pending.o.valid & pending.o.ready
@@ -138,19 +138,19 @@ class DmaEngine(wiring.Component):
         m.d.comb += held_next.eq(held + issue - left - (got & ~send))
         m.d.sync += [held.eq(held_next), at_limit.eq(held_next == p.max_outstanding)]
         m.d.sync += kill.match.eq(Mux(live, pending.o.payload.run, kill.run)
-                                  == Mux(take, run + 1, run))
+                                  == Mux(start, run + 1, run))
         if platform == "formal":
             # Formal only (never in rtl/): what formal_spec() checks inside.
             self.formal_view = SimpleNamespace(pending=pending, packets=packets, held=held,
                                                kill=kill, run=run, active=active, stop=stop,
-                                               send=send, abort=abort, dead=dead, start=take)
+                                               send=send, abort=abort, dead=dead, start=start)
         return m
 
     def _walk(self, m, pending, meta_layout, kill, at_limit):
         """The walker: its state, the ``read`` register and the push into ``pending`` of each
         burst, and the take of the next ``descriptor``. Returns ``active`` (a descriptor is
         in progress), ``nxt_valid`` (the next one is taken), its run number, ``stop`` (it
-        stops on an abort), ``take`` (it starts a descriptor this cycle) and ``issue`` (it
+        stops on an abort), ``start`` (it starts a descriptor this cycle) and ``issue`` (it
         loads a read)."""
         p = self._p
 
@@ -301,7 +301,7 @@ class DmaEngine(wiring.Component):
             ]
         return active, nxt_valid, run, stop, start, issue
 
-    def _respond(self, m, pending, packets, active, waiting, kill):
+    def _respond(self, m, pending, packets, active, nxt_valid, kill):
         """The response side: each response pops ``pending``'s head into the packet queue
         (whose head is ``packet``), or drops it (aborted run, bad response); the abort mark,
         the events, ``detail`` and ``idle``. Returns ``send``, ``abort``, ``dead`` and
@@ -332,7 +332,7 @@ class DmaEngine(wiring.Component):
                                               | (head.tag != resp.payload.tag))),
             self.read_error.eq(got & resp.payload.error),
             self.aborted.eq(abort),
-            self.idle.eq(~active & ~waiting & ~pending.o.valid & ~packets.o.valid),
+            self.idle.eq(~active & ~nxt_valid & ~pending.o.valid & ~packets.o.valid),
         ]
         with m.If(pending.o.valid):
             m.d.comb += [self.detail.index.eq(head.index), self.detail.tile.eq(head.packet.tile),
