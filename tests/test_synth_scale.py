@@ -89,7 +89,8 @@ def test_axis_blocks_are_those_the_knob_changes():
         assert changed == set(axis.blocks) - {"engine"}, name
 
 
-@pytest.mark.parametrize("k, law", [(0.0, "constant"), (0.1, "constant"), (-0.1, "constant"),
+@pytest.mark.parametrize("k, law", [(0.0, "constant"), (0.05, "constant"), (-0.05, "constant"),
+                                    (0.1, "sub-linear"), (-0.1, "falling"),
                                     (0.5, "sub-linear"), (1.0, "linear"), (0.9, "linear"),
                                     (1.5, "super-linear"), (2.0, "super-linear"),
                                     (-0.5, "falling")])
@@ -115,8 +116,16 @@ def test_power_law_noisy_and_degenerate():
     assert scaling.power_law([4, 8], [0, 0])["law"] == "zero"
     assert scaling.power_law([4, 8], [5, None])["law"] == "too few points"
     assert scaling.power_law([4, 8], [None, None])["law"] == "too few points"
-    assert [scaling.growth_law(k) for k in (-0.15, 0.15, 0.85, 1.15, 1.16)] \
-        == ["falling", "sub-linear", "linear", "linear", "super-linear"]
+    # The law is named by the fitted change over the axis, span**k: a fifth lost is falling,
+    # a quarter gained is growth; the exponent then says which growth.
+    assert [scaling.growth_law(k, 2) for k in (-0.33, -0.32, 0.32, 0.33, 0.85, 1.15, 1.16)] \
+        == ["falling", "constant", "constant", "sub-linear", "linear", "linear", "super-linear"]
+    # The same exponent is constant over a doubling and falling over a 64-fold axis (the
+    # engine's Fmax against the descriptor count: k = -0.14, 0.53x end to end).
+    assert scaling.growth_law(-0.14, 2) == "constant"
+    assert scaling.growth_law(-0.14, 64) == "falling"
+    with pytest.raises(ValueError, match="span must be above 1"):
+        scaling.growth_law(0.5, 1)
 
 
 # --- the sweep with a stand-in for synth_block -----------------------------------------------
@@ -365,6 +374,27 @@ def test_cli_no_run(tmp_path, capsys):
     assert "| tracker | LUT4 | 100 | 400 | 1,600 |" in docs.read_text()
     assert (tmp_path / "p.png").is_file()
     assert "| tracker | LUT4 |" in capsys.readouterr().out
+
+
+def test_cli_no_run_refits_an_older_file(tmp_path, capsys):
+    """A file whose fits an older growth law named gets them fitted again by ``--no-run``,
+    written back; a file already in step is not written."""
+    results = _fabricated()
+    scaling.refit(results)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(results))
+    before = path.read_text()
+    synth.scale_cmd(_args("--json", str(path), "--no-run"))
+    assert path.read_text() == before and "written" not in capsys.readouterr().out
+    stale = json.loads(before)
+    for axis in stale["axes"].values():
+        for figures in axis["fits"].values():
+            for fit in figures.values():
+                fit["law"] = "stale"
+    path.write_text(json.dumps(stale))
+    synth.scale_cmd(_args("--json", str(path), "--no-run"))
+    assert f"written: {path}" in capsys.readouterr().out
+    assert json.loads(path.read_text())["axes"] == results["axes"]
 
 
 def test_synth_block_bad_flow():

@@ -136,7 +136,7 @@ def _points(items):
 
 def scale_cmd(args):
     """Run ``t3hw synth-scale`` with parsed ``args`` (see :func:`add_scale_arguments`)."""
-    from .scaling import load, plan, run
+    from .scaling import load, plan, refit, run, write_results
     from .scaling_report import check_docs, plot_scaling, scaling_tables, update_docs
     axes = [a for item in args.axes for a in _list(item)] if args.axes else None
     blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else None
@@ -153,8 +153,12 @@ def scale_cmd(args):
             check_docs(args.docs)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    refitted = False
     if args.no_run:
         results = load(args.json)
+        refitted = refit(results)
+        if refitted:                    # fits of an older growth law: keep the file in step
+            write_results(Path(args.json), results)
     else:
         command = " ".join(
             ["t3hw synth-scale --json", args.json]
@@ -178,7 +182,8 @@ def scale_cmd(args):
     if args.docs:
         update_docs(args.docs, results, plot=args.plot)
     print(scaling_tables(results))
-    written = ([] if args.no_run else [args.json]) + [f for f in (args.docs, args.plot) if f]
+    written = ([] if args.no_run and not refitted else [args.json]) \
+        + [f for f in (args.docs, args.plot) if f]
     if written:
         print("written: " + ", ".join(written)
               + ("" if args.no_run else f" ({results['last_run']['wall_s']:.0f} s)"))

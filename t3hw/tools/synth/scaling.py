@@ -76,7 +76,8 @@ from t3hw.spec.params import DEFAULT, PARAM_RANGES, EngineParams
 
 
 __all__ = ["Axis", "AXES", "FIGURES", "LAWS", "axis_params", "axis_changes", "power_law",
-           "growth_law", "fit_all", "merge_record", "plan", "run", "DEFAULT_JSON"]
+           "growth_law", "fit_all", "refit", "merge_record", "write_results", "plan", "run",
+           "DEFAULT_JSON"]
 
 
 #: The default results file.
@@ -86,9 +87,11 @@ DEFAULT_JSON = "synth/scaling.json"
 FIGURES = {"lut4": "LUT4", "lut4_logic": "LUT4 (logic)", "ff": "FF", "bram": "DP16KD",
            "dpr16x4": "DPR16X4", "fmax_mhz": "Fmax, MHz"}
 
-#: The growth laws of :func:`growth_law`, by the fitted exponent ``k``.
-LAWS = {"falling": "k <= -0.15", "constant": "|k| < 0.15", "sub-linear": "0.15 <= k < 0.85",
-        "linear": "0.85 <= k <= 1.15", "super-linear": "k > 1.15"}
+#: The growth laws of :func:`growth_law`, by the fitted change over the axis, ``span**k``
+#: (``span`` the last point's ``x`` over the first's), and the fitted exponent ``k``.
+LAWS = {"falling": "span**k <= 0.8", "constant": "0.8 < span**k < 1.25",
+        "sub-linear": "span**k >= 1.25, k < 0.85", "linear": "span**k >= 1.25, 0.85 <= k <= 1.15",
+        "super-linear": "span**k >= 1.25, k > 1.15"}
 
 
 @dataclass(frozen=True)
@@ -181,13 +184,20 @@ def _set_name(params):
 
 # --- the growth law --------------------------------------------------------------------------
 
-def growth_law(k):
-    """The name of the growth law of exponent ``k`` (:data:`LAWS`): ``"falling"`` for
-    ``k <= -0.15``, ``"constant"`` for ``|k| < 0.15``, ``"sub-linear"`` below 0.85,
-    ``"linear"`` up to 1.15, ``"super-linear"`` above."""
-    if k <= -0.15:
+def growth_law(k, span):
+    """The name of the growth law of exponent ``k`` fitted over an axis whose last point is
+    ``span`` times its first (:data:`LAWS`). The fitted change over the axis, ``span**k``,
+    decides whether the figure moves: ``"falling"`` if it loses a fifth or more,
+    ``"constant"`` if it moves by less than a quarter either way; a figure that grows is
+    ``"sub-linear"`` for ``k`` below 0.85, ``"linear"`` up to 1.15, ``"super-linear"``
+    above. (A threshold on ``k`` alone would call a figure that falls by 40 % over a
+    64-fold axis, ``k = -0.12``, as constant as one that moves 5 % over a doubling.)"""
+    if span <= 1:
+        raise ValueError(f"span must be above 1 (the last point over the first), not {span}")
+    change = span ** k
+    if change <= 0.8:
         return "falling"
-    if k < 0.15:
+    if change < 1.25:
         return "constant"
     if k < 0.85:
         return "sub-linear"
@@ -221,7 +231,7 @@ def power_law(xs, ys):
     fit.update(k=round(float(k), 4), a=float(f"{math.exp(loga):.6g}"),
                r2=None if r2 is None else round(r2, 4),
                ratio=round(pts[-1][1] / pts[0][1], 4), x_ratio=round(pts[-1][0] / pts[0][0], 4),
-               law=growth_law(float(k)))
+               law=growth_law(float(k), pts[-1][0] / pts[0][0]))
     return fit
 
 
@@ -273,13 +283,25 @@ def merge_record(results, record):
     return results
 
 
-def _write(path, results):
+def write_results(path, results):
     """Write ``results`` to ``path`` in one step (a temporary file renamed over it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as out:
         out.write(json.dumps(results, indent=2) + "\n")
     os.replace(tmp, path)
+
+
+def refit(results):
+    """Fit every axis of ``results`` again from its records (the fits are a function of the
+    records and of :func:`growth_law`, which a file written by an older kit may predate).
+    Returns whether any fit changed."""
+    changed = False
+    for axis in results.get("axes", {}).values():
+        fits = fit_all(axis.get("results", {}))
+        changed |= fits != axis.get("fits")
+        axis["fits"] = fits
+    return changed
 
 
 def load(path):
@@ -461,7 +483,7 @@ def run(json_path=DEFAULT_JSON, *, axes=None, blocks=None, points=None, seeds=DE
                                           for a in AXES if any(a2 == a for a2, _, _, _ in todo)},
                                "seeds": seeds, "target_mhz": freq, "jobs": jobs, **counts,
                                "wall_s": round(time.perf_counter() - t0, 1)}
-        _write(path, results)
+        write_results(path, results)
 
     def put(key, kind, rec):
         counts[kind] += 1
