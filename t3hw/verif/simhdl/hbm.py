@@ -41,6 +41,8 @@ and ``occupancy``; ``observe``: ``take``; ``tick``: ``serve``):
 Never synthesised: ``//``, ``%``, wide compares and loops over queue entries are used freely.
 """
 
+import functools
+
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
@@ -129,7 +131,13 @@ class HbmDramHdl(wiring.Component):
         self._p, self.hbm, self.rsp_depth = params, hbm, rsp_depth
         self.meta_width = max((rsp_depth - 1).bit_length(), params.burst_width) + 1
         super().__init__(dram_members(params))
-        self.pcs = [PcSched(hbm, i, self.meta_width) for i in range(hbm.n_pcs)]
+
+    @functools.cached_property
+    def pcs(self):
+        """The pseudo-channels' schedulers, made when first needed (by :meth:`elaborate`, or
+        by a test that watches them): an instance used only for its ports, as the system
+        top's stand-ins are, then makes none, and none is warned about as never used."""
+        return [PcSched(self.hbm, i, self.meta_width) for i in range(self.hbm.n_pcs)]
 
     def elaborate(self, platform):
         m = Module()
