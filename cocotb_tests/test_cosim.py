@@ -128,10 +128,13 @@ def test_hbm_memory_policies_differ(seed):
     """On the HBM2 DRAM (``memory="hbm"``: banks, rows, FR-FCFS, refresh, updates that use
     their bank twice) the DRAM is the bottleneck and the GEMM's loads and stores compete
     with the DMA's reads and the received updates: the arbiter's policy matters. Each
-    policy's run is numerically exact with every trigger fired; the four (T3-MCA-RR, this
-    kit's, included) give four different cycle counts, round robin (communication every
-    other slot) the most. The fixed-latency DRAM gives the paper's three the same cycles
-    here (docs/cosim.md)."""
+    policy's run is numerically exact with every trigger fired, and T3-MCA is faster than
+    round robin and no slower than compute-first, the paper's claim. That holds at each of
+    17 variants of this scenario's link latency, link width and compute rate on the current
+    RTL; the order of the others and T3-MCA-RR's place do not (T3-MCA-RR moves by 10 % when
+    the link latency moves by one cycle), so they are printed, not asserted (docs/cosim.md,
+    "How robust the regression's order is"). The fixed-latency DRAM gives the paper's three
+    the same cycles here (docs/cosim.md)."""
     cycles = {}
     for policy in ("round_robin", "compute_first", "t3_mca", "t3_mca_rr"):
         cfg = small(4, policy=policy, memory="hbm", seed=seed % 1000)
@@ -143,8 +146,8 @@ def test_hbm_memory_policies_differ(seed):
         check_fast(cfg, r)                   # the HBM2 model as simulation-only HDL
         cycles[policy] = r["cycles"]["rtl"]
     print(cycles)
-    assert len(set(cycles.values())) == 4, cycles
-    assert cycles["round_robin"] == max(cycles.values()), cycles
+    assert cycles["t3_mca"] < cycles["round_robin"], cycles
+    assert cycles["t3_mca"] <= cycles["compute_first"], cycles
 
 
 @pytest.mark.parametrize("memory", ["fixed", "hbm"])
