@@ -188,10 +188,14 @@ def test_sweep_merges_and_reuses(tmp_path):
     other = {"axis": "regions", "x": 4, "block": "addrmap", "lut4": 5, "ff": 6,
              "fmax_mhz": 100.0, "command": "earlier"}
     results = scaling.merge_record({"kept": 1}, other)
+    fitted = results["axes"]["regions"]["fits"]
+    # fits named by an older growth law, on an axis this run does not touch
+    results["axes"]["regions"]["fits"] = {"addrmap": {"lut4": {"law": "stale"}}}
     path.write_text(json.dumps(results))
     flow = FakeFlow()
     results = _sweep(path, flow)
     assert json.loads(path.read_text()) == results
+    assert results["axes"]["regions"]["fits"] == fitted
     # The other axis' record and the unknown key are kept.
     assert results["kept"] == 1 and results["axes"]["regions"]["results"]["addrmap"]["4"] \
         == other

@@ -454,6 +454,7 @@ def run(json_path=DEFAULT_JSON, *, axes=None, blocks=None, points=None, seeds=DE
     log = log or (lambda line: None)
     work = Path(workdir) if workdir else toolchain.build_root() / "synth-scale"
     results = load(path)
+    refit(results)                      # the axes this run does not touch, too
     results.update({
         "generator": "t3hw synth-scale",
         "machine": f"{platform.machine()}, {platform.python_implementation()} "
