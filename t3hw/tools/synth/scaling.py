@@ -228,10 +228,11 @@ def power_law(xs, ys):
     resid = ly - (k * lx + loga)
     spread = float(np.sum((ly - ly.mean()) ** 2))
     r2 = None if len(pts) < 3 else (1.0 if spread == 0 else 1 - float(np.sum(resid ** 2)) / spread)
+    span = pts[-1][0] / pts[0][0]
     fit.update(k=round(float(k), 4), a=float(f"{math.exp(loga):.6g}"),
                r2=None if r2 is None else round(r2, 4),
-               ratio=round(pts[-1][1] / pts[0][1], 4), x_ratio=round(pts[-1][0] / pts[0][0], 4),
-               law=growth_law(float(k), pts[-1][0] / pts[0][0]))
+               ratio=round(pts[-1][1] / pts[0][1], 4), x_ratio=round(span, 4),
+               law=growth_law(float(k), span))
     return fit
 
 
