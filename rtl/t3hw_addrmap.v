@@ -7,55 +7,55 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire [1:0] \$104 ;
-  wire [2:0] \$105 ;
-  reg [3:0] \$106 ;
-  wire [2:0] \$107 ;
+  wire [1:0] \$103 ;
+  wire [2:0] \$104 ;
+  reg [3:0] \$105 ;
+  wire [2:0] \$106 ;
+  wire \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire [1:0] \$111 ;
-  wire [2:0] \$112 ;
-  reg [3:0] \$113 ;
-  wire \$114 ;
-  wire [48:0] \$115 ;
+  wire [1:0] \$110 ;
+  wire [2:0] \$111 ;
+  reg [3:0] \$112 ;
+  wire \$113 ;
+  wire [48:0] \$114 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
-  wire \$121 ;
-  wire [4:0] \$122 ;
+  wire [4:0] \$121 ;
+  wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
-  wire [5:0] \$125 ;
-  wire \$126 ;
-  wire [6:0] \$127 ;
+  wire [5:0] \$124 ;
+  wire \$125 ;
+  wire [6:0] \$126 ;
+  wire \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire \$131 ;
-  wire [5:0] \$132 ;
+  wire [5:0] \$131 ;
+  wire [48:0] \$132 ;
   wire [48:0] \$133 ;
-  wire [48:0] \$134 ;
+  wire \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
-  wire [4:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
-  reg [3:0] \$142 ;
-  wire \$143 ;
-  wire \$144 ;
+  wire \$142 ;
+  wire [3:0] \$143 ;
+  reg [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -64,11 +64,11 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$15 ;
   wire \$150 ;
   wire \$151 ;
-  wire [4:0] \$152 ;
+  wire \$152 ;
   wire \$153 ;
   wire [4:0] \$154 ;
   wire \$155 ;
-  wire \$156 ;
+  wire [4:0] \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
@@ -91,19 +91,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [4:0] \$177 ;
+  wire \$177 ;
   wire \$178 ;
-  wire [6:0] \$179 ;
+  wire [4:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
+  wire \$180 ;
   wire [6:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [6:0] \$182 ;
+  wire [6:0] \$183 ;
   wire [32:0] \$184 ;
   wire [32:0] \$185 ;
   wire [32:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
@@ -125,21 +125,21 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
-  reg \$207 ;
-  reg \$208 ;
+  wire \$207 ;
+  wire \$208 ;
   reg \$209 ;
-  wire [4:0] \$21 ;
+  wire \$21 ;
   reg \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
   reg \$215 ;
-  reg [3:0] \$216 ;
-  reg [287:0] \$217 ;
-  reg \$218 ;
-  reg \$219 ;
-  wire \$22 ;
+  reg \$216 ;
+  reg \$217 ;
+  reg [3:0] \$218 ;
+  reg [287:0] \$219 ;
+  wire [4:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
   reg \$222 ;
@@ -147,33 +147,36 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
-  reg [3:0] \$227 ;
+  reg \$227 ;
   reg \$228 ;
-  reg [4:0] \$229 ;
+  reg [3:0] \$229 ;
   wire [4:0] \$23 ;
-  reg [154:0] \$230 ;
-  reg [48:0] \$231 ;
-  reg [47:0] \$232 ;
-  reg \$233 ;
-  reg [3:0] \$234 ;
+  reg \$230 ;
+  reg [4:0] \$231 ;
+  reg [154:0] \$232 ;
+  reg [48:0] \$233 ;
+  reg [47:0] \$234 ;
   reg \$235 ;
-  reg \$236 ;
+  reg [3:0] \$236 ;
   reg \$237 ;
-  reg \$238 ;
-  reg [3:0] \$239 ;
-  wire [4:0] \$24 ;
-  reg [3:0] \$240 ;
+  reg [2:0] \$238 ;
+  reg \$239 ;
+  wire \$24 ;
+  reg \$240 ;
   reg \$241 ;
-  reg [2:0] \$242 ;
-  reg [98:0] \$243 ;
-  reg [52:0] \$244 ;
+  reg [3:0] \$242 ;
+  reg [3:0] \$243 ;
+  reg \$244 ;
   reg [2:0] \$245 ;
-  reg \$246 ;
-  reg [3:0] \$247 ;
-  reg [3:0] \$248 ;
-  reg [6:0] \$249 ;
+  reg [98:0] \$246 ;
+  reg [52:0] \$247 ;
+  reg [2:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
-  reg [68:0] \$250 ;
+  reg [3:0] \$250 ;
+  reg [3:0] \$251 ;
+  reg [6:0] \$252 ;
+  reg [68:0] \$253 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -194,67 +197,67 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  reg [3:0] \$45 ;
-  wire [2:0] \$46 ;
+  reg [3:0] \$44 ;
+  wire [2:0] \$45 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [3:0] \$49 ;
   wire \$5 ;
   wire [3:0] \$50 ;
-  wire [3:0] \$51 ;
-  reg [3:0] \$52 ;
-  wire [2:0] \$53 ;
+  reg [3:0] \$51 ;
+  wire [2:0] \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [1:0] \$57 ;
-  wire [2:0] \$58 ;
-  reg [3:0] \$59 ;
+  wire [1:0] \$56 ;
+  wire [2:0] \$57 ;
+  reg [3:0] \$58 ;
+  wire [2:0] \$59 ;
   wire \$6 ;
-  wire [2:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire [1:0] \$64 ;
-  wire [2:0] \$65 ;
-  reg [3:0] \$66 ;
-  wire \$67 ;
-  wire [48:0] \$68 ;
+  wire [1:0] \$63 ;
+  wire [2:0] \$64 ;
+  reg [3:0] \$65 ;
+  wire \$66 ;
+  wire [48:0] \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire [48:0] \$74 ;
-  wire \$75 ;
-  wire [4:0] \$76 ;
-  wire \$77 ;
-  wire [5:0] \$78 ;
-  wire \$79 ;
+  wire [48:0] \$73 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire [5:0] \$77 ;
+  wire \$78 ;
+  wire [6:0] \$79 ;
   wire \$8 ;
-  wire [6:0] \$80 ;
-  wire \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire [32:0] \$86 ;
+  wire \$80 ;
+  wire [32:0] \$81 ;
+  wire \$82 ;
+  wire [32:0] \$83 ;
+  wire \$84 ;
+  wire [32:0] \$85 ;
+  wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
-  wire [32:0] \$89 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
   wire [47:0] \$9 ;
   wire \$90 ;
-  wire \$91 ;
-  reg [3:0] \$92 ;
-  wire [2:0] \$93 ;
+  reg [3:0] \$91 ;
+  wire [2:0] \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
+  wire [3:0] \$96 ;
   wire [3:0] \$97 ;
-  wire [3:0] \$98 ;
-  reg [3:0] \$99 ;
+  reg [3:0] \$98 ;
+  wire [2:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
@@ -534,7 +537,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   reg p_e2_valid = 1'h0;
   wire p_emit;
   reg [48:0] p_end = 49'h0000000000000;
-  wire [2:0] p_k;
+  reg [2:0] p_k = 3'h0;
   wire p_kept;
   reg [3:0] p_o = 4'h0;
   reg [3:0] p_phase = 4'h0;
@@ -599,7 +602,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   wire \push$76 ;
   wire [3:0] rb__addr;
   wire [3:0] \rb__addr$66 ;
-  wire [3:0] \rb__addr$88 ;
+  wire [3:0] \rb__addr$87 ;
   wire [98:0] rb__data;
   wire [98:0] \rb__data$215 ;
   wire [47:0] rb__data$215__base ;
@@ -900,7 +903,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$223  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$223  = bounds[{ active, p_k }];
   assign \rb__data$215  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
@@ -927,7 +930,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (wp__en)
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$115 ;
   end
-  assign ri__data = index[{ active, \$21 [2:0] }];
+  assign ri__data = index[{ active, p_k }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
@@ -996,7 +999,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$111 ;
   end
-  assign \rr__data$225  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$225  = route[{ active, p_k }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -1034,174 +1037,176 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \$19  = | p_phase;
   assign \$20  = p_phase <= 4'h8;
   assign p_reading = \$19  & \$20 ;
-  assign \$21  = p_phase - 1'h1;
-  assign \$22  = p_e1_index != p_req[2:0];
-  assign p_kept = p_e1_valid & \$22 ;
+  assign \$21  = p_e1_index != p_req[2:0];
+  assign p_kept = p_e1_valid & \$21 ;
   assign p_preparing = p_phase == 4'hb;
-  assign \$23  = p_o + p_e2_after;
-  assign \$24  = p_preparing ? { 1'h0, p_rank } : \$23 ;
-  assign \$25  = p_preparing & p_req[3];
-  assign p_emit = p_e2_valid | \$25 ;
-  assign \$26  = a_f_valid & crosses;
-  assign \$27  = rx_f_valid & rx_f_other;
-  assign \$28  = ~ rx_f_other;
-  assign \$29  = rx_f_valid & \$28 ;
-  assign \$30  = \$29  & rx_in_remote;
-  assign \$31  = ~ rx_f_other;
-  assign \$32  = rx_f_valid & \$31 ;
-  assign \$33  = ~ rx_in_remote;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ rx_in_receive;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = ~ rx_f_other;
-  assign \$38  = rx_f_valid & \$37 ;
-  assign \$39  = \$38  & rx_in_receive;
-  assign \$40  = ~ rx_f_fits;
-  assign \$41  = \$39  & \$40 ;
-  assign \$42  = p_deciding & p_verdict_bad;
-  assign \$43  = p_deciding & p_verdict_overlap;
-  assign \$44  = store__valid & store__ready;
-  assign \$47  = \$45  > \$46 ;
-  assign \$48  = a_r2_pivot <= a_r2_req[47:0];
-  assign \$49  = a_r2_inside & \$48 ;
-  assign \$51  = { 1'h0, a_r2_pos } | \$50 ;
-  assign \$54  = \$52  > \$53 ;
-  assign \$55  = a_r1_pivot <= a_r1_req[47:0];
-  assign \$56  = a_r1_inside & \$55 ;
-  assign \$58  = a_r1_pos | { 1'h0, \$57  };
-  assign \$61  = \$59  > \$60 ;
-  assign \$62  = a_r0_pivot <= a_r0_req[47:0];
-  assign \$63  = a_r0_inside & \$62 ;
-  assign \$65  = a_r0_pos | { 1'h0, \$64  };
-  assign \$67  = \$66  > a_c0_pos;
-  assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
-  assign \$70  = a_rec_inside & \$69 ;
-  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
-  assign \$72  = \$70  & \$71 ;
-  assign \$73  = a_stop <= a_rec_bounds[96:48];
-  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$75  = store__valid & store__ready;
-  assign \$76  = a_held + \$75 ;
-  assign \$77  = a_f_valid & crosses;
-  assign \$78  = \$76  - \$77 ;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = a_f_valid & \local ;
-  assign \$82  = stats[31:0] + 1'h1;
-  assign \$83  = a_f_valid & tracked;
-  assign \$84  = stats[63:32] + 1'h1;
-  assign \$85  = a_f_valid & remote;
-  assign \$86  = stats[95:64] + 1'h1;
-  assign \$87  = ~ a_f_hit;
-  assign \$88  = a_f_valid & \$87 ;
-  assign \$89  = stats[127:96] + 1'h1;
-  assign \$90  = rx__valid & rx__ready;
-  assign \$91  = rx__payload[4:0] != device_id;
-  assign \$94  = \$92  > \$93 ;
-  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$96  = rx_r2_inside & \$95 ;
-  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
-  assign \$101  = \$99  > \$100 ;
-  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$103  = rx_r1_inside & \$102 ;
-  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
-  assign \$108  = \$106  > \$107 ;
-  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$110  = rx_r0_inside & \$109 ;
-  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
-  assign \$114  = \$113  > rx_c0_pos;
-  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
-  assign \$117  = rx_rec_inside & \$116 ;
-  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
-  assign \$121  = rx__valid & rx__ready;
-  assign \$122  = rx_held + \$121 ;
-  assign \$123  = ~ rx_accept;
-  assign \$124  = rx_f_valid & \$123 ;
-  assign \$125  = \$122  - \$124 ;
-  assign \$126  = rx_mem__valid & rx_mem__ready;
-  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
-  assign \$128  = ~ take;
-  assign \$129  = p_busy <= 1'h1;
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = | p_busy;
-  assign \$132  = p_busy - 1'h1;
-  assign \$133  = program__payload[58:11] + program__payload[106:59];
-  assign \$134  = program__payload[154:107] - program__payload[58:11];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = program__payload[5:4] > 2'h2;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = p_phase == 4'hc;
-  assign \$139  = | p_phase;
-  assign \$140  = p_phase + 1'h1;
-  assign \$141  = p_phase == 4'hb;
-  assign \$143  = \$142  >= p_phase;
-  assign \$144  = p_reading & \$143 ;
-  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$146  = p_req[3] & \$145 ;
-  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$148  = p_e1_bounds[47:0] < p_end;
-  assign \$149  = p_e2_valid & p_req[3];
-  assign \$150  = \$149  & p_e2_lo;
-  assign \$151  = \$150  & p_e2_hi;
-  assign \$152  = p_o + 1'h1;
-  assign \$153  = ~ p_e2_after;
-  assign \$154  = p_rank + \$153 ;
-  assign \$155  = ~ active;
-  assign \$156  = p_emit & \$24 [0];
-  assign \$159  = p_emit & \$24 [1];
-  assign \$160  = ! \$24 [0];
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = p_emit & \$24 [2];
-  assign \$163  = ! \$24 [1:0];
-  assign \$164  = \$162  & \$163 ;
-  assign \$165  = | p_end[47:0];
-  assign \$166  = p_end[48] & \$165 ;
-  assign \$167  = p_bad | \$166 ;
-  assign \$168  = p_req[3] & p_bad_all;
-  assign \$169  = ~ p_bad_all;
-  assign \$170  = p_req[3] & \$169 ;
-  assign \$171  = \$170  & p_clash;
-  assign \$172  = ~ p_verdict_bad;
-  assign \$173  = p_deciding & \$172 ;
-  assign \$174  = ~ p_verdict_overlap;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = ~ active;
-  assign \$177  = p_o + p_req[3];
+  assign \$22  = p_o + p_e2_after;
+  assign \$23  = p_preparing ? { 1'h0, p_rank } : \$22 ;
+  assign \$24  = p_preparing & p_req[3];
+  assign p_emit = p_e2_valid | \$24 ;
+  assign \$25  = a_f_valid & crosses;
+  assign \$26  = rx_f_valid & rx_f_other;
+  assign \$27  = ~ rx_f_other;
+  assign \$28  = rx_f_valid & \$27 ;
+  assign \$29  = \$28  & rx_in_remote;
+  assign \$30  = ~ rx_f_other;
+  assign \$31  = rx_f_valid & \$30 ;
+  assign \$32  = ~ rx_in_remote;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = ~ rx_in_receive;
+  assign \$35  = \$33  & \$34 ;
+  assign \$36  = ~ rx_f_other;
+  assign \$37  = rx_f_valid & \$36 ;
+  assign \$38  = \$37  & rx_in_receive;
+  assign \$39  = ~ rx_f_fits;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = p_deciding & p_verdict_bad;
+  assign \$42  = p_deciding & p_verdict_overlap;
+  assign \$43  = store__valid & store__ready;
+  assign \$46  = \$44  > \$45 ;
+  assign \$47  = a_r2_pivot <= a_r2_req[47:0];
+  assign \$48  = a_r2_inside & \$47 ;
+  assign \$50  = { 1'h0, a_r2_pos } | \$49 ;
+  assign \$53  = \$51  > \$52 ;
+  assign \$54  = a_r1_pivot <= a_r1_req[47:0];
+  assign \$55  = a_r1_inside & \$54 ;
+  assign \$57  = a_r1_pos | { 1'h0, \$56  };
+  assign \$60  = \$58  > \$59 ;
+  assign \$61  = a_r0_pivot <= a_r0_req[47:0];
+  assign \$62  = a_r0_inside & \$61 ;
+  assign \$64  = a_r0_pos | { 1'h0, \$63  };
+  assign \$66  = \$65  > a_c0_pos;
+  assign \$67  = a_c0_req[47:0] + a_c0_req[70:64];
+  assign \$68  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$69  = a_rec_inside & \$68 ;
+  assign \$70  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = a_stop <= a_rec_bounds[96:48];
+  assign \$73  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$74  = store__valid & store__ready;
+  assign \$75  = a_held + \$74 ;
+  assign \$76  = a_f_valid & crosses;
+  assign \$77  = \$75  - \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = a_f_valid & \local ;
+  assign \$81  = stats[31:0] + 1'h1;
+  assign \$82  = a_f_valid & tracked;
+  assign \$83  = stats[63:32] + 1'h1;
+  assign \$84  = a_f_valid & remote;
+  assign \$85  = stats[95:64] + 1'h1;
+  assign \$86  = ~ a_f_hit;
+  assign \$87  = a_f_valid & \$86 ;
+  assign \$88  = stats[127:96] + 1'h1;
+  assign \$89  = rx__valid & rx__ready;
+  assign \$90  = rx__payload[4:0] != device_id;
+  assign \$93  = \$91  > \$92 ;
+  assign \$94  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$95  = rx_r2_inside & \$94 ;
+  assign \$97  = { 1'h0, rx_r2_pos } | \$96 ;
+  assign \$100  = \$98  > \$99 ;
+  assign \$101  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$102  = rx_r1_inside & \$101 ;
+  assign \$104  = rx_r1_pos | { 1'h0, \$103  };
+  assign \$107  = \$105  > \$106 ;
+  assign \$108  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$109  = rx_r0_inside & \$108 ;
+  assign \$111  = rx_r0_pos | { 1'h0, \$110  };
+  assign \$113  = \$112  > rx_c0_pos;
+  assign \$114  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$115  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$116  = rx_rec_inside & \$115 ;
+  assign \$117  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$120  = rx__valid & rx__ready;
+  assign \$121  = rx_held + \$120 ;
+  assign \$122  = ~ rx_accept;
+  assign \$123  = rx_f_valid & \$122 ;
+  assign \$124  = \$121  - \$123 ;
+  assign \$125  = rx_mem__valid & rx_mem__ready;
+  assign \$126  = $signed(\$124 ) - $signed({ 1'h0, \$125  });
+  assign \$127  = ~ take;
+  assign \$128  = p_busy <= 1'h1;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = | p_busy;
+  assign \$131  = p_busy - 1'h1;
+  assign \$132  = program__payload[58:11] + program__payload[106:59];
+  assign \$133  = program__payload[154:107] - program__payload[58:11];
+  assign \$134  = ! program__payload[106:59];
+  assign \$135  = program__payload[5:4] > 2'h2;
+  assign \$136  = \$134  | \$135 ;
+  assign \$137  = p_phase == 4'hc;
+  assign \$138  = | p_phase;
+  assign \$139  = p_phase + 1'h1;
+  assign \$140  = p_phase == 4'hb;
+  assign \$141  = p_k != 3'h7;
+  assign \$142  = p_reading & \$141 ;
+  assign \$143  = p_k + 1'h1;
+  assign \$145  = \$144  >= p_phase;
+  assign \$146  = p_reading & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$148  = p_req[3] & \$147 ;
+  assign \$149  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$150  = p_e1_bounds[47:0] < p_end;
+  assign \$151  = p_e2_valid & p_req[3];
+  assign \$152  = \$151  & p_e2_lo;
+  assign \$153  = \$152  & p_e2_hi;
+  assign \$154  = p_o + 1'h1;
+  assign \$155  = ~ p_e2_after;
+  assign \$156  = p_rank + \$155 ;
+  assign \$157  = ~ active;
+  assign \$158  = p_emit & \$23 [0];
+  assign \$161  = p_emit & \$23 [1];
+  assign \$162  = ! \$23 [0];
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = p_emit & \$23 [2];
+  assign \$165  = ! \$23 [1:0];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = | p_end[47:0];
+  assign \$168  = p_end[48] & \$167 ;
+  assign \$169  = p_bad | \$168 ;
+  assign \$170  = p_req[3] & p_bad_all;
+  assign \$171  = ~ p_bad_all;
+  assign \$172  = p_req[3] & \$171 ;
+  assign \$173  = \$172  & p_clash;
+  assign \$174  = ~ p_verdict_bad;
+  assign \$175  = p_deciding & \$174 ;
+  assign \$176  = ~ p_verdict_overlap;
+  assign \$177  = \$175  & \$176 ;
   assign \$178  = ~ active;
-  assign \$179  = ~ clear;
-  assign \$180  = errors & \$179 ;
-  assign \$181  = \$180  | events;
-  assign \$182  = stats[159:128] + 1'h1;
-  assign \$183  = stats[191:160] + 1'h1;
-  assign \$184  = stats[223:192] + 1'h1;
-  assign \$185  = stats[255:224] + 1'h1;
-  assign \$186  = stats[287:256] + 1'h1;
-  assign \$187  = a_f_valid & crosses;
-  assign \$188  = rx_f_valid & rx_f_other;
-  assign \$189  = ~ rx_f_other;
-  assign \$190  = rx_f_valid & \$189 ;
-  assign \$191  = \$190  & rx_in_remote;
-  assign \$192  = ~ rx_f_other;
-  assign \$193  = rx_f_valid & \$192 ;
-  assign \$194  = ~ rx_in_remote;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = ~ rx_in_receive;
+  assign \$179  = p_o + p_req[3];
+  assign \$180  = ~ active;
+  assign \$181  = ~ clear;
+  assign \$182  = errors & \$181 ;
+  assign \$183  = \$182  | events;
+  assign \$184  = stats[159:128] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = stats[223:192] + 1'h1;
+  assign \$187  = stats[255:224] + 1'h1;
+  assign \$188  = stats[287:256] + 1'h1;
+  assign \$189  = a_f_valid & crosses;
+  assign \$190  = rx_f_valid & rx_f_other;
+  assign \$191  = ~ rx_f_other;
+  assign \$192  = rx_f_valid & \$191 ;
+  assign \$193  = \$192  & rx_in_remote;
+  assign \$194  = ~ rx_f_other;
+  assign \$195  = rx_f_valid & \$194 ;
+  assign \$196  = ~ rx_in_remote;
   assign \$197  = \$195  & \$196 ;
-  assign \$198  = ~ rx_f_other;
-  assign \$199  = rx_f_valid & \$198 ;
-  assign \$200  = \$199  & rx_in_receive;
-  assign \$201  = ~ rx_f_fits;
-  assign \$202  = \$200  & \$201 ;
-  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
-  assign \$204  = p_deciding & p_verdict_bad;
-  assign \$205  = p_deciding & p_verdict_overlap;
-  assign \$206  = \$204  | \$205 ;
+  assign \$198  = ~ rx_in_receive;
+  assign \$199  = \$197  & \$198 ;
+  assign \$200  = ~ rx_f_other;
+  assign \$201  = rx_f_valid & \$200 ;
+  assign \$202  = \$201  & rx_in_receive;
+  assign \$203  = ~ rx_f_fits;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = | { \$204 , \$199 , \$193 , \$190  };
+  assign \$206  = p_deciding & p_verdict_bad;
+  assign \$207  = p_deciding & p_verdict_overlap;
+  assign \$208  = \$206  | \$207 ;
   always @(posedge clk)
-    a_s0_valid <= \$207 ;
+    a_s0_valid <= \$209 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -1209,7 +1214,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$208 ;
+    a_r2_valid <= \$210 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -1219,17 +1224,17 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_r2_pivot <= rp__data;
   always @(posedge clk)
-    a_r2_inside <= \$47 ;
+    a_r2_inside <= \$46 ;
   always @(posedge clk)
-    a_c2_valid <= \$209 ;
+    a_c2_valid <= \$211 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_pos <= \$51 [2:0];
+    a_c2_pos <= \$50 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$210 ;
+    a_r1_valid <= \$212 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -1239,17 +1244,17 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_r1_pivot <= \rp__data$150 ;
   always @(posedge clk)
-    a_r1_inside <= \$54 ;
+    a_r1_inside <= \$53 ;
   always @(posedge clk)
-    a_c1_valid <= \$211 ;
+    a_c1_valid <= \$213 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_pos <= \$58 ;
+    a_c1_pos <= \$57 ;
   always @(posedge clk)
-    a_r0_valid <= \$212 ;
+    a_r0_valid <= \$214 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -1259,17 +1264,17 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_r0_pivot <= \rp__data$159 ;
   always @(posedge clk)
-    a_r0_inside <= \$61 ;
+    a_r0_inside <= \$60 ;
   always @(posedge clk)
-    a_c0_valid <= \$213 ;
+    a_c0_valid <= \$215 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_pos <= \$65 ;
+    a_c0_pos <= \$64 ;
   always @(posedge clk)
-    a_rec_valid <= \$214 ;
+    a_rec_valid <= \$216 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -1279,31 +1284,31 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     a_rec_bounds <= rb__data;
   always @(posedge clk)
-    a_rec_inside <= \$67 ;
+    a_rec_inside <= \$66 ;
   always @(posedge clk)
-    a_stop <= \$68 ;
+    a_stop <= \$67 ;
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_f_valid <= \$215 ;
+    a_f_valid <= \$217 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
   always @(posedge clk)
-    a_f_hit <= \$72 ;
+    a_f_hit <= \$71 ;
   always @(posedge clk)
-    a_f_fits <= \$73 ;
+    a_f_fits <= \$72 ;
   always @(posedge clk)
     a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
     a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_f_target <= \$74 [47:0];
+    a_f_target <= \$73 [47:0];
   always @(posedge clk)
-    a_held <= \$216 ;
+    a_held <= \$218 ;
   always @(posedge clk)
-    stats <= \$217 ;
+    stats <= \$219 ;
   always @(posedge clk)
-    rx_s0_valid <= \$218 ;
+    rx_s0_valid <= \$220 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -1311,9 +1316,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$91 ;
+    rx_s0_other <= \$90 ;
   always @(posedge clk)
-    rx_r2_valid <= \$219 ;
+    rx_r2_valid <= \$221 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -1325,19 +1330,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_r2_pivot <= \rp__data$182 ;
   always @(posedge clk)
-    rx_r2_inside <= \$94 ;
+    rx_r2_inside <= \$93 ;
   always @(posedge clk)
-    rx_c2_valid <= \$220 ;
+    rx_c2_valid <= \$222 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_pos <= \$98 [2:0];
+    rx_c2_pos <= \$97 [2:0];
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_r1_valid <= \$221 ;
+    rx_r1_valid <= \$223 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -1349,19 +1354,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_r1_pivot <= \rp__data$193 ;
   always @(posedge clk)
-    rx_r1_inside <= \$101 ;
+    rx_r1_inside <= \$100 ;
   always @(posedge clk)
-    rx_c1_valid <= \$222 ;
+    rx_c1_valid <= \$224 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_pos <= \$105 ;
+    rx_c1_pos <= \$104 ;
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_r0_valid <= \$223 ;
+    rx_r0_valid <= \$225 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -1373,19 +1378,19 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_r0_pivot <= \rp__data$204 ;
   always @(posedge clk)
-    rx_r0_inside <= \$108 ;
+    rx_r0_inside <= \$107 ;
   always @(posedge clk)
-    rx_c0_valid <= \$224 ;
+    rx_c0_valid <= \$226 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_pos <= \$112 ;
+    rx_c0_pos <= \$111 ;
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_rec_valid <= \$225 ;
+    rx_rec_valid <= \$227 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -1397,41 +1402,43 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     rx_rec_bounds <= \rb__data$215 ;
   always @(posedge clk)
-    rx_rec_inside <= \$114 ;
+    rx_rec_inside <= \$113 ;
   always @(posedge clk)
-    rx_stop <= \$115 ;
+    rx_stop <= \$114 ;
   always @(posedge clk)
     rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_f_valid <= \$226 ;
+    rx_f_valid <= \$228 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
   always @(posedge clk)
-    rx_f_hit <= \$119 ;
+    rx_f_hit <= \$118 ;
   always @(posedge clk)
-    rx_f_fits <= \$120 ;
+    rx_f_fits <= \$119 ;
   always @(posedge clk)
     rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_held <= \$227 ;
+    rx_held <= \$229 ;
   always @(posedge clk)
-    program__ready <= \$228 ;
+    program__ready <= \$230 ;
   always @(posedge clk)
-    p_busy <= \$229 ;
+    p_busy <= \$231 ;
   always @(posedge clk)
-    p_req <= \$230 ;
+    p_req <= \$232 ;
   always @(posedge clk)
-    p_end <= \$231 ;
+    p_end <= \$233 ;
   always @(posedge clk)
-    p_delta <= \$232 ;
+    p_delta <= \$234 ;
   always @(posedge clk)
-    p_bad <= \$233 ;
+    p_bad <= \$235 ;
   always @(posedge clk)
-    p_phase <= \$234 ;
+    p_phase <= \$236 ;
   always @(posedge clk)
-    p_deciding <= \$235 ;
+    p_deciding <= \$237 ;
   always @(posedge clk)
-    p_e1_valid <= \$236 ;
+    p_k <= \$238 ;
+  always @(posedge clk)
+    p_e1_valid <= \$239 ;
   always @(posedge clk)
     p_e1_bounds <= \rb__data$223 ;
   always @(posedge clk)
@@ -1439,7 +1446,7 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$237 ;
+    p_e2_valid <= \$240 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -1447,47 +1454,47 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$146 ;
+    p_e2_after <= \$148 ;
   always @(posedge clk)
-    p_e2_lo <= \$147 ;
+    p_e2_lo <= \$149 ;
   always @(posedge clk)
-    p_e2_hi <= \$148 ;
+    p_e2_hi <= \$150 ;
   always @(posedge clk)
-    p_clash <= \$238 ;
+    p_clash <= \$241 ;
   always @(posedge clk)
-    p_o <= \$239 ;
+    p_o <= \$242 ;
   always @(posedge clk)
-    p_rank <= \$240 ;
+    p_rank <= \$243 ;
   always @(posedge clk)
-    p_w_at <= \$24 [3:0];
+    p_w_at <= \$23 [3:0];
   always @(posedge clk)
-    p_w_bank <= \$155 ;
+    p_w_bank <= \$157 ;
   always @(posedge clk)
-    wp__en <= \$241 ;
+    wp__en <= \$244 ;
   always @(posedge clk)
-    p_w_pivot <= \$242 ;
+    p_w_pivot <= \$245 ;
   always @(posedge clk)
-    wp__data <= \$243 ;
+    wp__data <= \$246 ;
   always @(posedge clk)
-    \wp__data$111  <= \$244 ;
+    \wp__data$111  <= \$247 ;
   always @(posedge clk)
-    \wp__data$115  <= \$245 ;
+    \wp__data$115  <= \$248 ;
   always @(posedge clk)
-    p_bad_all <= \$167 ;
+    p_bad_all <= \$169 ;
   always @(posedge clk)
-    p_verdict_bad <= \$168 ;
+    p_verdict_bad <= \$170 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$171 ;
+    p_verdict_overlap <= \$173 ;
   always @(posedge clk)
-    active <= \$246 ;
+    active <= \$249 ;
   always @(posedge clk)
-    count0 <= \$247 ;
+    count0 <= \$250 ;
   always @(posedge clk)
-    count1 <= \$248 ;
+    count1 <= \$251 ;
   always @(posedge clk)
-    errors <= \$249 ;
+    errors <= \$252 ;
   always @(posedge clk)
-    capture <= \$250 ;
+    capture <= \$253 ;
   t3hw_addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -1511,9 +1518,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
-          \$45  = count0;
+          \$44  = count0;
       1'h1:
-          \$45  = count1;
+          \$44  = count1;
     endcase
   end
   always @* begin
@@ -1521,9 +1528,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
-          \$52  = count0;
+          \$51  = count0;
       1'h1:
-          \$52  = count1;
+          \$51  = count1;
     endcase
   end
   always @* begin
@@ -1531,9 +1538,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
-          \$59  = count0;
+          \$58  = count0;
       1'h1:
-          \$59  = count1;
+          \$58  = count1;
     endcase
   end
   always @* begin
@@ -1541,9 +1548,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
-          \$66  = count0;
+          \$65  = count0;
       1'h1:
-          \$66  = count1;
+          \$65  = count1;
     endcase
   end
   always @* begin
@@ -1551,9 +1558,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (\rp__addr$57 )
       1'h0:
-          \$92  = count0;
+          \$91  = count0;
       1'h1:
-          \$92  = count1;
+          \$91  = count1;
     endcase
   end
   always @* begin
@@ -1561,9 +1568,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
-          \$99  = count0;
+          \$98  = count0;
       1'h1:
-          \$99  = count1;
+          \$98  = count1;
     endcase
   end
   always @* begin
@@ -1571,9 +1578,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
-          \$106  = count0;
+          \$105  = count0;
       1'h1:
-          \$106  = count1;
+          \$105  = count1;
     endcase
   end
   always @* begin
@@ -1581,9 +1588,9 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
-          \$113  = count0;
+          \$112  = count0;
       1'h1:
-          \$113  = count1;
+          \$112  = count1;
     endcase
   end
   always @* begin
@@ -1591,411 +1598,423 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$142  = count0;
+          \$144  = count0;
       1'h1:
-          \$142  = count1;
+          \$144  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$207  = \$44 ;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$208  = a_s0_valid;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$209  = a_r2_valid;
+    \$209  = \$43 ;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$210  = a_c2_valid;
+    \$210  = a_s0_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$211  = a_r1_valid;
+    \$211  = a_r2_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$212  = a_c1_valid;
+    \$212  = a_c2_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = a_r0_valid;
+    \$213  = a_r1_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = a_c0_valid;
+    \$214  = a_c1_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = a_rec_valid;
+    \$215  = a_r0_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = \$80 [3:0];
+    \$216  = a_c0_valid;
     if (rst) begin
-      \$216  = 4'h0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$217  = stats;
-    if (\$81 ) begin
-      \$217 [31:0] = \$82 [31:0];
+    \$217  = a_rec_valid;
+    if (rst) begin
+      \$217  = 1'h0;
     end
-    if (\$83 ) begin
-      \$217 [63:32] = \$84 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$218  = \$79 [3:0];
+    if (rst) begin
+      \$218  = 4'h0;
     end
-    if (\$85 ) begin
-      \$217 [95:64] = \$86 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$219  = stats;
+    if (\$80 ) begin
+      \$219 [31:0] = \$81 [31:0];
     end
-    if (\$88 ) begin
-      \$217 [127:96] = \$89 [31:0];
+    if (\$82 ) begin
+      \$219 [63:32] = \$83 [31:0];
+    end
+    if (\$84 ) begin
+      \$219 [95:64] = \$85 [31:0];
+    end
+    if (\$87 ) begin
+      \$219 [127:96] = \$88 [31:0];
     end
     if (events[2]) begin
-      \$217 [159:128] = \$182 [31:0];
+      \$219 [159:128] = \$184 [31:0];
     end
     if (events[3]) begin
-      \$217 [191:160] = \$183 [31:0];
+      \$219 [191:160] = \$185 [31:0];
     end
     if (events[4]) begin
-      \$217 [223:192] = \$184 [31:0];
+      \$219 [223:192] = \$186 [31:0];
     end
     if (events[5]) begin
-      \$217 [255:224] = \$185 [31:0];
+      \$219 [255:224] = \$187 [31:0];
     end
     if (events[6]) begin
-      \$217 [287:256] = \$186 [31:0];
+      \$219 [287:256] = \$188 [31:0];
     end
     if (rst) begin
-      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$219  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$218  = \$90 ;
-    if (rst) begin
-      \$218  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$219  = rx_s0_valid;
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$220  = rx_r2_valid;
+    \$220  = \$89 ;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = rx_c2_valid;
+    \$221  = rx_s0_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = rx_r1_valid;
+    \$222  = rx_r2_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = rx_c1_valid;
+    \$223  = rx_c2_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = rx_r0_valid;
+    \$224  = rx_r1_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = rx_c0_valid;
+    \$225  = rx_c1_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = rx_rec_valid;
+    \$226  = rx_r0_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = \$127 [3:0];
+    \$227  = rx_c0_valid;
     if (rst) begin
-      \$227  = 4'h0;
+      \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = \$130 ;
+    \$228  = rx_rec_valid;
     if (rst) begin
-      \$228  = 1'h1;
+      \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = p_busy;
+    \$229  = \$126 [3:0];
+    if (rst) begin
+      \$229  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$230  = \$129 ;
+    if (rst) begin
+      \$230  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$231  = p_busy;
     if (take) begin
-      \$229  = 5'h11;
-    end else if (\$131 ) begin
-      \$229  = \$132 [4:0];
+      \$231  = 5'h11;
+    end else if (\$130 ) begin
+      \$231  = \$131 [4:0];
     end
     if (rst) begin
-      \$229  = 5'h00;
+      \$231  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = p_req;
+    \$232  = p_req;
     if (take) begin
-      \$230  = program__payload;
+      \$232  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = p_end;
+    \$233  = p_end;
     if (take) begin
-      \$231  = \$133 ;
+      \$233  = \$132 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = p_delta;
+    \$234  = p_delta;
     if (take) begin
-      \$232  = \$134 [47:0];
+      \$234  = \$133 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$233  = p_bad;
+    \$235  = p_bad;
     if (take) begin
-      \$233  = \$137 ;
+      \$235  = \$136 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = p_phase;
+    \$236  = p_phase;
     if (take) begin
-      \$234  = 4'h1;
+      \$236  = 4'h1;
+    end else if (\$137 ) begin
+      \$236  = 4'h0;
     end else if (\$138 ) begin
-      \$234  = 4'h0;
-    end else if (\$139 ) begin
-      \$234  = \$140 [3:0];
+      \$236  = \$139 [3:0];
     end
     if (rst) begin
-      \$234  = 4'h0;
+      \$236  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = \$141 ;
-    if (rst) begin
-      \$235  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$236  = \$144 ;
-    if (rst) begin
-      \$236  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$237  = p_kept;
+    \$237  = \$140 ;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = p_clash;
+    \$238  = p_k;
     if (take) begin
-      \$238  = 1'h0;
-    end else if (\$151 ) begin
-      \$238  = 1'h1;
+      \$238  = 3'h0;
+    end else if (\$142 ) begin
+      \$238  = \$143 [2:0];
     end
     if (rst) begin
-      \$238  = 1'h0;
+      \$238  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = p_o;
-    if (take) begin
-      \$239  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$239  = \$152 [3:0];
-    end
+    \$239  = \$146 ;
     if (rst) begin
-      \$239  = 4'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = p_rank;
-    if (take) begin
-      \$240  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$240  = \$154 [3:0];
-    end
+    \$240  = p_kept;
     if (rst) begin
-      \$240  = 4'h0;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = p_emit;
+    \$241  = p_clash;
+    if (take) begin
+      \$241  = 1'h0;
+    end else if (\$153 ) begin
+      \$241  = 1'h1;
+    end
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = { \$164 , \$161 , \$158  };
-    if (rst) begin
-      \$242  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_preparing) begin
-      \$243 [47:0] = p_req[58:11];
-      \$243 [96:48] = p_end;
-      \$243 [98:97] = p_req[5:4];
-    end else begin
-      \$243  = p_e2_bounds;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_preparing) begin
-      \$244 [47:0] = p_delta;
-      \$244 [52:48] = p_req[10:6];
-    end else begin
-      \$244  = p_e2_route;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_preparing) begin
-      \$245  = p_req[2:0];
-    end else begin
-      \$245  = p_e2_index;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$246  = active;
-    if (\$175 ) begin
-      \$246  = \$176 ;
+    \$242  = p_o;
+    if (take) begin
+      \$242  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$242  = \$154 [3:0];
     end
     if (rst) begin
-      \$246  = 1'h0;
+      \$242  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$247  = count0;
-    if (\$175 ) begin
-      casez (\$178 )
+    \$243  = p_rank;
+    if (take) begin
+      \$243  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$243  = \$156 [3:0];
+    end
+    if (rst) begin
+      \$243  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$244  = p_emit;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$245  = { \$166 , \$163 , \$160  };
+    if (rst) begin
+      \$245  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$246 [47:0] = p_req[58:11];
+      \$246 [96:48] = p_end;
+      \$246 [98:97] = p_req[5:4];
+    end else begin
+      \$246  = p_e2_bounds;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$247 [47:0] = p_delta;
+      \$247 [52:48] = p_req[10:6];
+    end else begin
+      \$247  = p_e2_route;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$248  = p_req[2:0];
+    end else begin
+      \$248  = p_e2_index;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$249  = active;
+    if (\$177 ) begin
+      \$249  = \$178 ;
+    end
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$250  = count0;
+    if (\$177 ) begin
+      casez (\$180 )
         1'h0:
-            \$247  = \$177 [3:0];
+            \$250  = \$179 [3:0];
       endcase
     end
     if (rst) begin
-      \$247  = 4'h0;
+      \$250  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$248  = count1;
-    if (\$175 ) begin
+    \$251  = count1;
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      casez (\$178 )
+      casez (\$180 )
         1'h0:
             /* empty */;
         1'h1:
-            \$248  = \$177 [3:0];
+            \$251  = \$179 [3:0];
       endcase
     end
     if (rst) begin
-      \$248  = 4'h0;
+      \$251  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$249  = \$181 ;
+    \$252  = \$183 ;
     if (rst) begin
-      \$249  = 7'h00;
+      \$252  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = capture;
-    if (\$187 ) begin
-      \$250 [47:0] = a_f_req[47:0];
-      \$250 [52:48] = a_f_device;
-      \$250 [68:53] = a_f_req[63:48];
-    end else if (\$203 ) begin
-      \$250 [47:0] = rx_f_req[52:5];
-      \$250 [52:48] = rx_f_req[4:0];
-      \$250 [68:53] = rx_f_req[69:54];
-    end else if (\$206 ) begin
-      \$250 [47:0] = p_req[58:11];
-      \$250 [52:48] = p_req[10:6];
-      \$250 [68:53] = 16'h0000;
+    \$253  = capture;
+    if (\$189 ) begin
+      \$253 [47:0] = a_f_req[47:0];
+      \$253 [52:48] = a_f_device;
+      \$253 [68:53] = a_f_req[63:48];
+    end else if (\$205 ) begin
+      \$253 [47:0] = rx_f_req[52:5];
+      \$253 [52:48] = rx_f_req[4:0];
+      \$253 [68:53] = rx_f_req[69:54];
+    end else if (\$208 ) begin
+      \$253 [47:0] = p_req[58:11];
+      \$253 [52:48] = p_req[10:6];
+      \$253 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$250  = 69'h000000000000000000;
+      \$253  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -2012,11 +2031,10 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign \o__ready$81  = rx_mem__ready;
   assign \o__valid$82  = rx_mem__valid;
   assign p_ready = program__ready;
-  assign p_k = \$21 [2:0];
-  assign \rb__addr$88  = { active, \$21 [2:0] };
-  assign \rr__addr$90  = { active, \$21 [2:0] };
-  assign ri__addr = { active, \$21 [2:0] };
-  assign p_at = \$24 [3:0];
+  assign \rb__addr$87  = { active, p_k };
+  assign \rr__addr$90  = { active, p_k };
+  assign ri__addr = { active, p_k };
+  assign p_at = \$23 [3:0];
   assign wp__addr = { p_w_bank, p_w_at[2:0] };
   assign p_w_bounds = wp__data;
   assign p_w_en = wp__en;
@@ -2255,13 +2273,13 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign p_e2_bounds__mode  = p_e2_bounds[98:97];
   assign p_e2_route__delta  = p_e2_route[47:0];
   assign p_e2_route__device  = p_e2_route[52:48];
-  assign events[1] = \$43 ;
-  assign events[0] = \$42 ;
-  assign events[6] = \$41 ;
-  assign events[5] = \$36 ;
-  assign events[4] = \$30 ;
-  assign events[3] = \$27 ;
-  assign events[2] = \$26 ;
+  assign events[1] = \$42 ;
+  assign events[0] = \$41 ;
+  assign events[6] = \$40 ;
+  assign events[5] = \$35 ;
+  assign events[4] = \$29 ;
+  assign events[3] = \$26 ;
+  assign events[2] = \$25 ;
   assign \data$78 [72] = \$18 ;
   assign \data$78 [71] = rx_f_req[53];
   assign \data$78 [70:64] = rx_f_req[76:70];
@@ -2279,26 +2297,26 @@ module t3hw_addrmap(store__valid, program__payload, program__valid, net__ready, 
   assign data[53:6] = \$9 ;
   assign data[5:1] = a_f_device;
   assign data[0] = remote;
-  assign \$46 [1:0] = a_s0_pos[1:0];
-  assign \$46 [2] = 1'h1;
-  assign \$50  = { 1'h0, \$49 , 2'h0 };
-  assign { \$53 [2], \$53 [0] } = { a_c2_pos[2], a_c2_pos[0] };
-  assign \$53 [1] = 1'h1;
-  assign \$57  = { \$56 , 1'h0 };
-  assign \$60 [2:1] = a_c1_pos[2:1];
-  assign \$60 [0] = 1'h1;
-  assign \$64  = { 1'h0, \$63  };
-  assign \$93 [1:0] = rx_s0_pos[1:0];
-  assign \$93 [2] = 1'h1;
-  assign \$97  = { 1'h0, \$96 , 2'h0 };
-  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$100 [1] = 1'h1;
-  assign \$104  = { \$103 , 1'h0 };
-  assign \$107 [2:1] = rx_c1_pos[2:1];
-  assign \$107 [0] = 1'h1;
-  assign \$111  = { 1'h0, \$110  };
-  assign \$157  = 1'h1;
-  assign \$158  = \$156 ;
+  assign \$45 [1:0] = a_s0_pos[1:0];
+  assign \$45 [2] = 1'h1;
+  assign \$49  = { 1'h0, \$48 , 2'h0 };
+  assign { \$52 [2], \$52 [0] } = { a_c2_pos[2], a_c2_pos[0] };
+  assign \$52 [1] = 1'h1;
+  assign \$56  = { \$55 , 1'h0 };
+  assign \$59 [2:1] = a_c1_pos[2:1];
+  assign \$59 [0] = 1'h1;
+  assign \$63  = { 1'h0, \$62  };
+  assign \$92 [1:0] = rx_s0_pos[1:0];
+  assign \$92 [2] = 1'h1;
+  assign \$96  = { 1'h0, \$95 , 2'h0 };
+  assign { \$99 [2], \$99 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$99 [1] = 1'h1;
+  assign \$103  = { \$102 , 1'h0 };
+  assign \$106 [2:1] = rx_c1_pos[2:1];
+  assign \$106 [0] = 1'h1;
+  assign \$110  = { 1'h0, \$109  };
+  assign \$159  = 1'h1;
+  assign \$160  = \$158 ;
 endmodule
 
 module t3hw_addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -2792,7 +2810,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [11:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -2805,13 +2823,12 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
     storage[10] = 73'h0000000000000000000;
+    storage[11] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
@@ -2825,11 +2842,11 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = wr__addr == 4'ha;
+  assign \$50  = wr__addr == 4'hb;
   assign \$51  = wr__addr + 1'h1;
   assign \$52  = \$50  ? 5'h00 : \$51 ;
   assign \$53  = o__valid & o__ready;
-  assign \$54  = rd__addr == 4'ha;
+  assign \$54  = rd__addr == 4'hb;
   assign \$55  = rd__addr + 1'h1;
   assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
@@ -2847,7 +2864,6 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
   assign \$4  = o__valid & o__ready;
   assign \$5  = ~ \$4 ;
@@ -2881,6 +2897,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
   assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
   always @* begin
     if (_init_strobe_3 ) begin end
     \$57  = \$14 [3:0];
@@ -2931,6 +2948,7 @@ module t3hw_addrmap__rx_queue (clk, rst, push, o__payload, wr__data, o__valid, o
   end
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
   assign rd__data = o__payload;
   assign wr__data__addr  = wr__data[47:0];

@@ -7,11 +7,11 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
+  wire [8:0] \$100 ;
+  wire [39:0] \$101 ;
+  wire [40:0] \$102 ;
   wire \$103 ;
-  wire [5:0] \$104 ;
+  wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
@@ -19,7 +19,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$109 ;
   wire [8:0] \$11 ;
   wire \$110 ;
-  wire \$111 ;
+  wire [5:0] \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -38,55 +38,55 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [25:0] \$129 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire [25:0] \$131 ;
-  wire [32:0] \$132 ;
-  wire [2:0] \$133 ;
-  wire [34:0] \$134 ;
-  wire [33:0] \$135 ;
-  wire \$136 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire [25:0] \$136 ;
   wire \$137 ;
-  wire \$138 ;
-  wire [32:0] \$139 ;
+  wire [25:0] \$138 ;
+  wire [2:0] \$139 ;
   wire \$14 ;
-  wire [32:0] \$140 ;
-  wire \$141 ;
-  wire \$142 ;
+  wire [34:0] \$140 ;
+  wire [33:0] \$141 ;
+  wire [32:0] \$142 ;
   wire \$143 ;
-  wire [32:0] \$144 ;
-  wire [32:0] \$145 ;
-  wire \$146 ;
-  wire \$147 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire [32:0] \$146 ;
+  wire [32:0] \$147 ;
   wire \$148 ;
-  wire [32:0] \$149 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [32:0] \$150 ;
-  wire \$151 ;
-  wire \$152 ;
+  wire \$150 ;
+  wire [32:0] \$151 ;
+  wire [32:0] \$152 ;
   wire \$153 ;
-  wire [32:0] \$154 ;
-  wire [32:0] \$155 ;
-  wire \$156 ;
-  wire \$157 ;
+  wire \$154 ;
+  wire \$155 ;
+  wire [32:0] \$156 ;
+  wire [32:0] \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire \$161 ;
+  wire [32:0] \$161 ;
   wire [32:0] \$162 ;
-  wire [1:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [32:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire \$172 ;
+  wire [1:0] \$170 ;
+  wire [1:0] \$171 ;
+  wire [1:0] \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
@@ -126,68 +126,68 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$205 ;
   wire \$206 ;
   wire \$207 ;
-  wire [1:0] \$208 ;
+  wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire [1:0] \$210 ;
-  wire [1:0] \$211 ;
+  wire \$210 ;
+  wire \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
-  wire [1:0] \$214 ;
-  wire \$215 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire [1:0] \$215 ;
   wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
+  wire [1:0] \$217 ;
+  wire [1:0] \$218 ;
   wire \$219 ;
   wire \$22 ;
-  wire \$220 ;
+  wire [1:0] \$220 ;
   wire [1:0] \$221 ;
-  wire [1:0] \$222 ;
-  wire [1:0] \$223 ;
-  wire [1:0] \$224 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
   wire \$225 ;
-  wire [1:0] \$226 ;
-  wire [1:0] \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire [1:0] \$228 ;
+  wire [1:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$231 ;
+  wire [1:0] \$230 ;
+  wire [1:0] \$231 ;
   wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
+  wire [1:0] \$233 ;
+  wire [1:0] \$234 ;
   wire \$235 ;
   wire \$236 ;
-  wire [1:0] \$237 ;
-  wire [1:0] \$238 ;
+  wire \$237 ;
+  wire \$238 ;
   wire \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire \$244 ;
+  wire [1:0] \$244 ;
   wire [1:0] \$245 ;
-  wire [1:0] \$246 ;
-  wire [1:0] \$247 ;
-  wire [1:0] \$248 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
   wire [1:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
+  wire [1:0] \$253 ;
+  wire [1:0] \$254 ;
+  wire [1:0] \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire \$259 ;
+  wire [1:0] \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
-  wire [1:0] \$263 ;
+  wire \$263 ;
   wire \$264 ;
   wire \$265 ;
   wire \$266 ;
@@ -195,18 +195,18 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$268 ;
   wire \$269 ;
   wire \$27 ;
-  wire \$270 ;
+  wire [1:0] \$270 ;
   wire \$271 ;
   wire \$272 ;
-  wire [1:0] \$273 ;
+  wire \$273 ;
   wire \$274 ;
   wire \$275 ;
   wire \$276 ;
-  wire [1:0] \$277 ;
+  wire \$277 ;
   wire \$278 ;
   wire \$279 ;
   wire \$28 ;
-  wire \$280 ;
+  wire [1:0] \$280 ;
   wire \$281 ;
   wire \$282 ;
   wire \$283 ;
@@ -218,31 +218,31 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$289 ;
   wire \$29 ;
   wire \$290 ;
-  wire \$291 ;
+  wire [1:0] \$291 ;
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
-  wire [1:0] \$295 ;
+  wire \$295 ;
   wire \$296 ;
-  wire [1:0] \$297 ;
-  wire [83:0] \$298 ;
-  wire [83:0] \$299 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire [83:0] \$300 ;
+  wire \$300 ;
   wire \$301 ;
-  wire \$302 ;
+  wire [1:0] \$302 ;
   wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [1:0] \$304 ;
+  wire [83:0] \$305 ;
+  wire [83:0] \$306 ;
+  wire [83:0] \$307 ;
+  wire [83:0] \$308 ;
+  wire [83:0] \$309 ;
   wire [17:0] \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
+  wire [83:0] \$310 ;
+  wire [83:0] \$311 ;
+  wire [83:0] \$312 ;
   wire \$313 ;
   wire \$314 ;
   wire \$315 ;
@@ -252,57 +252,70 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$319 ;
   wire [17:0] \$32 ;
   wire \$320 ;
-  reg \$321 ;
-  reg \$322 ;
-  reg \$323 ;
-  reg \$324 ;
-  reg \$325 ;
-  reg [16:0] \$326 ;
-  reg \$327 ;
-  reg \$328 ;
-  reg \$329 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
+  wire \$329 ;
   wire [17:0] \$33 ;
-  reg \$330 ;
-  reg \$331 ;
-  reg \$332 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
   reg \$333 ;
   reg \$334 ;
-  reg [83:0] \$335 ;
-  reg [83:0] \$336 ;
-  reg [83:0] \$337 ;
-  reg [83:0] \$338 ;
+  reg \$335 ;
+  reg \$336 ;
+  reg \$337 ;
+  reg [16:0] \$338 ;
   reg \$339 ;
   wire \$34 ;
-  reg [22:0] \$340 ;
-  reg [31:0] \$341 ;
-  reg [24:0] \$342 ;
-  reg [8:0] \$343 ;
-  reg [33:0] \$344 ;
+  reg \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg \$343 ;
+  reg \$344 ;
   reg \$345 ;
-  reg [38:0] \$346 ;
-  reg [7:0] \$347 ;
-  reg \$348 ;
-  reg \$349 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg [83:0] \$348 ;
+  reg [83:0] \$349 ;
   wire \$35 ;
-  reg \$350 ;
-  reg [1:0] \$351 ;
-  reg [4:0] \$352 ;
-  reg [31:0] \$353 ;
-  reg [24:0] \$354 ;
-  reg [33:0] \$355 ;
-  reg \$356 ;
-  reg \$357 ;
-  reg [287:0] \$358 ;
-  reg \$359 ;
+  reg [83:0] \$350 ;
+  reg [83:0] \$351 ;
+  reg \$352 ;
+  reg [22:0] \$353 ;
+  reg [31:0] \$354 ;
+  reg [24:0] \$355 ;
+  reg [8:0] \$356 ;
+  reg [33:0] \$357 ;
+  reg \$358 ;
+  reg [38:0] \$359 ;
   wire \$36 ;
-  reg \$360 ;
+  reg [7:0] \$360 ;
   reg \$361 ;
   reg \$362 ;
   reg \$363 ;
-  reg \$364 ;
-  reg \$365 ;
-  reg [1:0] \$366 ;
+  reg [1:0] \$364 ;
+  reg [4:0] \$365 ;
+  reg [24:0] \$366 ;
+  reg [33:0] \$367 ;
+  reg [31:0] \$368 ;
+  reg \$369 ;
   wire \$37 ;
+  reg \$370 ;
+  reg [287:0] \$371 ;
+  reg \$372 ;
+  reg \$373 ;
+  reg \$374 ;
+  reg \$375 ;
+  reg \$376 ;
+  reg \$377 ;
+  reg \$378 ;
+  reg [1:0] \$379 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -362,23 +375,22 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire \$89 ;
   wire [8:0] \$9 ;
   wire \$90 ;
-  wire [38:0] \$91 ;
-  wire [31:0] \$92 ;
-  wire [8:0] \$93 ;
-  wire [39:0] \$94 ;
-  wire [40:0] \$95 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  (* keep = 32'd1 *)
+  wire [38:0] \$98 ;
+  wire [31:0] \$99 ;
   wire \$signal ;
+  wire \$signal$44 ;
   wire \$signal$55 ;
   wire \$signal$56 ;
   wire \$signal$57 ;
   wire \$signal$58 ;
-  reg \$signal$59  = 1'h0;
-  reg \$signal$60  = 1'h0;
+  wire \$signal$95 ;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -477,11 +489,13 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   wire errors__bad_config ;
   wire errors__bad_response ;
   reg [1:0] finish = 2'h0;
-  (* keep = 32'd1 *)
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  reg is_dma = 1'h0;
+  reg is_load = 1'h0;
   reg is_remote = 1'h0;
+  reg is_store = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
@@ -536,7 +550,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input [7:0] occupancy;
   wire [7:0] occupancy;
   wire out_tracked;
-  (* keep = 32'd1 *)
   wire pick_c;
   input [72:0] remote__payload;
   wire [72:0] remote__payload;
@@ -553,7 +566,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input remote__valid;
   wire remote__valid;
   reg remote_granted = 1'h0;
-  (* keep = 32'd1 *)
   wire remote_ok;
   reg [83:0] remote_q = 84'h000000000000000000000;
   wire [82:0] remote_req;
@@ -590,10 +602,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   reg [8:0] sat2 = 9'h022;
   reg [31:0] sat_s = 32'd32768;
   reg [4:0] scale = 5'h0a;
-  (* keep = 32'd1 *)
   wire sel_remote;
-  (* keep = 32'd1 *)
-  wire sel_store;
   wire [1:0] set_err;
   wire set_err__bad_config ;
   wire set_err__bad_response ;
@@ -633,8 +642,6 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   input store__valid;
   wire store__valid;
   reg store_granted = 1'h0;
-  (* keep = 32'd1 *)
-  wire store_ok;
   reg [83:0] store_q = 84'h000000000000000000000;
   wire [82:0] store_req;
   wire [47:0] store_req__addr ;
@@ -693,7 +700,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$16  = ~ dram__valid;
   assign \$17  = \$16  | dram__ready;
   assign \$18  = gate_m & below;
-  assign \$19  = \$signal  | \$18 ;
+  assign \$19  = \$signal$44  | \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = dma__valid | remote__valid;
   assign \$22  = ~ \$21 ;
@@ -702,7 +709,7 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$25  = \$22  | \$24 ;
   assign \$26  = dma__valid | remote__valid;
   assign \$27  = gate_m & below;
-  assign \$28  = \$signal  | \$27 ;
+  assign \$28  = \$signal$44  | \$27 ;
   assign \$29  = ~ \$28 ;
   assign \$30  = \$26  & \$29 ;
   assign \$31  = wait1 + 1'h1;
@@ -715,16 +722,16 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$38  = ~ dram__valid;
   assign \$39  = \$38  | dram__ready;
   assign \$40  = gate_m & below;
-  assign \$41  = \$signal  | \$40 ;
+  assign \$41  = \$signal$44  | \$40 ;
   assign \$42  = pick_c | \$41 ;
   assign \$43  = gate_m & below;
-  assign \$44  = \$signal  | \$43 ;
+  assign \$44  = \$signal$44  | \$43 ;
   assign \$45  = \$42  ? \$44  : last_comm;
   assign \$46  = \$39  ? \$45  : last_comm;
   assign \$47  = ~ dram__valid;
   assign \$48  = \$47  | dram__ready;
   assign \$49  = gate_m & below;
-  assign \$50  = \$signal  | \$49 ;
+  assign \$50  = \$signal$44  | \$49 ;
   assign \$51  = ~ \$50 ;
   assign \$52  = dma__valid | remote__valid;
   assign \$53  = wait1 > \new [38:23];
@@ -743,8 +750,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$66  = ~ dram__valid;
   assign \$67  = \$66  | dram__ready;
   assign \$68  = gate_m & below;
-  assign \$69  = \$signal  | \$68 ;
-  assign \$70  = pick_c ? \$247 [0] : \$signal$56 ;
+  assign \$69  = \$signal$44  | \$68 ;
+  assign \$70  = pick_c ? \$254 [0] : \$signal$56 ;
   assign \$71  = \$69  ? 1'h0 : \$70 ;
   assign \$72  = \$67  ? \$71  : \$signal$55 ;
   assign \$73  = ~ dram__valid;
@@ -755,804 +762,826 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign \$78  = ~ dram__valid;
   assign \$79  = \$78  | dram__ready;
   assign \$80  = gate_m & below;
-  assign \$81  = \$signal  | \$80 ;
+  assign \$81  = \$signal$44  | \$80 ;
   assign \$82  = \$79  & \$81 ;
   assign \$83  = \$77  | \$82 ;
-  assign \$84  = ~ pick_c;
-  assign \$85  = dram__valid & dram__ready;
-  assign \$86  = \$85  & \$300 [83];
-  assign \$87  = | \$300 [1:0];
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$300 [1:0] == 2'h2;
-  assign \$90  = \$89  ? 1'h1 : 1'h0;
-  assign \$91  = cfg[17:10] << scale;
-  assign \$92  = 1'h1 << scale;
-  assign \$93  = cfg[17:10] + 2'h2;
-  assign \$95  = \$94  - unit;
-  assign \$96  = ~ dram__valid;
-  assign \$97  = \$96  | dram__ready;
-  assign \$98  = \$97  & pick_c;
-  assign \$99  = ~ accept;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = armed & grant_c_q;
-  assign \$102  = ! \new [9:2];
-  assign \$103  = ! \new [9:2];
-  assign \$104  = 5'h18 - \new [22:18];
-  assign \$105  = cfg[22:18] == 1'h1;
-  assign \$106  = cfg[22:18] > 2'h2;
-  assign \$107  = cfg[22:18] > 2'h3;
-  assign \$108  = cfg[22:18] > 3'h4;
-  assign \$109  = cfg[22:18] > 3'h5;
-  assign \$110  = cfg[22:18] > 3'h6;
-  assign \$111  = cfg[22:18] > 3'h7;
-  assign \$112  = cfg[22:18] > 4'h8;
-  assign \$113  = cfg[22:18] > 4'h9;
-  assign \$114  = cfg[22:18] > 4'ha;
-  assign \$115  = cfg[22:18] > 4'hb;
-  assign \$116  = cfg[22:18] > 4'hc;
-  assign \$117  = cfg[22:18] > 4'hd;
-  assign \$118  = cfg[22:18] > 4'he;
-  assign \$119  = cfg[22:18] > 4'hf;
-  assign \$120  = cfg[22:18] > 5'h10;
-  assign \$121  = cfg[22:18] > 5'h11;
-  assign \$122  = cfg[22:18] > 5'h12;
-  assign \$123  = cfg[22:18] > 5'h13;
-  assign \$124  = cfg[22:18] > 5'h14;
-  assign \$125  = cfg[22:18] > 5'h15;
-  assign \$126  = cfg[22:18] > 5'h16;
-  assign \$127  = cfg[22:18] > 5'h17;
-  assign \$128  = cfg[22:18] > 5'h18;
-  assign \$129  = \$105  ? 26'h3ffffff : { 1'h0, \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , 2'h1 };
-  assign \$130  = ! cfg[22:18];
-  assign \$131  = $signed(left) - $signed(2'h1);
-  assign \$132  = acc + sat_s;
-  assign \$134  = base + acc;
-  assign \$136  = load__valid & load__ready;
-  assign \$137  = ~ load__ready;
-  assign \$138  = load__valid & \$137 ;
-  assign \$139  = stats[31:0] + 1'h1;
-  assign \$140  = stats[159:128] + 1'h1;
-  assign \$141  = store__valid & store__ready;
-  assign \$142  = ~ store__ready;
-  assign \$143  = store__valid & \$142 ;
-  assign \$144  = stats[63:32] + 1'h1;
-  assign \$145  = stats[191:160] + 1'h1;
-  assign \$146  = dma__valid & dma__ready;
-  assign \$147  = ~ dma__ready;
-  assign \$148  = dma__valid & \$147 ;
-  assign \$149  = stats[95:64] + 1'h1;
-  assign \$150  = stats[223:192] + 1'h1;
-  assign \$151  = remote__valid & remote__ready;
-  assign \$152  = ~ remote__ready;
-  assign \$153  = remote__valid & \$152 ;
-  assign \$154  = stats[127:96] + 1'h1;
-  assign \$155  = stats[255:224] + 1'h1;
-  assign \$156  = ~ dram__valid;
-  assign \$157  = \$156  | dram__ready;
-  assign \$158  = dma__valid | remote_ok;
-  assign \$159  = \$158  & wait_full;
-  assign \$160  = \$159  & cfg[1];
-  assign \$161  = \$157  & \$160 ;
-  assign \$162  = stats[287:256] + 1'h1;
-  assign \$163  = ~ clear;
-  assign \$164  = errors & \$163 ;
-  assign \$165  = \$164  | set_err;
-  assign \$166  = track_hold & store__payload[72];
-  assign \$167  = ~ \$166 ;
-  assign store_ok = store__valid & \$167 ;
-  assign \$168  = track_hold & remote__payload[72];
-  assign \$169  = ~ \$168 ;
-  assign remote_ok = remote__valid & \$169 ;
-  assign \$170  = load__valid | store_ok;
-  assign \$171  = dma__valid | remote_ok;
-  assign \$172  = \$171  & comm_first;
-  assign \$173  = ~ \$172 ;
-  assign pick_c = \$170  & \$173 ;
-  assign \$174  = dma__valid | remote_ok;
-  assign \$175  = load__valid | store_ok;
+  assign \$84  = ~ \$signal ;
+  assign \$85  = pick_c & \$84 ;
+  assign \$86  = pick_c & \$signal ;
+  assign \$87  = ~ pick_c;
+  assign \$88  = ~ sel_remote;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = ~ pick_c;
+  assign \$91  = \$90  & sel_remote;
+  assign \$92  = dram__valid & dram__ready;
+  assign \$93  = \$92  & \$312 [83];
+  assign \$94  = | \$312 [1:0];
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = \$312 [1:0] == 2'h2;
+  assign \$97  = \$96  ? 1'h1 : 1'h0;
+  assign \$98  = cfg[17:10] << scale;
+  assign \$99  = 1'h1 << scale;
+  assign \$100  = cfg[17:10] + 2'h2;
+  assign \$102  = \$101  - unit;
+  assign \$103  = ~ dram__valid;
+  assign \$104  = \$103  | dram__ready;
+  assign \$105  = \$104  & pick_c;
+  assign \$106  = ~ accept;
+  assign \$107  = \$105  & \$106 ;
+  assign \$108  = armed & grant_c_q;
+  assign \$109  = ! \new [9:2];
+  assign \$110  = ! \new [9:2];
+  assign \$111  = 5'h18 - \new [22:18];
+  assign \$112  = cfg[22:18] == 1'h1;
+  assign \$113  = cfg[22:18] > 2'h2;
+  assign \$114  = cfg[22:18] > 2'h3;
+  assign \$115  = cfg[22:18] > 3'h4;
+  assign \$116  = cfg[22:18] > 3'h5;
+  assign \$117  = cfg[22:18] > 3'h6;
+  assign \$118  = cfg[22:18] > 3'h7;
+  assign \$119  = cfg[22:18] > 4'h8;
+  assign \$120  = cfg[22:18] > 4'h9;
+  assign \$121  = cfg[22:18] > 4'ha;
+  assign \$122  = cfg[22:18] > 4'hb;
+  assign \$123  = cfg[22:18] > 4'hc;
+  assign \$124  = cfg[22:18] > 4'hd;
+  assign \$125  = cfg[22:18] > 4'he;
+  assign \$126  = cfg[22:18] > 4'hf;
+  assign \$127  = cfg[22:18] > 5'h10;
+  assign \$128  = cfg[22:18] > 5'h11;
+  assign \$129  = cfg[22:18] > 5'h12;
+  assign \$130  = cfg[22:18] > 5'h13;
+  assign \$131  = cfg[22:18] > 5'h14;
+  assign \$132  = cfg[22:18] > 5'h15;
+  assign \$133  = cfg[22:18] > 5'h16;
+  assign \$134  = cfg[22:18] > 5'h17;
+  assign \$135  = cfg[22:18] > 5'h18;
+  assign \$136  = \$112  ? 26'h3ffffff : { 1'h0, \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , 2'h1 };
+  assign \$137  = ! cfg[22:18];
+  assign \$138  = $signed(left) - $signed(2'h1);
+  assign \$140  = base + acc;
+  assign \$142  = acc + sat_s;
+  assign \$143  = load__valid & load__ready;
+  assign \$144  = ~ load__ready;
+  assign \$145  = load__valid & \$144 ;
+  assign \$146  = stats[31:0] + 1'h1;
+  assign \$147  = stats[159:128] + 1'h1;
+  assign \$148  = store__valid & store__ready;
+  assign \$149  = ~ store__ready;
+  assign \$150  = store__valid & \$149 ;
+  assign \$151  = stats[63:32] + 1'h1;
+  assign \$152  = stats[191:160] + 1'h1;
+  assign \$153  = dma__valid & dma__ready;
+  assign \$154  = ~ dma__ready;
+  assign \$155  = dma__valid & \$154 ;
+  assign \$156  = stats[95:64] + 1'h1;
+  assign \$157  = stats[223:192] + 1'h1;
+  assign \$158  = remote__valid & remote__ready;
+  assign \$159  = ~ remote__ready;
+  assign \$160  = remote__valid & \$159 ;
+  assign \$161  = stats[127:96] + 1'h1;
+  assign \$162  = stats[255:224] + 1'h1;
+  assign \$163  = ~ dram__valid;
+  assign \$164  = \$163  | dram__ready;
+  assign \$165  = dma__valid | remote_ok;
+  assign \$166  = \$165  & wait_full;
+  assign \$167  = \$166  & cfg[1];
+  assign \$168  = \$164  & \$167 ;
+  assign \$169  = stats[287:256] + 1'h1;
+  assign \$170  = ~ clear;
+  assign \$171  = errors & \$170 ;
+  assign \$172  = \$171  | set_err;
+  assign \$173  = track_hold & store__payload[72];
+  assign \$174  = ~ \$173 ;
+  assign \$signal$95  = store__valid & \$174 ;
+  assign \$175  = track_hold & remote__payload[72];
   assign \$176  = ~ \$175 ;
-  assign \$177  = ~ gated;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = comm_first | \$178 ;
-  assign \$signal  = \$174  & \$179 ;
-  assign \$180  = dma__valid | remote_ok;
-  assign \$181  = load__valid | store_ok;
-  assign \$182  = ~ \$181 ;
-  assign \$183  = \$180  & \$182 ;
-  assign gate_m = \$183  & gated;
-  assign \$184  = ~ load__valid;
-  assign \$185  = ~ last_store;
-  assign \$186  = \$184  | \$185 ;
-  assign sel_store = store_ok & \$186 ;
-  assign \$187  = ~ dma__valid;
-  assign \$188  = ~ last_remote;
-  assign \$189  = \$187  | \$188 ;
-  assign sel_remote = remote_ok & \$189 ;
-  assign \$190  = ~ dram__valid;
-  assign \$191  = \$190  | dram__ready;
-  assign \$192  = \$191  & pick_c;
-  assign \$193  = ~ sel_store;
-  assign load__ready = \$192  & \$193 ;
-  assign \$194  = ~ dram__valid;
-  assign \$195  = \$194  | dram__ready;
-  assign \$196  = \$195  & pick_c;
-  assign store__ready = \$196  & sel_store;
+  assign remote_ok = remote__valid & \$176 ;
+  assign \$177  = load__valid | \$signal$95 ;
+  assign \$178  = dma__valid | remote_ok;
+  assign \$179  = \$178  & comm_first;
+  assign \$180  = ~ \$179 ;
+  assign pick_c = \$177  & \$180 ;
+  assign \$181  = dma__valid | remote_ok;
+  assign \$182  = load__valid | \$signal$95 ;
+  assign \$183  = ~ \$182 ;
+  assign \$184  = ~ gated;
+  assign \$185  = \$183  & \$184 ;
+  assign \$186  = comm_first | \$185 ;
+  assign \$signal$44  = \$181  & \$186 ;
+  assign \$187  = dma__valid | remote_ok;
+  assign \$188  = load__valid | \$signal$95 ;
+  assign \$189  = ~ \$188 ;
+  assign \$190  = \$187  & \$189 ;
+  assign gate_m = \$190  & gated;
+  assign \$191  = ~ load__valid;
+  assign \$192  = ~ last_store;
+  assign \$193  = \$191  | \$192 ;
+  assign \$signal  = \$signal$95  & \$193 ;
+  assign \$194  = ~ dma__valid;
+  assign \$195  = ~ last_remote;
+  assign \$196  = \$194  | \$195 ;
+  assign sel_remote = remote_ok & \$196 ;
   assign \$197  = ~ dram__valid;
   assign \$198  = \$197  | dram__ready;
-  assign \$199  = gate_m & below;
-  assign \$200  = \$signal  | \$199 ;
-  assign \$201  = \$198  & \$200 ;
-  assign \$202  = ~ sel_remote;
-  assign dma__ready = \$201  & \$202 ;
-  assign \$203  = ~ dram__valid;
-  assign \$204  = \$203  | dram__ready;
-  assign \$205  = gate_m & below;
-  assign \$206  = \$signal  | \$205 ;
-  assign \$207  = \$204  & \$206 ;
-  assign remote__ready = \$207  & sel_remote;
-  assign \$208  = accept ? \new [1:0] : cfg[1:0];
-  assign \$209  = ! \$208 ;
-  assign \$211  = accept ? \new [1:0] : cfg[1:0];
-  assign \$214  = accept ? \new [1:0] : cfg[1:0];
-  assign \$215  = \$214  == 2'h3;
-  assign \$216  = | \new [9:2];
-  assign \$217  = \new [1] & \$216 ;
-  assign \$218  = finish[1] ? cfg[1] : gated;
-  assign \$219  = accept ? \$217  : \$218 ;
-  assign \$220  = \$215  & \$219 ;
-  assign \$224  = accept ? \new [1:0] : cfg[1:0];
-  assign \$225  = ! \$224 ;
-  assign \$227  = accept ? \new [1:0] : cfg[1:0];
-  assign \$228  = dma__valid | remote__valid;
-  assign \$229  = wait1 > \new [38:23];
-  assign \$230  = wait1 >= \new [38:23];
-  assign \$231  = wait_full ? \$229  : \$230 ;
-  assign \$232  = wait1 == cfg[38:23];
-  assign \$233  = wait_full ? wait_full : \$232 ;
-  assign \$234  = accept ? \$231  : \$233 ;
-  assign \$235  = \$228  & \$234 ;
-  assign \$236  = \$227 [1] & \$235 ;
-  assign \$237  = \$226  | { 1'h0, \$236  };
-  assign \$238  = accept ? \new [1:0] : cfg[1:0];
-  assign \$239  = \$238  == 2'h3;
-  assign \$240  = | \new [9:2];
-  assign \$241  = \new [1] & \$240 ;
-  assign \$242  = finish[1] ? cfg[1] : gated;
-  assign \$243  = accept ? \$241  : \$242 ;
-  assign \$244  = \$239  & \$243 ;
-  assign \$246  = \$245  & { 1'h0, below2 };
-  assign \$247  = \$237  | \$246 ;
-  assign \$248  = accept ? \new [1:0] : cfg[1:0];
-  assign \$249  = ! \$248 ;
-  assign \$250  = ~ last_comm;
-  assign \$251  = \$249  & \$250 ;
-  assign \$252  = accept ? \new [1:0] : cfg[1:0];
-  assign \$253  = dma__valid | remote__valid;
-  assign \$254  = wait1 > \new [38:23];
-  assign \$255  = wait1 >= \new [38:23];
-  assign \$256  = wait_full ? \$254  : \$255 ;
-  assign \$257  = wait1 == cfg[38:23];
-  assign \$258  = wait_full ? wait_full : \$257 ;
-  assign \$259  = accept ? \$256  : \$258 ;
-  assign \$260  = \$253  & \$259 ;
-  assign \$261  = \$252 [1] & \$260 ;
-  assign \$262  = \$251  | \$261 ;
-  assign \$263  = accept ? \new [1:0] : cfg[1:0];
-  assign \$264  = \$263  == 2'h3;
-  assign \$265  = | \new [9:2];
-  assign \$266  = \new [1] & \$265 ;
-  assign \$267  = finish[1] ? cfg[1] : gated;
-  assign \$268  = accept ? \$266  : \$267 ;
-  assign \$269  = \$264  & \$268 ;
-  assign \$270  = ~ last_comm;
-  assign \$271  = \$269  & \$270 ;
-  assign \$272  = \$271  & below2;
-  assign \$signal$56  = \$262  | \$272 ;
-  assign \$273  = accept ? \new [1:0] : cfg[1:0];
-  assign \$274  = ! \$273 ;
-  assign \$275  = ~ last_comm;
-  assign \$276  = \$274  & \$275 ;
-  assign \$277  = accept ? \new [1:0] : cfg[1:0];
-  assign \$278  = dma__valid | remote__valid;
-  assign \$279  = wait1 > \new [38:23];
-  assign \$280  = accept ? \$279  : wait_full;
-  assign \$281  = \$278  & \$280 ;
-  assign \$282  = \$277 [1] & \$281 ;
-  assign \$283  = \$276  | \$282 ;
+  assign \$199  = \$198  & pick_c;
+  assign \$200  = ~ \$signal ;
+  assign load__ready = \$199  & \$200 ;
+  assign \$201  = ~ dram__valid;
+  assign \$202  = \$201  | dram__ready;
+  assign \$203  = \$202  & pick_c;
+  assign store__ready = \$203  & \$signal ;
+  assign \$204  = ~ dram__valid;
+  assign \$205  = \$204  | dram__ready;
+  assign \$206  = gate_m & below;
+  assign \$207  = \$signal$44  | \$206 ;
+  assign \$208  = \$205  & \$207 ;
+  assign \$209  = ~ sel_remote;
+  assign dma__ready = \$208  & \$209 ;
+  assign \$210  = ~ dram__valid;
+  assign \$211  = \$210  | dram__ready;
+  assign \$212  = gate_m & below;
+  assign \$213  = \$signal$44  | \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign remote__ready = \$214  & sel_remote;
+  assign \$215  = accept ? \new [1:0] : cfg[1:0];
+  assign \$216  = ! \$215 ;
+  assign \$218  = accept ? \new [1:0] : cfg[1:0];
+  assign \$221  = accept ? \new [1:0] : cfg[1:0];
+  assign \$222  = \$221  == 2'h3;
+  assign \$223  = | \new [9:2];
+  assign \$224  = \new [1] & \$223 ;
+  assign \$225  = finish[1] ? cfg[1] : gated;
+  assign \$226  = accept ? \$224  : \$225 ;
+  assign \$227  = \$222  & \$226 ;
+  assign \$231  = accept ? \new [1:0] : cfg[1:0];
+  assign \$232  = ! \$231 ;
+  assign \$234  = accept ? \new [1:0] : cfg[1:0];
+  assign \$235  = dma__valid | remote__valid;
+  assign \$236  = wait1 > \new [38:23];
+  assign \$237  = wait1 >= \new [38:23];
+  assign \$238  = wait_full ? \$236  : \$237 ;
+  assign \$239  = wait1 == cfg[38:23];
+  assign \$240  = wait_full ? wait_full : \$239 ;
+  assign \$241  = accept ? \$238  : \$240 ;
+  assign \$242  = \$235  & \$241 ;
+  assign \$243  = \$234 [1] & \$242 ;
+  assign \$244  = \$233  | { 1'h0, \$243  };
+  assign \$245  = accept ? \new [1:0] : cfg[1:0];
+  assign \$246  = \$245  == 2'h3;
+  assign \$247  = | \new [9:2];
+  assign \$248  = \new [1] & \$247 ;
+  assign \$249  = finish[1] ? cfg[1] : gated;
+  assign \$250  = accept ? \$248  : \$249 ;
+  assign \$251  = \$246  & \$250 ;
+  assign \$253  = \$252  & { 1'h0, below2 };
+  assign \$254  = \$244  | \$253 ;
+  assign \$255  = accept ? \new [1:0] : cfg[1:0];
+  assign \$256  = ! \$255 ;
+  assign \$257  = ~ last_comm;
+  assign \$258  = \$256  & \$257 ;
+  assign \$259  = accept ? \new [1:0] : cfg[1:0];
+  assign \$260  = dma__valid | remote__valid;
+  assign \$261  = wait1 > \new [38:23];
+  assign \$262  = wait1 >= \new [38:23];
+  assign \$263  = wait_full ? \$261  : \$262 ;
+  assign \$264  = wait1 == cfg[38:23];
+  assign \$265  = wait_full ? wait_full : \$264 ;
+  assign \$266  = accept ? \$263  : \$265 ;
+  assign \$267  = \$260  & \$266 ;
+  assign \$268  = \$259 [1] & \$267 ;
+  assign \$269  = \$258  | \$268 ;
+  assign \$270  = accept ? \new [1:0] : cfg[1:0];
+  assign \$271  = \$270  == 2'h3;
+  assign \$272  = | \new [9:2];
+  assign \$273  = \new [1] & \$272 ;
+  assign \$274  = finish[1] ? cfg[1] : gated;
+  assign \$275  = accept ? \$273  : \$274 ;
+  assign \$276  = \$271  & \$275 ;
+  assign \$277  = ~ last_comm;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = \$278  & below2;
+  assign \$signal$56  = \$269  | \$279 ;
+  assign \$280  = accept ? \new [1:0] : cfg[1:0];
+  assign \$281  = ! \$280 ;
+  assign \$282  = ~ last_comm;
+  assign \$283  = \$281  & \$282 ;
   assign \$284  = accept ? \new [1:0] : cfg[1:0];
-  assign \$285  = \$284  == 2'h3;
-  assign \$286  = | \new [9:2];
-  assign \$287  = \new [1] & \$286 ;
-  assign \$288  = finish[1] ? cfg[1] : gated;
-  assign \$289  = accept ? \$287  : \$288 ;
-  assign \$290  = \$285  & \$289 ;
-  assign \$291  = ~ last_comm;
-  assign \$292  = \$290  & \$291 ;
-  assign \$293  = \$292  & below2;
-  assign \$signal$55  = \$283  | \$293 ;
-  assign \$295  = \$294  ? 2'h2 : 2'h1;
-  assign \$297  = \$296  ? 2'h2 : 2'h1;
-  assign \$298  = is_remote ? remote_q : dma_q;
-  assign \$299  = \$signal$60  ? store_q : load_q;
-  assign \$300  = \$signal$59  ? \$298  : \$299 ;
-  assign \$301  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$301 ;
-  assign \$302  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$302 ;
-  assign \$303  = ! response__payload[1:0];
-  assign \$304  = response__payload[1:0] == 1'h1;
-  assign \$305  = \$304  ? dma_response__ready : 1'h1;
-  assign response__ready = \$303  ? load_response__ready : \$305 ;
-  assign \$306  = ! response__payload[1:0];
-  assign \$307  = ~ \$306 ;
-  assign \$308  = response__valid & \$307 ;
-  assign \$309  = response__payload[1:0] == 1'h1;
-  assign \$310  = ~ \$309 ;
-  assign \$311  = \$308  & \$310 ;
-  assign \$312  = | config__payload[38:23];
-  assign \$313  = config__payload[22:18] <= 5'h18;
-  assign \$314  = \$312  & \$313 ;
-  assign \$315  = | config__payload[9:2];
-  assign \$316  = | config__payload[17:10];
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = \$314  & \$317 ;
+  assign \$285  = dma__valid | remote__valid;
+  assign \$286  = wait1 > \new [38:23];
+  assign \$287  = accept ? \$286  : wait_full;
+  assign \$288  = \$285  & \$287 ;
+  assign \$289  = \$284 [1] & \$288 ;
+  assign \$290  = \$283  | \$289 ;
+  assign \$291  = accept ? \new [1:0] : cfg[1:0];
+  assign \$292  = \$291  == 2'h3;
+  assign \$293  = | \new [9:2];
+  assign \$294  = \new [1] & \$293 ;
+  assign \$295  = finish[1] ? cfg[1] : gated;
+  assign \$296  = accept ? \$294  : \$295 ;
+  assign \$297  = \$292  & \$296 ;
+  assign \$298  = ~ last_comm;
+  assign \$299  = \$297  & \$298 ;
+  assign \$300  = \$299  & below2;
+  assign \$signal$55  = \$290  | \$300 ;
+  assign \$302  = \$301  ? 2'h2 : 2'h1;
+  assign \$304  = \$303  ? 2'h2 : 2'h1;
+  assign \$305  = is_load ? load_q : 84'h000000000000000000000;
+  assign \$307  = is_store ? store_q : 84'h000000000000000000000;
+  assign \$308  = \$306  | \$307 ;
+  assign \$309  = is_dma ? dma_q : 84'h000000000000000000000;
+  assign \$310  = \$308  | \$309 ;
+  assign \$311  = is_remote ? remote_q : 84'h000000000000000000000;
+  assign \$312  = \$310  | \$311 ;
+  assign \$313  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$313 ;
+  assign \$314  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$314 ;
+  assign \$315  = ! response__payload[1:0];
+  assign \$316  = response__payload[1:0] == 1'h1;
+  assign \$317  = \$316  ? dma_response__ready : 1'h1;
+  assign response__ready = \$315  ? load_response__ready : \$317 ;
+  assign \$318  = ! response__payload[1:0];
   assign \$319  = ~ \$318 ;
-  assign \$320  = config__valid & \$319 ;
+  assign \$320  = response__valid & \$319 ;
+  assign \$321  = response__payload[1:0] == 1'h1;
+  assign \$322  = ~ \$321 ;
+  assign \$323  = \$320  & \$322 ;
+  assign \$324  = | config__payload[38:23];
+  assign \$325  = config__payload[22:18] <= 5'h18;
+  assign \$326  = \$324  & \$325 ;
+  assign \$327  = | config__payload[9:2];
+  assign \$328  = | config__payload[17:10];
+  assign \$329  = \$327  | \$328 ;
+  assign \$330  = \$326  & \$329 ;
+  assign \$331  = ~ \$330 ;
+  assign \$332  = config__valid & \$331 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$321 ;
+    accept <= \$333 ;
   always @(posedge clk)
-    below <= \$322 ;
+    below <= \$334 ;
   always @(posedge clk)
-    below2 <= \$323 ;
+    below2 <= \$335 ;
   always @(posedge clk)
-    last_store <= \$324 ;
+    last_store <= \$336 ;
   always @(posedge clk)
-    last_remote <= \$325 ;
+    last_remote <= \$337 ;
   always @(posedge clk)
-    wait1 <= \$326 ;
+    wait1 <= \$338 ;
   always @(posedge clk)
-    gated <= \$327 ;
+    gated <= \$339 ;
   always @(posedge clk)
-    last_comm <= \$328 ;
+    last_comm <= \$340 ;
   always @(posedge clk)
-    wait_full <= \$329 ;
+    wait_full <= \$341 ;
   always @(posedge clk)
-    comm_first <= \$330 ;
+    comm_first <= \$342 ;
   always @(posedge clk)
-    dram__valid <= \$331 ;
+    dram__valid <= \$343 ;
   always @(posedge clk)
-    \$signal$59  <= \$332 ;
+    is_load <= \$344 ;
   always @(posedge clk)
-    \$signal$60  <= \$333 ;
+    is_store <= \$345 ;
   always @(posedge clk)
-    is_remote <= \$334 ;
+    is_dma <= \$346 ;
   always @(posedge clk)
-    load_q <= \$335 ;
+    is_remote <= \$347 ;
   always @(posedge clk)
-    store_q <= \$336 ;
+    load_q <= \$348 ;
   always @(posedge clk)
-    dma_q <= \$337 ;
+    store_q <= \$349 ;
   always @(posedge clk)
-    remote_q <= \$338 ;
+    dma_q <= \$350 ;
   always @(posedge clk)
-    track__valid <= \$339 ;
+    remote_q <= \$351 ;
   always @(posedge clk)
-    track__payload <= \$340 ;
+    track__valid <= \$352 ;
   always @(posedge clk)
-    sat_s <= \$341 ;
+    track__payload <= \$353 ;
   always @(posedge clk)
-    unit <= \$342 ;
+    sat_s <= \$354 ;
   always @(posedge clk)
-    sat2 <= \$343 ;
+    unit <= \$355 ;
   always @(posedge clk)
-    base <= \$344 ;
+    sat2 <= \$356 ;
   always @(posedge clk)
-    grant_c_q <= \$345 ;
+    base <= \$357 ;
   always @(posedge clk)
-    cfg <= \$346 ;
+    grant_c_q <= \$358 ;
   always @(posedge clk)
-    thr <= \$347 ;
+    cfg <= \$359 ;
   always @(posedge clk)
-    measuring <= \$348 ;
+    thr <= \$360 ;
   always @(posedge clk)
-    armed <= \$349 ;
+    measuring <= \$361 ;
   always @(posedge clk)
-    window <= \$350 ;
+    armed <= \$362 ;
   always @(posedge clk)
-    finish <= \$351 ;
+    window <= \$363 ;
   always @(posedge clk)
-    scale <= \$352 ;
+    finish <= \$364 ;
   always @(posedge clk)
-    acc <= \$353 ;
+    scale <= \$365 ;
   always @(posedge clk)
-    left <= \$354 ;
+    left <= \$366 ;
   always @(posedge clk)
-    num <= \$355 ;
+    num <= \$367 ;
   always @(posedge clk)
-    load_granted <= \$356 ;
+    acc <= \$368 ;
   always @(posedge clk)
-    load_stalled <= \$357 ;
+    load_granted <= \$369 ;
   always @(posedge clk)
-    stats <= \$358 ;
+    load_stalled <= \$370 ;
   always @(posedge clk)
-    store_granted <= \$359 ;
+    stats <= \$371 ;
   always @(posedge clk)
-    store_stalled <= \$360 ;
+    store_granted <= \$372 ;
   always @(posedge clk)
-    dma_granted <= \$361 ;
+    store_stalled <= \$373 ;
   always @(posedge clk)
-    dma_stalled <= \$362 ;
+    dma_granted <= \$374 ;
   always @(posedge clk)
-    remote_granted <= \$363 ;
+    dma_stalled <= \$375 ;
   always @(posedge clk)
-    remote_stalled <= \$364 ;
+    remote_granted <= \$376 ;
   always @(posedge clk)
-    was_forced <= \$365 ;
+    remote_stalled <= \$377 ;
   always @(posedge clk)
-    errors <= \$366 ;
+    was_forced <= \$378 ;
+  always @(posedge clk)
+    errors <= \$379 ;
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$321  = \$8 ;
-    if (rst) begin
-      \$321  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$322  = \$10 ;
-    if (rst) begin
-      \$322  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$323  = \$12 ;
-    if (rst) begin
-      \$323  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$324  = last_store;
-    if (\$15 ) begin
-      \$324  = sel_store;
-    end
-    if (rst) begin
-      \$324  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$325  = last_remote;
-    if (\$20 ) begin
-      \$325  = sel_remote;
-    end
-    if (rst) begin
-      \$325  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$326  = wait1;
-    if (\$25 ) begin
-      \$326  = \$33 [16:0];
-    end
-    if (rst) begin
-      \$326  = 17'h00001;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$327  = \$37 ;
-    if (rst) begin
-      \$327  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$328  = \$46 ;
-    if (rst) begin
-      \$328  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$329  = \$65 ;
-    if (rst) begin
-      \$329  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$330  = \$72 ;
-    if (rst) begin
-      \$330  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$331  = dram__valid;
-    if (\$74 ) begin
-      \$331  = \$83 ;
-    end
-    if (rst) begin
-      \$331  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$332  = \$signal$59 ;
-    if (\$74 ) begin
-      \$332  = \$84 ;
-    end
-    if (rst) begin
-      \$332  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$333  = \$signal$60 ;
-    if (\$74 ) begin
-      \$333  = sel_store;
-    end
+    \$333  = \$8 ;
     if (rst) begin
       \$333  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$334  = is_remote;
-    if (\$74 ) begin
-      \$334  = sel_remote;
-    end
+    \$334  = \$10 ;
     if (rst) begin
-      \$334  = 1'h0;
+      \$334  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$335  = load_q;
-    if (\$74 ) begin
-      \$335  = { 1'h0, load_req };
-    end
+    \$335  = \$12 ;
     if (rst) begin
-      \$335  = 84'h000000000000000000000;
+      \$335  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$336  = store_q;
-    if (\$74 ) begin
-      \$336  = { store__payload[72], store_req };
+    \$336  = last_store;
+    if (\$15 ) begin
+      \$336  = \$signal ;
     end
     if (rst) begin
-      \$336  = 84'h000000000000000000000;
+      \$336  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$337  = dma_q;
-    if (\$74 ) begin
-      \$337  = { 1'h0, dma_req };
+    \$337  = last_remote;
+    if (\$20 ) begin
+      \$337  = sel_remote;
     end
     if (rst) begin
-      \$337  = 84'h000000000000000000000;
+      \$337  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$338  = remote_q;
-    if (\$74 ) begin
-      \$338  = { remote__payload[72], remote_req };
+    \$338  = wait1;
+    if (\$25 ) begin
+      \$338  = \$33 [16:0];
     end
     if (rst) begin
-      \$338  = 84'h000000000000000000000;
+      \$338  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$339  = \$88 ;
+    \$339  = \$37 ;
     if (rst) begin
       \$339  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$340 [15:0] = \$300 [74:59];
-    \$340 [19:16] = 4'h1;
-    \$340 [20] = \$90 ;
-    \$340 [22:21] = \$300 [3:2];
+    \$340  = \$46 ;
     if (rst) begin
-      \$340  = 23'h000000;
+      \$340  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$341  = \$91 [31:0];
+    \$341  = \$65 ;
     if (rst) begin
-      \$341  = 32'd32768;
+      \$341  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$342  = \$92 [24:0];
+    \$342  = \$72 ;
     if (rst) begin
-      \$342  = 25'h0000400;
+      \$342  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$343  = \$93 ;
+    \$343  = dram__valid;
+    if (\$74 ) begin
+      \$343  = \$83 ;
+    end
     if (rst) begin
-      \$343  = 9'h022;
+      \$343  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$344  = \$95 [33:0];
+    \$344  = is_load;
+    if (\$74 ) begin
+      \$344  = \$85 ;
+    end
     if (rst) begin
-      \$344  = 34'h021fffc00;
+      \$344  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$345  = \$100 ;
+    \$345  = is_store;
+    if (\$74 ) begin
+      \$345  = \$86 ;
+    end
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$346  = cfg;
-    if (accept) begin
-      \$346  = \new ;
+    \$346  = is_dma;
+    if (\$74 ) begin
+      \$346  = \$89 ;
     end
     if (rst) begin
-      \$346  = 39'h0200388002;
+      \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$347  = thr;
+    \$347  = is_remote;
+    if (\$74 ) begin
+      \$347  = \$91 ;
+    end
+    if (rst) begin
+      \$347  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$348  = load_q;
+    if (\$74 ) begin
+      \$348  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$348  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$349  = store_q;
+    if (\$74 ) begin
+      \$349  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$349  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$350  = dma_q;
+    if (\$74 ) begin
+      \$350  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$350  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$351  = remote_q;
+    if (\$74 ) begin
+      \$351  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$351  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$352  = \$95 ;
+    if (rst) begin
+      \$352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$353 [15:0] = \$312 [74:59];
+    \$353 [19:16] = 4'h1;
+    \$353 [20] = \$97 ;
+    \$353 [22:21] = \$312 [3:2];
+    if (rst) begin
+      \$353  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$354  = \$98 [31:0];
+    if (rst) begin
+      \$354  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$355  = \$99 [24:0];
+    if (rst) begin
+      \$355  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$356  = \$100 ;
+    if (rst) begin
+      \$356  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$357  = \$102 [33:0];
+    if (rst) begin
+      \$357  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$358  = \$107 ;
+    if (rst) begin
+      \$358  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$359  = cfg;
     if (accept) begin
-      \$347  = \new [9:2];
-    end else if (\$101 ) begin
+      \$359  = \new ;
+    end
+    if (rst) begin
+      \$359  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$360  = thr;
+    if (accept) begin
+      \$360  = \new [9:2];
+    end else if (\$108 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$347  = \$135 [7:0];
+      \$360  = \$141 [7:0];
     end
     if (rst) begin
-      \$347  = 8'h00;
+      \$360  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$348  = measuring;
+    \$361  = measuring;
     if (accept) begin
-      \$348  = \$102 ;
-    end else if (\$101 ) begin
+      \$361  = \$109 ;
+    end else if (\$108 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$348  = 1'h0;
-    end
-    if (rst) begin
-      \$348  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$349  = armed;
-    if (accept) begin
-      \$349  = \$103 ;
-    end else if (\$101 ) begin
-      \$349  = 1'h0;
-    end
-    if (rst) begin
-      \$349  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$350  = window;
-    if (accept) begin
-      \$350  = 1'h0;
-    end else if (\$101 ) begin
-      (* full_case = 32'd1 *)
-      if (\$130 ) begin
-      end else begin
-        \$350  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$350  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$350  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$351  = finish;
-    if (accept) begin
-      \$351  = 2'h0;
-    end else if (\$101 ) begin
-      if (\$130 ) begin
-        \$351  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$351  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$351  = \$133 [1:0];
-    end else if (finish[1]) begin
-      \$351  = 2'h0;
-    end
-    if (rst) begin
-      \$351  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$352  = scale;
-    if (accept) begin
-      \$352  = \$104 [4:0];
-    end
-    if (rst) begin
-      \$352  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$353  = acc;
-    if (accept) begin
-    end else if (\$101 ) begin
-      \$353  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$353  = \$132 [31:0];
-      end
-    end
-    if (rst) begin
-      \$353  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$354  = left;
-    if (accept) begin
-    end else if (\$101 ) begin
-      \$354  = \$129 [24:0];
-    end else if (window) begin
-      \$354  = \$131 [24:0];
-    end
-    if (rst) begin
-      \$354  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$355  = num;
-    if (accept) begin
-    end else if (\$101 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$355  = \$134 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$356  = \$136 ;
-    if (rst) begin
-      \$356  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$357  = \$138 ;
-    if (rst) begin
-      \$357  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$358  = stats;
-    if (load_granted) begin
-      \$358 [31:0] = \$139 [31:0];
-    end
-    if (load_stalled) begin
-      \$358 [159:128] = \$140 [31:0];
-    end
-    if (store_granted) begin
-      \$358 [63:32] = \$144 [31:0];
-    end
-    if (store_stalled) begin
-      \$358 [191:160] = \$145 [31:0];
-    end
-    if (dma_granted) begin
-      \$358 [95:64] = \$149 [31:0];
-    end
-    if (dma_stalled) begin
-      \$358 [223:192] = \$150 [31:0];
-    end
-    if (remote_granted) begin
-      \$358 [127:96] = \$154 [31:0];
-    end
-    if (remote_stalled) begin
-      \$358 [255:224] = \$155 [31:0];
-    end
-    if (was_forced) begin
-      \$358 [287:256] = \$162 [31:0];
-    end
-    if (rst) begin
-      \$358  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$359  = \$141 ;
-    if (rst) begin
-      \$359  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$360  = \$143 ;
-    if (rst) begin
-      \$360  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$361  = \$146 ;
-    if (rst) begin
       \$361  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$362  = \$148 ;
     if (rst) begin
-      \$362  = 1'h0;
+      \$361  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$363  = \$151 ;
+    \$362  = armed;
+    if (accept) begin
+      \$362  = \$110 ;
+    end else if (\$108 ) begin
+      \$362  = 1'h0;
+    end
+    if (rst) begin
+      \$362  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$363  = window;
+    if (accept) begin
+      \$363  = 1'h0;
+    end else if (\$108 ) begin
+      (* full_case = 32'd1 *)
+      if (\$137 ) begin
+      end else begin
+        \$363  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$363  = 1'h0;
+      end
+    end
     if (rst) begin
       \$363  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$364  = \$153 ;
+    \$364  = finish;
+    if (accept) begin
+      \$364  = 2'h0;
+    end else if (\$108 ) begin
+      if (\$137 ) begin
+        \$364  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$364  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$364  = \$139 [1:0];
+    end else if (finish[1]) begin
+      \$364  = 2'h0;
+    end
     if (rst) begin
-      \$364  = 1'h0;
+      \$364  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$365  = \$161 ;
+    \$365  = scale;
+    if (accept) begin
+      \$365  = \$111 [4:0];
+    end
     if (rst) begin
-      \$365  = 1'h0;
+      \$365  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$366  = \$165 ;
+    \$366  = left;
+    if (accept) begin
+    end else if (\$108 ) begin
+      \$366  = \$136 [24:0];
+    end else if (window) begin
+      \$366  = \$138 [24:0];
+    end
     if (rst) begin
-      \$366  = 2'h0;
+      \$366  = 25'h0000000;
     end
   end
-  assign \$signal$57  = \$247 [0];
-  assign \$signal$58  = \$223 [0];
-  assign out_tracked = \$300 [83];
-  assign dram__payload = \$300 [82:0];
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$367  = num;
+    if (accept) begin
+    end else if (\$108 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$367  = \$140 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$368  = acc;
+    if (grant_c_q) begin
+      if (armed) begin
+        \$368  = sat_s;
+      end else if (window) begin
+        \$368  = \$142 [31:0];
+      end
+    end
+    if (rst) begin
+      \$368  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$369  = \$143 ;
+    if (rst) begin
+      \$369  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$370  = \$145 ;
+    if (rst) begin
+      \$370  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$371  = stats;
+    if (load_granted) begin
+      \$371 [31:0] = \$146 [31:0];
+    end
+    if (load_stalled) begin
+      \$371 [159:128] = \$147 [31:0];
+    end
+    if (store_granted) begin
+      \$371 [63:32] = \$151 [31:0];
+    end
+    if (store_stalled) begin
+      \$371 [191:160] = \$152 [31:0];
+    end
+    if (dma_granted) begin
+      \$371 [95:64] = \$156 [31:0];
+    end
+    if (dma_stalled) begin
+      \$371 [223:192] = \$157 [31:0];
+    end
+    if (remote_granted) begin
+      \$371 [127:96] = \$161 [31:0];
+    end
+    if (remote_stalled) begin
+      \$371 [255:224] = \$162 [31:0];
+    end
+    if (was_forced) begin
+      \$371 [287:256] = \$169 [31:0];
+    end
+    if (rst) begin
+      \$371  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$372  = \$148 ;
+    if (rst) begin
+      \$372  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$373  = \$150 ;
+    if (rst) begin
+      \$373  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$374  = \$153 ;
+    if (rst) begin
+      \$374  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$375  = \$155 ;
+    if (rst) begin
+      \$375  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$376  = \$158 ;
+    if (rst) begin
+      \$376  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$377  = \$160 ;
+    if (rst) begin
+      \$377  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$378  = \$168 ;
+    if (rst) begin
+      \$378  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$379  = \$172 ;
+    if (rst) begin
+      \$379  = 2'h0;
+    end
+  end
+  assign \$signal$57  = \$254 [0];
+  assign \$signal$58  = \$230 [0];
+  assign out_tracked = \$312 [83];
+  assign dram__payload = \$312 [82:0];
   assign load_response__payload = response__payload[9:2];
   assign load__payload__addr  = load__payload[47:0];
   assign load__payload__bytes  = load__payload[54:48];
@@ -1570,12 +1599,12 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$300 [1:0];
-  assign dram__payload__source  = \$300 [3:2];
-  assign dram__payload__addr  = \$300 [51:4];
-  assign dram__payload__bytes  = \$300 [58:52];
-  assign dram__payload__tile  = \$300 [74:59];
-  assign dram__payload__tag  = \$300 [82:75];
+  assign dram__payload__op  = \$312 [1:0];
+  assign dram__payload__source  = \$312 [3:2];
+  assign dram__payload__addr  = \$312 [51:4];
+  assign dram__payload__bytes  = \$312 [58:52];
+  assign dram__payload__tile  = \$312 [74:59];
+  assign dram__payload__tag  = \$312 [82:75];
   assign response__payload__source  = response__payload[1:0];
   assign response__payload__tag  = response__payload[9:2];
   assign response__payload__error  = response__payload[10];
@@ -1646,8 +1675,8 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$320 ;
-  assign set_err[1] = \$311 ;
+  assign set_err[0] = \$332 ;
+  assign set_err[1] = \$323 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -1666,27 +1695,28 @@ module t3hw_arbiter(load__valid, store__payload, store__valid, dma__payload, dma
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$297 ;
+  assign remote_req[1:0] = \$304 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$295 ;
+  assign store_req[1:0] = \$302 ;
   assign store_req[82:75] = 8'h00;
-  assign \$226  = { 1'h0, \$225  };
-  assign \$245  = { 1'h0, \$244  };
-  assign \$210 [0] = 1'h0;
-  assign \$210 [1] = 1'h0;
-  assign \$212  = 1'h0;
-  assign \$213  = 2'h0;
-  assign \$221 [0] = 1'h0;
-  assign \$221 [1] = 1'h0;
-  assign \$222  = 2'h0;
-  assign \$223  = 2'h0;
-  assign \$94  = { 7'h00, sat2, 24'h000000 };
-  assign \$133  = { finish, 1'h0 };
-  assign \$135  = { 25'h0000000, num[33:25] };
-  assign \$294  = store__payload[71];
-  assign \$296  = remote__payload[71];
+  assign \$233  = { 1'h0, \$232  };
+  assign \$252  = { 1'h0, \$251  };
+  assign \$217 [0] = 1'h0;
+  assign \$217 [1] = 1'h0;
+  assign \$219  = 1'h0;
+  assign \$220  = 2'h0;
+  assign \$228 [0] = 1'h0;
+  assign \$228 [1] = 1'h0;
+  assign \$229  = 2'h0;
+  assign \$230  = 2'h0;
+  assign \$306  = \$305 ;
+  assign \$101  = { 7'h00, sat2, 24'h000000 };
+  assign \$139  = { finish, 1'h0 };
+  assign \$141  = { 25'h0000000, num[33:25] };
+  assign \$301  = store__payload[71];
+  assign \$303  = remote__payload[71];
 endmodule

@@ -536,6 +536,9 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
+  reg [3:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -577,9 +580,9 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$46 ;
   wire [16:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [47:0] \$49 ;
   wire \$5 ;
-  wire [47:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -614,25 +617,25 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$8 ;
   reg [15:0] \$80 ;
   reg \$81 ;
-  reg [47:0] \$82 ;
-  reg \$83 ;
+  reg \$82 ;
+  reg [47:0] \$83 ;
   reg \$84 ;
-  reg [178:0] \$85 ;
-  reg \$86 ;
+  reg \$85 ;
+  reg [178:0] \$86 ;
   reg \$87 ;
   reg \$88 ;
-  reg [47:0] \$89 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [170:0] \$90 ;
-  reg [7:0] \$91 ;
-  reg [3:0] \$92 ;
-  reg [47:0] \$93 ;
-  reg \$94 ;
-  reg \$95 ;
-  reg [3:0] \$96 ;
-  reg [3:0] \$97 ;
+  reg \$90 ;
+  reg [47:0] \$91 ;
+  reg [170:0] \$92 ;
+  reg [7:0] \$93 ;
+  reg [3:0] \$94 ;
+  reg [47:0] \$95 ;
+  reg \$96 ;
+  reg \$97 ;
   reg \$98 ;
-  reg \$99 ;
+  reg [3:0] \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -730,6 +733,7 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
+  reg near_end = 1'h0;
   reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
   wire [4:0] nxt__device ;
   wire [47:0] nxt__dst ;
@@ -744,6 +748,7 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire [47:0] nxt__src ;
   wire [15:0] nxt__tile ;
   wire nxt__valid ;
+  reg nxt_near = 1'h0;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
   reg [47:0] nxt_step = 48'h000000000000;
@@ -812,6 +817,7 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg row_near = 1'h0;
   reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
@@ -881,12 +887,12 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign \$45  = short_row ? row_step : 48'h000000000040;
   assign \$46  = rows_left == 2'h2;
   assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = remaining <= 8'h80;
-  assign \$50  = \$49  ? row_step : 48'h000000000040;
-  assign \$51  = ~ nxt_valid;
-  assign \$52  = descriptor__valid & \$51 ;
-  assign \$53  = descriptor__payload[58:43] <= 7'h40;
+  assign \$48  = remaining <= 8'hc0;
+  assign \$49  = near_end ? row_step : 48'h000000000040;
+  assign \$50  = ~ nxt_valid;
+  assign \$51  = descriptor__valid & \$50 ;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[58:43] <= 8'h80;
   assign \$54  = descriptor__payload[42:31] == 1'h1;
   assign \$55  = descriptor__payload[58:43] - 1'h1;
   assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
@@ -920,43 +926,49 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   always @(posedge clk)
     remaining <= \$80 ;
   always @(posedge clk)
-    row_end <= \$81 ;
+    near_end <= \$81 ;
   always @(posedge clk)
-    step <= \$82 ;
+    row_end <= \$82 ;
   always @(posedge clk)
-    one_row <= \$83 ;
+    step <= \$83 ;
   always @(posedge clk)
-    active <= \$84 ;
+    one_row <= \$84 ;
   always @(posedge clk)
-    nxt <= \$85 ;
+    active <= \$85 ;
   always @(posedge clk)
-    nxt_valid <= \$86 ;
+    nxt <= \$86 ;
   always @(posedge clk)
-    nxt_short <= \$87 ;
+    nxt_valid <= \$87 ;
   always @(posedge clk)
-    nxt_one_row <= \$88 ;
+    nxt_short <= \$88 ;
   always @(posedge clk)
-    nxt_step <= \$89 ;
+    nxt_near <= \$89 ;
   always @(posedge clk)
-    cur <= \$90 ;
+    nxt_one_row <= \$90 ;
   always @(posedge clk)
-    index <= \$91 ;
+    nxt_step <= \$91 ;
   always @(posedge clk)
-    run <= \$92 ;
+    cur <= \$92 ;
   always @(posedge clk)
-    row_step <= \$93 ;
+    index <= \$93 ;
   always @(posedge clk)
-    short_row <= \$94 ;
+    run <= \$94 ;
   always @(posedge clk)
-    \$signal  <= \$95 ;
+    row_step <= \$95 ;
   always @(posedge clk)
-    \$signal$30  <= \$96 ;
+    row_near <= \$96 ;
   always @(posedge clk)
-    held <= \$97 ;
+    short_row <= \$97 ;
   always @(posedge clk)
-    at_limit <= \$98 ;
+    \$signal  <= \$98 ;
   always @(posedge clk)
-    \$signal$8  <= \$99 ;
+    \$signal$30  <= \$99 ;
+  always @(posedge clk)
+    held <= \$100 ;
+  always @(posedge clk)
+    at_limit <= \$101 ;
+  always @(posedge clk)
+    \$signal$8  <= \$102 ;
   t3hw_dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -1068,187 +1080,216 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = row_end;
+    \$81  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = short_row;
+        \$81  = row_near;
       end else begin
         \$81  = \$48 ;
       end
     end
     if (start) begin
-      \$81  = nxt_short;
+      \$81  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$82  = step;
+    \$82  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = \$45 ;
+        \$82  = short_row;
       end else begin
-        \$82  = \$50 ;
+        \$82  = near_end;
       end
     end
     if (start) begin
-      \$82  = \$60 ;
+      \$82  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = one_row;
+    \$83  = step;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$83  = \$45 ;
+      end else begin
+        \$83  = \$49 ;
+      end
+    end
+    if (start) begin
+      \$83  = \$60 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$84  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$83  = \$46 ;
+        \$84  = \$46 ;
       end
     end
     if (start) begin
-      \$83  = nxt_one_row;
+      \$84  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = active;
+    \$85  = active;
     if (issue) begin
       if (last) begin
-        \$84  = 1'h0;
+        \$85  = 1'h0;
       end
     end
     if (stop) begin
-      \$84  = 1'h0;
+      \$85  = 1'h0;
     end
     if (start) begin
-      \$84  = 1'h1;
+      \$85  = 1'h1;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$85  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = nxt;
-    if (\$52 ) begin
-      \$85  = descriptor__payload;
+    \$86  = nxt;
+    if (\$51 ) begin
+      \$86  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$86  = nxt_valid;
-    if (\$52 ) begin
-      \$86  = 1'h1;
+    \$87  = nxt_valid;
+    if (\$51 ) begin
+      \$87  = 1'h1;
     end
     if (start) begin
-      \$86  = 1'h0;
+      \$87  = 1'h0;
     end
     if (rst) begin
-      \$86  = 1'h0;
+      \$87  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$87  = nxt_short;
-    if (\$52 ) begin
-      \$87  = \$53 ;
+    \$88  = nxt_short;
+    if (\$51 ) begin
+      \$88  = \$52 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$88  = nxt_one_row;
-    if (\$52 ) begin
-      \$88  = \$54 ;
+    \$89  = nxt_near;
+    if (\$51 ) begin
+      \$89  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$89  = nxt_step;
-    if (\$52 ) begin
-      \$89  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$90  = nxt_one_row;
+    if (\$51 ) begin
+      \$90  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$90  = cur;
+    \$91  = nxt_step;
+    if (\$51 ) begin
+      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$92  = cur;
     if (start) begin
-      \$90 [0] = nxt[8];
-      \$90 [1] = nxt[9];
-      \$90 [6:2] = nxt[14:10];
-      \$90 [22:7] = nxt[30:15];
-      \$90 [34:23] = nxt[42:31];
-      \$90 [50:35] = nxt[58:43];
-      \$90 [74:51] = nxt[82:59];
-      \$90 [122:75] = nxt[130:83];
-      \$90 [170:123] = nxt[178:131];
+      \$92 [0] = nxt[8];
+      \$92 [1] = nxt[9];
+      \$92 [6:2] = nxt[14:10];
+      \$92 [22:7] = nxt[30:15];
+      \$92 [34:23] = nxt[42:31];
+      \$92 [50:35] = nxt[58:43];
+      \$92 [74:51] = nxt[82:59];
+      \$92 [122:75] = nxt[130:83];
+      \$92 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$91  = index;
+    \$93  = index;
     if (start) begin
-      \$91  = nxt[7:0];
+      \$93  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$92  = run;
+    \$94  = run;
     if (start) begin
-      \$92  = \$59 [3:0];
+      \$94  = \$59 [3:0];
     end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$93  = row_step;
+    \$95  = row_step;
     if (start) begin
-      \$93  = nxt_step;
+      \$95  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$94  = short_row;
+    \$96  = row_near;
     if (start) begin
-      \$94  = nxt_short;
+      \$96  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$95  = \$signal ;
+    \$97  = short_row;
+    if (start) begin
+      \$97  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$98  = \$signal ;
     if (\$63 ) begin
-      \$95  = \$65 ;
+      \$98  = \$65 ;
     end
-    if (rst) begin
-      \$95  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$96  = \$signal$30 ;
-    if (\$63 ) begin
-      \$96  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$97  = \$38 [3:0];
-    if (rst) begin
-      \$97  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_2 ) begin end
-    \$98  = \$66 ;
     if (rst) begin
       \$98  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$99  = \$73 ;
+    \$99  = \$signal$30 ;
+    if (\$63 ) begin
+      \$99  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$100  = \$38 [3:0];
     if (rst) begin
-      \$99  = 1'h1;
+      \$100  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$101  = \$66 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_2 ) begin end
+    \$102  = \$73 ;
+    if (rst) begin
+      \$102  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -2086,34 +2127,31 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  reg [7:0] \$106 ;
-  reg \$107 ;
-  reg [4:0] \$108 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg \$106 ;
+  reg [178:0] \$107 ;
+  reg [11:0] \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg [178:0] \$110 ;
-  reg [11:0] \$111 ;
+  reg \$110 ;
+  reg \$111 ;
   reg \$112 ;
-  reg \$113 ;
+  reg [4:0] \$113 ;
   reg \$114 ;
   reg \$115 ;
-  reg [4:0] \$116 ;
+  reg \$116 ;
   reg \$117 ;
   reg \$118 ;
-  reg \$119 ;
+  reg [178:0] \$119 ;
   wire \$12 ;
   reg \$120 ;
-  reg \$121 ;
-  reg [178:0] \$122 ;
-  reg \$123 ;
-  reg [4:0] \$124 ;
-  reg \$125 ;
-  reg [4:0] \$126 ;
-  reg \$127 ;
-  reg [4:0] \$128 ;
+  reg [4:0] \$121 ;
+  reg \$122 ;
+  reg [4:0] \$123 ;
+  reg \$124 ;
+  reg [4:0] \$125 ;
   wire \$13 ;
   wire \$14 ;
   wire [23:0] \$15 ;
@@ -2145,19 +2183,19 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire [4:0] \$41 ;
+  wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [4:0] \$46 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
@@ -2182,34 +2220,37 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
-  wire [5:0] \$78 ;
-  wire [6:0] \$79 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire [12:0] \$8 ;
-  wire \$80 ;
-  wire [7:0] \$81 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
   wire \$82 ;
-  wire [5:0] \$83 ;
-  wire [6:0] \$84 ;
+  wire \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [5:0] \$88 ;
+  wire [5:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [5:0] \$90 ;
   wire [5:0] \$91 ;
-  wire [5:0] \$92 ;
-  wire [5:0] \$93 ;
-  wire [5:0] \$94 ;
-  wire [6:0] \$95 ;
+  wire [6:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
+  reg again = 1'h0;
+  reg \again$67  = 1'h0;
+  reg \again$76  = 1'h0;
   output bad_descriptor;
   wire bad_descriptor;
   output bad_pitch;
@@ -2222,11 +2263,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   reg busy = 1'h1;
   reg \busy$20  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$102 ;
-  wire [7:0] \check__addr$107 ;
+  wire [7:0] \check__addr$110 ;
+  wire [7:0] \check__addr$116 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$67 ;
-  wire [4:0] \check__data$74 ;
+  wire [4:0] \check__data$71 ;
+  wire [4:0] \check__data$80 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -2304,29 +2345,32 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire idle;
   wire in_use;
   reg [4:0] issued_checked = 5'h00;
+  reg [4:0] last = 5'h00;
+  reg [4:0] \last$68  = 5'h00;
+  reg [4:0] \last$77  = 5'h00;
   reg [23:0] lo = 24'h000000;
   reg [23:0] mul_pitch = 24'h000000;
   reg [11:0] mul_rows1 = 12'h000;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
-  reg [4:0] old = 5'h00;
-  reg [4:0] \old$63  = 5'h00;
-  reg [4:0] \old$70  = 5'h00;
+  wire [4:0] old;
+  wire [4:0] \old$105 ;
+  wire [4:0] \old$111 ;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$60  = 1'h0;
-  reg \pending$68  = 1'h0;
+  reg \pending$62  = 1'h0;
+  reg \pending$72  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$62  = 8'h00;
-  reg [7:0] \pending_index$69  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
+  reg [7:0] \pending_index$73  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$103 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$98 ;
+  wire [7:0] \pre__addr$106 ;
+  wire [7:0] \pre__addr$112 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$64 ;
-  wire [4:0] \pre__data$71 ;
+  wire [4:0] \pre__data$66 ;
+  wire [4:0] \pre__data$75 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -2364,6 +2408,9 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire [47:0] rd_fetch__data__src ;
   wire [15:0] rd_fetch__data__tile ;
   wire rd_fetch__data__valid ;
+  reg [4:0] read = 5'h00;
+  reg [4:0] \read$65  = 5'h00;
+  reg [4:0] \read$74  = 5'h00;
   reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
@@ -2391,17 +2438,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$65 ;
-  wire [4:0] \value$72 ;
+  wire [4:0] \value$69 ;
+  wire [4:0] \value$78 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$104 ;
-  reg [7:0] \wr__addr$99 ;
+  reg [7:0] \wr__addr$107 ;
+  reg [7:0] \wr__addr$113 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$100 ;
-  reg [4:0] \wr__data$105 ;
+  reg [4:0] \wr__data$108 ;
+  reg [4:0] \wr__data$114 ;
   reg wr__en;
-  reg \wr__en$101 ;
-  reg \wr__en$106 ;
+  reg \wr__en$109 ;
+  reg \wr__en$115 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -2951,11 +2998,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$101 )
-      dropped_count[\wr__addr$99 ] <= \wr__data$100 ;
+    if (\wr__en$109 )
+      dropped_count[\wr__addr$107 ] <= \wr__data$108 ;
   end
-  assign \check__data$67  = dropped_count[desc[7:0]];
-  assign \pre__data$64  = dropped_count[s2_cmd];
+  assign \check__data$71  = dropped_count[desc[7:0]];
+  assign \pre__data$66  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -3752,11 +3799,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$106 )
-      taken_count[\wr__addr$104 ] <= \wr__data$105 ;
+    if (\wr__en$115 )
+      taken_count[\wr__addr$113 ] <= \wr__data$114 ;
   end
-  assign \check__data$74  = taken_count[desc[7:0]];
-  assign \pre__data$71  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$80  = taken_count[desc[7:0]];
+  assign \pre__data$75  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
@@ -3794,100 +3841,100 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign \$38  = \$36  & \$37 ;
   assign \$39  = pending_index == trigger__payload[7:0];
   assign \$40  = pending & \$39 ;
-  assign \$41  = \$40  ? \$91 [4:0] : pre__data;
-  assign \$42  = ~ busy;
-  assign \$43  = bad_descriptor & \$42 ;
-  assign \$44  = \pending_index$62  == s2_cmd;
-  assign \$45  = \pending$60  & \$44 ;
-  assign \$46  = \$45  ? \$92 [4:0] : \pre__data$64 ;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = ~ busy;
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = \pending_index$69  == descriptor__payload[7:0];
-  assign \$51  = \pending$68  & \$50 ;
-  assign \$52  = \$51  ? \$93 [4:0] : \pre__data$71 ;
-  assign \$53  = ~ busy;
-  assign program__ready = \$53  & quiet;
+  assign \$41  = ~ busy;
+  assign \$42  = bad_descriptor & \$41 ;
+  assign \$43  = \pending_index$64  == s2_cmd;
+  assign \$44  = \pending$62  & \$43 ;
+  assign \$45  = descriptor__valid & descriptor__ready;
+  assign \$46  = ~ busy;
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = \pending_index$73  == descriptor__payload[7:0];
+  assign \$49  = \pending$72  & \$48 ;
+  assign \$50  = ~ busy;
+  assign program__ready = \$50  & quiet;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$54  = stage[4] & desc[8];
-  assign bad_program = \$54  & empty;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_pitch = \$54  & overlap;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign bad_pitch = \$57  & overlap;
-  assign \$58  = stage[4] & desc[8];
-  assign \$59  = ~ empty;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = ~ overlap;
-  assign \$62  = \$60  & \$61 ;
-  assign bad_range = \$62  & wraps;
-  assign \$63  = empty | overlap;
-  assign \$64  = \$63  | wraps;
-  assign \$65  = desc[8] & \$64 ;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = stage[4] & \$66 ;
-  assign desc_busy = \$67  & \busy$20 ;
-  assign \$68  = bad_program | bad_pitch;
-  assign \$69  = \$68  | bad_range;
-  assign refused = \$69  | desc_busy;
-  assign \$70  = ~ refused;
-  assign \$71  = stage[4] & \$70 ;
-  assign \$72  = ~ refused;
-  assign \$73  = stage[4] & \$72 ;
-  assign \$74  = ~ program__valid;
-  assign trigger__ready = ready & \$74 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$20 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$75  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$75 ;
-  assign \$76  = ~ refused;
-  assign \$77  = trigger__valid & trigger__ready;
-  assign \$78  = \held$36  + \$77 ;
-  assign \$79  = \$78  - bad_descriptor;
-  assign \$80  = o__valid & o__ready;
-  assign \$81  = $signed(\$79 ) - $signed({ 1'h0, \$80  });
-  assign \$82  = trigger__valid & trigger__ready;
-  assign \$83  = \held$36  + \$82 ;
-  assign \$84  = \$83  - bad_descriptor;
-  assign room_next = $signed(\$84 ) < $signed(6'h10);
-  assign \$85  = ~ fetching;
-  assign \$86  = ~ fetched;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = ~ descriptor__valid;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = ~ stage[4];
-  assign o__ready = \$89  & \$90 ;
-  assign \$91  = old + 1'h1;
-  assign \$92  = \old$63  + 1'h1;
-  assign \$93  = \old$70  + 1'h1;
-  assign \$94  = issued_checked - dropped_checked;
-  assign \$95  = $signed(\$94 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$95 [4:0];
-  assign \$96  = ~ s1_valid;
-  assign \$97  = ~ s2_valid;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ o__valid;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = ~ fetching;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = ~ fetched;
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = ~ descriptor__valid;
-  assign idle = \$104  & \$105 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$36  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$36  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign old = again ? last : read;
+  assign \$88  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$89  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$90  = \old$111  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$106 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$107 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$108 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    quiet <= \$109 ;
+    quiet <= \$106 ;
   always @(posedge clk)
-    desc <= \$110 ;
+    desc <= \$107 ;
   always @(posedge clk)
-    rows1 <= \$111 ;
+    rows1 <= \$108 ;
   always @(posedge clk)
-    held <= \$112 ;
+    held <= \$109 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -3903,17 +3950,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$113 ;
+    \busy$20  <= \$110 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$114 ;
+    s1_valid <= \$111 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$115 ;
+    s2_valid <= \$112 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3921,15 +3968,15 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$116 ;
+    \held$36  <= \$113 ;
   always @(posedge clk)
-    room <= \$117 ;
+    room <= \$114 ;
   always @(posedge clk)
-    ready <= \$118 ;
+    ready <= \$115 ;
   always @(posedge clk)
-    fetching <= \$119 ;
+    fetching <= \$116 ;
   always @(posedge clk)
-    fetched <= \$120 ;
+    fetched <= \$117 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3937,33 +3984,45 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$121 ;
+    descriptor__valid <= \$118 ;
   always @(posedge clk)
-    descriptor__payload <= \$122 ;
+    descriptor__payload <= \$119 ;
   always @(posedge clk)
-    pending <= \$123 ;
+    pending <= \$120 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$41 ;
+    read <= pre__data;
   always @(posedge clk)
-    issued_checked <= \$124 ;
+    again <= \$40 ;
   always @(posedge clk)
-    \pending$60  <= \$125 ;
+    last <= \$88 [4:0];
   always @(posedge clk)
-    \pending_index$62  <= s2_cmd;
+    issued_checked <= \$121 ;
   always @(posedge clk)
-    \old$63  <= \$46 ;
+    \pending$62  <= \$122 ;
   always @(posedge clk)
-    dropped_checked <= \$126 ;
+    \pending_index$64  <= s2_cmd;
   always @(posedge clk)
-    \pending$68  <= \$127 ;
+    \read$65  <= \pre__data$66 ;
   always @(posedge clk)
-    \pending_index$69  <= descriptor__payload[7:0];
+    \again$67  <= \$44 ;
   always @(posedge clk)
-    \old$70  <= \$52 ;
+    \last$68  <= \$89 [4:0];
   always @(posedge clk)
-    taken_checked <= \$128 ;
+    dropped_checked <= \$123 ;
+  always @(posedge clk)
+    \pending$72  <= \$124 ;
+  always @(posedge clk)
+    \pending_index$73  <= descriptor__payload[7:0];
+  always @(posedge clk)
+    \read$74  <= \pre__data$75 ;
+  always @(posedge clk)
+    \again$76  <= \$49 ;
+  always @(posedge clk)
+    \last$77  <= \$90 [4:0];
+  always @(posedge clk)
+    taken_checked <= \$125 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3975,189 +4034,189 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$106  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$106  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$106  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$107  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$107  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$107  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$108  = { stage[3:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$108  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$109  = \$7 ;
+    \$106  = \$7 ;
     if (rst) begin
-      \$109  = 1'h1;
+      \$106  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$110  = desc;
+    \$107  = desc;
     if (program__ready) begin
-      \$110  = program__payload;
+      \$107  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$111  = rows1;
+    \$108  = rows1;
     if (program__ready) begin
-      \$111  = \$8 [11:0];
+      \$108  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$112  = held;
+    \$109  = held;
     if (stage[1]) begin
-      \$112  = desc_held;
+      \$109  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$113  = \busy$20 ;
+    \$110  = \busy$20 ;
     if (stage[2]) begin
-      \$113  = \$21 ;
+      \$110  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$114  = \$25 ;
+    \$111  = \$25 ;
     if (rst) begin
-      \$114  = 1'h0;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$115  = s1_valid;
+    \$112  = s1_valid;
+    if (rst) begin
+      \$112  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$113  = \$78 [4:0];
+    if (rst) begin
+      \$113  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$114  = room_next;
+    if (rst) begin
+      \$114  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_5 ) begin end
+    \$115  = \$34 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$116  = \$81 [4:0];
+    \$116  = \$35 ;
     if (rst) begin
-      \$116  = 5'h00;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$117  = room_next;
+    \$117  = fetching;
     if (rst) begin
-      \$117  = 1'h1;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$118  = \$34 ;
+    \$118  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$118  = 1'h0;
+    end
+    if (fetched) begin
+      \$118  = 1'h1;
+    end
     if (rst) begin
       \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$119  = \$35 ;
+    \$119  = descriptor__payload;
+    if (fetched) begin
+      \$119 [8] = got[0];
+      \$119 [9] = got[1];
+      \$119 [14:10] = got[6:2];
+      \$119 [30:15] = got[22:7];
+      \$119 [42:31] = got[34:23];
+      \$119 [58:43] = got[50:35];
+      \$119 [82:59] = got[74:51];
+      \$119 [130:83] = got[122:75];
+      \$119 [178:131] = got[170:123];
+      \$119 [7:0] = got_index;
+    end
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$120  = fetching;
+    \$120  = \$38 ;
     if (rst) begin
       \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$121  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$121  = 1'h0;
-    end
-    if (fetched) begin
-      \$121  = 1'h1;
-    end
-    if (rst) begin
-      \$121  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$122  = descriptor__payload;
-    if (fetched) begin
-      \$122 [8] = got[0];
-      \$122 [9] = got[1];
-      \$122 [14:10] = got[6:2];
-      \$122 [30:15] = got[22:7];
-      \$122 [42:31] = got[34:23];
-      \$122 [58:43] = got[50:35];
-      \$122 [82:59] = got[74:51];
-      \$122 [130:83] = got[122:75];
-      \$122 [178:131] = got[170:123];
-      \$122 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$122  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$123  = \$38 ;
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_5 ) begin end
-    \$124  = issued_checked;
+    \$121  = issued_checked;
     if (stage[1]) begin
-      \$124  = check__data;
+      \$121  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$125  = \$43 ;
+    \$122  = \$42 ;
     if (rst) begin
-      \$125  = 1'h0;
+      \$122  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$126  = dropped_checked;
+    \$123  = dropped_checked;
     if (stage[1]) begin
-      \$126  = \check__data$67 ;
+      \$123  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$127  = \$49 ;
+    \$124  = \$47 ;
     if (rst) begin
-      \$127  = 1'h0;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$128  = taken_checked;
+    \$125  = taken_checked;
     if (stage[1]) begin
-      \$128  = \check__data$74 ;
+      \$125  = \check__data$80 ;
     end
   end
   always @* begin
@@ -4168,7 +4227,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$76 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -4197,7 +4256,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$71 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -4232,7 +4291,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$73 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -4250,7 +4309,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$91 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -4266,60 +4325,60 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$99  = sweep;
+      \wr__addr$107  = sweep;
     end else begin
-      \wr__addr$99  = \pending_index$62 ;
+      \wr__addr$107  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$100  = 5'h00;
+      \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$100  = \$92 [4:0];
+      \wr__data$108  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$101  = 1'h1;
+      \wr__en$109  = 1'h1;
     end else begin
-      \wr__en$101  = \pending$60 ;
+      \wr__en$109  = \pending$62 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$104  = sweep;
+      \wr__addr$113  = sweep;
     end else begin
-      \wr__addr$104  = \pending_index$69 ;
+      \wr__addr$113  = \pending_index$73 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$105  = 5'h00;
+      \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$105  = \$93 [4:0];
+      \wr__data$114  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$106  = 1'h1;
+      \wr__en$115  = 1'h1;
     end else begin
-      \wr__en$106  = \pending$68 ;
+      \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$81 [4:0];
-  assign value = \$91 [4:0];
-  assign \value$65  = \$92 [4:0];
-  assign \value$72  = \$93 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$69  = \$89 [4:0];
+  assign \value$78  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -4327,10 +4386,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$98  = s2_cmd;
-  assign \check__addr$102  = desc[7:0];
-  assign \pre__addr$103  = descriptor__payload[7:0];
-  assign \check__addr$107  = desc[7:0];
+  assign \pre__addr$106  = s2_cmd;
+  assign \check__addr$110  = desc[7:0];
+  assign \pre__addr$112  = descriptor__payload[7:0];
+  assign \check__addr$116  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];

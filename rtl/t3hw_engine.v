@@ -1575,55 +1575,55 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg _init_strobe_1  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$100 ;
+  wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire [1:0] \$104 ;
-  wire [2:0] \$105 ;
-  reg [3:0] \$106 ;
-  wire [2:0] \$107 ;
+  wire [1:0] \$103 ;
+  wire [2:0] \$104 ;
+  reg [3:0] \$105 ;
+  wire [2:0] \$106 ;
+  wire \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire [1:0] \$111 ;
-  wire [2:0] \$112 ;
-  reg [3:0] \$113 ;
-  wire \$114 ;
-  wire [48:0] \$115 ;
+  wire [1:0] \$110 ;
+  wire [2:0] \$111 ;
+  reg [3:0] \$112 ;
+  wire \$113 ;
+  wire [48:0] \$114 ;
+  wire \$115 ;
   wire \$116 ;
   wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
-  wire \$121 ;
-  wire [4:0] \$122 ;
+  wire [4:0] \$121 ;
+  wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
-  wire [5:0] \$125 ;
-  wire \$126 ;
-  wire [6:0] \$127 ;
+  wire [5:0] \$124 ;
+  wire \$125 ;
+  wire [6:0] \$126 ;
+  wire \$127 ;
   wire \$128 ;
   wire \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire \$131 ;
-  wire [5:0] \$132 ;
+  wire [5:0] \$131 ;
+  wire [48:0] \$132 ;
   wire [48:0] \$133 ;
-  wire [48:0] \$134 ;
+  wire \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
-  wire [4:0] \$140 ;
+  wire \$140 ;
   wire \$141 ;
-  reg [3:0] \$142 ;
-  wire \$143 ;
-  wire \$144 ;
+  wire \$142 ;
+  wire [3:0] \$143 ;
+  reg [3:0] \$144 ;
   wire \$145 ;
   wire \$146 ;
   wire \$147 ;
@@ -1632,11 +1632,11 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$15 ;
   wire \$150 ;
   wire \$151 ;
-  wire [4:0] \$152 ;
+  wire \$152 ;
   wire \$153 ;
   wire [4:0] \$154 ;
   wire \$155 ;
-  wire \$156 ;
+  wire [4:0] \$156 ;
   wire \$157 ;
   wire \$158 ;
   wire \$159 ;
@@ -1659,19 +1659,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire [4:0] \$177 ;
+  wire \$177 ;
   wire \$178 ;
-  wire [6:0] \$179 ;
+  wire [4:0] \$179 ;
   wire \$18 ;
-  wire [6:0] \$180 ;
+  wire \$180 ;
   wire [6:0] \$181 ;
-  wire [32:0] \$182 ;
-  wire [32:0] \$183 ;
+  wire [6:0] \$182 ;
+  wire [6:0] \$183 ;
   wire [32:0] \$184 ;
   wire [32:0] \$185 ;
   wire [32:0] \$186 ;
-  wire \$187 ;
-  wire \$188 ;
+  wire [32:0] \$187 ;
+  wire [32:0] \$188 ;
   wire \$189 ;
   wire \$19 ;
   wire \$190 ;
@@ -1693,21 +1693,21 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$204 ;
   wire \$205 ;
   wire \$206 ;
-  reg \$207 ;
-  reg \$208 ;
+  wire \$207 ;
+  wire \$208 ;
   reg \$209 ;
-  wire [4:0] \$21 ;
+  wire \$21 ;
   reg \$210 ;
   reg \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
   reg \$215 ;
-  reg [3:0] \$216 ;
-  reg [287:0] \$217 ;
-  reg \$218 ;
-  reg \$219 ;
-  wire \$22 ;
+  reg \$216 ;
+  reg \$217 ;
+  reg [3:0] \$218 ;
+  reg [287:0] \$219 ;
+  wire [4:0] \$22 ;
   reg \$220 ;
   reg \$221 ;
   reg \$222 ;
@@ -1715,33 +1715,36 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg \$224 ;
   reg \$225 ;
   reg \$226 ;
-  reg [3:0] \$227 ;
+  reg \$227 ;
   reg \$228 ;
-  reg [4:0] \$229 ;
+  reg [3:0] \$229 ;
   wire [4:0] \$23 ;
-  reg [154:0] \$230 ;
-  reg [48:0] \$231 ;
-  reg [47:0] \$232 ;
-  reg \$233 ;
-  reg [3:0] \$234 ;
+  reg \$230 ;
+  reg [4:0] \$231 ;
+  reg [154:0] \$232 ;
+  reg [48:0] \$233 ;
+  reg [47:0] \$234 ;
   reg \$235 ;
-  reg \$236 ;
+  reg [3:0] \$236 ;
   reg \$237 ;
-  reg \$238 ;
-  reg [3:0] \$239 ;
-  wire [4:0] \$24 ;
-  reg [3:0] \$240 ;
+  reg [2:0] \$238 ;
+  reg \$239 ;
+  wire \$24 ;
+  reg \$240 ;
   reg \$241 ;
-  reg [2:0] \$242 ;
-  reg [98:0] \$243 ;
-  reg [52:0] \$244 ;
+  reg [3:0] \$242 ;
+  reg [3:0] \$243 ;
+  reg \$244 ;
   reg [2:0] \$245 ;
-  reg \$246 ;
-  reg [3:0] \$247 ;
-  reg [3:0] \$248 ;
-  reg [6:0] \$249 ;
+  reg [98:0] \$246 ;
+  reg [52:0] \$247 ;
+  reg [2:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
-  reg [68:0] \$250 ;
+  reg [3:0] \$250 ;
+  reg [3:0] \$251 ;
+  reg [6:0] \$252 ;
+  reg [68:0] \$253 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
@@ -1762,67 +1765,67 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
-  reg [3:0] \$45 ;
-  wire [2:0] \$46 ;
+  reg [3:0] \$44 ;
+  wire [2:0] \$45 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [3:0] \$49 ;
   wire \$5 ;
   wire [3:0] \$50 ;
-  wire [3:0] \$51 ;
-  reg [3:0] \$52 ;
-  wire [2:0] \$53 ;
+  reg [3:0] \$51 ;
+  wire [2:0] \$52 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [1:0] \$57 ;
-  wire [2:0] \$58 ;
-  reg [3:0] \$59 ;
+  wire [1:0] \$56 ;
+  wire [2:0] \$57 ;
+  reg [3:0] \$58 ;
+  wire [2:0] \$59 ;
   wire \$6 ;
-  wire [2:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire [1:0] \$64 ;
-  wire [2:0] \$65 ;
-  reg [3:0] \$66 ;
-  wire \$67 ;
-  wire [48:0] \$68 ;
+  wire [1:0] \$63 ;
+  wire [2:0] \$64 ;
+  reg [3:0] \$65 ;
+  wire \$66 ;
+  wire [48:0] \$67 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire [48:0] \$74 ;
-  wire \$75 ;
-  wire [4:0] \$76 ;
-  wire \$77 ;
-  wire [5:0] \$78 ;
-  wire \$79 ;
+  wire [48:0] \$73 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire [5:0] \$77 ;
+  wire \$78 ;
+  wire [6:0] \$79 ;
   wire \$8 ;
-  wire [6:0] \$80 ;
-  wire \$81 ;
-  wire [32:0] \$82 ;
-  wire \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire [32:0] \$86 ;
+  wire \$80 ;
+  wire [32:0] \$81 ;
+  wire \$82 ;
+  wire [32:0] \$83 ;
+  wire \$84 ;
+  wire [32:0] \$85 ;
+  wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
-  wire [32:0] \$89 ;
+  wire [32:0] \$88 ;
+  wire \$89 ;
   wire [47:0] \$9 ;
   wire \$90 ;
-  wire \$91 ;
-  reg [3:0] \$92 ;
-  wire [2:0] \$93 ;
+  reg [3:0] \$91 ;
+  wire [2:0] \$92 ;
+  wire \$93 ;
   wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
+  wire [3:0] \$96 ;
   wire [3:0] \$97 ;
-  wire [3:0] \$98 ;
-  reg [3:0] \$99 ;
+  reg [3:0] \$98 ;
+  wire [2:0] \$99 ;
   reg a_c0_bank = 1'h0;
   reg [2:0] a_c0_pos = 3'h0;
   reg [71:0] a_c0_req = 72'h000000000000000000;
@@ -2102,7 +2105,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   reg p_e2_valid = 1'h0;
   wire p_emit;
   reg [48:0] p_end = 49'h0000000000000;
-  wire [2:0] p_k;
+  reg [2:0] p_k = 3'h0;
   wire p_kept;
   reg [3:0] p_o = 4'h0;
   reg [3:0] p_phase = 4'h0;
@@ -2167,7 +2170,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   wire \push$59 ;
   wire [3:0] rb__addr;
   wire [3:0] \rb__addr$49 ;
-  wire [3:0] \rb__addr$76 ;
+  wire [3:0] \rb__addr$75 ;
   wire [98:0] rb__data;
   wire [98:0] \rb__data$211 ;
   wire [47:0] rb__data$211__base ;
@@ -2467,7 +2470,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (wp__en)
       bounds[{ p_w_bank, p_w_at[2:0] }] <= wp__data;
   end
-  assign \rb__data$220  = bounds[{ active, \$21 [2:0] }];
+  assign \rb__data$220  = bounds[{ active, p_k }];
   assign \rb__data$211  = bounds[{ rx_c0_bank, rx_c0_pos }];
   assign rb__data = bounds[{ a_c0_bank, a_c0_pos }];
   (* t3hw_lutram = 32'd1 *)
@@ -2494,7 +2497,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (wp__en)
       index[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$103 ;
   end
-  assign ri__data = index[{ active, \$21 [2:0] }];
+  assign ri__data = index[{ active, p_k }];
   (* t3hw_lutram = 32'd1 *)
   reg [47:0] pivot0 [7:0];
   initial begin
@@ -2563,7 +2566,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     if (wp__en)
       route[{ p_w_bank, p_w_at[2:0] }] <= \wp__data$99 ;
   end
-  assign \rr__data$222  = route[{ active, \$21 [2:0] }];
+  assign \rr__data$222  = route[{ active, p_k }];
   assign rr__data = route[{ a_c0_bank, a_c0_pos }];
   assign store__ready = a_held < 4'hb;
   assign \$1  = a_f_hit & a_f_fits;
@@ -2601,171 +2604,173 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign \$19  = | p_phase;
   assign \$20  = p_phase <= 4'h8;
   assign p_reading = \$19  & \$20 ;
-  assign \$21  = p_phase - 1'h1;
-  assign \$22  = p_e1_index != p_req[2:0];
-  assign p_kept = p_e1_valid & \$22 ;
+  assign \$21  = p_e1_index != p_req[2:0];
+  assign p_kept = p_e1_valid & \$21 ;
   assign p_preparing = p_phase == 4'hb;
-  assign \$23  = p_o + p_e2_after;
-  assign \$24  = p_preparing ? { 1'h0, p_rank } : \$23 ;
-  assign \$25  = p_preparing & p_req[3];
-  assign p_emit = p_e2_valid | \$25 ;
-  assign \$26  = a_f_valid & crosses;
-  assign \$27  = rx_f_valid & rx_f_other;
-  assign \$28  = ~ rx_f_other;
-  assign \$29  = rx_f_valid & \$28 ;
-  assign \$30  = \$29  & rx_in_remote;
-  assign \$31  = ~ rx_f_other;
-  assign \$32  = rx_f_valid & \$31 ;
-  assign \$33  = ~ rx_in_remote;
-  assign \$34  = \$32  & \$33 ;
-  assign \$35  = ~ rx_in_receive;
-  assign \$36  = \$34  & \$35 ;
-  assign \$37  = ~ rx_f_other;
-  assign \$38  = rx_f_valid & \$37 ;
-  assign \$39  = \$38  & rx_in_receive;
-  assign \$40  = ~ rx_f_fits;
-  assign \$41  = \$39  & \$40 ;
-  assign \$42  = p_deciding & p_verdict_bad;
-  assign \$43  = p_deciding & p_verdict_overlap;
-  assign \$44  = store__valid & store__ready;
-  assign \$47  = \$45  > \$46 ;
-  assign \$48  = a_r2_pivot <= a_r2_req[47:0];
-  assign \$49  = a_r2_inside & \$48 ;
-  assign \$51  = { 1'h0, a_r2_pos } | \$50 ;
-  assign \$54  = \$52  > \$53 ;
-  assign \$55  = a_r1_pivot <= a_r1_req[47:0];
-  assign \$56  = a_r1_inside & \$55 ;
-  assign \$58  = a_r1_pos | { 1'h0, \$57  };
-  assign \$61  = \$59  > \$60 ;
-  assign \$62  = a_r0_pivot <= a_r0_req[47:0];
-  assign \$63  = a_r0_inside & \$62 ;
-  assign \$65  = a_r0_pos | { 1'h0, \$64  };
-  assign \$67  = \$66  > a_c0_pos;
-  assign \$68  = a_c0_req[47:0] + a_c0_req[70:64];
-  assign \$69  = a_rec_bounds[47:0] <= a_rec_req[47:0];
-  assign \$70  = a_rec_inside & \$69 ;
-  assign \$71  = a_rec_req[47:0] < a_rec_bounds[96:48];
-  assign \$72  = \$70  & \$71 ;
-  assign \$73  = a_stop <= a_rec_bounds[96:48];
-  assign \$74  = a_rec_req[47:0] + a_rec_route[47:0];
-  assign \$75  = store__valid & store__ready;
-  assign \$76  = a_held + \$75 ;
-  assign \$77  = a_f_valid & crosses;
-  assign \$78  = \$76  - \$77 ;
-  assign \$79  = o__valid & o__ready;
-  assign \$80  = $signed(\$78 ) - $signed({ 1'h0, \$79  });
-  assign \$81  = a_f_valid & \local ;
-  assign \$82  = stats[31:0] + 1'h1;
-  assign \$83  = a_f_valid & tracked;
-  assign \$84  = stats[63:32] + 1'h1;
-  assign \$85  = a_f_valid & remote;
-  assign \$86  = stats[95:64] + 1'h1;
-  assign \$87  = ~ a_f_hit;
-  assign \$88  = a_f_valid & \$87 ;
-  assign \$89  = stats[127:96] + 1'h1;
-  assign \$90  = rx__valid & rx__ready;
-  assign \$91  = rx__payload[4:0] != device_id;
-  assign \$94  = \$92  > \$93 ;
-  assign \$95  = rx_r2_pivot <= rx_r2_req[52:5];
-  assign \$96  = rx_r2_inside & \$95 ;
-  assign \$98  = { 1'h0, rx_r2_pos } | \$97 ;
-  assign \$101  = \$99  > \$100 ;
-  assign \$102  = rx_r1_pivot <= rx_r1_req[52:5];
-  assign \$103  = rx_r1_inside & \$102 ;
-  assign \$105  = rx_r1_pos | { 1'h0, \$104  };
-  assign \$108  = \$106  > \$107 ;
-  assign \$109  = rx_r0_pivot <= rx_r0_req[52:5];
-  assign \$110  = rx_r0_inside & \$109 ;
-  assign \$112  = rx_r0_pos | { 1'h0, \$111  };
-  assign \$114  = \$113  > rx_c0_pos;
-  assign \$115  = rx_c0_req[52:5] + rx_c0_req[76:70];
-  assign \$116  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
-  assign \$117  = rx_rec_inside & \$116 ;
-  assign \$118  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
-  assign \$119  = \$117  & \$118 ;
-  assign \$120  = rx_stop <= rx_rec_bounds[96:48];
-  assign \$121  = rx__valid & rx__ready;
-  assign \$122  = rx_held + \$121 ;
-  assign \$123  = ~ rx_accept;
-  assign \$124  = rx_f_valid & \$123 ;
-  assign \$125  = \$122  - \$124 ;
-  assign \$126  = rx_mem__valid & \o__ready$65 ;
-  assign \$127  = $signed(\$125 ) - $signed({ 1'h0, \$126  });
-  assign \$128  = ~ take;
-  assign \$129  = p_busy <= 1'h1;
-  assign \$130  = \$128  & \$129 ;
-  assign \$131  = | p_busy;
-  assign \$132  = p_busy - 1'h1;
-  assign \$133  = program__payload[58:11] + program__payload[106:59];
-  assign \$134  = program__payload[154:107] - program__payload[58:11];
-  assign \$135  = ! program__payload[106:59];
-  assign \$136  = program__payload[5:4] > 2'h2;
-  assign \$137  = \$135  | \$136 ;
-  assign \$138  = p_phase == 4'hc;
-  assign \$139  = | p_phase;
-  assign \$140  = p_phase + 1'h1;
-  assign \$141  = p_phase == 4'hb;
-  assign \$143  = \$142  >= p_phase;
-  assign \$144  = p_reading & \$143 ;
-  assign \$145  = p_req[58:11] < p_e1_bounds[47:0];
-  assign \$146  = p_req[3] & \$145 ;
-  assign \$147  = p_req[58:11] < p_e1_bounds[96:48];
-  assign \$148  = p_e1_bounds[47:0] < p_end;
-  assign \$149  = p_e2_valid & p_req[3];
-  assign \$150  = \$149  & p_e2_lo;
-  assign \$151  = \$150  & p_e2_hi;
-  assign \$152  = p_o + 1'h1;
-  assign \$153  = ~ p_e2_after;
-  assign \$154  = p_rank + \$153 ;
-  assign \$155  = ~ active;
-  assign \$156  = p_emit & \$24 [0];
-  assign \$159  = p_emit & \$24 [1];
-  assign \$160  = ! \$24 [0];
-  assign \$161  = \$159  & \$160 ;
-  assign \$162  = p_emit & \$24 [2];
-  assign \$163  = ! \$24 [1:0];
-  assign \$164  = \$162  & \$163 ;
-  assign \$165  = | p_end[47:0];
-  assign \$166  = p_end[48] & \$165 ;
-  assign \$167  = p_bad | \$166 ;
-  assign \$168  = p_req[3] & p_bad_all;
-  assign \$169  = ~ p_bad_all;
-  assign \$170  = p_req[3] & \$169 ;
-  assign \$171  = \$170  & p_clash;
-  assign \$172  = ~ p_verdict_bad;
-  assign \$173  = p_deciding & \$172 ;
-  assign \$174  = ~ p_verdict_overlap;
-  assign \$175  = \$173  & \$174 ;
-  assign \$176  = ~ active;
-  assign \$177  = p_o + p_req[3];
+  assign \$22  = p_o + p_e2_after;
+  assign \$23  = p_preparing ? { 1'h0, p_rank } : \$22 ;
+  assign \$24  = p_preparing & p_req[3];
+  assign p_emit = p_e2_valid | \$24 ;
+  assign \$25  = a_f_valid & crosses;
+  assign \$26  = rx_f_valid & rx_f_other;
+  assign \$27  = ~ rx_f_other;
+  assign \$28  = rx_f_valid & \$27 ;
+  assign \$29  = \$28  & rx_in_remote;
+  assign \$30  = ~ rx_f_other;
+  assign \$31  = rx_f_valid & \$30 ;
+  assign \$32  = ~ rx_in_remote;
+  assign \$33  = \$31  & \$32 ;
+  assign \$34  = ~ rx_in_receive;
+  assign \$35  = \$33  & \$34 ;
+  assign \$36  = ~ rx_f_other;
+  assign \$37  = rx_f_valid & \$36 ;
+  assign \$38  = \$37  & rx_in_receive;
+  assign \$39  = ~ rx_f_fits;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = p_deciding & p_verdict_bad;
+  assign \$42  = p_deciding & p_verdict_overlap;
+  assign \$43  = store__valid & store__ready;
+  assign \$46  = \$44  > \$45 ;
+  assign \$47  = a_r2_pivot <= a_r2_req[47:0];
+  assign \$48  = a_r2_inside & \$47 ;
+  assign \$50  = { 1'h0, a_r2_pos } | \$49 ;
+  assign \$53  = \$51  > \$52 ;
+  assign \$54  = a_r1_pivot <= a_r1_req[47:0];
+  assign \$55  = a_r1_inside & \$54 ;
+  assign \$57  = a_r1_pos | { 1'h0, \$56  };
+  assign \$60  = \$58  > \$59 ;
+  assign \$61  = a_r0_pivot <= a_r0_req[47:0];
+  assign \$62  = a_r0_inside & \$61 ;
+  assign \$64  = a_r0_pos | { 1'h0, \$63  };
+  assign \$66  = \$65  > a_c0_pos;
+  assign \$67  = a_c0_req[47:0] + a_c0_req[70:64];
+  assign \$68  = a_rec_bounds[47:0] <= a_rec_req[47:0];
+  assign \$69  = a_rec_inside & \$68 ;
+  assign \$70  = a_rec_req[47:0] < a_rec_bounds[96:48];
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = a_stop <= a_rec_bounds[96:48];
+  assign \$73  = a_rec_req[47:0] + a_rec_route[47:0];
+  assign \$74  = store__valid & store__ready;
+  assign \$75  = a_held + \$74 ;
+  assign \$76  = a_f_valid & crosses;
+  assign \$77  = \$75  - \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = $signed(\$77 ) - $signed({ 1'h0, \$78  });
+  assign \$80  = a_f_valid & \local ;
+  assign \$81  = stats[31:0] + 1'h1;
+  assign \$82  = a_f_valid & tracked;
+  assign \$83  = stats[63:32] + 1'h1;
+  assign \$84  = a_f_valid & remote;
+  assign \$85  = stats[95:64] + 1'h1;
+  assign \$86  = ~ a_f_hit;
+  assign \$87  = a_f_valid & \$86 ;
+  assign \$88  = stats[127:96] + 1'h1;
+  assign \$89  = rx__valid & rx__ready;
+  assign \$90  = rx__payload[4:0] != device_id;
+  assign \$93  = \$91  > \$92 ;
+  assign \$94  = rx_r2_pivot <= rx_r2_req[52:5];
+  assign \$95  = rx_r2_inside & \$94 ;
+  assign \$97  = { 1'h0, rx_r2_pos } | \$96 ;
+  assign \$100  = \$98  > \$99 ;
+  assign \$101  = rx_r1_pivot <= rx_r1_req[52:5];
+  assign \$102  = rx_r1_inside & \$101 ;
+  assign \$104  = rx_r1_pos | { 1'h0, \$103  };
+  assign \$107  = \$105  > \$106 ;
+  assign \$108  = rx_r0_pivot <= rx_r0_req[52:5];
+  assign \$109  = rx_r0_inside & \$108 ;
+  assign \$111  = rx_r0_pos | { 1'h0, \$110  };
+  assign \$113  = \$112  > rx_c0_pos;
+  assign \$114  = rx_c0_req[52:5] + rx_c0_req[76:70];
+  assign \$115  = rx_rec_bounds[47:0] <= rx_rec_req[52:5];
+  assign \$116  = rx_rec_inside & \$115 ;
+  assign \$117  = rx_rec_req[52:5] < rx_rec_bounds[96:48];
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = rx_stop <= rx_rec_bounds[96:48];
+  assign \$120  = rx__valid & rx__ready;
+  assign \$121  = rx_held + \$120 ;
+  assign \$122  = ~ rx_accept;
+  assign \$123  = rx_f_valid & \$122 ;
+  assign \$124  = \$121  - \$123 ;
+  assign \$125  = rx_mem__valid & \o__ready$65 ;
+  assign \$126  = $signed(\$124 ) - $signed({ 1'h0, \$125  });
+  assign \$127  = ~ take;
+  assign \$128  = p_busy <= 1'h1;
+  assign \$129  = \$127  & \$128 ;
+  assign \$130  = | p_busy;
+  assign \$131  = p_busy - 1'h1;
+  assign \$132  = program__payload[58:11] + program__payload[106:59];
+  assign \$133  = program__payload[154:107] - program__payload[58:11];
+  assign \$134  = ! program__payload[106:59];
+  assign \$135  = program__payload[5:4] > 2'h2;
+  assign \$136  = \$134  | \$135 ;
+  assign \$137  = p_phase == 4'hc;
+  assign \$138  = | p_phase;
+  assign \$139  = p_phase + 1'h1;
+  assign \$140  = p_phase == 4'hb;
+  assign \$141  = p_k != 3'h7;
+  assign \$142  = p_reading & \$141 ;
+  assign \$143  = p_k + 1'h1;
+  assign \$145  = \$144  >= p_phase;
+  assign \$146  = p_reading & \$145 ;
+  assign \$147  = p_req[58:11] < p_e1_bounds[47:0];
+  assign \$148  = p_req[3] & \$147 ;
+  assign \$149  = p_req[58:11] < p_e1_bounds[96:48];
+  assign \$150  = p_e1_bounds[47:0] < p_end;
+  assign \$151  = p_e2_valid & p_req[3];
+  assign \$152  = \$151  & p_e2_lo;
+  assign \$153  = \$152  & p_e2_hi;
+  assign \$154  = p_o + 1'h1;
+  assign \$155  = ~ p_e2_after;
+  assign \$156  = p_rank + \$155 ;
+  assign \$157  = ~ active;
+  assign \$158  = p_emit & \$23 [0];
+  assign \$161  = p_emit & \$23 [1];
+  assign \$162  = ! \$23 [0];
+  assign \$163  = \$161  & \$162 ;
+  assign \$164  = p_emit & \$23 [2];
+  assign \$165  = ! \$23 [1:0];
+  assign \$166  = \$164  & \$165 ;
+  assign \$167  = | p_end[47:0];
+  assign \$168  = p_end[48] & \$167 ;
+  assign \$169  = p_bad | \$168 ;
+  assign \$170  = p_req[3] & p_bad_all;
+  assign \$171  = ~ p_bad_all;
+  assign \$172  = p_req[3] & \$171 ;
+  assign \$173  = \$172  & p_clash;
+  assign \$174  = ~ p_verdict_bad;
+  assign \$175  = p_deciding & \$174 ;
+  assign \$176  = ~ p_verdict_overlap;
+  assign \$177  = \$175  & \$176 ;
   assign \$178  = ~ active;
-  assign \$182  = stats[159:128] + 1'h1;
-  assign \$183  = stats[191:160] + 1'h1;
-  assign \$184  = stats[223:192] + 1'h1;
-  assign \$185  = stats[255:224] + 1'h1;
-  assign \$186  = stats[287:256] + 1'h1;
-  assign \$187  = a_f_valid & crosses;
-  assign \$188  = rx_f_valid & rx_f_other;
-  assign \$189  = ~ rx_f_other;
-  assign \$190  = rx_f_valid & \$189 ;
-  assign \$191  = \$190  & rx_in_remote;
-  assign \$192  = ~ rx_f_other;
-  assign \$193  = rx_f_valid & \$192 ;
-  assign \$194  = ~ rx_in_remote;
-  assign \$195  = \$193  & \$194 ;
-  assign \$196  = ~ rx_in_receive;
+  assign \$179  = p_o + p_req[3];
+  assign \$180  = ~ active;
+  assign \$184  = stats[159:128] + 1'h1;
+  assign \$185  = stats[191:160] + 1'h1;
+  assign \$186  = stats[223:192] + 1'h1;
+  assign \$187  = stats[255:224] + 1'h1;
+  assign \$188  = stats[287:256] + 1'h1;
+  assign \$189  = a_f_valid & crosses;
+  assign \$190  = rx_f_valid & rx_f_other;
+  assign \$191  = ~ rx_f_other;
+  assign \$192  = rx_f_valid & \$191 ;
+  assign \$193  = \$192  & rx_in_remote;
+  assign \$194  = ~ rx_f_other;
+  assign \$195  = rx_f_valid & \$194 ;
+  assign \$196  = ~ rx_in_remote;
   assign \$197  = \$195  & \$196 ;
-  assign \$198  = ~ rx_f_other;
-  assign \$199  = rx_f_valid & \$198 ;
-  assign \$200  = \$199  & rx_in_receive;
-  assign \$201  = ~ rx_f_fits;
-  assign \$202  = \$200  & \$201 ;
-  assign \$203  = | { \$202 , \$197 , \$191 , \$188  };
-  assign \$204  = p_deciding & p_verdict_bad;
-  assign \$205  = p_deciding & p_verdict_overlap;
-  assign \$206  = \$204  | \$205 ;
+  assign \$198  = ~ rx_in_receive;
+  assign \$199  = \$197  & \$198 ;
+  assign \$200  = ~ rx_f_other;
+  assign \$201  = rx_f_valid & \$200 ;
+  assign \$202  = \$201  & rx_in_receive;
+  assign \$203  = ~ rx_f_fits;
+  assign \$204  = \$202  & \$203 ;
+  assign \$205  = | { \$204 , \$199 , \$193 , \$190  };
+  assign \$206  = p_deciding & p_verdict_bad;
+  assign \$207  = p_deciding & p_verdict_overlap;
+  assign \$208  = \$206  | \$207 ;
   always @(posedge clk)
-    a_s0_valid <= \$207 ;
+    a_s0_valid <= \$209 ;
   always @(posedge clk)
     a_s0_req <= store__payload;
   always @(posedge clk)
@@ -2773,7 +2778,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_s0_pos <= 3'h0;
   always @(posedge clk)
-    a_r2_valid <= \$208 ;
+    a_r2_valid <= \$210 ;
   always @(posedge clk)
     a_r2_req <= a_s0_req;
   always @(posedge clk)
@@ -2783,17 +2788,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r2_pivot <= rp__data;
   always @(posedge clk)
-    a_r2_inside <= \$47 ;
+    a_r2_inside <= \$46 ;
   always @(posedge clk)
-    a_c2_valid <= \$209 ;
+    a_c2_valid <= \$211 ;
   always @(posedge clk)
     a_c2_req <= a_r2_req;
   always @(posedge clk)
     a_c2_bank <= a_r2_bank;
   always @(posedge clk)
-    a_c2_pos <= \$51 [2:0];
+    a_c2_pos <= \$50 [2:0];
   always @(posedge clk)
-    a_r1_valid <= \$210 ;
+    a_r1_valid <= \$212 ;
   always @(posedge clk)
     a_r1_req <= a_c2_req;
   always @(posedge clk)
@@ -2803,17 +2808,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r1_pivot <= \rp__data$142 ;
   always @(posedge clk)
-    a_r1_inside <= \$54 ;
+    a_r1_inside <= \$53 ;
   always @(posedge clk)
-    a_c1_valid <= \$211 ;
+    a_c1_valid <= \$213 ;
   always @(posedge clk)
     a_c1_req <= a_r1_req;
   always @(posedge clk)
     a_c1_bank <= a_r1_bank;
   always @(posedge clk)
-    a_c1_pos <= \$58 ;
+    a_c1_pos <= \$57 ;
   always @(posedge clk)
-    a_r0_valid <= \$212 ;
+    a_r0_valid <= \$214 ;
   always @(posedge clk)
     a_r0_req <= a_c1_req;
   always @(posedge clk)
@@ -2823,17 +2828,17 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_r0_pivot <= \rp__data$151 ;
   always @(posedge clk)
-    a_r0_inside <= \$61 ;
+    a_r0_inside <= \$60 ;
   always @(posedge clk)
-    a_c0_valid <= \$213 ;
+    a_c0_valid <= \$215 ;
   always @(posedge clk)
     a_c0_req <= a_r0_req;
   always @(posedge clk)
     a_c0_bank <= a_r0_bank;
   always @(posedge clk)
-    a_c0_pos <= \$65 ;
+    a_c0_pos <= \$64 ;
   always @(posedge clk)
-    a_rec_valid <= \$214 ;
+    a_rec_valid <= \$216 ;
   always @(posedge clk)
     a_rec_req <= a_c0_req;
   always @(posedge clk)
@@ -2843,31 +2848,31 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     a_rec_bounds <= rb__data;
   always @(posedge clk)
-    a_rec_inside <= \$67 ;
+    a_rec_inside <= \$66 ;
   always @(posedge clk)
-    a_stop <= \$68 ;
+    a_stop <= \$67 ;
   always @(posedge clk)
     a_rec_route <= rr__data;
   always @(posedge clk)
-    a_f_valid <= \$215 ;
+    a_f_valid <= \$217 ;
   always @(posedge clk)
     a_f_req <= a_rec_req;
   always @(posedge clk)
-    a_f_hit <= \$72 ;
+    a_f_hit <= \$71 ;
   always @(posedge clk)
-    a_f_fits <= \$73 ;
+    a_f_fits <= \$72 ;
   always @(posedge clk)
     a_f_mode <= a_rec_bounds[98:97];
   always @(posedge clk)
     a_f_device <= a_rec_route[52:48];
   always @(posedge clk)
-    a_f_target <= \$74 [47:0];
+    a_f_target <= \$73 [47:0];
   always @(posedge clk)
-    a_held <= \$216 ;
+    a_held <= \$218 ;
   always @(posedge clk)
-    stats <= \$217 ;
+    stats <= \$219 ;
   always @(posedge clk)
-    rx_s0_valid <= \$218 ;
+    rx_s0_valid <= \$220 ;
   always @(posedge clk)
     rx_s0_req <= rx__payload;
   always @(posedge clk)
@@ -2875,9 +2880,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_s0_pos <= 3'h0;
   always @(posedge clk)
-    rx_s0_other <= \$91 ;
+    rx_s0_other <= \$90 ;
   always @(posedge clk)
-    rx_r2_valid <= \$219 ;
+    rx_r2_valid <= \$221 ;
   always @(posedge clk)
     rx_r2_req <= rx_s0_req;
   always @(posedge clk)
@@ -2889,19 +2894,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r2_pivot <= \rp__data$178 ;
   always @(posedge clk)
-    rx_r2_inside <= \$94 ;
+    rx_r2_inside <= \$93 ;
   always @(posedge clk)
-    rx_c2_valid <= \$220 ;
+    rx_c2_valid <= \$222 ;
   always @(posedge clk)
     rx_c2_req <= rx_r2_req;
   always @(posedge clk)
     rx_c2_bank <= rx_r2_bank;
   always @(posedge clk)
-    rx_c2_pos <= \$98 [2:0];
+    rx_c2_pos <= \$97 [2:0];
   always @(posedge clk)
     rx_c2_other <= rx_r2_other;
   always @(posedge clk)
-    rx_r1_valid <= \$221 ;
+    rx_r1_valid <= \$223 ;
   always @(posedge clk)
     rx_r1_req <= rx_c2_req;
   always @(posedge clk)
@@ -2913,19 +2918,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r1_pivot <= \rp__data$189 ;
   always @(posedge clk)
-    rx_r1_inside <= \$101 ;
+    rx_r1_inside <= \$100 ;
   always @(posedge clk)
-    rx_c1_valid <= \$222 ;
+    rx_c1_valid <= \$224 ;
   always @(posedge clk)
     rx_c1_req <= rx_r1_req;
   always @(posedge clk)
     rx_c1_bank <= rx_r1_bank;
   always @(posedge clk)
-    rx_c1_pos <= \$105 ;
+    rx_c1_pos <= \$104 ;
   always @(posedge clk)
     rx_c1_other <= rx_r1_other;
   always @(posedge clk)
-    rx_r0_valid <= \$223 ;
+    rx_r0_valid <= \$225 ;
   always @(posedge clk)
     rx_r0_req <= rx_c1_req;
   always @(posedge clk)
@@ -2937,19 +2942,19 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_r0_pivot <= \rp__data$200 ;
   always @(posedge clk)
-    rx_r0_inside <= \$108 ;
+    rx_r0_inside <= \$107 ;
   always @(posedge clk)
-    rx_c0_valid <= \$224 ;
+    rx_c0_valid <= \$226 ;
   always @(posedge clk)
     rx_c0_req <= rx_r0_req;
   always @(posedge clk)
     rx_c0_bank <= rx_r0_bank;
   always @(posedge clk)
-    rx_c0_pos <= \$112 ;
+    rx_c0_pos <= \$111 ;
   always @(posedge clk)
     rx_c0_other <= rx_r0_other;
   always @(posedge clk)
-    rx_rec_valid <= \$225 ;
+    rx_rec_valid <= \$227 ;
   always @(posedge clk)
     rx_rec_req <= rx_c0_req;
   always @(posedge clk)
@@ -2961,41 +2966,43 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     rx_rec_bounds <= \rb__data$211 ;
   always @(posedge clk)
-    rx_rec_inside <= \$114 ;
+    rx_rec_inside <= \$113 ;
   always @(posedge clk)
-    rx_stop <= \$115 ;
+    rx_stop <= \$114 ;
   always @(posedge clk)
     rx_f_other <= rx_rec_other;
   always @(posedge clk)
-    rx_f_valid <= \$226 ;
+    rx_f_valid <= \$228 ;
   always @(posedge clk)
     rx_f_req <= rx_rec_req;
   always @(posedge clk)
-    rx_f_hit <= \$119 ;
+    rx_f_hit <= \$118 ;
   always @(posedge clk)
-    rx_f_fits <= \$120 ;
+    rx_f_fits <= \$119 ;
   always @(posedge clk)
     rx_f_mode <= rx_rec_bounds[98:97];
   always @(posedge clk)
-    rx_held <= \$227 ;
+    rx_held <= \$229 ;
   always @(posedge clk)
-    program__ready <= \$228 ;
+    program__ready <= \$230 ;
   always @(posedge clk)
-    p_busy <= \$229 ;
+    p_busy <= \$231 ;
   always @(posedge clk)
-    p_req <= \$230 ;
+    p_req <= \$232 ;
   always @(posedge clk)
-    p_end <= \$231 ;
+    p_end <= \$233 ;
   always @(posedge clk)
-    p_delta <= \$232 ;
+    p_delta <= \$234 ;
   always @(posedge clk)
-    p_bad <= \$233 ;
+    p_bad <= \$235 ;
   always @(posedge clk)
-    p_phase <= \$234 ;
+    p_phase <= \$236 ;
   always @(posedge clk)
-    p_deciding <= \$235 ;
+    p_deciding <= \$237 ;
   always @(posedge clk)
-    p_e1_valid <= \$236 ;
+    p_k <= \$238 ;
+  always @(posedge clk)
+    p_e1_valid <= \$239 ;
   always @(posedge clk)
     p_e1_bounds <= \rb__data$220 ;
   always @(posedge clk)
@@ -3003,7 +3010,7 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     p_e1_index <= ri__data;
   always @(posedge clk)
-    p_e2_valid <= \$237 ;
+    p_e2_valid <= \$240 ;
   always @(posedge clk)
     p_e2_bounds <= p_e1_bounds;
   always @(posedge clk)
@@ -3011,47 +3018,47 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   always @(posedge clk)
     p_e2_index <= p_e1_index;
   always @(posedge clk)
-    p_e2_after <= \$146 ;
+    p_e2_after <= \$148 ;
   always @(posedge clk)
-    p_e2_lo <= \$147 ;
+    p_e2_lo <= \$149 ;
   always @(posedge clk)
-    p_e2_hi <= \$148 ;
+    p_e2_hi <= \$150 ;
   always @(posedge clk)
-    p_clash <= \$238 ;
+    p_clash <= \$241 ;
   always @(posedge clk)
-    p_o <= \$239 ;
+    p_o <= \$242 ;
   always @(posedge clk)
-    p_rank <= \$240 ;
+    p_rank <= \$243 ;
   always @(posedge clk)
-    p_w_at <= \$24 [3:0];
+    p_w_at <= \$23 [3:0];
   always @(posedge clk)
-    p_w_bank <= \$155 ;
+    p_w_bank <= \$157 ;
   always @(posedge clk)
-    wp__en <= \$241 ;
+    wp__en <= \$244 ;
   always @(posedge clk)
-    p_w_pivot <= \$242 ;
+    p_w_pivot <= \$245 ;
   always @(posedge clk)
-    wp__data <= \$243 ;
+    wp__data <= \$246 ;
   always @(posedge clk)
-    \wp__data$99  <= \$244 ;
+    \wp__data$99  <= \$247 ;
   always @(posedge clk)
-    \wp__data$103  <= \$245 ;
+    \wp__data$103  <= \$248 ;
   always @(posedge clk)
-    p_bad_all <= \$167 ;
+    p_bad_all <= \$169 ;
   always @(posedge clk)
-    p_verdict_bad <= \$168 ;
+    p_verdict_bad <= \$170 ;
   always @(posedge clk)
-    p_verdict_overlap <= \$171 ;
+    p_verdict_overlap <= \$173 ;
   always @(posedge clk)
-    active <= \$246 ;
+    active <= \$249 ;
   always @(posedge clk)
-    count0 <= \$247 ;
+    count0 <= \$250 ;
   always @(posedge clk)
-    count1 <= \$248 ;
+    count1 <= \$251 ;
   always @(posedge clk)
-    errors <= \$249 ;
+    errors <= \$252 ;
   always @(posedge clk)
-    capture <= \$250 ;
+    capture <= \$253 ;
   t3hw_engine__addrmap__out_queue  out_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -3075,9 +3082,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rp__addr)
       1'h0:
-          \$45  = count0;
+          \$44  = count0;
       1'h1:
-          \$45  = count1;
+          \$44  = count1;
     endcase
   end
   always @* begin
@@ -3085,9 +3092,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (a_c2_bank)
       1'h0:
-          \$52  = count0;
+          \$51  = count0;
       1'h1:
-          \$52  = count1;
+          \$51  = count1;
     endcase
   end
   always @* begin
@@ -3095,9 +3102,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (a_c1_bank)
       1'h0:
-          \$59  = count0;
+          \$58  = count0;
       1'h1:
-          \$59  = count1;
+          \$58  = count1;
     endcase
   end
   always @* begin
@@ -3105,9 +3112,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (a_c0_bank)
       1'h0:
-          \$66  = count0;
+          \$65  = count0;
       1'h1:
-          \$66  = count1;
+          \$65  = count1;
     endcase
   end
   always @* begin
@@ -3115,9 +3122,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (\rp__addr$40 )
       1'h0:
-          \$92  = count0;
+          \$91  = count0;
       1'h1:
-          \$92  = count1;
+          \$91  = count1;
     endcase
   end
   always @* begin
@@ -3125,9 +3132,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rx_c2_bank)
       1'h0:
-          \$99  = count0;
+          \$98  = count0;
       1'h1:
-          \$99  = count1;
+          \$98  = count1;
     endcase
   end
   always @* begin
@@ -3135,9 +3142,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rx_c1_bank)
       1'h0:
-          \$106  = count0;
+          \$105  = count0;
       1'h1:
-          \$106  = count1;
+          \$105  = count1;
     endcase
   end
   always @* begin
@@ -3145,9 +3152,9 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (rx_c0_bank)
       1'h0:
-          \$113  = count0;
+          \$112  = count0;
       1'h1:
-          \$113  = count1;
+          \$112  = count1;
     endcase
   end
   always @* begin
@@ -3155,411 +3162,423 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
     (* full_case = 32'd1 *)
     casez (active)
       1'h0:
-          \$142  = count0;
+          \$144  = count0;
       1'h1:
-          \$142  = count1;
+          \$144  = count1;
     endcase
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$207  = \$44 ;
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$208  = a_s0_valid;
-    if (rst) begin
-      \$208  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$209  = a_r2_valid;
+    \$209  = \$43 ;
     if (rst) begin
       \$209  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$210  = a_c2_valid;
+    \$210  = a_s0_valid;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$211  = a_r1_valid;
+    \$211  = a_r2_valid;
     if (rst) begin
       \$211  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$212  = a_c1_valid;
+    \$212  = a_c2_valid;
     if (rst) begin
       \$212  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$213  = a_r0_valid;
+    \$213  = a_r1_valid;
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$214  = a_c0_valid;
+    \$214  = a_c1_valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$215  = a_rec_valid;
+    \$215  = a_r0_valid;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$216  = \$80 [3:0];
+    \$216  = a_c0_valid;
     if (rst) begin
-      \$216  = 4'h0;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$217  = stats;
-    if (\$81 ) begin
-      \$217 [31:0] = \$82 [31:0];
+    \$217  = a_rec_valid;
+    if (rst) begin
+      \$217  = 1'h0;
     end
-    if (\$83 ) begin
-      \$217 [63:32] = \$84 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$218  = \$79 [3:0];
+    if (rst) begin
+      \$218  = 4'h0;
     end
-    if (\$85 ) begin
-      \$217 [95:64] = \$86 [31:0];
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$219  = stats;
+    if (\$80 ) begin
+      \$219 [31:0] = \$81 [31:0];
     end
-    if (\$88 ) begin
-      \$217 [127:96] = \$89 [31:0];
+    if (\$82 ) begin
+      \$219 [63:32] = \$83 [31:0];
+    end
+    if (\$84 ) begin
+      \$219 [95:64] = \$85 [31:0];
+    end
+    if (\$87 ) begin
+      \$219 [127:96] = \$88 [31:0];
     end
     if (events[2]) begin
-      \$217 [159:128] = \$182 [31:0];
+      \$219 [159:128] = \$184 [31:0];
     end
     if (events[3]) begin
-      \$217 [191:160] = \$183 [31:0];
+      \$219 [191:160] = \$185 [31:0];
     end
     if (events[4]) begin
-      \$217 [223:192] = \$184 [31:0];
+      \$219 [223:192] = \$186 [31:0];
     end
     if (events[5]) begin
-      \$217 [255:224] = \$185 [31:0];
+      \$219 [255:224] = \$187 [31:0];
     end
     if (events[6]) begin
-      \$217 [287:256] = \$186 [31:0];
+      \$219 [287:256] = \$188 [31:0];
     end
     if (rst) begin
-      \$217  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$219  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$218  = \$90 ;
-    if (rst) begin
-      \$218  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$219  = rx_s0_valid;
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$220  = rx_r2_valid;
+    \$220  = \$89 ;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$221  = rx_c2_valid;
+    \$221  = rx_s0_valid;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$222  = rx_r1_valid;
+    \$222  = rx_r2_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$223  = rx_c1_valid;
+    \$223  = rx_c2_valid;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$224  = rx_r0_valid;
+    \$224  = rx_r1_valid;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$225  = rx_c0_valid;
+    \$225  = rx_c1_valid;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$226  = rx_rec_valid;
+    \$226  = rx_r0_valid;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$227  = \$127 [3:0];
+    \$227  = rx_c0_valid;
     if (rst) begin
-      \$227  = 4'h0;
+      \$227  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$228  = \$130 ;
+    \$228  = rx_rec_valid;
     if (rst) begin
-      \$228  = 1'h1;
+      \$228  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$229  = p_busy;
+    \$229  = \$126 [3:0];
+    if (rst) begin
+      \$229  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$230  = \$129 ;
+    if (rst) begin
+      \$230  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$231  = p_busy;
     if (take) begin
-      \$229  = 5'h11;
-    end else if (\$131 ) begin
-      \$229  = \$132 [4:0];
+      \$231  = 5'h11;
+    end else if (\$130 ) begin
+      \$231  = \$131 [4:0];
     end
     if (rst) begin
-      \$229  = 5'h00;
+      \$231  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$230  = p_req;
+    \$232  = p_req;
     if (take) begin
-      \$230  = program__payload;
+      \$232  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$231  = p_end;
+    \$233  = p_end;
     if (take) begin
-      \$231  = \$133 ;
+      \$233  = \$132 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$232  = p_delta;
+    \$234  = p_delta;
     if (take) begin
-      \$232  = \$134 [47:0];
+      \$234  = \$133 [47:0];
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$233  = p_bad;
+    \$235  = p_bad;
     if (take) begin
-      \$233  = \$137 ;
+      \$235  = \$136 ;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$234  = p_phase;
+    \$236  = p_phase;
     if (take) begin
-      \$234  = 4'h1;
+      \$236  = 4'h1;
+    end else if (\$137 ) begin
+      \$236  = 4'h0;
     end else if (\$138 ) begin
-      \$234  = 4'h0;
-    end else if (\$139 ) begin
-      \$234  = \$140 [3:0];
+      \$236  = \$139 [3:0];
     end
     if (rst) begin
-      \$234  = 4'h0;
+      \$236  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$235  = \$141 ;
-    if (rst) begin
-      \$235  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$236  = \$144 ;
-    if (rst) begin
-      \$236  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$237  = p_kept;
+    \$237  = \$140 ;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$238  = p_clash;
+    \$238  = p_k;
     if (take) begin
-      \$238  = 1'h0;
-    end else if (\$151 ) begin
-      \$238  = 1'h1;
+      \$238  = 3'h0;
+    end else if (\$142 ) begin
+      \$238  = \$143 [2:0];
     end
     if (rst) begin
-      \$238  = 1'h0;
+      \$238  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$239  = p_o;
-    if (take) begin
-      \$239  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$239  = \$152 [3:0];
-    end
+    \$239  = \$146 ;
     if (rst) begin
-      \$239  = 4'h0;
+      \$239  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$240  = p_rank;
-    if (take) begin
-      \$240  = 4'h0;
-    end else if (p_e2_valid) begin
-      \$240  = \$154 [3:0];
-    end
+    \$240  = p_kept;
     if (rst) begin
-      \$240  = 4'h0;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$241  = p_emit;
+    \$241  = p_clash;
+    if (take) begin
+      \$241  = 1'h0;
+    end else if (\$153 ) begin
+      \$241  = 1'h1;
+    end
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$242  = { \$164 , \$161 , \$158  };
-    if (rst) begin
-      \$242  = 3'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_preparing) begin
-      \$243 [47:0] = p_req[58:11];
-      \$243 [96:48] = p_end;
-      \$243 [98:97] = p_req[5:4];
-    end else begin
-      \$243  = p_e2_bounds;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_preparing) begin
-      \$244 [47:0] = p_delta;
-      \$244 [52:48] = p_req[10:6];
-    end else begin
-      \$244  = p_e2_route;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    (* full_case = 32'd1 *)
-    if (p_preparing) begin
-      \$245  = p_req[2:0];
-    end else begin
-      \$245  = p_e2_index;
-    end
-  end
-  always @* begin
-    if (_init_strobe_1 ) begin end
-    \$246  = active;
-    if (\$175 ) begin
-      \$246  = \$176 ;
+    \$242  = p_o;
+    if (take) begin
+      \$242  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$242  = \$154 [3:0];
     end
     if (rst) begin
-      \$246  = 1'h0;
+      \$242  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$247  = count0;
-    if (\$175 ) begin
-      casez (\$178 )
+    \$243  = p_rank;
+    if (take) begin
+      \$243  = 4'h0;
+    end else if (p_e2_valid) begin
+      \$243  = \$156 [3:0];
+    end
+    if (rst) begin
+      \$243  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$244  = p_emit;
+    if (rst) begin
+      \$244  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$245  = { \$166 , \$163 , \$160  };
+    if (rst) begin
+      \$245  = 3'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$246 [47:0] = p_req[58:11];
+      \$246 [96:48] = p_end;
+      \$246 [98:97] = p_req[5:4];
+    end else begin
+      \$246  = p_e2_bounds;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$247 [47:0] = p_delta;
+      \$247 [52:48] = p_req[10:6];
+    end else begin
+      \$247  = p_e2_route;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    (* full_case = 32'd1 *)
+    if (p_preparing) begin
+      \$248  = p_req[2:0];
+    end else begin
+      \$248  = p_e2_index;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$249  = active;
+    if (\$177 ) begin
+      \$249  = \$178 ;
+    end
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_1 ) begin end
+    \$250  = count0;
+    if (\$177 ) begin
+      casez (\$180 )
         1'h0:
-            \$247  = \$177 [3:0];
+            \$250  = \$179 [3:0];
       endcase
     end
     if (rst) begin
-      \$247  = 4'h0;
+      \$250  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$248  = count1;
-    if (\$175 ) begin
+    \$251  = count1;
+    if (\$177 ) begin
       (* full_case = 32'd1 *)
-      casez (\$178 )
+      casez (\$180 )
         1'h0:
             /* empty */;
         1'h1:
-            \$248  = \$177 [3:0];
+            \$251  = \$179 [3:0];
       endcase
     end
     if (rst) begin
-      \$248  = 4'h0;
+      \$251  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$249  = \$181 ;
+    \$252  = \$183 ;
     if (rst) begin
-      \$249  = 7'h00;
+      \$252  = 7'h00;
     end
   end
   always @* begin
     if (_init_strobe_1 ) begin end
-    \$250  = capture;
-    if (\$187 ) begin
-      \$250 [47:0] = a_f_req[47:0];
-      \$250 [52:48] = a_f_device;
-      \$250 [68:53] = a_f_req[63:48];
-    end else if (\$203 ) begin
-      \$250 [47:0] = rx_f_req[52:5];
-      \$250 [52:48] = rx_f_req[4:0];
-      \$250 [68:53] = rx_f_req[69:54];
-    end else if (\$206 ) begin
-      \$250 [47:0] = p_req[58:11];
-      \$250 [52:48] = p_req[10:6];
-      \$250 [68:53] = 16'h0000;
+    \$253  = capture;
+    if (\$189 ) begin
+      \$253 [47:0] = a_f_req[47:0];
+      \$253 [52:48] = a_f_device;
+      \$253 [68:53] = a_f_req[63:48];
+    end else if (\$205 ) begin
+      \$253 [47:0] = rx_f_req[52:5];
+      \$253 [52:48] = rx_f_req[4:0];
+      \$253 [68:53] = rx_f_req[69:54];
+    end else if (\$208 ) begin
+      \$253 [47:0] = p_req[58:11];
+      \$253 [52:48] = p_req[10:6];
+      \$253 [68:53] = 16'h0000;
     end
     if (rst) begin
-      \$250  = 69'h000000000000000000;
+      \$253  = 69'h000000000000000000;
     end
   end
   assign a_s0_bank = rp__addr;
@@ -3576,11 +3595,10 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign rx_mem__ready = \o__ready$65 ;
   assign \o__valid$68  = rx_mem__valid;
   assign p_ready = program__ready;
-  assign p_k = \$21 [2:0];
-  assign \rb__addr$76  = { active, \$21 [2:0] };
-  assign \rr__addr$78  = { active, \$21 [2:0] };
-  assign ri__addr = { active, \$21 [2:0] };
-  assign p_at = \$24 [3:0];
+  assign \rb__addr$75  = { active, p_k };
+  assign \rr__addr$78  = { active, p_k };
+  assign ri__addr = { active, p_k };
+  assign p_at = \$23 [3:0];
   assign wp__addr = { p_w_bank, p_w_at[2:0] };
   assign p_w_bounds = wp__data;
   assign p_w_en = wp__en;
@@ -3820,13 +3838,13 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign capture__addr  = capture[47:0];
   assign capture__device  = capture[52:48];
   assign capture__tile  = capture[68:53];
-  assign events[1] = \$43 ;
-  assign events[0] = \$42 ;
-  assign events[6] = \$41 ;
-  assign events[5] = \$36 ;
-  assign events[4] = \$30 ;
-  assign events[3] = \$27 ;
-  assign events[2] = \$26 ;
+  assign events[1] = \$42 ;
+  assign events[0] = \$41 ;
+  assign events[6] = \$40 ;
+  assign events[5] = \$35 ;
+  assign events[4] = \$29 ;
+  assign events[3] = \$26 ;
+  assign events[2] = \$25 ;
   assign \data$61 [72] = \$18 ;
   assign \data$61 [71] = rx_f_req[53];
   assign \data$61 [70:64] = rx_f_req[76:70];
@@ -3844,29 +3862,29 @@ module t3hw_engine__addrmap (store__valid, rx__payload, rx__valid, clk, rst, sto
   assign data[53:6] = \$9 ;
   assign data[5:1] = a_f_device;
   assign data[0] = remote;
-  assign \$46 [1:0] = a_s0_pos[1:0];
-  assign \$46 [2] = 1'h1;
-  assign \$50  = { 1'h0, \$49 , 2'h0 };
-  assign { \$53 [2], \$53 [0] } = { a_c2_pos[2], a_c2_pos[0] };
-  assign \$53 [1] = 1'h1;
-  assign \$57  = { \$56 , 1'h0 };
-  assign \$60 [2:1] = a_c1_pos[2:1];
-  assign \$60 [0] = 1'h1;
-  assign \$64  = { 1'h0, \$63  };
-  assign \$93 [1:0] = rx_s0_pos[1:0];
-  assign \$93 [2] = 1'h1;
-  assign \$97  = { 1'h0, \$96 , 2'h0 };
-  assign { \$100 [2], \$100 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
-  assign \$100 [1] = 1'h1;
-  assign \$104  = { \$103 , 1'h0 };
-  assign \$107 [2:1] = rx_c1_pos[2:1];
-  assign \$107 [0] = 1'h1;
-  assign \$111  = { 1'h0, \$110  };
-  assign \$157  = 1'h1;
-  assign \$158  = \$156 ;
-  assign \$179  = 7'h00;
-  assign \$180  = 7'h00;
-  assign \$181  = { \$41 , \$36 , \$30 , \$27 , \$26 , \$43 , \$42  };
+  assign \$45 [1:0] = a_s0_pos[1:0];
+  assign \$45 [2] = 1'h1;
+  assign \$49  = { 1'h0, \$48 , 2'h0 };
+  assign { \$52 [2], \$52 [0] } = { a_c2_pos[2], a_c2_pos[0] };
+  assign \$52 [1] = 1'h1;
+  assign \$56  = { \$55 , 1'h0 };
+  assign \$59 [2:1] = a_c1_pos[2:1];
+  assign \$59 [0] = 1'h1;
+  assign \$63  = { 1'h0, \$62  };
+  assign \$92 [1:0] = rx_s0_pos[1:0];
+  assign \$92 [2] = 1'h1;
+  assign \$96  = { 1'h0, \$95 , 2'h0 };
+  assign { \$99 [2], \$99 [0] } = { rx_c2_pos[2], rx_c2_pos[0] };
+  assign \$99 [1] = 1'h1;
+  assign \$103  = { \$102 , 1'h0 };
+  assign \$106 [2:1] = rx_c1_pos[2:1];
+  assign \$106 [0] = 1'h1;
+  assign \$110  = { 1'h0, \$109  };
+  assign \$159  = 1'h1;
+  assign \$160  = \$158 ;
+  assign \$181  = 7'h00;
+  assign \$182  = 7'h00;
+  assign \$183  = { \$40 , \$35 , \$29 , \$26 , \$25 , \$42 , \$41  };
 endmodule
 
 module t3hw_engine__addrmap__out_queue (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -4360,7 +4378,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   wire [15:0] wr__data__tile ;
   wire wr__data__tracked ;
   wire wr__en;
-  reg [72:0] storage [10:0];
+  reg [72:0] storage [11:0];
   initial begin
     storage[0] = 73'h0000000000000000000;
     storage[1] = 73'h0000000000000000000;
@@ -4373,13 +4391,12 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
     storage[8] = 73'h0000000000000000000;
     storage[9] = 73'h0000000000000000000;
     storage[10] = 73'h0000000000000000000;
+    storage[11] = 73'h0000000000000000000;
   end
   always @(posedge clk) begin
-    if (wr__en)
-      storage[wr__addr] <= wr__data;
+    storage[wr__addr] <= wr__data;
   end
   assign o__payload = storage[rd__addr];
-  assign \$36  = \$28  ? \$29  : \$35 ;
   assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
@@ -4393,11 +4410,11 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   assign \$47  = \$45  ? \$46  : waiting;
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
-  assign \$50  = wr__addr == 4'ha;
+  assign \$50  = wr__addr == 4'hb;
   assign \$51  = wr__addr + 1'h1;
   assign \$52  = \$50  ? 5'h00 : \$51 ;
   assign \$53  = o__valid & o__ready;
-  assign \$54  = rd__addr == 4'ha;
+  assign \$54  = rd__addr == 4'hb;
   assign \$55  = rd__addr + 1'h1;
   assign \$56  = \$54  ? 5'h00 : \$55 ;
   always @(posedge clk)
@@ -4415,7 +4432,6 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
-  assign wr__en = push & accept;
   assign \$3  = push & accept;
   assign \$4  = o__valid & o__ready;
   assign \$5  = ~ \$4 ;
@@ -4449,6 +4465,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
   assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
   always @* begin
     if (_init_strobe_3 ) begin end
     \$57  = \$14 [3:0];
@@ -4499,6 +4516,7 @@ module t3hw_engine__addrmap__rx_queue (rst, push, o__payload, o__ready, wr__data
   end
   assign tail = wr__addr;
   assign data = wr__data;
+  assign wr__en = 1'h1;
   assign head = rd__addr;
   assign rd__data = o__payload;
   assign wr__data__addr  = wr__data[47:0];
@@ -4528,11 +4546,11 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
+  wire [8:0] \$100 ;
+  wire [39:0] \$101 ;
+  wire [40:0] \$102 ;
   wire \$103 ;
-  wire [5:0] \$104 ;
+  wire \$104 ;
   wire \$105 ;
   wire \$106 ;
   wire \$107 ;
@@ -4540,7 +4558,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$109 ;
   wire [8:0] \$11 ;
   wire \$110 ;
-  wire \$111 ;
+  wire [5:0] \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -4559,55 +4577,55 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$126 ;
   wire \$127 ;
   wire \$128 ;
-  wire [25:0] \$129 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire [25:0] \$131 ;
-  wire [32:0] \$132 ;
-  wire [2:0] \$133 ;
-  wire [34:0] \$134 ;
-  wire [33:0] \$135 ;
-  wire \$136 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire [25:0] \$136 ;
   wire \$137 ;
-  wire \$138 ;
-  wire [32:0] \$139 ;
+  wire [25:0] \$138 ;
+  wire [2:0] \$139 ;
   wire \$14 ;
-  wire [32:0] \$140 ;
-  wire \$141 ;
-  wire \$142 ;
+  wire [34:0] \$140 ;
+  wire [33:0] \$141 ;
+  wire [32:0] \$142 ;
   wire \$143 ;
-  wire [32:0] \$144 ;
-  wire [32:0] \$145 ;
-  wire \$146 ;
-  wire \$147 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire [32:0] \$146 ;
+  wire [32:0] \$147 ;
   wire \$148 ;
-  wire [32:0] \$149 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [32:0] \$150 ;
-  wire \$151 ;
-  wire \$152 ;
+  wire \$150 ;
+  wire [32:0] \$151 ;
+  wire [32:0] \$152 ;
   wire \$153 ;
-  wire [32:0] \$154 ;
-  wire [32:0] \$155 ;
-  wire \$156 ;
-  wire \$157 ;
+  wire \$154 ;
+  wire \$155 ;
+  wire [32:0] \$156 ;
+  wire [32:0] \$157 ;
   wire \$158 ;
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire \$161 ;
+  wire [32:0] \$161 ;
   wire [32:0] \$162 ;
-  wire [1:0] \$163 ;
-  wire [1:0] \$164 ;
-  wire [1:0] \$165 ;
+  wire \$163 ;
+  wire \$164 ;
+  wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire \$169 ;
+  wire [32:0] \$169 ;
   wire \$17 ;
-  wire \$170 ;
-  wire \$171 ;
-  wire \$172 ;
+  wire [1:0] \$170 ;
+  wire [1:0] \$171 ;
+  wire [1:0] \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
@@ -4647,68 +4665,68 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$205 ;
   wire \$206 ;
   wire \$207 ;
-  wire [1:0] \$208 ;
+  wire \$208 ;
   wire \$209 ;
   wire \$21 ;
-  wire [1:0] \$210 ;
-  wire [1:0] \$211 ;
+  wire \$210 ;
+  wire \$211 ;
   wire \$212 ;
-  wire [1:0] \$213 ;
-  wire [1:0] \$214 ;
-  wire \$215 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire [1:0] \$215 ;
   wire \$216 ;
-  wire \$217 ;
-  wire \$218 ;
+  wire [1:0] \$217 ;
+  wire [1:0] \$218 ;
   wire \$219 ;
   wire \$22 ;
-  wire \$220 ;
+  wire [1:0] \$220 ;
   wire [1:0] \$221 ;
-  wire [1:0] \$222 ;
-  wire [1:0] \$223 ;
-  wire [1:0] \$224 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire \$224 ;
   wire \$225 ;
-  wire [1:0] \$226 ;
-  wire [1:0] \$227 ;
-  wire \$228 ;
-  wire \$229 ;
+  wire \$226 ;
+  wire \$227 ;
+  wire [1:0] \$228 ;
+  wire [1:0] \$229 ;
   wire \$23 ;
-  wire \$230 ;
-  wire \$231 ;
+  wire [1:0] \$230 ;
+  wire [1:0] \$231 ;
   wire \$232 ;
-  wire \$233 ;
-  wire \$234 ;
+  wire [1:0] \$233 ;
+  wire [1:0] \$234 ;
   wire \$235 ;
   wire \$236 ;
-  wire [1:0] \$237 ;
-  wire [1:0] \$238 ;
+  wire \$237 ;
+  wire \$238 ;
   wire \$239 ;
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
   wire \$243 ;
-  wire \$244 ;
+  wire [1:0] \$244 ;
   wire [1:0] \$245 ;
-  wire [1:0] \$246 ;
-  wire [1:0] \$247 ;
-  wire [1:0] \$248 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
   wire \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
   wire [1:0] \$252 ;
-  wire \$253 ;
-  wire \$254 ;
-  wire \$255 ;
+  wire [1:0] \$253 ;
+  wire [1:0] \$254 ;
+  wire [1:0] \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire \$259 ;
+  wire [1:0] \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
   wire \$262 ;
-  wire [1:0] \$263 ;
+  wire \$263 ;
   wire \$264 ;
   wire \$265 ;
   wire \$266 ;
@@ -4716,18 +4734,18 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$268 ;
   wire \$269 ;
   wire \$27 ;
-  wire \$270 ;
+  wire [1:0] \$270 ;
   wire \$271 ;
   wire \$272 ;
-  wire [1:0] \$273 ;
+  wire \$273 ;
   wire \$274 ;
   wire \$275 ;
   wire \$276 ;
-  wire [1:0] \$277 ;
+  wire \$277 ;
   wire \$278 ;
   wire \$279 ;
   wire \$28 ;
-  wire \$280 ;
+  wire [1:0] \$280 ;
   wire \$281 ;
   wire \$282 ;
   wire \$283 ;
@@ -4739,31 +4757,31 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$289 ;
   wire \$29 ;
   wire \$290 ;
-  wire \$291 ;
+  wire [1:0] \$291 ;
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
-  wire [1:0] \$295 ;
+  wire \$295 ;
   wire \$296 ;
-  wire [1:0] \$297 ;
-  wire [83:0] \$298 ;
-  wire [83:0] \$299 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire [83:0] \$300 ;
+  wire \$300 ;
   wire \$301 ;
-  wire \$302 ;
+  wire [1:0] \$302 ;
   wire \$303 ;
-  wire \$304 ;
-  wire \$305 ;
-  wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [1:0] \$304 ;
+  wire [83:0] \$305 ;
+  wire [83:0] \$306 ;
+  wire [83:0] \$307 ;
+  wire [83:0] \$308 ;
+  wire [83:0] \$309 ;
   wire [17:0] \$31 ;
-  wire \$310 ;
-  wire \$311 ;
-  wire \$312 ;
+  wire [83:0] \$310 ;
+  wire [83:0] \$311 ;
+  wire [83:0] \$312 ;
   wire \$313 ;
   wire \$314 ;
   wire \$315 ;
@@ -4773,57 +4791,70 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$319 ;
   wire [17:0] \$32 ;
   wire \$320 ;
-  reg \$321 ;
-  reg \$322 ;
-  reg \$323 ;
-  reg \$324 ;
-  reg \$325 ;
-  reg [16:0] \$326 ;
-  reg \$327 ;
-  reg \$328 ;
-  reg \$329 ;
+  wire \$321 ;
+  wire \$322 ;
+  wire \$323 ;
+  wire \$324 ;
+  wire \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire \$328 ;
+  wire \$329 ;
   wire [17:0] \$33 ;
-  reg \$330 ;
-  reg \$331 ;
-  reg \$332 ;
+  wire \$330 ;
+  wire \$331 ;
+  wire \$332 ;
   reg \$333 ;
   reg \$334 ;
-  reg [83:0] \$335 ;
-  reg [83:0] \$336 ;
-  reg [83:0] \$337 ;
-  reg [83:0] \$338 ;
+  reg \$335 ;
+  reg \$336 ;
+  reg \$337 ;
+  reg [16:0] \$338 ;
   reg \$339 ;
   wire \$34 ;
-  reg [22:0] \$340 ;
-  reg [31:0] \$341 ;
-  reg [24:0] \$342 ;
-  reg [8:0] \$343 ;
-  reg [33:0] \$344 ;
+  reg \$340 ;
+  reg \$341 ;
+  reg \$342 ;
+  reg \$343 ;
+  reg \$344 ;
   reg \$345 ;
-  reg [38:0] \$346 ;
-  reg [7:0] \$347 ;
-  reg \$348 ;
-  reg \$349 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg [83:0] \$348 ;
+  reg [83:0] \$349 ;
   wire \$35 ;
-  reg \$350 ;
-  reg [1:0] \$351 ;
-  reg [4:0] \$352 ;
-  reg [31:0] \$353 ;
-  reg [24:0] \$354 ;
-  reg [33:0] \$355 ;
-  reg \$356 ;
-  reg \$357 ;
-  reg [287:0] \$358 ;
-  reg \$359 ;
+  reg [83:0] \$350 ;
+  reg [83:0] \$351 ;
+  reg \$352 ;
+  reg [22:0] \$353 ;
+  reg [31:0] \$354 ;
+  reg [24:0] \$355 ;
+  reg [8:0] \$356 ;
+  reg [33:0] \$357 ;
+  reg \$358 ;
+  reg [38:0] \$359 ;
   wire \$36 ;
-  reg \$360 ;
+  reg [7:0] \$360 ;
   reg \$361 ;
   reg \$362 ;
   reg \$363 ;
-  reg \$364 ;
-  reg \$365 ;
-  reg [1:0] \$366 ;
+  reg [1:0] \$364 ;
+  reg [4:0] \$365 ;
+  reg [24:0] \$366 ;
+  reg [33:0] \$367 ;
+  reg [31:0] \$368 ;
+  reg \$369 ;
   wire \$37 ;
+  reg \$370 ;
+  reg [287:0] \$371 ;
+  reg \$372 ;
+  reg \$373 ;
+  reg \$374 ;
+  reg \$375 ;
+  reg \$376 ;
+  reg \$377 ;
+  reg \$378 ;
+  reg [1:0] \$379 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -4883,23 +4914,22 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire \$89 ;
   wire [8:0] \$9 ;
   wire \$90 ;
-  wire [38:0] \$91 ;
-  wire [31:0] \$92 ;
-  wire [8:0] \$93 ;
-  wire [39:0] \$94 ;
-  wire [40:0] \$95 ;
+  wire \$91 ;
+  wire \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
-  wire \$99 ;
-  (* keep = 32'd1 *)
+  wire [38:0] \$98 ;
+  wire [31:0] \$99 ;
   wire \$signal ;
+  wire \$signal$15 ;
   wire \$signal$28 ;
   wire \$signal$29 ;
   wire \$signal$30 ;
   wire \$signal$31 ;
-  reg \$signal$32  = 1'h0;
-  reg \$signal$33  = 1'h0;
+  wire \$signal$82 ;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
@@ -4997,11 +5027,13 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   wire errors__bad_config ;
   wire errors__bad_response ;
   reg [1:0] finish = 2'h0;
-  (* keep = 32'd1 *)
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
+  reg is_dma = 1'h0;
+  reg is_load = 1'h0;
   reg is_remote = 1'h0;
+  reg is_store = 1'h0;
   reg last_comm = 1'h0;
   reg last_remote = 1'h0;
   reg last_store = 1'h0;
@@ -5055,7 +5087,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   input [7:0] occupancy;
   wire [7:0] occupancy;
   wire out_tracked;
-  (* keep = 32'd1 *)
   wire pick_c;
   input [72:0] remote__payload;
   wire [72:0] remote__payload;
@@ -5072,7 +5103,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   input remote__valid;
   wire remote__valid;
   reg remote_granted = 1'h0;
-  (* keep = 32'd1 *)
   wire remote_ok;
   reg [83:0] remote_q = 84'h000000000000000000000;
   wire [82:0] remote_req;
@@ -5109,10 +5139,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   reg [8:0] sat2 = 9'h022;
   reg [31:0] sat_s = 32'd32768;
   reg [4:0] scale = 5'h0a;
-  (* keep = 32'd1 *)
   wire sel_remote;
-  (* keep = 32'd1 *)
-  wire sel_store;
   wire [1:0] set_err;
   wire set_err__bad_config ;
   wire set_err__bad_response ;
@@ -5152,8 +5179,6 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   input store__valid;
   wire store__valid;
   reg store_granted = 1'h0;
-  (* keep = 32'd1 *)
-  wire store_ok;
   reg [83:0] store_q = 84'h000000000000000000000;
   wire [82:0] store_req;
   wire [47:0] store_req__addr ;
@@ -5212,7 +5237,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$16  = ~ dram__valid;
   assign \$17  = \$16  | dram__ready;
   assign \$18  = gate_m & below;
-  assign \$19  = \$signal  | \$18 ;
+  assign \$19  = \$signal$15  | \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = dma__valid | remote__valid;
   assign \$22  = ~ \$21 ;
@@ -5221,7 +5246,7 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$25  = \$22  | \$24 ;
   assign \$26  = dma__valid | remote__valid;
   assign \$27  = gate_m & below;
-  assign \$28  = \$signal  | \$27 ;
+  assign \$28  = \$signal$15  | \$27 ;
   assign \$29  = ~ \$28 ;
   assign \$30  = \$26  & \$29 ;
   assign \$31  = wait1 + 1'h1;
@@ -5234,16 +5259,16 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$38  = ~ dram__valid;
   assign \$39  = \$38  | dram__ready;
   assign \$40  = gate_m & below;
-  assign \$41  = \$signal  | \$40 ;
+  assign \$41  = \$signal$15  | \$40 ;
   assign \$42  = pick_c | \$41 ;
   assign \$43  = gate_m & below;
-  assign \$44  = \$signal  | \$43 ;
+  assign \$44  = \$signal$15  | \$43 ;
   assign \$45  = \$42  ? \$44  : last_comm;
   assign \$46  = \$39  ? \$45  : last_comm;
   assign \$47  = ~ dram__valid;
   assign \$48  = \$47  | dram__ready;
   assign \$49  = gate_m & below;
-  assign \$50  = \$signal  | \$49 ;
+  assign \$50  = \$signal$15  | \$49 ;
   assign \$51  = ~ \$50 ;
   assign \$52  = dma__valid | remote__valid;
   assign \$53  = wait1 > \new [38:23];
@@ -5262,8 +5287,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$66  = ~ dram__valid;
   assign \$67  = \$66  | dram__ready;
   assign \$68  = gate_m & below;
-  assign \$69  = \$signal  | \$68 ;
-  assign \$70  = pick_c ? \$247 [0] : \$signal$29 ;
+  assign \$69  = \$signal$15  | \$68 ;
+  assign \$70  = pick_c ? \$254 [0] : \$signal$29 ;
   assign \$71  = \$69  ? 1'h0 : \$70 ;
   assign \$72  = \$67  ? \$71  : \$signal$28 ;
   assign \$73  = ~ dram__valid;
@@ -5274,803 +5299,825 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign \$78  = ~ dram__valid;
   assign \$79  = \$78  | dram__ready;
   assign \$80  = gate_m & below;
-  assign \$81  = \$signal  | \$80 ;
+  assign \$81  = \$signal$15  | \$80 ;
   assign \$82  = \$79  & \$81 ;
   assign \$83  = \$77  | \$82 ;
-  assign \$84  = ~ pick_c;
-  assign \$85  = dram__valid & dram__ready;
-  assign \$86  = \$85  & \$300 [83];
-  assign \$87  = | \$300 [1:0];
-  assign \$88  = \$86  & \$87 ;
-  assign \$89  = \$300 [1:0] == 2'h2;
-  assign \$90  = \$89  ? 1'h1 : 1'h0;
-  assign \$91  = cfg[17:10] << scale;
-  assign \$92  = 1'h1 << scale;
-  assign \$93  = cfg[17:10] + 2'h2;
-  assign \$95  = \$94  - unit;
-  assign \$96  = ~ dram__valid;
-  assign \$97  = \$96  | dram__ready;
-  assign \$98  = \$97  & pick_c;
-  assign \$99  = ~ accept;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = armed & grant_c_q;
-  assign \$102  = ! \new [9:2];
-  assign \$103  = ! \new [9:2];
-  assign \$104  = 5'h18 - \new [22:18];
-  assign \$105  = cfg[22:18] == 1'h1;
-  assign \$106  = cfg[22:18] > 2'h2;
-  assign \$107  = cfg[22:18] > 2'h3;
-  assign \$108  = cfg[22:18] > 3'h4;
-  assign \$109  = cfg[22:18] > 3'h5;
-  assign \$110  = cfg[22:18] > 3'h6;
-  assign \$111  = cfg[22:18] > 3'h7;
-  assign \$112  = cfg[22:18] > 4'h8;
-  assign \$113  = cfg[22:18] > 4'h9;
-  assign \$114  = cfg[22:18] > 4'ha;
-  assign \$115  = cfg[22:18] > 4'hb;
-  assign \$116  = cfg[22:18] > 4'hc;
-  assign \$117  = cfg[22:18] > 4'hd;
-  assign \$118  = cfg[22:18] > 4'he;
-  assign \$119  = cfg[22:18] > 4'hf;
-  assign \$120  = cfg[22:18] > 5'h10;
-  assign \$121  = cfg[22:18] > 5'h11;
-  assign \$122  = cfg[22:18] > 5'h12;
-  assign \$123  = cfg[22:18] > 5'h13;
-  assign \$124  = cfg[22:18] > 5'h14;
-  assign \$125  = cfg[22:18] > 5'h15;
-  assign \$126  = cfg[22:18] > 5'h16;
-  assign \$127  = cfg[22:18] > 5'h17;
-  assign \$128  = cfg[22:18] > 5'h18;
-  assign \$129  = \$105  ? 26'h3ffffff : { 1'h0, \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , 2'h1 };
-  assign \$130  = ! cfg[22:18];
-  assign \$131  = $signed(left) - $signed(2'h1);
-  assign \$132  = acc + sat_s;
-  assign \$134  = base + acc;
-  assign \$136  = load__valid & load__ready;
-  assign \$137  = ~ load__ready;
-  assign \$138  = load__valid & \$137 ;
-  assign \$139  = stats[31:0] + 1'h1;
-  assign \$140  = stats[159:128] + 1'h1;
-  assign \$141  = store__valid & store__ready;
-  assign \$142  = ~ store__ready;
-  assign \$143  = store__valid & \$142 ;
-  assign \$144  = stats[63:32] + 1'h1;
-  assign \$145  = stats[191:160] + 1'h1;
-  assign \$146  = dma__valid & dma__ready;
-  assign \$147  = ~ dma__ready;
-  assign \$148  = dma__valid & \$147 ;
-  assign \$149  = stats[95:64] + 1'h1;
-  assign \$150  = stats[223:192] + 1'h1;
-  assign \$151  = remote__valid & remote__ready;
-  assign \$152  = ~ remote__ready;
-  assign \$153  = remote__valid & \$152 ;
-  assign \$154  = stats[127:96] + 1'h1;
-  assign \$155  = stats[255:224] + 1'h1;
-  assign \$156  = ~ dram__valid;
-  assign \$157  = \$156  | dram__ready;
-  assign \$158  = dma__valid | remote_ok;
-  assign \$159  = \$158  & wait_full;
-  assign \$160  = \$159  & cfg[1];
-  assign \$161  = \$157  & \$160 ;
-  assign \$162  = stats[287:256] + 1'h1;
-  assign \$166  = track_hold & store__payload[72];
-  assign \$167  = ~ \$166 ;
-  assign store_ok = store__valid & \$167 ;
-  assign \$168  = track_hold & remote__payload[72];
-  assign \$169  = ~ \$168 ;
-  assign remote_ok = remote__valid & \$169 ;
-  assign \$170  = load__valid | store_ok;
-  assign \$171  = dma__valid | remote_ok;
-  assign \$172  = \$171  & comm_first;
-  assign \$173  = ~ \$172 ;
-  assign pick_c = \$170  & \$173 ;
-  assign \$174  = dma__valid | remote_ok;
-  assign \$175  = load__valid | store_ok;
+  assign \$84  = ~ \$signal ;
+  assign \$85  = pick_c & \$84 ;
+  assign \$86  = pick_c & \$signal ;
+  assign \$87  = ~ pick_c;
+  assign \$88  = ~ sel_remote;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = ~ pick_c;
+  assign \$91  = \$90  & sel_remote;
+  assign \$92  = dram__valid & dram__ready;
+  assign \$93  = \$92  & \$312 [83];
+  assign \$94  = | \$312 [1:0];
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = \$312 [1:0] == 2'h2;
+  assign \$97  = \$96  ? 1'h1 : 1'h0;
+  assign \$98  = cfg[17:10] << scale;
+  assign \$99  = 1'h1 << scale;
+  assign \$100  = cfg[17:10] + 2'h2;
+  assign \$102  = \$101  - unit;
+  assign \$103  = ~ dram__valid;
+  assign \$104  = \$103  | dram__ready;
+  assign \$105  = \$104  & pick_c;
+  assign \$106  = ~ accept;
+  assign \$107  = \$105  & \$106 ;
+  assign \$108  = armed & grant_c_q;
+  assign \$109  = ! \new [9:2];
+  assign \$110  = ! \new [9:2];
+  assign \$111  = 5'h18 - \new [22:18];
+  assign \$112  = cfg[22:18] == 1'h1;
+  assign \$113  = cfg[22:18] > 2'h2;
+  assign \$114  = cfg[22:18] > 2'h3;
+  assign \$115  = cfg[22:18] > 3'h4;
+  assign \$116  = cfg[22:18] > 3'h5;
+  assign \$117  = cfg[22:18] > 3'h6;
+  assign \$118  = cfg[22:18] > 3'h7;
+  assign \$119  = cfg[22:18] > 4'h8;
+  assign \$120  = cfg[22:18] > 4'h9;
+  assign \$121  = cfg[22:18] > 4'ha;
+  assign \$122  = cfg[22:18] > 4'hb;
+  assign \$123  = cfg[22:18] > 4'hc;
+  assign \$124  = cfg[22:18] > 4'hd;
+  assign \$125  = cfg[22:18] > 4'he;
+  assign \$126  = cfg[22:18] > 4'hf;
+  assign \$127  = cfg[22:18] > 5'h10;
+  assign \$128  = cfg[22:18] > 5'h11;
+  assign \$129  = cfg[22:18] > 5'h12;
+  assign \$130  = cfg[22:18] > 5'h13;
+  assign \$131  = cfg[22:18] > 5'h14;
+  assign \$132  = cfg[22:18] > 5'h15;
+  assign \$133  = cfg[22:18] > 5'h16;
+  assign \$134  = cfg[22:18] > 5'h17;
+  assign \$135  = cfg[22:18] > 5'h18;
+  assign \$136  = \$112  ? 26'h3ffffff : { 1'h0, \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , 2'h1 };
+  assign \$137  = ! cfg[22:18];
+  assign \$138  = $signed(left) - $signed(2'h1);
+  assign \$140  = base + acc;
+  assign \$142  = acc + sat_s;
+  assign \$143  = load__valid & load__ready;
+  assign \$144  = ~ load__ready;
+  assign \$145  = load__valid & \$144 ;
+  assign \$146  = stats[31:0] + 1'h1;
+  assign \$147  = stats[159:128] + 1'h1;
+  assign \$148  = store__valid & store__ready;
+  assign \$149  = ~ store__ready;
+  assign \$150  = store__valid & \$149 ;
+  assign \$151  = stats[63:32] + 1'h1;
+  assign \$152  = stats[191:160] + 1'h1;
+  assign \$153  = dma__valid & dma__ready;
+  assign \$154  = ~ dma__ready;
+  assign \$155  = dma__valid & \$154 ;
+  assign \$156  = stats[95:64] + 1'h1;
+  assign \$157  = stats[223:192] + 1'h1;
+  assign \$158  = remote__valid & remote__ready;
+  assign \$159  = ~ remote__ready;
+  assign \$160  = remote__valid & \$159 ;
+  assign \$161  = stats[127:96] + 1'h1;
+  assign \$162  = stats[255:224] + 1'h1;
+  assign \$163  = ~ dram__valid;
+  assign \$164  = \$163  | dram__ready;
+  assign \$165  = dma__valid | remote_ok;
+  assign \$166  = \$165  & wait_full;
+  assign \$167  = \$166  & cfg[1];
+  assign \$168  = \$164  & \$167 ;
+  assign \$169  = stats[287:256] + 1'h1;
+  assign \$173  = track_hold & store__payload[72];
+  assign \$174  = ~ \$173 ;
+  assign \$signal$82  = store__valid & \$174 ;
+  assign \$175  = track_hold & remote__payload[72];
   assign \$176  = ~ \$175 ;
-  assign \$177  = ~ gated;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = comm_first | \$178 ;
-  assign \$signal  = \$174  & \$179 ;
-  assign \$180  = dma__valid | remote_ok;
-  assign \$181  = load__valid | store_ok;
-  assign \$182  = ~ \$181 ;
-  assign \$183  = \$180  & \$182 ;
-  assign gate_m = \$183  & gated;
-  assign \$184  = ~ load__valid;
-  assign \$185  = ~ last_store;
-  assign \$186  = \$184  | \$185 ;
-  assign sel_store = store_ok & \$186 ;
-  assign \$187  = ~ dma__valid;
-  assign \$188  = ~ last_remote;
-  assign \$189  = \$187  | \$188 ;
-  assign sel_remote = remote_ok & \$189 ;
-  assign \$190  = ~ dram__valid;
-  assign \$191  = \$190  | dram__ready;
-  assign \$192  = \$191  & pick_c;
-  assign \$193  = ~ sel_store;
-  assign load__ready = \$192  & \$193 ;
-  assign \$194  = ~ dram__valid;
-  assign \$195  = \$194  | dram__ready;
-  assign \$196  = \$195  & pick_c;
-  assign store__ready = \$196  & sel_store;
+  assign remote_ok = remote__valid & \$176 ;
+  assign \$177  = load__valid | \$signal$82 ;
+  assign \$178  = dma__valid | remote_ok;
+  assign \$179  = \$178  & comm_first;
+  assign \$180  = ~ \$179 ;
+  assign pick_c = \$177  & \$180 ;
+  assign \$181  = dma__valid | remote_ok;
+  assign \$182  = load__valid | \$signal$82 ;
+  assign \$183  = ~ \$182 ;
+  assign \$184  = ~ gated;
+  assign \$185  = \$183  & \$184 ;
+  assign \$186  = comm_first | \$185 ;
+  assign \$signal$15  = \$181  & \$186 ;
+  assign \$187  = dma__valid | remote_ok;
+  assign \$188  = load__valid | \$signal$82 ;
+  assign \$189  = ~ \$188 ;
+  assign \$190  = \$187  & \$189 ;
+  assign gate_m = \$190  & gated;
+  assign \$191  = ~ load__valid;
+  assign \$192  = ~ last_store;
+  assign \$193  = \$191  | \$192 ;
+  assign \$signal  = \$signal$82  & \$193 ;
+  assign \$194  = ~ dma__valid;
+  assign \$195  = ~ last_remote;
+  assign \$196  = \$194  | \$195 ;
+  assign sel_remote = remote_ok & \$196 ;
   assign \$197  = ~ dram__valid;
   assign \$198  = \$197  | dram__ready;
-  assign \$199  = gate_m & below;
-  assign \$200  = \$signal  | \$199 ;
-  assign \$201  = \$198  & \$200 ;
-  assign \$202  = ~ sel_remote;
-  assign dma__ready = \$201  & \$202 ;
-  assign \$203  = ~ dram__valid;
-  assign \$204  = \$203  | dram__ready;
-  assign \$205  = gate_m & below;
-  assign \$206  = \$signal  | \$205 ;
-  assign \$207  = \$204  & \$206 ;
-  assign remote__ready = \$207  & sel_remote;
-  assign \$208  = accept ? \new [1:0] : cfg[1:0];
-  assign \$209  = ! \$208 ;
-  assign \$211  = accept ? \new [1:0] : cfg[1:0];
-  assign \$214  = accept ? \new [1:0] : cfg[1:0];
-  assign \$215  = \$214  == 2'h3;
-  assign \$216  = | \new [9:2];
-  assign \$217  = \new [1] & \$216 ;
-  assign \$218  = finish[1] ? cfg[1] : gated;
-  assign \$219  = accept ? \$217  : \$218 ;
-  assign \$220  = \$215  & \$219 ;
-  assign \$224  = accept ? \new [1:0] : cfg[1:0];
-  assign \$225  = ! \$224 ;
-  assign \$227  = accept ? \new [1:0] : cfg[1:0];
-  assign \$228  = dma__valid | remote__valid;
-  assign \$229  = wait1 > \new [38:23];
-  assign \$230  = wait1 >= \new [38:23];
-  assign \$231  = wait_full ? \$229  : \$230 ;
-  assign \$232  = wait1 == cfg[38:23];
-  assign \$233  = wait_full ? wait_full : \$232 ;
-  assign \$234  = accept ? \$231  : \$233 ;
-  assign \$235  = \$228  & \$234 ;
-  assign \$236  = \$227 [1] & \$235 ;
-  assign \$237  = \$226  | { 1'h0, \$236  };
-  assign \$238  = accept ? \new [1:0] : cfg[1:0];
-  assign \$239  = \$238  == 2'h3;
-  assign \$240  = | \new [9:2];
-  assign \$241  = \new [1] & \$240 ;
-  assign \$242  = finish[1] ? cfg[1] : gated;
-  assign \$243  = accept ? \$241  : \$242 ;
-  assign \$244  = \$239  & \$243 ;
-  assign \$246  = \$245  & { 1'h0, below2 };
-  assign \$247  = \$237  | \$246 ;
-  assign \$248  = accept ? \new [1:0] : cfg[1:0];
-  assign \$249  = ! \$248 ;
-  assign \$250  = ~ last_comm;
-  assign \$251  = \$249  & \$250 ;
-  assign \$252  = accept ? \new [1:0] : cfg[1:0];
-  assign \$253  = dma__valid | remote__valid;
-  assign \$254  = wait1 > \new [38:23];
-  assign \$255  = wait1 >= \new [38:23];
-  assign \$256  = wait_full ? \$254  : \$255 ;
-  assign \$257  = wait1 == cfg[38:23];
-  assign \$258  = wait_full ? wait_full : \$257 ;
-  assign \$259  = accept ? \$256  : \$258 ;
-  assign \$260  = \$253  & \$259 ;
-  assign \$261  = \$252 [1] & \$260 ;
-  assign \$262  = \$251  | \$261 ;
-  assign \$263  = accept ? \new [1:0] : cfg[1:0];
-  assign \$264  = \$263  == 2'h3;
-  assign \$265  = | \new [9:2];
-  assign \$266  = \new [1] & \$265 ;
-  assign \$267  = finish[1] ? cfg[1] : gated;
-  assign \$268  = accept ? \$266  : \$267 ;
-  assign \$269  = \$264  & \$268 ;
-  assign \$270  = ~ last_comm;
-  assign \$271  = \$269  & \$270 ;
-  assign \$272  = \$271  & below2;
-  assign \$signal$29  = \$262  | \$272 ;
-  assign \$273  = accept ? \new [1:0] : cfg[1:0];
-  assign \$274  = ! \$273 ;
-  assign \$275  = ~ last_comm;
-  assign \$276  = \$274  & \$275 ;
-  assign \$277  = accept ? \new [1:0] : cfg[1:0];
-  assign \$278  = dma__valid | remote__valid;
-  assign \$279  = wait1 > \new [38:23];
-  assign \$280  = accept ? \$279  : wait_full;
-  assign \$281  = \$278  & \$280 ;
-  assign \$282  = \$277 [1] & \$281 ;
-  assign \$283  = \$276  | \$282 ;
+  assign \$199  = \$198  & pick_c;
+  assign \$200  = ~ \$signal ;
+  assign load__ready = \$199  & \$200 ;
+  assign \$201  = ~ dram__valid;
+  assign \$202  = \$201  | dram__ready;
+  assign \$203  = \$202  & pick_c;
+  assign store__ready = \$203  & \$signal ;
+  assign \$204  = ~ dram__valid;
+  assign \$205  = \$204  | dram__ready;
+  assign \$206  = gate_m & below;
+  assign \$207  = \$signal$15  | \$206 ;
+  assign \$208  = \$205  & \$207 ;
+  assign \$209  = ~ sel_remote;
+  assign dma__ready = \$208  & \$209 ;
+  assign \$210  = ~ dram__valid;
+  assign \$211  = \$210  | dram__ready;
+  assign \$212  = gate_m & below;
+  assign \$213  = \$signal$15  | \$212 ;
+  assign \$214  = \$211  & \$213 ;
+  assign remote__ready = \$214  & sel_remote;
+  assign \$215  = accept ? \new [1:0] : cfg[1:0];
+  assign \$216  = ! \$215 ;
+  assign \$218  = accept ? \new [1:0] : cfg[1:0];
+  assign \$221  = accept ? \new [1:0] : cfg[1:0];
+  assign \$222  = \$221  == 2'h3;
+  assign \$223  = | \new [9:2];
+  assign \$224  = \new [1] & \$223 ;
+  assign \$225  = finish[1] ? cfg[1] : gated;
+  assign \$226  = accept ? \$224  : \$225 ;
+  assign \$227  = \$222  & \$226 ;
+  assign \$231  = accept ? \new [1:0] : cfg[1:0];
+  assign \$232  = ! \$231 ;
+  assign \$234  = accept ? \new [1:0] : cfg[1:0];
+  assign \$235  = dma__valid | remote__valid;
+  assign \$236  = wait1 > \new [38:23];
+  assign \$237  = wait1 >= \new [38:23];
+  assign \$238  = wait_full ? \$236  : \$237 ;
+  assign \$239  = wait1 == cfg[38:23];
+  assign \$240  = wait_full ? wait_full : \$239 ;
+  assign \$241  = accept ? \$238  : \$240 ;
+  assign \$242  = \$235  & \$241 ;
+  assign \$243  = \$234 [1] & \$242 ;
+  assign \$244  = \$233  | { 1'h0, \$243  };
+  assign \$245  = accept ? \new [1:0] : cfg[1:0];
+  assign \$246  = \$245  == 2'h3;
+  assign \$247  = | \new [9:2];
+  assign \$248  = \new [1] & \$247 ;
+  assign \$249  = finish[1] ? cfg[1] : gated;
+  assign \$250  = accept ? \$248  : \$249 ;
+  assign \$251  = \$246  & \$250 ;
+  assign \$253  = \$252  & { 1'h0, below2 };
+  assign \$254  = \$244  | \$253 ;
+  assign \$255  = accept ? \new [1:0] : cfg[1:0];
+  assign \$256  = ! \$255 ;
+  assign \$257  = ~ last_comm;
+  assign \$258  = \$256  & \$257 ;
+  assign \$259  = accept ? \new [1:0] : cfg[1:0];
+  assign \$260  = dma__valid | remote__valid;
+  assign \$261  = wait1 > \new [38:23];
+  assign \$262  = wait1 >= \new [38:23];
+  assign \$263  = wait_full ? \$261  : \$262 ;
+  assign \$264  = wait1 == cfg[38:23];
+  assign \$265  = wait_full ? wait_full : \$264 ;
+  assign \$266  = accept ? \$263  : \$265 ;
+  assign \$267  = \$260  & \$266 ;
+  assign \$268  = \$259 [1] & \$267 ;
+  assign \$269  = \$258  | \$268 ;
+  assign \$270  = accept ? \new [1:0] : cfg[1:0];
+  assign \$271  = \$270  == 2'h3;
+  assign \$272  = | \new [9:2];
+  assign \$273  = \new [1] & \$272 ;
+  assign \$274  = finish[1] ? cfg[1] : gated;
+  assign \$275  = accept ? \$273  : \$274 ;
+  assign \$276  = \$271  & \$275 ;
+  assign \$277  = ~ last_comm;
+  assign \$278  = \$276  & \$277 ;
+  assign \$279  = \$278  & below2;
+  assign \$signal$29  = \$269  | \$279 ;
+  assign \$280  = accept ? \new [1:0] : cfg[1:0];
+  assign \$281  = ! \$280 ;
+  assign \$282  = ~ last_comm;
+  assign \$283  = \$281  & \$282 ;
   assign \$284  = accept ? \new [1:0] : cfg[1:0];
-  assign \$285  = \$284  == 2'h3;
-  assign \$286  = | \new [9:2];
-  assign \$287  = \new [1] & \$286 ;
-  assign \$288  = finish[1] ? cfg[1] : gated;
-  assign \$289  = accept ? \$287  : \$288 ;
-  assign \$290  = \$285  & \$289 ;
-  assign \$291  = ~ last_comm;
-  assign \$292  = \$290  & \$291 ;
-  assign \$293  = \$292  & below2;
-  assign \$signal$28  = \$283  | \$293 ;
-  assign \$295  = \$294  ? 2'h2 : 2'h1;
-  assign \$297  = \$296  ? 2'h2 : 2'h1;
-  assign \$298  = is_remote ? remote_q : dma_q;
-  assign \$299  = \$signal$33  ? store_q : load_q;
-  assign \$300  = \$signal$32  ? \$298  : \$299 ;
-  assign \$301  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$301 ;
-  assign \$302  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$302 ;
-  assign \$303  = ! response__payload[1:0];
-  assign \$304  = response__payload[1:0] == 1'h1;
-  assign \$305  = \$304  ? dma_response__ready : 1'h1;
-  assign response__ready = \$303  ? load_response__ready : \$305 ;
-  assign \$306  = ! response__payload[1:0];
-  assign \$307  = ~ \$306 ;
-  assign \$308  = response__valid & \$307 ;
-  assign \$309  = response__payload[1:0] == 1'h1;
-  assign \$310  = ~ \$309 ;
-  assign \$311  = \$308  & \$310 ;
-  assign \$312  = | config__payload[38:23];
-  assign \$313  = config__payload[22:18] <= 5'h18;
-  assign \$314  = \$312  & \$313 ;
-  assign \$315  = | config__payload[9:2];
-  assign \$316  = | config__payload[17:10];
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = \$314  & \$317 ;
+  assign \$285  = dma__valid | remote__valid;
+  assign \$286  = wait1 > \new [38:23];
+  assign \$287  = accept ? \$286  : wait_full;
+  assign \$288  = \$285  & \$287 ;
+  assign \$289  = \$284 [1] & \$288 ;
+  assign \$290  = \$283  | \$289 ;
+  assign \$291  = accept ? \new [1:0] : cfg[1:0];
+  assign \$292  = \$291  == 2'h3;
+  assign \$293  = | \new [9:2];
+  assign \$294  = \new [1] & \$293 ;
+  assign \$295  = finish[1] ? cfg[1] : gated;
+  assign \$296  = accept ? \$294  : \$295 ;
+  assign \$297  = \$292  & \$296 ;
+  assign \$298  = ~ last_comm;
+  assign \$299  = \$297  & \$298 ;
+  assign \$300  = \$299  & below2;
+  assign \$signal$28  = \$290  | \$300 ;
+  assign \$302  = \$301  ? 2'h2 : 2'h1;
+  assign \$304  = \$303  ? 2'h2 : 2'h1;
+  assign \$305  = is_load ? load_q : 84'h000000000000000000000;
+  assign \$307  = is_store ? store_q : 84'h000000000000000000000;
+  assign \$308  = \$306  | \$307 ;
+  assign \$309  = is_dma ? dma_q : 84'h000000000000000000000;
+  assign \$310  = \$308  | \$309 ;
+  assign \$311  = is_remote ? remote_q : 84'h000000000000000000000;
+  assign \$312  = \$310  | \$311 ;
+  assign \$313  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$313 ;
+  assign \$314  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$314 ;
+  assign \$315  = ! response__payload[1:0];
+  assign \$316  = response__payload[1:0] == 1'h1;
+  assign \$317  = \$316  ? dma_response__ready : 1'h1;
+  assign response__ready = \$315  ? load_response__ready : \$317 ;
+  assign \$318  = ! response__payload[1:0];
   assign \$319  = ~ \$318 ;
-  assign \$320  = config__valid & \$319 ;
+  assign \$320  = response__valid & \$319 ;
+  assign \$321  = response__payload[1:0] == 1'h1;
+  assign \$322  = ~ \$321 ;
+  assign \$323  = \$320  & \$322 ;
+  assign \$324  = | config__payload[38:23];
+  assign \$325  = config__payload[22:18] <= 5'h18;
+  assign \$326  = \$324  & \$325 ;
+  assign \$327  = | config__payload[9:2];
+  assign \$328  = | config__payload[17:10];
+  assign \$329  = \$327  | \$328 ;
+  assign \$330  = \$326  & \$329 ;
+  assign \$331  = ~ \$330 ;
+  assign \$332  = config__valid & \$331 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$321 ;
+    accept <= \$333 ;
   always @(posedge clk)
-    below <= \$322 ;
+    below <= \$334 ;
   always @(posedge clk)
-    below2 <= \$323 ;
+    below2 <= \$335 ;
   always @(posedge clk)
-    last_store <= \$324 ;
+    last_store <= \$336 ;
   always @(posedge clk)
-    last_remote <= \$325 ;
+    last_remote <= \$337 ;
   always @(posedge clk)
-    wait1 <= \$326 ;
+    wait1 <= \$338 ;
   always @(posedge clk)
-    gated <= \$327 ;
+    gated <= \$339 ;
   always @(posedge clk)
-    last_comm <= \$328 ;
+    last_comm <= \$340 ;
   always @(posedge clk)
-    wait_full <= \$329 ;
+    wait_full <= \$341 ;
   always @(posedge clk)
-    comm_first <= \$330 ;
+    comm_first <= \$342 ;
   always @(posedge clk)
-    dram__valid <= \$331 ;
+    dram__valid <= \$343 ;
   always @(posedge clk)
-    \$signal$32  <= \$332 ;
+    is_load <= \$344 ;
   always @(posedge clk)
-    \$signal$33  <= \$333 ;
+    is_store <= \$345 ;
   always @(posedge clk)
-    is_remote <= \$334 ;
+    is_dma <= \$346 ;
   always @(posedge clk)
-    load_q <= \$335 ;
+    is_remote <= \$347 ;
   always @(posedge clk)
-    store_q <= \$336 ;
+    load_q <= \$348 ;
   always @(posedge clk)
-    dma_q <= \$337 ;
+    store_q <= \$349 ;
   always @(posedge clk)
-    remote_q <= \$338 ;
+    dma_q <= \$350 ;
   always @(posedge clk)
-    track__valid <= \$339 ;
+    remote_q <= \$351 ;
   always @(posedge clk)
-    track__payload <= \$340 ;
+    track__valid <= \$352 ;
   always @(posedge clk)
-    sat_s <= \$341 ;
+    track__payload <= \$353 ;
   always @(posedge clk)
-    unit <= \$342 ;
+    sat_s <= \$354 ;
   always @(posedge clk)
-    sat2 <= \$343 ;
+    unit <= \$355 ;
   always @(posedge clk)
-    base <= \$344 ;
+    sat2 <= \$356 ;
   always @(posedge clk)
-    grant_c_q <= \$345 ;
+    base <= \$357 ;
   always @(posedge clk)
-    cfg <= \$346 ;
+    grant_c_q <= \$358 ;
   always @(posedge clk)
-    thr <= \$347 ;
+    cfg <= \$359 ;
   always @(posedge clk)
-    measuring <= \$348 ;
+    thr <= \$360 ;
   always @(posedge clk)
-    armed <= \$349 ;
+    measuring <= \$361 ;
   always @(posedge clk)
-    window <= \$350 ;
+    armed <= \$362 ;
   always @(posedge clk)
-    finish <= \$351 ;
+    window <= \$363 ;
   always @(posedge clk)
-    scale <= \$352 ;
+    finish <= \$364 ;
   always @(posedge clk)
-    acc <= \$353 ;
+    scale <= \$365 ;
   always @(posedge clk)
-    left <= \$354 ;
+    left <= \$366 ;
   always @(posedge clk)
-    num <= \$355 ;
+    num <= \$367 ;
   always @(posedge clk)
-    load_granted <= \$356 ;
+    acc <= \$368 ;
   always @(posedge clk)
-    load_stalled <= \$357 ;
+    load_granted <= \$369 ;
   always @(posedge clk)
-    stats <= \$358 ;
+    load_stalled <= \$370 ;
   always @(posedge clk)
-    store_granted <= \$359 ;
+    stats <= \$371 ;
   always @(posedge clk)
-    store_stalled <= \$360 ;
+    store_granted <= \$372 ;
   always @(posedge clk)
-    dma_granted <= \$361 ;
+    store_stalled <= \$373 ;
   always @(posedge clk)
-    dma_stalled <= \$362 ;
+    dma_granted <= \$374 ;
   always @(posedge clk)
-    remote_granted <= \$363 ;
+    dma_stalled <= \$375 ;
   always @(posedge clk)
-    remote_stalled <= \$364 ;
+    remote_granted <= \$376 ;
   always @(posedge clk)
-    was_forced <= \$365 ;
+    remote_stalled <= \$377 ;
   always @(posedge clk)
-    errors <= \$366 ;
+    was_forced <= \$378 ;
+  always @(posedge clk)
+    errors <= \$379 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$321  = \$8 ;
-    if (rst) begin
-      \$321  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$322  = \$10 ;
-    if (rst) begin
-      \$322  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$323  = \$12 ;
-    if (rst) begin
-      \$323  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$324  = last_store;
-    if (\$15 ) begin
-      \$324  = sel_store;
-    end
-    if (rst) begin
-      \$324  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$325  = last_remote;
-    if (\$20 ) begin
-      \$325  = sel_remote;
-    end
-    if (rst) begin
-      \$325  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$326  = wait1;
-    if (\$25 ) begin
-      \$326  = \$33 [16:0];
-    end
-    if (rst) begin
-      \$326  = 17'h00001;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$327  = \$37 ;
-    if (rst) begin
-      \$327  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$328  = \$46 ;
-    if (rst) begin
-      \$328  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$329  = \$65 ;
-    if (rst) begin
-      \$329  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$330  = \$72 ;
-    if (rst) begin
-      \$330  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$331  = dram__valid;
-    if (\$74 ) begin
-      \$331  = \$83 ;
-    end
-    if (rst) begin
-      \$331  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$332  = \$signal$32 ;
-    if (\$74 ) begin
-      \$332  = \$84 ;
-    end
-    if (rst) begin
-      \$332  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$333  = \$signal$33 ;
-    if (\$74 ) begin
-      \$333  = sel_store;
-    end
+    \$333  = \$8 ;
     if (rst) begin
       \$333  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$334  = is_remote;
-    if (\$74 ) begin
-      \$334  = sel_remote;
-    end
+    \$334  = \$10 ;
     if (rst) begin
-      \$334  = 1'h0;
+      \$334  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$335  = load_q;
-    if (\$74 ) begin
-      \$335  = { 1'h0, load_req };
-    end
+    \$335  = \$12 ;
     if (rst) begin
-      \$335  = 84'h000000000000000000000;
+      \$335  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$336  = store_q;
-    if (\$74 ) begin
-      \$336  = { store__payload[72], store_req };
+    \$336  = last_store;
+    if (\$15 ) begin
+      \$336  = \$signal ;
     end
     if (rst) begin
-      \$336  = 84'h000000000000000000000;
+      \$336  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$337  = dma_q;
-    if (\$74 ) begin
-      \$337  = { 1'h0, dma_req };
+    \$337  = last_remote;
+    if (\$20 ) begin
+      \$337  = sel_remote;
     end
     if (rst) begin
-      \$337  = 84'h000000000000000000000;
+      \$337  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$338  = remote_q;
-    if (\$74 ) begin
-      \$338  = { remote__payload[72], remote_req };
+    \$338  = wait1;
+    if (\$25 ) begin
+      \$338  = \$33 [16:0];
     end
     if (rst) begin
-      \$338  = 84'h000000000000000000000;
+      \$338  = 17'h00001;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$339  = \$88 ;
+    \$339  = \$37 ;
     if (rst) begin
       \$339  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$340 [15:0] = \$300 [74:59];
-    \$340 [19:16] = 4'h1;
-    \$340 [20] = \$90 ;
-    \$340 [22:21] = \$300 [3:2];
+    \$340  = \$46 ;
     if (rst) begin
-      \$340  = 23'h000000;
+      \$340  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$341  = \$91 [31:0];
+    \$341  = \$65 ;
     if (rst) begin
-      \$341  = 32'd32768;
+      \$341  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$342  = \$92 [24:0];
+    \$342  = \$72 ;
     if (rst) begin
-      \$342  = 25'h0000400;
+      \$342  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$343  = \$93 ;
+    \$343  = dram__valid;
+    if (\$74 ) begin
+      \$343  = \$83 ;
+    end
     if (rst) begin
-      \$343  = 9'h022;
+      \$343  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$344  = \$95 [33:0];
+    \$344  = is_load;
+    if (\$74 ) begin
+      \$344  = \$85 ;
+    end
     if (rst) begin
-      \$344  = 34'h021fffc00;
+      \$344  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$345  = \$100 ;
+    \$345  = is_store;
+    if (\$74 ) begin
+      \$345  = \$86 ;
+    end
     if (rst) begin
       \$345  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$346  = cfg;
-    if (accept) begin
-      \$346  = \new ;
+    \$346  = is_dma;
+    if (\$74 ) begin
+      \$346  = \$89 ;
     end
     if (rst) begin
-      \$346  = 39'h0200388002;
+      \$346  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$347  = thr;
+    \$347  = is_remote;
+    if (\$74 ) begin
+      \$347  = \$91 ;
+    end
+    if (rst) begin
+      \$347  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$348  = load_q;
+    if (\$74 ) begin
+      \$348  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$348  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$349  = store_q;
+    if (\$74 ) begin
+      \$349  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$349  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$350  = dma_q;
+    if (\$74 ) begin
+      \$350  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$350  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$351  = remote_q;
+    if (\$74 ) begin
+      \$351  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$351  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$352  = \$95 ;
+    if (rst) begin
+      \$352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$353 [15:0] = \$312 [74:59];
+    \$353 [19:16] = 4'h1;
+    \$353 [20] = \$97 ;
+    \$353 [22:21] = \$312 [3:2];
+    if (rst) begin
+      \$353  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$354  = \$98 [31:0];
+    if (rst) begin
+      \$354  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$355  = \$99 [24:0];
+    if (rst) begin
+      \$355  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$356  = \$100 ;
+    if (rst) begin
+      \$356  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$357  = \$102 [33:0];
+    if (rst) begin
+      \$357  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$358  = \$107 ;
+    if (rst) begin
+      \$358  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$359  = cfg;
     if (accept) begin
-      \$347  = \new [9:2];
-    end else if (\$101 ) begin
+      \$359  = \new ;
+    end
+    if (rst) begin
+      \$359  = 39'h0200388002;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$360  = thr;
+    if (accept) begin
+      \$360  = \new [9:2];
+    end else if (\$108 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$347  = \$135 [7:0];
+      \$360  = \$141 [7:0];
     end
     if (rst) begin
-      \$347  = 8'h00;
+      \$360  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$348  = measuring;
+    \$361  = measuring;
     if (accept) begin
-      \$348  = \$102 ;
-    end else if (\$101 ) begin
+      \$361  = \$109 ;
+    end else if (\$108 ) begin
     end else if (window) begin
     end else if (finish[0]) begin
     end else if (finish[1]) begin
-      \$348  = 1'h0;
-    end
-    if (rst) begin
-      \$348  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$349  = armed;
-    if (accept) begin
-      \$349  = \$103 ;
-    end else if (\$101 ) begin
-      \$349  = 1'h0;
-    end
-    if (rst) begin
-      \$349  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$350  = window;
-    if (accept) begin
-      \$350  = 1'h0;
-    end else if (\$101 ) begin
-      (* full_case = 32'd1 *)
-      if (\$130 ) begin
-      end else begin
-        \$350  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$350  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$350  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$351  = finish;
-    if (accept) begin
-      \$351  = 2'h0;
-    end else if (\$101 ) begin
-      if (\$130 ) begin
-        \$351  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$351  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$351  = \$133 [1:0];
-    end else if (finish[1]) begin
-      \$351  = 2'h0;
-    end
-    if (rst) begin
-      \$351  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$352  = scale;
-    if (accept) begin
-      \$352  = \$104 [4:0];
-    end
-    if (rst) begin
-      \$352  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$353  = acc;
-    if (accept) begin
-    end else if (\$101 ) begin
-      \$353  = sat_s;
-    end else if (window) begin
-      if (grant_c_q) begin
-        \$353  = \$132 [31:0];
-      end
-    end
-    if (rst) begin
-      \$353  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$354  = left;
-    if (accept) begin
-    end else if (\$101 ) begin
-      \$354  = \$129 [24:0];
-    end else if (window) begin
-      \$354  = \$131 [24:0];
-    end
-    if (rst) begin
-      \$354  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$355  = num;
-    if (accept) begin
-    end else if (\$101 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$355  = \$134 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$356  = \$136 ;
-    if (rst) begin
-      \$356  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$357  = \$138 ;
-    if (rst) begin
-      \$357  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$358  = stats;
-    if (load_granted) begin
-      \$358 [31:0] = \$139 [31:0];
-    end
-    if (load_stalled) begin
-      \$358 [159:128] = \$140 [31:0];
-    end
-    if (store_granted) begin
-      \$358 [63:32] = \$144 [31:0];
-    end
-    if (store_stalled) begin
-      \$358 [191:160] = \$145 [31:0];
-    end
-    if (dma_granted) begin
-      \$358 [95:64] = \$149 [31:0];
-    end
-    if (dma_stalled) begin
-      \$358 [223:192] = \$150 [31:0];
-    end
-    if (remote_granted) begin
-      \$358 [127:96] = \$154 [31:0];
-    end
-    if (remote_stalled) begin
-      \$358 [255:224] = \$155 [31:0];
-    end
-    if (was_forced) begin
-      \$358 [287:256] = \$162 [31:0];
-    end
-    if (rst) begin
-      \$358  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$359  = \$141 ;
-    if (rst) begin
-      \$359  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$360  = \$143 ;
-    if (rst) begin
-      \$360  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$361  = \$146 ;
-    if (rst) begin
       \$361  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$362  = \$148 ;
     if (rst) begin
-      \$362  = 1'h0;
+      \$361  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$363  = \$151 ;
+    \$362  = armed;
+    if (accept) begin
+      \$362  = \$110 ;
+    end else if (\$108 ) begin
+      \$362  = 1'h0;
+    end
+    if (rst) begin
+      \$362  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$363  = window;
+    if (accept) begin
+      \$363  = 1'h0;
+    end else if (\$108 ) begin
+      (* full_case = 32'd1 *)
+      if (\$137 ) begin
+      end else begin
+        \$363  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$363  = 1'h0;
+      end
+    end
     if (rst) begin
       \$363  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$364  = \$153 ;
+    \$364  = finish;
+    if (accept) begin
+      \$364  = 2'h0;
+    end else if (\$108 ) begin
+      if (\$137 ) begin
+        \$364  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$364  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$364  = \$139 [1:0];
+    end else if (finish[1]) begin
+      \$364  = 2'h0;
+    end
     if (rst) begin
-      \$364  = 1'h0;
+      \$364  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$365  = \$161 ;
+    \$365  = scale;
+    if (accept) begin
+      \$365  = \$111 [4:0];
+    end
     if (rst) begin
-      \$365  = 1'h0;
+      \$365  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$366  = \$165 ;
+    \$366  = left;
+    if (accept) begin
+    end else if (\$108 ) begin
+      \$366  = \$136 [24:0];
+    end else if (window) begin
+      \$366  = \$138 [24:0];
+    end
     if (rst) begin
-      \$366  = 2'h0;
+      \$366  = 25'h0000000;
     end
   end
-  assign \$signal$30  = \$247 [0];
-  assign \$signal$31  = \$223 [0];
-  assign out_tracked = \$300 [83];
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$367  = num;
+    if (accept) begin
+    end else if (\$108 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$367  = \$140 [33:0];
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$368  = acc;
+    if (grant_c_q) begin
+      if (armed) begin
+        \$368  = sat_s;
+      end else if (window) begin
+        \$368  = \$142 [31:0];
+      end
+    end
+    if (rst) begin
+      \$368  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$369  = \$143 ;
+    if (rst) begin
+      \$369  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$370  = \$145 ;
+    if (rst) begin
+      \$370  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$371  = stats;
+    if (load_granted) begin
+      \$371 [31:0] = \$146 [31:0];
+    end
+    if (load_stalled) begin
+      \$371 [159:128] = \$147 [31:0];
+    end
+    if (store_granted) begin
+      \$371 [63:32] = \$151 [31:0];
+    end
+    if (store_stalled) begin
+      \$371 [191:160] = \$152 [31:0];
+    end
+    if (dma_granted) begin
+      \$371 [95:64] = \$156 [31:0];
+    end
+    if (dma_stalled) begin
+      \$371 [223:192] = \$157 [31:0];
+    end
+    if (remote_granted) begin
+      \$371 [127:96] = \$161 [31:0];
+    end
+    if (remote_stalled) begin
+      \$371 [255:224] = \$162 [31:0];
+    end
+    if (was_forced) begin
+      \$371 [287:256] = \$169 [31:0];
+    end
+    if (rst) begin
+      \$371  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$372  = \$148 ;
+    if (rst) begin
+      \$372  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$373  = \$150 ;
+    if (rst) begin
+      \$373  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$374  = \$153 ;
+    if (rst) begin
+      \$374  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$375  = \$155 ;
+    if (rst) begin
+      \$375  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$376  = \$158 ;
+    if (rst) begin
+      \$376  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$377  = \$160 ;
+    if (rst) begin
+      \$377  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$378  = \$168 ;
+    if (rst) begin
+      \$378  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$379  = \$172 ;
+    if (rst) begin
+      \$379  = 2'h0;
+    end
+  end
+  assign \$signal$30  = \$254 [0];
+  assign \$signal$31  = \$230 [0];
+  assign out_tracked = \$312 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$300 [82:0];
+  assign dram__payload = \$312 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -6120,12 +6167,12 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$300 [1:0];
-  assign dram__payload__source  = \$300 [3:2];
-  assign dram__payload__addr  = \$300 [51:4];
-  assign dram__payload__bytes  = \$300 [58:52];
-  assign dram__payload__tile  = \$300 [74:59];
-  assign dram__payload__tag  = \$300 [82:75];
+  assign dram__payload__op  = \$312 [1:0];
+  assign dram__payload__source  = \$312 [3:2];
+  assign dram__payload__addr  = \$312 [51:4];
+  assign dram__payload__bytes  = \$312 [58:52];
+  assign dram__payload__tile  = \$312 [74:59];
+  assign dram__payload__tag  = \$312 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -6163,8 +6210,8 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$320 ;
-  assign set_err[1] = \$311 ;
+  assign set_err[0] = \$332 ;
+  assign set_err[1] = \$323 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -6183,32 +6230,33 @@ module t3hw_engine__arbiter (load__valid, load_response__ready, dram__ready, res
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$297 ;
+  assign remote_req[1:0] = \$304 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$295 ;
+  assign store_req[1:0] = \$302 ;
   assign store_req[82:75] = 8'h00;
-  assign \$226  = { 1'h0, \$225  };
-  assign \$245  = { 1'h0, \$244  };
-  assign \$210 [0] = 1'h0;
-  assign \$210 [1] = 1'h0;
-  assign \$212  = 1'h0;
-  assign \$213  = 2'h0;
-  assign \$221 [0] = 1'h0;
-  assign \$221 [1] = 1'h0;
-  assign \$222  = 2'h0;
-  assign \$223  = 2'h0;
-  assign \$94  = { 7'h00, sat2, 24'h000000 };
-  assign \$133  = { finish, 1'h0 };
-  assign \$135  = { 25'h0000000, num[33:25] };
-  assign \$163  = 2'h0;
-  assign \$164  = 2'h0;
-  assign \$165  = { \$311 , \$320  };
-  assign \$294  = store__payload[71];
-  assign \$296  = remote__payload[71];
+  assign \$233  = { 1'h0, \$232  };
+  assign \$252  = { 1'h0, \$251  };
+  assign \$217 [0] = 1'h0;
+  assign \$217 [1] = 1'h0;
+  assign \$219  = 1'h0;
+  assign \$220  = 2'h0;
+  assign \$228 [0] = 1'h0;
+  assign \$228 [1] = 1'h0;
+  assign \$229  = 2'h0;
+  assign \$230  = 2'h0;
+  assign \$306  = \$305 ;
+  assign \$101  = { 7'h00, sat2, 24'h000000 };
+  assign \$139  = { finish, 1'h0 };
+  assign \$141  = { 25'h0000000, num[33:25] };
+  assign \$170  = 2'h0;
+  assign \$171  = 2'h0;
+  assign \$172  = { \$323 , \$332  };
+  assign \$301  = store__payload[71];
+  assign \$303  = remote__payload[71];
 endmodule
 
 module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -17040,7 +17088,7 @@ module t3hw_engine__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_
   assign \$480  = arbiter_program__valid;
 endmodule
 
-module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, read__ready, response__payload, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__valid
+module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, read__ready, packet__ready, program__valid, program__payload, desc_held, trigger__valid, trigger__payload, errors, capture, stats, busy, read__valid, read__payload, packet__valid, packet__payload, response__payload, response__valid
 , clk);
   reg _init_strobe_6  = 0;
   wire [6:0] \$1 ;
@@ -17569,10 +17617,13 @@ module t3hw_engine__dma (rst, idle, program__ready, trigger__ready, read__ready,
   assign \$3  = { resp_read_error, desc_busy, bad_pitch, bad_range, resp_bad_response, bad_program, bad_descriptor };
 endmodule
 
-module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, response__payload, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, o__ready, clk);
+module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, read_error, idle, read__ready, \o__ready$39 , descriptor__valid, descriptor__payload, detail, read__valid, read__payload, packet__valid, packet__payload, response__payload, o__ready, clk);
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
+  reg [3:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
@@ -17614,9 +17665,9 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$46 ;
   wire [16:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [47:0] \$49 ;
   wire \$5 ;
-  wire [47:0] \$50 ;
+  wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
@@ -17651,25 +17702,25 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire \$8 ;
   reg [15:0] \$80 ;
   reg \$81 ;
-  reg [47:0] \$82 ;
-  reg \$83 ;
+  reg \$82 ;
+  reg [47:0] \$83 ;
   reg \$84 ;
-  reg [178:0] \$85 ;
-  reg \$86 ;
+  reg \$85 ;
+  reg [178:0] \$86 ;
   reg \$87 ;
   reg \$88 ;
-  reg [47:0] \$89 ;
+  reg \$89 ;
   wire \$9 ;
-  reg [170:0] \$90 ;
-  reg [7:0] \$91 ;
-  reg [3:0] \$92 ;
-  reg [47:0] \$93 ;
-  reg \$94 ;
-  reg \$95 ;
-  reg [3:0] \$96 ;
-  reg [3:0] \$97 ;
+  reg \$90 ;
+  reg [47:0] \$91 ;
+  reg [170:0] \$92 ;
+  reg [7:0] \$93 ;
+  reg [3:0] \$94 ;
+  reg [47:0] \$95 ;
+  reg \$96 ;
+  reg \$97 ;
   reg \$98 ;
-  reg \$99 ;
+  reg [3:0] \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -17767,6 +17818,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire [47:0] meta__src ;
   wire [2:0] meta__tag ;
   wire [6:0] nbytes;
+  reg near_end = 1'h0;
   reg [178:0] nxt = 179'h000000000000000000000000000000000000000000000;
   wire [4:0] nxt__device ;
   wire [47:0] nxt__dst ;
@@ -17781,6 +17833,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire [47:0] nxt__src ;
   wire [15:0] nxt__tile ;
   wire nxt__valid ;
+  reg nxt_near = 1'h0;
   reg nxt_one_row = 1'h0;
   reg nxt_short = 1'h0;
   reg [47:0] nxt_step = 48'h000000000000;
@@ -17849,6 +17902,7 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   wire response__ready;
   wire response__valid;
   reg row_end = 1'h0;
+  reg row_near = 1'h0;
   reg [47:0] row_step = 48'h000000000000;
   reg [11:0] rows_left = 12'h000;
   input rst;
@@ -17918,12 +17972,12 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   assign \$45  = short_row ? row_step : 48'h000000000040;
   assign \$46  = rows_left == 2'h2;
   assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'h80;
-  assign \$49  = remaining <= 8'h80;
-  assign \$50  = \$49  ? row_step : 48'h000000000040;
-  assign \$51  = ~ nxt_valid;
-  assign \$52  = descriptor__valid & \$51 ;
-  assign \$53  = descriptor__payload[58:43] <= 7'h40;
+  assign \$48  = remaining <= 8'hc0;
+  assign \$49  = near_end ? row_step : 48'h000000000040;
+  assign \$50  = ~ nxt_valid;
+  assign \$51  = descriptor__valid & \$50 ;
+  assign \$52  = descriptor__payload[58:43] <= 7'h40;
+  assign \$53  = descriptor__payload[58:43] <= 8'h80;
   assign \$54  = descriptor__payload[42:31] == 1'h1;
   assign \$55  = descriptor__payload[58:43] - 1'h1;
   assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
@@ -17957,43 +18011,49 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   always @(posedge clk)
     remaining <= \$80 ;
   always @(posedge clk)
-    row_end <= \$81 ;
+    near_end <= \$81 ;
   always @(posedge clk)
-    step <= \$82 ;
+    row_end <= \$82 ;
   always @(posedge clk)
-    one_row <= \$83 ;
+    step <= \$83 ;
   always @(posedge clk)
-    active <= \$84 ;
+    one_row <= \$84 ;
   always @(posedge clk)
-    nxt <= \$85 ;
+    active <= \$85 ;
   always @(posedge clk)
-    nxt_valid <= \$86 ;
+    nxt <= \$86 ;
   always @(posedge clk)
-    nxt_short <= \$87 ;
+    nxt_valid <= \$87 ;
   always @(posedge clk)
-    nxt_one_row <= \$88 ;
+    nxt_short <= \$88 ;
   always @(posedge clk)
-    nxt_step <= \$89 ;
+    nxt_near <= \$89 ;
   always @(posedge clk)
-    cur <= \$90 ;
+    nxt_one_row <= \$90 ;
   always @(posedge clk)
-    index <= \$91 ;
+    nxt_step <= \$91 ;
   always @(posedge clk)
-    run <= \$92 ;
+    cur <= \$92 ;
   always @(posedge clk)
-    row_step <= \$93 ;
+    index <= \$93 ;
   always @(posedge clk)
-    short_row <= \$94 ;
+    run <= \$94 ;
   always @(posedge clk)
-    \$signal  <= \$95 ;
+    row_step <= \$95 ;
   always @(posedge clk)
-    \$signal$30  <= \$96 ;
+    row_near <= \$96 ;
   always @(posedge clk)
-    held <= \$97 ;
+    short_row <= \$97 ;
   always @(posedge clk)
-    at_limit <= \$98 ;
+    \$signal  <= \$98 ;
   always @(posedge clk)
-    \$signal$8  <= \$99 ;
+    \$signal$30  <= \$99 ;
+  always @(posedge clk)
+    held <= \$100 ;
+  always @(posedge clk)
+    at_limit <= \$101 ;
+  always @(posedge clk)
+    \$signal$8  <= \$102 ;
   t3hw_engine__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -18105,187 +18165,216 @@ module t3hw_engine__dma__engine (rst, descriptor__ready, abort, bad_response, re
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = row_end;
+    \$81  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = short_row;
+        \$81  = row_near;
       end else begin
         \$81  = \$48 ;
       end
     end
     if (start) begin
-      \$81  = nxt_short;
+      \$81  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$82  = step;
+    \$82  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = \$45 ;
+        \$82  = short_row;
       end else begin
-        \$82  = \$50 ;
+        \$82  = near_end;
       end
     end
     if (start) begin
-      \$82  = \$60 ;
+      \$82  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = one_row;
+    \$83  = step;
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (row_end) begin
+        \$83  = \$45 ;
+      end else begin
+        \$83  = \$49 ;
+      end
+    end
+    if (start) begin
+      \$83  = \$60 ;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$84  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$83  = \$46 ;
+        \$84  = \$46 ;
       end
     end
     if (start) begin
-      \$83  = nxt_one_row;
+      \$84  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = active;
+    \$85  = active;
     if (issue) begin
       if (last) begin
-        \$84  = 1'h0;
+        \$85  = 1'h0;
       end
     end
     if (stop) begin
-      \$84  = 1'h0;
+      \$85  = 1'h0;
     end
     if (start) begin
-      \$84  = 1'h1;
+      \$85  = 1'h1;
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$85  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = nxt;
-    if (\$52 ) begin
-      \$85  = descriptor__payload;
+    \$86  = nxt;
+    if (\$51 ) begin
+      \$86  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = nxt_valid;
-    if (\$52 ) begin
-      \$86  = 1'h1;
+    \$87  = nxt_valid;
+    if (\$51 ) begin
+      \$87  = 1'h1;
     end
     if (start) begin
-      \$86  = 1'h0;
+      \$87  = 1'h0;
     end
     if (rst) begin
-      \$86  = 1'h0;
+      \$87  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = nxt_short;
-    if (\$52 ) begin
-      \$87  = \$53 ;
+    \$88  = nxt_short;
+    if (\$51 ) begin
+      \$88  = \$52 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = nxt_one_row;
-    if (\$52 ) begin
-      \$88  = \$54 ;
+    \$89  = nxt_near;
+    if (\$51 ) begin
+      \$89  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$89  = nxt_step;
-    if (\$52 ) begin
-      \$89  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$90  = nxt_one_row;
+    if (\$51 ) begin
+      \$90  = \$54 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$90  = cur;
+    \$91  = nxt_step;
+    if (\$51 ) begin
+      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$92  = cur;
     if (start) begin
-      \$90 [0] = nxt[8];
-      \$90 [1] = nxt[9];
-      \$90 [6:2] = nxt[14:10];
-      \$90 [22:7] = nxt[30:15];
-      \$90 [34:23] = nxt[42:31];
-      \$90 [50:35] = nxt[58:43];
-      \$90 [74:51] = nxt[82:59];
-      \$90 [122:75] = nxt[130:83];
-      \$90 [170:123] = nxt[178:131];
+      \$92 [0] = nxt[8];
+      \$92 [1] = nxt[9];
+      \$92 [6:2] = nxt[14:10];
+      \$92 [22:7] = nxt[30:15];
+      \$92 [34:23] = nxt[42:31];
+      \$92 [50:35] = nxt[58:43];
+      \$92 [74:51] = nxt[82:59];
+      \$92 [122:75] = nxt[130:83];
+      \$92 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$91  = index;
+    \$93  = index;
     if (start) begin
-      \$91  = nxt[7:0];
+      \$93  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$92  = run;
+    \$94  = run;
     if (start) begin
-      \$92  = \$59 [3:0];
+      \$94  = \$59 [3:0];
     end
     if (rst) begin
-      \$92  = 4'h0;
+      \$94  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$93  = row_step;
+    \$95  = row_step;
     if (start) begin
-      \$93  = nxt_step;
+      \$95  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$94  = short_row;
+    \$96  = row_near;
     if (start) begin
-      \$94  = nxt_short;
+      \$96  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$95  = \$signal ;
+    \$97  = short_row;
+    if (start) begin
+      \$97  = nxt_short;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$98  = \$signal ;
     if (\$63 ) begin
-      \$95  = \$65 ;
+      \$98  = \$65 ;
     end
-    if (rst) begin
-      \$95  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$96  = \$signal$30 ;
-    if (\$63 ) begin
-      \$96  = o__payload[83:80];
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$97  = \$38 [3:0];
-    if (rst) begin
-      \$97  = 4'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_7 ) begin end
-    \$98  = \$66 ;
     if (rst) begin
       \$98  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$99  = \$73 ;
+    \$99  = \$signal$30 ;
+    if (\$63 ) begin
+      \$99  = o__payload[83:80];
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$100  = \$38 [3:0];
     if (rst) begin
-      \$99  = 1'h1;
+      \$100  = 4'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$101  = \$66 ;
+    if (rst) begin
+      \$101  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_7 ) begin end
+    \$102  = \$73 ;
+    if (rst) begin
+      \$102  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -19123,34 +19212,31 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
-  reg [7:0] \$106 ;
-  reg \$107 ;
-  reg [4:0] \$108 ;
+  reg [7:0] \$103 ;
+  reg \$104 ;
+  reg [4:0] \$105 ;
+  reg \$106 ;
+  reg [178:0] \$107 ;
+  reg [11:0] \$108 ;
   reg \$109 ;
   wire \$11 ;
-  reg [178:0] \$110 ;
-  reg [11:0] \$111 ;
+  reg \$110 ;
+  reg \$111 ;
   reg \$112 ;
-  reg \$113 ;
+  reg [4:0] \$113 ;
   reg \$114 ;
   reg \$115 ;
-  reg [4:0] \$116 ;
+  reg \$116 ;
   reg \$117 ;
   reg \$118 ;
-  reg \$119 ;
+  reg [178:0] \$119 ;
   wire \$12 ;
   reg \$120 ;
-  reg \$121 ;
-  reg [178:0] \$122 ;
-  reg \$123 ;
-  reg [4:0] \$124 ;
-  reg \$125 ;
-  reg [4:0] \$126 ;
-  reg \$127 ;
-  reg [4:0] \$128 ;
+  reg [4:0] \$121 ;
+  reg \$122 ;
+  reg [4:0] \$123 ;
+  reg \$124 ;
+  reg [4:0] \$125 ;
   wire \$13 ;
   wire \$14 ;
   wire [23:0] \$15 ;
@@ -19182,19 +19268,19 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire [4:0] \$41 ;
+  wire \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [4:0] \$46 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [4:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
@@ -19219,34 +19305,37 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
+  wire [5:0] \$75 ;
+  wire [6:0] \$76 ;
   wire \$77 ;
-  wire [5:0] \$78 ;
-  wire [6:0] \$79 ;
+  wire [7:0] \$78 ;
+  wire \$79 ;
   wire [12:0] \$8 ;
-  wire \$80 ;
-  wire [7:0] \$81 ;
+  wire [5:0] \$80 ;
+  wire [6:0] \$81 ;
   wire \$82 ;
-  wire [5:0] \$83 ;
-  wire [6:0] \$84 ;
+  wire \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [5:0] \$88 ;
+  wire [5:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [5:0] \$90 ;
   wire [5:0] \$91 ;
-  wire [5:0] \$92 ;
-  wire [5:0] \$93 ;
-  wire [5:0] \$94 ;
-  wire [6:0] \$95 ;
+  wire [6:0] \$92 ;
+  wire \$93 ;
+  wire \$94 ;
+  wire \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
+  reg again = 1'h0;
+  reg \again$67  = 1'h0;
+  reg \again$76  = 1'h0;
   output bad_descriptor;
   wire bad_descriptor;
   output bad_pitch;
@@ -19259,11 +19348,11 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   reg busy = 1'h1;
   reg \busy$20  = 1'h0;
   wire [7:0] check__addr;
-  wire [7:0] \check__addr$102 ;
-  wire [7:0] \check__addr$107 ;
+  wire [7:0] \check__addr$110 ;
+  wire [7:0] \check__addr$116 ;
   wire [4:0] check__data;
-  wire [4:0] \check__data$67 ;
-  wire [4:0] \check__data$74 ;
+  wire [4:0] \check__data$71 ;
+  wire [4:0] \check__data$80 ;
   output check_ok;
   wire check_ok;
   input clk;
@@ -19341,29 +19430,32 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire idle;
   wire in_use;
   reg [4:0] issued_checked = 5'h00;
+  reg [4:0] last = 5'h00;
+  reg [4:0] \last$68  = 5'h00;
+  reg [4:0] \last$77  = 5'h00;
   reg [23:0] lo = 24'h000000;
   reg [23:0] mul_pitch = 24'h000000;
   reg [11:0] mul_rows1 = 12'h000;
   wire [7:0] o__payload;
   wire o__ready;
   wire o__valid;
-  reg [4:0] old = 5'h00;
-  reg [4:0] \old$63  = 5'h00;
-  reg [4:0] \old$70  = 5'h00;
+  wire [4:0] old;
+  wire [4:0] \old$105 ;
+  wire [4:0] \old$111 ;
   reg overlap = 1'h0;
   reg pending = 1'h0;
-  reg \pending$60  = 1'h0;
-  reg \pending$68  = 1'h0;
+  reg \pending$62  = 1'h0;
+  reg \pending$72  = 1'h0;
   reg [7:0] pending_index = 8'h00;
-  reg [7:0] \pending_index$62  = 8'h00;
-  reg [7:0] \pending_index$69  = 8'h00;
+  reg [7:0] \pending_index$64  = 8'h00;
+  reg [7:0] \pending_index$73  = 8'h00;
   wire [7:0] pre__addr;
-  wire [7:0] \pre__addr$103 ;
   (* init = 8'h00 *)
-  wire [7:0] \pre__addr$98 ;
+  wire [7:0] \pre__addr$106 ;
+  wire [7:0] \pre__addr$112 ;
   wire [4:0] pre__data;
-  wire [4:0] \pre__data$64 ;
-  wire [4:0] \pre__data$71 ;
+  wire [4:0] \pre__data$66 ;
+  wire [4:0] \pre__data$75 ;
   input [178:0] program__payload;
   wire [178:0] program__payload;
   wire [4:0] program__payload__device ;
@@ -19401,6 +19493,9 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   wire [47:0] rd_fetch__data__src ;
   wire [15:0] rd_fetch__data__tile ;
   wire rd_fetch__data__valid ;
+  reg [4:0] read = 5'h00;
+  reg [4:0] \read$65  = 5'h00;
+  reg [4:0] \read$74  = 5'h00;
   reg ready = 1'h0;
   wire refused;
   reg room = 1'h1;
@@ -19428,17 +19523,17 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   input trigger__valid;
   wire trigger__valid;
   wire [4:0] value;
-  wire [4:0] \value$65 ;
-  wire [4:0] \value$72 ;
+  wire [4:0] \value$69 ;
+  wire [4:0] \value$78 ;
   reg [7:0] wr__addr;
-  reg [7:0] \wr__addr$104 ;
-  reg [7:0] \wr__addr$99 ;
+  reg [7:0] \wr__addr$107 ;
+  reg [7:0] \wr__addr$113 ;
   reg [4:0] wr__data;
-  reg [4:0] \wr__data$100 ;
-  reg [4:0] \wr__data$105 ;
+  reg [4:0] \wr__data$108 ;
+  reg [4:0] \wr__data$114 ;
   reg wr__en;
-  reg \wr__en$101 ;
-  reg \wr__en$106 ;
+  reg \wr__en$109 ;
+  reg \wr__en$115 ;
   reg [7:0] wr_check__addr;
   reg wr_check__data;
   reg wr_check__en;
@@ -19988,11 +20083,11 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     dropped_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$101 )
-      dropped_count[\wr__addr$99 ] <= \wr__data$100 ;
+    if (\wr__en$109 )
+      dropped_count[\wr__addr$107 ] <= \wr__data$108 ;
   end
-  assign \check__data$67  = dropped_count[desc[7:0]];
-  assign \pre__data$64  = dropped_count[s2_cmd];
+  assign \check__data$71  = dropped_count[desc[7:0]];
+  assign \pre__data$66  = dropped_count[s2_cmd];
   (* t3hw_rd_collision = "excluded" *)
   reg [170:0] fetch_table [255:0];
   initial begin
@@ -20789,11 +20884,11 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     taken_count[255] = 5'h00;
   end
   always @(posedge clk) begin
-    if (\wr__en$106 )
-      taken_count[\wr__addr$104 ] <= \wr__data$105 ;
+    if (\wr__en$115 )
+      taken_count[\wr__addr$113 ] <= \wr__data$114 ;
   end
-  assign \check__data$74  = taken_count[desc[7:0]];
-  assign \pre__data$71  = taken_count[descriptor__payload[7:0]];
+  assign \check__data$80  = taken_count[desc[7:0]];
+  assign \pre__data$75  = taken_count[descriptor__payload[7:0]];
   assign \$1  = sweep + 1'h1;
   assign \$2  = sweep == 8'hff;
   assign \$3  = program__valid & program__ready;
@@ -20831,100 +20926,100 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   assign \$38  = \$36  & \$37 ;
   assign \$39  = pending_index == trigger__payload[7:0];
   assign \$40  = pending & \$39 ;
-  assign \$41  = \$40  ? \$91 [4:0] : pre__data;
-  assign \$42  = ~ busy;
-  assign \$43  = bad_descriptor & \$42 ;
-  assign \$44  = \pending_index$62  == s2_cmd;
-  assign \$45  = \pending$60  & \$44 ;
-  assign \$46  = \$45  ? \$92 [4:0] : \pre__data$64 ;
-  assign \$47  = descriptor__valid & descriptor__ready;
-  assign \$48  = ~ busy;
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = \pending_index$69  == descriptor__payload[7:0];
-  assign \$51  = \pending$68  & \$50 ;
-  assign \$52  = \$51  ? \$93 [4:0] : \pre__data$71 ;
-  assign \$53  = ~ busy;
-  assign program__ready = \$53  & quiet;
+  assign \$41  = ~ busy;
+  assign \$42  = bad_descriptor & \$41 ;
+  assign \$43  = \pending_index$64  == s2_cmd;
+  assign \$44  = \pending$62  & \$43 ;
+  assign \$45  = descriptor__valid & descriptor__ready;
+  assign \$46  = ~ busy;
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = \pending_index$73  == descriptor__payload[7:0];
+  assign \$49  = \pending$72  & \$48 ;
+  assign \$50  = ~ busy;
+  assign program__ready = \$50  & quiet;
   assign \$signal  = desc[130:83] + span;
   assign dst_end = desc[178:131] + span;
-  assign \$54  = stage[4] & desc[8];
-  assign bad_program = \$54  & empty;
+  assign \$51  = stage[4] & desc[8];
+  assign bad_program = \$51  & empty;
+  assign \$52  = stage[4] & desc[8];
+  assign \$53  = ~ empty;
+  assign \$54  = \$52  & \$53 ;
+  assign bad_pitch = \$54  & overlap;
   assign \$55  = stage[4] & desc[8];
   assign \$56  = ~ empty;
   assign \$57  = \$55  & \$56 ;
-  assign bad_pitch = \$57  & overlap;
-  assign \$58  = stage[4] & desc[8];
-  assign \$59  = ~ empty;
-  assign \$60  = \$58  & \$59 ;
-  assign \$61  = ~ overlap;
-  assign \$62  = \$60  & \$61 ;
-  assign bad_range = \$62  & wraps;
-  assign \$63  = empty | overlap;
-  assign \$64  = \$63  | wraps;
-  assign \$65  = desc[8] & \$64 ;
-  assign \$66  = ~ \$65 ;
-  assign \$67  = stage[4] & \$66 ;
-  assign desc_busy = \$67  & \busy$20 ;
-  assign \$68  = bad_program | bad_pitch;
-  assign \$69  = \$68  | bad_range;
-  assign refused = \$69  | desc_busy;
-  assign \$70  = ~ refused;
-  assign \$71  = stage[4] & \$70 ;
-  assign \$72  = ~ refused;
-  assign \$73  = stage[4] & \$72 ;
-  assign \$74  = ~ program__valid;
-  assign trigger__ready = ready & \$74 ;
+  assign \$58  = ~ overlap;
+  assign \$59  = \$57  & \$58 ;
+  assign bad_range = \$59  & wraps;
+  assign \$60  = empty | overlap;
+  assign \$61  = \$60  | wraps;
+  assign \$62  = desc[8] & \$61 ;
+  assign \$63  = ~ \$62 ;
+  assign \$64  = stage[4] & \$63 ;
+  assign desc_busy = \$64  & \busy$20 ;
+  assign \$65  = bad_program | bad_pitch;
+  assign \$66  = \$65  | bad_range;
+  assign refused = \$66  | desc_busy;
+  assign \$67  = ~ refused;
+  assign \$68  = stage[4] & \$67 ;
+  assign \$69  = ~ refused;
+  assign \$70  = stage[4] & \$69 ;
+  assign \$71  = ~ program__valid;
+  assign trigger__ready = ready & \$71 ;
   assign check_ok = s2_valid & s2_ok;
-  assign \$75  = ~ s2_ok;
-  assign bad_descriptor = s2_valid & \$75 ;
-  assign \$76  = ~ refused;
-  assign \$77  = trigger__valid & trigger__ready;
-  assign \$78  = \held$36  + \$77 ;
-  assign \$79  = \$78  - bad_descriptor;
-  assign \$80  = o__valid & o__ready;
-  assign \$81  = $signed(\$79 ) - $signed({ 1'h0, \$80  });
-  assign \$82  = trigger__valid & trigger__ready;
-  assign \$83  = \held$36  + \$82 ;
-  assign \$84  = \$83  - bad_descriptor;
-  assign room_next = $signed(\$84 ) < $signed(6'h10);
-  assign \$85  = ~ fetching;
-  assign \$86  = ~ fetched;
-  assign \$87  = \$85  & \$86 ;
-  assign \$88  = ~ descriptor__valid;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = ~ stage[4];
-  assign o__ready = \$89  & \$90 ;
-  assign \$91  = old + 1'h1;
-  assign \$92  = \old$63  + 1'h1;
-  assign \$93  = \old$70  + 1'h1;
-  assign \$94  = issued_checked - dropped_checked;
-  assign \$95  = $signed(\$94 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$95 [4:0];
-  assign \$96  = ~ s1_valid;
-  assign \$97  = ~ s2_valid;
-  assign \$98  = \$96  & \$97 ;
-  assign \$99  = ~ o__valid;
-  assign \$100  = \$98  & \$99 ;
-  assign \$101  = ~ fetching;
-  assign \$102  = \$100  & \$101 ;
-  assign \$103  = ~ fetched;
-  assign \$104  = \$102  & \$103 ;
-  assign \$105  = ~ descriptor__valid;
-  assign idle = \$104  & \$105 ;
+  assign \$72  = ~ s2_ok;
+  assign bad_descriptor = s2_valid & \$72 ;
+  assign \$73  = ~ refused;
+  assign \$74  = trigger__valid & trigger__ready;
+  assign \$75  = \held$36  + \$74 ;
+  assign \$76  = \$75  - bad_descriptor;
+  assign \$77  = o__valid & o__ready;
+  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
+  assign \$79  = trigger__valid & trigger__ready;
+  assign \$80  = \held$36  + \$79 ;
+  assign \$81  = \$80  - bad_descriptor;
+  assign room_next = $signed(\$81 ) < $signed(6'h10);
+  assign \$82  = ~ fetching;
+  assign \$83  = ~ fetched;
+  assign \$84  = \$82  & \$83 ;
+  assign \$85  = ~ descriptor__valid;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ stage[4];
+  assign o__ready = \$86  & \$87 ;
+  assign old = again ? last : read;
+  assign \$88  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$89  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$90  = \old$111  + 1'h1;
+  assign \$91  = issued_checked - dropped_checked;
+  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$92 [4:0];
+  assign \$93  = ~ s1_valid;
+  assign \$94  = ~ s2_valid;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ o__valid;
+  assign \$97  = \$95  & \$96 ;
+  assign \$98  = ~ fetching;
+  assign \$99  = \$97  & \$98 ;
+  assign \$100  = ~ fetched;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ descriptor__valid;
+  assign idle = \$101  & \$102 ;
   always @(posedge clk)
-    sweep <= \$106 ;
+    sweep <= \$103 ;
   always @(posedge clk)
-    busy <= \$107 ;
+    busy <= \$104 ;
   always @(posedge clk)
-    stage <= \$108 ;
+    stage <= \$105 ;
   always @(posedge clk)
-    quiet <= \$109 ;
+    quiet <= \$106 ;
   always @(posedge clk)
-    desc <= \$110 ;
+    desc <= \$107 ;
   always @(posedge clk)
-    rows1 <= \$111 ;
+    rows1 <= \$108 ;
   always @(posedge clk)
-    held <= \$112 ;
+    held <= \$109 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -20940,17 +21035,17 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$113 ;
+    \busy$20  <= \$110 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$114 ;
+    s1_valid <= \$111 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$115 ;
+    s2_valid <= \$112 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -20958,15 +21053,15 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$116 ;
+    \held$36  <= \$113 ;
   always @(posedge clk)
-    room <= \$117 ;
+    room <= \$114 ;
   always @(posedge clk)
-    ready <= \$118 ;
+    ready <= \$115 ;
   always @(posedge clk)
-    fetching <= \$119 ;
+    fetching <= \$116 ;
   always @(posedge clk)
-    fetched <= \$120 ;
+    fetched <= \$117 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -20974,33 +21069,45 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$121 ;
+    descriptor__valid <= \$118 ;
   always @(posedge clk)
-    descriptor__payload <= \$122 ;
+    descriptor__payload <= \$119 ;
   always @(posedge clk)
-    pending <= \$123 ;
+    pending <= \$120 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
-    old <= \$41 ;
+    read <= pre__data;
   always @(posedge clk)
-    issued_checked <= \$124 ;
+    again <= \$40 ;
   always @(posedge clk)
-    \pending$60  <= \$125 ;
+    last <= \$88 [4:0];
   always @(posedge clk)
-    \pending_index$62  <= s2_cmd;
+    issued_checked <= \$121 ;
   always @(posedge clk)
-    \old$63  <= \$46 ;
+    \pending$62  <= \$122 ;
   always @(posedge clk)
-    dropped_checked <= \$126 ;
+    \pending_index$64  <= s2_cmd;
   always @(posedge clk)
-    \pending$68  <= \$127 ;
+    \read$65  <= \pre__data$66 ;
   always @(posedge clk)
-    \pending_index$69  <= descriptor__payload[7:0];
+    \again$67  <= \$44 ;
   always @(posedge clk)
-    \old$70  <= \$52 ;
+    \last$68  <= \$89 [4:0];
   always @(posedge clk)
-    taken_checked <= \$128 ;
+    dropped_checked <= \$123 ;
+  always @(posedge clk)
+    \pending$72  <= \$124 ;
+  always @(posedge clk)
+    \pending_index$73  <= descriptor__payload[7:0];
+  always @(posedge clk)
+    \read$74  <= \pre__data$75 ;
+  always @(posedge clk)
+    \again$76  <= \$49 ;
+  always @(posedge clk)
+    \last$77  <= \$90 [4:0];
+  always @(posedge clk)
+    taken_checked <= \$125 ;
   t3hw_engine__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -21012,189 +21119,189 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   );
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$106  = sweep;
+    \$103  = sweep;
     if (busy) begin
-      \$106  = \$1 [7:0];
+      \$103  = \$1 [7:0];
     end
     if (rst) begin
-      \$106  = 8'h00;
+      \$103  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$107  = busy;
+    \$104  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$107  = 1'h0;
+        \$104  = 1'h0;
       end
     end
     if (rst) begin
-      \$107  = 1'h1;
+      \$104  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$108  = { stage[3:0], \$3  };
+    \$105  = { stage[3:0], \$3  };
     if (rst) begin
-      \$108  = 5'h00;
+      \$105  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$109  = \$7 ;
+    \$106  = \$7 ;
     if (rst) begin
-      \$109  = 1'h1;
+      \$106  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$110  = desc;
+    \$107  = desc;
     if (program__ready) begin
-      \$110  = program__payload;
+      \$107  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$111  = rows1;
+    \$108  = rows1;
     if (program__ready) begin
-      \$111  = \$8 [11:0];
+      \$108  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$112  = held;
+    \$109  = held;
     if (stage[1]) begin
-      \$112  = desc_held;
+      \$109  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$113  = \busy$20 ;
+    \$110  = \busy$20 ;
     if (stage[2]) begin
-      \$113  = \$21 ;
+      \$110  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$114  = \$25 ;
+    \$111  = \$25 ;
     if (rst) begin
-      \$114  = 1'h0;
+      \$111  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$115  = s1_valid;
+    \$112  = s1_valid;
+    if (rst) begin
+      \$112  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$113  = \$78 [4:0];
+    if (rst) begin
+      \$113  = 5'h00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$114  = room_next;
+    if (rst) begin
+      \$114  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_10 ) begin end
+    \$115  = \$34 ;
     if (rst) begin
       \$115  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$116  = \$81 [4:0];
+    \$116  = \$35 ;
     if (rst) begin
-      \$116  = 5'h00;
+      \$116  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$117  = room_next;
+    \$117  = fetching;
     if (rst) begin
-      \$117  = 1'h1;
+      \$117  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$118  = \$34 ;
+    \$118  = descriptor__valid;
+    if (descriptor__ready) begin
+      \$118  = 1'h0;
+    end
+    if (fetched) begin
+      \$118  = 1'h1;
+    end
     if (rst) begin
       \$118  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$119  = \$35 ;
+    \$119  = descriptor__payload;
+    if (fetched) begin
+      \$119 [8] = got[0];
+      \$119 [9] = got[1];
+      \$119 [14:10] = got[6:2];
+      \$119 [30:15] = got[22:7];
+      \$119 [42:31] = got[34:23];
+      \$119 [58:43] = got[50:35];
+      \$119 [82:59] = got[74:51];
+      \$119 [130:83] = got[122:75];
+      \$119 [178:131] = got[170:123];
+      \$119 [7:0] = got_index;
+    end
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$120  = fetching;
+    \$120  = \$38 ;
     if (rst) begin
       \$120  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$121  = descriptor__valid;
-    if (descriptor__ready) begin
-      \$121  = 1'h0;
-    end
-    if (fetched) begin
-      \$121  = 1'h1;
-    end
-    if (rst) begin
-      \$121  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$122  = descriptor__payload;
-    if (fetched) begin
-      \$122 [8] = got[0];
-      \$122 [9] = got[1];
-      \$122 [14:10] = got[6:2];
-      \$122 [30:15] = got[22:7];
-      \$122 [42:31] = got[34:23];
-      \$122 [58:43] = got[50:35];
-      \$122 [82:59] = got[74:51];
-      \$122 [130:83] = got[122:75];
-      \$122 [178:131] = got[170:123];
-      \$122 [7:0] = got_index;
-    end
-    if (rst) begin
-      \$122  = 179'h000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$123  = \$38 ;
-    if (rst) begin
-      \$123  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_10 ) begin end
-    \$124  = issued_checked;
+    \$121  = issued_checked;
     if (stage[1]) begin
-      \$124  = check__data;
+      \$121  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$125  = \$43 ;
+    \$122  = \$42 ;
     if (rst) begin
-      \$125  = 1'h0;
+      \$122  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$126  = dropped_checked;
+    \$123  = dropped_checked;
     if (stage[1]) begin
-      \$126  = \check__data$67 ;
+      \$123  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$127  = \$49 ;
+    \$124  = \$47 ;
     if (rst) begin
-      \$127  = 1'h0;
+      \$124  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$128  = taken_checked;
+    \$125  = taken_checked;
     if (stage[1]) begin
-      \$128  = \check__data$74 ;
+      \$125  = \check__data$80 ;
     end
   end
   always @* begin
@@ -21205,7 +21312,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
       detail[23:8] = desc[30:15];
       detail[71:24] = desc[130:83];
     end
-    if (\$76 ) begin
+    if (\$73 ) begin
       detail[7:0] = s2_cmd;
       detail[23:8] = s2_tile;
     end
@@ -21234,7 +21341,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr_check__en = 1'h1;
     end else begin
-      wr_check__en = \$71 ;
+      wr_check__en = \$68 ;
     end
   end
   always @* begin
@@ -21269,7 +21376,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr_fetch__en = 1'h1;
     end else begin
-      wr_fetch__en = \$73 ;
+      wr_fetch__en = \$70 ;
     end
   end
   always @* begin
@@ -21287,7 +21394,7 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$91 [4:0];
+      wr__data = \$88 [4:0];
     end
   end
   always @* begin
@@ -21303,60 +21410,60 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$99  = sweep;
+      \wr__addr$107  = sweep;
     end else begin
-      \wr__addr$99  = \pending_index$62 ;
+      \wr__addr$107  = \pending_index$64 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$100  = 5'h00;
+      \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$100  = \$92 [4:0];
+      \wr__data$108  = \$89 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$101  = 1'h1;
+      \wr__en$109  = 1'h1;
     end else begin
-      \wr__en$101  = \pending$60 ;
+      \wr__en$109  = \pending$62 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__addr$104  = sweep;
+      \wr__addr$113  = sweep;
     end else begin
-      \wr__addr$104  = \pending_index$69 ;
+      \wr__addr$113  = \pending_index$73 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__data$105  = 5'h00;
+      \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$105  = \$93 [4:0];
+      \wr__data$114  = \$90 [4:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \wr__en$106  = 1'h1;
+      \wr__en$115  = 1'h1;
     end else begin
-      \wr__en$106  = \pending$68 ;
+      \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$81 [4:0];
-  assign value = \$91 [4:0];
-  assign \value$65  = \$92 [4:0];
-  assign \value$72  = \$93 [4:0];
+  assign held_next = \$78 [4:0];
+  assign value = \$88 [4:0];
+  assign \value$69  = \$89 [4:0];
+  assign \value$78  = \$90 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -21364,10 +21471,10 @@ module t3hw_engine__dma__queue (rst, program__ready, bad_program, bad_pitch, bad
   assign rd_fetch__addr = o__payload;
   assign pre__addr = trigger__payload[7:0];
   assign check__addr = desc[7:0];
-  assign \pre__addr$98  = s2_cmd;
-  assign \check__addr$102  = desc[7:0];
-  assign \pre__addr$103  = descriptor__payload[7:0];
-  assign \check__addr$107  = desc[7:0];
+  assign \pre__addr$106  = s2_cmd;
+  assign \check__addr$110  = desc[7:0];
+  assign \pre__addr$112  = descriptor__payload[7:0];
+  assign \check__addr$116  = desc[7:0];
   assign desc__index  = desc[7:0];
   assign desc__valid  = desc[8];
   assign desc__op  = desc[9];
@@ -21828,15 +21935,18 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  reg [1:0] \$56 ;
   reg \$57 ;
-  reg [57:0] \$58 ;
-  reg [57:0] \$59 ;
+  reg \$58 ;
+  reg \$59 ;
   wire \$6 ;
   reg \$60 ;
+  reg [57:0] \$61 ;
+  reg [57:0] \$62 ;
+  reg \$63 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -21875,6 +21985,9 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -21888,24 +22001,27 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
   assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$51  = ~ full;
+  assign \$52  = push & accept;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ rd;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$56 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$57 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$58 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$59 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$60 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
+    entry1 <= \$61 ;
   always @(posedge clk)
-    entry0 <= \$59 ;
+    entry0 <= \$62 ;
   always @(posedge clk)
-    rd <= \$60 ;
+    rd <= \$63 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -21942,75 +22058,72 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   assign \$32  = ~ \$31 ;
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$53  = \$14 [1:0];
+    \$56  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$56  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$54  = \$24 ;
-    if (rst) begin
-      \$54  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$55  = \$36 ;
-    if (rst) begin
-      \$55  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$56  = \$48 ;
-    if (rst) begin
-      \$56  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_12 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
+    \$57  = \$24 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    \$58  = \$36 ;
+    if (rst) begin
+      \$58  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
+    \$59  = \$48 ;
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_12 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
+    \$60  = \$signal ;
+    if (\$49 ) begin
+      \$60  = \$50 ;
     end
     if (rst) begin
       \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$61  = entry1;
+    if (\$53 ) begin
+      if (\$signal ) begin
+        \$61  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$62  = entry0;
+    if (\$53 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$62  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_12 ) begin end
+    \$63  = rd;
+    if (\$54 ) begin
+      \$63  = \$55 ;
+    end
+    if (rst) begin
+      \$63  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -22027,7 +22140,18 @@ module t3hw_engine__slice_dma_read__queue (rst, o__ready, push, o__payload, data
   assign data__tag  = data[57:55];
 endmodule
 
-module t3hw_engine__slice_dma_response (rst, i__valid, i__ready, o__payload, data, o__valid, clk);
+module t3hw_engine__slice_dma_response (rst, i__valid, i__ready, data, o__payload, o__valid, clk);
+  reg _init_strobe_13  = 0;
+  wire \$1 ;
+  wire \$2 ;
+  wire \$3 ;
+  wire \$4 ;
+  wire [3:0] \$5 ;
+  reg [3:0] \$6 ;
+  reg [3:0] \$7 ;
+  reg [3:0] back = 4'h0;
+  wire back__error ;
+  wire [2:0] back__tag ;
   input clk;
   wire clk;
   input [3:0] data;
@@ -22035,6 +22159,12 @@ module t3hw_engine__slice_dma_response (rst, i__valid, i__ready, o__payload, dat
   wire data__error ;
   wire [2:0] data__tag ;
   wire full;
+  wire [3:0] given;
+  wire given__error ;
+  wire [2:0] given__tag ;
+  reg [3:0] head = 4'h0;
+  wire head__error ;
+  wire [2:0] head__tag ;
   wire [3:0] i__payload;
   wire i__payload__error ;
   wire [2:0] i__payload__tag ;
@@ -22044,47 +22174,73 @@ module t3hw_engine__slice_dma_response (rst, i__valid, i__ready, o__payload, dat
   wire i__valid;
   output [3:0] o__payload;
   wire [3:0] o__payload;
-  wire [3:0] \o__payload$7 ;
-  wire o__payload$7__error ;
-  wire [2:0] o__payload$7__tag ;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
   wire o__ready;
-  wire \o__ready$9 ;
+  wire \o__ready$10 ;
   output o__valid;
   wire o__valid;
-  wire \o__valid$11 ;
+  wire \o__valid$8 ;
   wire push;
   input rst;
   wire rst;
+  assign \$1  = ~ full;
+  assign \$3  = ~ o__valid;
+  assign \$5  = full ? back : given;
+  always @(posedge clk)
+    back <= \$6 ;
+  always @(posedge clk)
+    head <= \$7 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
   t3hw_engine__slice_dma_response__queue  queue (
     .clk(clk),
     .data(data),
     .full(full),
-    .o__payload(o__payload),
     .o__valid(o__valid),
     .push(push),
     .rst(rst)
   );
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$6  = back;
+    if (\$1 ) begin
+      \$6  = given;
+    end
+  end
+  always @* begin
+    if (_init_strobe_13 ) begin end
+    \$7  = head;
+    if (\$4 ) begin
+      \$7  = \$5 ;
+    end
+  end
   assign i__payload = data;
-  assign \o__payload$7  = o__payload;
+  assign \o__valid$8  = o__valid;
   assign o__ready = 1'h1;
-  assign \o__ready$9  = 1'h1;
-  assign \o__valid$11  = o__valid;
+  assign \o__ready$10  = 1'h1;
   assign data__tag  = data[2:0];
   assign data__error  = data[3];
   assign i__payload__tag  = data[2:0];
   assign i__payload__error  = data[3];
+  assign given__tag  = given[2:0];
+  assign given__error  = given[3];
   assign o__payload__tag  = o__payload[2:0];
   assign o__payload__error  = o__payload[3];
-  assign o__payload$7__tag  = o__payload[2:0];
-  assign o__payload$7__error  = o__payload[3];
+  assign head__tag  = head[2:0];
+  assign head__error  = head[3];
+  assign back__tag  = back[2:0];
+  assign back__error  = back[3];
+  assign o__payload[3] = head[3];
+  assign o__payload[2:0] = head[2:0];
+  assign given[3] = data[3];
+  assign given[2:0] = data[2:0];
+  assign \$2  = o__valid;
+  assign \$4  = 1'h1;
 endmodule
 
-module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_13  = 0;
+module t3hw_engine__slice_dma_response__queue (rst, push, data, o__valid, full, clk);
+  reg _init_strobe_14  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -22133,15 +22289,18 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  reg [1:0] \$56 ;
   reg \$57 ;
-  reg [3:0] \$58 ;
-  reg [3:0] \$59 ;
+  reg \$58 ;
+  reg \$59 ;
   wire \$6 ;
   reg \$60 ;
+  reg [3:0] \$61 ;
+  reg [3:0] \$62 ;
+  reg \$63 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -22162,7 +22321,6 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   output full;
   reg full = 1'h0;
   reg [1:0] level = 2'h0;
-  output [3:0] o__payload;
   wire [3:0] o__payload;
   wire o__payload__error ;
   wire [2:0] o__payload__tag ;
@@ -22175,6 +22333,9 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
   assign \$41  = level >= 1'h1;
@@ -22186,23 +22347,26 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
   assign \$50  = ~ \$signal ;
-  assign \$52  = ~ rd;
+  assign \$51  = ~ full;
+  assign \$52  = push & accept;
+  assign \$53  = \$51  | \$52 ;
+  assign \$55  = ~ rd;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$56 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$57 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$58 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$59 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$60 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
+    entry1 <= \$61 ;
   always @(posedge clk)
-    entry0 <= \$59 ;
+    entry0 <= \$62 ;
   always @(posedge clk)
-    rd <= \$60 ;
+    rd <= \$63 ;
   assign \$1  = ~ full;
   assign accept = \$1  | \$2 ;
   assign o__payload = rd ? entry1 : entry0;
@@ -22232,75 +22396,72 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   assign \$32  = ~ \$31 ;
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_13 ) begin end
-    \$53  = \$14 [1:0];
+    if (_init_strobe_14 ) begin end
+    \$56  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$56  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_13 ) begin end
-    \$54  = \$24 ;
-    if (rst) begin
-      \$54  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$55  = \$36 ;
-    if (rst) begin
-      \$55  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$56  = \$48 ;
-    if (rst) begin
-      \$56  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_13 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
+    if (_init_strobe_14 ) begin end
+    \$57  = \$24 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_13 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    if (_init_strobe_14 ) begin end
+    \$58  = \$36 ;
+    if (rst) begin
+      \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_13 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
+    if (_init_strobe_14 ) begin end
+    \$59  = \$48 ;
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_13 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
+    if (_init_strobe_14 ) begin end
+    \$60  = \$signal ;
+    if (\$49 ) begin
+      \$60  = \$50 ;
     end
     if (rst) begin
       \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$61  = entry1;
+    if (\$53 ) begin
+      if (\$signal ) begin
+        \$61  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$62  = entry0;
+    if (\$53 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$62  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_14 ) begin end
+    \$63  = rd;
+    if (\$54 ) begin
+      \$63  = \$55 ;
+    end
+    if (rst) begin
+      \$63  = 1'h0;
     end
   end
   assign o__ready = 1'h1;
@@ -22321,7 +22482,7 @@ module t3hw_engine__slice_dma_response__queue (rst, push, o__payload, data, o__v
   assign \$30  = o__valid;
   assign \$38  = o__valid;
   assign \$42  = o__valid;
-  assign \$51  = o__valid;
+  assign \$54  = o__valid;
 endmodule
 
 module t3hw_engine__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o__ready, o__valid, clk);
@@ -22418,7 +22579,7 @@ module t3hw_engine__slice_net_dma (rst, i__ready, o__payload, i__valid, data, o_
 endmodule
 
 module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_14  = 0;
+  reg _init_strobe_15  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -22467,15 +22628,18 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  reg [1:0] \$56 ;
   reg \$57 ;
-  reg [76:0] \$58 ;
-  reg [76:0] \$59 ;
+  reg \$58 ;
+  reg \$59 ;
   wire \$6 ;
   reg \$60 ;
+  reg [76:0] \$61 ;
+  reg [76:0] \$62 ;
+  reg \$63 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -22534,6 +22698,9 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -22547,24 +22714,27 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
   assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$51  = ~ full;
+  assign \$52  = push & accept;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ rd;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$56 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$57 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$58 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$59 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$60 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
+    entry1 <= \$61 ;
   always @(posedge clk)
-    entry0 <= \$59 ;
+    entry0 <= \$62 ;
   always @(posedge clk)
-    rd <= \$60 ;
+    rd <= \$63 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -22601,75 +22771,72 @@ module t3hw_engine__slice_net_dma__queue (rst, push, o__payload, data, o__ready,
   assign \$32  = ~ \$31 ;
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_14 ) begin end
-    \$53  = \$14 [1:0];
+    if (_init_strobe_15 ) begin end
+    \$56  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$56  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_14 ) begin end
-    \$54  = \$24 ;
-    if (rst) begin
-      \$54  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$55  = \$36 ;
-    if (rst) begin
-      \$55  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$56  = \$48 ;
-    if (rst) begin
-      \$56  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_14 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
+    if (_init_strobe_15 ) begin end
+    \$57  = \$24 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_14 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    if (_init_strobe_15 ) begin end
+    \$58  = \$36 ;
+    if (rst) begin
+      \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_14 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
+    if (_init_strobe_15 ) begin end
+    \$59  = \$48 ;
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_14 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
+    if (_init_strobe_15 ) begin end
+    \$60  = \$signal ;
+    if (\$49 ) begin
+      \$60  = \$50 ;
     end
     if (rst) begin
       \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$61  = entry1;
+    if (\$53 ) begin
+      if (\$signal ) begin
+        \$61  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$62  = entry0;
+    if (\$53 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$62  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_15 ) begin end
+    \$63  = rd;
+    if (\$54 ) begin
+      \$63  = \$55 ;
+    end
+    if (rst) begin
+      \$63  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -22788,7 +22955,7 @@ module t3hw_engine__slice_net_store (rst, i__valid, i__ready, o__payload, data, 
 endmodule
 
 module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__ready, o__valid, full, clk);
-  reg _init_strobe_15  = 0;
+  reg _init_strobe_16  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -22837,15 +23004,18 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  reg [1:0] \$56 ;
   reg \$57 ;
-  reg [76:0] \$58 ;
-  reg [76:0] \$59 ;
+  reg \$58 ;
+  reg \$59 ;
   wire \$6 ;
   reg \$60 ;
+  reg [76:0] \$61 ;
+  reg [76:0] \$62 ;
+  reg \$63 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -22904,6 +23074,9 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -22917,24 +23090,27 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
   assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$51  = ~ full;
+  assign \$52  = push & accept;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ rd;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$56 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$57 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$58 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$59 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$60 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
+    entry1 <= \$61 ;
   always @(posedge clk)
-    entry0 <= \$59 ;
+    entry0 <= \$62 ;
   always @(posedge clk)
-    rd <= \$60 ;
+    rd <= \$63 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -22971,75 +23147,72 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
   assign \$32  = ~ \$31 ;
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_15 ) begin end
-    \$53  = \$14 [1:0];
+    if (_init_strobe_16 ) begin end
+    \$56  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$56  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
-    \$54  = \$24 ;
-    if (rst) begin
-      \$54  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$55  = \$36 ;
-    if (rst) begin
-      \$55  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$56  = \$48 ;
-    if (rst) begin
-      \$56  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_15 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
+    if (_init_strobe_16 ) begin end
+    \$57  = \$24 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    if (_init_strobe_16 ) begin end
+    \$58  = \$36 ;
+    if (rst) begin
+      \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
+    if (_init_strobe_16 ) begin end
+    \$59  = \$48 ;
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_15 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
+    if (_init_strobe_16 ) begin end
+    \$60  = \$signal ;
+    if (\$49 ) begin
+      \$60  = \$50 ;
     end
     if (rst) begin
       \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$61  = entry1;
+    if (\$53 ) begin
+      if (\$signal ) begin
+        \$61  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$62  = entry0;
+    if (\$53 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$62  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_16 ) begin end
+    \$63  = rd;
+    if (\$54 ) begin
+      \$63  = \$55 ;
+    end
+    if (rst) begin
+      \$63  = 1'h0;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -23065,13 +23238,14 @@ module t3hw_engine__slice_net_store__queue (rst, push, o__payload, data, o__read
 endmodule
 
 module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__payload, o__valid, clk);
-  reg _init_strobe_16  = 0;
+  reg _init_strobe_17  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  reg \$5 ;
+  wire \$5 ;
   reg \$6 ;
+  reg \$7 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -23132,16 +23306,17 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
   wire push;
   input rst;
   wire rst;
-  assign \$2  = ~ o__valid;
-  assign \$3  = \$1  | \$2 ;
-  assign \$4  = full ? back : data[72];
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign \$3  = ~ o__valid;
+  assign \$4  = \$2  | \$3 ;
+  assign \$5  = full ? back : data[72];
   always @(posedge clk)
-    back <= \$5 ;
+    back <= \$6 ;
   always @(posedge clk)
-    head <= \$6 ;
+    head <= \$7 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = o__valid & o__ready;
   t3hw_engine__slice_remote__queue  queue (
     .clk(clk),
     .data(data),
@@ -23153,17 +23328,17 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
     .rst(rst)
   );
   always @* begin
-    if (_init_strobe_16 ) begin end
-    \$5  = back;
-    if (push) begin
-      \$5  = data[72];
+    if (_init_strobe_17 ) begin end
+    \$6  = back;
+    if (\$1 ) begin
+      \$6  = data[72];
     end
   end
   always @* begin
-    if (_init_strobe_16 ) begin end
-    \$6  = head;
-    if (\$3 ) begin
-      \$6  = \$4 ;
+    if (_init_strobe_17 ) begin end
+    \$7  = head;
+    if (\$4 ) begin
+      \$7  = \$5 ;
     end
   end
   assign i__payload = data;
@@ -23201,7 +23376,7 @@ module t3hw_engine__slice_remote (rst, data, o__ready, i__ready, i__valid, o__pa
 endmodule
 
 module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, o__valid, full, clk);
-  reg _init_strobe_17  = 0;
+  reg _init_strobe_18  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -23250,15 +23425,18 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  reg [1:0] \$56 ;
   reg \$57 ;
-  reg [72:0] \$58 ;
-  reg [72:0] \$59 ;
+  reg \$58 ;
+  reg \$59 ;
   wire \$6 ;
   reg \$60 ;
+  reg [72:0] \$61 ;
+  reg [72:0] \$62 ;
+  reg \$63 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -23317,6 +23495,9 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -23330,24 +23511,27 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
   assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$51  = ~ full;
+  assign \$52  = push & accept;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ rd;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$56 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$57 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$58 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$59 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$60 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
+    entry1 <= \$61 ;
   always @(posedge clk)
-    entry0 <= \$59 ;
+    entry0 <= \$62 ;
   always @(posedge clk)
-    rd <= \$60 ;
+    rd <= \$63 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -23384,75 +23568,72 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
   assign \$32  = ~ \$31 ;
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_17 ) begin end
-    \$53  = \$14 [1:0];
+    if (_init_strobe_18 ) begin end
+    \$56  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$56  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
-    \$54  = \$24 ;
-    if (rst) begin
-      \$54  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$55  = \$36 ;
-    if (rst) begin
-      \$55  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$56  = \$48 ;
-    if (rst) begin
-      \$56  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_17 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
+    if (_init_strobe_18 ) begin end
+    \$57  = \$24 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    if (_init_strobe_18 ) begin end
+    \$58  = \$36 ;
+    if (rst) begin
+      \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
+    if (_init_strobe_18 ) begin end
+    \$59  = \$48 ;
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_17 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
+    if (_init_strobe_18 ) begin end
+    \$60  = \$signal ;
+    if (\$49 ) begin
+      \$60  = \$50 ;
     end
     if (rst) begin
       \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$61  = entry1;
+    if (\$53 ) begin
+      if (\$signal ) begin
+        \$61  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$62  = entry0;
+    if (\$53 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$62  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_18 ) begin end
+    \$63  = rd;
+    if (\$54 ) begin
+      \$63  = \$55 ;
+    end
+    if (rst) begin
+      \$63  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -23478,13 +23659,14 @@ module t3hw_engine__slice_remote__queue (rst, data, o__ready, push, o__payload, 
 endmodule
 
 module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__payload, o__valid, clk);
-  reg _init_strobe_18  = 0;
+  reg _init_strobe_19  = 0;
   wire \$1 ;
   wire \$2 ;
   wire \$3 ;
   wire \$4 ;
-  reg \$5 ;
+  wire \$5 ;
   reg \$6 ;
+  reg \$7 ;
   reg back = 1'h0;
   wire back__tracked ;
   input clk;
@@ -23545,16 +23727,17 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
   wire push;
   input rst;
   wire rst;
-  assign \$2  = ~ o__valid;
-  assign \$3  = \$1  | \$2 ;
-  assign \$4  = full ? back : data[72];
+  assign \$1  = ~ full;
+  assign \$2  = o__valid & o__ready;
+  assign \$3  = ~ o__valid;
+  assign \$4  = \$2  | \$3 ;
+  assign \$5  = full ? back : data[72];
   always @(posedge clk)
-    back <= \$5 ;
+    back <= \$6 ;
   always @(posedge clk)
-    head <= \$6 ;
+    head <= \$7 ;
   assign i__ready = ~ full;
   assign push = i__valid & i__ready;
-  assign \$1  = o__valid & o__ready;
   t3hw_engine__slice_store__queue  queue (
     .clk(clk),
     .data(data),
@@ -23566,17 +23749,17 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
     .rst(rst)
   );
   always @* begin
-    if (_init_strobe_18 ) begin end
-    \$5  = back;
-    if (push) begin
-      \$5  = data[72];
+    if (_init_strobe_19 ) begin end
+    \$6  = back;
+    if (\$1 ) begin
+      \$6  = data[72];
     end
   end
   always @* begin
-    if (_init_strobe_18 ) begin end
-    \$6  = head;
-    if (\$3 ) begin
-      \$6  = \$4 ;
+    if (_init_strobe_19 ) begin end
+    \$7  = head;
+    if (\$4 ) begin
+      \$7  = \$5 ;
     end
   end
   assign i__payload = data;
@@ -23614,7 +23797,7 @@ module t3hw_engine__slice_store (rst, i__valid, o__ready, i__ready, data, o__pay
 endmodule
 
 module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o__valid, full, clk);
-  reg _init_strobe_19  = 0;
+  reg _init_strobe_20  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
@@ -23663,15 +23846,18 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
-  reg [1:0] \$53 ;
-  reg \$54 ;
-  reg \$55 ;
-  reg \$56 ;
+  wire \$53 ;
+  wire \$54 ;
+  wire \$55 ;
+  reg [1:0] \$56 ;
   reg \$57 ;
-  reg [72:0] \$58 ;
-  reg [72:0] \$59 ;
+  reg \$58 ;
+  reg \$59 ;
   wire \$6 ;
   reg \$60 ;
+  reg [72:0] \$61 ;
+  reg [72:0] \$62 ;
+  reg \$63 ;
   wire [2:0] \$7 ;
   wire \$8 ;
   wire \$9 ;
@@ -23730,6 +23916,9 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   input rst;
   wire rst;
   reg waiting = 1'h0;
+  assign \$35  = \$34  & full;
+  assign \$36  = \$28  ? \$29  : \$35 ;
+  assign \$37  = push & accept;
   assign \$38  = o__valid & o__ready;
   assign \$39  = ~ \$38 ;
   assign \$40  = \$37  & \$39 ;
@@ -23743,24 +23932,27 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   assign \$48  = \$40  ? \$41  : \$47 ;
   assign \$49  = push & accept;
   assign \$50  = ~ \$signal ;
-  assign \$51  = o__valid & o__ready;
-  assign \$52  = ~ rd;
+  assign \$51  = ~ full;
+  assign \$52  = push & accept;
+  assign \$53  = \$51  | \$52 ;
+  assign \$54  = o__valid & o__ready;
+  assign \$55  = ~ rd;
   always @(posedge clk)
-    level <= \$53 ;
+    level <= \$56 ;
   always @(posedge clk)
-    o__valid <= \$54 ;
+    o__valid <= \$57 ;
   always @(posedge clk)
-    full <= \$55 ;
+    full <= \$58 ;
   always @(posedge clk)
-    waiting <= \$56 ;
+    waiting <= \$59 ;
   always @(posedge clk)
-    \$signal  <= \$57 ;
+    \$signal  <= \$60 ;
   always @(posedge clk)
-    entry1 <= \$58 ;
+    entry1 <= \$61 ;
   always @(posedge clk)
-    entry0 <= \$59 ;
+    entry0 <= \$62 ;
   always @(posedge clk)
-    rd <= \$60 ;
+    rd <= \$63 ;
   assign \$1  = ~ full;
   assign \$2  = o__valid & o__ready;
   assign accept = \$1  | \$2 ;
@@ -23797,75 +23989,72 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
   assign \$32  = ~ \$31 ;
   assign \$33  = \$30  & \$32 ;
   assign \$34  = ~ \$33 ;
-  assign \$35  = \$34  & full;
-  assign \$36  = \$28  ? \$29  : \$35 ;
-  assign \$37  = push & accept;
   always @* begin
-    if (_init_strobe_19 ) begin end
-    \$53  = \$14 [1:0];
+    if (_init_strobe_20 ) begin end
+    \$56  = \$14 [1:0];
     if (rst) begin
-      \$53  = 2'h0;
+      \$56  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
-    \$54  = \$24 ;
-    if (rst) begin
-      \$54  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_19 ) begin end
-    \$55  = \$36 ;
-    if (rst) begin
-      \$55  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_19 ) begin end
-    \$56  = \$48 ;
-    if (rst) begin
-      \$56  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_19 ) begin end
-    \$57  = \$signal ;
-    if (\$49 ) begin
-      \$57  = \$50 ;
-    end
+    if (_init_strobe_20 ) begin end
+    \$57  = \$24 ;
     if (rst) begin
       \$57  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
-    \$58  = entry1;
-    if (\$49 ) begin
-      if (\$signal ) begin
-        \$58  = data;
-      end
+    if (_init_strobe_20 ) begin end
+    \$58  = \$36 ;
+    if (rst) begin
+      \$58  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
-    \$59  = entry0;
-    if (\$49 ) begin
-      (* full_case = 32'd1 *)
-      if (\$signal ) begin
-      end else begin
-        \$59  = data;
-      end
+    if (_init_strobe_20 ) begin end
+    \$59  = \$48 ;
+    if (rst) begin
+      \$59  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_19 ) begin end
-    \$60  = rd;
-    if (\$51 ) begin
-      \$60  = \$52 ;
+    if (_init_strobe_20 ) begin end
+    \$60  = \$signal ;
+    if (\$49 ) begin
+      \$60  = \$50 ;
     end
     if (rst) begin
       \$60  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$61  = entry1;
+    if (\$53 ) begin
+      if (\$signal ) begin
+        \$61  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$62  = entry0;
+    if (\$53 ) begin
+      (* full_case = 32'd1 *)
+      if (\$signal ) begin
+      end else begin
+        \$62  = data;
+      end
+    end
+  end
+  always @* begin
+    if (_init_strobe_20 ) begin end
+    \$63  = rd;
+    if (\$54 ) begin
+      \$63  = \$55 ;
+    end
+    if (rst) begin
+      \$63  = 1'h0;
     end
   end
   assign o__payload__addr  = o__payload[47:0];
@@ -23891,7 +24080,7 @@ module t3hw_engine__slice_store__queue (rst, o__ready, push, o__payload, data, o
 endmodule
 
 module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc_query, program__payload, write__valid, write__payload, result__payload, busy, result__valid, capture, desc_held, errors, stats, hold, trigger__valid, trigger__payload, clk);
-  reg _init_strobe_20  = 0;
+  reg _init_strobe_21  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -25736,7 +25925,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     .wr__data(\data$69 )
   );
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     (* full_case = 32'd1 *)
     if (fwd_hit[0]) begin
       base = fwd_last;
@@ -25749,7 +25938,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     (* full_case = 32'd1 *)
     casez (s3_req[1:0])
       2'h0:
@@ -25761,7 +25950,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     endcase
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$210  = sweep;
     if (busy) begin
       \$210  = sweep1[7:0];
@@ -25771,7 +25960,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$211  = sweep1;
     if (busy) begin
       \$211  = \$76 [8:0];
@@ -25781,7 +25970,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$212  = sweep_last;
     if (busy) begin
       \$212  = \$77 ;
@@ -25791,7 +25980,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$213  = busy;
     if (busy) begin
       if (sweep_last) begin
@@ -25803,203 +25992,203 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$214  = write__valid;
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$215  = busy;
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$216  = \$78 ;
     if (rst) begin
       \$216  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$217  = \$84 ;
     if (rst) begin
       \$217  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$218  = s1_valid;
     if (rst) begin
       \$218  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$219  = s1_stale;
     if (rst) begin
       \$219  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$220  = s1_prog;
     if (rst) begin
       \$220  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$221  = s1_ack;
     if (rst) begin
       \$221  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$222  = s2_valid;
     if (rst) begin
       \$222  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$223  = s2_stale;
     if (rst) begin
       \$223  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$224  = s2_prog;
     if (rst) begin
       \$224  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$225  = s2_ack;
     if (rst) begin
       \$225  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$226  = \$96 ;
     if (rst) begin
       \$226  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$227  = \$97 ;
     if (rst) begin
       \$227  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$228  = \$120 ;
     if (rst) begin
       \$228  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$229  = { \$129 , \$127 , \$125  };
     if (rst) begin
       \$229  = 3'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$230  = \$signal ;
     if (rst) begin
       \$230  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$231  = base[0];
     if (rst) begin
       \$231  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$232  = ok_next;
     if (rst) begin
       \$232  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$233  = \$133 ;
     if (rst) begin
       \$233  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$234  = \$136 ;
     if (rst) begin
       \$234  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$235  = \$140 ;
     if (rst) begin
       \$235  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$237  = \$155 ;
     if (rst) begin
       \$237  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$238  = fwd_prev_we;
     if (rst) begin
       \$238  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$239  = fwd_last_we;
     if (rst) begin
       \$239  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$241  = \push$56 ;
     if (rst) begin
       \$241  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$242  = s3_prog;
     if (rst) begin
       \$242  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$243  = set_err;
     if (rst) begin
       \$243  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$245  = capture;
     if (\$158 ) begin
       \$245  = cap;
@@ -26009,49 +26198,49 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$246  = \$161 ;
     if (rst) begin
       \$246  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$247  = \$163 ;
     if (rst) begin
       \$247  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$248  = \wr__en$85 ;
     if (rst) begin
       \$248  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$249  = \$178 ;
     if (rst) begin
       \$249  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$250  = \$181 ;
     if (rst) begin
       \$250  = 6'h00;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$251  = \$183 ;
     if (rst) begin
       \$251  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$252  = stats;
     if (writes_compute_event) begin
       \$252 [31:0] = \$184 [31:0];
@@ -26076,49 +26265,49 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$253  = \$186 ;
     if (rst) begin
       \$253  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$254  = \$189 ;
     if (rst) begin
       \$254  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$255  = set_err[0];
     if (rst) begin
       \$255  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$256  = \$193 ;
     if (rst) begin
       \$256  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$257  = lost;
     if (rst) begin
       \$257  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$258  = \$201 ;
     if (rst) begin
       \$258  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_20 ) begin end
+    if (_init_strobe_21 ) begin end
     \$259  = \wait ;
     if (\$207 ) begin
       \$259  = 3'h7;
@@ -26346,7 +26535,7 @@ module t3hw_engine__tracker (rst, program__ready, o__ready, program__valid, desc
 endmodule
 
 module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
-  reg _init_strobe_21  = 0;
+  reg _init_strobe_22  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -26963,70 +27152,70 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -27036,7 +27225,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
     end
   end
   always @* begin
-    if (_init_strobe_21 ) begin end
+    if (_init_strobe_22 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -27057,7 +27246,7 @@ module t3hw_engine__tracker__acks (rst, push, o__ready, wr__data, o__valid, o__p
 endmodule
 
 module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__payload, clk);
-  reg _init_strobe_22  = 0;
+  reg _init_strobe_23  = 0;
   wire \$1 ;
   wire \$10 ;
   wire \$100 ;
@@ -27690,70 +27879,70 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   always @(posedge clk)
     rd__addr <= \$147 ;
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$137  = \$14 [8:0];
     if (rst) begin
       \$137  = 9'h000;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$138  = \$24 ;
     if (rst) begin
       \$138  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$139  = \$36 ;
     if (rst) begin
       \$139  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$140  = \$48 ;
     if (rst) begin
       \$140  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$141  = \$60 ;
     if (rst) begin
       \$141  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$142  = \$72 ;
     if (rst) begin
       \$142  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$143  = \$74 ;
     if (rst) begin
       \$143  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$144  = issued1;
     if (rst) begin
       \$144  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$145  = \$75 ;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$146  = wr__addr;
     if (\$128 ) begin
       \$146  = \$131 [7:0];
@@ -27763,7 +27952,7 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
     end
   end
   always @* begin
-    if (_init_strobe_22 ) begin end
+    if (_init_strobe_23 ) begin end
     \$147  = rd__addr;
     if (\$133 ) begin
       \$147  = \$136 [7:0];
@@ -27799,21 +27988,40 @@ module t3hw_engine__tracker__queue (rst, o__ready, wr__data, push, o__valid, o__
   assign \$110  = \$109 ;
 endmodule
 
-module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__1__ready, o__valid, o__payload, i__0__valid, i__1__valid, o__ready);
-  reg _init_strobe_23  = 0;
+module t3hw_engine__tx (clk, rst, o__payload, i__0__payload, i__1__payload, i__0__ready, i__1__ready, o__valid, i__0__valid, i__1__valid, o__ready);
+  reg _init_strobe_24  = 0;
   wire \$1 ;
-  reg \$10 ;
+  reg [1:0] \$10 ;
   reg [76:0] \$11 ;
+  reg [76:0] \$12 ;
   wire \$2 ;
-  wire \$3 ;
-  wire \$4 ;
+  wire [76:0] \$3 ;
+  wire [76:0] \$4 ;
   wire [76:0] \$5 ;
-  wire [76:0] \$6 ;
-  wire [76:0] \$7 ;
-  wire [76:0] \$8 ;
+  wire \$6 ;
+  wire \$7 ;
+  reg \$8 ;
   reg \$9 ;
   input clk;
   wire clk;
+  reg [76:0] held0 = 77'h00000000000000000000;
+  wire [47:0] held0__addr ;
+  wire [6:0] held0__bytes ;
+  wire [4:0] held0__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire held0__kind ;
+  wire [15:0] held0__tile ;
+  reg [76:0] held1 = 77'h00000000000000000000;
+  wire [47:0] held1__addr ;
+  wire [6:0] held1__bytes ;
+  wire [4:0] held1__device ;
+  (* enum_base_type = "WriteKind" *)
+  (* enum_value_0 = "STORE" *)
+  (* enum_value_1 = "UPDATE" *)
+  wire held1__kind ;
+  wire [15:0] held1__tile ;
   input [76:0] i__0__payload;
   wire [76:0] i__0__payload;
   wire [47:0] i__0__payload__addr ;
@@ -27844,7 +28052,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
   wire i__1__valid;
   reg last = 1'h1;
   output [76:0] o__payload;
-  reg [76:0] o__payload = 77'h00000000000000000000;
+  wire [76:0] o__payload;
   wire [47:0] o__payload__addr ;
   wire [6:0] o__payload__bytes ;
   wire [4:0] o__payload__device ;
@@ -27860,21 +28068,26 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
   reg [1:0] pick;
   input rst;
   wire rst;
+  reg [1:0] taken = 2'h0;
   assign \$1  = ~ o__valid;
   assign \$2  = \$1  | o__ready;
-  assign \$3  = ~ o__valid;
-  assign \$4  = \$3  | o__ready;
-  assign \$5  = pick[0] ? i__0__payload : 77'h00000000000000000000;
-  assign \$7  = pick[1] ? i__1__payload : 77'h00000000000000000000;
-  assign \$8  = \$6  | \$7 ;
+  assign \$3  = taken[0] ? held0 : 77'h00000000000000000000;
+  assign \$5  = taken[1] ? held1 : 77'h00000000000000000000;
+  assign o__payload = \$4  | \$5 ;
+  assign \$6  = ~ o__valid;
+  assign \$7  = \$6  | o__ready;
   always @(posedge clk)
-    o__valid <= \$9 ;
+    o__valid <= \$8 ;
   always @(posedge clk)
-    last <= \$10 ;
+    last <= \$9 ;
   always @(posedge clk)
-    o__payload <= \$11 ;
+    taken <= \$10 ;
+  always @(posedge clk)
+    held0 <= \$11 ;
+  always @(posedge clk)
+    held1 <= \$12 ;
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     pick = 2'h0;
     (* full_case = 32'd1 *)
     casez (last)
@@ -27893,7 +28106,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
     endcase
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     i__0__ready = 1'h0;
     if (\$2 ) begin
       if (pick[0]) begin
@@ -27902,7 +28115,7 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
+    if (_init_strobe_24 ) begin end
     i__1__ready = 1'h0;
     if (\$2 ) begin
       if (pick[1]) begin
@@ -27911,46 +28124,60 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
-    \$9  = o__valid;
+    if (_init_strobe_24 ) begin end
+    \$8  = o__valid;
     if (o__ready) begin
-      \$9  = 1'h0;
+      \$8  = 1'h0;
     end
-    if (\$4 ) begin
+    if (\$7 ) begin
       if (pick[0]) begin
-        \$9  = 1'h1;
+        \$8  = 1'h1;
+      end
+      if (pick[1]) begin
+        \$8  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$8  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$9  = last;
+    if (\$7 ) begin
+      if (pick[0]) begin
+        \$9  = 1'h0;
       end
       if (pick[1]) begin
         \$9  = 1'h1;
       end
     end
     if (rst) begin
-      \$9  = 1'h0;
+      \$9  = 1'h1;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
-    \$10  = last;
-    if (\$4 ) begin
-      if (pick[0]) begin
-        \$10  = 1'h0;
-      end
-      if (pick[1]) begin
-        \$10  = 1'h1;
-      end
+    if (_init_strobe_24 ) begin end
+    \$10  = taken;
+    if (\$7 ) begin
+      \$10  = pick;
     end
     if (rst) begin
-      \$10  = 1'h1;
+      \$10  = 2'h0;
     end
   end
   always @* begin
-    if (_init_strobe_23 ) begin end
-    \$11  = o__payload;
-    if (\$4 ) begin
-      \$11  = \$8 ;
+    if (_init_strobe_24 ) begin end
+    \$11  = held0;
+    if (\$7 ) begin
+      \$11  = i__0__payload;
     end
-    if (rst) begin
-      \$11  = 77'h00000000000000000000;
+  end
+  always @* begin
+    if (_init_strobe_24 ) begin end
+    \$12  = held1;
+    if (\$7 ) begin
+      \$12  = i__1__payload;
     end
   end
   assign o__payload__device  = o__payload[4:0];
@@ -27958,6 +28185,16 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
   assign o__payload__kind  = o__payload[53];
   assign o__payload__tile  = o__payload[69:54];
   assign o__payload__bytes  = o__payload[76:70];
+  assign held0__device  = held0[4:0];
+  assign held0__addr  = held0[52:5];
+  assign held0__kind  = held0[53];
+  assign held0__tile  = held0[69:54];
+  assign held0__bytes  = held0[76:70];
+  assign held1__device  = held1[4:0];
+  assign held1__addr  = held1[52:5];
+  assign held1__kind  = held1[53];
+  assign held1__tile  = held1[69:54];
+  assign held1__bytes  = held1[76:70];
   assign i__0__payload__device  = i__0__payload[4:0];
   assign i__0__payload__addr  = i__0__payload[52:5];
   assign i__0__payload__kind  = i__0__payload[53];
@@ -27968,5 +28205,5 @@ module t3hw_engine__tx (clk, rst, i__0__payload, i__1__payload, i__0__ready, i__
   assign i__1__payload__kind  = i__1__payload[53];
   assign i__1__payload__tile  = i__1__payload[69:54];
   assign i__1__payload__bytes  = i__1__payload[76:70];
-  assign \$6  = \$5 ;
+  assign \$4  = \$3 ;
 endmodule

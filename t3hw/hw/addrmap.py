@@ -463,8 +463,14 @@ class AddrMap(wiring.Component):
         # Stage 1: position ``phase - 1`` of the old bank, into registers, with whether it is
         # below the count; stage 2 keeps it when it is also not the region being written
         # (which the write replaces or removes).
+        # ``k`` is ``phase - 1`` while reading, kept in a register of its own (0 at the take,
+        # one up per reading cycle but the last), so that the region RAMs' read address comes
+        # from flip-flops, not through a subtractor.
         k = Signal(range(n), name="p_k")
-        m.d.comb += k.eq(phase - 1)
+        with m.If(take):
+            m.d.sync += k.eq(0)
+        with m.Elif(reading & (k != n - 1)):
+            m.d.sync += k.eq(k + 1)
         e_at = Cat(k, old)
         rb = t.mems["bounds"].read_port(domain="comb")
         rr = t.mems["route"].read_port(domain="comb")

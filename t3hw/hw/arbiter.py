@@ -106,10 +106,10 @@ The decision is one level of logic over the requests (each write input's ``valid
 (``occupancy + 1 < threshold``, one carry chain) is registered (``below``: the gate sees
 the occupancy one cycle late, and counts the request it may have issued since), and
 ``measuring``, the policy, the round-robin turn (T3_MCA_RR) and the starvation state enter
-it as registers with their own next-state logic. Nothing but the readies, the class register
-and a few one-bit registers hang off the grant: each class's payload register is loaded in
-every issue slot (``dram.payload`` is the multiplexer of the two, by the class register),
-the counters count a cycle later, and the derivation counts registered grants.
+it as registers with their own next-state logic. Nothing but the readies and a few one-bit
+registers hang off the grant: each input's payload register is loaded in every issue slot
+(``dram.payload`` is their AND-OR by one-hot registers of the input granted), the counters
+count a cycle later, and the derivation counts registered grants.
 
 Writes and the tracker
 ----------------------
@@ -261,8 +261,7 @@ class Arbiter(wiring.Component):
         # only the eligible requests (``store_ok``, ``remote_ok``, ``cp``, ``mp_ok``), while
         # ``wait`` counts the slots in which communication requested at all (``mp``), so
         # that a held write keeps its place in the starvation count.
-        store_ok = Signal(attrs={"keep": 1})
-        remote_ok = Signal(attrs={"keep": 1})
+        store_ok, remote_ok = Signal(), Signal()
         m.d.comb += [store_ok.eq(self.store.valid & ~(self.track_hold
                                                       & self.store.payload.tracked)),
                      remote_ok.eq(self.remote.valid & ~(self.track_hold
@@ -298,16 +297,14 @@ class Arbiter(wiring.Component):
         gated = Signal(init=rst_mca and not dv.derive)
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN
                              or (rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive))
-        # ``pick_c`` and the selects inside each class are kept as wires, so that synthesis
-        # maps the payload multiplexer (:meth:`_output`) as one 4:1 multiplexer per bit.
-        pick_c = Signal(attrs={"keep": 1})
+        pick_c = Signal()           # (no ``keep`` on the decision's wires: mapped as a whole)
         m.d.comb += pick_c.eq(cp & ~(mp_ok & comm_first))
         forced = mp_ok & wait_full & _is_mca(cfg.policy)                 # counted only
         grant_c = slot & pick_c
         # In a slot, comm wins (``m_wins``) with ``go_m | (gate_m & below)``: it goes first, or
         # after no compute request without (``go_m``) or with (``gate_m``) the threshold. None
         # of these sees ``slot`` (``dram.ready``): it enters each enable last.
-        go_m, gate_m = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
+        go_m, gate_m = Signal(), Signal()
         m.d.comb += [go_m.eq(mp_ok & (comm_first | (~cp & ~gated))),
                      gate_m.eq(mp_ok & ~cp & gated)]
         m_wins = go_m | (gate_m & below)
@@ -316,8 +313,7 @@ class Arbiter(wiring.Component):
         # --- inside each class: alternate when both inputs request --------------------------
         last_store  = Signal()                             # compute: the store went last
         last_remote = Signal()                             # comm: the remote went last
-        sel_store  = Signal(attrs={"keep": 1})
-        sel_remote = Signal(attrs={"keep": 1})
+        sel_store, sel_remote = Signal(), Signal()
         m.d.comb += [sel_store.eq(store_ok & (~self.load.valid | ~last_store)),
                      sel_remote.eq(remote_ok & (~self.dma.valid | ~last_remote))]
         m.d.comb += [
@@ -404,21 +400,25 @@ class Arbiter(wiring.Component):
         full = {name: Cat(r.as_value(), {"store": st.tracked, "remote": rm.tracked}.get(name, 0))
                 for name, r in reqs.items()}
         # The payload is loaded in every issue slot, not by the grant (without one
-        # ``dram.valid`` is 0): each input has a register loaded with its request, and one-bit
-        # registers keep the class picked (``pick_c``) and the input in each class
-        # (``sel_store``, ``sel_remote``); ``dram.payload`` is the 4:1 multiplexer of the four
-        # by those bits. So no decision lies between an input's payload and its register.
+        # ``dram.valid`` is 0): each input has a register loaded with its request, and a
+        # one-hot register per input (``is_<input>``) keeps which one the class picked
+        # (``pick_c``) and the input in each class (``sel_store``, ``sel_remote``) name;
+        # ``dram.payload`` is the AND-OR of the four by those flip-flops, with no decode
+        # between. So no decision lies between an input's payload and its register.
         width = len(full["load"])
         q = {name: Signal(width, name=f"{name}_q") for name in full}
-        is_comm, is_store, is_remote = Signal(), Signal(), Signal()
+        chosen = {"load": d.pick_c & ~d.sel_store, "store": d.pick_c & d.sel_store,
+                  "dma": ~d.pick_c & ~d.sel_remote, "remote": ~d.pick_c & d.sel_remote}
+        is_ = {name: Signal(name=f"is_{name}") for name in full}
         with m.If(d.slot):
-            m.d.sync += [self.dram.valid.eq(d.grant_c | d.grant_m), is_comm.eq(~d.pick_c),
-                         is_store.eq(d.sel_store), is_remote.eq(d.sel_remote),
+            m.d.sync += [self.dram.valid.eq(d.grant_c | d.grant_m),
+                         *(is_[name].eq(value) for name, value in chosen.items()),
                          *(q[name].eq(value) for name, value in full.items())]
         out_tracked = Signal()
-        m.d.comb += Cat(self.dram.payload.as_value(), out_tracked).eq(
-            Mux(is_comm, Mux(is_remote, q["remote"], q["dma"]),
-                Mux(is_store, q["store"], q["load"])))
+        picked = C(0, width)
+        for name in full:
+            picked = picked | Mux(is_[name], q[name], 0)
+        m.d.comb += Cat(self.dram.payload.as_value(), out_tracked).eq(picked)
         # The tracker sees each tracked write the DRAM takes, one cycle later.
         out = self.dram.payload
         m.d.sync += [

@@ -117,20 +117,26 @@ def derivation(m, p, arb, cfg, rst_cfg, dv, d, set_err):
                      armed.eq(new.threshold == 0), window.eq(0), finish.eq(0),
                      scale.eq(MAX_WINDOW_LOG2 - new.window_log2)]
     with m.Elif(armed & grant_c_q):
-        m.d.sync += [armed.eq(0), acc.eq(sat_s), left.eq(left_init)]
+        m.d.sync += [armed.eq(0), left.eq(left_init)]
         with m.If(wl == 0):
             m.d.sync += finish.eq(1)
         with m.Else():
             m.d.sync += window.eq(1)
     with m.Elif(window):
         m.d.sync += left.eq(left - 1)
-        with m.If(grant_c_q):
-            m.d.sync += acc.eq(acc + sat_s)
         with m.If(left[-1]):
             m.d.sync += [window.eq(0), finish.eq(1)]
     with m.Elif(finish[0]):
         m.d.sync += [finish.eq(finish << 1), num.eq(base + acc)]
     with m.Elif(finish[1]):
         m.d.sync += [finish.eq(0), measuring.eq(0), thr.eq(num >> (MAX_WINDOW_LOG2 + 1))]
+    # ``acc`` outside the chain above, so that its enable is three flip-flops (``accept``
+    # does not enter it: an accepted configuration clears ``window`` and ``finish`` and
+    # re-arms, and ``acc`` is loaded again before it is read).
+    with m.If(grant_c_q):
+        with m.If(armed):
+            m.d.sync += acc.eq(sat_s)
+        with m.Elif(window):
+            m.d.sync += acc.eq(acc + sat_s)
     m.d.comb += [arb.status.policy.eq(cfg.policy), arb.status.threshold.eq(thr),
                  arb.status.measuring.eq(measuring)]

@@ -180,6 +180,10 @@ class DmaEngine(wiring.Component):
         row_end   = Signal(reset_less=True)     # this burst is the last (maybe short) of its row
         one_row   = Signal(reset_less=True)
         short_row = Signal(reset_less=True)
+        # ``near_end`` = remaining <= 2 burst (the next burst ends the row), ``row_near`` the
+        # same for a whole row, so that the step's select is a flip-flop, not a compare.
+        near_end  = Signal(reset_less=True)
+        row_near  = Signal(reset_less=True)
         nbytes    = Signal(p.burst_width)
         last      = Signal()                    # ...and of the descriptor
         m.d.comb += [
@@ -243,16 +247,17 @@ class DmaEngine(wiring.Component):
                 m.d.sync += [
                     rows_left.eq(rows_left - 1),
                     remaining.eq(cur.row_bytes),
+                    near_end.eq(row_near),
                     row_end.eq(short_row),
                     step.eq(step_for(short_row, row_step)),
                     one_row.eq(rows_left == 2),
                 ]
             with m.Else():
-                ends = remaining <= 2 * p.burst_bytes
                 m.d.sync += [
                     remaining.eq(remaining - p.burst_bytes),
-                    row_end.eq(ends),
-                    step.eq(step_for(ends, row_step)),
+                    near_end.eq(remaining <= 3 * p.burst_bytes),
+                    row_end.eq(near_end),
+                    step.eq(step_for(near_end, row_step)),
                 ]
             with m.If(last):
                 m.d.sync += active.eq(0)
@@ -270,6 +275,7 @@ class DmaEngine(wiring.Component):
         nxt = Signal(dma_program_layout(p), reset_less=True)
         nxt_valid = Signal()
         nxt_short = Signal(reset_less=True)         # row_bytes <= burst
+        nxt_near = Signal(reset_less=True)          # row_bytes <= 2 burst
         nxt_one_row = Signal(reset_less=True)       # rows == 1
         nxt_step = Signal(p.addr_width, reset_less=True)
         m.d.comb += desc.ready.eq(~nxt_valid)
@@ -278,6 +284,7 @@ class DmaEngine(wiring.Component):
         with m.If(desc.valid & ~nxt_valid):
             m.d.sync += [nxt.eq(d), nxt_valid.eq(1),
                          nxt_short.eq(d.row_bytes <= p.burst_bytes),
+                         nxt_near.eq(d.row_bytes <= 2 * p.burst_bytes),
                          nxt_one_row.eq(d.rows == 1),
                          nxt_step.eq(d.pitch - (((d.row_bytes - 1) >> shift) << shift))]
         start = Signal()
@@ -294,6 +301,8 @@ class DmaEngine(wiring.Component):
                 row_step.eq(nxt_step),
                 rows_left.eq(nxt.rows),
                 remaining.eq(nxt.row_bytes),
+                near_end.eq(nxt_near),
+                row_near.eq(nxt_near),
                 row_end.eq(nxt_short),
                 step.eq(step_for(nxt_short, nxt_step)),
                 short_row.eq(nxt_short),

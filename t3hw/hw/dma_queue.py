@@ -411,16 +411,23 @@ class DmaQueue(wiring.Component):
             wr = table.write_port()
             pre = table.read_port(domain="comb")
             check = table.read_port(domain="comb")
-            # The event's cycle: read the counter into `old`, or take the value written this
-            # cycle when the previous event wrote the same counter. The cycle after: write
-            # `old + 1`.
+            # The event's cycle: read the counter into `read`, and register whether the
+            # previous event wrote the same counter (its write, this cycle, is not in the
+            # read) with the value it wrote. The cycle after: write `old + 1`, `old` the
+            # value written last or the one read. So the RAM read goes into a register with
+            # no compare or multiplexer after it.
             pending = Signal()
             pending_index = Signal(p.cmd_width, reset_less=True)
-            old = Signal(width, reset_less=True)
+            read = Signal(width, reset_less=True)
+            again = Signal(reset_less=True)
+            last = Signal(width, reset_less=True)
+            old = Signal(width)
             value = Signal(width)
-            m.d.comb += [value.eq(old + 1), pre.addr.eq(index)]
+            m.d.comb += [old.eq(Mux(again, last, read)), value.eq(old + 1),
+                         pre.addr.eq(index)]
             m.d.sync += [pending.eq(event & ~self.busy), pending_index.eq(index),
-                         old.eq(Mux(pending & (pending_index == index), value, pre.data))]
+                         read.eq(pre.data), again.eq(pending & (pending_index == index)),
+                         last.eq(value)]
             with m.If(self.busy):
                 m.d.comb += [wr.addr.eq(sweep), wr.data.eq(0), wr.en.eq(1)]
             with m.Else():

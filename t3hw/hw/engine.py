@@ -77,13 +77,14 @@ class Engine(wiring.Component):
     load_response : Out(stream.Signature(load_response_layout))
         Their returns, from ``dram_response``.
     dram : Out(stream.Signature(mem_request_layout))
-        Requests to the DRAM (registered).
+        Requests to the DRAM (``valid`` a register, the payload one AND-OR over registers).
     dram_response : In(stream.Signature(mem_response_layout))
         Read returns from the DRAM (DMA reads in request order).
     occupancy : In(occupancy_width)
         Requests in the DRAM's queue (for T3-MCA).
     net_tx : Out(stream.Signature(net_packet_layout))
-        Packets to the network (registered): remote stores and DMA bursts.
+        Packets to the network (``valid`` a register, the payload one AND-OR over
+        registers): remote stores and DMA bursts.
     net_rx : In(stream.Signature(net_packet_layout))
         Packets from the network for this GPU (checked against ``DEVICE_ID`` and the region
         table; refused ones are consumed and reported).
@@ -131,8 +132,9 @@ class Engine(wiring.Component):
 
         connect(m, flipped(self.store), addrmap.store)
         connect(m, flipped(self.net_rx), addrmap.rx)
-        # The arbiter's decision reads a write's ``tracked`` bit (``track_hold``): from a
-        # register of the slice's own, not through its payload multiplexer.
+        # The arbiter's decision reads a write's ``tracked`` bit (``track_hold``), and the
+        # DMA's response check a read return's ``tag`` and ``error``: each from a register of
+        # the slice's own, not through its payload multiplexer.
         link("store", addrmap.mem, arbiter.store, fast=("tracked",))
         link("remote", addrmap.rx_mem, arbiter.remote, fast=("tracked",))
         connect(m, flipped(self.load), arbiter.load)
@@ -144,7 +146,7 @@ class Engine(wiring.Component):
         m.d.comb += arbiter.track_hold.eq(tracker.hold)
         connect(m, tracker.trigger, dma.trigger)
         link("dma_read", dma.read, arbiter.dma)
-        link("dma_response", arbiter.dma_response, dma.response)
+        link("dma_response", arbiter.dma_response, dma.response, fast=("tag", "error"))
         link("net_store", addrmap.net, tx.i[0])
         link("net_dma", dma.packet, tx.i[1])
         connect(m, tx.o, flipped(self.net_tx))

@@ -27,7 +27,8 @@ class Merge(wiring.Component):
     i : In(stream.Signature(shape)) array of ``n``
         The inputs, named ``i__0`` ... in Verilog.
     o : Out(stream.Signature(shape))
-        The merged stream; ``valid`` and ``payload`` are registers.
+        The merged stream; ``valid`` is a register, ``payload`` one level of logic over
+        registers (one per input, and the one-hot choice).
 
     In each cycle in which ``o`` is empty or being taken, the first requesting input after
     the one granted last (in index order, wrapping) is taken into ``o``. Each input's order
@@ -51,10 +52,12 @@ class Merge(wiring.Component):
         last = Signal(range(n), init=n - 1)
         slot = ~self.o.valid | self.o.ready
         # The choice (``pick``, one-hot: the first valid input after ``last``) depends on the
-        # inputs' valids and ``last`` only, not on ``slot``; the payload register loads the
-        # picked input's payload in every slot (with no input valid, ``o.valid`` stays low and
-        # no one reads it), so that its enable is ``slot`` alone and its data a multiplexer
-        # over registers: the output's ``ready`` reaches the payload through one gate.
+        # inputs' valids and ``last`` only, not on ``slot``. Each input has a payload register
+        # of its own, loaded with that input's payload in every slot, and a one-hot register
+        # (``taken``) keeps which one was picked; ``o.payload`` is the AND-OR of the payload
+        # registers by it (with no input valid, ``o.valid`` stays low and no one reads it).
+        # So the choice reaches n flip-flops, not the payload's select, and the output's
+        # ``ready`` reaches the payload registers' enable through one gate.
         pick = Signal(n)
         with m.Switch(last):
             for prev in range(n):
@@ -66,13 +69,16 @@ class Merge(wiring.Component):
                             m.d.comb += pick[idx].eq(1)
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
+        held = [Signal(self.i[k].payload.shape(), name=f"held{k}", reset_less=True)
+                for k in range(n)]
+        taken = Signal(n)
         with m.If(slot):
             for idx in range(n):
                 with m.If(pick[idx]):
                     m.d.comb += self.i[idx].ready.eq(1)
                     m.d.sync += [self.o.valid.eq(1), last.eq(idx)]
-            m.d.sync += self.o.payload.eq(
-                _one_hot_select(pick, [self.i[k].payload for k in range(n)]))
+            m.d.sync += [taken.eq(pick), *(held[k].eq(self.i[k].payload) for k in range(n))]
+        m.d.comb += self.o.payload.eq(_one_hot_select(taken, held))
         return m
 
 

@@ -39,7 +39,7 @@ class Queue(wiring.Component):
         Where the head item is kept: ``"register"`` (the default, below); ``"select"``
         (``depth`` 2 only): both items in registers, ``o.payload`` the one a read pointer
         selects, so that a pop toggles one flip-flop instead of enabling a register as wide
-        as an item; ``"memory"``: every item in a memory of ``depth`` entries with an
+        as an item; ``"memory"``: every item in a memory of ``depth + 1`` entries with an
         asynchronous read port, ``o.payload`` the entry a read pointer addresses (a pop
         moves the pointer, and enables no register as wide as an item); ``"block"``
         (``depth`` 4 or more): the first items in three registers, the rest in a memory
@@ -68,10 +68,10 @@ class Queue(wiring.Component):
     (one always free, written in every cycle) with an asynchronous read port (LUT RAM on
     FPGAs; a register when ``depth`` is 2). ``head="select"``: two
     registers written in turn by the pushes and read in turn by the pops (``o.payload`` is
-    a 2:1 multiplexer of them by a flip-flop). ``head="memory"``: a ring of ``depth`` entries
-    in a memory with an asynchronous read port (LUT RAM), written at a write pointer and read
-    at a read pointer (``o.payload`` is the read data; a full queue that pops and pushes in
-    the same cycle reads the leaving item and writes the new one over it at the clock edge).
+    a 2:1 multiplexer of them by a flip-flop). ``head="memory"``: a ring of ``depth + 1`` entries
+    in a memory with an asynchronous read port (LUT RAM), read at a read pointer
+    (``o.payload`` is the read data) and written at a write pointer in every cycle (the entry
+    there is always free; a push moves the pointer).
     ``head="block"``: queue positions 0 to 2 in a *front* of three registers (``o.payload`` is
     the first), positions 3 and up in a memory of ``depth`` entries, written at a write
     pointer in every cycle (the entry there is always free, so the handshake reaches the
@@ -160,6 +160,13 @@ class Queue(wiring.Component):
             wr, rd = Signal(), Signal()
             with m.If(do_push):
                 m.d.sync += wr.eq(~wr)
+            # The entry at ``wr`` is free whenever the queue is not full, so it takes ``data``
+            # in every such cycle, pushed or not (``wr`` moves only on a push): its enable is
+            # ``full`` and ``wr``, registers, and the writer's ``push`` reaches ``wr`` and the
+            # flags only (in a :class:`Slice`, whose writer never pushes while it is full, the
+            # second term is constant 0). A full queue takes a push only while its head leaves,
+            # into the head's entry, which ``wr`` then names.
+            with m.If(~full | do_push):
                 with m.If(wr):
                     m.d.sync += entries[1].eq(self.data)
                 with m.Else():
@@ -169,18 +176,23 @@ class Queue(wiring.Component):
             m.d.comb += self.o.payload.eq(Mux(rd, entries[1], entries[0]))
             return m
         if self._head == "memory":
-            m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=depth,
+            # One entry more than the queue holds, so that the entry at ``tail`` is always
+            # free: it is written with ``data`` in every cycle, and a push only moves ``tail``
+            # past it. So the handshake reaches the pointer, not the write enable of every
+            # RAM cell.
+            slots = depth + 1
+            m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=slots,
                                                            init=[])
             wr = storage.write_port()
             rd = storage.read_port(domain="comb")
-            head = Signal(range(depth))
-            tail = Signal(range(depth))
-            m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(do_push),
+            head = Signal(range(slots))
+            tail = Signal(range(slots))
+            m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(1),
                          rd.addr.eq(head), self.o.payload.eq(rd.data)]
             with m.If(do_push):
-                m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
+                m.d.sync += tail.eq(Mux(tail == slots - 1, 0, tail + 1))
             with m.If(pop):
-                m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
+                m.d.sync += head.eq(Mux(head == slots - 1, 0, head + 1))
             return m
         # The head is a register (``o.payload``); the items behind it wait in a memory (one
         # entry more than can wait) with an asynchronous read port. An item pushed while the
@@ -446,11 +458,12 @@ class Slice(wiring.Component):
         back = Signal(fast_layout, reset_less=True)
         given = Signal(fast_layout)
         m.d.comb += [given[f].eq(self.i.payload[f]) for f in self._fast]
-        # ``back`` loads on every push, also one that goes straight to the head (``back`` is
-        # read only while an item waits behind the head, which is then the one it holds), so
-        # that its enable is the writer's handshake alone, not the reader's decision.
+        # ``back`` loads in every cycle the slice is not full, pushed or not (it is read only
+        # while an item waits behind the head, and the push that fills the slice is the one
+        # it then holds), so that its enable is the slice's own ``full``: neither the reader's
+        # decision nor the writer's ``valid`` reaches it, as with the entries (:class:`Queue`).
         pop = queue.o.valid & self.o.ready
-        with m.If(queue.push):
+        with m.If(~queue.full):
             m.d.sync += back.eq(given)
         with m.If(pop | ~queue.o.valid):
             m.d.sync += head.eq(Mux(queue.full, back, given))
