@@ -54,7 +54,7 @@ bench: $(STAMP)
 	$(T3HW) bench --json bench/results.json
 
 formal: $(STAMP)
-	$(T3HW) formal tracker queue_depth1 queue_depth3 queue_depth4 queue_memory3 merge arbiter dma
+	$(T3HW) formal tracker queue_depth1 queue_depth3 queue_depth4 queue_memory4 merge arbiter dma
 
 synth: $(STAMP)
 	$(T3HW) synth --json synth/results.json --docs docs/synthesis.md

@@ -536,16 +536,84 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   reg _init_strobe_2  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg [3:0] \$100 ;
-  reg \$101 ;
-  reg \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire [4:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [3:0] \$138 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
+  wire [4:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg [57:0] \$143 ;
+  reg [2:0] \$144 ;
+  reg [47:0] \$145 ;
+  reg [47:0] \$146 ;
+  reg [11:0] \$147 ;
+  reg [15:0] \$148 ;
+  reg \$149 ;
   wire \$15 ;
+  reg \$150 ;
+  reg [47:0] \$151 ;
+  reg \$152 ;
+  reg \$153 ;
+  reg [178:0] \$154 ;
+  reg \$155 ;
+  reg \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [47:0] \$159 ;
   wire \$16 ;
+  reg [170:0] \$160 ;
+  reg [7:0] \$161 ;
+  reg [3:0] \$162 ;
+  reg [47:0] \$163 ;
+  reg \$164 ;
+  reg \$165 ;
+  reg \$166 ;
+  reg [3:0] \$167 ;
+  reg [3:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
+  reg \$170 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
@@ -562,80 +630,80 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [5:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [6:0] \$38 ;
+  wire [3:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [47:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [3:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [12:0] \$44 ;
-  wire [47:0] \$45 ;
+  wire [16:0] \$40 ;
+  wire \$41 ;
+  wire [47:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire [47:0] \$49 ;
+  wire \$47 ;
+  wire [16:0] \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [23:0] \$50 ;
+  wire [25:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire [47:0] \$53 ;
   wire \$54 ;
-  wire [16:0] \$55 ;
-  wire [16:0] \$56 ;
-  wire [23:0] \$57 ;
-  wire [25:0] \$58 ;
-  wire [4:0] \$59 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [47:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
+  wire [4:0] \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
   wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [47:0] \$83 ;
-  reg \$84 ;
-  reg \$85 ;
-  reg [178:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
-  reg \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg \$98 ;
-  reg [3:0] \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire [4:0] \$92 ;
+  wire [4:0] \$93 ;
+  wire [4:0] \$94 ;
+  wire [5:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -712,7 +780,6 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [3:0] held = 4'h0;
-  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -871,104 +938,172 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign \$30  = \$28  & \$29 ;
   assign \$31  = ~ packet__valid;
   assign idle = \$30  & \$31 ;
-  assign \$32  = held + issue;
-  assign \$33  = packet__valid & \o__ready$39 ;
-  assign \$34  = \$32  - \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = ~ \$signal$31 ;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
-  assign \$39  = ~ read__valid;
-  assign \$40  = \$39  | read__ready;
-  assign \$41  = tag + 1'h1;
-  assign \$42  = src_at + step;
-  assign \$43  = dst_at + step;
-  assign \$44  = rows_left - 1'h1;
-  assign \$45  = short_row ? row_step : 48'h000000000040;
-  assign \$46  = rows_left == 2'h2;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'hc0;
-  assign \$49  = near_end ? row_step : 48'h000000000040;
-  assign \$50  = ~ nxt_valid;
-  assign \$51  = descriptor__valid & \$50 ;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[58:43] <= 8'h80;
-  assign \$54  = descriptor__payload[42:31] == 1'h1;
-  assign \$55  = descriptor__payload[58:43] - 1'h1;
-  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
-  assign \$59  = run + 1'h1;
-  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$38 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$32  = ~ read__valid;
+  assign \$33  = \$32  | read__ready;
+  assign \$34  = tag + 1'h1;
+  assign \$35  = src_at + step;
+  assign \$36  = dst_at + step;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = short_row ? row_step : 48'h000000000040;
+  assign \$39  = rows_left == 2'h2;
+  assign \$40  = remaining - 7'h40;
+  assign \$41  = remaining <= 8'hc0;
+  assign \$42  = near_end ? row_step : 48'h000000000040;
+  assign \$43  = ~ nxt_valid;
+  assign \$44  = descriptor__valid & \$43 ;
+  assign \$45  = descriptor__payload[58:43] <= 7'h40;
+  assign \$46  = descriptor__payload[58:43] <= 8'h80;
+  assign \$47  = descriptor__payload[42:31] == 1'h1;
+  assign \$48  = descriptor__payload[58:43] - 1'h1;
+  assign \$51  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$50 );
+  assign \$52  = run + 1'h1;
+  assign \$53  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$28 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = packet__valid & \o__ready$39 ;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = issue & \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$signal$31 ;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$61  & \$65 ;
+  assign \$67  = held + 1'h1;
+  assign \$68  = ~ issue;
+  assign \$69  = packet__valid & \o__ready$39 ;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = o__valid & o__ready;
+  assign \$72  = ~ \$signal$31 ;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = \$70  & \$73 ;
+  assign \$75  = held - 2'h2;
+  assign \$76  = packet__valid & \o__ready$39 ;
+  assign \$77  = issue ^ \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ \$signal$31 ;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = \$77  ^ \$80 ;
+  assign \$82  = packet__valid & \o__ready$39 ;
+  assign \$83  = ~ \$82 ;
+  assign \$84  = issue & \$83 ;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = ~ \$signal$31 ;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ \$87 ;
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = ~ \$89 ;
+  assign \$91  = \$81  & \$90 ;
+  assign \$92  = held - 1'h1;
+  assign \$93  = \$91  ? \$92  : { 1'h0, held };
+  assign \$94  = \$74  ? \$75  : \$93 ;
+  assign \$95  = \$66  ? { 1'h0, \$67  } : { \$94 [4], \$94  };
+  assign \$96  = packet__valid & \o__ready$39 ;
+  assign \$97  = ~ \$96 ;
+  assign \$98  = issue & \$97 ;
+  assign \$99  = o__valid & o__ready;
+  assign \$100  = ~ \$signal$31 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ \$101 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = held + 1'h1;
+  assign \$105  = \$104  == 4'h8;
+  assign \$106  = packet__valid & \o__ready$39 ;
+  assign \$107  = issue ^ \$106 ;
+  assign \$108  = o__valid & o__ready;
+  assign \$109  = ~ \$signal$31 ;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = \$107  ^ \$110 ;
+  assign \$112  = packet__valid & \o__ready$39 ;
+  assign \$113  = ~ \$112 ;
+  assign \$114  = issue & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ \$signal$31 ;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = ~ \$117 ;
+  assign \$119  = \$114  & \$118 ;
+  assign \$120  = ~ \$119 ;
+  assign \$121  = \$111  & \$120 ;
+  assign \$122  = ~ \$121 ;
+  assign \$123  = ~ issue;
+  assign \$124  = packet__valid & \o__ready$39 ;
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = o__valid & o__ready;
+  assign \$127  = ~ \$signal$31 ;
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$125  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = held == 4'h8;
+  assign \$133  = \$131  & \$132 ;
+  assign \$134  = \$103  ? \$105  : \$133 ;
+  assign \$135  = o__ready & o__valid;
+  assign \$136  = ~ \$signal$28 ;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = \$137  ? o__payload[83:80] : \$signal$30 ;
+  assign \$139  = run + 1'h1;
+  assign \$140  = start ? \$139  : { 1'h0, run };
+  assign \$141  = \$138  == \$140 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$142 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$143 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$144 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$145 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$146 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$147 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$148 ;
   always @(posedge clk)
-    near_end <= \$81 ;
+    near_end <= \$149 ;
   always @(posedge clk)
-    row_end <= \$82 ;
+    row_end <= \$150 ;
   always @(posedge clk)
-    step <= \$83 ;
+    step <= \$151 ;
   always @(posedge clk)
-    one_row <= \$84 ;
+    one_row <= \$152 ;
   always @(posedge clk)
-    active <= \$85 ;
+    active <= \$153 ;
   always @(posedge clk)
-    nxt <= \$86 ;
+    nxt <= \$154 ;
   always @(posedge clk)
-    nxt_valid <= \$87 ;
+    nxt_valid <= \$155 ;
   always @(posedge clk)
-    nxt_short <= \$88 ;
+    nxt_short <= \$156 ;
   always @(posedge clk)
-    nxt_near <= \$89 ;
+    nxt_near <= \$157 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$158 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$159 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$160 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$161 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$162 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$163 ;
   always @(posedge clk)
-    row_near <= \$96 ;
+    row_near <= \$164 ;
   always @(posedge clk)
-    short_row <= \$97 ;
+    short_row <= \$165 ;
   always @(posedge clk)
-    \$signal  <= \$98 ;
+    \$signal  <= \$166 ;
   always @(posedge clk)
-    \$signal$30  <= \$99 ;
+    \$signal$30  <= \$167 ;
   always @(posedge clk)
-    held <= \$100 ;
+    held <= \$168 ;
   always @(posedge clk)
-    at_limit <= \$101 ;
+    at_limit <= \$169 ;
   always @(posedge clk)
-    \$signal$8  <= \$102 ;
+    \$signal$8  <= \$170 ;
   t3hw_dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -998,298 +1133,298 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$74  = read__valid;
+    \$142  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$142  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$75  = read__payload;
-    if (\$40 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+    \$143  = read__payload;
+    if (\$33 ) begin
+      \$143 [47:0] = meta[139:92];
+      \$143 [54:48] = \$1 [6:0];
+      \$143 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$143  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$76  = tag;
+    \$144  = tag;
     if (issue) begin
-      \$76  = \$41 [2:0];
+      \$144  = \$34 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$144  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$77  = src_at;
+    \$145  = src_at;
     if (issue) begin
-      \$77  = \$42 [47:0];
+      \$145  = \$35 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$145  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$78  = dst_at;
+    \$146  = dst_at;
     if (issue) begin
-      \$78  = \$43 [47:0];
+      \$146  = \$36 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$146  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$79  = rows_left;
+    \$147  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$44 [11:0];
+        \$147  = \$37 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$147  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$80  = remaining;
+    \$148  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$148  = cur[50:35];
       end else begin
-        \$80  = \$47 [15:0];
+        \$148  = \$40 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$148  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$81  = near_end;
+    \$149  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = row_near;
+        \$149  = row_near;
       end else begin
-        \$81  = \$48 ;
+        \$149  = \$41 ;
       end
     end
     if (start) begin
-      \$81  = nxt_near;
+      \$149  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$82  = row_end;
+    \$150  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = short_row;
+        \$150  = short_row;
       end else begin
-        \$82  = near_end;
+        \$150  = near_end;
       end
     end
     if (start) begin
-      \$82  = nxt_short;
+      \$150  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$83  = step;
+    \$151  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = \$45 ;
+        \$151  = \$38 ;
       end else begin
-        \$83  = \$49 ;
+        \$151  = \$42 ;
       end
     end
     if (start) begin
-      \$83  = \$60 ;
+      \$151  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$84  = one_row;
+    \$152  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$84  = \$46 ;
+        \$152  = \$39 ;
       end
     end
     if (start) begin
-      \$84  = nxt_one_row;
+      \$152  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$85  = active;
+    \$153  = active;
     if (issue) begin
       if (last) begin
-        \$85  = 1'h0;
+        \$153  = 1'h0;
       end
     end
     if (stop) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
     if (start) begin
-      \$85  = 1'h1;
+      \$153  = 1'h1;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$86  = nxt;
-    if (\$51 ) begin
-      \$86  = descriptor__payload;
+    \$154  = nxt;
+    if (\$44 ) begin
+      \$154  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$87  = nxt_valid;
-    if (\$51 ) begin
-      \$87  = 1'h1;
+    \$155  = nxt_valid;
+    if (\$44 ) begin
+      \$155  = 1'h1;
     end
     if (start) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
     if (rst) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$88  = nxt_short;
-    if (\$51 ) begin
-      \$88  = \$52 ;
+    \$156  = nxt_short;
+    if (\$44 ) begin
+      \$156  = \$45 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$89  = nxt_near;
-    if (\$51 ) begin
-      \$89  = \$53 ;
+    \$157  = nxt_near;
+    if (\$44 ) begin
+      \$157  = \$46 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$90  = nxt_one_row;
-    if (\$51 ) begin
-      \$90  = \$54 ;
+    \$158  = nxt_one_row;
+    if (\$44 ) begin
+      \$158  = \$47 ;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$91  = nxt_step;
-    if (\$51 ) begin
-      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$159  = nxt_step;
+    if (\$44 ) begin
+      \$159  = { \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51  };
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$92  = cur;
+    \$160  = cur;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$160 [0] = nxt[8];
+      \$160 [1] = nxt[9];
+      \$160 [6:2] = nxt[14:10];
+      \$160 [22:7] = nxt[30:15];
+      \$160 [34:23] = nxt[42:31];
+      \$160 [50:35] = nxt[58:43];
+      \$160 [74:51] = nxt[82:59];
+      \$160 [122:75] = nxt[130:83];
+      \$160 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$93  = index;
+    \$161  = index;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$161  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$94  = run;
+    \$162  = run;
     if (start) begin
-      \$94  = \$59 [3:0];
+      \$162  = \$52 [3:0];
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$162  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$95  = row_step;
+    \$163  = row_step;
     if (start) begin
-      \$95  = nxt_step;
+      \$163  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$96  = row_near;
+    \$164  = row_near;
     if (start) begin
-      \$96  = nxt_near;
+      \$164  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$97  = short_row;
+    \$165  = short_row;
     if (start) begin
-      \$97  = nxt_short;
+      \$165  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$98  = \$signal ;
-    if (\$63 ) begin
-      \$98  = \$65 ;
+    \$166  = \$signal ;
+    if (\$56 ) begin
+      \$166  = \$58 ;
     end
     if (rst) begin
-      \$98  = 1'h0;
+      \$166  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$99  = \$signal$30 ;
-    if (\$63 ) begin
-      \$99  = o__payload[83:80];
+    \$167  = \$signal$30 ;
+    if (\$56 ) begin
+      \$167  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$100  = \$38 [3:0];
+    \$168  = \$95 [3:0];
     if (rst) begin
-      \$100  = 4'h0;
+      \$168  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$101  = \$66 ;
+    \$169  = \$134 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_2 ) begin end
-    \$102  = \$73 ;
+    \$170  = \$141 ;
     if (rst) begin
-      \$102  = 1'h1;
+      \$170  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -1303,7 +1438,6 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -1395,8 +1529,8 @@ module t3hw_dma__engine (response__payload, o__ready, \o__ready$39 , clk, rst, d
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
-  assign \$57  = { \$56 [16], \$56 , 6'h00 };
+  assign \$49  = { \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16:6] };
+  assign \$50  = { \$49 [16], \$49 , 6'h00 };
 endmodule
 
 module t3hw_dma__engine__packets (clk, rst, push, wr__data, o__valid, o__payload, o__ready);
@@ -2127,34 +2261,59 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
-  reg \$109 ;
+  wire [5:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [5:0] \$113 ;
+  wire [5:0] \$114 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [6:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  reg [7:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [4:0] \$130 ;
+  reg \$131 ;
+  reg [178:0] \$132 ;
+  reg [11:0] \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [4:0] \$138 ;
+  reg \$139 ;
   wire \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [178:0] \$144 ;
+  reg \$145 ;
+  reg [4:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg \$149 ;
   wire [23:0] \$15 ;
+  reg [4:0] \$150 ;
   wire [23:0] \$16 ;
   wire [38:0] \$17 ;
   wire [39:0] \$18 ;
@@ -2220,32 +2379,32 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [12:0] \$8 ;
   wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [5:0] \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [6:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [5:0] \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
   reg again = 1'h0;
@@ -3886,55 +4045,80 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$36  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
+  assign \$75  = ~ bad_descriptor;
+  assign \$76  = \$74  & \$75 ;
   assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$36  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign old = again ? last : read;
-  assign \$88  = old + 1'h1;
-  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
-  assign \$89  = \old$105  + 1'h1;
-  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
-  assign \$90  = \old$111  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$78  = ~ \$77 ;
+  assign \$79  = \$76  & \$78 ;
+  assign \$80  = \held$36  + 1'h1;
+  assign \$81  = trigger__valid & trigger__ready;
+  assign \$82  = ~ \$81 ;
+  assign \$83  = \$82  & bad_descriptor;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \held$36  - 2'h2;
+  assign \$87  = trigger__valid & trigger__ready;
+  assign \$88  = \$87  ^ bad_descriptor;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = \$88  ^ \$89 ;
+  assign \$91  = \held$36  - 1'h1;
+  assign \$92  = \$90  ? \$91  : { 1'h0, \held$36  };
+  assign \$93  = \$85  ? \$86  : \$92 ;
+  assign \$94  = \$79  ? { 1'h0, \$80  } : { \$93 [5], \$93  };
+  assign \$95  = trigger__valid & trigger__ready;
+  assign \$96  = ~ bad_descriptor;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$98  = \held$36  + 1'h1;
+  assign \$99  = \$98  < 5'h10;
+  assign \$100  = trigger__valid & trigger__ready;
+  assign \$101  = ~ \$100 ;
+  assign \$102  = \$101  & bad_descriptor;
+  assign \$103  = \held$36  - 1'h1;
+  assign \$104  = $signed(\$103 ) < $signed(6'h10);
+  assign \$105  = \held$36  < 5'h10;
+  assign \$106  = \$102  ? \$104  : \$105 ;
+  assign room_next = \$97  ? \$99  : \$106 ;
+  assign \$107  = ~ fetching;
+  assign \$108  = ~ fetched;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ descriptor__valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ stage[4];
+  assign o__ready = \$111  & \$112 ;
+  assign old = again ? last : read;
+  assign \$113  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$114  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$115  = \old$111  + 1'h1;
+  assign \$116  = issued_checked - dropped_checked;
+  assign \$117  = $signed(\$116 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$117 [4:0];
+  assign \$118  = ~ s1_valid;
+  assign \$119  = ~ s2_valid;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = ~ o__valid;
+  assign \$122  = \$120  & \$121 ;
+  assign \$123  = ~ fetching;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = ~ fetched;
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = ~ descriptor__valid;
+  assign idle = \$126  & \$127 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$128 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$129 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$130 ;
   always @(posedge clk)
-    quiet <= \$106 ;
+    quiet <= \$131 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$132 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$133 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$134 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -3950,17 +4134,17 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$110 ;
+    \busy$20  <= \$135 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$136 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$137 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -3968,15 +4152,15 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$113 ;
+    \held$36  <= \$138 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$139 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$140 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$141 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$142 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -3984,11 +4168,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$143 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$144 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$145 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
@@ -3996,11 +4180,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     again <= \$40 ;
   always @(posedge clk)
-    last <= \$88 [4:0];
+    last <= \$113 [4:0];
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$146 ;
   always @(posedge clk)
-    \pending$62  <= \$122 ;
+    \pending$62  <= \$147 ;
   always @(posedge clk)
     \pending_index$64  <= s2_cmd;
   always @(posedge clk)
@@ -4008,11 +4192,11 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     \again$67  <= \$44 ;
   always @(posedge clk)
-    \last$68  <= \$89 [4:0];
+    \last$68  <= \$114 [4:0];
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$148 ;
   always @(posedge clk)
-    \pending$72  <= \$124 ;
+    \pending$72  <= \$149 ;
   always @(posedge clk)
     \pending_index$73  <= descriptor__payload[7:0];
   always @(posedge clk)
@@ -4020,9 +4204,9 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   always @(posedge clk)
     \again$76  <= \$49 ;
   always @(posedge clk)
-    \last$77  <= \$90 [4:0];
+    \last$77  <= \$115 [4:0];
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$150 ;
   t3hw_dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -4034,189 +4218,189 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
   );
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$103  = sweep;
+    \$128  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$128  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$128  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$104  = busy;
+    \$129  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$129  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$129  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$130  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$130  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$106  = \$7 ;
+    \$131  = \$7 ;
     if (rst) begin
-      \$106  = 1'h1;
+      \$131  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$107  = desc;
+    \$132  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$132  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$108  = rows1;
+    \$133  = rows1;
     if (program__ready) begin
-      \$108  = \$8 [11:0];
+      \$133  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$109  = held;
+    \$134  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$134  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$110  = \busy$20 ;
+    \$135  = \busy$20 ;
     if (stage[2]) begin
-      \$110  = \$21 ;
+      \$135  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$111  = \$25 ;
+    \$136  = \$25 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$112  = s1_valid;
+    \$137  = s1_valid;
     if (rst) begin
-      \$112  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$113  = \$78 [4:0];
+    \$138  = \$94 [4:0];
     if (rst) begin
-      \$113  = 5'h00;
+      \$138  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$114  = room_next;
+    \$139  = room_next;
     if (rst) begin
-      \$114  = 1'h1;
+      \$139  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$115  = \$34 ;
+    \$140  = \$34 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$116  = \$35 ;
+    \$141  = \$35 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$117  = fetching;
+    \$142  = fetching;
     if (rst) begin
-      \$117  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$118  = descriptor__valid;
+    \$143  = descriptor__valid;
     if (descriptor__ready) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
     if (fetched) begin
-      \$118  = 1'h1;
+      \$143  = 1'h1;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$119  = descriptor__payload;
+    \$144  = descriptor__payload;
     if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
+      \$144 [8] = got[0];
+      \$144 [9] = got[1];
+      \$144 [14:10] = got[6:2];
+      \$144 [30:15] = got[22:7];
+      \$144 [42:31] = got[34:23];
+      \$144 [58:43] = got[50:35];
+      \$144 [82:59] = got[74:51];
+      \$144 [130:83] = got[122:75];
+      \$144 [178:131] = got[170:123];
+      \$144 [7:0] = got_index;
     end
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$144  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$120  = \$38 ;
+    \$145  = \$38 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$121  = issued_checked;
+    \$146  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$146  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$122  = \$42 ;
+    \$147  = \$42 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$123  = dropped_checked;
+    \$148  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$71 ;
+      \$148  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$124  = \$47 ;
+    \$149  = \$47 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$149  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_5 ) begin end
-    \$125  = taken_checked;
+    \$150  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$80 ;
+      \$150  = \check__data$80 ;
     end
   end
   always @* begin
@@ -4309,7 +4493,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$113 [4:0];
     end
   end
   always @* begin
@@ -4336,7 +4520,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$108  = \$89 [4:0];
+      \wr__data$108  = \$114 [4:0];
     end
   end
   always @* begin
@@ -4363,7 +4547,7 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
     if (busy) begin
       \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$114  = \$90 [4:0];
+      \wr__data$114  = \$115 [4:0];
     end
   end
   always @* begin
@@ -4375,10 +4559,10 @@ module t3hw_dma__queue (program__valid, trigger__payload, trigger__valid, desc_h
       \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$69  = \$89 [4:0];
-  assign \value$78  = \$90 [4:0];
+  assign held_next = \$94 [4:0];
+  assign value = \$113 [4:0];
+  assign \value$69  = \$114 [4:0];
+  assign \value$78  = \$115 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;

@@ -5733,9 +5733,9 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   reg _init_strobe_4  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [8:0] \$100 ;
-  wire [39:0] \$101 ;
-  wire [40:0] \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
@@ -5745,7 +5745,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$109 ;
   wire [8:0] \$11 ;
   wire \$110 ;
-  wire [5:0] \$111 ;
+  wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -5759,60 +5759,60 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [25:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [25:0] \$126 ;
+  wire [2:0] \$127 ;
+  wire [34:0] \$128 ;
+  wire [33:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
+  wire [32:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire [25:0] \$136 ;
+  wire [32:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire \$136 ;
   wire \$137 ;
-  wire [25:0] \$138 ;
-  wire [2:0] \$139 ;
+  wire \$138 ;
+  wire [32:0] \$139 ;
   wire \$14 ;
-  wire [34:0] \$140 ;
-  wire [33:0] \$141 ;
-  wire [32:0] \$142 ;
+  wire [32:0] \$140 ;
+  wire \$141 ;
+  wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
+  wire [32:0] \$144 ;
+  wire [32:0] \$145 ;
+  wire \$146 ;
+  wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
+  wire [32:0] \$150 ;
+  wire \$151 ;
+  wire \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire [32:0] \$156 ;
+  wire \$156 ;
   wire [32:0] \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [1:0] \$158 ;
+  wire [1:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
+  wire [1:0] \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire [32:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [1:0] \$170 ;
-  wire [1:0] \$171 ;
-  wire [1:0] \$172 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
@@ -5858,31 +5858,31 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire [1:0] \$215 ;
-  wire \$216 ;
-  wire [1:0] \$217 ;
+  wire [1:0] \$216 ;
+  wire \$217 ;
   wire [1:0] \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
-  wire [1:0] \$220 ;
-  wire [1:0] \$221 ;
+  wire \$220 ;
+  wire \$221 ;
   wire \$222 ;
   wire \$223 ;
   wire \$224 ;
   wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
+  wire [1:0] \$226 ;
+  wire [1:0] \$227 ;
   wire [1:0] \$228 ;
   wire [1:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
+  wire \$230 ;
   wire [1:0] \$231 ;
-  wire \$232 ;
-  wire [1:0] \$233 ;
+  wire [1:0] \$232 ;
+  wire \$233 ;
   wire [1:0] \$234 ;
-  wire \$235 ;
+  wire [1:0] \$235 ;
   wire \$236 ;
   wire \$237 ;
   wire \$238 ;
@@ -5890,38 +5890,38 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
+  wire [1:0] \$242 ;
+  wire [1:0] \$243 ;
   wire [1:0] \$244 ;
   wire [1:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
   wire [1:0] \$252 ;
-  wire [1:0] \$253 ;
-  wire [1:0] \$254 ;
-  wire [1:0] \$255 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire [1:0] \$259 ;
+  wire \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
-  wire \$262 ;
+  wire [1:0] \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
-  wire \$266 ;
+  wire [1:0] \$266 ;
   wire \$267 ;
   wire \$268 ;
-  wire \$269 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
   wire \$272 ;
   wire \$273 ;
@@ -5934,17 +5934,17 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$28 ;
   wire [1:0] \$280 ;
   wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire [1:0] \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [1:0] \$282 ;
+  wire [83:0] \$283 ;
+  wire [83:0] \$284 ;
+  wire [83:0] \$285 ;
+  wire [83:0] \$286 ;
+  wire [83:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire [1:0] \$291 ;
+  wire [83:0] \$290 ;
+  wire \$291 ;
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
@@ -5957,91 +5957,69 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$30 ;
   wire \$300 ;
   wire \$301 ;
-  wire [1:0] \$302 ;
+  wire \$302 ;
   wire \$303 ;
-  wire [1:0] \$304 ;
-  wire [83:0] \$305 ;
-  wire [83:0] \$306 ;
-  wire [83:0] \$307 ;
-  wire [83:0] \$308 ;
-  wire [83:0] \$309 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire [17:0] \$31 ;
-  wire [83:0] \$310 ;
-  wire [83:0] \$311 ;
-  wire [83:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire \$310 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg [16:0] \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire [17:0] \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg \$324 ;
+  reg \$325 ;
+  reg [83:0] \$326 ;
+  reg [83:0] \$327 ;
+  reg [83:0] \$328 ;
+  reg [83:0] \$329 ;
   wire [17:0] \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  reg \$333 ;
-  reg \$334 ;
-  reg \$335 ;
+  reg \$330 ;
+  reg [22:0] \$331 ;
+  reg [31:0] \$332 ;
+  reg [24:0] \$333 ;
+  reg [8:0] \$334 ;
+  reg [33:0] \$335 ;
   reg \$336 ;
-  reg \$337 ;
-  reg [16:0] \$338 ;
+  reg [38:0] \$337 ;
+  reg [7:0] \$338 ;
   reg \$339 ;
   wire \$34 ;
   reg \$340 ;
   reg \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg \$344 ;
-  reg \$345 ;
-  reg \$346 ;
+  reg [1:0] \$342 ;
+  reg [4:0] \$343 ;
+  reg [24:0] \$344 ;
+  reg [33:0] \$345 ;
+  reg [31:0] \$346 ;
   reg \$347 ;
-  reg [83:0] \$348 ;
-  reg [83:0] \$349 ;
+  reg \$348 ;
+  reg [287:0] \$349 ;
   wire \$35 ;
-  reg [83:0] \$350 ;
-  reg [83:0] \$351 ;
+  reg \$350 ;
+  reg \$351 ;
   reg \$352 ;
-  reg [22:0] \$353 ;
-  reg [31:0] \$354 ;
-  reg [24:0] \$355 ;
-  reg [8:0] \$356 ;
-  reg [33:0] \$357 ;
-  reg \$358 ;
-  reg [38:0] \$359 ;
+  reg \$353 ;
+  reg \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg [1:0] \$357 ;
   wire \$36 ;
-  reg [7:0] \$360 ;
-  reg \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg [1:0] \$364 ;
-  reg [4:0] \$365 ;
-  reg [24:0] \$366 ;
-  reg [33:0] \$367 ;
-  reg [31:0] \$368 ;
-  reg \$369 ;
   wire \$37 ;
-  reg \$370 ;
-  reg [287:0] \$371 ;
-  reg \$372 ;
-  reg \$373 ;
-  reg \$374 ;
-  reg \$375 ;
-  reg \$376 ;
-  reg \$377 ;
-  reg \$378 ;
-  reg [1:0] \$379 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -6095,12 +6073,12 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [38:0] \$86 ;
+  wire [31:0] \$87 ;
+  wire [8:0] \$88 ;
+  wire [39:0] \$89 ;
   wire [8:0] \$9 ;
-  wire \$90 ;
+  wire [40:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -6108,20 +6086,27 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire [38:0] \$98 ;
-  wire [31:0] \$99 ;
-  wire \$signal ;
+  wire \$98 ;
+  wire [5:0] \$99 ;
+  reg \$signal  = 1'h1;
+  wire \$signal$14 ;
   wire \$signal$15 ;
+  reg [16:0] \$signal$21  = 17'h00001;
+  (* keep = 32'd1 *)
   wire \$signal$28 ;
-  wire \$signal$29 ;
+  (* keep = 32'd1 *)
   wire \$signal$30 ;
+  (* keep = 32'd1 *)
   wire \$signal$31 ;
-  wire \$signal$82 ;
+  (* keep = 32'd1 *)
+  wire \$signal$32 ;
+  (* keep = 32'd1 *)
+  wire \$signal$33 ;
+  wire \$signal$84 ;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
-  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -6214,6 +6199,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   wire errors__bad_config ;
   wire errors__bad_response ;
   reg [1:0] finish = 2'h0;
+  (* keep = 32'd1 *)
+  wire full_none;
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
@@ -6402,7 +6389,6 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   input track_hold;
   wire track_hold;
   reg [24:0] unit = 25'h0000400;
-  reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
   reg was_forced = 1'h0;
   reg window = 1'h0;
@@ -6423,7 +6409,7 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$15  = \$14  & pick_c;
   assign \$16  = ~ dram__valid;
   assign \$17  = \$16  | dram__ready;
-  assign \$18  = gate_m & below;
+  assign \$18  = gate_m & \$signal ;
   assign \$19  = \$signal$15  | \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = dma__valid | remote__valid;
@@ -6432,12 +6418,12 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$24  = \$23  | dram__ready;
   assign \$25  = \$22  | \$24 ;
   assign \$26  = dma__valid | remote__valid;
-  assign \$27  = gate_m & below;
+  assign \$27  = gate_m & \$signal ;
   assign \$28  = \$signal$15  | \$27 ;
   assign \$29  = ~ \$28 ;
   assign \$30  = \$26  & \$29 ;
-  assign \$31  = wait1 + 1'h1;
-  assign \$32  = wait_full ? { 1'h0, wait1 } : \$31 ;
+  assign \$31  = \$signal$21  + 1'h1;
+  assign \$32  = wait_full ? { 1'h0, \$signal$21  } : \$31 ;
   assign \$33  = \$30  ? \$32  : 18'h00001;
   assign \$34  = | \new [9:2];
   assign \$35  = \new [1] & \$34 ;
@@ -6445,866 +6431,846 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$37  = accept ? \$35  : \$36 ;
   assign \$38  = ~ dram__valid;
   assign \$39  = \$38  | dram__ready;
-  assign \$40  = gate_m & below;
+  assign \$40  = gate_m & \$signal ;
   assign \$41  = \$signal$15  | \$40 ;
   assign \$42  = pick_c | \$41 ;
-  assign \$43  = gate_m & below;
+  assign \$43  = gate_m & \$signal ;
   assign \$44  = \$signal$15  | \$43 ;
   assign \$45  = \$42  ? \$44  : last_comm;
   assign \$46  = \$39  ? \$45  : last_comm;
   assign \$47  = ~ dram__valid;
   assign \$48  = \$47  | dram__ready;
-  assign \$49  = gate_m & below;
+  assign \$49  = gate_m & \$signal ;
   assign \$50  = \$signal$15  | \$49 ;
   assign \$51  = ~ \$50 ;
-  assign \$52  = dma__valid | remote__valid;
-  assign \$53  = wait1 > \new [38:23];
-  assign \$54  = wait1 >= \new [38:23];
-  assign \$55  = wait_full ? \$53  : \$54 ;
-  assign \$56  = wait1 == cfg[38:23];
-  assign \$57  = wait_full ? wait_full : \$56 ;
-  assign \$58  = accept ? \$55  : \$57 ;
-  assign \$59  = \$52  & \$58 ;
-  assign \$60  = \$51  & \$59 ;
-  assign \$61  = dma__valid | remote__valid;
-  assign \$62  = wait1 > \new [38:23];
-  assign \$63  = accept ? \$62  : wait_full;
-  assign \$64  = \$61  & \$63 ;
-  assign \$65  = \$48  ? \$60  : \$64 ;
+  assign \$52  = \$51  & \$signal$28 ;
+  assign \$53  = \$48  ? \$52  : full_none;
+  assign \$54  = ~ dram__valid;
+  assign \$55  = \$54  | dram__ready;
+  assign \$56  = gate_m & \$signal ;
+  assign \$57  = \$signal$15  | \$56 ;
+  assign \$58  = pick_c ? \$244 [0] : \$signal$31 ;
+  assign \$59  = \$57  ? 1'h0 : \$58 ;
+  assign \$60  = \$55  ? \$59  : \$signal$30 ;
+  assign \$61  = ~ dram__valid;
+  assign \$62  = \$61  | dram__ready;
+  assign \$63  = ~ dram__valid;
+  assign \$64  = \$63  | dram__ready;
+  assign \$65  = \$64  & pick_c;
   assign \$66  = ~ dram__valid;
   assign \$67  = \$66  | dram__ready;
-  assign \$68  = gate_m & below;
+  assign \$68  = gate_m & \$signal ;
   assign \$69  = \$signal$15  | \$68 ;
-  assign \$70  = pick_c ? \$254 [0] : \$signal$29 ;
-  assign \$71  = \$69  ? 1'h0 : \$70 ;
-  assign \$72  = \$67  ? \$71  : \$signal$28 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = \$76  & pick_c;
-  assign \$78  = ~ dram__valid;
-  assign \$79  = \$78  | dram__ready;
-  assign \$80  = gate_m & below;
-  assign \$81  = \$signal$15  | \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = \$77  | \$82 ;
-  assign \$84  = ~ \$signal ;
-  assign \$85  = pick_c & \$84 ;
-  assign \$86  = pick_c & \$signal ;
-  assign \$87  = ~ pick_c;
-  assign \$88  = ~ sel_remote;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = ~ pick_c;
-  assign \$91  = \$90  & sel_remote;
-  assign \$92  = dram__valid & dram__ready;
-  assign \$93  = \$92  & \$312 [83];
-  assign \$94  = | \$312 [1:0];
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = \$65  | \$70 ;
+  assign \$72  = ~ \$signal$14 ;
+  assign \$73  = pick_c & \$72 ;
+  assign \$74  = pick_c & \$signal$14 ;
+  assign \$75  = ~ pick_c;
+  assign \$76  = ~ sel_remote;
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = ~ pick_c;
+  assign \$79  = \$78  & sel_remote;
+  assign \$80  = dram__valid & dram__ready;
+  assign \$81  = \$80  & \$290 [83];
+  assign \$82  = | \$290 [1:0];
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$290 [1:0] == 2'h2;
+  assign \$85  = \$84  ? 1'h1 : 1'h0;
+  assign \$86  = cfg[17:10] << scale;
+  assign \$87  = 1'h1 << scale;
+  assign \$88  = cfg[17:10] + 2'h2;
+  assign \$90  = \$89  - unit;
+  assign \$91  = ~ dram__valid;
+  assign \$92  = \$91  | dram__ready;
+  assign \$93  = \$92  & pick_c;
+  assign \$94  = ~ accept;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = \$312 [1:0] == 2'h2;
-  assign \$97  = \$96  ? 1'h1 : 1'h0;
-  assign \$98  = cfg[17:10] << scale;
-  assign \$99  = 1'h1 << scale;
-  assign \$100  = cfg[17:10] + 2'h2;
-  assign \$102  = \$101  - unit;
-  assign \$103  = ~ dram__valid;
-  assign \$104  = \$103  | dram__ready;
-  assign \$105  = \$104  & pick_c;
-  assign \$106  = ~ accept;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = armed & grant_c_q;
-  assign \$109  = ! \new [9:2];
-  assign \$110  = ! \new [9:2];
-  assign \$111  = 5'h18 - \new [22:18];
-  assign \$112  = cfg[22:18] == 1'h1;
-  assign \$113  = cfg[22:18] > 2'h2;
-  assign \$114  = cfg[22:18] > 2'h3;
-  assign \$115  = cfg[22:18] > 3'h4;
-  assign \$116  = cfg[22:18] > 3'h5;
-  assign \$117  = cfg[22:18] > 3'h6;
-  assign \$118  = cfg[22:18] > 3'h7;
-  assign \$119  = cfg[22:18] > 4'h8;
-  assign \$120  = cfg[22:18] > 4'h9;
-  assign \$121  = cfg[22:18] > 4'ha;
-  assign \$122  = cfg[22:18] > 4'hb;
-  assign \$123  = cfg[22:18] > 4'hc;
-  assign \$124  = cfg[22:18] > 4'hd;
-  assign \$125  = cfg[22:18] > 4'he;
-  assign \$126  = cfg[22:18] > 4'hf;
-  assign \$127  = cfg[22:18] > 5'h10;
-  assign \$128  = cfg[22:18] > 5'h11;
-  assign \$129  = cfg[22:18] > 5'h12;
-  assign \$130  = cfg[22:18] > 5'h13;
-  assign \$131  = cfg[22:18] > 5'h14;
-  assign \$132  = cfg[22:18] > 5'h15;
-  assign \$133  = cfg[22:18] > 5'h16;
-  assign \$134  = cfg[22:18] > 5'h17;
-  assign \$135  = cfg[22:18] > 5'h18;
-  assign \$136  = \$112  ? 26'h3ffffff : { 1'h0, \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , 2'h1 };
-  assign \$137  = ! cfg[22:18];
-  assign \$138  = $signed(left) - $signed(2'h1);
-  assign \$140  = base + acc;
-  assign \$142  = acc + sat_s;
-  assign \$143  = load__valid & load__ready;
-  assign \$144  = ~ load__ready;
-  assign \$145  = load__valid & \$144 ;
-  assign \$146  = stats[31:0] + 1'h1;
-  assign \$147  = stats[159:128] + 1'h1;
-  assign \$148  = store__valid & store__ready;
-  assign \$149  = ~ store__ready;
-  assign \$150  = store__valid & \$149 ;
-  assign \$151  = stats[63:32] + 1'h1;
-  assign \$152  = stats[191:160] + 1'h1;
-  assign \$153  = dma__valid & dma__ready;
-  assign \$154  = ~ dma__ready;
-  assign \$155  = dma__valid & \$154 ;
-  assign \$156  = stats[95:64] + 1'h1;
-  assign \$157  = stats[223:192] + 1'h1;
-  assign \$158  = remote__valid & remote__ready;
-  assign \$159  = ~ remote__ready;
-  assign \$160  = remote__valid & \$159 ;
-  assign \$161  = stats[127:96] + 1'h1;
-  assign \$162  = stats[255:224] + 1'h1;
-  assign \$163  = ~ dram__valid;
-  assign \$164  = \$163  | dram__ready;
-  assign \$165  = dma__valid | remote_ok;
-  assign \$166  = \$165  & wait_full;
-  assign \$167  = \$166  & cfg[1];
-  assign \$168  = \$164  & \$167 ;
-  assign \$169  = stats[287:256] + 1'h1;
-  assign \$173  = track_hold & store__payload[72];
-  assign \$174  = ~ \$173 ;
-  assign \$signal$82  = store__valid & \$174 ;
-  assign \$175  = track_hold & remote__payload[72];
-  assign \$176  = ~ \$175 ;
-  assign remote_ok = remote__valid & \$176 ;
-  assign \$177  = load__valid | \$signal$82 ;
-  assign \$178  = dma__valid | remote_ok;
-  assign \$179  = \$178  & comm_first;
-  assign \$180  = ~ \$179 ;
-  assign pick_c = \$177  & \$180 ;
-  assign \$181  = dma__valid | remote_ok;
-  assign \$182  = load__valid | \$signal$82 ;
-  assign \$183  = ~ \$182 ;
-  assign \$184  = ~ gated;
-  assign \$185  = \$183  & \$184 ;
-  assign \$186  = comm_first | \$185 ;
-  assign \$signal$15  = \$181  & \$186 ;
-  assign \$187  = dma__valid | remote_ok;
-  assign \$188  = load__valid | \$signal$82 ;
-  assign \$189  = ~ \$188 ;
-  assign \$190  = \$187  & \$189 ;
-  assign gate_m = \$190  & gated;
-  assign \$191  = ~ load__valid;
-  assign \$192  = ~ last_store;
-  assign \$193  = \$191  | \$192 ;
-  assign \$signal  = \$signal$82  & \$193 ;
-  assign \$194  = ~ dma__valid;
-  assign \$195  = ~ last_remote;
-  assign \$196  = \$194  | \$195 ;
-  assign sel_remote = remote_ok & \$196 ;
-  assign \$197  = ~ dram__valid;
-  assign \$198  = \$197  | dram__ready;
-  assign \$199  = \$198  & pick_c;
-  assign \$200  = ~ \$signal ;
-  assign load__ready = \$199  & \$200 ;
-  assign \$201  = ~ dram__valid;
-  assign \$202  = \$201  | dram__ready;
-  assign \$203  = \$202  & pick_c;
-  assign store__ready = \$203  & \$signal ;
-  assign \$204  = ~ dram__valid;
-  assign \$205  = \$204  | dram__ready;
-  assign \$206  = gate_m & below;
-  assign \$207  = \$signal$15  | \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = ~ sel_remote;
-  assign dma__ready = \$208  & \$209 ;
-  assign \$210  = ~ dram__valid;
-  assign \$211  = \$210  | dram__ready;
-  assign \$212  = gate_m & below;
-  assign \$213  = \$signal$15  | \$212 ;
-  assign \$214  = \$211  & \$213 ;
-  assign remote__ready = \$214  & sel_remote;
-  assign \$215  = accept ? \new [1:0] : cfg[1:0];
-  assign \$216  = ! \$215 ;
-  assign \$218  = accept ? \new [1:0] : cfg[1:0];
-  assign \$221  = accept ? \new [1:0] : cfg[1:0];
-  assign \$222  = \$221  == 2'h3;
-  assign \$223  = | \new [9:2];
-  assign \$224  = \new [1] & \$223 ;
-  assign \$225  = finish[1] ? cfg[1] : gated;
-  assign \$226  = accept ? \$224  : \$225 ;
-  assign \$227  = \$222  & \$226 ;
-  assign \$231  = accept ? \new [1:0] : cfg[1:0];
-  assign \$232  = ! \$231 ;
-  assign \$234  = accept ? \new [1:0] : cfg[1:0];
-  assign \$235  = dma__valid | remote__valid;
-  assign \$236  = wait1 > \new [38:23];
-  assign \$237  = wait1 >= \new [38:23];
-  assign \$238  = wait_full ? \$236  : \$237 ;
-  assign \$239  = wait1 == cfg[38:23];
-  assign \$240  = wait_full ? wait_full : \$239 ;
-  assign \$241  = accept ? \$238  : \$240 ;
-  assign \$242  = \$235  & \$241 ;
-  assign \$243  = \$234 [1] & \$242 ;
-  assign \$244  = \$233  | { 1'h0, \$243  };
+  assign \$96  = armed & grant_c_q;
+  assign \$97  = ! \new [9:2];
+  assign \$98  = ! \new [9:2];
+  assign \$99  = 5'h18 - \new [22:18];
+  assign \$100  = cfg[22:18] == 1'h1;
+  assign \$101  = cfg[22:18] > 2'h2;
+  assign \$102  = cfg[22:18] > 2'h3;
+  assign \$103  = cfg[22:18] > 3'h4;
+  assign \$104  = cfg[22:18] > 3'h5;
+  assign \$105  = cfg[22:18] > 3'h6;
+  assign \$106  = cfg[22:18] > 3'h7;
+  assign \$107  = cfg[22:18] > 4'h8;
+  assign \$108  = cfg[22:18] > 4'h9;
+  assign \$109  = cfg[22:18] > 4'ha;
+  assign \$110  = cfg[22:18] > 4'hb;
+  assign \$111  = cfg[22:18] > 4'hc;
+  assign \$112  = cfg[22:18] > 4'hd;
+  assign \$113  = cfg[22:18] > 4'he;
+  assign \$114  = cfg[22:18] > 4'hf;
+  assign \$115  = cfg[22:18] > 5'h10;
+  assign \$116  = cfg[22:18] > 5'h11;
+  assign \$117  = cfg[22:18] > 5'h12;
+  assign \$118  = cfg[22:18] > 5'h13;
+  assign \$119  = cfg[22:18] > 5'h14;
+  assign \$120  = cfg[22:18] > 5'h15;
+  assign \$121  = cfg[22:18] > 5'h16;
+  assign \$122  = cfg[22:18] > 5'h17;
+  assign \$123  = cfg[22:18] > 5'h18;
+  assign \$124  = \$100  ? 26'h3ffffff : { 1'h0, \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , 2'h1 };
+  assign \$125  = ! cfg[22:18];
+  assign \$126  = $signed(left) - $signed(2'h1);
+  assign \$128  = base + acc;
+  assign \$130  = acc + sat_s;
+  assign \$131  = load__valid & load__ready;
+  assign \$132  = ~ load__ready;
+  assign \$133  = load__valid & \$132 ;
+  assign \$134  = stats[31:0] + 1'h1;
+  assign \$135  = stats[159:128] + 1'h1;
+  assign \$136  = store__valid & store__ready;
+  assign \$137  = ~ store__ready;
+  assign \$138  = store__valid & \$137 ;
+  assign \$139  = stats[63:32] + 1'h1;
+  assign \$140  = stats[191:160] + 1'h1;
+  assign \$141  = dma__valid & dma__ready;
+  assign \$142  = ~ dma__ready;
+  assign \$143  = dma__valid & \$142 ;
+  assign \$144  = stats[95:64] + 1'h1;
+  assign \$145  = stats[223:192] + 1'h1;
+  assign \$146  = remote__valid & remote__ready;
+  assign \$147  = ~ remote__ready;
+  assign \$148  = remote__valid & \$147 ;
+  assign \$149  = stats[127:96] + 1'h1;
+  assign \$150  = stats[255:224] + 1'h1;
+  assign \$151  = ~ dram__valid;
+  assign \$152  = \$151  | dram__ready;
+  assign \$153  = dma__valid | remote_ok;
+  assign \$154  = \$153  & wait_full;
+  assign \$155  = \$154  & cfg[1];
+  assign \$156  = \$152  & \$155 ;
+  assign \$157  = stats[287:256] + 1'h1;
+  assign \$161  = track_hold & store__payload[72];
+  assign \$162  = ~ \$161 ;
+  assign \$signal$84  = store__valid & \$162 ;
+  assign \$163  = track_hold & remote__payload[72];
+  assign \$164  = ~ \$163 ;
+  assign remote_ok = remote__valid & \$164 ;
+  assign \$165  = load__valid | \$signal$84 ;
+  assign \$166  = dma__valid | remote_ok;
+  assign \$167  = \$166  & comm_first;
+  assign \$168  = ~ \$167 ;
+  assign pick_c = \$165  & \$168 ;
+  assign \$169  = dma__valid | remote_ok;
+  assign \$170  = load__valid | \$signal$84 ;
+  assign \$171  = ~ \$170 ;
+  assign \$172  = ~ gated;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = comm_first | \$173 ;
+  assign \$signal$15  = \$169  & \$174 ;
+  assign \$175  = dma__valid | remote_ok;
+  assign \$176  = load__valid | \$signal$84 ;
+  assign \$177  = ~ \$176 ;
+  assign \$178  = \$175  & \$177 ;
+  assign gate_m = \$178  & gated;
+  assign \$179  = ~ load__valid;
+  assign \$180  = ~ last_store;
+  assign \$181  = \$179  | \$180 ;
+  assign \$signal$14  = \$signal$84  & \$181 ;
+  assign \$182  = ~ dma__valid;
+  assign \$183  = ~ last_remote;
+  assign \$184  = \$182  | \$183 ;
+  assign sel_remote = remote_ok & \$184 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = \$186  & pick_c;
+  assign \$188  = ~ \$signal$14 ;
+  assign load__ready = \$187  & \$188 ;
+  assign \$189  = ~ dram__valid;
+  assign \$190  = \$189  | dram__ready;
+  assign \$191  = \$190  & pick_c;
+  assign store__ready = \$191  & \$signal$14 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = gate_m & \$signal ;
+  assign \$195  = \$signal$15  | \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = ~ sel_remote;
+  assign dma__ready = \$196  & \$197 ;
+  assign \$198  = ~ dram__valid;
+  assign \$199  = \$198  | dram__ready;
+  assign \$200  = gate_m & \$signal ;
+  assign \$201  = \$signal$15  | \$200 ;
+  assign \$202  = \$199  & \$201 ;
+  assign remote__ready = \$202  & sel_remote;
+  assign \$203  = dma__valid | remote__valid;
+  assign \$204  = \$signal$21  > \new [38:23];
+  assign \$205  = \$signal$21  >= \new [38:23];
+  assign \$206  = wait_full ? \$204  : \$205 ;
+  assign \$207  = \$signal$21  == cfg[38:23];
+  assign \$208  = wait_full ? wait_full : \$207 ;
+  assign \$209  = accept ? \$206  : \$208 ;
+  assign \$signal$28  = \$203  & \$209 ;
+  assign \$210  = dma__valid | remote__valid;
+  assign \$211  = \$signal$21  > \new [38:23];
+  assign \$212  = accept ? \$211  : wait_full;
+  assign full_none = \$210  & \$212 ;
+  assign \$213  = accept ? \new [1:0] : cfg[1:0];
+  assign \$214  = ! \$213 ;
+  assign \$216  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = \$219  == 2'h3;
+  assign \$221  = | \new [9:2];
+  assign \$222  = \new [1] & \$221 ;
+  assign \$223  = finish[1] ? cfg[1] : gated;
+  assign \$224  = accept ? \$222  : \$223 ;
+  assign \$225  = \$220  & \$224 ;
+  assign \$229  = accept ? \new [1:0] : cfg[1:0];
+  assign \$230  = ! \$229 ;
+  assign \$232  = accept ? \new [1:0] : cfg[1:0];
+  assign \$233  = \$232 [1] & \$signal$28 ;
+  assign \$234  = \$231  | { 1'h0, \$233  };
+  assign \$235  = accept ? \new [1:0] : cfg[1:0];
+  assign \$236  = \$235  == 2'h3;
+  assign \$237  = | \new [9:2];
+  assign \$238  = \new [1] & \$237 ;
+  assign \$239  = finish[1] ? cfg[1] : gated;
+  assign \$240  = accept ? \$238  : \$239 ;
+  assign \$241  = \$236  & \$240 ;
+  assign \$243  = \$242  & { 1'h0, below2 };
+  assign \$244  = \$234  | \$243 ;
   assign \$245  = accept ? \new [1:0] : cfg[1:0];
-  assign \$246  = \$245  == 2'h3;
-  assign \$247  = | \new [9:2];
-  assign \$248  = \new [1] & \$247 ;
-  assign \$249  = finish[1] ? cfg[1] : gated;
-  assign \$250  = accept ? \$248  : \$249 ;
-  assign \$251  = \$246  & \$250 ;
-  assign \$253  = \$252  & { 1'h0, below2 };
-  assign \$254  = \$244  | \$253 ;
-  assign \$255  = accept ? \new [1:0] : cfg[1:0];
-  assign \$256  = ! \$255 ;
-  assign \$257  = ~ last_comm;
-  assign \$258  = \$256  & \$257 ;
-  assign \$259  = accept ? \new [1:0] : cfg[1:0];
-  assign \$260  = dma__valid | remote__valid;
-  assign \$261  = wait1 > \new [38:23];
-  assign \$262  = wait1 >= \new [38:23];
-  assign \$263  = wait_full ? \$261  : \$262 ;
-  assign \$264  = wait1 == cfg[38:23];
-  assign \$265  = wait_full ? wait_full : \$264 ;
-  assign \$266  = accept ? \$263  : \$265 ;
-  assign \$267  = \$260  & \$266 ;
-  assign \$268  = \$259 [1] & \$267 ;
-  assign \$269  = \$258  | \$268 ;
-  assign \$270  = accept ? \new [1:0] : cfg[1:0];
-  assign \$271  = \$270  == 2'h3;
-  assign \$272  = | \new [9:2];
-  assign \$273  = \new [1] & \$272 ;
-  assign \$274  = finish[1] ? cfg[1] : gated;
-  assign \$275  = accept ? \$273  : \$274 ;
-  assign \$276  = \$271  & \$275 ;
-  assign \$277  = ~ last_comm;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$278  & below2;
-  assign \$signal$29  = \$269  | \$279 ;
-  assign \$280  = accept ? \new [1:0] : cfg[1:0];
-  assign \$281  = ! \$280 ;
-  assign \$282  = ~ last_comm;
-  assign \$283  = \$281  & \$282 ;
-  assign \$284  = accept ? \new [1:0] : cfg[1:0];
-  assign \$285  = dma__valid | remote__valid;
-  assign \$286  = wait1 > \new [38:23];
-  assign \$287  = accept ? \$286  : wait_full;
-  assign \$288  = \$285  & \$287 ;
-  assign \$289  = \$284 [1] & \$288 ;
-  assign \$290  = \$283  | \$289 ;
-  assign \$291  = accept ? \new [1:0] : cfg[1:0];
-  assign \$292  = \$291  == 2'h3;
-  assign \$293  = | \new [9:2];
-  assign \$294  = \new [1] & \$293 ;
-  assign \$295  = finish[1] ? cfg[1] : gated;
-  assign \$296  = accept ? \$294  : \$295 ;
-  assign \$297  = \$292  & \$296 ;
-  assign \$298  = ~ last_comm;
-  assign \$299  = \$297  & \$298 ;
-  assign \$300  = \$299  & below2;
-  assign \$signal$28  = \$290  | \$300 ;
-  assign \$302  = \$301  ? 2'h2 : 2'h1;
-  assign \$304  = \$303  ? 2'h2 : 2'h1;
-  assign \$305  = is_load ? load_q : 84'h000000000000000000000;
-  assign \$307  = is_store ? store_q : 84'h000000000000000000000;
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = is_dma ? dma_q : 84'h000000000000000000000;
-  assign \$310  = \$308  | \$309 ;
-  assign \$311  = is_remote ? remote_q : 84'h000000000000000000000;
-  assign \$312  = \$310  | \$311 ;
-  assign \$313  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$313 ;
-  assign \$314  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$314 ;
-  assign \$315  = ! response__payload[1:0];
-  assign \$316  = response__payload[1:0] == 1'h1;
-  assign \$317  = \$316  ? dma_response__ready : 1'h1;
-  assign response__ready = \$315  ? load_response__ready : \$317 ;
-  assign \$318  = ! response__payload[1:0];
-  assign \$319  = ~ \$318 ;
-  assign \$320  = response__valid & \$319 ;
-  assign \$321  = response__payload[1:0] == 1'h1;
-  assign \$322  = ~ \$321 ;
-  assign \$323  = \$320  & \$322 ;
-  assign \$324  = | config__payload[38:23];
-  assign \$325  = config__payload[22:18] <= 5'h18;
-  assign \$326  = \$324  & \$325 ;
-  assign \$327  = | config__payload[9:2];
-  assign \$328  = | config__payload[17:10];
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = \$326  & \$329 ;
-  assign \$331  = ~ \$330 ;
-  assign \$332  = config__valid & \$331 ;
+  assign \$246  = ! \$245 ;
+  assign \$247  = ~ last_comm;
+  assign \$248  = \$246  & \$247 ;
+  assign \$249  = accept ? \new [1:0] : cfg[1:0];
+  assign \$250  = \$249 [1] & \$signal$28 ;
+  assign \$251  = \$248  | \$250 ;
+  assign \$252  = accept ? \new [1:0] : cfg[1:0];
+  assign \$253  = \$252  == 2'h3;
+  assign \$254  = | \new [9:2];
+  assign \$255  = \new [1] & \$254 ;
+  assign \$256  = finish[1] ? cfg[1] : gated;
+  assign \$257  = accept ? \$255  : \$256 ;
+  assign \$258  = \$253  & \$257 ;
+  assign \$259  = ~ last_comm;
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = \$260  & below2;
+  assign \$signal$31  = \$251  | \$261 ;
+  assign \$262  = accept ? \new [1:0] : cfg[1:0];
+  assign \$263  = ! \$262 ;
+  assign \$264  = ~ last_comm;
+  assign \$265  = \$263  & \$264 ;
+  assign \$266  = accept ? \new [1:0] : cfg[1:0];
+  assign \$267  = \$266 [1] & full_none;
+  assign \$268  = \$265  | \$267 ;
+  assign \$269  = accept ? \new [1:0] : cfg[1:0];
+  assign \$270  = \$269  == 2'h3;
+  assign \$271  = | \new [9:2];
+  assign \$272  = \new [1] & \$271 ;
+  assign \$273  = finish[1] ? cfg[1] : gated;
+  assign \$274  = accept ? \$272  : \$273 ;
+  assign \$275  = \$270  & \$274 ;
+  assign \$276  = ~ last_comm;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = \$277  & below2;
+  assign \$signal$30  = \$268  | \$278 ;
+  assign \$280  = \$279  ? 2'h2 : 2'h1;
+  assign \$282  = \$281  ? 2'h2 : 2'h1;
+  assign \$283  = is_load ? load_q : 84'h000000000000000000000;
+  assign \$285  = is_store ? store_q : 84'h000000000000000000000;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = is_dma ? dma_q : 84'h000000000000000000000;
+  assign \$288  = \$286  | \$287 ;
+  assign \$289  = is_remote ? remote_q : 84'h000000000000000000000;
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$291 ;
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$292 ;
+  assign \$293  = ! response__payload[1:0];
+  assign \$294  = response__payload[1:0] == 1'h1;
+  assign \$295  = \$294  ? dma_response__ready : 1'h1;
+  assign response__ready = \$293  ? load_response__ready : \$295 ;
+  assign \$296  = ! response__payload[1:0];
+  assign \$297  = ~ \$296 ;
+  assign \$298  = response__valid & \$297 ;
+  assign \$299  = response__payload[1:0] == 1'h1;
+  assign \$300  = ~ \$299 ;
+  assign \$301  = \$298  & \$300 ;
+  assign \$302  = | config__payload[38:23];
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$333 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    below <= \$334 ;
+    \$signal  <= \$312 ;
   always @(posedge clk)
-    below2 <= \$335 ;
+    below2 <= \$313 ;
   always @(posedge clk)
-    last_store <= \$336 ;
+    last_store <= \$314 ;
   always @(posedge clk)
-    last_remote <= \$337 ;
+    last_remote <= \$315 ;
   always @(posedge clk)
-    wait1 <= \$338 ;
+    \$signal$21  <= \$316 ;
   always @(posedge clk)
-    gated <= \$339 ;
+    gated <= \$317 ;
   always @(posedge clk)
-    last_comm <= \$340 ;
+    last_comm <= \$318 ;
   always @(posedge clk)
-    wait_full <= \$341 ;
+    wait_full <= \$319 ;
   always @(posedge clk)
-    comm_first <= \$342 ;
+    comm_first <= \$320 ;
   always @(posedge clk)
-    dram__valid <= \$343 ;
+    dram__valid <= \$321 ;
   always @(posedge clk)
-    is_load <= \$344 ;
+    is_load <= \$322 ;
   always @(posedge clk)
-    is_store <= \$345 ;
+    is_store <= \$323 ;
   always @(posedge clk)
-    is_dma <= \$346 ;
+    is_dma <= \$324 ;
   always @(posedge clk)
-    is_remote <= \$347 ;
+    is_remote <= \$325 ;
   always @(posedge clk)
-    load_q <= \$348 ;
+    load_q <= \$326 ;
   always @(posedge clk)
-    store_q <= \$349 ;
+    store_q <= \$327 ;
   always @(posedge clk)
-    dma_q <= \$350 ;
+    dma_q <= \$328 ;
   always @(posedge clk)
-    remote_q <= \$351 ;
+    remote_q <= \$329 ;
   always @(posedge clk)
-    track__valid <= \$352 ;
+    track__valid <= \$330 ;
   always @(posedge clk)
-    track__payload <= \$353 ;
+    track__payload <= \$331 ;
   always @(posedge clk)
-    sat_s <= \$354 ;
+    sat_s <= \$332 ;
   always @(posedge clk)
-    unit <= \$355 ;
+    unit <= \$333 ;
   always @(posedge clk)
-    sat2 <= \$356 ;
+    sat2 <= \$334 ;
   always @(posedge clk)
-    base <= \$357 ;
+    base <= \$335 ;
   always @(posedge clk)
-    grant_c_q <= \$358 ;
+    grant_c_q <= \$336 ;
   always @(posedge clk)
-    cfg <= \$359 ;
+    cfg <= \$337 ;
   always @(posedge clk)
-    thr <= \$360 ;
+    thr <= \$338 ;
   always @(posedge clk)
-    measuring <= \$361 ;
+    measuring <= \$339 ;
   always @(posedge clk)
-    armed <= \$362 ;
+    armed <= \$340 ;
   always @(posedge clk)
-    window <= \$363 ;
+    window <= \$341 ;
   always @(posedge clk)
-    finish <= \$364 ;
+    finish <= \$342 ;
   always @(posedge clk)
-    scale <= \$365 ;
+    scale <= \$343 ;
   always @(posedge clk)
-    left <= \$366 ;
+    left <= \$344 ;
   always @(posedge clk)
-    num <= \$367 ;
+    num <= \$345 ;
   always @(posedge clk)
-    acc <= \$368 ;
+    acc <= \$346 ;
   always @(posedge clk)
-    load_granted <= \$369 ;
+    load_granted <= \$347 ;
   always @(posedge clk)
-    load_stalled <= \$370 ;
+    load_stalled <= \$348 ;
   always @(posedge clk)
-    stats <= \$371 ;
+    stats <= \$349 ;
   always @(posedge clk)
-    store_granted <= \$372 ;
+    store_granted <= \$350 ;
   always @(posedge clk)
-    store_stalled <= \$373 ;
+    store_stalled <= \$351 ;
   always @(posedge clk)
-    dma_granted <= \$374 ;
+    dma_granted <= \$352 ;
   always @(posedge clk)
-    dma_stalled <= \$375 ;
+    dma_stalled <= \$353 ;
   always @(posedge clk)
-    remote_granted <= \$376 ;
+    remote_granted <= \$354 ;
   always @(posedge clk)
-    remote_stalled <= \$377 ;
+    remote_stalled <= \$355 ;
   always @(posedge clk)
-    was_forced <= \$378 ;
+    was_forced <= \$356 ;
   always @(posedge clk)
-    errors <= \$379 ;
+    errors <= \$357 ;
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$333  = \$8 ;
+    \$311  = \$8 ;
     if (rst) begin
-      \$333  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$334  = \$10 ;
+    \$312  = \$10 ;
     if (rst) begin
-      \$334  = 1'h1;
+      \$312  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$335  = \$12 ;
+    \$313  = \$12 ;
     if (rst) begin
-      \$335  = 1'h1;
+      \$313  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$336  = last_store;
+    \$314  = last_store;
     if (\$15 ) begin
-      \$336  = \$signal ;
+      \$314  = \$signal$14 ;
     end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$315  = last_remote;
+    if (\$20 ) begin
+      \$315  = sel_remote;
+    end
+    if (rst) begin
+      \$315  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$316  = \$signal$21 ;
+    if (\$25 ) begin
+      \$316  = \$33 [16:0];
+    end
+    if (rst) begin
+      \$316  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$317  = \$37 ;
+    if (rst) begin
+      \$317  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$318  = \$46 ;
+    if (rst) begin
+      \$318  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$319  = \$53 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$320  = \$60 ;
+    if (rst) begin
+      \$320  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$321  = dram__valid;
+    if (\$62 ) begin
+      \$321  = \$71 ;
+    end
+    if (rst) begin
+      \$321  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$322  = is_load;
+    if (\$62 ) begin
+      \$322  = \$73 ;
+    end
+    if (rst) begin
+      \$322  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$323  = is_store;
+    if (\$62 ) begin
+      \$323  = \$74 ;
+    end
+    if (rst) begin
+      \$323  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$324  = is_dma;
+    if (\$62 ) begin
+      \$324  = \$77 ;
+    end
+    if (rst) begin
+      \$324  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$325  = is_remote;
+    if (\$62 ) begin
+      \$325  = \$79 ;
+    end
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$326  = load_q;
+    if (\$62 ) begin
+      \$326  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$326  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$327  = store_q;
+    if (\$62 ) begin
+      \$327  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$327  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$328  = dma_q;
+    if (\$62 ) begin
+      \$328  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$328  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$329  = remote_q;
+    if (\$62 ) begin
+      \$329  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$329  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$330  = \$83 ;
+    if (rst) begin
+      \$330  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$331 [15:0] = \$290 [74:59];
+    \$331 [19:16] = 4'h1;
+    \$331 [20] = \$85 ;
+    \$331 [22:21] = \$290 [3:2];
+    if (rst) begin
+      \$331  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$332  = \$86 [31:0];
+    if (rst) begin
+      \$332  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$333  = \$87 [24:0];
+    if (rst) begin
+      \$333  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$334  = \$88 ;
+    if (rst) begin
+      \$334  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$335  = \$90 [33:0];
+    if (rst) begin
+      \$335  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$336  = \$95 ;
     if (rst) begin
       \$336  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$337  = last_remote;
-    if (\$20 ) begin
-      \$337  = sel_remote;
+    \$337  = cfg;
+    if (accept) begin
+      \$337  = \new ;
     end
     if (rst) begin
-      \$337  = 1'h0;
+      \$337  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$338  = wait1;
-    if (\$25 ) begin
-      \$338  = \$33 [16:0];
+    \$338  = thr;
+    if (accept) begin
+      \$338  = \new [9:2];
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$338  = \$129 [7:0];
     end
     if (rst) begin
-      \$338  = 17'h00001;
+      \$338  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$339  = \$37 ;
-    if (rst) begin
+    \$339  = measuring;
+    if (accept) begin
+      \$339  = \$97 ;
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$339  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$340  = \$46 ;
     if (rst) begin
-      \$340  = 1'h0;
+      \$339  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$341  = \$65 ;
+    \$340  = armed;
+    if (accept) begin
+      \$340  = \$98 ;
+    end else if (\$96 ) begin
+      \$340  = 1'h0;
+    end
+    if (rst) begin
+      \$340  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$341  = window;
+    if (accept) begin
+      \$341  = 1'h0;
+    end else if (\$96 ) begin
+      (* full_case = 32'd1 *)
+      if (\$125 ) begin
+      end else begin
+        \$341  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$341  = 1'h0;
+      end
+    end
     if (rst) begin
       \$341  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$342  = \$72 ;
+    \$342  = finish;
+    if (accept) begin
+      \$342  = 2'h0;
+    end else if (\$96 ) begin
+      if (\$125 ) begin
+        \$342  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$342  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$342  = \$127 [1:0];
+    end else if (finish[1]) begin
+      \$342  = 2'h0;
+    end
     if (rst) begin
-      \$342  = 1'h0;
+      \$342  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$343  = dram__valid;
-    if (\$74 ) begin
-      \$343  = \$83 ;
+    \$343  = scale;
+    if (accept) begin
+      \$343  = \$99 [4:0];
     end
     if (rst) begin
-      \$343  = 1'h0;
+      \$343  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$344  = is_load;
-    if (\$74 ) begin
-      \$344  = \$85 ;
+    \$344  = left;
+    if (accept) begin
+    end else if (\$96 ) begin
+      \$344  = \$124 [24:0];
+    end else if (window) begin
+      \$344  = \$126 [24:0];
     end
     if (rst) begin
-      \$344  = 1'h0;
+      \$344  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$345  = is_store;
-    if (\$74 ) begin
-      \$345  = \$86 ;
-    end
-    if (rst) begin
-      \$345  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$346  = is_dma;
-    if (\$74 ) begin
-      \$346  = \$89 ;
-    end
-    if (rst) begin
-      \$346  = 1'h0;
+    \$345  = num;
+    if (accept) begin
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$345  = \$128 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$347  = is_remote;
-    if (\$74 ) begin
-      \$347  = \$91 ;
+    \$346  = acc;
+    if (grant_c_q) begin
+      if (armed) begin
+        \$346  = sat_s;
+      end else if (window) begin
+        \$346  = \$130 [31:0];
+      end
     end
+    if (rst) begin
+      \$346  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_4 ) begin end
+    \$347  = \$131 ;
     if (rst) begin
       \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$348  = load_q;
-    if (\$74 ) begin
-      \$348  = { 1'h0, load_req };
-    end
+    \$348  = \$133 ;
     if (rst) begin
-      \$348  = 84'h000000000000000000000;
+      \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$349  = store_q;
-    if (\$74 ) begin
-      \$349  = { store__payload[72], store_req };
+    \$349  = stats;
+    if (load_granted) begin
+      \$349 [31:0] = \$134 [31:0];
+    end
+    if (load_stalled) begin
+      \$349 [159:128] = \$135 [31:0];
+    end
+    if (store_granted) begin
+      \$349 [63:32] = \$139 [31:0];
+    end
+    if (store_stalled) begin
+      \$349 [191:160] = \$140 [31:0];
+    end
+    if (dma_granted) begin
+      \$349 [95:64] = \$144 [31:0];
+    end
+    if (dma_stalled) begin
+      \$349 [223:192] = \$145 [31:0];
+    end
+    if (remote_granted) begin
+      \$349 [127:96] = \$149 [31:0];
+    end
+    if (remote_stalled) begin
+      \$349 [255:224] = \$150 [31:0];
+    end
+    if (was_forced) begin
+      \$349 [287:256] = \$157 [31:0];
     end
     if (rst) begin
-      \$349  = 84'h000000000000000000000;
+      \$349  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$350  = dma_q;
-    if (\$74 ) begin
-      \$350  = { 1'h0, dma_req };
-    end
+    \$350  = \$136 ;
     if (rst) begin
-      \$350  = 84'h000000000000000000000;
+      \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$351  = remote_q;
-    if (\$74 ) begin
-      \$351  = { remote__payload[72], remote_req };
-    end
+    \$351  = \$138 ;
     if (rst) begin
-      \$351  = 84'h000000000000000000000;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$352  = \$95 ;
+    \$352  = \$141 ;
     if (rst) begin
       \$352  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$353 [15:0] = \$312 [74:59];
-    \$353 [19:16] = 4'h1;
-    \$353 [20] = \$97 ;
-    \$353 [22:21] = \$312 [3:2];
+    \$353  = \$143 ;
     if (rst) begin
-      \$353  = 23'h000000;
+      \$353  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$354  = \$98 [31:0];
+    \$354  = \$146 ;
     if (rst) begin
-      \$354  = 32'd32768;
+      \$354  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$355  = \$99 [24:0];
+    \$355  = \$148 ;
     if (rst) begin
-      \$355  = 25'h0000400;
+      \$355  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$356  = \$100 ;
+    \$356  = \$156 ;
     if (rst) begin
-      \$356  = 9'h022;
+      \$356  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_4 ) begin end
-    \$357  = \$102 [33:0];
+    \$357  = \$160 ;
     if (rst) begin
-      \$357  = 34'h021fffc00;
+      \$357  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$358  = \$107 ;
-    if (rst) begin
-      \$358  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$359  = cfg;
-    if (accept) begin
-      \$359  = \new ;
-    end
-    if (rst) begin
-      \$359  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$360  = thr;
-    if (accept) begin
-      \$360  = \new [9:2];
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$360  = \$141 [7:0];
-    end
-    if (rst) begin
-      \$360  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$361  = measuring;
-    if (accept) begin
-      \$361  = \$109 ;
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$361  = 1'h0;
-    end
-    if (rst) begin
-      \$361  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$362  = armed;
-    if (accept) begin
-      \$362  = \$110 ;
-    end else if (\$108 ) begin
-      \$362  = 1'h0;
-    end
-    if (rst) begin
-      \$362  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$363  = window;
-    if (accept) begin
-      \$363  = 1'h0;
-    end else if (\$108 ) begin
-      (* full_case = 32'd1 *)
-      if (\$137 ) begin
-      end else begin
-        \$363  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$363  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$363  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$364  = finish;
-    if (accept) begin
-      \$364  = 2'h0;
-    end else if (\$108 ) begin
-      if (\$137 ) begin
-        \$364  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$364  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$364  = \$139 [1:0];
-    end else if (finish[1]) begin
-      \$364  = 2'h0;
-    end
-    if (rst) begin
-      \$364  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$365  = scale;
-    if (accept) begin
-      \$365  = \$111 [4:0];
-    end
-    if (rst) begin
-      \$365  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$366  = left;
-    if (accept) begin
-    end else if (\$108 ) begin
-      \$366  = \$136 [24:0];
-    end else if (window) begin
-      \$366  = \$138 [24:0];
-    end
-    if (rst) begin
-      \$366  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$367  = num;
-    if (accept) begin
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$367  = \$140 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$368  = acc;
-    if (grant_c_q) begin
-      if (armed) begin
-        \$368  = sat_s;
-      end else if (window) begin
-        \$368  = \$142 [31:0];
-      end
-    end
-    if (rst) begin
-      \$368  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$369  = \$143 ;
-    if (rst) begin
-      \$369  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$370  = \$145 ;
-    if (rst) begin
-      \$370  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$371  = stats;
-    if (load_granted) begin
-      \$371 [31:0] = \$146 [31:0];
-    end
-    if (load_stalled) begin
-      \$371 [159:128] = \$147 [31:0];
-    end
-    if (store_granted) begin
-      \$371 [63:32] = \$151 [31:0];
-    end
-    if (store_stalled) begin
-      \$371 [191:160] = \$152 [31:0];
-    end
-    if (dma_granted) begin
-      \$371 [95:64] = \$156 [31:0];
-    end
-    if (dma_stalled) begin
-      \$371 [223:192] = \$157 [31:0];
-    end
-    if (remote_granted) begin
-      \$371 [127:96] = \$161 [31:0];
-    end
-    if (remote_stalled) begin
-      \$371 [255:224] = \$162 [31:0];
-    end
-    if (was_forced) begin
-      \$371 [287:256] = \$169 [31:0];
-    end
-    if (rst) begin
-      \$371  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$372  = \$148 ;
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$373  = \$150 ;
-    if (rst) begin
-      \$373  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$374  = \$153 ;
-    if (rst) begin
-      \$374  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$375  = \$155 ;
-    if (rst) begin
-      \$375  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$376  = \$158 ;
-    if (rst) begin
-      \$376  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$377  = \$160 ;
-    if (rst) begin
-      \$377  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$378  = \$168 ;
-    if (rst) begin
-      \$378  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_4 ) begin end
-    \$379  = \$172 ;
-    if (rst) begin
-      \$379  = 2'h0;
-    end
-  end
-  assign \$signal$30  = \$254 [0];
-  assign \$signal$31  = \$230 [0];
-  assign out_tracked = \$312 [83];
+  assign \$signal$32  = \$244 [0];
+  assign \$signal$33  = \$228 [0];
+  assign out_tracked = \$290 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$312 [82:0];
+  assign dram__payload = \$290 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -7354,12 +7320,12 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$312 [1:0];
-  assign dram__payload__source  = \$312 [3:2];
-  assign dram__payload__addr  = \$312 [51:4];
-  assign dram__payload__bytes  = \$312 [58:52];
-  assign dram__payload__tile  = \$312 [74:59];
-  assign dram__payload__tag  = \$312 [82:75];
+  assign dram__payload__op  = \$290 [1:0];
+  assign dram__payload__source  = \$290 [3:2];
+  assign dram__payload__addr  = \$290 [51:4];
+  assign dram__payload__bytes  = \$290 [58:52];
+  assign dram__payload__tile  = \$290 [74:59];
+  assign dram__payload__tag  = \$290 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -7397,8 +7363,8 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$332 ;
-  assign set_err[1] = \$323 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$301 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -7417,33 +7383,33 @@ module t3hw_system__e0__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$304 ;
+  assign remote_req[1:0] = \$282 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$302 ;
+  assign store_req[1:0] = \$280 ;
   assign store_req[82:75] = 8'h00;
-  assign \$233  = { 1'h0, \$232  };
-  assign \$252  = { 1'h0, \$251  };
-  assign \$217 [0] = 1'h0;
-  assign \$217 [1] = 1'h0;
-  assign \$219  = 1'h0;
-  assign \$220  = 2'h0;
-  assign \$228 [0] = 1'h0;
-  assign \$228 [1] = 1'h0;
-  assign \$229  = 2'h0;
-  assign \$230  = 2'h0;
-  assign \$306  = \$305 ;
-  assign \$101  = { 7'h00, sat2, 24'h000000 };
-  assign \$139  = { finish, 1'h0 };
-  assign \$141  = { 25'h0000000, num[33:25] };
-  assign \$170  = 2'h0;
-  assign \$171  = 2'h0;
-  assign \$172  = { \$323 , \$332  };
-  assign \$301  = store__payload[71];
-  assign \$303  = remote__payload[71];
+  assign \$231  = { 1'h0, \$230  };
+  assign \$242  = { 1'h0, \$241  };
+  assign \$215 [0] = 1'h0;
+  assign \$215 [1] = 1'h0;
+  assign \$217  = 1'h0;
+  assign \$218  = 2'h0;
+  assign \$226 [0] = 1'h0;
+  assign \$226 [1] = 1'h0;
+  assign \$227  = 2'h0;
+  assign \$228  = 2'h0;
+  assign \$284  = \$283 ;
+  assign \$89  = { 7'h00, sat2, 24'h000000 };
+  assign \$127  = { finish, 1'h0 };
+  assign \$129  = { 25'h0000000, num[33:25] };
+  assign \$158  = 2'h0;
+  assign \$159  = 2'h0;
+  assign \$160  = { \$301 , \$310  };
+  assign \$279  = store__payload[71];
+  assign \$281  = remote__payload[71];
 endmodule
 
 module t3hw_system__e0__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -18808,16 +18774,84 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   reg _init_strobe_7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg [3:0] \$100 ;
-  reg \$101 ;
-  reg \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire [4:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [3:0] \$138 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
+  wire [4:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg [57:0] \$143 ;
+  reg [2:0] \$144 ;
+  reg [47:0] \$145 ;
+  reg [47:0] \$146 ;
+  reg [11:0] \$147 ;
+  reg [15:0] \$148 ;
+  reg \$149 ;
   wire \$15 ;
+  reg \$150 ;
+  reg [47:0] \$151 ;
+  reg \$152 ;
+  reg \$153 ;
+  reg [178:0] \$154 ;
+  reg \$155 ;
+  reg \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [47:0] \$159 ;
   wire \$16 ;
+  reg [170:0] \$160 ;
+  reg [7:0] \$161 ;
+  reg [3:0] \$162 ;
+  reg [47:0] \$163 ;
+  reg \$164 ;
+  reg \$165 ;
+  reg \$166 ;
+  reg [3:0] \$167 ;
+  reg [3:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
+  reg \$170 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
@@ -18834,80 +18868,80 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [5:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [6:0] \$38 ;
+  wire [3:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [47:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [3:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [12:0] \$44 ;
-  wire [47:0] \$45 ;
+  wire [16:0] \$40 ;
+  wire \$41 ;
+  wire [47:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire [47:0] \$49 ;
+  wire \$47 ;
+  wire [16:0] \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [23:0] \$50 ;
+  wire [25:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire [47:0] \$53 ;
   wire \$54 ;
-  wire [16:0] \$55 ;
-  wire [16:0] \$56 ;
-  wire [23:0] \$57 ;
-  wire [25:0] \$58 ;
-  wire [4:0] \$59 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [47:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
+  wire [4:0] \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
   wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [47:0] \$83 ;
-  reg \$84 ;
-  reg \$85 ;
-  reg [178:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
-  reg \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg \$98 ;
-  reg [3:0] \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire [4:0] \$92 ;
+  wire [4:0] \$93 ;
+  wire [4:0] \$94 ;
+  wire [5:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -18984,7 +19018,6 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [3:0] held = 4'h0;
-  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -19143,104 +19176,172 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$30  = \$28  & \$29 ;
   assign \$31  = ~ packet__valid;
   assign idle = \$30  & \$31 ;
-  assign \$32  = held + issue;
-  assign \$33  = packet__valid & \o__ready$39 ;
-  assign \$34  = \$32  - \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = ~ \$signal$31 ;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
-  assign \$39  = ~ read__valid;
-  assign \$40  = \$39  | read__ready;
-  assign \$41  = tag + 1'h1;
-  assign \$42  = src_at + step;
-  assign \$43  = dst_at + step;
-  assign \$44  = rows_left - 1'h1;
-  assign \$45  = short_row ? row_step : 48'h000000000040;
-  assign \$46  = rows_left == 2'h2;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'hc0;
-  assign \$49  = near_end ? row_step : 48'h000000000040;
-  assign \$50  = ~ nxt_valid;
-  assign \$51  = descriptor__valid & \$50 ;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[58:43] <= 8'h80;
-  assign \$54  = descriptor__payload[42:31] == 1'h1;
-  assign \$55  = descriptor__payload[58:43] - 1'h1;
-  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
-  assign \$59  = run + 1'h1;
-  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$38 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$32  = ~ read__valid;
+  assign \$33  = \$32  | read__ready;
+  assign \$34  = tag + 1'h1;
+  assign \$35  = src_at + step;
+  assign \$36  = dst_at + step;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = short_row ? row_step : 48'h000000000040;
+  assign \$39  = rows_left == 2'h2;
+  assign \$40  = remaining - 7'h40;
+  assign \$41  = remaining <= 8'hc0;
+  assign \$42  = near_end ? row_step : 48'h000000000040;
+  assign \$43  = ~ nxt_valid;
+  assign \$44  = descriptor__valid & \$43 ;
+  assign \$45  = descriptor__payload[58:43] <= 7'h40;
+  assign \$46  = descriptor__payload[58:43] <= 8'h80;
+  assign \$47  = descriptor__payload[42:31] == 1'h1;
+  assign \$48  = descriptor__payload[58:43] - 1'h1;
+  assign \$51  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$50 );
+  assign \$52  = run + 1'h1;
+  assign \$53  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$28 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = packet__valid & \o__ready$39 ;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = issue & \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$signal$31 ;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$61  & \$65 ;
+  assign \$67  = held + 1'h1;
+  assign \$68  = ~ issue;
+  assign \$69  = packet__valid & \o__ready$39 ;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = o__valid & o__ready;
+  assign \$72  = ~ \$signal$31 ;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = \$70  & \$73 ;
+  assign \$75  = held - 2'h2;
+  assign \$76  = packet__valid & \o__ready$39 ;
+  assign \$77  = issue ^ \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ \$signal$31 ;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = \$77  ^ \$80 ;
+  assign \$82  = packet__valid & \o__ready$39 ;
+  assign \$83  = ~ \$82 ;
+  assign \$84  = issue & \$83 ;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = ~ \$signal$31 ;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ \$87 ;
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = ~ \$89 ;
+  assign \$91  = \$81  & \$90 ;
+  assign \$92  = held - 1'h1;
+  assign \$93  = \$91  ? \$92  : { 1'h0, held };
+  assign \$94  = \$74  ? \$75  : \$93 ;
+  assign \$95  = \$66  ? { 1'h0, \$67  } : { \$94 [4], \$94  };
+  assign \$96  = packet__valid & \o__ready$39 ;
+  assign \$97  = ~ \$96 ;
+  assign \$98  = issue & \$97 ;
+  assign \$99  = o__valid & o__ready;
+  assign \$100  = ~ \$signal$31 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ \$101 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = held + 1'h1;
+  assign \$105  = \$104  == 4'h8;
+  assign \$106  = packet__valid & \o__ready$39 ;
+  assign \$107  = issue ^ \$106 ;
+  assign \$108  = o__valid & o__ready;
+  assign \$109  = ~ \$signal$31 ;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = \$107  ^ \$110 ;
+  assign \$112  = packet__valid & \o__ready$39 ;
+  assign \$113  = ~ \$112 ;
+  assign \$114  = issue & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ \$signal$31 ;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = ~ \$117 ;
+  assign \$119  = \$114  & \$118 ;
+  assign \$120  = ~ \$119 ;
+  assign \$121  = \$111  & \$120 ;
+  assign \$122  = ~ \$121 ;
+  assign \$123  = ~ issue;
+  assign \$124  = packet__valid & \o__ready$39 ;
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = o__valid & o__ready;
+  assign \$127  = ~ \$signal$31 ;
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$125  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = held == 4'h8;
+  assign \$133  = \$131  & \$132 ;
+  assign \$134  = \$103  ? \$105  : \$133 ;
+  assign \$135  = o__ready & o__valid;
+  assign \$136  = ~ \$signal$28 ;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = \$137  ? o__payload[83:80] : \$signal$30 ;
+  assign \$139  = run + 1'h1;
+  assign \$140  = start ? \$139  : { 1'h0, run };
+  assign \$141  = \$138  == \$140 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$142 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$143 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$144 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$145 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$146 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$147 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$148 ;
   always @(posedge clk)
-    near_end <= \$81 ;
+    near_end <= \$149 ;
   always @(posedge clk)
-    row_end <= \$82 ;
+    row_end <= \$150 ;
   always @(posedge clk)
-    step <= \$83 ;
+    step <= \$151 ;
   always @(posedge clk)
-    one_row <= \$84 ;
+    one_row <= \$152 ;
   always @(posedge clk)
-    active <= \$85 ;
+    active <= \$153 ;
   always @(posedge clk)
-    nxt <= \$86 ;
+    nxt <= \$154 ;
   always @(posedge clk)
-    nxt_valid <= \$87 ;
+    nxt_valid <= \$155 ;
   always @(posedge clk)
-    nxt_short <= \$88 ;
+    nxt_short <= \$156 ;
   always @(posedge clk)
-    nxt_near <= \$89 ;
+    nxt_near <= \$157 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$158 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$159 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$160 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$161 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$162 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$163 ;
   always @(posedge clk)
-    row_near <= \$96 ;
+    row_near <= \$164 ;
   always @(posedge clk)
-    short_row <= \$97 ;
+    short_row <= \$165 ;
   always @(posedge clk)
-    \$signal  <= \$98 ;
+    \$signal  <= \$166 ;
   always @(posedge clk)
-    \$signal$30  <= \$99 ;
+    \$signal$30  <= \$167 ;
   always @(posedge clk)
-    held <= \$100 ;
+    held <= \$168 ;
   always @(posedge clk)
-    at_limit <= \$101 ;
+    at_limit <= \$169 ;
   always @(posedge clk)
-    \$signal$8  <= \$102 ;
+    \$signal$8  <= \$170 ;
   t3hw_system__e0__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -19270,298 +19371,298 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$74  = read__valid;
+    \$142  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$142  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$75  = read__payload;
-    if (\$40 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+    \$143  = read__payload;
+    if (\$33 ) begin
+      \$143 [47:0] = meta[139:92];
+      \$143 [54:48] = \$1 [6:0];
+      \$143 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$143  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$76  = tag;
+    \$144  = tag;
     if (issue) begin
-      \$76  = \$41 [2:0];
+      \$144  = \$34 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$144  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$77  = src_at;
+    \$145  = src_at;
     if (issue) begin
-      \$77  = \$42 [47:0];
+      \$145  = \$35 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$145  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$78  = dst_at;
+    \$146  = dst_at;
     if (issue) begin
-      \$78  = \$43 [47:0];
+      \$146  = \$36 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$146  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$79  = rows_left;
+    \$147  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$44 [11:0];
+        \$147  = \$37 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$147  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$80  = remaining;
+    \$148  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$148  = cur[50:35];
       end else begin
-        \$80  = \$47 [15:0];
+        \$148  = \$40 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$148  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$81  = near_end;
+    \$149  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = row_near;
+        \$149  = row_near;
       end else begin
-        \$81  = \$48 ;
+        \$149  = \$41 ;
       end
     end
     if (start) begin
-      \$81  = nxt_near;
+      \$149  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$82  = row_end;
+    \$150  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = short_row;
+        \$150  = short_row;
       end else begin
-        \$82  = near_end;
+        \$150  = near_end;
       end
     end
     if (start) begin
-      \$82  = nxt_short;
+      \$150  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$83  = step;
+    \$151  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = \$45 ;
+        \$151  = \$38 ;
       end else begin
-        \$83  = \$49 ;
+        \$151  = \$42 ;
       end
     end
     if (start) begin
-      \$83  = \$60 ;
+      \$151  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$84  = one_row;
+    \$152  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$84  = \$46 ;
+        \$152  = \$39 ;
       end
     end
     if (start) begin
-      \$84  = nxt_one_row;
+      \$152  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$85  = active;
+    \$153  = active;
     if (issue) begin
       if (last) begin
-        \$85  = 1'h0;
+        \$153  = 1'h0;
       end
     end
     if (stop) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
     if (start) begin
-      \$85  = 1'h1;
+      \$153  = 1'h1;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$86  = nxt;
-    if (\$51 ) begin
-      \$86  = descriptor__payload;
+    \$154  = nxt;
+    if (\$44 ) begin
+      \$154  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$87  = nxt_valid;
-    if (\$51 ) begin
-      \$87  = 1'h1;
+    \$155  = nxt_valid;
+    if (\$44 ) begin
+      \$155  = 1'h1;
     end
     if (start) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
     if (rst) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$88  = nxt_short;
-    if (\$51 ) begin
-      \$88  = \$52 ;
+    \$156  = nxt_short;
+    if (\$44 ) begin
+      \$156  = \$45 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$89  = nxt_near;
-    if (\$51 ) begin
-      \$89  = \$53 ;
+    \$157  = nxt_near;
+    if (\$44 ) begin
+      \$157  = \$46 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$90  = nxt_one_row;
-    if (\$51 ) begin
-      \$90  = \$54 ;
+    \$158  = nxt_one_row;
+    if (\$44 ) begin
+      \$158  = \$47 ;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$91  = nxt_step;
-    if (\$51 ) begin
-      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$159  = nxt_step;
+    if (\$44 ) begin
+      \$159  = { \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51  };
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$92  = cur;
+    \$160  = cur;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$160 [0] = nxt[8];
+      \$160 [1] = nxt[9];
+      \$160 [6:2] = nxt[14:10];
+      \$160 [22:7] = nxt[30:15];
+      \$160 [34:23] = nxt[42:31];
+      \$160 [50:35] = nxt[58:43];
+      \$160 [74:51] = nxt[82:59];
+      \$160 [122:75] = nxt[130:83];
+      \$160 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$93  = index;
+    \$161  = index;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$161  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$94  = run;
+    \$162  = run;
     if (start) begin
-      \$94  = \$59 [3:0];
+      \$162  = \$52 [3:0];
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$162  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$95  = row_step;
+    \$163  = row_step;
     if (start) begin
-      \$95  = nxt_step;
+      \$163  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$96  = row_near;
+    \$164  = row_near;
     if (start) begin
-      \$96  = nxt_near;
+      \$164  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$97  = short_row;
+    \$165  = short_row;
     if (start) begin
-      \$97  = nxt_short;
+      \$165  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$98  = \$signal ;
-    if (\$63 ) begin
-      \$98  = \$65 ;
+    \$166  = \$signal ;
+    if (\$56 ) begin
+      \$166  = \$58 ;
     end
     if (rst) begin
-      \$98  = 1'h0;
+      \$166  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$99  = \$signal$30 ;
-    if (\$63 ) begin
-      \$99  = o__payload[83:80];
+    \$167  = \$signal$30 ;
+    if (\$56 ) begin
+      \$167  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$100  = \$38 [3:0];
+    \$168  = \$95 [3:0];
     if (rst) begin
-      \$100  = 4'h0;
+      \$168  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$101  = \$66 ;
+    \$169  = \$134 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_7 ) begin end
-    \$102  = \$73 ;
+    \$170  = \$141 ;
     if (rst) begin
-      \$102  = 1'h1;
+      \$170  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -19575,7 +19676,6 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -19667,8 +19767,8 @@ module t3hw_system__e0__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
-  assign \$57  = { \$56 [16], \$56 , 6'h00 };
+  assign \$49  = { \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16:6] };
+  assign \$50  = { \$49 [16], \$49 , 6'h00 };
 endmodule
 
 module t3hw_system__e0__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -20399,34 +20499,59 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
-  reg \$109 ;
+  wire [5:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [5:0] \$113 ;
+  wire [5:0] \$114 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [6:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  reg [7:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [4:0] \$130 ;
+  reg \$131 ;
+  reg [178:0] \$132 ;
+  reg [11:0] \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [4:0] \$138 ;
+  reg \$139 ;
   wire \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [178:0] \$144 ;
+  reg \$145 ;
+  reg [4:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg \$149 ;
   wire [23:0] \$15 ;
+  reg [4:0] \$150 ;
   wire [23:0] \$16 ;
   wire [38:0] \$17 ;
   wire [39:0] \$18 ;
@@ -20492,32 +20617,32 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [12:0] \$8 ;
   wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [5:0] \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [6:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [5:0] \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
   reg again = 1'h0;
@@ -22158,55 +22283,80 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$36  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
+  assign \$75  = ~ bad_descriptor;
+  assign \$76  = \$74  & \$75 ;
   assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$36  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign old = again ? last : read;
-  assign \$88  = old + 1'h1;
-  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
-  assign \$89  = \old$105  + 1'h1;
-  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
-  assign \$90  = \old$111  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$78  = ~ \$77 ;
+  assign \$79  = \$76  & \$78 ;
+  assign \$80  = \held$36  + 1'h1;
+  assign \$81  = trigger__valid & trigger__ready;
+  assign \$82  = ~ \$81 ;
+  assign \$83  = \$82  & bad_descriptor;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \held$36  - 2'h2;
+  assign \$87  = trigger__valid & trigger__ready;
+  assign \$88  = \$87  ^ bad_descriptor;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = \$88  ^ \$89 ;
+  assign \$91  = \held$36  - 1'h1;
+  assign \$92  = \$90  ? \$91  : { 1'h0, \held$36  };
+  assign \$93  = \$85  ? \$86  : \$92 ;
+  assign \$94  = \$79  ? { 1'h0, \$80  } : { \$93 [5], \$93  };
+  assign \$95  = trigger__valid & trigger__ready;
+  assign \$96  = ~ bad_descriptor;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$98  = \held$36  + 1'h1;
+  assign \$99  = \$98  < 5'h10;
+  assign \$100  = trigger__valid & trigger__ready;
+  assign \$101  = ~ \$100 ;
+  assign \$102  = \$101  & bad_descriptor;
+  assign \$103  = \held$36  - 1'h1;
+  assign \$104  = $signed(\$103 ) < $signed(6'h10);
+  assign \$105  = \held$36  < 5'h10;
+  assign \$106  = \$102  ? \$104  : \$105 ;
+  assign room_next = \$97  ? \$99  : \$106 ;
+  assign \$107  = ~ fetching;
+  assign \$108  = ~ fetched;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ descriptor__valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ stage[4];
+  assign o__ready = \$111  & \$112 ;
+  assign old = again ? last : read;
+  assign \$113  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$114  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$115  = \old$111  + 1'h1;
+  assign \$116  = issued_checked - dropped_checked;
+  assign \$117  = $signed(\$116 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$117 [4:0];
+  assign \$118  = ~ s1_valid;
+  assign \$119  = ~ s2_valid;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = ~ o__valid;
+  assign \$122  = \$120  & \$121 ;
+  assign \$123  = ~ fetching;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = ~ fetched;
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = ~ descriptor__valid;
+  assign idle = \$126  & \$127 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$128 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$129 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$130 ;
   always @(posedge clk)
-    quiet <= \$106 ;
+    quiet <= \$131 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$132 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$133 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$134 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -22222,17 +22372,17 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$110 ;
+    \busy$20  <= \$135 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$136 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$137 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -22240,15 +22390,15 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$113 ;
+    \held$36  <= \$138 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$139 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$140 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$141 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$142 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -22256,11 +22406,11 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$143 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$144 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$145 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
@@ -22268,11 +22418,11 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     again <= \$40 ;
   always @(posedge clk)
-    last <= \$88 [4:0];
+    last <= \$113 [4:0];
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$146 ;
   always @(posedge clk)
-    \pending$62  <= \$122 ;
+    \pending$62  <= \$147 ;
   always @(posedge clk)
     \pending_index$64  <= s2_cmd;
   always @(posedge clk)
@@ -22280,11 +22430,11 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$67  <= \$44 ;
   always @(posedge clk)
-    \last$68  <= \$89 [4:0];
+    \last$68  <= \$114 [4:0];
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$148 ;
   always @(posedge clk)
-    \pending$72  <= \$124 ;
+    \pending$72  <= \$149 ;
   always @(posedge clk)
     \pending_index$73  <= descriptor__payload[7:0];
   always @(posedge clk)
@@ -22292,9 +22442,9 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$76  <= \$49 ;
   always @(posedge clk)
-    \last$77  <= \$90 [4:0];
+    \last$77  <= \$115 [4:0];
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$150 ;
   t3hw_system__e0__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -22306,189 +22456,189 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$103  = sweep;
+    \$128  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$128  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$128  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$104  = busy;
+    \$129  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$129  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$129  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$130  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$130  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$106  = \$7 ;
+    \$131  = \$7 ;
     if (rst) begin
-      \$106  = 1'h1;
+      \$131  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$107  = desc;
+    \$132  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$132  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$108  = rows1;
+    \$133  = rows1;
     if (program__ready) begin
-      \$108  = \$8 [11:0];
+      \$133  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$109  = held;
+    \$134  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$134  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$110  = \busy$20 ;
+    \$135  = \busy$20 ;
     if (stage[2]) begin
-      \$110  = \$21 ;
+      \$135  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$111  = \$25 ;
+    \$136  = \$25 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$112  = s1_valid;
+    \$137  = s1_valid;
     if (rst) begin
-      \$112  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$113  = \$78 [4:0];
+    \$138  = \$94 [4:0];
     if (rst) begin
-      \$113  = 5'h00;
+      \$138  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$114  = room_next;
+    \$139  = room_next;
     if (rst) begin
-      \$114  = 1'h1;
+      \$139  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$115  = \$34 ;
+    \$140  = \$34 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$116  = \$35 ;
+    \$141  = \$35 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$117  = fetching;
+    \$142  = fetching;
     if (rst) begin
-      \$117  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$118  = descriptor__valid;
+    \$143  = descriptor__valid;
     if (descriptor__ready) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
     if (fetched) begin
-      \$118  = 1'h1;
+      \$143  = 1'h1;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$119  = descriptor__payload;
+    \$144  = descriptor__payload;
     if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
+      \$144 [8] = got[0];
+      \$144 [9] = got[1];
+      \$144 [14:10] = got[6:2];
+      \$144 [30:15] = got[22:7];
+      \$144 [42:31] = got[34:23];
+      \$144 [58:43] = got[50:35];
+      \$144 [82:59] = got[74:51];
+      \$144 [130:83] = got[122:75];
+      \$144 [178:131] = got[170:123];
+      \$144 [7:0] = got_index;
     end
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$144  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$120  = \$38 ;
+    \$145  = \$38 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$121  = issued_checked;
+    \$146  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$146  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$122  = \$42 ;
+    \$147  = \$42 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$123  = dropped_checked;
+    \$148  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$71 ;
+      \$148  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$124  = \$47 ;
+    \$149  = \$47 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$149  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_10 ) begin end
-    \$125  = taken_checked;
+    \$150  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$80 ;
+      \$150  = \check__data$80 ;
     end
   end
   always @* begin
@@ -22581,7 +22731,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$113 [4:0];
     end
   end
   always @* begin
@@ -22608,7 +22758,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$108  = \$89 [4:0];
+      \wr__data$108  = \$114 [4:0];
     end
   end
   always @* begin
@@ -22635,7 +22785,7 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$114  = \$90 [4:0];
+      \wr__data$114  = \$115 [4:0];
     end
   end
   always @* begin
@@ -22647,10 +22797,10 @@ module t3hw_system__e0__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$69  = \$89 [4:0];
-  assign \value$78  = \$90 [4:0];
+  assign held_next = \$94 [4:0];
+  assign value = \$113 [4:0];
+  assign \value$69  = \$114 [4:0];
+  assign \value$78  = \$115 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -33938,9 +34088,9 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   reg _init_strobe_28  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [8:0] \$100 ;
-  wire [39:0] \$101 ;
-  wire [40:0] \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
@@ -33950,7 +34100,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$109 ;
   wire [8:0] \$11 ;
   wire \$110 ;
-  wire [5:0] \$111 ;
+  wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -33964,60 +34114,60 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [25:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [25:0] \$126 ;
+  wire [2:0] \$127 ;
+  wire [34:0] \$128 ;
+  wire [33:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
+  wire [32:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire [25:0] \$136 ;
+  wire [32:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire \$136 ;
   wire \$137 ;
-  wire [25:0] \$138 ;
-  wire [2:0] \$139 ;
+  wire \$138 ;
+  wire [32:0] \$139 ;
   wire \$14 ;
-  wire [34:0] \$140 ;
-  wire [33:0] \$141 ;
-  wire [32:0] \$142 ;
+  wire [32:0] \$140 ;
+  wire \$141 ;
+  wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
+  wire [32:0] \$144 ;
+  wire [32:0] \$145 ;
+  wire \$146 ;
+  wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
+  wire [32:0] \$150 ;
+  wire \$151 ;
+  wire \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire [32:0] \$156 ;
+  wire \$156 ;
   wire [32:0] \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [1:0] \$158 ;
+  wire [1:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
+  wire [1:0] \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire [32:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [1:0] \$170 ;
-  wire [1:0] \$171 ;
-  wire [1:0] \$172 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
@@ -34063,31 +34213,31 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire [1:0] \$215 ;
-  wire \$216 ;
-  wire [1:0] \$217 ;
+  wire [1:0] \$216 ;
+  wire \$217 ;
   wire [1:0] \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
-  wire [1:0] \$220 ;
-  wire [1:0] \$221 ;
+  wire \$220 ;
+  wire \$221 ;
   wire \$222 ;
   wire \$223 ;
   wire \$224 ;
   wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
+  wire [1:0] \$226 ;
+  wire [1:0] \$227 ;
   wire [1:0] \$228 ;
   wire [1:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
+  wire \$230 ;
   wire [1:0] \$231 ;
-  wire \$232 ;
-  wire [1:0] \$233 ;
+  wire [1:0] \$232 ;
+  wire \$233 ;
   wire [1:0] \$234 ;
-  wire \$235 ;
+  wire [1:0] \$235 ;
   wire \$236 ;
   wire \$237 ;
   wire \$238 ;
@@ -34095,38 +34245,38 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
+  wire [1:0] \$242 ;
+  wire [1:0] \$243 ;
   wire [1:0] \$244 ;
   wire [1:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
   wire [1:0] \$252 ;
-  wire [1:0] \$253 ;
-  wire [1:0] \$254 ;
-  wire [1:0] \$255 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire [1:0] \$259 ;
+  wire \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
-  wire \$262 ;
+  wire [1:0] \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
-  wire \$266 ;
+  wire [1:0] \$266 ;
   wire \$267 ;
   wire \$268 ;
-  wire \$269 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
   wire \$272 ;
   wire \$273 ;
@@ -34139,17 +34289,17 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$28 ;
   wire [1:0] \$280 ;
   wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire [1:0] \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [1:0] \$282 ;
+  wire [83:0] \$283 ;
+  wire [83:0] \$284 ;
+  wire [83:0] \$285 ;
+  wire [83:0] \$286 ;
+  wire [83:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire [1:0] \$291 ;
+  wire [83:0] \$290 ;
+  wire \$291 ;
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
@@ -34162,91 +34312,69 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$30 ;
   wire \$300 ;
   wire \$301 ;
-  wire [1:0] \$302 ;
+  wire \$302 ;
   wire \$303 ;
-  wire [1:0] \$304 ;
-  wire [83:0] \$305 ;
-  wire [83:0] \$306 ;
-  wire [83:0] \$307 ;
-  wire [83:0] \$308 ;
-  wire [83:0] \$309 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire [17:0] \$31 ;
-  wire [83:0] \$310 ;
-  wire [83:0] \$311 ;
-  wire [83:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire \$310 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg [16:0] \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire [17:0] \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg \$324 ;
+  reg \$325 ;
+  reg [83:0] \$326 ;
+  reg [83:0] \$327 ;
+  reg [83:0] \$328 ;
+  reg [83:0] \$329 ;
   wire [17:0] \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  reg \$333 ;
-  reg \$334 ;
-  reg \$335 ;
+  reg \$330 ;
+  reg [22:0] \$331 ;
+  reg [31:0] \$332 ;
+  reg [24:0] \$333 ;
+  reg [8:0] \$334 ;
+  reg [33:0] \$335 ;
   reg \$336 ;
-  reg \$337 ;
-  reg [16:0] \$338 ;
+  reg [38:0] \$337 ;
+  reg [7:0] \$338 ;
   reg \$339 ;
   wire \$34 ;
   reg \$340 ;
   reg \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg \$344 ;
-  reg \$345 ;
-  reg \$346 ;
+  reg [1:0] \$342 ;
+  reg [4:0] \$343 ;
+  reg [24:0] \$344 ;
+  reg [33:0] \$345 ;
+  reg [31:0] \$346 ;
   reg \$347 ;
-  reg [83:0] \$348 ;
-  reg [83:0] \$349 ;
+  reg \$348 ;
+  reg [287:0] \$349 ;
   wire \$35 ;
-  reg [83:0] \$350 ;
-  reg [83:0] \$351 ;
+  reg \$350 ;
+  reg \$351 ;
   reg \$352 ;
-  reg [22:0] \$353 ;
-  reg [31:0] \$354 ;
-  reg [24:0] \$355 ;
-  reg [8:0] \$356 ;
-  reg [33:0] \$357 ;
-  reg \$358 ;
-  reg [38:0] \$359 ;
+  reg \$353 ;
+  reg \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg [1:0] \$357 ;
   wire \$36 ;
-  reg [7:0] \$360 ;
-  reg \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg [1:0] \$364 ;
-  reg [4:0] \$365 ;
-  reg [24:0] \$366 ;
-  reg [33:0] \$367 ;
-  reg [31:0] \$368 ;
-  reg \$369 ;
   wire \$37 ;
-  reg \$370 ;
-  reg [287:0] \$371 ;
-  reg \$372 ;
-  reg \$373 ;
-  reg \$374 ;
-  reg \$375 ;
-  reg \$376 ;
-  reg \$377 ;
-  reg \$378 ;
-  reg [1:0] \$379 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -34300,12 +34428,12 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [38:0] \$86 ;
+  wire [31:0] \$87 ;
+  wire [8:0] \$88 ;
+  wire [39:0] \$89 ;
   wire [8:0] \$9 ;
-  wire \$90 ;
+  wire [40:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -34313,20 +34441,27 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire [38:0] \$98 ;
-  wire [31:0] \$99 ;
-  wire \$signal ;
+  wire \$98 ;
+  wire [5:0] \$99 ;
+  reg \$signal  = 1'h1;
+  wire \$signal$14 ;
   wire \$signal$15 ;
+  reg [16:0] \$signal$21  = 17'h00001;
+  (* keep = 32'd1 *)
   wire \$signal$28 ;
-  wire \$signal$29 ;
+  (* keep = 32'd1 *)
   wire \$signal$30 ;
+  (* keep = 32'd1 *)
   wire \$signal$31 ;
-  wire \$signal$82 ;
+  (* keep = 32'd1 *)
+  wire \$signal$32 ;
+  (* keep = 32'd1 *)
+  wire \$signal$33 ;
+  wire \$signal$84 ;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
-  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -34419,6 +34554,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   wire errors__bad_config ;
   wire errors__bad_response ;
   reg [1:0] finish = 2'h0;
+  (* keep = 32'd1 *)
+  wire full_none;
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
@@ -34607,7 +34744,6 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   input track_hold;
   wire track_hold;
   reg [24:0] unit = 25'h0000400;
-  reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
   reg was_forced = 1'h0;
   reg window = 1'h0;
@@ -34628,7 +34764,7 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$15  = \$14  & pick_c;
   assign \$16  = ~ dram__valid;
   assign \$17  = \$16  | dram__ready;
-  assign \$18  = gate_m & below;
+  assign \$18  = gate_m & \$signal ;
   assign \$19  = \$signal$15  | \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = dma__valid | remote__valid;
@@ -34637,12 +34773,12 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$24  = \$23  | dram__ready;
   assign \$25  = \$22  | \$24 ;
   assign \$26  = dma__valid | remote__valid;
-  assign \$27  = gate_m & below;
+  assign \$27  = gate_m & \$signal ;
   assign \$28  = \$signal$15  | \$27 ;
   assign \$29  = ~ \$28 ;
   assign \$30  = \$26  & \$29 ;
-  assign \$31  = wait1 + 1'h1;
-  assign \$32  = wait_full ? { 1'h0, wait1 } : \$31 ;
+  assign \$31  = \$signal$21  + 1'h1;
+  assign \$32  = wait_full ? { 1'h0, \$signal$21  } : \$31 ;
   assign \$33  = \$30  ? \$32  : 18'h00001;
   assign \$34  = | \new [9:2];
   assign \$35  = \new [1] & \$34 ;
@@ -34650,866 +34786,846 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$37  = accept ? \$35  : \$36 ;
   assign \$38  = ~ dram__valid;
   assign \$39  = \$38  | dram__ready;
-  assign \$40  = gate_m & below;
+  assign \$40  = gate_m & \$signal ;
   assign \$41  = \$signal$15  | \$40 ;
   assign \$42  = pick_c | \$41 ;
-  assign \$43  = gate_m & below;
+  assign \$43  = gate_m & \$signal ;
   assign \$44  = \$signal$15  | \$43 ;
   assign \$45  = \$42  ? \$44  : last_comm;
   assign \$46  = \$39  ? \$45  : last_comm;
   assign \$47  = ~ dram__valid;
   assign \$48  = \$47  | dram__ready;
-  assign \$49  = gate_m & below;
+  assign \$49  = gate_m & \$signal ;
   assign \$50  = \$signal$15  | \$49 ;
   assign \$51  = ~ \$50 ;
-  assign \$52  = dma__valid | remote__valid;
-  assign \$53  = wait1 > \new [38:23];
-  assign \$54  = wait1 >= \new [38:23];
-  assign \$55  = wait_full ? \$53  : \$54 ;
-  assign \$56  = wait1 == cfg[38:23];
-  assign \$57  = wait_full ? wait_full : \$56 ;
-  assign \$58  = accept ? \$55  : \$57 ;
-  assign \$59  = \$52  & \$58 ;
-  assign \$60  = \$51  & \$59 ;
-  assign \$61  = dma__valid | remote__valid;
-  assign \$62  = wait1 > \new [38:23];
-  assign \$63  = accept ? \$62  : wait_full;
-  assign \$64  = \$61  & \$63 ;
-  assign \$65  = \$48  ? \$60  : \$64 ;
+  assign \$52  = \$51  & \$signal$28 ;
+  assign \$53  = \$48  ? \$52  : full_none;
+  assign \$54  = ~ dram__valid;
+  assign \$55  = \$54  | dram__ready;
+  assign \$56  = gate_m & \$signal ;
+  assign \$57  = \$signal$15  | \$56 ;
+  assign \$58  = pick_c ? \$244 [0] : \$signal$31 ;
+  assign \$59  = \$57  ? 1'h0 : \$58 ;
+  assign \$60  = \$55  ? \$59  : \$signal$30 ;
+  assign \$61  = ~ dram__valid;
+  assign \$62  = \$61  | dram__ready;
+  assign \$63  = ~ dram__valid;
+  assign \$64  = \$63  | dram__ready;
+  assign \$65  = \$64  & pick_c;
   assign \$66  = ~ dram__valid;
   assign \$67  = \$66  | dram__ready;
-  assign \$68  = gate_m & below;
+  assign \$68  = gate_m & \$signal ;
   assign \$69  = \$signal$15  | \$68 ;
-  assign \$70  = pick_c ? \$254 [0] : \$signal$29 ;
-  assign \$71  = \$69  ? 1'h0 : \$70 ;
-  assign \$72  = \$67  ? \$71  : \$signal$28 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = \$76  & pick_c;
-  assign \$78  = ~ dram__valid;
-  assign \$79  = \$78  | dram__ready;
-  assign \$80  = gate_m & below;
-  assign \$81  = \$signal$15  | \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = \$77  | \$82 ;
-  assign \$84  = ~ \$signal ;
-  assign \$85  = pick_c & \$84 ;
-  assign \$86  = pick_c & \$signal ;
-  assign \$87  = ~ pick_c;
-  assign \$88  = ~ sel_remote;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = ~ pick_c;
-  assign \$91  = \$90  & sel_remote;
-  assign \$92  = dram__valid & dram__ready;
-  assign \$93  = \$92  & \$312 [83];
-  assign \$94  = | \$312 [1:0];
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = \$65  | \$70 ;
+  assign \$72  = ~ \$signal$14 ;
+  assign \$73  = pick_c & \$72 ;
+  assign \$74  = pick_c & \$signal$14 ;
+  assign \$75  = ~ pick_c;
+  assign \$76  = ~ sel_remote;
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = ~ pick_c;
+  assign \$79  = \$78  & sel_remote;
+  assign \$80  = dram__valid & dram__ready;
+  assign \$81  = \$80  & \$290 [83];
+  assign \$82  = | \$290 [1:0];
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$290 [1:0] == 2'h2;
+  assign \$85  = \$84  ? 1'h1 : 1'h0;
+  assign \$86  = cfg[17:10] << scale;
+  assign \$87  = 1'h1 << scale;
+  assign \$88  = cfg[17:10] + 2'h2;
+  assign \$90  = \$89  - unit;
+  assign \$91  = ~ dram__valid;
+  assign \$92  = \$91  | dram__ready;
+  assign \$93  = \$92  & pick_c;
+  assign \$94  = ~ accept;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = \$312 [1:0] == 2'h2;
-  assign \$97  = \$96  ? 1'h1 : 1'h0;
-  assign \$98  = cfg[17:10] << scale;
-  assign \$99  = 1'h1 << scale;
-  assign \$100  = cfg[17:10] + 2'h2;
-  assign \$102  = \$101  - unit;
-  assign \$103  = ~ dram__valid;
-  assign \$104  = \$103  | dram__ready;
-  assign \$105  = \$104  & pick_c;
-  assign \$106  = ~ accept;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = armed & grant_c_q;
-  assign \$109  = ! \new [9:2];
-  assign \$110  = ! \new [9:2];
-  assign \$111  = 5'h18 - \new [22:18];
-  assign \$112  = cfg[22:18] == 1'h1;
-  assign \$113  = cfg[22:18] > 2'h2;
-  assign \$114  = cfg[22:18] > 2'h3;
-  assign \$115  = cfg[22:18] > 3'h4;
-  assign \$116  = cfg[22:18] > 3'h5;
-  assign \$117  = cfg[22:18] > 3'h6;
-  assign \$118  = cfg[22:18] > 3'h7;
-  assign \$119  = cfg[22:18] > 4'h8;
-  assign \$120  = cfg[22:18] > 4'h9;
-  assign \$121  = cfg[22:18] > 4'ha;
-  assign \$122  = cfg[22:18] > 4'hb;
-  assign \$123  = cfg[22:18] > 4'hc;
-  assign \$124  = cfg[22:18] > 4'hd;
-  assign \$125  = cfg[22:18] > 4'he;
-  assign \$126  = cfg[22:18] > 4'hf;
-  assign \$127  = cfg[22:18] > 5'h10;
-  assign \$128  = cfg[22:18] > 5'h11;
-  assign \$129  = cfg[22:18] > 5'h12;
-  assign \$130  = cfg[22:18] > 5'h13;
-  assign \$131  = cfg[22:18] > 5'h14;
-  assign \$132  = cfg[22:18] > 5'h15;
-  assign \$133  = cfg[22:18] > 5'h16;
-  assign \$134  = cfg[22:18] > 5'h17;
-  assign \$135  = cfg[22:18] > 5'h18;
-  assign \$136  = \$112  ? 26'h3ffffff : { 1'h0, \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , 2'h1 };
-  assign \$137  = ! cfg[22:18];
-  assign \$138  = $signed(left) - $signed(2'h1);
-  assign \$140  = base + acc;
-  assign \$142  = acc + sat_s;
-  assign \$143  = load__valid & load__ready;
-  assign \$144  = ~ load__ready;
-  assign \$145  = load__valid & \$144 ;
-  assign \$146  = stats[31:0] + 1'h1;
-  assign \$147  = stats[159:128] + 1'h1;
-  assign \$148  = store__valid & store__ready;
-  assign \$149  = ~ store__ready;
-  assign \$150  = store__valid & \$149 ;
-  assign \$151  = stats[63:32] + 1'h1;
-  assign \$152  = stats[191:160] + 1'h1;
-  assign \$153  = dma__valid & dma__ready;
-  assign \$154  = ~ dma__ready;
-  assign \$155  = dma__valid & \$154 ;
-  assign \$156  = stats[95:64] + 1'h1;
-  assign \$157  = stats[223:192] + 1'h1;
-  assign \$158  = remote__valid & remote__ready;
-  assign \$159  = ~ remote__ready;
-  assign \$160  = remote__valid & \$159 ;
-  assign \$161  = stats[127:96] + 1'h1;
-  assign \$162  = stats[255:224] + 1'h1;
-  assign \$163  = ~ dram__valid;
-  assign \$164  = \$163  | dram__ready;
-  assign \$165  = dma__valid | remote_ok;
-  assign \$166  = \$165  & wait_full;
-  assign \$167  = \$166  & cfg[1];
-  assign \$168  = \$164  & \$167 ;
-  assign \$169  = stats[287:256] + 1'h1;
-  assign \$173  = track_hold & store__payload[72];
-  assign \$174  = ~ \$173 ;
-  assign \$signal$82  = store__valid & \$174 ;
-  assign \$175  = track_hold & remote__payload[72];
-  assign \$176  = ~ \$175 ;
-  assign remote_ok = remote__valid & \$176 ;
-  assign \$177  = load__valid | \$signal$82 ;
-  assign \$178  = dma__valid | remote_ok;
-  assign \$179  = \$178  & comm_first;
-  assign \$180  = ~ \$179 ;
-  assign pick_c = \$177  & \$180 ;
-  assign \$181  = dma__valid | remote_ok;
-  assign \$182  = load__valid | \$signal$82 ;
-  assign \$183  = ~ \$182 ;
-  assign \$184  = ~ gated;
-  assign \$185  = \$183  & \$184 ;
-  assign \$186  = comm_first | \$185 ;
-  assign \$signal$15  = \$181  & \$186 ;
-  assign \$187  = dma__valid | remote_ok;
-  assign \$188  = load__valid | \$signal$82 ;
-  assign \$189  = ~ \$188 ;
-  assign \$190  = \$187  & \$189 ;
-  assign gate_m = \$190  & gated;
-  assign \$191  = ~ load__valid;
-  assign \$192  = ~ last_store;
-  assign \$193  = \$191  | \$192 ;
-  assign \$signal  = \$signal$82  & \$193 ;
-  assign \$194  = ~ dma__valid;
-  assign \$195  = ~ last_remote;
-  assign \$196  = \$194  | \$195 ;
-  assign sel_remote = remote_ok & \$196 ;
-  assign \$197  = ~ dram__valid;
-  assign \$198  = \$197  | dram__ready;
-  assign \$199  = \$198  & pick_c;
-  assign \$200  = ~ \$signal ;
-  assign load__ready = \$199  & \$200 ;
-  assign \$201  = ~ dram__valid;
-  assign \$202  = \$201  | dram__ready;
-  assign \$203  = \$202  & pick_c;
-  assign store__ready = \$203  & \$signal ;
-  assign \$204  = ~ dram__valid;
-  assign \$205  = \$204  | dram__ready;
-  assign \$206  = gate_m & below;
-  assign \$207  = \$signal$15  | \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = ~ sel_remote;
-  assign dma__ready = \$208  & \$209 ;
-  assign \$210  = ~ dram__valid;
-  assign \$211  = \$210  | dram__ready;
-  assign \$212  = gate_m & below;
-  assign \$213  = \$signal$15  | \$212 ;
-  assign \$214  = \$211  & \$213 ;
-  assign remote__ready = \$214  & sel_remote;
-  assign \$215  = accept ? \new [1:0] : cfg[1:0];
-  assign \$216  = ! \$215 ;
-  assign \$218  = accept ? \new [1:0] : cfg[1:0];
-  assign \$221  = accept ? \new [1:0] : cfg[1:0];
-  assign \$222  = \$221  == 2'h3;
-  assign \$223  = | \new [9:2];
-  assign \$224  = \new [1] & \$223 ;
-  assign \$225  = finish[1] ? cfg[1] : gated;
-  assign \$226  = accept ? \$224  : \$225 ;
-  assign \$227  = \$222  & \$226 ;
-  assign \$231  = accept ? \new [1:0] : cfg[1:0];
-  assign \$232  = ! \$231 ;
-  assign \$234  = accept ? \new [1:0] : cfg[1:0];
-  assign \$235  = dma__valid | remote__valid;
-  assign \$236  = wait1 > \new [38:23];
-  assign \$237  = wait1 >= \new [38:23];
-  assign \$238  = wait_full ? \$236  : \$237 ;
-  assign \$239  = wait1 == cfg[38:23];
-  assign \$240  = wait_full ? wait_full : \$239 ;
-  assign \$241  = accept ? \$238  : \$240 ;
-  assign \$242  = \$235  & \$241 ;
-  assign \$243  = \$234 [1] & \$242 ;
-  assign \$244  = \$233  | { 1'h0, \$243  };
+  assign \$96  = armed & grant_c_q;
+  assign \$97  = ! \new [9:2];
+  assign \$98  = ! \new [9:2];
+  assign \$99  = 5'h18 - \new [22:18];
+  assign \$100  = cfg[22:18] == 1'h1;
+  assign \$101  = cfg[22:18] > 2'h2;
+  assign \$102  = cfg[22:18] > 2'h3;
+  assign \$103  = cfg[22:18] > 3'h4;
+  assign \$104  = cfg[22:18] > 3'h5;
+  assign \$105  = cfg[22:18] > 3'h6;
+  assign \$106  = cfg[22:18] > 3'h7;
+  assign \$107  = cfg[22:18] > 4'h8;
+  assign \$108  = cfg[22:18] > 4'h9;
+  assign \$109  = cfg[22:18] > 4'ha;
+  assign \$110  = cfg[22:18] > 4'hb;
+  assign \$111  = cfg[22:18] > 4'hc;
+  assign \$112  = cfg[22:18] > 4'hd;
+  assign \$113  = cfg[22:18] > 4'he;
+  assign \$114  = cfg[22:18] > 4'hf;
+  assign \$115  = cfg[22:18] > 5'h10;
+  assign \$116  = cfg[22:18] > 5'h11;
+  assign \$117  = cfg[22:18] > 5'h12;
+  assign \$118  = cfg[22:18] > 5'h13;
+  assign \$119  = cfg[22:18] > 5'h14;
+  assign \$120  = cfg[22:18] > 5'h15;
+  assign \$121  = cfg[22:18] > 5'h16;
+  assign \$122  = cfg[22:18] > 5'h17;
+  assign \$123  = cfg[22:18] > 5'h18;
+  assign \$124  = \$100  ? 26'h3ffffff : { 1'h0, \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , 2'h1 };
+  assign \$125  = ! cfg[22:18];
+  assign \$126  = $signed(left) - $signed(2'h1);
+  assign \$128  = base + acc;
+  assign \$130  = acc + sat_s;
+  assign \$131  = load__valid & load__ready;
+  assign \$132  = ~ load__ready;
+  assign \$133  = load__valid & \$132 ;
+  assign \$134  = stats[31:0] + 1'h1;
+  assign \$135  = stats[159:128] + 1'h1;
+  assign \$136  = store__valid & store__ready;
+  assign \$137  = ~ store__ready;
+  assign \$138  = store__valid & \$137 ;
+  assign \$139  = stats[63:32] + 1'h1;
+  assign \$140  = stats[191:160] + 1'h1;
+  assign \$141  = dma__valid & dma__ready;
+  assign \$142  = ~ dma__ready;
+  assign \$143  = dma__valid & \$142 ;
+  assign \$144  = stats[95:64] + 1'h1;
+  assign \$145  = stats[223:192] + 1'h1;
+  assign \$146  = remote__valid & remote__ready;
+  assign \$147  = ~ remote__ready;
+  assign \$148  = remote__valid & \$147 ;
+  assign \$149  = stats[127:96] + 1'h1;
+  assign \$150  = stats[255:224] + 1'h1;
+  assign \$151  = ~ dram__valid;
+  assign \$152  = \$151  | dram__ready;
+  assign \$153  = dma__valid | remote_ok;
+  assign \$154  = \$153  & wait_full;
+  assign \$155  = \$154  & cfg[1];
+  assign \$156  = \$152  & \$155 ;
+  assign \$157  = stats[287:256] + 1'h1;
+  assign \$161  = track_hold & store__payload[72];
+  assign \$162  = ~ \$161 ;
+  assign \$signal$84  = store__valid & \$162 ;
+  assign \$163  = track_hold & remote__payload[72];
+  assign \$164  = ~ \$163 ;
+  assign remote_ok = remote__valid & \$164 ;
+  assign \$165  = load__valid | \$signal$84 ;
+  assign \$166  = dma__valid | remote_ok;
+  assign \$167  = \$166  & comm_first;
+  assign \$168  = ~ \$167 ;
+  assign pick_c = \$165  & \$168 ;
+  assign \$169  = dma__valid | remote_ok;
+  assign \$170  = load__valid | \$signal$84 ;
+  assign \$171  = ~ \$170 ;
+  assign \$172  = ~ gated;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = comm_first | \$173 ;
+  assign \$signal$15  = \$169  & \$174 ;
+  assign \$175  = dma__valid | remote_ok;
+  assign \$176  = load__valid | \$signal$84 ;
+  assign \$177  = ~ \$176 ;
+  assign \$178  = \$175  & \$177 ;
+  assign gate_m = \$178  & gated;
+  assign \$179  = ~ load__valid;
+  assign \$180  = ~ last_store;
+  assign \$181  = \$179  | \$180 ;
+  assign \$signal$14  = \$signal$84  & \$181 ;
+  assign \$182  = ~ dma__valid;
+  assign \$183  = ~ last_remote;
+  assign \$184  = \$182  | \$183 ;
+  assign sel_remote = remote_ok & \$184 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = \$186  & pick_c;
+  assign \$188  = ~ \$signal$14 ;
+  assign load__ready = \$187  & \$188 ;
+  assign \$189  = ~ dram__valid;
+  assign \$190  = \$189  | dram__ready;
+  assign \$191  = \$190  & pick_c;
+  assign store__ready = \$191  & \$signal$14 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = gate_m & \$signal ;
+  assign \$195  = \$signal$15  | \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = ~ sel_remote;
+  assign dma__ready = \$196  & \$197 ;
+  assign \$198  = ~ dram__valid;
+  assign \$199  = \$198  | dram__ready;
+  assign \$200  = gate_m & \$signal ;
+  assign \$201  = \$signal$15  | \$200 ;
+  assign \$202  = \$199  & \$201 ;
+  assign remote__ready = \$202  & sel_remote;
+  assign \$203  = dma__valid | remote__valid;
+  assign \$204  = \$signal$21  > \new [38:23];
+  assign \$205  = \$signal$21  >= \new [38:23];
+  assign \$206  = wait_full ? \$204  : \$205 ;
+  assign \$207  = \$signal$21  == cfg[38:23];
+  assign \$208  = wait_full ? wait_full : \$207 ;
+  assign \$209  = accept ? \$206  : \$208 ;
+  assign \$signal$28  = \$203  & \$209 ;
+  assign \$210  = dma__valid | remote__valid;
+  assign \$211  = \$signal$21  > \new [38:23];
+  assign \$212  = accept ? \$211  : wait_full;
+  assign full_none = \$210  & \$212 ;
+  assign \$213  = accept ? \new [1:0] : cfg[1:0];
+  assign \$214  = ! \$213 ;
+  assign \$216  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = \$219  == 2'h3;
+  assign \$221  = | \new [9:2];
+  assign \$222  = \new [1] & \$221 ;
+  assign \$223  = finish[1] ? cfg[1] : gated;
+  assign \$224  = accept ? \$222  : \$223 ;
+  assign \$225  = \$220  & \$224 ;
+  assign \$229  = accept ? \new [1:0] : cfg[1:0];
+  assign \$230  = ! \$229 ;
+  assign \$232  = accept ? \new [1:0] : cfg[1:0];
+  assign \$233  = \$232 [1] & \$signal$28 ;
+  assign \$234  = \$231  | { 1'h0, \$233  };
+  assign \$235  = accept ? \new [1:0] : cfg[1:0];
+  assign \$236  = \$235  == 2'h3;
+  assign \$237  = | \new [9:2];
+  assign \$238  = \new [1] & \$237 ;
+  assign \$239  = finish[1] ? cfg[1] : gated;
+  assign \$240  = accept ? \$238  : \$239 ;
+  assign \$241  = \$236  & \$240 ;
+  assign \$243  = \$242  & { 1'h0, below2 };
+  assign \$244  = \$234  | \$243 ;
   assign \$245  = accept ? \new [1:0] : cfg[1:0];
-  assign \$246  = \$245  == 2'h3;
-  assign \$247  = | \new [9:2];
-  assign \$248  = \new [1] & \$247 ;
-  assign \$249  = finish[1] ? cfg[1] : gated;
-  assign \$250  = accept ? \$248  : \$249 ;
-  assign \$251  = \$246  & \$250 ;
-  assign \$253  = \$252  & { 1'h0, below2 };
-  assign \$254  = \$244  | \$253 ;
-  assign \$255  = accept ? \new [1:0] : cfg[1:0];
-  assign \$256  = ! \$255 ;
-  assign \$257  = ~ last_comm;
-  assign \$258  = \$256  & \$257 ;
-  assign \$259  = accept ? \new [1:0] : cfg[1:0];
-  assign \$260  = dma__valid | remote__valid;
-  assign \$261  = wait1 > \new [38:23];
-  assign \$262  = wait1 >= \new [38:23];
-  assign \$263  = wait_full ? \$261  : \$262 ;
-  assign \$264  = wait1 == cfg[38:23];
-  assign \$265  = wait_full ? wait_full : \$264 ;
-  assign \$266  = accept ? \$263  : \$265 ;
-  assign \$267  = \$260  & \$266 ;
-  assign \$268  = \$259 [1] & \$267 ;
-  assign \$269  = \$258  | \$268 ;
-  assign \$270  = accept ? \new [1:0] : cfg[1:0];
-  assign \$271  = \$270  == 2'h3;
-  assign \$272  = | \new [9:2];
-  assign \$273  = \new [1] & \$272 ;
-  assign \$274  = finish[1] ? cfg[1] : gated;
-  assign \$275  = accept ? \$273  : \$274 ;
-  assign \$276  = \$271  & \$275 ;
-  assign \$277  = ~ last_comm;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$278  & below2;
-  assign \$signal$29  = \$269  | \$279 ;
-  assign \$280  = accept ? \new [1:0] : cfg[1:0];
-  assign \$281  = ! \$280 ;
-  assign \$282  = ~ last_comm;
-  assign \$283  = \$281  & \$282 ;
-  assign \$284  = accept ? \new [1:0] : cfg[1:0];
-  assign \$285  = dma__valid | remote__valid;
-  assign \$286  = wait1 > \new [38:23];
-  assign \$287  = accept ? \$286  : wait_full;
-  assign \$288  = \$285  & \$287 ;
-  assign \$289  = \$284 [1] & \$288 ;
-  assign \$290  = \$283  | \$289 ;
-  assign \$291  = accept ? \new [1:0] : cfg[1:0];
-  assign \$292  = \$291  == 2'h3;
-  assign \$293  = | \new [9:2];
-  assign \$294  = \new [1] & \$293 ;
-  assign \$295  = finish[1] ? cfg[1] : gated;
-  assign \$296  = accept ? \$294  : \$295 ;
-  assign \$297  = \$292  & \$296 ;
-  assign \$298  = ~ last_comm;
-  assign \$299  = \$297  & \$298 ;
-  assign \$300  = \$299  & below2;
-  assign \$signal$28  = \$290  | \$300 ;
-  assign \$302  = \$301  ? 2'h2 : 2'h1;
-  assign \$304  = \$303  ? 2'h2 : 2'h1;
-  assign \$305  = is_load ? load_q : 84'h000000000000000000000;
-  assign \$307  = is_store ? store_q : 84'h000000000000000000000;
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = is_dma ? dma_q : 84'h000000000000000000000;
-  assign \$310  = \$308  | \$309 ;
-  assign \$311  = is_remote ? remote_q : 84'h000000000000000000000;
-  assign \$312  = \$310  | \$311 ;
-  assign \$313  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$313 ;
-  assign \$314  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$314 ;
-  assign \$315  = ! response__payload[1:0];
-  assign \$316  = response__payload[1:0] == 1'h1;
-  assign \$317  = \$316  ? dma_response__ready : 1'h1;
-  assign response__ready = \$315  ? load_response__ready : \$317 ;
-  assign \$318  = ! response__payload[1:0];
-  assign \$319  = ~ \$318 ;
-  assign \$320  = response__valid & \$319 ;
-  assign \$321  = response__payload[1:0] == 1'h1;
-  assign \$322  = ~ \$321 ;
-  assign \$323  = \$320  & \$322 ;
-  assign \$324  = | config__payload[38:23];
-  assign \$325  = config__payload[22:18] <= 5'h18;
-  assign \$326  = \$324  & \$325 ;
-  assign \$327  = | config__payload[9:2];
-  assign \$328  = | config__payload[17:10];
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = \$326  & \$329 ;
-  assign \$331  = ~ \$330 ;
-  assign \$332  = config__valid & \$331 ;
+  assign \$246  = ! \$245 ;
+  assign \$247  = ~ last_comm;
+  assign \$248  = \$246  & \$247 ;
+  assign \$249  = accept ? \new [1:0] : cfg[1:0];
+  assign \$250  = \$249 [1] & \$signal$28 ;
+  assign \$251  = \$248  | \$250 ;
+  assign \$252  = accept ? \new [1:0] : cfg[1:0];
+  assign \$253  = \$252  == 2'h3;
+  assign \$254  = | \new [9:2];
+  assign \$255  = \new [1] & \$254 ;
+  assign \$256  = finish[1] ? cfg[1] : gated;
+  assign \$257  = accept ? \$255  : \$256 ;
+  assign \$258  = \$253  & \$257 ;
+  assign \$259  = ~ last_comm;
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = \$260  & below2;
+  assign \$signal$31  = \$251  | \$261 ;
+  assign \$262  = accept ? \new [1:0] : cfg[1:0];
+  assign \$263  = ! \$262 ;
+  assign \$264  = ~ last_comm;
+  assign \$265  = \$263  & \$264 ;
+  assign \$266  = accept ? \new [1:0] : cfg[1:0];
+  assign \$267  = \$266 [1] & full_none;
+  assign \$268  = \$265  | \$267 ;
+  assign \$269  = accept ? \new [1:0] : cfg[1:0];
+  assign \$270  = \$269  == 2'h3;
+  assign \$271  = | \new [9:2];
+  assign \$272  = \new [1] & \$271 ;
+  assign \$273  = finish[1] ? cfg[1] : gated;
+  assign \$274  = accept ? \$272  : \$273 ;
+  assign \$275  = \$270  & \$274 ;
+  assign \$276  = ~ last_comm;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = \$277  & below2;
+  assign \$signal$30  = \$268  | \$278 ;
+  assign \$280  = \$279  ? 2'h2 : 2'h1;
+  assign \$282  = \$281  ? 2'h2 : 2'h1;
+  assign \$283  = is_load ? load_q : 84'h000000000000000000000;
+  assign \$285  = is_store ? store_q : 84'h000000000000000000000;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = is_dma ? dma_q : 84'h000000000000000000000;
+  assign \$288  = \$286  | \$287 ;
+  assign \$289  = is_remote ? remote_q : 84'h000000000000000000000;
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$291 ;
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$292 ;
+  assign \$293  = ! response__payload[1:0];
+  assign \$294  = response__payload[1:0] == 1'h1;
+  assign \$295  = \$294  ? dma_response__ready : 1'h1;
+  assign response__ready = \$293  ? load_response__ready : \$295 ;
+  assign \$296  = ! response__payload[1:0];
+  assign \$297  = ~ \$296 ;
+  assign \$298  = response__valid & \$297 ;
+  assign \$299  = response__payload[1:0] == 1'h1;
+  assign \$300  = ~ \$299 ;
+  assign \$301  = \$298  & \$300 ;
+  assign \$302  = | config__payload[38:23];
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$333 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    below <= \$334 ;
+    \$signal  <= \$312 ;
   always @(posedge clk)
-    below2 <= \$335 ;
+    below2 <= \$313 ;
   always @(posedge clk)
-    last_store <= \$336 ;
+    last_store <= \$314 ;
   always @(posedge clk)
-    last_remote <= \$337 ;
+    last_remote <= \$315 ;
   always @(posedge clk)
-    wait1 <= \$338 ;
+    \$signal$21  <= \$316 ;
   always @(posedge clk)
-    gated <= \$339 ;
+    gated <= \$317 ;
   always @(posedge clk)
-    last_comm <= \$340 ;
+    last_comm <= \$318 ;
   always @(posedge clk)
-    wait_full <= \$341 ;
+    wait_full <= \$319 ;
   always @(posedge clk)
-    comm_first <= \$342 ;
+    comm_first <= \$320 ;
   always @(posedge clk)
-    dram__valid <= \$343 ;
+    dram__valid <= \$321 ;
   always @(posedge clk)
-    is_load <= \$344 ;
+    is_load <= \$322 ;
   always @(posedge clk)
-    is_store <= \$345 ;
+    is_store <= \$323 ;
   always @(posedge clk)
-    is_dma <= \$346 ;
+    is_dma <= \$324 ;
   always @(posedge clk)
-    is_remote <= \$347 ;
+    is_remote <= \$325 ;
   always @(posedge clk)
-    load_q <= \$348 ;
+    load_q <= \$326 ;
   always @(posedge clk)
-    store_q <= \$349 ;
+    store_q <= \$327 ;
   always @(posedge clk)
-    dma_q <= \$350 ;
+    dma_q <= \$328 ;
   always @(posedge clk)
-    remote_q <= \$351 ;
+    remote_q <= \$329 ;
   always @(posedge clk)
-    track__valid <= \$352 ;
+    track__valid <= \$330 ;
   always @(posedge clk)
-    track__payload <= \$353 ;
+    track__payload <= \$331 ;
   always @(posedge clk)
-    sat_s <= \$354 ;
+    sat_s <= \$332 ;
   always @(posedge clk)
-    unit <= \$355 ;
+    unit <= \$333 ;
   always @(posedge clk)
-    sat2 <= \$356 ;
+    sat2 <= \$334 ;
   always @(posedge clk)
-    base <= \$357 ;
+    base <= \$335 ;
   always @(posedge clk)
-    grant_c_q <= \$358 ;
+    grant_c_q <= \$336 ;
   always @(posedge clk)
-    cfg <= \$359 ;
+    cfg <= \$337 ;
   always @(posedge clk)
-    thr <= \$360 ;
+    thr <= \$338 ;
   always @(posedge clk)
-    measuring <= \$361 ;
+    measuring <= \$339 ;
   always @(posedge clk)
-    armed <= \$362 ;
+    armed <= \$340 ;
   always @(posedge clk)
-    window <= \$363 ;
+    window <= \$341 ;
   always @(posedge clk)
-    finish <= \$364 ;
+    finish <= \$342 ;
   always @(posedge clk)
-    scale <= \$365 ;
+    scale <= \$343 ;
   always @(posedge clk)
-    left <= \$366 ;
+    left <= \$344 ;
   always @(posedge clk)
-    num <= \$367 ;
+    num <= \$345 ;
   always @(posedge clk)
-    acc <= \$368 ;
+    acc <= \$346 ;
   always @(posedge clk)
-    load_granted <= \$369 ;
+    load_granted <= \$347 ;
   always @(posedge clk)
-    load_stalled <= \$370 ;
+    load_stalled <= \$348 ;
   always @(posedge clk)
-    stats <= \$371 ;
+    stats <= \$349 ;
   always @(posedge clk)
-    store_granted <= \$372 ;
+    store_granted <= \$350 ;
   always @(posedge clk)
-    store_stalled <= \$373 ;
+    store_stalled <= \$351 ;
   always @(posedge clk)
-    dma_granted <= \$374 ;
+    dma_granted <= \$352 ;
   always @(posedge clk)
-    dma_stalled <= \$375 ;
+    dma_stalled <= \$353 ;
   always @(posedge clk)
-    remote_granted <= \$376 ;
+    remote_granted <= \$354 ;
   always @(posedge clk)
-    remote_stalled <= \$377 ;
+    remote_stalled <= \$355 ;
   always @(posedge clk)
-    was_forced <= \$378 ;
+    was_forced <= \$356 ;
   always @(posedge clk)
-    errors <= \$379 ;
+    errors <= \$357 ;
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$333  = \$8 ;
+    \$311  = \$8 ;
     if (rst) begin
-      \$333  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$334  = \$10 ;
+    \$312  = \$10 ;
     if (rst) begin
-      \$334  = 1'h1;
+      \$312  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$335  = \$12 ;
+    \$313  = \$12 ;
     if (rst) begin
-      \$335  = 1'h1;
+      \$313  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$336  = last_store;
+    \$314  = last_store;
     if (\$15 ) begin
-      \$336  = \$signal ;
+      \$314  = \$signal$14 ;
     end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$315  = last_remote;
+    if (\$20 ) begin
+      \$315  = sel_remote;
+    end
+    if (rst) begin
+      \$315  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$316  = \$signal$21 ;
+    if (\$25 ) begin
+      \$316  = \$33 [16:0];
+    end
+    if (rst) begin
+      \$316  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$317  = \$37 ;
+    if (rst) begin
+      \$317  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$318  = \$46 ;
+    if (rst) begin
+      \$318  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$319  = \$53 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$320  = \$60 ;
+    if (rst) begin
+      \$320  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$321  = dram__valid;
+    if (\$62 ) begin
+      \$321  = \$71 ;
+    end
+    if (rst) begin
+      \$321  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$322  = is_load;
+    if (\$62 ) begin
+      \$322  = \$73 ;
+    end
+    if (rst) begin
+      \$322  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$323  = is_store;
+    if (\$62 ) begin
+      \$323  = \$74 ;
+    end
+    if (rst) begin
+      \$323  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$324  = is_dma;
+    if (\$62 ) begin
+      \$324  = \$77 ;
+    end
+    if (rst) begin
+      \$324  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$325  = is_remote;
+    if (\$62 ) begin
+      \$325  = \$79 ;
+    end
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$326  = load_q;
+    if (\$62 ) begin
+      \$326  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$326  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$327  = store_q;
+    if (\$62 ) begin
+      \$327  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$327  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$328  = dma_q;
+    if (\$62 ) begin
+      \$328  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$328  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$329  = remote_q;
+    if (\$62 ) begin
+      \$329  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$329  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$330  = \$83 ;
+    if (rst) begin
+      \$330  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$331 [15:0] = \$290 [74:59];
+    \$331 [19:16] = 4'h1;
+    \$331 [20] = \$85 ;
+    \$331 [22:21] = \$290 [3:2];
+    if (rst) begin
+      \$331  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$332  = \$86 [31:0];
+    if (rst) begin
+      \$332  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$333  = \$87 [24:0];
+    if (rst) begin
+      \$333  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$334  = \$88 ;
+    if (rst) begin
+      \$334  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$335  = \$90 [33:0];
+    if (rst) begin
+      \$335  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$336  = \$95 ;
     if (rst) begin
       \$336  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$337  = last_remote;
-    if (\$20 ) begin
-      \$337  = sel_remote;
+    \$337  = cfg;
+    if (accept) begin
+      \$337  = \new ;
     end
     if (rst) begin
-      \$337  = 1'h0;
+      \$337  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$338  = wait1;
-    if (\$25 ) begin
-      \$338  = \$33 [16:0];
+    \$338  = thr;
+    if (accept) begin
+      \$338  = \new [9:2];
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$338  = \$129 [7:0];
     end
     if (rst) begin
-      \$338  = 17'h00001;
+      \$338  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$339  = \$37 ;
-    if (rst) begin
+    \$339  = measuring;
+    if (accept) begin
+      \$339  = \$97 ;
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$339  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$340  = \$46 ;
     if (rst) begin
-      \$340  = 1'h0;
+      \$339  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$341  = \$65 ;
+    \$340  = armed;
+    if (accept) begin
+      \$340  = \$98 ;
+    end else if (\$96 ) begin
+      \$340  = 1'h0;
+    end
+    if (rst) begin
+      \$340  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$341  = window;
+    if (accept) begin
+      \$341  = 1'h0;
+    end else if (\$96 ) begin
+      (* full_case = 32'd1 *)
+      if (\$125 ) begin
+      end else begin
+        \$341  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$341  = 1'h0;
+      end
+    end
     if (rst) begin
       \$341  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$342  = \$72 ;
+    \$342  = finish;
+    if (accept) begin
+      \$342  = 2'h0;
+    end else if (\$96 ) begin
+      if (\$125 ) begin
+        \$342  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$342  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$342  = \$127 [1:0];
+    end else if (finish[1]) begin
+      \$342  = 2'h0;
+    end
     if (rst) begin
-      \$342  = 1'h0;
+      \$342  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$343  = dram__valid;
-    if (\$74 ) begin
-      \$343  = \$83 ;
+    \$343  = scale;
+    if (accept) begin
+      \$343  = \$99 [4:0];
     end
     if (rst) begin
-      \$343  = 1'h0;
+      \$343  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$344  = is_load;
-    if (\$74 ) begin
-      \$344  = \$85 ;
+    \$344  = left;
+    if (accept) begin
+    end else if (\$96 ) begin
+      \$344  = \$124 [24:0];
+    end else if (window) begin
+      \$344  = \$126 [24:0];
     end
     if (rst) begin
-      \$344  = 1'h0;
+      \$344  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$345  = is_store;
-    if (\$74 ) begin
-      \$345  = \$86 ;
-    end
-    if (rst) begin
-      \$345  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$346  = is_dma;
-    if (\$74 ) begin
-      \$346  = \$89 ;
-    end
-    if (rst) begin
-      \$346  = 1'h0;
+    \$345  = num;
+    if (accept) begin
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$345  = \$128 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$347  = is_remote;
-    if (\$74 ) begin
-      \$347  = \$91 ;
+    \$346  = acc;
+    if (grant_c_q) begin
+      if (armed) begin
+        \$346  = sat_s;
+      end else if (window) begin
+        \$346  = \$130 [31:0];
+      end
     end
+    if (rst) begin
+      \$346  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_28 ) begin end
+    \$347  = \$131 ;
     if (rst) begin
       \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$348  = load_q;
-    if (\$74 ) begin
-      \$348  = { 1'h0, load_req };
-    end
+    \$348  = \$133 ;
     if (rst) begin
-      \$348  = 84'h000000000000000000000;
+      \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$349  = store_q;
-    if (\$74 ) begin
-      \$349  = { store__payload[72], store_req };
+    \$349  = stats;
+    if (load_granted) begin
+      \$349 [31:0] = \$134 [31:0];
+    end
+    if (load_stalled) begin
+      \$349 [159:128] = \$135 [31:0];
+    end
+    if (store_granted) begin
+      \$349 [63:32] = \$139 [31:0];
+    end
+    if (store_stalled) begin
+      \$349 [191:160] = \$140 [31:0];
+    end
+    if (dma_granted) begin
+      \$349 [95:64] = \$144 [31:0];
+    end
+    if (dma_stalled) begin
+      \$349 [223:192] = \$145 [31:0];
+    end
+    if (remote_granted) begin
+      \$349 [127:96] = \$149 [31:0];
+    end
+    if (remote_stalled) begin
+      \$349 [255:224] = \$150 [31:0];
+    end
+    if (was_forced) begin
+      \$349 [287:256] = \$157 [31:0];
     end
     if (rst) begin
-      \$349  = 84'h000000000000000000000;
+      \$349  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$350  = dma_q;
-    if (\$74 ) begin
-      \$350  = { 1'h0, dma_req };
-    end
+    \$350  = \$136 ;
     if (rst) begin
-      \$350  = 84'h000000000000000000000;
+      \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$351  = remote_q;
-    if (\$74 ) begin
-      \$351  = { remote__payload[72], remote_req };
-    end
+    \$351  = \$138 ;
     if (rst) begin
-      \$351  = 84'h000000000000000000000;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$352  = \$95 ;
+    \$352  = \$141 ;
     if (rst) begin
       \$352  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$353 [15:0] = \$312 [74:59];
-    \$353 [19:16] = 4'h1;
-    \$353 [20] = \$97 ;
-    \$353 [22:21] = \$312 [3:2];
+    \$353  = \$143 ;
     if (rst) begin
-      \$353  = 23'h000000;
+      \$353  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$354  = \$98 [31:0];
+    \$354  = \$146 ;
     if (rst) begin
-      \$354  = 32'd32768;
+      \$354  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$355  = \$99 [24:0];
+    \$355  = \$148 ;
     if (rst) begin
-      \$355  = 25'h0000400;
+      \$355  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$356  = \$100 ;
+    \$356  = \$156 ;
     if (rst) begin
-      \$356  = 9'h022;
+      \$356  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_28 ) begin end
-    \$357  = \$102 [33:0];
+    \$357  = \$160 ;
     if (rst) begin
-      \$357  = 34'h021fffc00;
+      \$357  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$358  = \$107 ;
-    if (rst) begin
-      \$358  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$359  = cfg;
-    if (accept) begin
-      \$359  = \new ;
-    end
-    if (rst) begin
-      \$359  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$360  = thr;
-    if (accept) begin
-      \$360  = \new [9:2];
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$360  = \$141 [7:0];
-    end
-    if (rst) begin
-      \$360  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$361  = measuring;
-    if (accept) begin
-      \$361  = \$109 ;
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$361  = 1'h0;
-    end
-    if (rst) begin
-      \$361  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$362  = armed;
-    if (accept) begin
-      \$362  = \$110 ;
-    end else if (\$108 ) begin
-      \$362  = 1'h0;
-    end
-    if (rst) begin
-      \$362  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$363  = window;
-    if (accept) begin
-      \$363  = 1'h0;
-    end else if (\$108 ) begin
-      (* full_case = 32'd1 *)
-      if (\$137 ) begin
-      end else begin
-        \$363  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$363  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$363  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$364  = finish;
-    if (accept) begin
-      \$364  = 2'h0;
-    end else if (\$108 ) begin
-      if (\$137 ) begin
-        \$364  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$364  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$364  = \$139 [1:0];
-    end else if (finish[1]) begin
-      \$364  = 2'h0;
-    end
-    if (rst) begin
-      \$364  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$365  = scale;
-    if (accept) begin
-      \$365  = \$111 [4:0];
-    end
-    if (rst) begin
-      \$365  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$366  = left;
-    if (accept) begin
-    end else if (\$108 ) begin
-      \$366  = \$136 [24:0];
-    end else if (window) begin
-      \$366  = \$138 [24:0];
-    end
-    if (rst) begin
-      \$366  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$367  = num;
-    if (accept) begin
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$367  = \$140 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$368  = acc;
-    if (grant_c_q) begin
-      if (armed) begin
-        \$368  = sat_s;
-      end else if (window) begin
-        \$368  = \$142 [31:0];
-      end
-    end
-    if (rst) begin
-      \$368  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$369  = \$143 ;
-    if (rst) begin
-      \$369  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$370  = \$145 ;
-    if (rst) begin
-      \$370  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$371  = stats;
-    if (load_granted) begin
-      \$371 [31:0] = \$146 [31:0];
-    end
-    if (load_stalled) begin
-      \$371 [159:128] = \$147 [31:0];
-    end
-    if (store_granted) begin
-      \$371 [63:32] = \$151 [31:0];
-    end
-    if (store_stalled) begin
-      \$371 [191:160] = \$152 [31:0];
-    end
-    if (dma_granted) begin
-      \$371 [95:64] = \$156 [31:0];
-    end
-    if (dma_stalled) begin
-      \$371 [223:192] = \$157 [31:0];
-    end
-    if (remote_granted) begin
-      \$371 [127:96] = \$161 [31:0];
-    end
-    if (remote_stalled) begin
-      \$371 [255:224] = \$162 [31:0];
-    end
-    if (was_forced) begin
-      \$371 [287:256] = \$169 [31:0];
-    end
-    if (rst) begin
-      \$371  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$372  = \$148 ;
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$373  = \$150 ;
-    if (rst) begin
-      \$373  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$374  = \$153 ;
-    if (rst) begin
-      \$374  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$375  = \$155 ;
-    if (rst) begin
-      \$375  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$376  = \$158 ;
-    if (rst) begin
-      \$376  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$377  = \$160 ;
-    if (rst) begin
-      \$377  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$378  = \$168 ;
-    if (rst) begin
-      \$378  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_28 ) begin end
-    \$379  = \$172 ;
-    if (rst) begin
-      \$379  = 2'h0;
-    end
-  end
-  assign \$signal$30  = \$254 [0];
-  assign \$signal$31  = \$230 [0];
-  assign out_tracked = \$312 [83];
+  assign \$signal$32  = \$244 [0];
+  assign \$signal$33  = \$228 [0];
+  assign out_tracked = \$290 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$312 [82:0];
+  assign dram__payload = \$290 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -35559,12 +35675,12 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$312 [1:0];
-  assign dram__payload__source  = \$312 [3:2];
-  assign dram__payload__addr  = \$312 [51:4];
-  assign dram__payload__bytes  = \$312 [58:52];
-  assign dram__payload__tile  = \$312 [74:59];
-  assign dram__payload__tag  = \$312 [82:75];
+  assign dram__payload__op  = \$290 [1:0];
+  assign dram__payload__source  = \$290 [3:2];
+  assign dram__payload__addr  = \$290 [51:4];
+  assign dram__payload__bytes  = \$290 [58:52];
+  assign dram__payload__tile  = \$290 [74:59];
+  assign dram__payload__tag  = \$290 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -35602,8 +35718,8 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$332 ;
-  assign set_err[1] = \$323 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$301 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -35622,33 +35738,33 @@ module t3hw_system__e1__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$304 ;
+  assign remote_req[1:0] = \$282 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$302 ;
+  assign store_req[1:0] = \$280 ;
   assign store_req[82:75] = 8'h00;
-  assign \$233  = { 1'h0, \$232  };
-  assign \$252  = { 1'h0, \$251  };
-  assign \$217 [0] = 1'h0;
-  assign \$217 [1] = 1'h0;
-  assign \$219  = 1'h0;
-  assign \$220  = 2'h0;
-  assign \$228 [0] = 1'h0;
-  assign \$228 [1] = 1'h0;
-  assign \$229  = 2'h0;
-  assign \$230  = 2'h0;
-  assign \$306  = \$305 ;
-  assign \$101  = { 7'h00, sat2, 24'h000000 };
-  assign \$139  = { finish, 1'h0 };
-  assign \$141  = { 25'h0000000, num[33:25] };
-  assign \$170  = 2'h0;
-  assign \$171  = 2'h0;
-  assign \$172  = { \$323 , \$332  };
-  assign \$301  = store__payload[71];
-  assign \$303  = remote__payload[71];
+  assign \$231  = { 1'h0, \$230  };
+  assign \$242  = { 1'h0, \$241  };
+  assign \$215 [0] = 1'h0;
+  assign \$215 [1] = 1'h0;
+  assign \$217  = 1'h0;
+  assign \$218  = 2'h0;
+  assign \$226 [0] = 1'h0;
+  assign \$226 [1] = 1'h0;
+  assign \$227  = 2'h0;
+  assign \$228  = 2'h0;
+  assign \$284  = \$283 ;
+  assign \$89  = { 7'h00, sat2, 24'h000000 };
+  assign \$127  = { finish, 1'h0 };
+  assign \$129  = { 25'h0000000, num[33:25] };
+  assign \$158  = 2'h0;
+  assign \$159  = 2'h0;
+  assign \$160  = { \$301 , \$310  };
+  assign \$279  = store__payload[71];
+  assign \$281  = remote__payload[71];
 endmodule
 
 module t3hw_system__e1__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -47013,16 +47129,84 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   reg _init_strobe_31  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg [3:0] \$100 ;
-  reg \$101 ;
-  reg \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire [4:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [3:0] \$138 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
+  wire [4:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg [57:0] \$143 ;
+  reg [2:0] \$144 ;
+  reg [47:0] \$145 ;
+  reg [47:0] \$146 ;
+  reg [11:0] \$147 ;
+  reg [15:0] \$148 ;
+  reg \$149 ;
   wire \$15 ;
+  reg \$150 ;
+  reg [47:0] \$151 ;
+  reg \$152 ;
+  reg \$153 ;
+  reg [178:0] \$154 ;
+  reg \$155 ;
+  reg \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [47:0] \$159 ;
   wire \$16 ;
+  reg [170:0] \$160 ;
+  reg [7:0] \$161 ;
+  reg [3:0] \$162 ;
+  reg [47:0] \$163 ;
+  reg \$164 ;
+  reg \$165 ;
+  reg \$166 ;
+  reg [3:0] \$167 ;
+  reg [3:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
+  reg \$170 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
@@ -47039,80 +47223,80 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [5:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [6:0] \$38 ;
+  wire [3:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [47:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [3:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [12:0] \$44 ;
-  wire [47:0] \$45 ;
+  wire [16:0] \$40 ;
+  wire \$41 ;
+  wire [47:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire [47:0] \$49 ;
+  wire \$47 ;
+  wire [16:0] \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [23:0] \$50 ;
+  wire [25:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire [47:0] \$53 ;
   wire \$54 ;
-  wire [16:0] \$55 ;
-  wire [16:0] \$56 ;
-  wire [23:0] \$57 ;
-  wire [25:0] \$58 ;
-  wire [4:0] \$59 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [47:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
+  wire [4:0] \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
   wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [47:0] \$83 ;
-  reg \$84 ;
-  reg \$85 ;
-  reg [178:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
-  reg \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg \$98 ;
-  reg [3:0] \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire [4:0] \$92 ;
+  wire [4:0] \$93 ;
+  wire [4:0] \$94 ;
+  wire [5:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -47189,7 +47373,6 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [3:0] held = 4'h0;
-  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -47348,104 +47531,172 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$30  = \$28  & \$29 ;
   assign \$31  = ~ packet__valid;
   assign idle = \$30  & \$31 ;
-  assign \$32  = held + issue;
-  assign \$33  = packet__valid & \o__ready$39 ;
-  assign \$34  = \$32  - \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = ~ \$signal$31 ;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
-  assign \$39  = ~ read__valid;
-  assign \$40  = \$39  | read__ready;
-  assign \$41  = tag + 1'h1;
-  assign \$42  = src_at + step;
-  assign \$43  = dst_at + step;
-  assign \$44  = rows_left - 1'h1;
-  assign \$45  = short_row ? row_step : 48'h000000000040;
-  assign \$46  = rows_left == 2'h2;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'hc0;
-  assign \$49  = near_end ? row_step : 48'h000000000040;
-  assign \$50  = ~ nxt_valid;
-  assign \$51  = descriptor__valid & \$50 ;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[58:43] <= 8'h80;
-  assign \$54  = descriptor__payload[42:31] == 1'h1;
-  assign \$55  = descriptor__payload[58:43] - 1'h1;
-  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
-  assign \$59  = run + 1'h1;
-  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$38 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$32  = ~ read__valid;
+  assign \$33  = \$32  | read__ready;
+  assign \$34  = tag + 1'h1;
+  assign \$35  = src_at + step;
+  assign \$36  = dst_at + step;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = short_row ? row_step : 48'h000000000040;
+  assign \$39  = rows_left == 2'h2;
+  assign \$40  = remaining - 7'h40;
+  assign \$41  = remaining <= 8'hc0;
+  assign \$42  = near_end ? row_step : 48'h000000000040;
+  assign \$43  = ~ nxt_valid;
+  assign \$44  = descriptor__valid & \$43 ;
+  assign \$45  = descriptor__payload[58:43] <= 7'h40;
+  assign \$46  = descriptor__payload[58:43] <= 8'h80;
+  assign \$47  = descriptor__payload[42:31] == 1'h1;
+  assign \$48  = descriptor__payload[58:43] - 1'h1;
+  assign \$51  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$50 );
+  assign \$52  = run + 1'h1;
+  assign \$53  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$28 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = packet__valid & \o__ready$39 ;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = issue & \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$signal$31 ;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$61  & \$65 ;
+  assign \$67  = held + 1'h1;
+  assign \$68  = ~ issue;
+  assign \$69  = packet__valid & \o__ready$39 ;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = o__valid & o__ready;
+  assign \$72  = ~ \$signal$31 ;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = \$70  & \$73 ;
+  assign \$75  = held - 2'h2;
+  assign \$76  = packet__valid & \o__ready$39 ;
+  assign \$77  = issue ^ \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ \$signal$31 ;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = \$77  ^ \$80 ;
+  assign \$82  = packet__valid & \o__ready$39 ;
+  assign \$83  = ~ \$82 ;
+  assign \$84  = issue & \$83 ;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = ~ \$signal$31 ;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ \$87 ;
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = ~ \$89 ;
+  assign \$91  = \$81  & \$90 ;
+  assign \$92  = held - 1'h1;
+  assign \$93  = \$91  ? \$92  : { 1'h0, held };
+  assign \$94  = \$74  ? \$75  : \$93 ;
+  assign \$95  = \$66  ? { 1'h0, \$67  } : { \$94 [4], \$94  };
+  assign \$96  = packet__valid & \o__ready$39 ;
+  assign \$97  = ~ \$96 ;
+  assign \$98  = issue & \$97 ;
+  assign \$99  = o__valid & o__ready;
+  assign \$100  = ~ \$signal$31 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ \$101 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = held + 1'h1;
+  assign \$105  = \$104  == 4'h8;
+  assign \$106  = packet__valid & \o__ready$39 ;
+  assign \$107  = issue ^ \$106 ;
+  assign \$108  = o__valid & o__ready;
+  assign \$109  = ~ \$signal$31 ;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = \$107  ^ \$110 ;
+  assign \$112  = packet__valid & \o__ready$39 ;
+  assign \$113  = ~ \$112 ;
+  assign \$114  = issue & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ \$signal$31 ;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = ~ \$117 ;
+  assign \$119  = \$114  & \$118 ;
+  assign \$120  = ~ \$119 ;
+  assign \$121  = \$111  & \$120 ;
+  assign \$122  = ~ \$121 ;
+  assign \$123  = ~ issue;
+  assign \$124  = packet__valid & \o__ready$39 ;
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = o__valid & o__ready;
+  assign \$127  = ~ \$signal$31 ;
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$125  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = held == 4'h8;
+  assign \$133  = \$131  & \$132 ;
+  assign \$134  = \$103  ? \$105  : \$133 ;
+  assign \$135  = o__ready & o__valid;
+  assign \$136  = ~ \$signal$28 ;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = \$137  ? o__payload[83:80] : \$signal$30 ;
+  assign \$139  = run + 1'h1;
+  assign \$140  = start ? \$139  : { 1'h0, run };
+  assign \$141  = \$138  == \$140 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$142 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$143 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$144 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$145 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$146 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$147 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$148 ;
   always @(posedge clk)
-    near_end <= \$81 ;
+    near_end <= \$149 ;
   always @(posedge clk)
-    row_end <= \$82 ;
+    row_end <= \$150 ;
   always @(posedge clk)
-    step <= \$83 ;
+    step <= \$151 ;
   always @(posedge clk)
-    one_row <= \$84 ;
+    one_row <= \$152 ;
   always @(posedge clk)
-    active <= \$85 ;
+    active <= \$153 ;
   always @(posedge clk)
-    nxt <= \$86 ;
+    nxt <= \$154 ;
   always @(posedge clk)
-    nxt_valid <= \$87 ;
+    nxt_valid <= \$155 ;
   always @(posedge clk)
-    nxt_short <= \$88 ;
+    nxt_short <= \$156 ;
   always @(posedge clk)
-    nxt_near <= \$89 ;
+    nxt_near <= \$157 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$158 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$159 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$160 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$161 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$162 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$163 ;
   always @(posedge clk)
-    row_near <= \$96 ;
+    row_near <= \$164 ;
   always @(posedge clk)
-    short_row <= \$97 ;
+    short_row <= \$165 ;
   always @(posedge clk)
-    \$signal  <= \$98 ;
+    \$signal  <= \$166 ;
   always @(posedge clk)
-    \$signal$30  <= \$99 ;
+    \$signal$30  <= \$167 ;
   always @(posedge clk)
-    held <= \$100 ;
+    held <= \$168 ;
   always @(posedge clk)
-    at_limit <= \$101 ;
+    at_limit <= \$169 ;
   always @(posedge clk)
-    \$signal$8  <= \$102 ;
+    \$signal$8  <= \$170 ;
   t3hw_system__e1__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -47475,298 +47726,298 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$74  = read__valid;
+    \$142  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$142  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$75  = read__payload;
-    if (\$40 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+    \$143  = read__payload;
+    if (\$33 ) begin
+      \$143 [47:0] = meta[139:92];
+      \$143 [54:48] = \$1 [6:0];
+      \$143 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$143  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$76  = tag;
+    \$144  = tag;
     if (issue) begin
-      \$76  = \$41 [2:0];
+      \$144  = \$34 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$144  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$77  = src_at;
+    \$145  = src_at;
     if (issue) begin
-      \$77  = \$42 [47:0];
+      \$145  = \$35 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$145  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$78  = dst_at;
+    \$146  = dst_at;
     if (issue) begin
-      \$78  = \$43 [47:0];
+      \$146  = \$36 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$146  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$79  = rows_left;
+    \$147  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$44 [11:0];
+        \$147  = \$37 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$147  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$80  = remaining;
+    \$148  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$148  = cur[50:35];
       end else begin
-        \$80  = \$47 [15:0];
+        \$148  = \$40 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$148  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$81  = near_end;
+    \$149  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = row_near;
+        \$149  = row_near;
       end else begin
-        \$81  = \$48 ;
+        \$149  = \$41 ;
       end
     end
     if (start) begin
-      \$81  = nxt_near;
+      \$149  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$82  = row_end;
+    \$150  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = short_row;
+        \$150  = short_row;
       end else begin
-        \$82  = near_end;
+        \$150  = near_end;
       end
     end
     if (start) begin
-      \$82  = nxt_short;
+      \$150  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$83  = step;
+    \$151  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = \$45 ;
+        \$151  = \$38 ;
       end else begin
-        \$83  = \$49 ;
+        \$151  = \$42 ;
       end
     end
     if (start) begin
-      \$83  = \$60 ;
+      \$151  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$84  = one_row;
+    \$152  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$84  = \$46 ;
+        \$152  = \$39 ;
       end
     end
     if (start) begin
-      \$84  = nxt_one_row;
+      \$152  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$85  = active;
+    \$153  = active;
     if (issue) begin
       if (last) begin
-        \$85  = 1'h0;
+        \$153  = 1'h0;
       end
     end
     if (stop) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
     if (start) begin
-      \$85  = 1'h1;
+      \$153  = 1'h1;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$86  = nxt;
-    if (\$51 ) begin
-      \$86  = descriptor__payload;
+    \$154  = nxt;
+    if (\$44 ) begin
+      \$154  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$87  = nxt_valid;
-    if (\$51 ) begin
-      \$87  = 1'h1;
+    \$155  = nxt_valid;
+    if (\$44 ) begin
+      \$155  = 1'h1;
     end
     if (start) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
     if (rst) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$88  = nxt_short;
-    if (\$51 ) begin
-      \$88  = \$52 ;
+    \$156  = nxt_short;
+    if (\$44 ) begin
+      \$156  = \$45 ;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$89  = nxt_near;
-    if (\$51 ) begin
-      \$89  = \$53 ;
+    \$157  = nxt_near;
+    if (\$44 ) begin
+      \$157  = \$46 ;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$90  = nxt_one_row;
-    if (\$51 ) begin
-      \$90  = \$54 ;
+    \$158  = nxt_one_row;
+    if (\$44 ) begin
+      \$158  = \$47 ;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$91  = nxt_step;
-    if (\$51 ) begin
-      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$159  = nxt_step;
+    if (\$44 ) begin
+      \$159  = { \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51  };
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$92  = cur;
+    \$160  = cur;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$160 [0] = nxt[8];
+      \$160 [1] = nxt[9];
+      \$160 [6:2] = nxt[14:10];
+      \$160 [22:7] = nxt[30:15];
+      \$160 [34:23] = nxt[42:31];
+      \$160 [50:35] = nxt[58:43];
+      \$160 [74:51] = nxt[82:59];
+      \$160 [122:75] = nxt[130:83];
+      \$160 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$93  = index;
+    \$161  = index;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$161  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$94  = run;
+    \$162  = run;
     if (start) begin
-      \$94  = \$59 [3:0];
+      \$162  = \$52 [3:0];
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$162  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$95  = row_step;
+    \$163  = row_step;
     if (start) begin
-      \$95  = nxt_step;
+      \$163  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$96  = row_near;
+    \$164  = row_near;
     if (start) begin
-      \$96  = nxt_near;
+      \$164  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$97  = short_row;
+    \$165  = short_row;
     if (start) begin
-      \$97  = nxt_short;
+      \$165  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$98  = \$signal ;
-    if (\$63 ) begin
-      \$98  = \$65 ;
+    \$166  = \$signal ;
+    if (\$56 ) begin
+      \$166  = \$58 ;
     end
     if (rst) begin
-      \$98  = 1'h0;
+      \$166  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$99  = \$signal$30 ;
-    if (\$63 ) begin
-      \$99  = o__payload[83:80];
+    \$167  = \$signal$30 ;
+    if (\$56 ) begin
+      \$167  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$100  = \$38 [3:0];
+    \$168  = \$95 [3:0];
     if (rst) begin
-      \$100  = 4'h0;
+      \$168  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$101  = \$66 ;
+    \$169  = \$134 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_31 ) begin end
-    \$102  = \$73 ;
+    \$170  = \$141 ;
     if (rst) begin
-      \$102  = 1'h1;
+      \$170  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -47780,7 +48031,6 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -47872,8 +48122,8 @@ module t3hw_system__e1__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
-  assign \$57  = { \$56 [16], \$56 , 6'h00 };
+  assign \$49  = { \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16:6] };
+  assign \$50  = { \$49 [16], \$49 , 6'h00 };
 endmodule
 
 module t3hw_system__e1__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -48604,34 +48854,59 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
-  reg \$109 ;
+  wire [5:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [5:0] \$113 ;
+  wire [5:0] \$114 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [6:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  reg [7:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [4:0] \$130 ;
+  reg \$131 ;
+  reg [178:0] \$132 ;
+  reg [11:0] \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [4:0] \$138 ;
+  reg \$139 ;
   wire \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [178:0] \$144 ;
+  reg \$145 ;
+  reg [4:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg \$149 ;
   wire [23:0] \$15 ;
+  reg [4:0] \$150 ;
   wire [23:0] \$16 ;
   wire [38:0] \$17 ;
   wire [39:0] \$18 ;
@@ -48697,32 +48972,32 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [12:0] \$8 ;
   wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [5:0] \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [6:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [5:0] \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
   reg again = 1'h0;
@@ -50363,55 +50638,80 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$36  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
+  assign \$75  = ~ bad_descriptor;
+  assign \$76  = \$74  & \$75 ;
   assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$36  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign old = again ? last : read;
-  assign \$88  = old + 1'h1;
-  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
-  assign \$89  = \old$105  + 1'h1;
-  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
-  assign \$90  = \old$111  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$78  = ~ \$77 ;
+  assign \$79  = \$76  & \$78 ;
+  assign \$80  = \held$36  + 1'h1;
+  assign \$81  = trigger__valid & trigger__ready;
+  assign \$82  = ~ \$81 ;
+  assign \$83  = \$82  & bad_descriptor;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \held$36  - 2'h2;
+  assign \$87  = trigger__valid & trigger__ready;
+  assign \$88  = \$87  ^ bad_descriptor;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = \$88  ^ \$89 ;
+  assign \$91  = \held$36  - 1'h1;
+  assign \$92  = \$90  ? \$91  : { 1'h0, \held$36  };
+  assign \$93  = \$85  ? \$86  : \$92 ;
+  assign \$94  = \$79  ? { 1'h0, \$80  } : { \$93 [5], \$93  };
+  assign \$95  = trigger__valid & trigger__ready;
+  assign \$96  = ~ bad_descriptor;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$98  = \held$36  + 1'h1;
+  assign \$99  = \$98  < 5'h10;
+  assign \$100  = trigger__valid & trigger__ready;
+  assign \$101  = ~ \$100 ;
+  assign \$102  = \$101  & bad_descriptor;
+  assign \$103  = \held$36  - 1'h1;
+  assign \$104  = $signed(\$103 ) < $signed(6'h10);
+  assign \$105  = \held$36  < 5'h10;
+  assign \$106  = \$102  ? \$104  : \$105 ;
+  assign room_next = \$97  ? \$99  : \$106 ;
+  assign \$107  = ~ fetching;
+  assign \$108  = ~ fetched;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ descriptor__valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ stage[4];
+  assign o__ready = \$111  & \$112 ;
+  assign old = again ? last : read;
+  assign \$113  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$114  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$115  = \old$111  + 1'h1;
+  assign \$116  = issued_checked - dropped_checked;
+  assign \$117  = $signed(\$116 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$117 [4:0];
+  assign \$118  = ~ s1_valid;
+  assign \$119  = ~ s2_valid;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = ~ o__valid;
+  assign \$122  = \$120  & \$121 ;
+  assign \$123  = ~ fetching;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = ~ fetched;
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = ~ descriptor__valid;
+  assign idle = \$126  & \$127 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$128 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$129 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$130 ;
   always @(posedge clk)
-    quiet <= \$106 ;
+    quiet <= \$131 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$132 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$133 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$134 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -50427,17 +50727,17 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$110 ;
+    \busy$20  <= \$135 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$136 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$137 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -50445,15 +50745,15 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$113 ;
+    \held$36  <= \$138 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$139 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$140 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$141 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$142 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -50461,11 +50761,11 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$143 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$144 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$145 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
@@ -50473,11 +50773,11 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     again <= \$40 ;
   always @(posedge clk)
-    last <= \$88 [4:0];
+    last <= \$113 [4:0];
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$146 ;
   always @(posedge clk)
-    \pending$62  <= \$122 ;
+    \pending$62  <= \$147 ;
   always @(posedge clk)
     \pending_index$64  <= s2_cmd;
   always @(posedge clk)
@@ -50485,11 +50785,11 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$67  <= \$44 ;
   always @(posedge clk)
-    \last$68  <= \$89 [4:0];
+    \last$68  <= \$114 [4:0];
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$148 ;
   always @(posedge clk)
-    \pending$72  <= \$124 ;
+    \pending$72  <= \$149 ;
   always @(posedge clk)
     \pending_index$73  <= descriptor__payload[7:0];
   always @(posedge clk)
@@ -50497,9 +50797,9 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$76  <= \$49 ;
   always @(posedge clk)
-    \last$77  <= \$90 [4:0];
+    \last$77  <= \$115 [4:0];
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$150 ;
   t3hw_system__e1__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -50511,189 +50811,189 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$103  = sweep;
+    \$128  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$128  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$128  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$104  = busy;
+    \$129  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$129  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$129  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$130  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$130  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$106  = \$7 ;
+    \$131  = \$7 ;
     if (rst) begin
-      \$106  = 1'h1;
+      \$131  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$107  = desc;
+    \$132  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$132  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$108  = rows1;
+    \$133  = rows1;
     if (program__ready) begin
-      \$108  = \$8 [11:0];
+      \$133  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$109  = held;
+    \$134  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$134  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$110  = \busy$20 ;
+    \$135  = \busy$20 ;
     if (stage[2]) begin
-      \$110  = \$21 ;
+      \$135  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$111  = \$25 ;
+    \$136  = \$25 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$112  = s1_valid;
+    \$137  = s1_valid;
     if (rst) begin
-      \$112  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$113  = \$78 [4:0];
+    \$138  = \$94 [4:0];
     if (rst) begin
-      \$113  = 5'h00;
+      \$138  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$114  = room_next;
+    \$139  = room_next;
     if (rst) begin
-      \$114  = 1'h1;
+      \$139  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$115  = \$34 ;
+    \$140  = \$34 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$116  = \$35 ;
+    \$141  = \$35 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$117  = fetching;
+    \$142  = fetching;
     if (rst) begin
-      \$117  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$118  = descriptor__valid;
+    \$143  = descriptor__valid;
     if (descriptor__ready) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
     if (fetched) begin
-      \$118  = 1'h1;
+      \$143  = 1'h1;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$119  = descriptor__payload;
+    \$144  = descriptor__payload;
     if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
+      \$144 [8] = got[0];
+      \$144 [9] = got[1];
+      \$144 [14:10] = got[6:2];
+      \$144 [30:15] = got[22:7];
+      \$144 [42:31] = got[34:23];
+      \$144 [58:43] = got[50:35];
+      \$144 [82:59] = got[74:51];
+      \$144 [130:83] = got[122:75];
+      \$144 [178:131] = got[170:123];
+      \$144 [7:0] = got_index;
     end
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$144  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$120  = \$38 ;
+    \$145  = \$38 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$121  = issued_checked;
+    \$146  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$146  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$122  = \$42 ;
+    \$147  = \$42 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$123  = dropped_checked;
+    \$148  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$71 ;
+      \$148  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$124  = \$47 ;
+    \$149  = \$47 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$149  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_34 ) begin end
-    \$125  = taken_checked;
+    \$150  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$80 ;
+      \$150  = \check__data$80 ;
     end
   end
   always @* begin
@@ -50786,7 +51086,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$113 [4:0];
     end
   end
   always @* begin
@@ -50813,7 +51113,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$108  = \$89 [4:0];
+      \wr__data$108  = \$114 [4:0];
     end
   end
   always @* begin
@@ -50840,7 +51140,7 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$114  = \$90 [4:0];
+      \wr__data$114  = \$115 [4:0];
     end
   end
   always @* begin
@@ -50852,10 +51152,10 @@ module t3hw_system__e1__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$69  = \$89 [4:0];
-  assign \value$78  = \$90 [4:0];
+  assign held_next = \$94 [4:0];
+  assign value = \$113 [4:0];
+  assign \value$69  = \$114 [4:0];
+  assign \value$78  = \$115 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -62143,9 +62443,9 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   reg _init_strobe_52  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [8:0] \$100 ;
-  wire [39:0] \$101 ;
-  wire [40:0] \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
@@ -62155,7 +62455,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$109 ;
   wire [8:0] \$11 ;
   wire \$110 ;
-  wire [5:0] \$111 ;
+  wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -62169,60 +62469,60 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [25:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [25:0] \$126 ;
+  wire [2:0] \$127 ;
+  wire [34:0] \$128 ;
+  wire [33:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
+  wire [32:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire [25:0] \$136 ;
+  wire [32:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire \$136 ;
   wire \$137 ;
-  wire [25:0] \$138 ;
-  wire [2:0] \$139 ;
+  wire \$138 ;
+  wire [32:0] \$139 ;
   wire \$14 ;
-  wire [34:0] \$140 ;
-  wire [33:0] \$141 ;
-  wire [32:0] \$142 ;
+  wire [32:0] \$140 ;
+  wire \$141 ;
+  wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
+  wire [32:0] \$144 ;
+  wire [32:0] \$145 ;
+  wire \$146 ;
+  wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
+  wire [32:0] \$150 ;
+  wire \$151 ;
+  wire \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire [32:0] \$156 ;
+  wire \$156 ;
   wire [32:0] \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [1:0] \$158 ;
+  wire [1:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
+  wire [1:0] \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire [32:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [1:0] \$170 ;
-  wire [1:0] \$171 ;
-  wire [1:0] \$172 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
@@ -62268,31 +62568,31 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire [1:0] \$215 ;
-  wire \$216 ;
-  wire [1:0] \$217 ;
+  wire [1:0] \$216 ;
+  wire \$217 ;
   wire [1:0] \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
-  wire [1:0] \$220 ;
-  wire [1:0] \$221 ;
+  wire \$220 ;
+  wire \$221 ;
   wire \$222 ;
   wire \$223 ;
   wire \$224 ;
   wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
+  wire [1:0] \$226 ;
+  wire [1:0] \$227 ;
   wire [1:0] \$228 ;
   wire [1:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
+  wire \$230 ;
   wire [1:0] \$231 ;
-  wire \$232 ;
-  wire [1:0] \$233 ;
+  wire [1:0] \$232 ;
+  wire \$233 ;
   wire [1:0] \$234 ;
-  wire \$235 ;
+  wire [1:0] \$235 ;
   wire \$236 ;
   wire \$237 ;
   wire \$238 ;
@@ -62300,38 +62600,38 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
+  wire [1:0] \$242 ;
+  wire [1:0] \$243 ;
   wire [1:0] \$244 ;
   wire [1:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
   wire [1:0] \$252 ;
-  wire [1:0] \$253 ;
-  wire [1:0] \$254 ;
-  wire [1:0] \$255 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire [1:0] \$259 ;
+  wire \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
-  wire \$262 ;
+  wire [1:0] \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
-  wire \$266 ;
+  wire [1:0] \$266 ;
   wire \$267 ;
   wire \$268 ;
-  wire \$269 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
   wire \$272 ;
   wire \$273 ;
@@ -62344,17 +62644,17 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$28 ;
   wire [1:0] \$280 ;
   wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire [1:0] \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [1:0] \$282 ;
+  wire [83:0] \$283 ;
+  wire [83:0] \$284 ;
+  wire [83:0] \$285 ;
+  wire [83:0] \$286 ;
+  wire [83:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire [1:0] \$291 ;
+  wire [83:0] \$290 ;
+  wire \$291 ;
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
@@ -62367,91 +62667,69 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$30 ;
   wire \$300 ;
   wire \$301 ;
-  wire [1:0] \$302 ;
+  wire \$302 ;
   wire \$303 ;
-  wire [1:0] \$304 ;
-  wire [83:0] \$305 ;
-  wire [83:0] \$306 ;
-  wire [83:0] \$307 ;
-  wire [83:0] \$308 ;
-  wire [83:0] \$309 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire [17:0] \$31 ;
-  wire [83:0] \$310 ;
-  wire [83:0] \$311 ;
-  wire [83:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire \$310 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg [16:0] \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire [17:0] \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg \$324 ;
+  reg \$325 ;
+  reg [83:0] \$326 ;
+  reg [83:0] \$327 ;
+  reg [83:0] \$328 ;
+  reg [83:0] \$329 ;
   wire [17:0] \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  reg \$333 ;
-  reg \$334 ;
-  reg \$335 ;
+  reg \$330 ;
+  reg [22:0] \$331 ;
+  reg [31:0] \$332 ;
+  reg [24:0] \$333 ;
+  reg [8:0] \$334 ;
+  reg [33:0] \$335 ;
   reg \$336 ;
-  reg \$337 ;
-  reg [16:0] \$338 ;
+  reg [38:0] \$337 ;
+  reg [7:0] \$338 ;
   reg \$339 ;
   wire \$34 ;
   reg \$340 ;
   reg \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg \$344 ;
-  reg \$345 ;
-  reg \$346 ;
+  reg [1:0] \$342 ;
+  reg [4:0] \$343 ;
+  reg [24:0] \$344 ;
+  reg [33:0] \$345 ;
+  reg [31:0] \$346 ;
   reg \$347 ;
-  reg [83:0] \$348 ;
-  reg [83:0] \$349 ;
+  reg \$348 ;
+  reg [287:0] \$349 ;
   wire \$35 ;
-  reg [83:0] \$350 ;
-  reg [83:0] \$351 ;
+  reg \$350 ;
+  reg \$351 ;
   reg \$352 ;
-  reg [22:0] \$353 ;
-  reg [31:0] \$354 ;
-  reg [24:0] \$355 ;
-  reg [8:0] \$356 ;
-  reg [33:0] \$357 ;
-  reg \$358 ;
-  reg [38:0] \$359 ;
+  reg \$353 ;
+  reg \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg [1:0] \$357 ;
   wire \$36 ;
-  reg [7:0] \$360 ;
-  reg \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg [1:0] \$364 ;
-  reg [4:0] \$365 ;
-  reg [24:0] \$366 ;
-  reg [33:0] \$367 ;
-  reg [31:0] \$368 ;
-  reg \$369 ;
   wire \$37 ;
-  reg \$370 ;
-  reg [287:0] \$371 ;
-  reg \$372 ;
-  reg \$373 ;
-  reg \$374 ;
-  reg \$375 ;
-  reg \$376 ;
-  reg \$377 ;
-  reg \$378 ;
-  reg [1:0] \$379 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -62505,12 +62783,12 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [38:0] \$86 ;
+  wire [31:0] \$87 ;
+  wire [8:0] \$88 ;
+  wire [39:0] \$89 ;
   wire [8:0] \$9 ;
-  wire \$90 ;
+  wire [40:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -62518,20 +62796,27 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire [38:0] \$98 ;
-  wire [31:0] \$99 ;
-  wire \$signal ;
+  wire \$98 ;
+  wire [5:0] \$99 ;
+  reg \$signal  = 1'h1;
+  wire \$signal$14 ;
   wire \$signal$15 ;
+  reg [16:0] \$signal$21  = 17'h00001;
+  (* keep = 32'd1 *)
   wire \$signal$28 ;
-  wire \$signal$29 ;
+  (* keep = 32'd1 *)
   wire \$signal$30 ;
+  (* keep = 32'd1 *)
   wire \$signal$31 ;
-  wire \$signal$82 ;
+  (* keep = 32'd1 *)
+  wire \$signal$32 ;
+  (* keep = 32'd1 *)
+  wire \$signal$33 ;
+  wire \$signal$84 ;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
-  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -62624,6 +62909,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   wire errors__bad_config ;
   wire errors__bad_response ;
   reg [1:0] finish = 2'h0;
+  (* keep = 32'd1 *)
+  wire full_none;
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
@@ -62812,7 +63099,6 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   input track_hold;
   wire track_hold;
   reg [24:0] unit = 25'h0000400;
-  reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
   reg was_forced = 1'h0;
   reg window = 1'h0;
@@ -62833,7 +63119,7 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$15  = \$14  & pick_c;
   assign \$16  = ~ dram__valid;
   assign \$17  = \$16  | dram__ready;
-  assign \$18  = gate_m & below;
+  assign \$18  = gate_m & \$signal ;
   assign \$19  = \$signal$15  | \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = dma__valid | remote__valid;
@@ -62842,12 +63128,12 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$24  = \$23  | dram__ready;
   assign \$25  = \$22  | \$24 ;
   assign \$26  = dma__valid | remote__valid;
-  assign \$27  = gate_m & below;
+  assign \$27  = gate_m & \$signal ;
   assign \$28  = \$signal$15  | \$27 ;
   assign \$29  = ~ \$28 ;
   assign \$30  = \$26  & \$29 ;
-  assign \$31  = wait1 + 1'h1;
-  assign \$32  = wait_full ? { 1'h0, wait1 } : \$31 ;
+  assign \$31  = \$signal$21  + 1'h1;
+  assign \$32  = wait_full ? { 1'h0, \$signal$21  } : \$31 ;
   assign \$33  = \$30  ? \$32  : 18'h00001;
   assign \$34  = | \new [9:2];
   assign \$35  = \new [1] & \$34 ;
@@ -62855,866 +63141,846 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$37  = accept ? \$35  : \$36 ;
   assign \$38  = ~ dram__valid;
   assign \$39  = \$38  | dram__ready;
-  assign \$40  = gate_m & below;
+  assign \$40  = gate_m & \$signal ;
   assign \$41  = \$signal$15  | \$40 ;
   assign \$42  = pick_c | \$41 ;
-  assign \$43  = gate_m & below;
+  assign \$43  = gate_m & \$signal ;
   assign \$44  = \$signal$15  | \$43 ;
   assign \$45  = \$42  ? \$44  : last_comm;
   assign \$46  = \$39  ? \$45  : last_comm;
   assign \$47  = ~ dram__valid;
   assign \$48  = \$47  | dram__ready;
-  assign \$49  = gate_m & below;
+  assign \$49  = gate_m & \$signal ;
   assign \$50  = \$signal$15  | \$49 ;
   assign \$51  = ~ \$50 ;
-  assign \$52  = dma__valid | remote__valid;
-  assign \$53  = wait1 > \new [38:23];
-  assign \$54  = wait1 >= \new [38:23];
-  assign \$55  = wait_full ? \$53  : \$54 ;
-  assign \$56  = wait1 == cfg[38:23];
-  assign \$57  = wait_full ? wait_full : \$56 ;
-  assign \$58  = accept ? \$55  : \$57 ;
-  assign \$59  = \$52  & \$58 ;
-  assign \$60  = \$51  & \$59 ;
-  assign \$61  = dma__valid | remote__valid;
-  assign \$62  = wait1 > \new [38:23];
-  assign \$63  = accept ? \$62  : wait_full;
-  assign \$64  = \$61  & \$63 ;
-  assign \$65  = \$48  ? \$60  : \$64 ;
+  assign \$52  = \$51  & \$signal$28 ;
+  assign \$53  = \$48  ? \$52  : full_none;
+  assign \$54  = ~ dram__valid;
+  assign \$55  = \$54  | dram__ready;
+  assign \$56  = gate_m & \$signal ;
+  assign \$57  = \$signal$15  | \$56 ;
+  assign \$58  = pick_c ? \$244 [0] : \$signal$31 ;
+  assign \$59  = \$57  ? 1'h0 : \$58 ;
+  assign \$60  = \$55  ? \$59  : \$signal$30 ;
+  assign \$61  = ~ dram__valid;
+  assign \$62  = \$61  | dram__ready;
+  assign \$63  = ~ dram__valid;
+  assign \$64  = \$63  | dram__ready;
+  assign \$65  = \$64  & pick_c;
   assign \$66  = ~ dram__valid;
   assign \$67  = \$66  | dram__ready;
-  assign \$68  = gate_m & below;
+  assign \$68  = gate_m & \$signal ;
   assign \$69  = \$signal$15  | \$68 ;
-  assign \$70  = pick_c ? \$254 [0] : \$signal$29 ;
-  assign \$71  = \$69  ? 1'h0 : \$70 ;
-  assign \$72  = \$67  ? \$71  : \$signal$28 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = \$76  & pick_c;
-  assign \$78  = ~ dram__valid;
-  assign \$79  = \$78  | dram__ready;
-  assign \$80  = gate_m & below;
-  assign \$81  = \$signal$15  | \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = \$77  | \$82 ;
-  assign \$84  = ~ \$signal ;
-  assign \$85  = pick_c & \$84 ;
-  assign \$86  = pick_c & \$signal ;
-  assign \$87  = ~ pick_c;
-  assign \$88  = ~ sel_remote;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = ~ pick_c;
-  assign \$91  = \$90  & sel_remote;
-  assign \$92  = dram__valid & dram__ready;
-  assign \$93  = \$92  & \$312 [83];
-  assign \$94  = | \$312 [1:0];
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = \$65  | \$70 ;
+  assign \$72  = ~ \$signal$14 ;
+  assign \$73  = pick_c & \$72 ;
+  assign \$74  = pick_c & \$signal$14 ;
+  assign \$75  = ~ pick_c;
+  assign \$76  = ~ sel_remote;
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = ~ pick_c;
+  assign \$79  = \$78  & sel_remote;
+  assign \$80  = dram__valid & dram__ready;
+  assign \$81  = \$80  & \$290 [83];
+  assign \$82  = | \$290 [1:0];
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$290 [1:0] == 2'h2;
+  assign \$85  = \$84  ? 1'h1 : 1'h0;
+  assign \$86  = cfg[17:10] << scale;
+  assign \$87  = 1'h1 << scale;
+  assign \$88  = cfg[17:10] + 2'h2;
+  assign \$90  = \$89  - unit;
+  assign \$91  = ~ dram__valid;
+  assign \$92  = \$91  | dram__ready;
+  assign \$93  = \$92  & pick_c;
+  assign \$94  = ~ accept;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = \$312 [1:0] == 2'h2;
-  assign \$97  = \$96  ? 1'h1 : 1'h0;
-  assign \$98  = cfg[17:10] << scale;
-  assign \$99  = 1'h1 << scale;
-  assign \$100  = cfg[17:10] + 2'h2;
-  assign \$102  = \$101  - unit;
-  assign \$103  = ~ dram__valid;
-  assign \$104  = \$103  | dram__ready;
-  assign \$105  = \$104  & pick_c;
-  assign \$106  = ~ accept;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = armed & grant_c_q;
-  assign \$109  = ! \new [9:2];
-  assign \$110  = ! \new [9:2];
-  assign \$111  = 5'h18 - \new [22:18];
-  assign \$112  = cfg[22:18] == 1'h1;
-  assign \$113  = cfg[22:18] > 2'h2;
-  assign \$114  = cfg[22:18] > 2'h3;
-  assign \$115  = cfg[22:18] > 3'h4;
-  assign \$116  = cfg[22:18] > 3'h5;
-  assign \$117  = cfg[22:18] > 3'h6;
-  assign \$118  = cfg[22:18] > 3'h7;
-  assign \$119  = cfg[22:18] > 4'h8;
-  assign \$120  = cfg[22:18] > 4'h9;
-  assign \$121  = cfg[22:18] > 4'ha;
-  assign \$122  = cfg[22:18] > 4'hb;
-  assign \$123  = cfg[22:18] > 4'hc;
-  assign \$124  = cfg[22:18] > 4'hd;
-  assign \$125  = cfg[22:18] > 4'he;
-  assign \$126  = cfg[22:18] > 4'hf;
-  assign \$127  = cfg[22:18] > 5'h10;
-  assign \$128  = cfg[22:18] > 5'h11;
-  assign \$129  = cfg[22:18] > 5'h12;
-  assign \$130  = cfg[22:18] > 5'h13;
-  assign \$131  = cfg[22:18] > 5'h14;
-  assign \$132  = cfg[22:18] > 5'h15;
-  assign \$133  = cfg[22:18] > 5'h16;
-  assign \$134  = cfg[22:18] > 5'h17;
-  assign \$135  = cfg[22:18] > 5'h18;
-  assign \$136  = \$112  ? 26'h3ffffff : { 1'h0, \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , 2'h1 };
-  assign \$137  = ! cfg[22:18];
-  assign \$138  = $signed(left) - $signed(2'h1);
-  assign \$140  = base + acc;
-  assign \$142  = acc + sat_s;
-  assign \$143  = load__valid & load__ready;
-  assign \$144  = ~ load__ready;
-  assign \$145  = load__valid & \$144 ;
-  assign \$146  = stats[31:0] + 1'h1;
-  assign \$147  = stats[159:128] + 1'h1;
-  assign \$148  = store__valid & store__ready;
-  assign \$149  = ~ store__ready;
-  assign \$150  = store__valid & \$149 ;
-  assign \$151  = stats[63:32] + 1'h1;
-  assign \$152  = stats[191:160] + 1'h1;
-  assign \$153  = dma__valid & dma__ready;
-  assign \$154  = ~ dma__ready;
-  assign \$155  = dma__valid & \$154 ;
-  assign \$156  = stats[95:64] + 1'h1;
-  assign \$157  = stats[223:192] + 1'h1;
-  assign \$158  = remote__valid & remote__ready;
-  assign \$159  = ~ remote__ready;
-  assign \$160  = remote__valid & \$159 ;
-  assign \$161  = stats[127:96] + 1'h1;
-  assign \$162  = stats[255:224] + 1'h1;
-  assign \$163  = ~ dram__valid;
-  assign \$164  = \$163  | dram__ready;
-  assign \$165  = dma__valid | remote_ok;
-  assign \$166  = \$165  & wait_full;
-  assign \$167  = \$166  & cfg[1];
-  assign \$168  = \$164  & \$167 ;
-  assign \$169  = stats[287:256] + 1'h1;
-  assign \$173  = track_hold & store__payload[72];
-  assign \$174  = ~ \$173 ;
-  assign \$signal$82  = store__valid & \$174 ;
-  assign \$175  = track_hold & remote__payload[72];
-  assign \$176  = ~ \$175 ;
-  assign remote_ok = remote__valid & \$176 ;
-  assign \$177  = load__valid | \$signal$82 ;
-  assign \$178  = dma__valid | remote_ok;
-  assign \$179  = \$178  & comm_first;
-  assign \$180  = ~ \$179 ;
-  assign pick_c = \$177  & \$180 ;
-  assign \$181  = dma__valid | remote_ok;
-  assign \$182  = load__valid | \$signal$82 ;
-  assign \$183  = ~ \$182 ;
-  assign \$184  = ~ gated;
-  assign \$185  = \$183  & \$184 ;
-  assign \$186  = comm_first | \$185 ;
-  assign \$signal$15  = \$181  & \$186 ;
-  assign \$187  = dma__valid | remote_ok;
-  assign \$188  = load__valid | \$signal$82 ;
-  assign \$189  = ~ \$188 ;
-  assign \$190  = \$187  & \$189 ;
-  assign gate_m = \$190  & gated;
-  assign \$191  = ~ load__valid;
-  assign \$192  = ~ last_store;
-  assign \$193  = \$191  | \$192 ;
-  assign \$signal  = \$signal$82  & \$193 ;
-  assign \$194  = ~ dma__valid;
-  assign \$195  = ~ last_remote;
-  assign \$196  = \$194  | \$195 ;
-  assign sel_remote = remote_ok & \$196 ;
-  assign \$197  = ~ dram__valid;
-  assign \$198  = \$197  | dram__ready;
-  assign \$199  = \$198  & pick_c;
-  assign \$200  = ~ \$signal ;
-  assign load__ready = \$199  & \$200 ;
-  assign \$201  = ~ dram__valid;
-  assign \$202  = \$201  | dram__ready;
-  assign \$203  = \$202  & pick_c;
-  assign store__ready = \$203  & \$signal ;
-  assign \$204  = ~ dram__valid;
-  assign \$205  = \$204  | dram__ready;
-  assign \$206  = gate_m & below;
-  assign \$207  = \$signal$15  | \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = ~ sel_remote;
-  assign dma__ready = \$208  & \$209 ;
-  assign \$210  = ~ dram__valid;
-  assign \$211  = \$210  | dram__ready;
-  assign \$212  = gate_m & below;
-  assign \$213  = \$signal$15  | \$212 ;
-  assign \$214  = \$211  & \$213 ;
-  assign remote__ready = \$214  & sel_remote;
-  assign \$215  = accept ? \new [1:0] : cfg[1:0];
-  assign \$216  = ! \$215 ;
-  assign \$218  = accept ? \new [1:0] : cfg[1:0];
-  assign \$221  = accept ? \new [1:0] : cfg[1:0];
-  assign \$222  = \$221  == 2'h3;
-  assign \$223  = | \new [9:2];
-  assign \$224  = \new [1] & \$223 ;
-  assign \$225  = finish[1] ? cfg[1] : gated;
-  assign \$226  = accept ? \$224  : \$225 ;
-  assign \$227  = \$222  & \$226 ;
-  assign \$231  = accept ? \new [1:0] : cfg[1:0];
-  assign \$232  = ! \$231 ;
-  assign \$234  = accept ? \new [1:0] : cfg[1:0];
-  assign \$235  = dma__valid | remote__valid;
-  assign \$236  = wait1 > \new [38:23];
-  assign \$237  = wait1 >= \new [38:23];
-  assign \$238  = wait_full ? \$236  : \$237 ;
-  assign \$239  = wait1 == cfg[38:23];
-  assign \$240  = wait_full ? wait_full : \$239 ;
-  assign \$241  = accept ? \$238  : \$240 ;
-  assign \$242  = \$235  & \$241 ;
-  assign \$243  = \$234 [1] & \$242 ;
-  assign \$244  = \$233  | { 1'h0, \$243  };
+  assign \$96  = armed & grant_c_q;
+  assign \$97  = ! \new [9:2];
+  assign \$98  = ! \new [9:2];
+  assign \$99  = 5'h18 - \new [22:18];
+  assign \$100  = cfg[22:18] == 1'h1;
+  assign \$101  = cfg[22:18] > 2'h2;
+  assign \$102  = cfg[22:18] > 2'h3;
+  assign \$103  = cfg[22:18] > 3'h4;
+  assign \$104  = cfg[22:18] > 3'h5;
+  assign \$105  = cfg[22:18] > 3'h6;
+  assign \$106  = cfg[22:18] > 3'h7;
+  assign \$107  = cfg[22:18] > 4'h8;
+  assign \$108  = cfg[22:18] > 4'h9;
+  assign \$109  = cfg[22:18] > 4'ha;
+  assign \$110  = cfg[22:18] > 4'hb;
+  assign \$111  = cfg[22:18] > 4'hc;
+  assign \$112  = cfg[22:18] > 4'hd;
+  assign \$113  = cfg[22:18] > 4'he;
+  assign \$114  = cfg[22:18] > 4'hf;
+  assign \$115  = cfg[22:18] > 5'h10;
+  assign \$116  = cfg[22:18] > 5'h11;
+  assign \$117  = cfg[22:18] > 5'h12;
+  assign \$118  = cfg[22:18] > 5'h13;
+  assign \$119  = cfg[22:18] > 5'h14;
+  assign \$120  = cfg[22:18] > 5'h15;
+  assign \$121  = cfg[22:18] > 5'h16;
+  assign \$122  = cfg[22:18] > 5'h17;
+  assign \$123  = cfg[22:18] > 5'h18;
+  assign \$124  = \$100  ? 26'h3ffffff : { 1'h0, \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , 2'h1 };
+  assign \$125  = ! cfg[22:18];
+  assign \$126  = $signed(left) - $signed(2'h1);
+  assign \$128  = base + acc;
+  assign \$130  = acc + sat_s;
+  assign \$131  = load__valid & load__ready;
+  assign \$132  = ~ load__ready;
+  assign \$133  = load__valid & \$132 ;
+  assign \$134  = stats[31:0] + 1'h1;
+  assign \$135  = stats[159:128] + 1'h1;
+  assign \$136  = store__valid & store__ready;
+  assign \$137  = ~ store__ready;
+  assign \$138  = store__valid & \$137 ;
+  assign \$139  = stats[63:32] + 1'h1;
+  assign \$140  = stats[191:160] + 1'h1;
+  assign \$141  = dma__valid & dma__ready;
+  assign \$142  = ~ dma__ready;
+  assign \$143  = dma__valid & \$142 ;
+  assign \$144  = stats[95:64] + 1'h1;
+  assign \$145  = stats[223:192] + 1'h1;
+  assign \$146  = remote__valid & remote__ready;
+  assign \$147  = ~ remote__ready;
+  assign \$148  = remote__valid & \$147 ;
+  assign \$149  = stats[127:96] + 1'h1;
+  assign \$150  = stats[255:224] + 1'h1;
+  assign \$151  = ~ dram__valid;
+  assign \$152  = \$151  | dram__ready;
+  assign \$153  = dma__valid | remote_ok;
+  assign \$154  = \$153  & wait_full;
+  assign \$155  = \$154  & cfg[1];
+  assign \$156  = \$152  & \$155 ;
+  assign \$157  = stats[287:256] + 1'h1;
+  assign \$161  = track_hold & store__payload[72];
+  assign \$162  = ~ \$161 ;
+  assign \$signal$84  = store__valid & \$162 ;
+  assign \$163  = track_hold & remote__payload[72];
+  assign \$164  = ~ \$163 ;
+  assign remote_ok = remote__valid & \$164 ;
+  assign \$165  = load__valid | \$signal$84 ;
+  assign \$166  = dma__valid | remote_ok;
+  assign \$167  = \$166  & comm_first;
+  assign \$168  = ~ \$167 ;
+  assign pick_c = \$165  & \$168 ;
+  assign \$169  = dma__valid | remote_ok;
+  assign \$170  = load__valid | \$signal$84 ;
+  assign \$171  = ~ \$170 ;
+  assign \$172  = ~ gated;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = comm_first | \$173 ;
+  assign \$signal$15  = \$169  & \$174 ;
+  assign \$175  = dma__valid | remote_ok;
+  assign \$176  = load__valid | \$signal$84 ;
+  assign \$177  = ~ \$176 ;
+  assign \$178  = \$175  & \$177 ;
+  assign gate_m = \$178  & gated;
+  assign \$179  = ~ load__valid;
+  assign \$180  = ~ last_store;
+  assign \$181  = \$179  | \$180 ;
+  assign \$signal$14  = \$signal$84  & \$181 ;
+  assign \$182  = ~ dma__valid;
+  assign \$183  = ~ last_remote;
+  assign \$184  = \$182  | \$183 ;
+  assign sel_remote = remote_ok & \$184 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = \$186  & pick_c;
+  assign \$188  = ~ \$signal$14 ;
+  assign load__ready = \$187  & \$188 ;
+  assign \$189  = ~ dram__valid;
+  assign \$190  = \$189  | dram__ready;
+  assign \$191  = \$190  & pick_c;
+  assign store__ready = \$191  & \$signal$14 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = gate_m & \$signal ;
+  assign \$195  = \$signal$15  | \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = ~ sel_remote;
+  assign dma__ready = \$196  & \$197 ;
+  assign \$198  = ~ dram__valid;
+  assign \$199  = \$198  | dram__ready;
+  assign \$200  = gate_m & \$signal ;
+  assign \$201  = \$signal$15  | \$200 ;
+  assign \$202  = \$199  & \$201 ;
+  assign remote__ready = \$202  & sel_remote;
+  assign \$203  = dma__valid | remote__valid;
+  assign \$204  = \$signal$21  > \new [38:23];
+  assign \$205  = \$signal$21  >= \new [38:23];
+  assign \$206  = wait_full ? \$204  : \$205 ;
+  assign \$207  = \$signal$21  == cfg[38:23];
+  assign \$208  = wait_full ? wait_full : \$207 ;
+  assign \$209  = accept ? \$206  : \$208 ;
+  assign \$signal$28  = \$203  & \$209 ;
+  assign \$210  = dma__valid | remote__valid;
+  assign \$211  = \$signal$21  > \new [38:23];
+  assign \$212  = accept ? \$211  : wait_full;
+  assign full_none = \$210  & \$212 ;
+  assign \$213  = accept ? \new [1:0] : cfg[1:0];
+  assign \$214  = ! \$213 ;
+  assign \$216  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = \$219  == 2'h3;
+  assign \$221  = | \new [9:2];
+  assign \$222  = \new [1] & \$221 ;
+  assign \$223  = finish[1] ? cfg[1] : gated;
+  assign \$224  = accept ? \$222  : \$223 ;
+  assign \$225  = \$220  & \$224 ;
+  assign \$229  = accept ? \new [1:0] : cfg[1:0];
+  assign \$230  = ! \$229 ;
+  assign \$232  = accept ? \new [1:0] : cfg[1:0];
+  assign \$233  = \$232 [1] & \$signal$28 ;
+  assign \$234  = \$231  | { 1'h0, \$233  };
+  assign \$235  = accept ? \new [1:0] : cfg[1:0];
+  assign \$236  = \$235  == 2'h3;
+  assign \$237  = | \new [9:2];
+  assign \$238  = \new [1] & \$237 ;
+  assign \$239  = finish[1] ? cfg[1] : gated;
+  assign \$240  = accept ? \$238  : \$239 ;
+  assign \$241  = \$236  & \$240 ;
+  assign \$243  = \$242  & { 1'h0, below2 };
+  assign \$244  = \$234  | \$243 ;
   assign \$245  = accept ? \new [1:0] : cfg[1:0];
-  assign \$246  = \$245  == 2'h3;
-  assign \$247  = | \new [9:2];
-  assign \$248  = \new [1] & \$247 ;
-  assign \$249  = finish[1] ? cfg[1] : gated;
-  assign \$250  = accept ? \$248  : \$249 ;
-  assign \$251  = \$246  & \$250 ;
-  assign \$253  = \$252  & { 1'h0, below2 };
-  assign \$254  = \$244  | \$253 ;
-  assign \$255  = accept ? \new [1:0] : cfg[1:0];
-  assign \$256  = ! \$255 ;
-  assign \$257  = ~ last_comm;
-  assign \$258  = \$256  & \$257 ;
-  assign \$259  = accept ? \new [1:0] : cfg[1:0];
-  assign \$260  = dma__valid | remote__valid;
-  assign \$261  = wait1 > \new [38:23];
-  assign \$262  = wait1 >= \new [38:23];
-  assign \$263  = wait_full ? \$261  : \$262 ;
-  assign \$264  = wait1 == cfg[38:23];
-  assign \$265  = wait_full ? wait_full : \$264 ;
-  assign \$266  = accept ? \$263  : \$265 ;
-  assign \$267  = \$260  & \$266 ;
-  assign \$268  = \$259 [1] & \$267 ;
-  assign \$269  = \$258  | \$268 ;
-  assign \$270  = accept ? \new [1:0] : cfg[1:0];
-  assign \$271  = \$270  == 2'h3;
-  assign \$272  = | \new [9:2];
-  assign \$273  = \new [1] & \$272 ;
-  assign \$274  = finish[1] ? cfg[1] : gated;
-  assign \$275  = accept ? \$273  : \$274 ;
-  assign \$276  = \$271  & \$275 ;
-  assign \$277  = ~ last_comm;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$278  & below2;
-  assign \$signal$29  = \$269  | \$279 ;
-  assign \$280  = accept ? \new [1:0] : cfg[1:0];
-  assign \$281  = ! \$280 ;
-  assign \$282  = ~ last_comm;
-  assign \$283  = \$281  & \$282 ;
-  assign \$284  = accept ? \new [1:0] : cfg[1:0];
-  assign \$285  = dma__valid | remote__valid;
-  assign \$286  = wait1 > \new [38:23];
-  assign \$287  = accept ? \$286  : wait_full;
-  assign \$288  = \$285  & \$287 ;
-  assign \$289  = \$284 [1] & \$288 ;
-  assign \$290  = \$283  | \$289 ;
-  assign \$291  = accept ? \new [1:0] : cfg[1:0];
-  assign \$292  = \$291  == 2'h3;
-  assign \$293  = | \new [9:2];
-  assign \$294  = \new [1] & \$293 ;
-  assign \$295  = finish[1] ? cfg[1] : gated;
-  assign \$296  = accept ? \$294  : \$295 ;
-  assign \$297  = \$292  & \$296 ;
-  assign \$298  = ~ last_comm;
-  assign \$299  = \$297  & \$298 ;
-  assign \$300  = \$299  & below2;
-  assign \$signal$28  = \$290  | \$300 ;
-  assign \$302  = \$301  ? 2'h2 : 2'h1;
-  assign \$304  = \$303  ? 2'h2 : 2'h1;
-  assign \$305  = is_load ? load_q : 84'h000000000000000000000;
-  assign \$307  = is_store ? store_q : 84'h000000000000000000000;
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = is_dma ? dma_q : 84'h000000000000000000000;
-  assign \$310  = \$308  | \$309 ;
-  assign \$311  = is_remote ? remote_q : 84'h000000000000000000000;
-  assign \$312  = \$310  | \$311 ;
-  assign \$313  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$313 ;
-  assign \$314  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$314 ;
-  assign \$315  = ! response__payload[1:0];
-  assign \$316  = response__payload[1:0] == 1'h1;
-  assign \$317  = \$316  ? dma_response__ready : 1'h1;
-  assign response__ready = \$315  ? load_response__ready : \$317 ;
-  assign \$318  = ! response__payload[1:0];
-  assign \$319  = ~ \$318 ;
-  assign \$320  = response__valid & \$319 ;
-  assign \$321  = response__payload[1:0] == 1'h1;
-  assign \$322  = ~ \$321 ;
-  assign \$323  = \$320  & \$322 ;
-  assign \$324  = | config__payload[38:23];
-  assign \$325  = config__payload[22:18] <= 5'h18;
-  assign \$326  = \$324  & \$325 ;
-  assign \$327  = | config__payload[9:2];
-  assign \$328  = | config__payload[17:10];
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = \$326  & \$329 ;
-  assign \$331  = ~ \$330 ;
-  assign \$332  = config__valid & \$331 ;
+  assign \$246  = ! \$245 ;
+  assign \$247  = ~ last_comm;
+  assign \$248  = \$246  & \$247 ;
+  assign \$249  = accept ? \new [1:0] : cfg[1:0];
+  assign \$250  = \$249 [1] & \$signal$28 ;
+  assign \$251  = \$248  | \$250 ;
+  assign \$252  = accept ? \new [1:0] : cfg[1:0];
+  assign \$253  = \$252  == 2'h3;
+  assign \$254  = | \new [9:2];
+  assign \$255  = \new [1] & \$254 ;
+  assign \$256  = finish[1] ? cfg[1] : gated;
+  assign \$257  = accept ? \$255  : \$256 ;
+  assign \$258  = \$253  & \$257 ;
+  assign \$259  = ~ last_comm;
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = \$260  & below2;
+  assign \$signal$31  = \$251  | \$261 ;
+  assign \$262  = accept ? \new [1:0] : cfg[1:0];
+  assign \$263  = ! \$262 ;
+  assign \$264  = ~ last_comm;
+  assign \$265  = \$263  & \$264 ;
+  assign \$266  = accept ? \new [1:0] : cfg[1:0];
+  assign \$267  = \$266 [1] & full_none;
+  assign \$268  = \$265  | \$267 ;
+  assign \$269  = accept ? \new [1:0] : cfg[1:0];
+  assign \$270  = \$269  == 2'h3;
+  assign \$271  = | \new [9:2];
+  assign \$272  = \new [1] & \$271 ;
+  assign \$273  = finish[1] ? cfg[1] : gated;
+  assign \$274  = accept ? \$272  : \$273 ;
+  assign \$275  = \$270  & \$274 ;
+  assign \$276  = ~ last_comm;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = \$277  & below2;
+  assign \$signal$30  = \$268  | \$278 ;
+  assign \$280  = \$279  ? 2'h2 : 2'h1;
+  assign \$282  = \$281  ? 2'h2 : 2'h1;
+  assign \$283  = is_load ? load_q : 84'h000000000000000000000;
+  assign \$285  = is_store ? store_q : 84'h000000000000000000000;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = is_dma ? dma_q : 84'h000000000000000000000;
+  assign \$288  = \$286  | \$287 ;
+  assign \$289  = is_remote ? remote_q : 84'h000000000000000000000;
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$291 ;
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$292 ;
+  assign \$293  = ! response__payload[1:0];
+  assign \$294  = response__payload[1:0] == 1'h1;
+  assign \$295  = \$294  ? dma_response__ready : 1'h1;
+  assign response__ready = \$293  ? load_response__ready : \$295 ;
+  assign \$296  = ! response__payload[1:0];
+  assign \$297  = ~ \$296 ;
+  assign \$298  = response__valid & \$297 ;
+  assign \$299  = response__payload[1:0] == 1'h1;
+  assign \$300  = ~ \$299 ;
+  assign \$301  = \$298  & \$300 ;
+  assign \$302  = | config__payload[38:23];
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$333 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    below <= \$334 ;
+    \$signal  <= \$312 ;
   always @(posedge clk)
-    below2 <= \$335 ;
+    below2 <= \$313 ;
   always @(posedge clk)
-    last_store <= \$336 ;
+    last_store <= \$314 ;
   always @(posedge clk)
-    last_remote <= \$337 ;
+    last_remote <= \$315 ;
   always @(posedge clk)
-    wait1 <= \$338 ;
+    \$signal$21  <= \$316 ;
   always @(posedge clk)
-    gated <= \$339 ;
+    gated <= \$317 ;
   always @(posedge clk)
-    last_comm <= \$340 ;
+    last_comm <= \$318 ;
   always @(posedge clk)
-    wait_full <= \$341 ;
+    wait_full <= \$319 ;
   always @(posedge clk)
-    comm_first <= \$342 ;
+    comm_first <= \$320 ;
   always @(posedge clk)
-    dram__valid <= \$343 ;
+    dram__valid <= \$321 ;
   always @(posedge clk)
-    is_load <= \$344 ;
+    is_load <= \$322 ;
   always @(posedge clk)
-    is_store <= \$345 ;
+    is_store <= \$323 ;
   always @(posedge clk)
-    is_dma <= \$346 ;
+    is_dma <= \$324 ;
   always @(posedge clk)
-    is_remote <= \$347 ;
+    is_remote <= \$325 ;
   always @(posedge clk)
-    load_q <= \$348 ;
+    load_q <= \$326 ;
   always @(posedge clk)
-    store_q <= \$349 ;
+    store_q <= \$327 ;
   always @(posedge clk)
-    dma_q <= \$350 ;
+    dma_q <= \$328 ;
   always @(posedge clk)
-    remote_q <= \$351 ;
+    remote_q <= \$329 ;
   always @(posedge clk)
-    track__valid <= \$352 ;
+    track__valid <= \$330 ;
   always @(posedge clk)
-    track__payload <= \$353 ;
+    track__payload <= \$331 ;
   always @(posedge clk)
-    sat_s <= \$354 ;
+    sat_s <= \$332 ;
   always @(posedge clk)
-    unit <= \$355 ;
+    unit <= \$333 ;
   always @(posedge clk)
-    sat2 <= \$356 ;
+    sat2 <= \$334 ;
   always @(posedge clk)
-    base <= \$357 ;
+    base <= \$335 ;
   always @(posedge clk)
-    grant_c_q <= \$358 ;
+    grant_c_q <= \$336 ;
   always @(posedge clk)
-    cfg <= \$359 ;
+    cfg <= \$337 ;
   always @(posedge clk)
-    thr <= \$360 ;
+    thr <= \$338 ;
   always @(posedge clk)
-    measuring <= \$361 ;
+    measuring <= \$339 ;
   always @(posedge clk)
-    armed <= \$362 ;
+    armed <= \$340 ;
   always @(posedge clk)
-    window <= \$363 ;
+    window <= \$341 ;
   always @(posedge clk)
-    finish <= \$364 ;
+    finish <= \$342 ;
   always @(posedge clk)
-    scale <= \$365 ;
+    scale <= \$343 ;
   always @(posedge clk)
-    left <= \$366 ;
+    left <= \$344 ;
   always @(posedge clk)
-    num <= \$367 ;
+    num <= \$345 ;
   always @(posedge clk)
-    acc <= \$368 ;
+    acc <= \$346 ;
   always @(posedge clk)
-    load_granted <= \$369 ;
+    load_granted <= \$347 ;
   always @(posedge clk)
-    load_stalled <= \$370 ;
+    load_stalled <= \$348 ;
   always @(posedge clk)
-    stats <= \$371 ;
+    stats <= \$349 ;
   always @(posedge clk)
-    store_granted <= \$372 ;
+    store_granted <= \$350 ;
   always @(posedge clk)
-    store_stalled <= \$373 ;
+    store_stalled <= \$351 ;
   always @(posedge clk)
-    dma_granted <= \$374 ;
+    dma_granted <= \$352 ;
   always @(posedge clk)
-    dma_stalled <= \$375 ;
+    dma_stalled <= \$353 ;
   always @(posedge clk)
-    remote_granted <= \$376 ;
+    remote_granted <= \$354 ;
   always @(posedge clk)
-    remote_stalled <= \$377 ;
+    remote_stalled <= \$355 ;
   always @(posedge clk)
-    was_forced <= \$378 ;
+    was_forced <= \$356 ;
   always @(posedge clk)
-    errors <= \$379 ;
+    errors <= \$357 ;
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$333  = \$8 ;
+    \$311  = \$8 ;
     if (rst) begin
-      \$333  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$334  = \$10 ;
+    \$312  = \$10 ;
     if (rst) begin
-      \$334  = 1'h1;
+      \$312  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$335  = \$12 ;
+    \$313  = \$12 ;
     if (rst) begin
-      \$335  = 1'h1;
+      \$313  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$336  = last_store;
+    \$314  = last_store;
     if (\$15 ) begin
-      \$336  = \$signal ;
+      \$314  = \$signal$14 ;
     end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$315  = last_remote;
+    if (\$20 ) begin
+      \$315  = sel_remote;
+    end
+    if (rst) begin
+      \$315  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$316  = \$signal$21 ;
+    if (\$25 ) begin
+      \$316  = \$33 [16:0];
+    end
+    if (rst) begin
+      \$316  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$317  = \$37 ;
+    if (rst) begin
+      \$317  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$318  = \$46 ;
+    if (rst) begin
+      \$318  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$319  = \$53 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$320  = \$60 ;
+    if (rst) begin
+      \$320  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$321  = dram__valid;
+    if (\$62 ) begin
+      \$321  = \$71 ;
+    end
+    if (rst) begin
+      \$321  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$322  = is_load;
+    if (\$62 ) begin
+      \$322  = \$73 ;
+    end
+    if (rst) begin
+      \$322  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$323  = is_store;
+    if (\$62 ) begin
+      \$323  = \$74 ;
+    end
+    if (rst) begin
+      \$323  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$324  = is_dma;
+    if (\$62 ) begin
+      \$324  = \$77 ;
+    end
+    if (rst) begin
+      \$324  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$325  = is_remote;
+    if (\$62 ) begin
+      \$325  = \$79 ;
+    end
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$326  = load_q;
+    if (\$62 ) begin
+      \$326  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$326  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$327  = store_q;
+    if (\$62 ) begin
+      \$327  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$327  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$328  = dma_q;
+    if (\$62 ) begin
+      \$328  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$328  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$329  = remote_q;
+    if (\$62 ) begin
+      \$329  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$329  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$330  = \$83 ;
+    if (rst) begin
+      \$330  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$331 [15:0] = \$290 [74:59];
+    \$331 [19:16] = 4'h1;
+    \$331 [20] = \$85 ;
+    \$331 [22:21] = \$290 [3:2];
+    if (rst) begin
+      \$331  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$332  = \$86 [31:0];
+    if (rst) begin
+      \$332  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$333  = \$87 [24:0];
+    if (rst) begin
+      \$333  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$334  = \$88 ;
+    if (rst) begin
+      \$334  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$335  = \$90 [33:0];
+    if (rst) begin
+      \$335  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$336  = \$95 ;
     if (rst) begin
       \$336  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$337  = last_remote;
-    if (\$20 ) begin
-      \$337  = sel_remote;
+    \$337  = cfg;
+    if (accept) begin
+      \$337  = \new ;
     end
     if (rst) begin
-      \$337  = 1'h0;
+      \$337  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$338  = wait1;
-    if (\$25 ) begin
-      \$338  = \$33 [16:0];
+    \$338  = thr;
+    if (accept) begin
+      \$338  = \new [9:2];
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$338  = \$129 [7:0];
     end
     if (rst) begin
-      \$338  = 17'h00001;
+      \$338  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$339  = \$37 ;
-    if (rst) begin
+    \$339  = measuring;
+    if (accept) begin
+      \$339  = \$97 ;
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$339  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$340  = \$46 ;
     if (rst) begin
-      \$340  = 1'h0;
+      \$339  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$341  = \$65 ;
+    \$340  = armed;
+    if (accept) begin
+      \$340  = \$98 ;
+    end else if (\$96 ) begin
+      \$340  = 1'h0;
+    end
+    if (rst) begin
+      \$340  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$341  = window;
+    if (accept) begin
+      \$341  = 1'h0;
+    end else if (\$96 ) begin
+      (* full_case = 32'd1 *)
+      if (\$125 ) begin
+      end else begin
+        \$341  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$341  = 1'h0;
+      end
+    end
     if (rst) begin
       \$341  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$342  = \$72 ;
+    \$342  = finish;
+    if (accept) begin
+      \$342  = 2'h0;
+    end else if (\$96 ) begin
+      if (\$125 ) begin
+        \$342  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$342  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$342  = \$127 [1:0];
+    end else if (finish[1]) begin
+      \$342  = 2'h0;
+    end
     if (rst) begin
-      \$342  = 1'h0;
+      \$342  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$343  = dram__valid;
-    if (\$74 ) begin
-      \$343  = \$83 ;
+    \$343  = scale;
+    if (accept) begin
+      \$343  = \$99 [4:0];
     end
     if (rst) begin
-      \$343  = 1'h0;
+      \$343  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$344  = is_load;
-    if (\$74 ) begin
-      \$344  = \$85 ;
+    \$344  = left;
+    if (accept) begin
+    end else if (\$96 ) begin
+      \$344  = \$124 [24:0];
+    end else if (window) begin
+      \$344  = \$126 [24:0];
     end
     if (rst) begin
-      \$344  = 1'h0;
+      \$344  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$345  = is_store;
-    if (\$74 ) begin
-      \$345  = \$86 ;
-    end
-    if (rst) begin
-      \$345  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$346  = is_dma;
-    if (\$74 ) begin
-      \$346  = \$89 ;
-    end
-    if (rst) begin
-      \$346  = 1'h0;
+    \$345  = num;
+    if (accept) begin
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$345  = \$128 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$347  = is_remote;
-    if (\$74 ) begin
-      \$347  = \$91 ;
+    \$346  = acc;
+    if (grant_c_q) begin
+      if (armed) begin
+        \$346  = sat_s;
+      end else if (window) begin
+        \$346  = \$130 [31:0];
+      end
     end
+    if (rst) begin
+      \$346  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_52 ) begin end
+    \$347  = \$131 ;
     if (rst) begin
       \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$348  = load_q;
-    if (\$74 ) begin
-      \$348  = { 1'h0, load_req };
-    end
+    \$348  = \$133 ;
     if (rst) begin
-      \$348  = 84'h000000000000000000000;
+      \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$349  = store_q;
-    if (\$74 ) begin
-      \$349  = { store__payload[72], store_req };
+    \$349  = stats;
+    if (load_granted) begin
+      \$349 [31:0] = \$134 [31:0];
+    end
+    if (load_stalled) begin
+      \$349 [159:128] = \$135 [31:0];
+    end
+    if (store_granted) begin
+      \$349 [63:32] = \$139 [31:0];
+    end
+    if (store_stalled) begin
+      \$349 [191:160] = \$140 [31:0];
+    end
+    if (dma_granted) begin
+      \$349 [95:64] = \$144 [31:0];
+    end
+    if (dma_stalled) begin
+      \$349 [223:192] = \$145 [31:0];
+    end
+    if (remote_granted) begin
+      \$349 [127:96] = \$149 [31:0];
+    end
+    if (remote_stalled) begin
+      \$349 [255:224] = \$150 [31:0];
+    end
+    if (was_forced) begin
+      \$349 [287:256] = \$157 [31:0];
     end
     if (rst) begin
-      \$349  = 84'h000000000000000000000;
+      \$349  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$350  = dma_q;
-    if (\$74 ) begin
-      \$350  = { 1'h0, dma_req };
-    end
+    \$350  = \$136 ;
     if (rst) begin
-      \$350  = 84'h000000000000000000000;
+      \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$351  = remote_q;
-    if (\$74 ) begin
-      \$351  = { remote__payload[72], remote_req };
-    end
+    \$351  = \$138 ;
     if (rst) begin
-      \$351  = 84'h000000000000000000000;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$352  = \$95 ;
+    \$352  = \$141 ;
     if (rst) begin
       \$352  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$353 [15:0] = \$312 [74:59];
-    \$353 [19:16] = 4'h1;
-    \$353 [20] = \$97 ;
-    \$353 [22:21] = \$312 [3:2];
+    \$353  = \$143 ;
     if (rst) begin
-      \$353  = 23'h000000;
+      \$353  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$354  = \$98 [31:0];
+    \$354  = \$146 ;
     if (rst) begin
-      \$354  = 32'd32768;
+      \$354  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$355  = \$99 [24:0];
+    \$355  = \$148 ;
     if (rst) begin
-      \$355  = 25'h0000400;
+      \$355  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$356  = \$100 ;
+    \$356  = \$156 ;
     if (rst) begin
-      \$356  = 9'h022;
+      \$356  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_52 ) begin end
-    \$357  = \$102 [33:0];
+    \$357  = \$160 ;
     if (rst) begin
-      \$357  = 34'h021fffc00;
+      \$357  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$358  = \$107 ;
-    if (rst) begin
-      \$358  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$359  = cfg;
-    if (accept) begin
-      \$359  = \new ;
-    end
-    if (rst) begin
-      \$359  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$360  = thr;
-    if (accept) begin
-      \$360  = \new [9:2];
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$360  = \$141 [7:0];
-    end
-    if (rst) begin
-      \$360  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$361  = measuring;
-    if (accept) begin
-      \$361  = \$109 ;
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$361  = 1'h0;
-    end
-    if (rst) begin
-      \$361  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$362  = armed;
-    if (accept) begin
-      \$362  = \$110 ;
-    end else if (\$108 ) begin
-      \$362  = 1'h0;
-    end
-    if (rst) begin
-      \$362  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$363  = window;
-    if (accept) begin
-      \$363  = 1'h0;
-    end else if (\$108 ) begin
-      (* full_case = 32'd1 *)
-      if (\$137 ) begin
-      end else begin
-        \$363  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$363  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$363  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$364  = finish;
-    if (accept) begin
-      \$364  = 2'h0;
-    end else if (\$108 ) begin
-      if (\$137 ) begin
-        \$364  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$364  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$364  = \$139 [1:0];
-    end else if (finish[1]) begin
-      \$364  = 2'h0;
-    end
-    if (rst) begin
-      \$364  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$365  = scale;
-    if (accept) begin
-      \$365  = \$111 [4:0];
-    end
-    if (rst) begin
-      \$365  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$366  = left;
-    if (accept) begin
-    end else if (\$108 ) begin
-      \$366  = \$136 [24:0];
-    end else if (window) begin
-      \$366  = \$138 [24:0];
-    end
-    if (rst) begin
-      \$366  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$367  = num;
-    if (accept) begin
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$367  = \$140 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$368  = acc;
-    if (grant_c_q) begin
-      if (armed) begin
-        \$368  = sat_s;
-      end else if (window) begin
-        \$368  = \$142 [31:0];
-      end
-    end
-    if (rst) begin
-      \$368  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$369  = \$143 ;
-    if (rst) begin
-      \$369  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$370  = \$145 ;
-    if (rst) begin
-      \$370  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$371  = stats;
-    if (load_granted) begin
-      \$371 [31:0] = \$146 [31:0];
-    end
-    if (load_stalled) begin
-      \$371 [159:128] = \$147 [31:0];
-    end
-    if (store_granted) begin
-      \$371 [63:32] = \$151 [31:0];
-    end
-    if (store_stalled) begin
-      \$371 [191:160] = \$152 [31:0];
-    end
-    if (dma_granted) begin
-      \$371 [95:64] = \$156 [31:0];
-    end
-    if (dma_stalled) begin
-      \$371 [223:192] = \$157 [31:0];
-    end
-    if (remote_granted) begin
-      \$371 [127:96] = \$161 [31:0];
-    end
-    if (remote_stalled) begin
-      \$371 [255:224] = \$162 [31:0];
-    end
-    if (was_forced) begin
-      \$371 [287:256] = \$169 [31:0];
-    end
-    if (rst) begin
-      \$371  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$372  = \$148 ;
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$373  = \$150 ;
-    if (rst) begin
-      \$373  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$374  = \$153 ;
-    if (rst) begin
-      \$374  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$375  = \$155 ;
-    if (rst) begin
-      \$375  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$376  = \$158 ;
-    if (rst) begin
-      \$376  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$377  = \$160 ;
-    if (rst) begin
-      \$377  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$378  = \$168 ;
-    if (rst) begin
-      \$378  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_52 ) begin end
-    \$379  = \$172 ;
-    if (rst) begin
-      \$379  = 2'h0;
-    end
-  end
-  assign \$signal$30  = \$254 [0];
-  assign \$signal$31  = \$230 [0];
-  assign out_tracked = \$312 [83];
+  assign \$signal$32  = \$244 [0];
+  assign \$signal$33  = \$228 [0];
+  assign out_tracked = \$290 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$312 [82:0];
+  assign dram__payload = \$290 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -63764,12 +64030,12 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$312 [1:0];
-  assign dram__payload__source  = \$312 [3:2];
-  assign dram__payload__addr  = \$312 [51:4];
-  assign dram__payload__bytes  = \$312 [58:52];
-  assign dram__payload__tile  = \$312 [74:59];
-  assign dram__payload__tag  = \$312 [82:75];
+  assign dram__payload__op  = \$290 [1:0];
+  assign dram__payload__source  = \$290 [3:2];
+  assign dram__payload__addr  = \$290 [51:4];
+  assign dram__payload__bytes  = \$290 [58:52];
+  assign dram__payload__tile  = \$290 [74:59];
+  assign dram__payload__tag  = \$290 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -63807,8 +64073,8 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$332 ;
-  assign set_err[1] = \$323 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$301 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -63827,33 +64093,33 @@ module t3hw_system__e2__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$304 ;
+  assign remote_req[1:0] = \$282 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$302 ;
+  assign store_req[1:0] = \$280 ;
   assign store_req[82:75] = 8'h00;
-  assign \$233  = { 1'h0, \$232  };
-  assign \$252  = { 1'h0, \$251  };
-  assign \$217 [0] = 1'h0;
-  assign \$217 [1] = 1'h0;
-  assign \$219  = 1'h0;
-  assign \$220  = 2'h0;
-  assign \$228 [0] = 1'h0;
-  assign \$228 [1] = 1'h0;
-  assign \$229  = 2'h0;
-  assign \$230  = 2'h0;
-  assign \$306  = \$305 ;
-  assign \$101  = { 7'h00, sat2, 24'h000000 };
-  assign \$139  = { finish, 1'h0 };
-  assign \$141  = { 25'h0000000, num[33:25] };
-  assign \$170  = 2'h0;
-  assign \$171  = 2'h0;
-  assign \$172  = { \$323 , \$332  };
-  assign \$301  = store__payload[71];
-  assign \$303  = remote__payload[71];
+  assign \$231  = { 1'h0, \$230  };
+  assign \$242  = { 1'h0, \$241  };
+  assign \$215 [0] = 1'h0;
+  assign \$215 [1] = 1'h0;
+  assign \$217  = 1'h0;
+  assign \$218  = 2'h0;
+  assign \$226 [0] = 1'h0;
+  assign \$226 [1] = 1'h0;
+  assign \$227  = 2'h0;
+  assign \$228  = 2'h0;
+  assign \$284  = \$283 ;
+  assign \$89  = { 7'h00, sat2, 24'h000000 };
+  assign \$127  = { finish, 1'h0 };
+  assign \$129  = { 25'h0000000, num[33:25] };
+  assign \$158  = 2'h0;
+  assign \$159  = 2'h0;
+  assign \$160  = { \$301 , \$310  };
+  assign \$279  = store__payload[71];
+  assign \$281  = remote__payload[71];
 endmodule
 
 module t3hw_system__e2__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -75218,16 +75484,84 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   reg _init_strobe_55  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg [3:0] \$100 ;
-  reg \$101 ;
-  reg \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire [4:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [3:0] \$138 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
+  wire [4:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg [57:0] \$143 ;
+  reg [2:0] \$144 ;
+  reg [47:0] \$145 ;
+  reg [47:0] \$146 ;
+  reg [11:0] \$147 ;
+  reg [15:0] \$148 ;
+  reg \$149 ;
   wire \$15 ;
+  reg \$150 ;
+  reg [47:0] \$151 ;
+  reg \$152 ;
+  reg \$153 ;
+  reg [178:0] \$154 ;
+  reg \$155 ;
+  reg \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [47:0] \$159 ;
   wire \$16 ;
+  reg [170:0] \$160 ;
+  reg [7:0] \$161 ;
+  reg [3:0] \$162 ;
+  reg [47:0] \$163 ;
+  reg \$164 ;
+  reg \$165 ;
+  reg \$166 ;
+  reg [3:0] \$167 ;
+  reg [3:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
+  reg \$170 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
@@ -75244,80 +75578,80 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [5:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [6:0] \$38 ;
+  wire [3:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [47:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [3:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [12:0] \$44 ;
-  wire [47:0] \$45 ;
+  wire [16:0] \$40 ;
+  wire \$41 ;
+  wire [47:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire [47:0] \$49 ;
+  wire \$47 ;
+  wire [16:0] \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [23:0] \$50 ;
+  wire [25:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire [47:0] \$53 ;
   wire \$54 ;
-  wire [16:0] \$55 ;
-  wire [16:0] \$56 ;
-  wire [23:0] \$57 ;
-  wire [25:0] \$58 ;
-  wire [4:0] \$59 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [47:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
+  wire [4:0] \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
   wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [47:0] \$83 ;
-  reg \$84 ;
-  reg \$85 ;
-  reg [178:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
-  reg \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg \$98 ;
-  reg [3:0] \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire [4:0] \$92 ;
+  wire [4:0] \$93 ;
+  wire [4:0] \$94 ;
+  wire [5:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -75394,7 +75728,6 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [3:0] held = 4'h0;
-  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -75553,104 +75886,172 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$30  = \$28  & \$29 ;
   assign \$31  = ~ packet__valid;
   assign idle = \$30  & \$31 ;
-  assign \$32  = held + issue;
-  assign \$33  = packet__valid & \o__ready$39 ;
-  assign \$34  = \$32  - \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = ~ \$signal$31 ;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
-  assign \$39  = ~ read__valid;
-  assign \$40  = \$39  | read__ready;
-  assign \$41  = tag + 1'h1;
-  assign \$42  = src_at + step;
-  assign \$43  = dst_at + step;
-  assign \$44  = rows_left - 1'h1;
-  assign \$45  = short_row ? row_step : 48'h000000000040;
-  assign \$46  = rows_left == 2'h2;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'hc0;
-  assign \$49  = near_end ? row_step : 48'h000000000040;
-  assign \$50  = ~ nxt_valid;
-  assign \$51  = descriptor__valid & \$50 ;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[58:43] <= 8'h80;
-  assign \$54  = descriptor__payload[42:31] == 1'h1;
-  assign \$55  = descriptor__payload[58:43] - 1'h1;
-  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
-  assign \$59  = run + 1'h1;
-  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$38 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$32  = ~ read__valid;
+  assign \$33  = \$32  | read__ready;
+  assign \$34  = tag + 1'h1;
+  assign \$35  = src_at + step;
+  assign \$36  = dst_at + step;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = short_row ? row_step : 48'h000000000040;
+  assign \$39  = rows_left == 2'h2;
+  assign \$40  = remaining - 7'h40;
+  assign \$41  = remaining <= 8'hc0;
+  assign \$42  = near_end ? row_step : 48'h000000000040;
+  assign \$43  = ~ nxt_valid;
+  assign \$44  = descriptor__valid & \$43 ;
+  assign \$45  = descriptor__payload[58:43] <= 7'h40;
+  assign \$46  = descriptor__payload[58:43] <= 8'h80;
+  assign \$47  = descriptor__payload[42:31] == 1'h1;
+  assign \$48  = descriptor__payload[58:43] - 1'h1;
+  assign \$51  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$50 );
+  assign \$52  = run + 1'h1;
+  assign \$53  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$28 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = packet__valid & \o__ready$39 ;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = issue & \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$signal$31 ;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$61  & \$65 ;
+  assign \$67  = held + 1'h1;
+  assign \$68  = ~ issue;
+  assign \$69  = packet__valid & \o__ready$39 ;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = o__valid & o__ready;
+  assign \$72  = ~ \$signal$31 ;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = \$70  & \$73 ;
+  assign \$75  = held - 2'h2;
+  assign \$76  = packet__valid & \o__ready$39 ;
+  assign \$77  = issue ^ \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ \$signal$31 ;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = \$77  ^ \$80 ;
+  assign \$82  = packet__valid & \o__ready$39 ;
+  assign \$83  = ~ \$82 ;
+  assign \$84  = issue & \$83 ;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = ~ \$signal$31 ;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ \$87 ;
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = ~ \$89 ;
+  assign \$91  = \$81  & \$90 ;
+  assign \$92  = held - 1'h1;
+  assign \$93  = \$91  ? \$92  : { 1'h0, held };
+  assign \$94  = \$74  ? \$75  : \$93 ;
+  assign \$95  = \$66  ? { 1'h0, \$67  } : { \$94 [4], \$94  };
+  assign \$96  = packet__valid & \o__ready$39 ;
+  assign \$97  = ~ \$96 ;
+  assign \$98  = issue & \$97 ;
+  assign \$99  = o__valid & o__ready;
+  assign \$100  = ~ \$signal$31 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ \$101 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = held + 1'h1;
+  assign \$105  = \$104  == 4'h8;
+  assign \$106  = packet__valid & \o__ready$39 ;
+  assign \$107  = issue ^ \$106 ;
+  assign \$108  = o__valid & o__ready;
+  assign \$109  = ~ \$signal$31 ;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = \$107  ^ \$110 ;
+  assign \$112  = packet__valid & \o__ready$39 ;
+  assign \$113  = ~ \$112 ;
+  assign \$114  = issue & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ \$signal$31 ;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = ~ \$117 ;
+  assign \$119  = \$114  & \$118 ;
+  assign \$120  = ~ \$119 ;
+  assign \$121  = \$111  & \$120 ;
+  assign \$122  = ~ \$121 ;
+  assign \$123  = ~ issue;
+  assign \$124  = packet__valid & \o__ready$39 ;
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = o__valid & o__ready;
+  assign \$127  = ~ \$signal$31 ;
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$125  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = held == 4'h8;
+  assign \$133  = \$131  & \$132 ;
+  assign \$134  = \$103  ? \$105  : \$133 ;
+  assign \$135  = o__ready & o__valid;
+  assign \$136  = ~ \$signal$28 ;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = \$137  ? o__payload[83:80] : \$signal$30 ;
+  assign \$139  = run + 1'h1;
+  assign \$140  = start ? \$139  : { 1'h0, run };
+  assign \$141  = \$138  == \$140 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$142 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$143 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$144 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$145 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$146 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$147 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$148 ;
   always @(posedge clk)
-    near_end <= \$81 ;
+    near_end <= \$149 ;
   always @(posedge clk)
-    row_end <= \$82 ;
+    row_end <= \$150 ;
   always @(posedge clk)
-    step <= \$83 ;
+    step <= \$151 ;
   always @(posedge clk)
-    one_row <= \$84 ;
+    one_row <= \$152 ;
   always @(posedge clk)
-    active <= \$85 ;
+    active <= \$153 ;
   always @(posedge clk)
-    nxt <= \$86 ;
+    nxt <= \$154 ;
   always @(posedge clk)
-    nxt_valid <= \$87 ;
+    nxt_valid <= \$155 ;
   always @(posedge clk)
-    nxt_short <= \$88 ;
+    nxt_short <= \$156 ;
   always @(posedge clk)
-    nxt_near <= \$89 ;
+    nxt_near <= \$157 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$158 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$159 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$160 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$161 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$162 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$163 ;
   always @(posedge clk)
-    row_near <= \$96 ;
+    row_near <= \$164 ;
   always @(posedge clk)
-    short_row <= \$97 ;
+    short_row <= \$165 ;
   always @(posedge clk)
-    \$signal  <= \$98 ;
+    \$signal  <= \$166 ;
   always @(posedge clk)
-    \$signal$30  <= \$99 ;
+    \$signal$30  <= \$167 ;
   always @(posedge clk)
-    held <= \$100 ;
+    held <= \$168 ;
   always @(posedge clk)
-    at_limit <= \$101 ;
+    at_limit <= \$169 ;
   always @(posedge clk)
-    \$signal$8  <= \$102 ;
+    \$signal$8  <= \$170 ;
   t3hw_system__e2__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -75680,298 +76081,298 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$74  = read__valid;
+    \$142  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$142  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$75  = read__payload;
-    if (\$40 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+    \$143  = read__payload;
+    if (\$33 ) begin
+      \$143 [47:0] = meta[139:92];
+      \$143 [54:48] = \$1 [6:0];
+      \$143 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$143  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$76  = tag;
+    \$144  = tag;
     if (issue) begin
-      \$76  = \$41 [2:0];
+      \$144  = \$34 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$144  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$77  = src_at;
+    \$145  = src_at;
     if (issue) begin
-      \$77  = \$42 [47:0];
+      \$145  = \$35 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$145  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$78  = dst_at;
+    \$146  = dst_at;
     if (issue) begin
-      \$78  = \$43 [47:0];
+      \$146  = \$36 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$146  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$79  = rows_left;
+    \$147  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$44 [11:0];
+        \$147  = \$37 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$147  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$80  = remaining;
+    \$148  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$148  = cur[50:35];
       end else begin
-        \$80  = \$47 [15:0];
+        \$148  = \$40 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$148  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$81  = near_end;
+    \$149  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = row_near;
+        \$149  = row_near;
       end else begin
-        \$81  = \$48 ;
+        \$149  = \$41 ;
       end
     end
     if (start) begin
-      \$81  = nxt_near;
+      \$149  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$82  = row_end;
+    \$150  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = short_row;
+        \$150  = short_row;
       end else begin
-        \$82  = near_end;
+        \$150  = near_end;
       end
     end
     if (start) begin
-      \$82  = nxt_short;
+      \$150  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$83  = step;
+    \$151  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = \$45 ;
+        \$151  = \$38 ;
       end else begin
-        \$83  = \$49 ;
+        \$151  = \$42 ;
       end
     end
     if (start) begin
-      \$83  = \$60 ;
+      \$151  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$84  = one_row;
+    \$152  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$84  = \$46 ;
+        \$152  = \$39 ;
       end
     end
     if (start) begin
-      \$84  = nxt_one_row;
+      \$152  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$85  = active;
+    \$153  = active;
     if (issue) begin
       if (last) begin
-        \$85  = 1'h0;
+        \$153  = 1'h0;
       end
     end
     if (stop) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
     if (start) begin
-      \$85  = 1'h1;
+      \$153  = 1'h1;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$86  = nxt;
-    if (\$51 ) begin
-      \$86  = descriptor__payload;
+    \$154  = nxt;
+    if (\$44 ) begin
+      \$154  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$87  = nxt_valid;
-    if (\$51 ) begin
-      \$87  = 1'h1;
+    \$155  = nxt_valid;
+    if (\$44 ) begin
+      \$155  = 1'h1;
     end
     if (start) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
     if (rst) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$88  = nxt_short;
-    if (\$51 ) begin
-      \$88  = \$52 ;
+    \$156  = nxt_short;
+    if (\$44 ) begin
+      \$156  = \$45 ;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$89  = nxt_near;
-    if (\$51 ) begin
-      \$89  = \$53 ;
+    \$157  = nxt_near;
+    if (\$44 ) begin
+      \$157  = \$46 ;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$90  = nxt_one_row;
-    if (\$51 ) begin
-      \$90  = \$54 ;
+    \$158  = nxt_one_row;
+    if (\$44 ) begin
+      \$158  = \$47 ;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$91  = nxt_step;
-    if (\$51 ) begin
-      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$159  = nxt_step;
+    if (\$44 ) begin
+      \$159  = { \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51  };
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$92  = cur;
+    \$160  = cur;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$160 [0] = nxt[8];
+      \$160 [1] = nxt[9];
+      \$160 [6:2] = nxt[14:10];
+      \$160 [22:7] = nxt[30:15];
+      \$160 [34:23] = nxt[42:31];
+      \$160 [50:35] = nxt[58:43];
+      \$160 [74:51] = nxt[82:59];
+      \$160 [122:75] = nxt[130:83];
+      \$160 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$93  = index;
+    \$161  = index;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$161  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$94  = run;
+    \$162  = run;
     if (start) begin
-      \$94  = \$59 [3:0];
+      \$162  = \$52 [3:0];
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$162  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$95  = row_step;
+    \$163  = row_step;
     if (start) begin
-      \$95  = nxt_step;
+      \$163  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$96  = row_near;
+    \$164  = row_near;
     if (start) begin
-      \$96  = nxt_near;
+      \$164  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$97  = short_row;
+    \$165  = short_row;
     if (start) begin
-      \$97  = nxt_short;
+      \$165  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$98  = \$signal ;
-    if (\$63 ) begin
-      \$98  = \$65 ;
+    \$166  = \$signal ;
+    if (\$56 ) begin
+      \$166  = \$58 ;
     end
     if (rst) begin
-      \$98  = 1'h0;
+      \$166  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$99  = \$signal$30 ;
-    if (\$63 ) begin
-      \$99  = o__payload[83:80];
+    \$167  = \$signal$30 ;
+    if (\$56 ) begin
+      \$167  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$100  = \$38 [3:0];
+    \$168  = \$95 [3:0];
     if (rst) begin
-      \$100  = 4'h0;
+      \$168  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$101  = \$66 ;
+    \$169  = \$134 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_55 ) begin end
-    \$102  = \$73 ;
+    \$170  = \$141 ;
     if (rst) begin
-      \$102  = 1'h1;
+      \$170  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -75985,7 +76386,6 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -76077,8 +76477,8 @@ module t3hw_system__e2__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
-  assign \$57  = { \$56 [16], \$56 , 6'h00 };
+  assign \$49  = { \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16:6] };
+  assign \$50  = { \$49 [16], \$49 , 6'h00 };
 endmodule
 
 module t3hw_system__e2__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -76809,34 +77209,59 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
-  reg \$109 ;
+  wire [5:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [5:0] \$113 ;
+  wire [5:0] \$114 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [6:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  reg [7:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [4:0] \$130 ;
+  reg \$131 ;
+  reg [178:0] \$132 ;
+  reg [11:0] \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [4:0] \$138 ;
+  reg \$139 ;
   wire \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [178:0] \$144 ;
+  reg \$145 ;
+  reg [4:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg \$149 ;
   wire [23:0] \$15 ;
+  reg [4:0] \$150 ;
   wire [23:0] \$16 ;
   wire [38:0] \$17 ;
   wire [39:0] \$18 ;
@@ -76902,32 +77327,32 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [12:0] \$8 ;
   wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [5:0] \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [6:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [5:0] \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
   reg again = 1'h0;
@@ -78568,55 +78993,80 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$36  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
+  assign \$75  = ~ bad_descriptor;
+  assign \$76  = \$74  & \$75 ;
   assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$36  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign old = again ? last : read;
-  assign \$88  = old + 1'h1;
-  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
-  assign \$89  = \old$105  + 1'h1;
-  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
-  assign \$90  = \old$111  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$78  = ~ \$77 ;
+  assign \$79  = \$76  & \$78 ;
+  assign \$80  = \held$36  + 1'h1;
+  assign \$81  = trigger__valid & trigger__ready;
+  assign \$82  = ~ \$81 ;
+  assign \$83  = \$82  & bad_descriptor;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \held$36  - 2'h2;
+  assign \$87  = trigger__valid & trigger__ready;
+  assign \$88  = \$87  ^ bad_descriptor;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = \$88  ^ \$89 ;
+  assign \$91  = \held$36  - 1'h1;
+  assign \$92  = \$90  ? \$91  : { 1'h0, \held$36  };
+  assign \$93  = \$85  ? \$86  : \$92 ;
+  assign \$94  = \$79  ? { 1'h0, \$80  } : { \$93 [5], \$93  };
+  assign \$95  = trigger__valid & trigger__ready;
+  assign \$96  = ~ bad_descriptor;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$98  = \held$36  + 1'h1;
+  assign \$99  = \$98  < 5'h10;
+  assign \$100  = trigger__valid & trigger__ready;
+  assign \$101  = ~ \$100 ;
+  assign \$102  = \$101  & bad_descriptor;
+  assign \$103  = \held$36  - 1'h1;
+  assign \$104  = $signed(\$103 ) < $signed(6'h10);
+  assign \$105  = \held$36  < 5'h10;
+  assign \$106  = \$102  ? \$104  : \$105 ;
+  assign room_next = \$97  ? \$99  : \$106 ;
+  assign \$107  = ~ fetching;
+  assign \$108  = ~ fetched;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ descriptor__valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ stage[4];
+  assign o__ready = \$111  & \$112 ;
+  assign old = again ? last : read;
+  assign \$113  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$114  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$115  = \old$111  + 1'h1;
+  assign \$116  = issued_checked - dropped_checked;
+  assign \$117  = $signed(\$116 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$117 [4:0];
+  assign \$118  = ~ s1_valid;
+  assign \$119  = ~ s2_valid;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = ~ o__valid;
+  assign \$122  = \$120  & \$121 ;
+  assign \$123  = ~ fetching;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = ~ fetched;
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = ~ descriptor__valid;
+  assign idle = \$126  & \$127 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$128 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$129 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$130 ;
   always @(posedge clk)
-    quiet <= \$106 ;
+    quiet <= \$131 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$132 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$133 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$134 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -78632,17 +79082,17 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$110 ;
+    \busy$20  <= \$135 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$136 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$137 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -78650,15 +79100,15 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$113 ;
+    \held$36  <= \$138 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$139 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$140 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$141 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$142 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -78666,11 +79116,11 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$143 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$144 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$145 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
@@ -78678,11 +79128,11 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     again <= \$40 ;
   always @(posedge clk)
-    last <= \$88 [4:0];
+    last <= \$113 [4:0];
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$146 ;
   always @(posedge clk)
-    \pending$62  <= \$122 ;
+    \pending$62  <= \$147 ;
   always @(posedge clk)
     \pending_index$64  <= s2_cmd;
   always @(posedge clk)
@@ -78690,11 +79140,11 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$67  <= \$44 ;
   always @(posedge clk)
-    \last$68  <= \$89 [4:0];
+    \last$68  <= \$114 [4:0];
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$148 ;
   always @(posedge clk)
-    \pending$72  <= \$124 ;
+    \pending$72  <= \$149 ;
   always @(posedge clk)
     \pending_index$73  <= descriptor__payload[7:0];
   always @(posedge clk)
@@ -78702,9 +79152,9 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$76  <= \$49 ;
   always @(posedge clk)
-    \last$77  <= \$90 [4:0];
+    \last$77  <= \$115 [4:0];
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$150 ;
   t3hw_system__e2__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -78716,189 +79166,189 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$103  = sweep;
+    \$128  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$128  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$128  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$104  = busy;
+    \$129  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$129  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$129  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$130  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$130  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$106  = \$7 ;
+    \$131  = \$7 ;
     if (rst) begin
-      \$106  = 1'h1;
+      \$131  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$107  = desc;
+    \$132  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$132  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$108  = rows1;
+    \$133  = rows1;
     if (program__ready) begin
-      \$108  = \$8 [11:0];
+      \$133  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$109  = held;
+    \$134  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$134  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$110  = \busy$20 ;
+    \$135  = \busy$20 ;
     if (stage[2]) begin
-      \$110  = \$21 ;
+      \$135  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$111  = \$25 ;
+    \$136  = \$25 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$112  = s1_valid;
+    \$137  = s1_valid;
     if (rst) begin
-      \$112  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$113  = \$78 [4:0];
+    \$138  = \$94 [4:0];
     if (rst) begin
-      \$113  = 5'h00;
+      \$138  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$114  = room_next;
+    \$139  = room_next;
     if (rst) begin
-      \$114  = 1'h1;
+      \$139  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$115  = \$34 ;
+    \$140  = \$34 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$116  = \$35 ;
+    \$141  = \$35 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$117  = fetching;
+    \$142  = fetching;
     if (rst) begin
-      \$117  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$118  = descriptor__valid;
+    \$143  = descriptor__valid;
     if (descriptor__ready) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
     if (fetched) begin
-      \$118  = 1'h1;
+      \$143  = 1'h1;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$119  = descriptor__payload;
+    \$144  = descriptor__payload;
     if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
+      \$144 [8] = got[0];
+      \$144 [9] = got[1];
+      \$144 [14:10] = got[6:2];
+      \$144 [30:15] = got[22:7];
+      \$144 [42:31] = got[34:23];
+      \$144 [58:43] = got[50:35];
+      \$144 [82:59] = got[74:51];
+      \$144 [130:83] = got[122:75];
+      \$144 [178:131] = got[170:123];
+      \$144 [7:0] = got_index;
     end
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$144  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$120  = \$38 ;
+    \$145  = \$38 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$121  = issued_checked;
+    \$146  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$146  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$122  = \$42 ;
+    \$147  = \$42 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$123  = dropped_checked;
+    \$148  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$71 ;
+      \$148  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$124  = \$47 ;
+    \$149  = \$47 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$149  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_58 ) begin end
-    \$125  = taken_checked;
+    \$150  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$80 ;
+      \$150  = \check__data$80 ;
     end
   end
   always @* begin
@@ -78991,7 +79441,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$113 [4:0];
     end
   end
   always @* begin
@@ -79018,7 +79468,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$108  = \$89 [4:0];
+      \wr__data$108  = \$114 [4:0];
     end
   end
   always @* begin
@@ -79045,7 +79495,7 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$114  = \$90 [4:0];
+      \wr__data$114  = \$115 [4:0];
     end
   end
   always @* begin
@@ -79057,10 +79507,10 @@ module t3hw_system__e2__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$69  = \$89 [4:0];
-  assign \value$78  = \$90 [4:0];
+  assign held_next = \$94 [4:0];
+  assign value = \$113 [4:0];
+  assign \value$69  = \$114 [4:0];
+  assign \value$78  = \$115 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;
@@ -90348,9 +90798,9 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   reg _init_strobe_76  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [8:0] \$100 ;
-  wire [39:0] \$101 ;
-  wire [40:0] \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
   wire \$103 ;
   wire \$104 ;
   wire \$105 ;
@@ -90360,7 +90810,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$109 ;
   wire [8:0] \$11 ;
   wire \$110 ;
-  wire [5:0] \$111 ;
+  wire \$111 ;
   wire \$112 ;
   wire \$113 ;
   wire \$114 ;
@@ -90374,60 +90824,60 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [25:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire \$127 ;
-  wire \$128 ;
-  wire \$129 ;
+  wire [25:0] \$126 ;
+  wire [2:0] \$127 ;
+  wire [34:0] \$128 ;
+  wire [33:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
+  wire [32:0] \$130 ;
   wire \$131 ;
   wire \$132 ;
   wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire [25:0] \$136 ;
+  wire [32:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire \$136 ;
   wire \$137 ;
-  wire [25:0] \$138 ;
-  wire [2:0] \$139 ;
+  wire \$138 ;
+  wire [32:0] \$139 ;
   wire \$14 ;
-  wire [34:0] \$140 ;
-  wire [33:0] \$141 ;
-  wire [32:0] \$142 ;
+  wire [32:0] \$140 ;
+  wire \$141 ;
+  wire \$142 ;
   wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [32:0] \$146 ;
-  wire [32:0] \$147 ;
+  wire [32:0] \$144 ;
+  wire [32:0] \$145 ;
+  wire \$146 ;
+  wire \$147 ;
   wire \$148 ;
-  wire \$149 ;
+  wire [32:0] \$149 ;
   wire \$15 ;
-  wire \$150 ;
-  wire [32:0] \$151 ;
-  wire [32:0] \$152 ;
+  wire [32:0] \$150 ;
+  wire \$151 ;
+  wire \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire [32:0] \$156 ;
+  wire \$156 ;
   wire [32:0] \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [1:0] \$158 ;
+  wire [1:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [32:0] \$161 ;
-  wire [32:0] \$162 ;
+  wire [1:0] \$160 ;
+  wire \$161 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire [32:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
-  wire [1:0] \$170 ;
-  wire [1:0] \$171 ;
-  wire [1:0] \$172 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
@@ -90473,31 +90923,31 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$210 ;
   wire \$211 ;
   wire \$212 ;
-  wire \$213 ;
+  wire [1:0] \$213 ;
   wire \$214 ;
   wire [1:0] \$215 ;
-  wire \$216 ;
-  wire [1:0] \$217 ;
+  wire [1:0] \$216 ;
+  wire \$217 ;
   wire [1:0] \$218 ;
-  wire \$219 ;
+  wire [1:0] \$219 ;
   wire \$22 ;
-  wire [1:0] \$220 ;
-  wire [1:0] \$221 ;
+  wire \$220 ;
+  wire \$221 ;
   wire \$222 ;
   wire \$223 ;
   wire \$224 ;
   wire \$225 ;
-  wire \$226 ;
-  wire \$227 ;
+  wire [1:0] \$226 ;
+  wire [1:0] \$227 ;
   wire [1:0] \$228 ;
   wire [1:0] \$229 ;
   wire \$23 ;
-  wire [1:0] \$230 ;
+  wire \$230 ;
   wire [1:0] \$231 ;
-  wire \$232 ;
-  wire [1:0] \$233 ;
+  wire [1:0] \$232 ;
+  wire \$233 ;
   wire [1:0] \$234 ;
-  wire \$235 ;
+  wire [1:0] \$235 ;
   wire \$236 ;
   wire \$237 ;
   wire \$238 ;
@@ -90505,38 +90955,38 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
-  wire \$242 ;
-  wire \$243 ;
+  wire [1:0] \$242 ;
+  wire [1:0] \$243 ;
   wire [1:0] \$244 ;
   wire [1:0] \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
-  wire \$249 ;
+  wire [1:0] \$249 ;
   wire \$25 ;
   wire \$250 ;
   wire \$251 ;
   wire [1:0] \$252 ;
-  wire [1:0] \$253 ;
-  wire [1:0] \$254 ;
-  wire [1:0] \$255 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
   wire \$256 ;
   wire \$257 ;
   wire \$258 ;
-  wire [1:0] \$259 ;
+  wire \$259 ;
   wire \$26 ;
   wire \$260 ;
   wire \$261 ;
-  wire \$262 ;
+  wire [1:0] \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
-  wire \$266 ;
+  wire [1:0] \$266 ;
   wire \$267 ;
   wire \$268 ;
-  wire \$269 ;
+  wire [1:0] \$269 ;
   wire \$27 ;
-  wire [1:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
   wire \$272 ;
   wire \$273 ;
@@ -90549,17 +90999,17 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$28 ;
   wire [1:0] \$280 ;
   wire \$281 ;
-  wire \$282 ;
-  wire \$283 ;
-  wire [1:0] \$284 ;
-  wire \$285 ;
-  wire \$286 ;
-  wire \$287 ;
-  wire \$288 ;
-  wire \$289 ;
+  wire [1:0] \$282 ;
+  wire [83:0] \$283 ;
+  wire [83:0] \$284 ;
+  wire [83:0] \$285 ;
+  wire [83:0] \$286 ;
+  wire [83:0] \$287 ;
+  wire [83:0] \$288 ;
+  wire [83:0] \$289 ;
   wire \$29 ;
-  wire \$290 ;
-  wire [1:0] \$291 ;
+  wire [83:0] \$290 ;
+  wire \$291 ;
   wire \$292 ;
   wire \$293 ;
   wire \$294 ;
@@ -90572,91 +91022,69 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$30 ;
   wire \$300 ;
   wire \$301 ;
-  wire [1:0] \$302 ;
+  wire \$302 ;
   wire \$303 ;
-  wire [1:0] \$304 ;
-  wire [83:0] \$305 ;
-  wire [83:0] \$306 ;
-  wire [83:0] \$307 ;
-  wire [83:0] \$308 ;
-  wire [83:0] \$309 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire [17:0] \$31 ;
-  wire [83:0] \$310 ;
-  wire [83:0] \$311 ;
-  wire [83:0] \$312 ;
-  wire \$313 ;
-  wire \$314 ;
-  wire \$315 ;
-  wire \$316 ;
-  wire \$317 ;
-  wire \$318 ;
-  wire \$319 ;
+  wire \$310 ;
+  reg \$311 ;
+  reg \$312 ;
+  reg \$313 ;
+  reg \$314 ;
+  reg \$315 ;
+  reg [16:0] \$316 ;
+  reg \$317 ;
+  reg \$318 ;
+  reg \$319 ;
   wire [17:0] \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire \$322 ;
-  wire \$323 ;
-  wire \$324 ;
-  wire \$325 ;
-  wire \$326 ;
-  wire \$327 ;
-  wire \$328 ;
-  wire \$329 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg \$324 ;
+  reg \$325 ;
+  reg [83:0] \$326 ;
+  reg [83:0] \$327 ;
+  reg [83:0] \$328 ;
+  reg [83:0] \$329 ;
   wire [17:0] \$33 ;
-  wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  reg \$333 ;
-  reg \$334 ;
-  reg \$335 ;
+  reg \$330 ;
+  reg [22:0] \$331 ;
+  reg [31:0] \$332 ;
+  reg [24:0] \$333 ;
+  reg [8:0] \$334 ;
+  reg [33:0] \$335 ;
   reg \$336 ;
-  reg \$337 ;
-  reg [16:0] \$338 ;
+  reg [38:0] \$337 ;
+  reg [7:0] \$338 ;
   reg \$339 ;
   wire \$34 ;
   reg \$340 ;
   reg \$341 ;
-  reg \$342 ;
-  reg \$343 ;
-  reg \$344 ;
-  reg \$345 ;
-  reg \$346 ;
+  reg [1:0] \$342 ;
+  reg [4:0] \$343 ;
+  reg [24:0] \$344 ;
+  reg [33:0] \$345 ;
+  reg [31:0] \$346 ;
   reg \$347 ;
-  reg [83:0] \$348 ;
-  reg [83:0] \$349 ;
+  reg \$348 ;
+  reg [287:0] \$349 ;
   wire \$35 ;
-  reg [83:0] \$350 ;
-  reg [83:0] \$351 ;
+  reg \$350 ;
+  reg \$351 ;
   reg \$352 ;
-  reg [22:0] \$353 ;
-  reg [31:0] \$354 ;
-  reg [24:0] \$355 ;
-  reg [8:0] \$356 ;
-  reg [33:0] \$357 ;
-  reg \$358 ;
-  reg [38:0] \$359 ;
+  reg \$353 ;
+  reg \$354 ;
+  reg \$355 ;
+  reg \$356 ;
+  reg [1:0] \$357 ;
   wire \$36 ;
-  reg [7:0] \$360 ;
-  reg \$361 ;
-  reg \$362 ;
-  reg \$363 ;
-  reg [1:0] \$364 ;
-  reg [4:0] \$365 ;
-  reg [24:0] \$366 ;
-  reg [33:0] \$367 ;
-  reg [31:0] \$368 ;
-  reg \$369 ;
   wire \$37 ;
-  reg \$370 ;
-  reg [287:0] \$371 ;
-  reg \$372 ;
-  reg \$373 ;
-  reg \$374 ;
-  reg \$375 ;
-  reg \$376 ;
-  reg \$377 ;
-  reg \$378 ;
-  reg [1:0] \$379 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -90710,12 +91138,12 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire [38:0] \$86 ;
+  wire [31:0] \$87 ;
+  wire [8:0] \$88 ;
+  wire [39:0] \$89 ;
   wire [8:0] \$9 ;
-  wire \$90 ;
+  wire [40:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
@@ -90723,20 +91151,27 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire [38:0] \$98 ;
-  wire [31:0] \$99 ;
-  wire \$signal ;
+  wire \$98 ;
+  wire [5:0] \$99 ;
+  reg \$signal  = 1'h1;
+  wire \$signal$14 ;
   wire \$signal$15 ;
+  reg [16:0] \$signal$21  = 17'h00001;
+  (* keep = 32'd1 *)
   wire \$signal$28 ;
-  wire \$signal$29 ;
+  (* keep = 32'd1 *)
   wire \$signal$30 ;
+  (* keep = 32'd1 *)
   wire \$signal$31 ;
-  wire \$signal$82 ;
+  (* keep = 32'd1 *)
+  wire \$signal$32 ;
+  (* keep = 32'd1 *)
+  wire \$signal$33 ;
+  wire \$signal$84 ;
   reg [31:0] acc = 32'd0;
   reg accept = 1'h0;
   reg armed = 1'h1;
   reg [33:0] base = 34'h021fffc00;
-  reg below = 1'h1;
   reg below2 = 1'h1;
   reg [38:0] cfg = 39'h0200388002;
   (* enum_base_type = "ArbPolicy" *)
@@ -90829,6 +91264,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   wire errors__bad_config ;
   wire errors__bad_response ;
   reg [1:0] finish = 2'h0;
+  (* keep = 32'd1 *)
+  wire full_none;
   wire gate_m;
   reg gated = 1'h0;
   reg grant_c_q = 1'h0;
@@ -91017,7 +91454,6 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   input track_hold;
   wire track_hold;
   reg [24:0] unit = 25'h0000400;
-  reg [16:0] wait1 = 17'h00001;
   reg wait_full = 1'h0;
   reg was_forced = 1'h0;
   reg window = 1'h0;
@@ -91038,7 +91474,7 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$15  = \$14  & pick_c;
   assign \$16  = ~ dram__valid;
   assign \$17  = \$16  | dram__ready;
-  assign \$18  = gate_m & below;
+  assign \$18  = gate_m & \$signal ;
   assign \$19  = \$signal$15  | \$18 ;
   assign \$20  = \$17  & \$19 ;
   assign \$21  = dma__valid | remote__valid;
@@ -91047,12 +91483,12 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$24  = \$23  | dram__ready;
   assign \$25  = \$22  | \$24 ;
   assign \$26  = dma__valid | remote__valid;
-  assign \$27  = gate_m & below;
+  assign \$27  = gate_m & \$signal ;
   assign \$28  = \$signal$15  | \$27 ;
   assign \$29  = ~ \$28 ;
   assign \$30  = \$26  & \$29 ;
-  assign \$31  = wait1 + 1'h1;
-  assign \$32  = wait_full ? { 1'h0, wait1 } : \$31 ;
+  assign \$31  = \$signal$21  + 1'h1;
+  assign \$32  = wait_full ? { 1'h0, \$signal$21  } : \$31 ;
   assign \$33  = \$30  ? \$32  : 18'h00001;
   assign \$34  = | \new [9:2];
   assign \$35  = \new [1] & \$34 ;
@@ -91060,866 +91496,846 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign \$37  = accept ? \$35  : \$36 ;
   assign \$38  = ~ dram__valid;
   assign \$39  = \$38  | dram__ready;
-  assign \$40  = gate_m & below;
+  assign \$40  = gate_m & \$signal ;
   assign \$41  = \$signal$15  | \$40 ;
   assign \$42  = pick_c | \$41 ;
-  assign \$43  = gate_m & below;
+  assign \$43  = gate_m & \$signal ;
   assign \$44  = \$signal$15  | \$43 ;
   assign \$45  = \$42  ? \$44  : last_comm;
   assign \$46  = \$39  ? \$45  : last_comm;
   assign \$47  = ~ dram__valid;
   assign \$48  = \$47  | dram__ready;
-  assign \$49  = gate_m & below;
+  assign \$49  = gate_m & \$signal ;
   assign \$50  = \$signal$15  | \$49 ;
   assign \$51  = ~ \$50 ;
-  assign \$52  = dma__valid | remote__valid;
-  assign \$53  = wait1 > \new [38:23];
-  assign \$54  = wait1 >= \new [38:23];
-  assign \$55  = wait_full ? \$53  : \$54 ;
-  assign \$56  = wait1 == cfg[38:23];
-  assign \$57  = wait_full ? wait_full : \$56 ;
-  assign \$58  = accept ? \$55  : \$57 ;
-  assign \$59  = \$52  & \$58 ;
-  assign \$60  = \$51  & \$59 ;
-  assign \$61  = dma__valid | remote__valid;
-  assign \$62  = wait1 > \new [38:23];
-  assign \$63  = accept ? \$62  : wait_full;
-  assign \$64  = \$61  & \$63 ;
-  assign \$65  = \$48  ? \$60  : \$64 ;
+  assign \$52  = \$51  & \$signal$28 ;
+  assign \$53  = \$48  ? \$52  : full_none;
+  assign \$54  = ~ dram__valid;
+  assign \$55  = \$54  | dram__ready;
+  assign \$56  = gate_m & \$signal ;
+  assign \$57  = \$signal$15  | \$56 ;
+  assign \$58  = pick_c ? \$244 [0] : \$signal$31 ;
+  assign \$59  = \$57  ? 1'h0 : \$58 ;
+  assign \$60  = \$55  ? \$59  : \$signal$30 ;
+  assign \$61  = ~ dram__valid;
+  assign \$62  = \$61  | dram__ready;
+  assign \$63  = ~ dram__valid;
+  assign \$64  = \$63  | dram__ready;
+  assign \$65  = \$64  & pick_c;
   assign \$66  = ~ dram__valid;
   assign \$67  = \$66  | dram__ready;
-  assign \$68  = gate_m & below;
+  assign \$68  = gate_m & \$signal ;
   assign \$69  = \$signal$15  | \$68 ;
-  assign \$70  = pick_c ? \$254 [0] : \$signal$29 ;
-  assign \$71  = \$69  ? 1'h0 : \$70 ;
-  assign \$72  = \$67  ? \$71  : \$signal$28 ;
-  assign \$73  = ~ dram__valid;
-  assign \$74  = \$73  | dram__ready;
-  assign \$75  = ~ dram__valid;
-  assign \$76  = \$75  | dram__ready;
-  assign \$77  = \$76  & pick_c;
-  assign \$78  = ~ dram__valid;
-  assign \$79  = \$78  | dram__ready;
-  assign \$80  = gate_m & below;
-  assign \$81  = \$signal$15  | \$80 ;
-  assign \$82  = \$79  & \$81 ;
-  assign \$83  = \$77  | \$82 ;
-  assign \$84  = ~ \$signal ;
-  assign \$85  = pick_c & \$84 ;
-  assign \$86  = pick_c & \$signal ;
-  assign \$87  = ~ pick_c;
-  assign \$88  = ~ sel_remote;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = ~ pick_c;
-  assign \$91  = \$90  & sel_remote;
-  assign \$92  = dram__valid & dram__ready;
-  assign \$93  = \$92  & \$312 [83];
-  assign \$94  = | \$312 [1:0];
+  assign \$70  = \$67  & \$69 ;
+  assign \$71  = \$65  | \$70 ;
+  assign \$72  = ~ \$signal$14 ;
+  assign \$73  = pick_c & \$72 ;
+  assign \$74  = pick_c & \$signal$14 ;
+  assign \$75  = ~ pick_c;
+  assign \$76  = ~ sel_remote;
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = ~ pick_c;
+  assign \$79  = \$78  & sel_remote;
+  assign \$80  = dram__valid & dram__ready;
+  assign \$81  = \$80  & \$290 [83];
+  assign \$82  = | \$290 [1:0];
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = \$290 [1:0] == 2'h2;
+  assign \$85  = \$84  ? 1'h1 : 1'h0;
+  assign \$86  = cfg[17:10] << scale;
+  assign \$87  = 1'h1 << scale;
+  assign \$88  = cfg[17:10] + 2'h2;
+  assign \$90  = \$89  - unit;
+  assign \$91  = ~ dram__valid;
+  assign \$92  = \$91  | dram__ready;
+  assign \$93  = \$92  & pick_c;
+  assign \$94  = ~ accept;
   assign \$95  = \$93  & \$94 ;
-  assign \$96  = \$312 [1:0] == 2'h2;
-  assign \$97  = \$96  ? 1'h1 : 1'h0;
-  assign \$98  = cfg[17:10] << scale;
-  assign \$99  = 1'h1 << scale;
-  assign \$100  = cfg[17:10] + 2'h2;
-  assign \$102  = \$101  - unit;
-  assign \$103  = ~ dram__valid;
-  assign \$104  = \$103  | dram__ready;
-  assign \$105  = \$104  & pick_c;
-  assign \$106  = ~ accept;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = armed & grant_c_q;
-  assign \$109  = ! \new [9:2];
-  assign \$110  = ! \new [9:2];
-  assign \$111  = 5'h18 - \new [22:18];
-  assign \$112  = cfg[22:18] == 1'h1;
-  assign \$113  = cfg[22:18] > 2'h2;
-  assign \$114  = cfg[22:18] > 2'h3;
-  assign \$115  = cfg[22:18] > 3'h4;
-  assign \$116  = cfg[22:18] > 3'h5;
-  assign \$117  = cfg[22:18] > 3'h6;
-  assign \$118  = cfg[22:18] > 3'h7;
-  assign \$119  = cfg[22:18] > 4'h8;
-  assign \$120  = cfg[22:18] > 4'h9;
-  assign \$121  = cfg[22:18] > 4'ha;
-  assign \$122  = cfg[22:18] > 4'hb;
-  assign \$123  = cfg[22:18] > 4'hc;
-  assign \$124  = cfg[22:18] > 4'hd;
-  assign \$125  = cfg[22:18] > 4'he;
-  assign \$126  = cfg[22:18] > 4'hf;
-  assign \$127  = cfg[22:18] > 5'h10;
-  assign \$128  = cfg[22:18] > 5'h11;
-  assign \$129  = cfg[22:18] > 5'h12;
-  assign \$130  = cfg[22:18] > 5'h13;
-  assign \$131  = cfg[22:18] > 5'h14;
-  assign \$132  = cfg[22:18] > 5'h15;
-  assign \$133  = cfg[22:18] > 5'h16;
-  assign \$134  = cfg[22:18] > 5'h17;
-  assign \$135  = cfg[22:18] > 5'h18;
-  assign \$136  = \$112  ? 26'h3ffffff : { 1'h0, \$135 , \$134 , \$133 , \$132 , \$131 , \$130 , \$129 , \$128 , \$127 , \$126 , \$125 , \$124 , \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , 2'h1 };
-  assign \$137  = ! cfg[22:18];
-  assign \$138  = $signed(left) - $signed(2'h1);
-  assign \$140  = base + acc;
-  assign \$142  = acc + sat_s;
-  assign \$143  = load__valid & load__ready;
-  assign \$144  = ~ load__ready;
-  assign \$145  = load__valid & \$144 ;
-  assign \$146  = stats[31:0] + 1'h1;
-  assign \$147  = stats[159:128] + 1'h1;
-  assign \$148  = store__valid & store__ready;
-  assign \$149  = ~ store__ready;
-  assign \$150  = store__valid & \$149 ;
-  assign \$151  = stats[63:32] + 1'h1;
-  assign \$152  = stats[191:160] + 1'h1;
-  assign \$153  = dma__valid & dma__ready;
-  assign \$154  = ~ dma__ready;
-  assign \$155  = dma__valid & \$154 ;
-  assign \$156  = stats[95:64] + 1'h1;
-  assign \$157  = stats[223:192] + 1'h1;
-  assign \$158  = remote__valid & remote__ready;
-  assign \$159  = ~ remote__ready;
-  assign \$160  = remote__valid & \$159 ;
-  assign \$161  = stats[127:96] + 1'h1;
-  assign \$162  = stats[255:224] + 1'h1;
-  assign \$163  = ~ dram__valid;
-  assign \$164  = \$163  | dram__ready;
-  assign \$165  = dma__valid | remote_ok;
-  assign \$166  = \$165  & wait_full;
-  assign \$167  = \$166  & cfg[1];
-  assign \$168  = \$164  & \$167 ;
-  assign \$169  = stats[287:256] + 1'h1;
-  assign \$173  = track_hold & store__payload[72];
-  assign \$174  = ~ \$173 ;
-  assign \$signal$82  = store__valid & \$174 ;
-  assign \$175  = track_hold & remote__payload[72];
-  assign \$176  = ~ \$175 ;
-  assign remote_ok = remote__valid & \$176 ;
-  assign \$177  = load__valid | \$signal$82 ;
-  assign \$178  = dma__valid | remote_ok;
-  assign \$179  = \$178  & comm_first;
-  assign \$180  = ~ \$179 ;
-  assign pick_c = \$177  & \$180 ;
-  assign \$181  = dma__valid | remote_ok;
-  assign \$182  = load__valid | \$signal$82 ;
-  assign \$183  = ~ \$182 ;
-  assign \$184  = ~ gated;
-  assign \$185  = \$183  & \$184 ;
-  assign \$186  = comm_first | \$185 ;
-  assign \$signal$15  = \$181  & \$186 ;
-  assign \$187  = dma__valid | remote_ok;
-  assign \$188  = load__valid | \$signal$82 ;
-  assign \$189  = ~ \$188 ;
-  assign \$190  = \$187  & \$189 ;
-  assign gate_m = \$190  & gated;
-  assign \$191  = ~ load__valid;
-  assign \$192  = ~ last_store;
-  assign \$193  = \$191  | \$192 ;
-  assign \$signal  = \$signal$82  & \$193 ;
-  assign \$194  = ~ dma__valid;
-  assign \$195  = ~ last_remote;
-  assign \$196  = \$194  | \$195 ;
-  assign sel_remote = remote_ok & \$196 ;
-  assign \$197  = ~ dram__valid;
-  assign \$198  = \$197  | dram__ready;
-  assign \$199  = \$198  & pick_c;
-  assign \$200  = ~ \$signal ;
-  assign load__ready = \$199  & \$200 ;
-  assign \$201  = ~ dram__valid;
-  assign \$202  = \$201  | dram__ready;
-  assign \$203  = \$202  & pick_c;
-  assign store__ready = \$203  & \$signal ;
-  assign \$204  = ~ dram__valid;
-  assign \$205  = \$204  | dram__ready;
-  assign \$206  = gate_m & below;
-  assign \$207  = \$signal$15  | \$206 ;
-  assign \$208  = \$205  & \$207 ;
-  assign \$209  = ~ sel_remote;
-  assign dma__ready = \$208  & \$209 ;
-  assign \$210  = ~ dram__valid;
-  assign \$211  = \$210  | dram__ready;
-  assign \$212  = gate_m & below;
-  assign \$213  = \$signal$15  | \$212 ;
-  assign \$214  = \$211  & \$213 ;
-  assign remote__ready = \$214  & sel_remote;
-  assign \$215  = accept ? \new [1:0] : cfg[1:0];
-  assign \$216  = ! \$215 ;
-  assign \$218  = accept ? \new [1:0] : cfg[1:0];
-  assign \$221  = accept ? \new [1:0] : cfg[1:0];
-  assign \$222  = \$221  == 2'h3;
-  assign \$223  = | \new [9:2];
-  assign \$224  = \new [1] & \$223 ;
-  assign \$225  = finish[1] ? cfg[1] : gated;
-  assign \$226  = accept ? \$224  : \$225 ;
-  assign \$227  = \$222  & \$226 ;
-  assign \$231  = accept ? \new [1:0] : cfg[1:0];
-  assign \$232  = ! \$231 ;
-  assign \$234  = accept ? \new [1:0] : cfg[1:0];
-  assign \$235  = dma__valid | remote__valid;
-  assign \$236  = wait1 > \new [38:23];
-  assign \$237  = wait1 >= \new [38:23];
-  assign \$238  = wait_full ? \$236  : \$237 ;
-  assign \$239  = wait1 == cfg[38:23];
-  assign \$240  = wait_full ? wait_full : \$239 ;
-  assign \$241  = accept ? \$238  : \$240 ;
-  assign \$242  = \$235  & \$241 ;
-  assign \$243  = \$234 [1] & \$242 ;
-  assign \$244  = \$233  | { 1'h0, \$243  };
+  assign \$96  = armed & grant_c_q;
+  assign \$97  = ! \new [9:2];
+  assign \$98  = ! \new [9:2];
+  assign \$99  = 5'h18 - \new [22:18];
+  assign \$100  = cfg[22:18] == 1'h1;
+  assign \$101  = cfg[22:18] > 2'h2;
+  assign \$102  = cfg[22:18] > 2'h3;
+  assign \$103  = cfg[22:18] > 3'h4;
+  assign \$104  = cfg[22:18] > 3'h5;
+  assign \$105  = cfg[22:18] > 3'h6;
+  assign \$106  = cfg[22:18] > 3'h7;
+  assign \$107  = cfg[22:18] > 4'h8;
+  assign \$108  = cfg[22:18] > 4'h9;
+  assign \$109  = cfg[22:18] > 4'ha;
+  assign \$110  = cfg[22:18] > 4'hb;
+  assign \$111  = cfg[22:18] > 4'hc;
+  assign \$112  = cfg[22:18] > 4'hd;
+  assign \$113  = cfg[22:18] > 4'he;
+  assign \$114  = cfg[22:18] > 4'hf;
+  assign \$115  = cfg[22:18] > 5'h10;
+  assign \$116  = cfg[22:18] > 5'h11;
+  assign \$117  = cfg[22:18] > 5'h12;
+  assign \$118  = cfg[22:18] > 5'h13;
+  assign \$119  = cfg[22:18] > 5'h14;
+  assign \$120  = cfg[22:18] > 5'h15;
+  assign \$121  = cfg[22:18] > 5'h16;
+  assign \$122  = cfg[22:18] > 5'h17;
+  assign \$123  = cfg[22:18] > 5'h18;
+  assign \$124  = \$100  ? 26'h3ffffff : { 1'h0, \$123 , \$122 , \$121 , \$120 , \$119 , \$118 , \$117 , \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101 , 2'h1 };
+  assign \$125  = ! cfg[22:18];
+  assign \$126  = $signed(left) - $signed(2'h1);
+  assign \$128  = base + acc;
+  assign \$130  = acc + sat_s;
+  assign \$131  = load__valid & load__ready;
+  assign \$132  = ~ load__ready;
+  assign \$133  = load__valid & \$132 ;
+  assign \$134  = stats[31:0] + 1'h1;
+  assign \$135  = stats[159:128] + 1'h1;
+  assign \$136  = store__valid & store__ready;
+  assign \$137  = ~ store__ready;
+  assign \$138  = store__valid & \$137 ;
+  assign \$139  = stats[63:32] + 1'h1;
+  assign \$140  = stats[191:160] + 1'h1;
+  assign \$141  = dma__valid & dma__ready;
+  assign \$142  = ~ dma__ready;
+  assign \$143  = dma__valid & \$142 ;
+  assign \$144  = stats[95:64] + 1'h1;
+  assign \$145  = stats[223:192] + 1'h1;
+  assign \$146  = remote__valid & remote__ready;
+  assign \$147  = ~ remote__ready;
+  assign \$148  = remote__valid & \$147 ;
+  assign \$149  = stats[127:96] + 1'h1;
+  assign \$150  = stats[255:224] + 1'h1;
+  assign \$151  = ~ dram__valid;
+  assign \$152  = \$151  | dram__ready;
+  assign \$153  = dma__valid | remote_ok;
+  assign \$154  = \$153  & wait_full;
+  assign \$155  = \$154  & cfg[1];
+  assign \$156  = \$152  & \$155 ;
+  assign \$157  = stats[287:256] + 1'h1;
+  assign \$161  = track_hold & store__payload[72];
+  assign \$162  = ~ \$161 ;
+  assign \$signal$84  = store__valid & \$162 ;
+  assign \$163  = track_hold & remote__payload[72];
+  assign \$164  = ~ \$163 ;
+  assign remote_ok = remote__valid & \$164 ;
+  assign \$165  = load__valid | \$signal$84 ;
+  assign \$166  = dma__valid | remote_ok;
+  assign \$167  = \$166  & comm_first;
+  assign \$168  = ~ \$167 ;
+  assign pick_c = \$165  & \$168 ;
+  assign \$169  = dma__valid | remote_ok;
+  assign \$170  = load__valid | \$signal$84 ;
+  assign \$171  = ~ \$170 ;
+  assign \$172  = ~ gated;
+  assign \$173  = \$171  & \$172 ;
+  assign \$174  = comm_first | \$173 ;
+  assign \$signal$15  = \$169  & \$174 ;
+  assign \$175  = dma__valid | remote_ok;
+  assign \$176  = load__valid | \$signal$84 ;
+  assign \$177  = ~ \$176 ;
+  assign \$178  = \$175  & \$177 ;
+  assign gate_m = \$178  & gated;
+  assign \$179  = ~ load__valid;
+  assign \$180  = ~ last_store;
+  assign \$181  = \$179  | \$180 ;
+  assign \$signal$14  = \$signal$84  & \$181 ;
+  assign \$182  = ~ dma__valid;
+  assign \$183  = ~ last_remote;
+  assign \$184  = \$182  | \$183 ;
+  assign sel_remote = remote_ok & \$184 ;
+  assign \$185  = ~ dram__valid;
+  assign \$186  = \$185  | dram__ready;
+  assign \$187  = \$186  & pick_c;
+  assign \$188  = ~ \$signal$14 ;
+  assign load__ready = \$187  & \$188 ;
+  assign \$189  = ~ dram__valid;
+  assign \$190  = \$189  | dram__ready;
+  assign \$191  = \$190  & pick_c;
+  assign store__ready = \$191  & \$signal$14 ;
+  assign \$192  = ~ dram__valid;
+  assign \$193  = \$192  | dram__ready;
+  assign \$194  = gate_m & \$signal ;
+  assign \$195  = \$signal$15  | \$194 ;
+  assign \$196  = \$193  & \$195 ;
+  assign \$197  = ~ sel_remote;
+  assign dma__ready = \$196  & \$197 ;
+  assign \$198  = ~ dram__valid;
+  assign \$199  = \$198  | dram__ready;
+  assign \$200  = gate_m & \$signal ;
+  assign \$201  = \$signal$15  | \$200 ;
+  assign \$202  = \$199  & \$201 ;
+  assign remote__ready = \$202  & sel_remote;
+  assign \$203  = dma__valid | remote__valid;
+  assign \$204  = \$signal$21  > \new [38:23];
+  assign \$205  = \$signal$21  >= \new [38:23];
+  assign \$206  = wait_full ? \$204  : \$205 ;
+  assign \$207  = \$signal$21  == cfg[38:23];
+  assign \$208  = wait_full ? wait_full : \$207 ;
+  assign \$209  = accept ? \$206  : \$208 ;
+  assign \$signal$28  = \$203  & \$209 ;
+  assign \$210  = dma__valid | remote__valid;
+  assign \$211  = \$signal$21  > \new [38:23];
+  assign \$212  = accept ? \$211  : wait_full;
+  assign full_none = \$210  & \$212 ;
+  assign \$213  = accept ? \new [1:0] : cfg[1:0];
+  assign \$214  = ! \$213 ;
+  assign \$216  = accept ? \new [1:0] : cfg[1:0];
+  assign \$219  = accept ? \new [1:0] : cfg[1:0];
+  assign \$220  = \$219  == 2'h3;
+  assign \$221  = | \new [9:2];
+  assign \$222  = \new [1] & \$221 ;
+  assign \$223  = finish[1] ? cfg[1] : gated;
+  assign \$224  = accept ? \$222  : \$223 ;
+  assign \$225  = \$220  & \$224 ;
+  assign \$229  = accept ? \new [1:0] : cfg[1:0];
+  assign \$230  = ! \$229 ;
+  assign \$232  = accept ? \new [1:0] : cfg[1:0];
+  assign \$233  = \$232 [1] & \$signal$28 ;
+  assign \$234  = \$231  | { 1'h0, \$233  };
+  assign \$235  = accept ? \new [1:0] : cfg[1:0];
+  assign \$236  = \$235  == 2'h3;
+  assign \$237  = | \new [9:2];
+  assign \$238  = \new [1] & \$237 ;
+  assign \$239  = finish[1] ? cfg[1] : gated;
+  assign \$240  = accept ? \$238  : \$239 ;
+  assign \$241  = \$236  & \$240 ;
+  assign \$243  = \$242  & { 1'h0, below2 };
+  assign \$244  = \$234  | \$243 ;
   assign \$245  = accept ? \new [1:0] : cfg[1:0];
-  assign \$246  = \$245  == 2'h3;
-  assign \$247  = | \new [9:2];
-  assign \$248  = \new [1] & \$247 ;
-  assign \$249  = finish[1] ? cfg[1] : gated;
-  assign \$250  = accept ? \$248  : \$249 ;
-  assign \$251  = \$246  & \$250 ;
-  assign \$253  = \$252  & { 1'h0, below2 };
-  assign \$254  = \$244  | \$253 ;
-  assign \$255  = accept ? \new [1:0] : cfg[1:0];
-  assign \$256  = ! \$255 ;
-  assign \$257  = ~ last_comm;
-  assign \$258  = \$256  & \$257 ;
-  assign \$259  = accept ? \new [1:0] : cfg[1:0];
-  assign \$260  = dma__valid | remote__valid;
-  assign \$261  = wait1 > \new [38:23];
-  assign \$262  = wait1 >= \new [38:23];
-  assign \$263  = wait_full ? \$261  : \$262 ;
-  assign \$264  = wait1 == cfg[38:23];
-  assign \$265  = wait_full ? wait_full : \$264 ;
-  assign \$266  = accept ? \$263  : \$265 ;
-  assign \$267  = \$260  & \$266 ;
-  assign \$268  = \$259 [1] & \$267 ;
-  assign \$269  = \$258  | \$268 ;
-  assign \$270  = accept ? \new [1:0] : cfg[1:0];
-  assign \$271  = \$270  == 2'h3;
-  assign \$272  = | \new [9:2];
-  assign \$273  = \new [1] & \$272 ;
-  assign \$274  = finish[1] ? cfg[1] : gated;
-  assign \$275  = accept ? \$273  : \$274 ;
-  assign \$276  = \$271  & \$275 ;
-  assign \$277  = ~ last_comm;
-  assign \$278  = \$276  & \$277 ;
-  assign \$279  = \$278  & below2;
-  assign \$signal$29  = \$269  | \$279 ;
-  assign \$280  = accept ? \new [1:0] : cfg[1:0];
-  assign \$281  = ! \$280 ;
-  assign \$282  = ~ last_comm;
-  assign \$283  = \$281  & \$282 ;
-  assign \$284  = accept ? \new [1:0] : cfg[1:0];
-  assign \$285  = dma__valid | remote__valid;
-  assign \$286  = wait1 > \new [38:23];
-  assign \$287  = accept ? \$286  : wait_full;
-  assign \$288  = \$285  & \$287 ;
-  assign \$289  = \$284 [1] & \$288 ;
-  assign \$290  = \$283  | \$289 ;
-  assign \$291  = accept ? \new [1:0] : cfg[1:0];
-  assign \$292  = \$291  == 2'h3;
-  assign \$293  = | \new [9:2];
-  assign \$294  = \new [1] & \$293 ;
-  assign \$295  = finish[1] ? cfg[1] : gated;
-  assign \$296  = accept ? \$294  : \$295 ;
-  assign \$297  = \$292  & \$296 ;
-  assign \$298  = ~ last_comm;
-  assign \$299  = \$297  & \$298 ;
-  assign \$300  = \$299  & below2;
-  assign \$signal$28  = \$290  | \$300 ;
-  assign \$302  = \$301  ? 2'h2 : 2'h1;
-  assign \$304  = \$303  ? 2'h2 : 2'h1;
-  assign \$305  = is_load ? load_q : 84'h000000000000000000000;
-  assign \$307  = is_store ? store_q : 84'h000000000000000000000;
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = is_dma ? dma_q : 84'h000000000000000000000;
-  assign \$310  = \$308  | \$309 ;
-  assign \$311  = is_remote ? remote_q : 84'h000000000000000000000;
-  assign \$312  = \$310  | \$311 ;
-  assign \$313  = ! response__payload[1:0];
-  assign load_response__valid = response__valid & \$313 ;
-  assign \$314  = response__payload[1:0] == 1'h1;
-  assign dma_response__valid = response__valid & \$314 ;
-  assign \$315  = ! response__payload[1:0];
-  assign \$316  = response__payload[1:0] == 1'h1;
-  assign \$317  = \$316  ? dma_response__ready : 1'h1;
-  assign response__ready = \$315  ? load_response__ready : \$317 ;
-  assign \$318  = ! response__payload[1:0];
-  assign \$319  = ~ \$318 ;
-  assign \$320  = response__valid & \$319 ;
-  assign \$321  = response__payload[1:0] == 1'h1;
-  assign \$322  = ~ \$321 ;
-  assign \$323  = \$320  & \$322 ;
-  assign \$324  = | config__payload[38:23];
-  assign \$325  = config__payload[22:18] <= 5'h18;
-  assign \$326  = \$324  & \$325 ;
-  assign \$327  = | config__payload[9:2];
-  assign \$328  = | config__payload[17:10];
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = \$326  & \$329 ;
-  assign \$331  = ~ \$330 ;
-  assign \$332  = config__valid & \$331 ;
+  assign \$246  = ! \$245 ;
+  assign \$247  = ~ last_comm;
+  assign \$248  = \$246  & \$247 ;
+  assign \$249  = accept ? \new [1:0] : cfg[1:0];
+  assign \$250  = \$249 [1] & \$signal$28 ;
+  assign \$251  = \$248  | \$250 ;
+  assign \$252  = accept ? \new [1:0] : cfg[1:0];
+  assign \$253  = \$252  == 2'h3;
+  assign \$254  = | \new [9:2];
+  assign \$255  = \new [1] & \$254 ;
+  assign \$256  = finish[1] ? cfg[1] : gated;
+  assign \$257  = accept ? \$255  : \$256 ;
+  assign \$258  = \$253  & \$257 ;
+  assign \$259  = ~ last_comm;
+  assign \$260  = \$258  & \$259 ;
+  assign \$261  = \$260  & below2;
+  assign \$signal$31  = \$251  | \$261 ;
+  assign \$262  = accept ? \new [1:0] : cfg[1:0];
+  assign \$263  = ! \$262 ;
+  assign \$264  = ~ last_comm;
+  assign \$265  = \$263  & \$264 ;
+  assign \$266  = accept ? \new [1:0] : cfg[1:0];
+  assign \$267  = \$266 [1] & full_none;
+  assign \$268  = \$265  | \$267 ;
+  assign \$269  = accept ? \new [1:0] : cfg[1:0];
+  assign \$270  = \$269  == 2'h3;
+  assign \$271  = | \new [9:2];
+  assign \$272  = \new [1] & \$271 ;
+  assign \$273  = finish[1] ? cfg[1] : gated;
+  assign \$274  = accept ? \$272  : \$273 ;
+  assign \$275  = \$270  & \$274 ;
+  assign \$276  = ~ last_comm;
+  assign \$277  = \$275  & \$276 ;
+  assign \$278  = \$277  & below2;
+  assign \$signal$30  = \$268  | \$278 ;
+  assign \$280  = \$279  ? 2'h2 : 2'h1;
+  assign \$282  = \$281  ? 2'h2 : 2'h1;
+  assign \$283  = is_load ? load_q : 84'h000000000000000000000;
+  assign \$285  = is_store ? store_q : 84'h000000000000000000000;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = is_dma ? dma_q : 84'h000000000000000000000;
+  assign \$288  = \$286  | \$287 ;
+  assign \$289  = is_remote ? remote_q : 84'h000000000000000000000;
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = ! response__payload[1:0];
+  assign load_response__valid = response__valid & \$291 ;
+  assign \$292  = response__payload[1:0] == 1'h1;
+  assign dma_response__valid = response__valid & \$292 ;
+  assign \$293  = ! response__payload[1:0];
+  assign \$294  = response__payload[1:0] == 1'h1;
+  assign \$295  = \$294  ? dma_response__ready : 1'h1;
+  assign response__ready = \$293  ? load_response__ready : \$295 ;
+  assign \$296  = ! response__payload[1:0];
+  assign \$297  = ~ \$296 ;
+  assign \$298  = response__valid & \$297 ;
+  assign \$299  = response__payload[1:0] == 1'h1;
+  assign \$300  = ~ \$299 ;
+  assign \$301  = \$298  & \$300 ;
+  assign \$302  = | config__payload[38:23];
+  assign \$303  = config__payload[22:18] <= 5'h18;
+  assign \$304  = \$302  & \$303 ;
+  assign \$305  = | config__payload[9:2];
+  assign \$306  = | config__payload[17:10];
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = \$304  & \$307 ;
+  assign \$309  = ~ \$308 ;
+  assign \$310  = config__valid & \$309 ;
   always @(posedge clk)
     \new  <= config__payload;
   always @(posedge clk)
-    accept <= \$333 ;
+    accept <= \$311 ;
   always @(posedge clk)
-    below <= \$334 ;
+    \$signal  <= \$312 ;
   always @(posedge clk)
-    below2 <= \$335 ;
+    below2 <= \$313 ;
   always @(posedge clk)
-    last_store <= \$336 ;
+    last_store <= \$314 ;
   always @(posedge clk)
-    last_remote <= \$337 ;
+    last_remote <= \$315 ;
   always @(posedge clk)
-    wait1 <= \$338 ;
+    \$signal$21  <= \$316 ;
   always @(posedge clk)
-    gated <= \$339 ;
+    gated <= \$317 ;
   always @(posedge clk)
-    last_comm <= \$340 ;
+    last_comm <= \$318 ;
   always @(posedge clk)
-    wait_full <= \$341 ;
+    wait_full <= \$319 ;
   always @(posedge clk)
-    comm_first <= \$342 ;
+    comm_first <= \$320 ;
   always @(posedge clk)
-    dram__valid <= \$343 ;
+    dram__valid <= \$321 ;
   always @(posedge clk)
-    is_load <= \$344 ;
+    is_load <= \$322 ;
   always @(posedge clk)
-    is_store <= \$345 ;
+    is_store <= \$323 ;
   always @(posedge clk)
-    is_dma <= \$346 ;
+    is_dma <= \$324 ;
   always @(posedge clk)
-    is_remote <= \$347 ;
+    is_remote <= \$325 ;
   always @(posedge clk)
-    load_q <= \$348 ;
+    load_q <= \$326 ;
   always @(posedge clk)
-    store_q <= \$349 ;
+    store_q <= \$327 ;
   always @(posedge clk)
-    dma_q <= \$350 ;
+    dma_q <= \$328 ;
   always @(posedge clk)
-    remote_q <= \$351 ;
+    remote_q <= \$329 ;
   always @(posedge clk)
-    track__valid <= \$352 ;
+    track__valid <= \$330 ;
   always @(posedge clk)
-    track__payload <= \$353 ;
+    track__payload <= \$331 ;
   always @(posedge clk)
-    sat_s <= \$354 ;
+    sat_s <= \$332 ;
   always @(posedge clk)
-    unit <= \$355 ;
+    unit <= \$333 ;
   always @(posedge clk)
-    sat2 <= \$356 ;
+    sat2 <= \$334 ;
   always @(posedge clk)
-    base <= \$357 ;
+    base <= \$335 ;
   always @(posedge clk)
-    grant_c_q <= \$358 ;
+    grant_c_q <= \$336 ;
   always @(posedge clk)
-    cfg <= \$359 ;
+    cfg <= \$337 ;
   always @(posedge clk)
-    thr <= \$360 ;
+    thr <= \$338 ;
   always @(posedge clk)
-    measuring <= \$361 ;
+    measuring <= \$339 ;
   always @(posedge clk)
-    armed <= \$362 ;
+    armed <= \$340 ;
   always @(posedge clk)
-    window <= \$363 ;
+    window <= \$341 ;
   always @(posedge clk)
-    finish <= \$364 ;
+    finish <= \$342 ;
   always @(posedge clk)
-    scale <= \$365 ;
+    scale <= \$343 ;
   always @(posedge clk)
-    left <= \$366 ;
+    left <= \$344 ;
   always @(posedge clk)
-    num <= \$367 ;
+    num <= \$345 ;
   always @(posedge clk)
-    acc <= \$368 ;
+    acc <= \$346 ;
   always @(posedge clk)
-    load_granted <= \$369 ;
+    load_granted <= \$347 ;
   always @(posedge clk)
-    load_stalled <= \$370 ;
+    load_stalled <= \$348 ;
   always @(posedge clk)
-    stats <= \$371 ;
+    stats <= \$349 ;
   always @(posedge clk)
-    store_granted <= \$372 ;
+    store_granted <= \$350 ;
   always @(posedge clk)
-    store_stalled <= \$373 ;
+    store_stalled <= \$351 ;
   always @(posedge clk)
-    dma_granted <= \$374 ;
+    dma_granted <= \$352 ;
   always @(posedge clk)
-    dma_stalled <= \$375 ;
+    dma_stalled <= \$353 ;
   always @(posedge clk)
-    remote_granted <= \$376 ;
+    remote_granted <= \$354 ;
   always @(posedge clk)
-    remote_stalled <= \$377 ;
+    remote_stalled <= \$355 ;
   always @(posedge clk)
-    was_forced <= \$378 ;
+    was_forced <= \$356 ;
   always @(posedge clk)
-    errors <= \$379 ;
+    errors <= \$357 ;
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$333  = \$8 ;
+    \$311  = \$8 ;
     if (rst) begin
-      \$333  = 1'h0;
+      \$311  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$334  = \$10 ;
+    \$312  = \$10 ;
     if (rst) begin
-      \$334  = 1'h1;
+      \$312  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$335  = \$12 ;
+    \$313  = \$12 ;
     if (rst) begin
-      \$335  = 1'h1;
+      \$313  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$336  = last_store;
+    \$314  = last_store;
     if (\$15 ) begin
-      \$336  = \$signal ;
+      \$314  = \$signal$14 ;
     end
+    if (rst) begin
+      \$314  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$315  = last_remote;
+    if (\$20 ) begin
+      \$315  = sel_remote;
+    end
+    if (rst) begin
+      \$315  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$316  = \$signal$21 ;
+    if (\$25 ) begin
+      \$316  = \$33 [16:0];
+    end
+    if (rst) begin
+      \$316  = 17'h00001;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$317  = \$37 ;
+    if (rst) begin
+      \$317  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$318  = \$46 ;
+    if (rst) begin
+      \$318  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$319  = \$53 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$320  = \$60 ;
+    if (rst) begin
+      \$320  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$321  = dram__valid;
+    if (\$62 ) begin
+      \$321  = \$71 ;
+    end
+    if (rst) begin
+      \$321  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$322  = is_load;
+    if (\$62 ) begin
+      \$322  = \$73 ;
+    end
+    if (rst) begin
+      \$322  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$323  = is_store;
+    if (\$62 ) begin
+      \$323  = \$74 ;
+    end
+    if (rst) begin
+      \$323  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$324  = is_dma;
+    if (\$62 ) begin
+      \$324  = \$77 ;
+    end
+    if (rst) begin
+      \$324  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$325  = is_remote;
+    if (\$62 ) begin
+      \$325  = \$79 ;
+    end
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$326  = load_q;
+    if (\$62 ) begin
+      \$326  = { 1'h0, load_req };
+    end
+    if (rst) begin
+      \$326  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$327  = store_q;
+    if (\$62 ) begin
+      \$327  = { store__payload[72], store_req };
+    end
+    if (rst) begin
+      \$327  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$328  = dma_q;
+    if (\$62 ) begin
+      \$328  = { 1'h0, dma_req };
+    end
+    if (rst) begin
+      \$328  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$329  = remote_q;
+    if (\$62 ) begin
+      \$329  = { remote__payload[72], remote_req };
+    end
+    if (rst) begin
+      \$329  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$330  = \$83 ;
+    if (rst) begin
+      \$330  = 1'h0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$331 [15:0] = \$290 [74:59];
+    \$331 [19:16] = 4'h1;
+    \$331 [20] = \$85 ;
+    \$331 [22:21] = \$290 [3:2];
+    if (rst) begin
+      \$331  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$332  = \$86 [31:0];
+    if (rst) begin
+      \$332  = 32'd32768;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$333  = \$87 [24:0];
+    if (rst) begin
+      \$333  = 25'h0000400;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$334  = \$88 ;
+    if (rst) begin
+      \$334  = 9'h022;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$335  = \$90 [33:0];
+    if (rst) begin
+      \$335  = 34'h021fffc00;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$336  = \$95 ;
     if (rst) begin
       \$336  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$337  = last_remote;
-    if (\$20 ) begin
-      \$337  = sel_remote;
+    \$337  = cfg;
+    if (accept) begin
+      \$337  = \new ;
     end
     if (rst) begin
-      \$337  = 1'h0;
+      \$337  = 39'h0200388002;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$338  = wait1;
-    if (\$25 ) begin
-      \$338  = \$33 [16:0];
+    \$338  = thr;
+    if (accept) begin
+      \$338  = \new [9:2];
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
+      \$338  = \$129 [7:0];
     end
     if (rst) begin
-      \$338  = 17'h00001;
+      \$338  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$339  = \$37 ;
-    if (rst) begin
+    \$339  = measuring;
+    if (accept) begin
+      \$339  = \$97 ;
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+    end else if (finish[1]) begin
       \$339  = 1'h0;
     end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$340  = \$46 ;
     if (rst) begin
-      \$340  = 1'h0;
+      \$339  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$341  = \$65 ;
+    \$340  = armed;
+    if (accept) begin
+      \$340  = \$98 ;
+    end else if (\$96 ) begin
+      \$340  = 1'h0;
+    end
+    if (rst) begin
+      \$340  = 1'h1;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$341  = window;
+    if (accept) begin
+      \$341  = 1'h0;
+    end else if (\$96 ) begin
+      (* full_case = 32'd1 *)
+      if (\$125 ) begin
+      end else begin
+        \$341  = 1'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$341  = 1'h0;
+      end
+    end
     if (rst) begin
       \$341  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$342  = \$72 ;
+    \$342  = finish;
+    if (accept) begin
+      \$342  = 2'h0;
+    end else if (\$96 ) begin
+      if (\$125 ) begin
+        \$342  = 2'h1;
+      end
+    end else if (window) begin
+      if (left[24]) begin
+        \$342  = 2'h1;
+      end
+    end else if (finish[0]) begin
+      \$342  = \$127 [1:0];
+    end else if (finish[1]) begin
+      \$342  = 2'h0;
+    end
     if (rst) begin
-      \$342  = 1'h0;
+      \$342  = 2'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$343  = dram__valid;
-    if (\$74 ) begin
-      \$343  = \$83 ;
+    \$343  = scale;
+    if (accept) begin
+      \$343  = \$99 [4:0];
     end
     if (rst) begin
-      \$343  = 1'h0;
+      \$343  = 5'h0a;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$344  = is_load;
-    if (\$74 ) begin
-      \$344  = \$85 ;
+    \$344  = left;
+    if (accept) begin
+    end else if (\$96 ) begin
+      \$344  = \$124 [24:0];
+    end else if (window) begin
+      \$344  = \$126 [24:0];
     end
     if (rst) begin
-      \$344  = 1'h0;
+      \$344  = 25'h0000000;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$345  = is_store;
-    if (\$74 ) begin
-      \$345  = \$86 ;
-    end
-    if (rst) begin
-      \$345  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$346  = is_dma;
-    if (\$74 ) begin
-      \$346  = \$89 ;
-    end
-    if (rst) begin
-      \$346  = 1'h0;
+    \$345  = num;
+    if (accept) begin
+    end else if (\$96 ) begin
+    end else if (window) begin
+    end else if (finish[0]) begin
+      \$345  = \$128 [33:0];
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$347  = is_remote;
-    if (\$74 ) begin
-      \$347  = \$91 ;
+    \$346  = acc;
+    if (grant_c_q) begin
+      if (armed) begin
+        \$346  = sat_s;
+      end else if (window) begin
+        \$346  = \$130 [31:0];
+      end
     end
+    if (rst) begin
+      \$346  = 32'd0;
+    end
+  end
+  always @* begin
+    if (_init_strobe_76 ) begin end
+    \$347  = \$131 ;
     if (rst) begin
       \$347  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$348  = load_q;
-    if (\$74 ) begin
-      \$348  = { 1'h0, load_req };
-    end
+    \$348  = \$133 ;
     if (rst) begin
-      \$348  = 84'h000000000000000000000;
+      \$348  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$349  = store_q;
-    if (\$74 ) begin
-      \$349  = { store__payload[72], store_req };
+    \$349  = stats;
+    if (load_granted) begin
+      \$349 [31:0] = \$134 [31:0];
+    end
+    if (load_stalled) begin
+      \$349 [159:128] = \$135 [31:0];
+    end
+    if (store_granted) begin
+      \$349 [63:32] = \$139 [31:0];
+    end
+    if (store_stalled) begin
+      \$349 [191:160] = \$140 [31:0];
+    end
+    if (dma_granted) begin
+      \$349 [95:64] = \$144 [31:0];
+    end
+    if (dma_stalled) begin
+      \$349 [223:192] = \$145 [31:0];
+    end
+    if (remote_granted) begin
+      \$349 [127:96] = \$149 [31:0];
+    end
+    if (remote_stalled) begin
+      \$349 [255:224] = \$150 [31:0];
+    end
+    if (was_forced) begin
+      \$349 [287:256] = \$157 [31:0];
     end
     if (rst) begin
-      \$349  = 84'h000000000000000000000;
+      \$349  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$350  = dma_q;
-    if (\$74 ) begin
-      \$350  = { 1'h0, dma_req };
-    end
+    \$350  = \$136 ;
     if (rst) begin
-      \$350  = 84'h000000000000000000000;
+      \$350  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$351  = remote_q;
-    if (\$74 ) begin
-      \$351  = { remote__payload[72], remote_req };
-    end
+    \$351  = \$138 ;
     if (rst) begin
-      \$351  = 84'h000000000000000000000;
+      \$351  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$352  = \$95 ;
+    \$352  = \$141 ;
     if (rst) begin
       \$352  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$353 [15:0] = \$312 [74:59];
-    \$353 [19:16] = 4'h1;
-    \$353 [20] = \$97 ;
-    \$353 [22:21] = \$312 [3:2];
+    \$353  = \$143 ;
     if (rst) begin
-      \$353  = 23'h000000;
+      \$353  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$354  = \$98 [31:0];
+    \$354  = \$146 ;
     if (rst) begin
-      \$354  = 32'd32768;
+      \$354  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$355  = \$99 [24:0];
+    \$355  = \$148 ;
     if (rst) begin
-      \$355  = 25'h0000400;
+      \$355  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$356  = \$100 ;
+    \$356  = \$156 ;
     if (rst) begin
-      \$356  = 9'h022;
+      \$356  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_76 ) begin end
-    \$357  = \$102 [33:0];
+    \$357  = \$160 ;
     if (rst) begin
-      \$357  = 34'h021fffc00;
+      \$357  = 2'h0;
     end
   end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$358  = \$107 ;
-    if (rst) begin
-      \$358  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$359  = cfg;
-    if (accept) begin
-      \$359  = \new ;
-    end
-    if (rst) begin
-      \$359  = 39'h0200388002;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$360  = thr;
-    if (accept) begin
-      \$360  = \new [9:2];
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$360  = \$141 [7:0];
-    end
-    if (rst) begin
-      \$360  = 8'h00;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$361  = measuring;
-    if (accept) begin
-      \$361  = \$109 ;
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-    end else if (finish[1]) begin
-      \$361  = 1'h0;
-    end
-    if (rst) begin
-      \$361  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$362  = armed;
-    if (accept) begin
-      \$362  = \$110 ;
-    end else if (\$108 ) begin
-      \$362  = 1'h0;
-    end
-    if (rst) begin
-      \$362  = 1'h1;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$363  = window;
-    if (accept) begin
-      \$363  = 1'h0;
-    end else if (\$108 ) begin
-      (* full_case = 32'd1 *)
-      if (\$137 ) begin
-      end else begin
-        \$363  = 1'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$363  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$363  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$364  = finish;
-    if (accept) begin
-      \$364  = 2'h0;
-    end else if (\$108 ) begin
-      if (\$137 ) begin
-        \$364  = 2'h1;
-      end
-    end else if (window) begin
-      if (left[24]) begin
-        \$364  = 2'h1;
-      end
-    end else if (finish[0]) begin
-      \$364  = \$139 [1:0];
-    end else if (finish[1]) begin
-      \$364  = 2'h0;
-    end
-    if (rst) begin
-      \$364  = 2'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$365  = scale;
-    if (accept) begin
-      \$365  = \$111 [4:0];
-    end
-    if (rst) begin
-      \$365  = 5'h0a;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$366  = left;
-    if (accept) begin
-    end else if (\$108 ) begin
-      \$366  = \$136 [24:0];
-    end else if (window) begin
-      \$366  = \$138 [24:0];
-    end
-    if (rst) begin
-      \$366  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$367  = num;
-    if (accept) begin
-    end else if (\$108 ) begin
-    end else if (window) begin
-    end else if (finish[0]) begin
-      \$367  = \$140 [33:0];
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$368  = acc;
-    if (grant_c_q) begin
-      if (armed) begin
-        \$368  = sat_s;
-      end else if (window) begin
-        \$368  = \$142 [31:0];
-      end
-    end
-    if (rst) begin
-      \$368  = 32'd0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$369  = \$143 ;
-    if (rst) begin
-      \$369  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$370  = \$145 ;
-    if (rst) begin
-      \$370  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$371  = stats;
-    if (load_granted) begin
-      \$371 [31:0] = \$146 [31:0];
-    end
-    if (load_stalled) begin
-      \$371 [159:128] = \$147 [31:0];
-    end
-    if (store_granted) begin
-      \$371 [63:32] = \$151 [31:0];
-    end
-    if (store_stalled) begin
-      \$371 [191:160] = \$152 [31:0];
-    end
-    if (dma_granted) begin
-      \$371 [95:64] = \$156 [31:0];
-    end
-    if (dma_stalled) begin
-      \$371 [223:192] = \$157 [31:0];
-    end
-    if (remote_granted) begin
-      \$371 [127:96] = \$161 [31:0];
-    end
-    if (remote_stalled) begin
-      \$371 [255:224] = \$162 [31:0];
-    end
-    if (was_forced) begin
-      \$371 [287:256] = \$169 [31:0];
-    end
-    if (rst) begin
-      \$371  = 288'h000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$372  = \$148 ;
-    if (rst) begin
-      \$372  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$373  = \$150 ;
-    if (rst) begin
-      \$373  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$374  = \$153 ;
-    if (rst) begin
-      \$374  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$375  = \$155 ;
-    if (rst) begin
-      \$375  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$376  = \$158 ;
-    if (rst) begin
-      \$376  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$377  = \$160 ;
-    if (rst) begin
-      \$377  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$378  = \$168 ;
-    if (rst) begin
-      \$378  = 1'h0;
-    end
-  end
-  always @* begin
-    if (_init_strobe_76 ) begin end
-    \$379  = \$172 ;
-    if (rst) begin
-      \$379  = 2'h0;
-    end
-  end
-  assign \$signal$30  = \$254 [0];
-  assign \$signal$31  = \$230 [0];
-  assign out_tracked = \$312 [83];
+  assign \$signal$32  = \$244 [0];
+  assign \$signal$33  = \$228 [0];
+  assign out_tracked = \$290 [83];
   assign clear = 2'h3;
   assign load_response__payload = response__payload[9:2];
-  assign dram__payload = \$312 [82:0];
+  assign dram__payload = \$290 [82:0];
   assign new__policy  = \new [1:0];
   assign new__threshold  = \new [9:2];
   assign new__saturation  = \new [17:10];
@@ -91969,12 +92385,12 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote__payload__bytes  = remote__payload[70:64];
   assign remote__payload__kind  = remote__payload[71];
   assign remote__payload__tracked  = remote__payload[72];
-  assign dram__payload__op  = \$312 [1:0];
-  assign dram__payload__source  = \$312 [3:2];
-  assign dram__payload__addr  = \$312 [51:4];
-  assign dram__payload__bytes  = \$312 [58:52];
-  assign dram__payload__tile  = \$312 [74:59];
-  assign dram__payload__tag  = \$312 [82:75];
+  assign dram__payload__op  = \$290 [1:0];
+  assign dram__payload__source  = \$290 [3:2];
+  assign dram__payload__addr  = \$290 [51:4];
+  assign dram__payload__bytes  = \$290 [58:52];
+  assign dram__payload__tile  = \$290 [74:59];
+  assign dram__payload__tag  = \$290 [82:75];
   assign track__payload__tile  = track__payload[15:0];
   assign track__payload__beats  = track__payload[19:16];
   assign track__payload__kind  = track__payload[20];
@@ -92012,8 +92428,8 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign status[10] = measuring;
   assign status[9:2] = thr;
   assign status[1:0] = cfg[1:0];
-  assign set_err[0] = \$332 ;
-  assign set_err[1] = \$323 ;
+  assign set_err[0] = \$310 ;
+  assign set_err[1] = \$301 ;
   assign dma_response__payload[3] = response__payload[10];
   assign dma_response__payload[2:0] = response__payload[4:2];
   assign dma_req[82:75] = { 5'h00, dma__payload[57:55] };
@@ -92032,33 +92448,33 @@ module t3hw_system__e3__arbiter (load__valid, load_response__ready, dram__ready,
   assign remote_req[58:52] = remote__payload[70:64];
   assign remote_req[51:4] = remote__payload[47:0];
   assign remote_req[3:2] = 2'h2;
-  assign remote_req[1:0] = \$304 ;
+  assign remote_req[1:0] = \$282 ;
   assign remote_req[82:75] = 8'h00;
   assign store_req[74:59] = store__payload[63:48];
   assign store_req[58:52] = store__payload[70:64];
   assign store_req[51:4] = store__payload[47:0];
   assign store_req[3:2] = 2'h0;
-  assign store_req[1:0] = \$302 ;
+  assign store_req[1:0] = \$280 ;
   assign store_req[82:75] = 8'h00;
-  assign \$233  = { 1'h0, \$232  };
-  assign \$252  = { 1'h0, \$251  };
-  assign \$217 [0] = 1'h0;
-  assign \$217 [1] = 1'h0;
-  assign \$219  = 1'h0;
-  assign \$220  = 2'h0;
-  assign \$228 [0] = 1'h0;
-  assign \$228 [1] = 1'h0;
-  assign \$229  = 2'h0;
-  assign \$230  = 2'h0;
-  assign \$306  = \$305 ;
-  assign \$101  = { 7'h00, sat2, 24'h000000 };
-  assign \$139  = { finish, 1'h0 };
-  assign \$141  = { 25'h0000000, num[33:25] };
-  assign \$170  = 2'h0;
-  assign \$171  = 2'h0;
-  assign \$172  = { \$323 , \$332  };
-  assign \$301  = store__payload[71];
-  assign \$303  = remote__payload[71];
+  assign \$231  = { 1'h0, \$230  };
+  assign \$242  = { 1'h0, \$241  };
+  assign \$215 [0] = 1'h0;
+  assign \$215 [1] = 1'h0;
+  assign \$217  = 1'h0;
+  assign \$218  = 2'h0;
+  assign \$226 [0] = 1'h0;
+  assign \$226 [1] = 1'h0;
+  assign \$227  = 2'h0;
+  assign \$228  = 2'h0;
+  assign \$284  = \$283 ;
+  assign \$89  = { 7'h00, sat2, 24'h000000 };
+  assign \$127  = { finish, 1'h0 };
+  assign \$129  = { 25'h0000000, num[33:25] };
+  assign \$158  = 2'h0;
+  assign \$159  = 2'h0;
+  assign \$160  = { \$301 , \$310  };
+  assign \$279  = store__payload[71];
+  assign \$281  = remote__payload[71];
 endmodule
 
 module t3hw_system__e3__csr (bus__w_data, bus__w_stb, bus__r_stb, clk, rst, tracker_program__ready, dma_idle, dma_program__ready, region_program__valid, dma_program__valid, tracker_program__valid, arbiter_program__valid, region_program__payload, dma_program__payload, tracker_program__payload, arbiter_program__payload, device_id, irq, bus__r_data, addrmap_stats, region_program__ready
@@ -103423,16 +103839,84 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   reg _init_strobe_79  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
-  reg [3:0] \$100 ;
-  reg \$101 ;
-  reg \$102 ;
+  wire \$100 ;
+  wire \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire [4:0] \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire [3:0] \$138 ;
+  wire [4:0] \$139 ;
   wire \$14 ;
+  wire [4:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg [57:0] \$143 ;
+  reg [2:0] \$144 ;
+  reg [47:0] \$145 ;
+  reg [47:0] \$146 ;
+  reg [11:0] \$147 ;
+  reg [15:0] \$148 ;
+  reg \$149 ;
   wire \$15 ;
+  reg \$150 ;
+  reg [47:0] \$151 ;
+  reg \$152 ;
+  reg \$153 ;
+  reg [178:0] \$154 ;
+  reg \$155 ;
+  reg \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [47:0] \$159 ;
   wire \$16 ;
+  reg [170:0] \$160 ;
+  reg [7:0] \$161 ;
+  reg [3:0] \$162 ;
+  reg [47:0] \$163 ;
+  reg \$164 ;
+  reg \$165 ;
+  reg \$166 ;
+  reg [3:0] \$167 ;
+  reg [3:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
+  reg \$170 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
@@ -103449,80 +103933,80 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [4:0] \$32 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [5:0] \$34 ;
-  wire \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [6:0] \$38 ;
+  wire [3:0] \$34 ;
+  wire [48:0] \$35 ;
+  wire [48:0] \$36 ;
+  wire [12:0] \$37 ;
+  wire [47:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [3:0] \$41 ;
-  wire [48:0] \$42 ;
-  wire [48:0] \$43 ;
-  wire [12:0] \$44 ;
-  wire [47:0] \$45 ;
+  wire [16:0] \$40 ;
+  wire \$41 ;
+  wire [47:0] \$42 ;
+  wire \$43 ;
+  wire \$44 ;
+  wire \$45 ;
   wire \$46 ;
-  wire [16:0] \$47 ;
-  wire \$48 ;
-  wire [47:0] \$49 ;
+  wire \$47 ;
+  wire [16:0] \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire \$51 ;
-  wire \$52 ;
-  wire \$53 ;
+  wire [23:0] \$50 ;
+  wire [25:0] \$51 ;
+  wire [4:0] \$52 ;
+  wire [47:0] \$53 ;
   wire \$54 ;
-  wire [16:0] \$55 ;
-  wire [16:0] \$56 ;
-  wire [23:0] \$57 ;
-  wire [25:0] \$58 ;
-  wire [4:0] \$59 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire \$57 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  wire [47:0] \$60 ;
+  wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
+  wire [4:0] \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
-  wire [4:0] \$71 ;
-  wire [4:0] \$72 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
   wire \$73 ;
-  reg \$74 ;
-  reg [57:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [47:0] \$77 ;
-  reg [47:0] \$78 ;
-  reg [11:0] \$79 ;
+  wire \$74 ;
+  wire [4:0] \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  reg [15:0] \$80 ;
-  reg \$81 ;
-  reg \$82 ;
-  reg [47:0] \$83 ;
-  reg \$84 ;
-  reg \$85 ;
-  reg [178:0] \$86 ;
-  reg \$87 ;
-  reg \$88 ;
-  reg \$89 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  reg \$90 ;
-  reg [47:0] \$91 ;
-  reg [170:0] \$92 ;
-  reg [7:0] \$93 ;
-  reg [3:0] \$94 ;
-  reg [47:0] \$95 ;
-  reg \$96 ;
-  reg \$97 ;
-  reg \$98 ;
-  reg [3:0] \$99 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire [4:0] \$92 ;
+  wire [4:0] \$93 ;
+  wire [4:0] \$94 ;
+  wire [5:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
   wire \$signal$28 ;
   reg [3:0] \$signal$30  = 4'h0;
@@ -103599,7 +104083,6 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   wire [15:0] detail__tile ;
   reg [47:0] dst_at = 48'h000000000000;
   reg [3:0] held = 4'h0;
-  wire [3:0] held_next;
   output idle;
   wire idle;
   reg [7:0] index = 8'h00;
@@ -103758,104 +104241,172 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign \$30  = \$28  & \$29 ;
   assign \$31  = ~ packet__valid;
   assign idle = \$30  & \$31 ;
-  assign \$32  = held + issue;
-  assign \$33  = packet__valid & \o__ready$39 ;
-  assign \$34  = \$32  - \$33 ;
-  assign \$35  = o__valid & o__ready;
-  assign \$36  = ~ \$signal$31 ;
-  assign \$37  = \$35  & \$36 ;
-  assign \$38  = $signed(\$34 ) - $signed({ 1'h0, \$37  });
-  assign \$39  = ~ read__valid;
-  assign \$40  = \$39  | read__ready;
-  assign \$41  = tag + 1'h1;
-  assign \$42  = src_at + step;
-  assign \$43  = dst_at + step;
-  assign \$44  = rows_left - 1'h1;
-  assign \$45  = short_row ? row_step : 48'h000000000040;
-  assign \$46  = rows_left == 2'h2;
-  assign \$47  = remaining - 7'h40;
-  assign \$48  = remaining <= 8'hc0;
-  assign \$49  = near_end ? row_step : 48'h000000000040;
-  assign \$50  = ~ nxt_valid;
-  assign \$51  = descriptor__valid & \$50 ;
-  assign \$52  = descriptor__payload[58:43] <= 7'h40;
-  assign \$53  = descriptor__payload[58:43] <= 8'h80;
-  assign \$54  = descriptor__payload[42:31] == 1'h1;
-  assign \$55  = descriptor__payload[58:43] - 1'h1;
-  assign \$58  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$57 );
-  assign \$59  = run + 1'h1;
-  assign \$60  = nxt_short ? nxt_step : 48'h000000000040;
-  assign \$61  = o__ready & o__valid;
-  assign \$62  = ~ \$signal$28 ;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = o__payload[79:77] != response__payload[2:0];
-  assign \$65  = response__payload[3] | \$64 ;
-  assign \$66  = \$38 [3:0] == 4'h8;
-  assign \$67  = o__ready & o__valid;
-  assign \$68  = ~ \$signal$28 ;
-  assign \$69  = \$67  & \$68 ;
-  assign \$70  = \$69  ? o__payload[83:80] : \$signal$30 ;
-  assign \$71  = run + 1'h1;
-  assign \$72  = start ? \$71  : { 1'h0, run };
-  assign \$73  = \$70  == \$72 ;
+  assign \$32  = ~ read__valid;
+  assign \$33  = \$32  | read__ready;
+  assign \$34  = tag + 1'h1;
+  assign \$35  = src_at + step;
+  assign \$36  = dst_at + step;
+  assign \$37  = rows_left - 1'h1;
+  assign \$38  = short_row ? row_step : 48'h000000000040;
+  assign \$39  = rows_left == 2'h2;
+  assign \$40  = remaining - 7'h40;
+  assign \$41  = remaining <= 8'hc0;
+  assign \$42  = near_end ? row_step : 48'h000000000040;
+  assign \$43  = ~ nxt_valid;
+  assign \$44  = descriptor__valid & \$43 ;
+  assign \$45  = descriptor__payload[58:43] <= 7'h40;
+  assign \$46  = descriptor__payload[58:43] <= 8'h80;
+  assign \$47  = descriptor__payload[42:31] == 1'h1;
+  assign \$48  = descriptor__payload[58:43] - 1'h1;
+  assign \$51  = $signed({ 1'h0, descriptor__payload[82:59] }) - $signed(\$50 );
+  assign \$52  = run + 1'h1;
+  assign \$53  = nxt_short ? nxt_step : 48'h000000000040;
+  assign \$54  = o__ready & o__valid;
+  assign \$55  = ~ \$signal$28 ;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = o__payload[79:77] != response__payload[2:0];
+  assign \$58  = response__payload[3] | \$57 ;
+  assign \$59  = packet__valid & \o__ready$39 ;
+  assign \$60  = ~ \$59 ;
+  assign \$61  = issue & \$60 ;
+  assign \$62  = o__valid & o__ready;
+  assign \$63  = ~ \$signal$31 ;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$61  & \$65 ;
+  assign \$67  = held + 1'h1;
+  assign \$68  = ~ issue;
+  assign \$69  = packet__valid & \o__ready$39 ;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = o__valid & o__ready;
+  assign \$72  = ~ \$signal$31 ;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = \$70  & \$73 ;
+  assign \$75  = held - 2'h2;
+  assign \$76  = packet__valid & \o__ready$39 ;
+  assign \$77  = issue ^ \$76 ;
+  assign \$78  = o__valid & o__ready;
+  assign \$79  = ~ \$signal$31 ;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = \$77  ^ \$80 ;
+  assign \$82  = packet__valid & \o__ready$39 ;
+  assign \$83  = ~ \$82 ;
+  assign \$84  = issue & \$83 ;
+  assign \$85  = o__valid & o__ready;
+  assign \$86  = ~ \$signal$31 ;
+  assign \$87  = \$85  & \$86 ;
+  assign \$88  = ~ \$87 ;
+  assign \$89  = \$84  & \$88 ;
+  assign \$90  = ~ \$89 ;
+  assign \$91  = \$81  & \$90 ;
+  assign \$92  = held - 1'h1;
+  assign \$93  = \$91  ? \$92  : { 1'h0, held };
+  assign \$94  = \$74  ? \$75  : \$93 ;
+  assign \$95  = \$66  ? { 1'h0, \$67  } : { \$94 [4], \$94  };
+  assign \$96  = packet__valid & \o__ready$39 ;
+  assign \$97  = ~ \$96 ;
+  assign \$98  = issue & \$97 ;
+  assign \$99  = o__valid & o__ready;
+  assign \$100  = ~ \$signal$31 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = ~ \$101 ;
+  assign \$103  = \$98  & \$102 ;
+  assign \$104  = held + 1'h1;
+  assign \$105  = \$104  == 4'h8;
+  assign \$106  = packet__valid & \o__ready$39 ;
+  assign \$107  = issue ^ \$106 ;
+  assign \$108  = o__valid & o__ready;
+  assign \$109  = ~ \$signal$31 ;
+  assign \$110  = \$108  & \$109 ;
+  assign \$111  = \$107  ^ \$110 ;
+  assign \$112  = packet__valid & \o__ready$39 ;
+  assign \$113  = ~ \$112 ;
+  assign \$114  = issue & \$113 ;
+  assign \$115  = o__valid & o__ready;
+  assign \$116  = ~ \$signal$31 ;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = ~ \$117 ;
+  assign \$119  = \$114  & \$118 ;
+  assign \$120  = ~ \$119 ;
+  assign \$121  = \$111  & \$120 ;
+  assign \$122  = ~ \$121 ;
+  assign \$123  = ~ issue;
+  assign \$124  = packet__valid & \o__ready$39 ;
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = o__valid & o__ready;
+  assign \$127  = ~ \$signal$31 ;
+  assign \$128  = \$126  & \$127 ;
+  assign \$129  = \$125  & \$128 ;
+  assign \$130  = ~ \$129 ;
+  assign \$131  = \$122  & \$130 ;
+  assign \$132  = held == 4'h8;
+  assign \$133  = \$131  & \$132 ;
+  assign \$134  = \$103  ? \$105  : \$133 ;
+  assign \$135  = o__ready & o__valid;
+  assign \$136  = ~ \$signal$28 ;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = \$137  ? o__payload[83:80] : \$signal$30 ;
+  assign \$139  = run + 1'h1;
+  assign \$140  = start ? \$139  : { 1'h0, run };
+  assign \$141  = \$138  == \$140 ;
   always @(posedge clk)
-    read__valid <= \$74 ;
+    read__valid <= \$142 ;
   always @(posedge clk)
-    read__payload <= \$75 ;
+    read__payload <= \$143 ;
   always @(posedge clk)
-    tag <= \$76 ;
+    tag <= \$144 ;
   always @(posedge clk)
-    src_at <= \$77 ;
+    src_at <= \$145 ;
   always @(posedge clk)
-    dst_at <= \$78 ;
+    dst_at <= \$146 ;
   always @(posedge clk)
-    rows_left <= \$79 ;
+    rows_left <= \$147 ;
   always @(posedge clk)
-    remaining <= \$80 ;
+    remaining <= \$148 ;
   always @(posedge clk)
-    near_end <= \$81 ;
+    near_end <= \$149 ;
   always @(posedge clk)
-    row_end <= \$82 ;
+    row_end <= \$150 ;
   always @(posedge clk)
-    step <= \$83 ;
+    step <= \$151 ;
   always @(posedge clk)
-    one_row <= \$84 ;
+    one_row <= \$152 ;
   always @(posedge clk)
-    active <= \$85 ;
+    active <= \$153 ;
   always @(posedge clk)
-    nxt <= \$86 ;
+    nxt <= \$154 ;
   always @(posedge clk)
-    nxt_valid <= \$87 ;
+    nxt_valid <= \$155 ;
   always @(posedge clk)
-    nxt_short <= \$88 ;
+    nxt_short <= \$156 ;
   always @(posedge clk)
-    nxt_near <= \$89 ;
+    nxt_near <= \$157 ;
   always @(posedge clk)
-    nxt_one_row <= \$90 ;
+    nxt_one_row <= \$158 ;
   always @(posedge clk)
-    nxt_step <= \$91 ;
+    nxt_step <= \$159 ;
   always @(posedge clk)
-    cur <= \$92 ;
+    cur <= \$160 ;
   always @(posedge clk)
-    index <= \$93 ;
+    index <= \$161 ;
   always @(posedge clk)
-    run <= \$94 ;
+    run <= \$162 ;
   always @(posedge clk)
-    row_step <= \$95 ;
+    row_step <= \$163 ;
   always @(posedge clk)
-    row_near <= \$96 ;
+    row_near <= \$164 ;
   always @(posedge clk)
-    short_row <= \$97 ;
+    short_row <= \$165 ;
   always @(posedge clk)
-    \$signal  <= \$98 ;
+    \$signal  <= \$166 ;
   always @(posedge clk)
-    \$signal$30  <= \$99 ;
+    \$signal$30  <= \$167 ;
   always @(posedge clk)
-    held <= \$100 ;
+    held <= \$168 ;
   always @(posedge clk)
-    at_limit <= \$101 ;
+    at_limit <= \$169 ;
   always @(posedge clk)
-    \$signal$8  <= \$102 ;
+    \$signal$8  <= \$170 ;
   t3hw_system__e3__dma__engine__packets  packets (
     .clk(clk),
     .o__payload(packet__payload),
@@ -103885,298 +104436,298 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$74  = read__valid;
+    \$142  = read__valid;
     if (read__ready) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
     if (issue) begin
-      \$74  = 1'h1;
+      \$142  = 1'h1;
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$75  = read__payload;
-    if (\$40 ) begin
-      \$75 [47:0] = meta[139:92];
-      \$75 [54:48] = \$1 [6:0];
-      \$75 [57:55] = tag;
+    \$143  = read__payload;
+    if (\$33 ) begin
+      \$143 [47:0] = meta[139:92];
+      \$143 [54:48] = \$1 [6:0];
+      \$143 [57:55] = tag;
     end
     if (rst) begin
-      \$75  = 58'h000000000000000;
+      \$143  = 58'h000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$76  = tag;
+    \$144  = tag;
     if (issue) begin
-      \$76  = \$41 [2:0];
+      \$144  = \$34 [2:0];
     end
     if (rst) begin
-      \$76  = 3'h0;
+      \$144  = 3'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$77  = src_at;
+    \$145  = src_at;
     if (issue) begin
-      \$77  = \$42 [47:0];
+      \$145  = \$35 [47:0];
     end
     if (start) begin
-      \$77  = nxt[130:83];
+      \$145  = nxt[130:83];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$78  = dst_at;
+    \$146  = dst_at;
     if (issue) begin
-      \$78  = \$43 [47:0];
+      \$146  = \$36 [47:0];
     end
     if (start) begin
-      \$78  = nxt[178:131];
+      \$146  = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$79  = rows_left;
+    \$147  = rows_left;
     if (issue) begin
       if (row_end) begin
-        \$79  = \$44 [11:0];
+        \$147  = \$37 [11:0];
       end
     end
     if (start) begin
-      \$79  = nxt[42:31];
+      \$147  = nxt[42:31];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$80  = remaining;
+    \$148  = remaining;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$80  = cur[50:35];
+        \$148  = cur[50:35];
       end else begin
-        \$80  = \$47 [15:0];
+        \$148  = \$40 [15:0];
       end
     end
     if (start) begin
-      \$80  = nxt[58:43];
+      \$148  = nxt[58:43];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$81  = near_end;
+    \$149  = near_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$81  = row_near;
+        \$149  = row_near;
       end else begin
-        \$81  = \$48 ;
+        \$149  = \$41 ;
       end
     end
     if (start) begin
-      \$81  = nxt_near;
+      \$149  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$82  = row_end;
+    \$150  = row_end;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$82  = short_row;
+        \$150  = short_row;
       end else begin
-        \$82  = near_end;
+        \$150  = near_end;
       end
     end
     if (start) begin
-      \$82  = nxt_short;
+      \$150  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$83  = step;
+    \$151  = step;
     if (issue) begin
       (* full_case = 32'd1 *)
       if (row_end) begin
-        \$83  = \$45 ;
+        \$151  = \$38 ;
       end else begin
-        \$83  = \$49 ;
+        \$151  = \$42 ;
       end
     end
     if (start) begin
-      \$83  = \$60 ;
+      \$151  = \$53 ;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$84  = one_row;
+    \$152  = one_row;
     if (issue) begin
       if (row_end) begin
-        \$84  = \$46 ;
+        \$152  = \$39 ;
       end
     end
     if (start) begin
-      \$84  = nxt_one_row;
+      \$152  = nxt_one_row;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$85  = active;
+    \$153  = active;
     if (issue) begin
       if (last) begin
-        \$85  = 1'h0;
+        \$153  = 1'h0;
       end
     end
     if (stop) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
     if (start) begin
-      \$85  = 1'h1;
+      \$153  = 1'h1;
     end
     if (rst) begin
-      \$85  = 1'h0;
+      \$153  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$86  = nxt;
-    if (\$51 ) begin
-      \$86  = descriptor__payload;
+    \$154  = nxt;
+    if (\$44 ) begin
+      \$154  = descriptor__payload;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$87  = nxt_valid;
-    if (\$51 ) begin
-      \$87  = 1'h1;
+    \$155  = nxt_valid;
+    if (\$44 ) begin
+      \$155  = 1'h1;
     end
     if (start) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
     if (rst) begin
-      \$87  = 1'h0;
+      \$155  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$88  = nxt_short;
-    if (\$51 ) begin
-      \$88  = \$52 ;
+    \$156  = nxt_short;
+    if (\$44 ) begin
+      \$156  = \$45 ;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$89  = nxt_near;
-    if (\$51 ) begin
-      \$89  = \$53 ;
+    \$157  = nxt_near;
+    if (\$44 ) begin
+      \$157  = \$46 ;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$90  = nxt_one_row;
-    if (\$51 ) begin
-      \$90  = \$54 ;
+    \$158  = nxt_one_row;
+    if (\$44 ) begin
+      \$158  = \$47 ;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$91  = nxt_step;
-    if (\$51 ) begin
-      \$91  = { \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58 [25], \$58  };
+    \$159  = nxt_step;
+    if (\$44 ) begin
+      \$159  = { \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51 [25], \$51  };
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$92  = cur;
+    \$160  = cur;
     if (start) begin
-      \$92 [0] = nxt[8];
-      \$92 [1] = nxt[9];
-      \$92 [6:2] = nxt[14:10];
-      \$92 [22:7] = nxt[30:15];
-      \$92 [34:23] = nxt[42:31];
-      \$92 [50:35] = nxt[58:43];
-      \$92 [74:51] = nxt[82:59];
-      \$92 [122:75] = nxt[130:83];
-      \$92 [170:123] = nxt[178:131];
+      \$160 [0] = nxt[8];
+      \$160 [1] = nxt[9];
+      \$160 [6:2] = nxt[14:10];
+      \$160 [22:7] = nxt[30:15];
+      \$160 [34:23] = nxt[42:31];
+      \$160 [50:35] = nxt[58:43];
+      \$160 [74:51] = nxt[82:59];
+      \$160 [122:75] = nxt[130:83];
+      \$160 [170:123] = nxt[178:131];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$93  = index;
+    \$161  = index;
     if (start) begin
-      \$93  = nxt[7:0];
+      \$161  = nxt[7:0];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$94  = run;
+    \$162  = run;
     if (start) begin
-      \$94  = \$59 [3:0];
+      \$162  = \$52 [3:0];
     end
     if (rst) begin
-      \$94  = 4'h0;
+      \$162  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$95  = row_step;
+    \$163  = row_step;
     if (start) begin
-      \$95  = nxt_step;
+      \$163  = nxt_step;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$96  = row_near;
+    \$164  = row_near;
     if (start) begin
-      \$96  = nxt_near;
+      \$164  = nxt_near;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$97  = short_row;
+    \$165  = short_row;
     if (start) begin
-      \$97  = nxt_short;
+      \$165  = nxt_short;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$98  = \$signal ;
-    if (\$63 ) begin
-      \$98  = \$65 ;
+    \$166  = \$signal ;
+    if (\$56 ) begin
+      \$166  = \$58 ;
     end
     if (rst) begin
-      \$98  = 1'h0;
+      \$166  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$99  = \$signal$30 ;
-    if (\$63 ) begin
-      \$99  = o__payload[83:80];
+    \$167  = \$signal$30 ;
+    if (\$56 ) begin
+      \$167  = o__payload[83:80];
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$100  = \$38 [3:0];
+    \$168  = \$95 [3:0];
     if (rst) begin
-      \$100  = 4'h0;
+      \$168  = 4'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$101  = \$66 ;
+    \$169  = \$134 ;
     if (rst) begin
-      \$101  = 1'h0;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_79 ) begin end
-    \$102  = \$73 ;
+    \$170  = \$141 ;
     if (rst) begin
-      \$102  = 1'h1;
+      \$170  = 1'h1;
     end
   end
   assign nbytes = \$1 [6:0];
@@ -104190,7 +104741,6 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign packet__ready = \o__ready$39 ;
   assign \o__valid$42  = packet__valid;
   assign aborted = abort;
-  assign held_next = \$38 [3:0];
   assign meta__packet  = meta[76:0];
   assign meta__packet__device  = meta[4:0];
   assign meta__packet__addr  = meta[52:5];
@@ -104282,8 +104832,8 @@ module t3hw_system__e3__dma__engine (rst, descriptor__ready, abort, bad_response
   assign meta[53] = cur[1];
   assign meta[52:5] = dst_at;
   assign meta[4:0] = cur[6:2];
-  assign \$56  = { \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16], \$55 [16:6] };
-  assign \$57  = { \$56 [16], \$56 , 6'h00 };
+  assign \$49  = { \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16], \$48 [16:6] };
+  assign \$50  = { \$49 [16], \$49 , 6'h00 };
 endmodule
 
 module t3hw_system__e3__dma__engine__packets (rst, push, o__ready, wr__data, o__valid, o__payload, clk);
@@ -105014,34 +105564,59 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$100 ;
   wire \$101 ;
   wire \$102 ;
-  reg [7:0] \$103 ;
-  reg \$104 ;
-  reg [4:0] \$105 ;
-  reg \$106 ;
-  reg [178:0] \$107 ;
-  reg [11:0] \$108 ;
-  reg \$109 ;
+  wire [5:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
   wire \$11 ;
-  reg \$110 ;
-  reg \$111 ;
-  reg \$112 ;
-  reg [4:0] \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg \$118 ;
-  reg [178:0] \$119 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire [5:0] \$113 ;
+  wire [5:0] \$114 ;
+  wire [5:0] \$115 ;
+  wire [5:0] \$116 ;
+  wire [6:0] \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg \$120 ;
-  reg [4:0] \$121 ;
-  reg \$122 ;
-  reg [4:0] \$123 ;
-  reg \$124 ;
-  reg [4:0] \$125 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  reg [7:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [4:0] \$130 ;
+  reg \$131 ;
+  reg [178:0] \$132 ;
+  reg [11:0] \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg \$136 ;
+  reg \$137 ;
+  reg [4:0] \$138 ;
+  reg \$139 ;
   wire \$14 ;
+  reg \$140 ;
+  reg \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [178:0] \$144 ;
+  reg \$145 ;
+  reg [4:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg \$149 ;
   wire [23:0] \$15 ;
+  reg [4:0] \$150 ;
   wire [23:0] \$16 ;
   wire [38:0] \$17 ;
   wire [39:0] \$18 ;
@@ -105107,32 +105682,32 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [6:0] \$76 ;
+  wire \$75 ;
+  wire \$76 ;
   wire \$77 ;
-  wire [7:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire [12:0] \$8 ;
   wire [5:0] \$80 ;
-  wire [6:0] \$81 ;
+  wire \$81 ;
   wire \$82 ;
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire \$86 ;
+  wire [5:0] \$86 ;
   wire \$87 ;
-  wire [5:0] \$88 ;
-  wire [5:0] \$89 ;
+  wire \$88 ;
+  wire \$89 ;
   wire \$9 ;
-  wire [5:0] \$90 ;
+  wire \$90 ;
   wire [5:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire \$93 ;
-  wire \$94 ;
+  wire [5:0] \$92 ;
+  wire [5:0] \$93 ;
+  wire [6:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
-  wire \$98 ;
+  wire [5:0] \$98 ;
   wire \$99 ;
   wire [48:0] \$signal ;
   reg again = 1'h0;
@@ -106773,55 +107348,80 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   assign bad_descriptor = s2_valid & \$72 ;
   assign \$73  = ~ refused;
   assign \$74  = trigger__valid & trigger__ready;
-  assign \$75  = \held$36  + \$74 ;
-  assign \$76  = \$75  - bad_descriptor;
+  assign \$75  = ~ bad_descriptor;
+  assign \$76  = \$74  & \$75 ;
   assign \$77  = o__valid & o__ready;
-  assign \$78  = $signed(\$76 ) - $signed({ 1'h0, \$77  });
-  assign \$79  = trigger__valid & trigger__ready;
-  assign \$80  = \held$36  + \$79 ;
-  assign \$81  = \$80  - bad_descriptor;
-  assign room_next = $signed(\$81 ) < $signed(6'h10);
-  assign \$82  = ~ fetching;
-  assign \$83  = ~ fetched;
-  assign \$84  = \$82  & \$83 ;
-  assign \$85  = ~ descriptor__valid;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ stage[4];
-  assign o__ready = \$86  & \$87 ;
-  assign old = again ? last : read;
-  assign \$88  = old + 1'h1;
-  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
-  assign \$89  = \old$105  + 1'h1;
-  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
-  assign \$90  = \old$111  + 1'h1;
-  assign \$91  = issued_checked - dropped_checked;
-  assign \$92  = $signed(\$91 ) - $signed({ 1'h0, taken_checked });
-  assign in_use = | \$92 [4:0];
-  assign \$93  = ~ s1_valid;
-  assign \$94  = ~ s2_valid;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ o__valid;
+  assign \$78  = ~ \$77 ;
+  assign \$79  = \$76  & \$78 ;
+  assign \$80  = \held$36  + 1'h1;
+  assign \$81  = trigger__valid & trigger__ready;
+  assign \$82  = ~ \$81 ;
+  assign \$83  = \$82  & bad_descriptor;
+  assign \$84  = o__valid & o__ready;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = \held$36  - 2'h2;
+  assign \$87  = trigger__valid & trigger__ready;
+  assign \$88  = \$87  ^ bad_descriptor;
+  assign \$89  = o__valid & o__ready;
+  assign \$90  = \$88  ^ \$89 ;
+  assign \$91  = \held$36  - 1'h1;
+  assign \$92  = \$90  ? \$91  : { 1'h0, \held$36  };
+  assign \$93  = \$85  ? \$86  : \$92 ;
+  assign \$94  = \$79  ? { 1'h0, \$80  } : { \$93 [5], \$93  };
+  assign \$95  = trigger__valid & trigger__ready;
+  assign \$96  = ~ bad_descriptor;
   assign \$97  = \$95  & \$96 ;
-  assign \$98  = ~ fetching;
-  assign \$99  = \$97  & \$98 ;
-  assign \$100  = ~ fetched;
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = ~ descriptor__valid;
-  assign idle = \$101  & \$102 ;
+  assign \$98  = \held$36  + 1'h1;
+  assign \$99  = \$98  < 5'h10;
+  assign \$100  = trigger__valid & trigger__ready;
+  assign \$101  = ~ \$100 ;
+  assign \$102  = \$101  & bad_descriptor;
+  assign \$103  = \held$36  - 1'h1;
+  assign \$104  = $signed(\$103 ) < $signed(6'h10);
+  assign \$105  = \held$36  < 5'h10;
+  assign \$106  = \$102  ? \$104  : \$105 ;
+  assign room_next = \$97  ? \$99  : \$106 ;
+  assign \$107  = ~ fetching;
+  assign \$108  = ~ fetched;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ descriptor__valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ stage[4];
+  assign o__ready = \$111  & \$112 ;
+  assign old = again ? last : read;
+  assign \$113  = old + 1'h1;
+  assign \old$105  = \again$67  ? \last$68  : \read$65 ;
+  assign \$114  = \old$105  + 1'h1;
+  assign \old$111  = \again$76  ? \last$77  : \read$74 ;
+  assign \$115  = \old$111  + 1'h1;
+  assign \$116  = issued_checked - dropped_checked;
+  assign \$117  = $signed(\$116 ) - $signed({ 1'h0, taken_checked });
+  assign in_use = | \$117 [4:0];
+  assign \$118  = ~ s1_valid;
+  assign \$119  = ~ s2_valid;
+  assign \$120  = \$118  & \$119 ;
+  assign \$121  = ~ o__valid;
+  assign \$122  = \$120  & \$121 ;
+  assign \$123  = ~ fetching;
+  assign \$124  = \$122  & \$123 ;
+  assign \$125  = ~ fetched;
+  assign \$126  = \$124  & \$125 ;
+  assign \$127  = ~ descriptor__valid;
+  assign idle = \$126  & \$127 ;
   always @(posedge clk)
-    sweep <= \$103 ;
+    sweep <= \$128 ;
   always @(posedge clk)
-    busy <= \$104 ;
+    busy <= \$129 ;
   always @(posedge clk)
-    stage <= \$105 ;
+    stage <= \$130 ;
   always @(posedge clk)
-    quiet <= \$106 ;
+    quiet <= \$131 ;
   always @(posedge clk)
-    desc <= \$107 ;
+    desc <= \$132 ;
   always @(posedge clk)
-    rows1 <= \$108 ;
+    rows1 <= \$133 ;
   always @(posedge clk)
-    held <= \$109 ;
+    held <= \$134 ;
   always @(posedge clk)
     mul_rows1 <= rows1;
   always @(posedge clk)
@@ -106837,17 +107437,17 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     span <= \$20 [36:0];
   always @(posedge clk)
-    \busy$20  <= \$110 ;
+    \busy$20  <= \$135 ;
   always @(posedge clk)
     wraps <= \$24 ;
   always @(posedge clk)
-    s1_valid <= \$111 ;
+    s1_valid <= \$136 ;
   always @(posedge clk)
     s1_cmd <= trigger__payload[7:0];
   always @(posedge clk)
     s1_tile <= trigger__payload[23:8];
   always @(posedge clk)
-    s2_valid <= \$112 ;
+    s2_valid <= \$137 ;
   always @(posedge clk)
     s2_cmd <= s1_cmd;
   always @(posedge clk)
@@ -106855,15 +107455,15 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     s2_ok <= rd_check__data;
   always @(posedge clk)
-    \held$36  <= \$113 ;
+    \held$36  <= \$138 ;
   always @(posedge clk)
-    room <= \$114 ;
+    room <= \$139 ;
   always @(posedge clk)
-    ready <= \$115 ;
+    ready <= \$140 ;
   always @(posedge clk)
-    fetching <= \$116 ;
+    fetching <= \$141 ;
   always @(posedge clk)
-    fetched <= \$117 ;
+    fetched <= \$142 ;
   always @(posedge clk)
     fetch_index <= o__payload;
   always @(posedge clk)
@@ -106871,11 +107471,11 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     got_index <= fetch_index;
   always @(posedge clk)
-    descriptor__valid <= \$118 ;
+    descriptor__valid <= \$143 ;
   always @(posedge clk)
-    descriptor__payload <= \$119 ;
+    descriptor__payload <= \$144 ;
   always @(posedge clk)
-    pending <= \$120 ;
+    pending <= \$145 ;
   always @(posedge clk)
     pending_index <= trigger__payload[7:0];
   always @(posedge clk)
@@ -106883,11 +107483,11 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     again <= \$40 ;
   always @(posedge clk)
-    last <= \$88 [4:0];
+    last <= \$113 [4:0];
   always @(posedge clk)
-    issued_checked <= \$121 ;
+    issued_checked <= \$146 ;
   always @(posedge clk)
-    \pending$62  <= \$122 ;
+    \pending$62  <= \$147 ;
   always @(posedge clk)
     \pending_index$64  <= s2_cmd;
   always @(posedge clk)
@@ -106895,11 +107495,11 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$67  <= \$44 ;
   always @(posedge clk)
-    \last$68  <= \$89 [4:0];
+    \last$68  <= \$114 [4:0];
   always @(posedge clk)
-    dropped_checked <= \$123 ;
+    dropped_checked <= \$148 ;
   always @(posedge clk)
-    \pending$72  <= \$124 ;
+    \pending$72  <= \$149 ;
   always @(posedge clk)
     \pending_index$73  <= descriptor__payload[7:0];
   always @(posedge clk)
@@ -106907,9 +107507,9 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   always @(posedge clk)
     \again$76  <= \$49 ;
   always @(posedge clk)
-    \last$77  <= \$90 [4:0];
+    \last$77  <= \$115 [4:0];
   always @(posedge clk)
-    taken_checked <= \$125 ;
+    taken_checked <= \$150 ;
   t3hw_system__e3__dma__queue__ready_queue  ready_queue (
     .clk(clk),
     .o__payload(o__payload),
@@ -106921,189 +107521,189 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
   );
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$103  = sweep;
+    \$128  = sweep;
     if (busy) begin
-      \$103  = \$1 [7:0];
+      \$128  = \$1 [7:0];
     end
     if (rst) begin
-      \$103  = 8'h00;
+      \$128  = 8'h00;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$104  = busy;
+    \$129  = busy;
     if (busy) begin
       if (\$2 ) begin
-        \$104  = 1'h0;
+        \$129  = 1'h0;
       end
     end
     if (rst) begin
-      \$104  = 1'h1;
+      \$129  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$105  = { stage[3:0], \$3  };
+    \$130  = { stage[3:0], \$3  };
     if (rst) begin
-      \$105  = 5'h00;
+      \$130  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$106  = \$7 ;
+    \$131  = \$7 ;
     if (rst) begin
-      \$106  = 1'h1;
+      \$131  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$107  = desc;
+    \$132  = desc;
     if (program__ready) begin
-      \$107  = program__payload;
+      \$132  = program__payload;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$108  = rows1;
+    \$133  = rows1;
     if (program__ready) begin
-      \$108  = \$8 [11:0];
+      \$133  = \$8 [11:0];
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$109  = held;
+    \$134  = held;
     if (stage[1]) begin
-      \$109  = desc_held;
+      \$134  = desc_held;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$110  = \busy$20 ;
+    \$135  = \busy$20 ;
     if (stage[2]) begin
-      \$110  = \$21 ;
+      \$135  = \$21 ;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$111  = \$25 ;
+    \$136  = \$25 ;
     if (rst) begin
-      \$111  = 1'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$112  = s1_valid;
+    \$137  = s1_valid;
     if (rst) begin
-      \$112  = 1'h0;
+      \$137  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$113  = \$78 [4:0];
+    \$138  = \$94 [4:0];
     if (rst) begin
-      \$113  = 5'h00;
+      \$138  = 5'h00;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$114  = room_next;
+    \$139  = room_next;
     if (rst) begin
-      \$114  = 1'h1;
+      \$139  = 1'h1;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$115  = \$34 ;
+    \$140  = \$34 ;
     if (rst) begin
-      \$115  = 1'h0;
+      \$140  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$116  = \$35 ;
+    \$141  = \$35 ;
     if (rst) begin
-      \$116  = 1'h0;
+      \$141  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$117  = fetching;
+    \$142  = fetching;
     if (rst) begin
-      \$117  = 1'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$118  = descriptor__valid;
+    \$143  = descriptor__valid;
     if (descriptor__ready) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
     if (fetched) begin
-      \$118  = 1'h1;
+      \$143  = 1'h1;
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$119  = descriptor__payload;
+    \$144  = descriptor__payload;
     if (fetched) begin
-      \$119 [8] = got[0];
-      \$119 [9] = got[1];
-      \$119 [14:10] = got[6:2];
-      \$119 [30:15] = got[22:7];
-      \$119 [42:31] = got[34:23];
-      \$119 [58:43] = got[50:35];
-      \$119 [82:59] = got[74:51];
-      \$119 [130:83] = got[122:75];
-      \$119 [178:131] = got[170:123];
-      \$119 [7:0] = got_index;
+      \$144 [8] = got[0];
+      \$144 [9] = got[1];
+      \$144 [14:10] = got[6:2];
+      \$144 [30:15] = got[22:7];
+      \$144 [42:31] = got[34:23];
+      \$144 [58:43] = got[50:35];
+      \$144 [82:59] = got[74:51];
+      \$144 [130:83] = got[122:75];
+      \$144 [178:131] = got[170:123];
+      \$144 [7:0] = got_index;
     end
     if (rst) begin
-      \$119  = 179'h000000000000000000000000000000000000000000000;
+      \$144  = 179'h000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$120  = \$38 ;
+    \$145  = \$38 ;
     if (rst) begin
-      \$120  = 1'h0;
+      \$145  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$121  = issued_checked;
+    \$146  = issued_checked;
     if (stage[1]) begin
-      \$121  = check__data;
+      \$146  = check__data;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$122  = \$42 ;
+    \$147  = \$42 ;
     if (rst) begin
-      \$122  = 1'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$123  = dropped_checked;
+    \$148  = dropped_checked;
     if (stage[1]) begin
-      \$123  = \check__data$71 ;
+      \$148  = \check__data$71 ;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$124  = \$47 ;
+    \$149  = \$47 ;
     if (rst) begin
-      \$124  = 1'h0;
+      \$149  = 1'h0;
     end
   end
   always @* begin
     if (_init_strobe_82 ) begin end
-    \$125  = taken_checked;
+    \$150  = taken_checked;
     if (stage[1]) begin
-      \$125  = \check__data$80 ;
+      \$150  = \check__data$80 ;
     end
   end
   always @* begin
@@ -107196,7 +107796,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       wr__data = 5'h00;
     end else begin
-      wr__data = \$88 [4:0];
+      wr__data = \$113 [4:0];
     end
   end
   always @* begin
@@ -107223,7 +107823,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$108  = 5'h00;
     end else begin
-      \wr__data$108  = \$89 [4:0];
+      \wr__data$108  = \$114 [4:0];
     end
   end
   always @* begin
@@ -107250,7 +107850,7 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
     if (busy) begin
       \wr__data$114  = 5'h00;
     end else begin
-      \wr__data$114  = \$90 [4:0];
+      \wr__data$114  = \$115 [4:0];
     end
   end
   always @* begin
@@ -107262,10 +107862,10 @@ module t3hw_system__e3__dma__queue (rst, program__ready, bad_program, bad_pitch,
       \wr__en$115  = \pending$72 ;
     end
   end
-  assign held_next = \$78 [4:0];
-  assign value = \$88 [4:0];
-  assign \value$69  = \$89 [4:0];
-  assign \value$78  = \$90 [4:0];
+  assign held_next = \$94 [4:0];
+  assign value = \$113 [4:0];
+  assign \value$69  = \$114 [4:0];
+  assign \value$78  = \$115 [4:0];
   assign rd_check__addr = trigger__payload[7:0];
   assign data = s2_cmd;
   assign push = check_ok;

@@ -273,8 +273,7 @@ class Arbiter(wiring.Component):
         # below is one carry chain; ``wait_full`` is ``wait >= cfg.starvation_limit``, kept
         # as a register beside it (updated with it, in :meth:`_policy_state`), so that no
         # compare lies before the decision.
-        wait1 = Signal(p.starvation_width + 1, init=1)
-        wait_full = Signal()
+        wait1, wait_full = Signal(p.starvation_width + 1, init=1), Signal()
         last_comm = Signal()                               # the last grant went to comm
         # The policy enters the decision through two registers with their next-state logic
         # (:meth:`_policy_state`), so that the decision sees the requests and flip-flops
@@ -288,13 +287,10 @@ class Arbiter(wiring.Component):
         # sees (the one it may have issued since), so a gated grant never finds the queue at
         # the threshold (docs/arbiter.md, "Timing"); ``below2``, for T3_MCA_RR's turn (into
         # ``comm_first`` at the clock edge), is a cycle older still, with two requests more.
-        below = Signal(init=1)                             # the occupancy of reset, 0
-        m.d.sync += below.eq(self.occupancy + 1 < dv.thr)
-        below2 = Signal(init=1)
-        m.d.sync += below2.eq(self.occupancy + 2 < dv.thr)
+        below, below2 = Signal(init=1), Signal(init=1)     # the occupancy of reset, 0
+        m.d.sync += [below.eq(self.occupancy + 1 < dv.thr), below2.eq(self.occupancy + 2 < dv.thr)]
         rst_policy = ArbPolicy(rst_cfg["policy"])
-        rst_mca = rst_policy in MCA_POLICIES
-        gated = Signal(init=rst_mca and not dv.derive)
+        gated = Signal(init=rst_policy in MCA_POLICIES and not dv.derive)
         comm_first = Signal(init=rst_policy == ArbPolicy.ROUND_ROBIN
                              or (rst_policy == ArbPolicy.T3_MCA_RR and not dv.derive))
         pick_c = Signal()           # (no ``keep`` on the decision's wires: mapped as a whole)
@@ -356,16 +352,19 @@ class Arbiter(wiring.Component):
                          Mux(dv.finish[1], _is_mca(cfg.policy), gated))
         m.d.sync += gated.eq(gated_next)
         policy_next = Mux(accept, new.policy, cfg.policy)
-        # ``wait_full`` unless communication goes, in a slot and in a cycle that is none
-        full_slot = mp & Mux(accept, full_new, full_keep)
-        full_none = mp & Mux(accept, wait1 > new.starvation_limit, wait_full)
+        # ``wait_full`` unless communication goes, in a slot and in a cycle that is none. These
+        # and the ``if_*`` below are kept (``keep``): functions of registers alone, mapped apart
+        # from the decision, which meets them in the last level, not at the first of a wide mux.
+        full_slot, full_none = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
+        m.d.comb += [full_slot.eq(mp & Mux(accept, full_new, full_keep)),
+                     full_none.eq(mp & Mux(accept, wait1 > new.starvation_limit, wait_full))]
         # ``comm_first`` next per outcome of the grant (comm, compute, none), selected by it.
         def comm_first_if(last_comm, wait_full_n):
             return (((policy_next == ArbPolicy.ROUND_ROBIN) & ~last_comm)
                     | (_is_mca(policy_next) & wait_full_n)
                     | ((policy_next == ArbPolicy.T3_MCA_RR) & gated_next & ~last_comm
                        & d.below2))
-        if_m, if_c, if_none, if_no_slot = Signal(), Signal(), Signal(), Signal()
+        if_m, if_c, if_none, if_no_slot = (Signal(attrs={"keep": 1}) for _ in range(4))
         m.d.comb += [if_m.eq(comm_first_if(1, 0)),
                      if_c.eq(comm_first_if(0, full_slot)),
                      if_none.eq(comm_first_if(d.last_comm, full_slot)),

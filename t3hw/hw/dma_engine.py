@@ -134,9 +134,17 @@ class DmaEngine(wiring.Component):
         # makes no packet (dropped with no read outstanding: no place)
         got = pending.o.valid & pending.o.ready
         left = packets.o.valid & packets.o.ready
-        held_next = Signal.like(held)
-        m.d.comb += held_next.eq(held + issue - left - (got & ~send))
-        m.d.sync += [held.eq(held_next), at_limit.eq(held_next == p.max_outstanding)]
+        # The next count and limit flag are multiplexers of sums and compares of ``held``
+        # alone, selected by this cycle's issue, packet and dropped response, so that the
+        # handshakes (a response's tag check among them) reach no adder.
+        drop = got & ~send
+        up, down2 = issue & ~left & ~drop, ~issue & left & drop
+        down1 = (issue ^ left ^ drop) & ~up
+        top = p.max_outstanding
+        m.d.sync += [
+            held.eq(Mux(up, held + 1, Mux(down2, held - 2, Mux(down1, held - 1, held)))),
+            at_limit.eq(Mux(up, held + 1 == top, ~down1 & ~down2 & (held == top))),
+        ]
         m.d.sync += kill.match.eq(Mux(live, pending.o.payload.run, kill.run)
                                   == Mux(start, run + 1, run))
         if platform == "formal":

@@ -225,11 +225,19 @@ class DmaQueue(wiring.Component):
         # `room` leaves out this cycle's pop (it would bring the walker's `descriptor.ready`
         # into it): in the cycle after a pop it may be low with one place free, never high
         # without one.
+        # Both next values are multiplexers of sums and compares of ``held`` alone, selected
+        # by this cycle's take, drop and pop, so that the handshakes reach no adder.
+        take, drop, pop = take_trig, self.bad_descriptor, rq.o.valid & rq.o.ready
         held_next = Signal.like(held)
-        m.d.comb += held_next.eq(held + take_trig - self.bad_descriptor
-                                 - (rq.o.valid & rq.o.ready))
         room_next = Signal()
-        m.d.comb += room_next.eq(held + take_trig - self.bad_descriptor < p.dma_ready_depth)
+        m.d.comb += [
+            held_next.eq(Mux(take & ~drop & ~pop, held + 1,
+                             Mux(~take & drop & pop, held - 2,
+                                 Mux(take ^ drop ^ pop, held - 1, held)))),
+            room_next.eq(Mux(take & ~drop, held + 1 < p.dma_ready_depth,
+                             Mux(~take & drop, held - 1 < p.dma_ready_depth,
+                                 held < p.dma_ready_depth))),
+        ]
         m.d.sync += [held.eq(held_next), room.eq(room_next),
                      ready.eq(~(self.busy & (sweep != p.dma_descriptors - 1))
                               & ~chk.checking_next & room_next)]

@@ -131,9 +131,10 @@ PROOFS = {proof.name: proof for proof in [
     Proof("queue_depth4", lambda: _queue(4), {"bmc": 12, "cover": 12},
           "the head register and 3 entries behind it (pointers that wrap at 3, not a power "
           "of two); 12 cycles fill it, pass items while full and drain it"),
-    Proof("queue_memory3", lambda: _queue(3, head="memory"), {"bmc": 10, "cover": 10},
-          "every item in a 3-entry ring read at its read pointer (pointers that wrap at 3); "
-          "10 cycles fill it, pass items while full, wrap both pointers and drain it"),
+    Proof("queue_memory4", lambda: _queue(4, head="memory"), {"bmc": 12, "cover": 12},
+          "every item in a 5-entry ring (4 and the spare one written every cycle) read at its "
+          "read pointer (pointers that wrap at 5, not a power of two); 12 cycles fill it, "
+          "pass items while full, wrap both pointers and drain it"),
     Proof("queue_block4", lambda: _queue(4, head="block"), {"bmc": 16, "cover": 16},
           "three front registers and a 4-entry memory read synchronously through rd_q (the "
           "tracker's queues in block RAM); 16 cycles fill it through the memory, pass items "
