@@ -64,3 +64,15 @@ def test_summary_groups_failing_endpoints_by_register():
     assert sta.register_name("dut.dma.engine.\\$signal$12_TRELLIS_FF_Q_2/Q") == \
         "dut.dma.engine.$signal"
     assert sta.register_name("dut.queue.held$35_TRELLIS_FF_Q_4/Q") == "dut.queue.held"
+
+
+def test_worst_path_follows_the_latest_arrival_hop_by_hop():
+    got = sta.worst_path(_sdf(), 4000, "b")
+    assert got["endpoint"] == "b_TRELLIS_FF_Q_3/DI" and got["slack_ps"] == -800
+    # a.Q (clock-to-out 500) -> lut1.A (wire 1000) -> lut1.Z (250) -> lut2.A (2000) -> lut2.Z
+    # (250) -> b.DI (500), not the shorter a -> lut2.B; a.Q drives two loads
+    assert [(h["pin"], h["delay_ps"], h["arrival_ps"], h["fanout"]) for h in got["hops"]] == [
+        ("a_TRELLIS_FF_Q/Q", 500, 500, 2), ("lut1/A", 1000, 1500, 1), ("lut1/Z", 250, 1750, 1),
+        ("lut2/A", 2000, 3750, 1), ("lut2/Z", 250, 4000, 1), ("b_TRELLIS_FF_Q_3/DI", 500, 4500, 0)]
+    # a register no path reaches, or none of that name
+    assert sta.worst_path(_sdf(), 4000, "nothing") is None

@@ -67,8 +67,9 @@ class Queue(wiring.Component):
     come from flip-flops), the ``depth - 1`` items behind it in a memory of ``depth`` entries
     (one always free, written in every cycle) with an asynchronous read port (LUT RAM on
     FPGAs; a register when ``depth`` is 2). ``head="select"``: two
-    registers written in turn by the pushes and read in turn by the pops (``o.payload`` is
-    a 2:1 multiplexer of them by a flip-flop). ``head="memory"``: a ring of ``depth + 1`` entries
+    registers, the one at a write pointer written whenever the queue is not full (a push
+    moves the pointer), read in turn by the pops (``o.payload`` is a 2:1 multiplexer of them
+    by a flip-flop). ``head="memory"``: a ring of ``depth + 1`` entries
     in a memory with an asynchronous read port (LUT RAM), read at a read pointer
     (``o.payload`` is the read data) and written at a write pointer in every cycle (the entry
     there is always free; a push moves the pointer).
@@ -153,9 +154,8 @@ class Queue(wiring.Component):
             self._block(m, do_push, pop, waiting)
             return m
         if self._head == "select":
-            # Two registers, written in turn (``wr``) and read in turn (``rd``): the pop
-            # reaches one flip-flop, the push (from the writer's side) the enable of one
-            # register.
+            # Two registers, written at ``wr`` and read in turn (``rd``): the pop reaches one
+            # flip-flop, the push the write pointer (below).
             entries = [Signal(self._shape, reset_less=True, name=f"entry{i}") for i in (0, 1)]
             wr, rd = Signal(), Signal()
             with m.If(do_push):

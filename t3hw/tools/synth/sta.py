@@ -16,14 +16,16 @@ nextpnr's report).
 :func:`analyse` gives every endpoint's slack and the start of its worst path;
 :func:`summary` groups the failing ones by (start register, end register), named after
 the netlist's cells with the packer's suffixes removed (``dut.arbiter.wait1``), which is
-what ``docs/synthesis.md`` lists per change.
+what ``docs/synthesis.md`` lists per change; :func:`worst_path` follows one register's worst
+path hop by hop, with each net's fanout (how round 12 of ``docs/synthesis.md`` found its
+paths).
 """
 
 import re
 from collections import Counter, defaultdict
 
 
-__all__ = ["analyse", "summary", "register_name"]
+__all__ = ["analyse", "summary", "register_name", "worst_path"]
 
 #: Pins whose ``IOPATH`` starts a path (a clocked output), not a combinational arc.
 CLOCK_PINS = frozenset({"CLK", "CLKA", "CLKB", "WCK"})
@@ -62,6 +64,30 @@ def _parse(lines):
     return arcs, starts, setup
 
 
+def _propagate(sdf):
+    """Latest arrival time at every pin of the SDF ``sdf`` (a path or an iterable of lines),
+    with each pin's driver on its latest path: ``(arcs, starts, setup, arrival, previous)``."""
+    if isinstance(sdf, str):
+        with open(sdf) as f:
+            arcs, starts, setup = _parse(f)
+    else:
+        arcs, starts, setup = _parse(sdf)
+    indegree = Counter(v for targets in arcs.values() for v, _ in targets)
+    arrival = dict(starts)
+    previous = {}                       # pin -> (driver pin, delay of the arc)
+    ready = [pin for pin in set(arcs) | set(starts) if indegree[pin] == 0]
+    while ready:                        # Kahn's order: every pin after all its drivers
+        pin = ready.pop()
+        for nxt, delay in arcs.get(pin, ()):
+            if pin in arrival and arrival[pin] + delay > arrival.get(nxt, float("-inf")):
+                arrival[nxt] = arrival[pin] + delay
+                previous[nxt] = (pin, delay)
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                ready.append(nxt)
+    return arcs, starts, setup, arrival, previous
+
+
 def analyse(sdf, period_ps):
     """Every endpoint of the SDF ``sdf`` (a path or an iterable of lines) at a clock period
     of ``period_ps``.
@@ -72,27 +98,39 @@ def analyse(sdf, period_ps):
         ``(slack_ps, endpoint pin, start pin of its worst path)``, worst first. Endpoints
         that no clocked output reaches are left out.
     """
-    if isinstance(sdf, str):
-        with open(sdf) as f:
-            arcs, starts, setup = _parse(f)
-    else:
-        arcs, starts, setup = _parse(sdf)
-    indegree = Counter(v for targets in arcs.values() for v, _ in targets)
-    arrival = dict(starts)
-    origin = {pin: pin for pin in starts}
-    ready = [pin for pin in set(arcs) | set(starts) if indegree[pin] == 0]
-    while ready:                        # Kahn's order: every pin after all its drivers
-        pin = ready.pop()
-        for nxt, delay in arcs.get(pin, ()):
-            if pin in arrival and arrival[pin] + delay > arrival.get(nxt, float("-inf")):
-                arrival[nxt] = arrival[pin] + delay
-                origin[nxt] = origin[pin]
-            indegree[nxt] -= 1
-            if indegree[nxt] == 0:
-                ready.append(nxt)
-    result = [(period_ps - arrival[pin] - t, pin, origin[pin])
+    _, starts, setup, arrival, previous = _propagate(sdf)
+
+    def start_of(pin):
+        while pin in previous:
+            pin = previous[pin][0]
+        return pin
+
+    result = [(period_ps - arrival[pin] - t, pin, start_of(pin))
               for pin, t in setup.items() if pin in arrival]
     return sorted(result)
+
+
+def worst_path(sdf, period_ps, register):
+    """The worst path into the register (or RAM) named ``register`` (as
+    :func:`register_name` names it: ``dut.arbiter.wait1``), hop by hop: what a failing
+    group of :func:`summary` is made of. Returns ``{"slack_ps", "endpoint", "hops"}``,
+    ``hops`` a list of ``{"pin", "delay_ps", "arrival_ps", "fanout"}`` from the clocked
+    output to the endpoint (``delay_ps`` the cell's or the wire's delay into ``pin``;
+    ``fanout`` the loads of the net a cell output drives, 0 at the endpoint), or None when
+    no endpoint of that register is reached."""
+    arcs, starts, setup, arrival, previous = _propagate(sdf)
+    ends = [(period_ps - arrival[pin] - t, pin) for pin, t in setup.items()
+            if pin in arrival and register_name(pin) == register]
+    if not ends:
+        return None
+    slack, pin = min(ends)
+    path = [pin]
+    while path[-1] in previous:
+        path.append(previous[path[-1]][0])
+    hops = [{"pin": q, "delay_ps": previous[q][1] if q in previous else starts.get(q, 0.0),
+             "arrival_ps": arrival[q], "fanout": len(arcs.get(q, ()))}
+            for q in reversed(path)]
+    return {"slack_ps": slack, "endpoint": pin, "hops": hops}
 
 
 def register_name(pin):
