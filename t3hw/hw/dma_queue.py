@@ -225,8 +225,7 @@ class DmaQueue(wiring.Component):
         # `room` leaves out this cycle's pop (it would bring the walker's `descriptor.ready`
         # into it): in the cycle after a pop it may be low with one place free, never high
         # without one.
-        # Both next values are multiplexers of sums and compares of ``held`` alone, selected
-        # by this cycle's take, drop and pop, so that the handshakes reach no adder.
+        # Both next values: sums and compares of ``held`` alone, selected by the handshakes.
         take, drop, pop = take_trig, self.bad_descriptor, rq.o.valid & rq.o.ready
         held_next = Signal.like(held)
         room_next = Signal()

@@ -154,45 +154,10 @@ class Queue(wiring.Component):
             self._block(m, do_push, pop, waiting)
             return m
         if self._head == "select":
-            # Two registers, written at ``wr`` and read in turn (``rd``): the pop reaches one
-            # flip-flop, the push the write pointer (below).
-            entries = [Signal(self._shape, reset_less=True, name=f"entry{i}") for i in (0, 1)]
-            wr, rd = Signal(), Signal()
-            with m.If(do_push):
-                m.d.sync += wr.eq(~wr)
-            # The entry at ``wr`` is free whenever the queue is not full, so it takes ``data``
-            # in every such cycle, pushed or not (``wr`` moves only on a push): its enable is
-            # ``full`` and ``wr``, registers, and the writer's ``push`` reaches ``wr`` and the
-            # flags only (in a :class:`Slice`, whose writer never pushes while it is full, the
-            # second term is constant 0). A full queue takes a push only while its head leaves,
-            # into the head's entry, which ``wr`` then names.
-            with m.If(~full | do_push):
-                with m.If(wr):
-                    m.d.sync += entries[1].eq(self.data)
-                with m.Else():
-                    m.d.sync += entries[0].eq(self.data)
-            with m.If(pop):
-                m.d.sync += rd.eq(~rd)
-            m.d.comb += self.o.payload.eq(Mux(rd, entries[1], entries[0]))
+            self._select(m, do_push, pop, full)
             return m
         if self._head == "memory":
-            # One entry more than the queue holds, so that the entry at ``tail`` is always
-            # free: it is written with ``data`` in every cycle, and a push only moves ``tail``
-            # past it. So the handshake reaches the pointer, not the write enable of every
-            # RAM cell.
-            slots = depth + 1
-            m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=slots,
-                                                           init=[])
-            wr = storage.write_port()
-            rd = storage.read_port(domain="comb")
-            head = Signal(range(slots))
-            tail = Signal(range(slots))
-            m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(1),
-                         rd.addr.eq(head), self.o.payload.eq(rd.data)]
-            with m.If(do_push):
-                m.d.sync += tail.eq(Mux(tail == slots - 1, 0, tail + 1))
-            with m.If(pop):
-                m.d.sync += head.eq(Mux(head == slots - 1, 0, head + 1))
+            self._memory(m, do_push, pop)
             return m
         # The head is a register (``o.payload``); the items behind it wait in a memory (one
         # entry more than can wait) with an asynchronous read port. An item pushed while the
@@ -245,6 +210,49 @@ class Queue(wiring.Component):
             with m.If(load):
                 m.d.sync += head_reg.eq(Mux(waiting, oldest, self.data))
         return m
+
+    def _select(self, m, do_push, pop, full):
+        """``head="select"``: two registers, written at ``wr`` and read in turn (``rd``): the
+        pop reaches one flip-flop, the push the write pointer."""
+        entries = [Signal(self._shape, reset_less=True, name=f"entry{i}") for i in (0, 1)]
+        wr, rd = Signal(), Signal()
+        with m.If(do_push):
+            m.d.sync += wr.eq(~wr)
+        # The entry at ``wr`` is free whenever the queue is not full, so it takes ``data``
+        # in every such cycle, pushed or not (``wr`` moves only on a push): its enable is
+        # ``full`` and ``wr``, registers, and the writer's ``push`` reaches ``wr`` and the
+        # flags only (in a :class:`Slice`, whose writer never pushes while it is full, the
+        # second term is constant 0). A full queue takes a push only while its head leaves,
+        # into the head's entry, which ``wr`` then names.
+        with m.If(~full | do_push):
+            with m.If(wr):
+                m.d.sync += entries[1].eq(self.data)
+            with m.Else():
+                m.d.sync += entries[0].eq(self.data)
+        with m.If(pop):
+            m.d.sync += rd.eq(~rd)
+        m.d.comb += self.o.payload.eq(Mux(rd, entries[1], entries[0]))
+
+    def _memory(self, m, do_push, pop):
+        """``head="memory"``: every item in a ring of ``depth + 1`` entries of LUT RAM."""
+        depth = self._depth
+        # One entry more than the queue holds, so that the entry at ``tail`` is always
+        # free: it is written with ``data`` in every cycle, and a push only moves ``tail``
+        # past it. So the handshake reaches the pointer, not the write enable of every
+        # RAM cell.
+        slots = depth + 1
+        m.submodules.storage = storage = memory.Memory(shape=self._shape, depth=slots,
+                                                       init=[])
+        wr = storage.write_port()
+        rd = storage.read_port(domain="comb")
+        head = Signal(range(slots))
+        tail = Signal(range(slots))
+        m.d.comb += [wr.addr.eq(tail), wr.data.eq(self.data), wr.en.eq(1),
+                     rd.addr.eq(head), self.o.payload.eq(rd.data)]
+        with m.If(do_push):
+            m.d.sync += tail.eq(Mux(tail == slots - 1, 0, tail + 1))
+        with m.If(pop):
+            m.d.sync += head.eq(Mux(head == slots - 1, 0, head + 1))
 
     def _block(self, m, do_push, pop, waiting):
         """``head="block"``: queue positions 0 to 2 in the front registers (or on their way
