@@ -141,6 +141,7 @@ from t3hw.spec.contract import arbiter_reset_config as reset_config
 from t3hw.spec.params import EngineParams, check_params
 from .arbiter_mca import config_ok, derivation, derivation_state
 from .formal import Spec, drive_inputs, past, stream_rules
+from .logic import one_hot_select
 from .status import count, sticky_errors
 
 
@@ -414,10 +415,8 @@ class Arbiter(wiring.Component):
                          *(is_[name].eq(value) for name, value in chosen.items()),
                          *(q[name].eq(value) for name, value in full.items())]
         out_tracked = Signal()
-        picked = C(0, width)
-        for name in full:
-            picked = picked | Mux(is_[name], q[name], 0)
-        m.d.comb += Cat(self.dram.payload.as_value(), out_tracked).eq(picked)
+        m.d.comb += Cat(self.dram.payload.as_value(), out_tracked).eq(
+            one_hot_select([is_[name] for name in full], [q[name] for name in full]))
         # The tracker sees each tracked write the DRAM takes, one cycle later.
         out = self.dram.payload
         m.d.sync += [

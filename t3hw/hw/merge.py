@@ -7,6 +7,7 @@ from amaranth.hdl import Assume, Cover
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from .formal import Spec, drive_inputs, past, stream_rules
+from .logic import one_hot_select
 
 
 __all__ = ["Merge", "formal_spec"]
@@ -78,16 +79,9 @@ class Merge(wiring.Component):
                     m.d.comb += self.i[idx].ready.eq(1)
                     m.d.sync += [self.o.valid.eq(1), last.eq(idx)]
             m.d.sync += [taken.eq(pick), *(held[k].eq(self.i[k].payload) for k in range(n))]
-        m.d.comb += self.o.payload.eq(_one_hot_select(taken, held))
+        m.d.comb += self.o.payload.eq(one_hot_select([taken[k] for k in range(n)], held))
         return m
 
-
-def _one_hot_select(onehot, values):
-    """The value whose bit of ``onehot`` is set (an OR of ANDs; 0 with no bit set)."""
-    out = C(0, len(Value.cast(values[0])))
-    for k, value in enumerate(values):
-        out = out | Mux(onehot[k], Value.cast(value), 0)
-    return out
 
 
 # --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
