@@ -82,20 +82,35 @@ def _t3(engines, producers, partials, rng):
 
 
 def _sequential(drams, producers, base, chunk_rows, pitch):
+    """The baseline ring reduce-scatter as NCCL's and RCCL's ring kernels run it: GPU ``i``
+    reads its chunk of step 0 and sends it; each received chunk is written into a buffer,
+    read back with the local chunk, and the sum sent on from the kernel's registers (no
+    write), or written over the local chunk at the last step."""
     n = len(drams)
     nbytes = chunk_rows * pitch
+    sums = [None] * n                                   # the kernel's sum, sent next step
     for r in range(n - 1):
         sent = []
         for i in range(n):
             c = producers[i].stage_chunk(r)
-            sent.append((c, drams[i].read(base + c * nbytes, nbytes, cls="rs_reads")))
+            if r == 0:
+                sent.append((c, drams[i].read(base + c * nbytes, nbytes, cls="rs_reads")))
+            else:
+                if sums[i][0] != c:
+                    raise RuntimeError(f"GPU {i} reduced chunk {sums[i][0]} at step {r - 1} "
+                                       f"but sends chunk {c} at step {r}")
+                sent.append(sums[i])
         for i, (c, data) in enumerate(sent):
             dst = (i - 1) % n
             buf = base + n * nbytes                         # receive buffer after the output
             drams[dst].write(buf, data, cls="rs_writes")
             local = drams[dst].read(base + c * nbytes, nbytes, cls="rs_reads").view(np.float16)
             recv = drams[dst].read(buf, nbytes, cls="rs_reads").view(np.float16)
-            drams[dst].write(base + c * nbytes, local + recv, cls="rs_writes")
+            total = (local + recv).view(np.uint8)
+            if r == n - 2:
+                drams[dst].write(base + c * nbytes, total, cls="rs_writes")
+            else:
+                sums[dst] = (c, total)
 
 
 def ring_reduce_scatter_check(*, n_gpus, scheme="t3", rows_per_chunk=32, k=48, hidden=128,

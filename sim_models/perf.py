@@ -76,7 +76,7 @@ from t3hw.spec.params import EngineParams
 
 
 __all__ = ["SystemConfig", "PhaseResult", "simulate_sequential", "simulate_t3", "run_workload",
-           "summarize", "geomean", "PAPER"]
+           "summarize", "dram_by_tp", "geomean", "PAPER"]
 
 
 #: The paper's published figures (T3.md), for comparison in reports and docs (the JSON
@@ -533,4 +533,28 @@ def summarize(configs):
             for c in configs]
     out["dram_reduction_geomean"] = 1 - geomean(kept)
     out["dram_reduction_max"] = 1 - min(kept)
+    return out
+
+
+def dram_by_tp(configs):
+    """The DRAM traffic by class that the paper reports, Sequential against T3-MCA, per TP
+    degree (``{"8": {...}, ...}``): ``rs_reads`` and ``gemm_reads``, the geomean of
+    ``sequential / t3_mca``; ``writes_reduction``, ``1 - (gemm + rs writes of T3-MCA) /
+    (those of Sequential)``, geomean over the ratios; ``ag_unchanged``, whether every
+    config's all-gather bytes are the same in both."""
+    if not configs:
+        raise ValueError("configs must be a non-empty list")
+    out = {}
+    for tp in sorted({c["tp"] for c in configs}):
+        pairs = [(c["dram_bytes"]["sequential"], c["dram_bytes"]["t3_mca"])
+                 for c in configs if c["tp"] == tp]
+        writes = [(t["gemm_writes"] + t["rs_writes"]) / (s["gemm_writes"] + s["rs_writes"])
+                  for s, t in pairs]
+        out[str(tp)] = {
+            "rs_reads": geomean([s["rs_reads"] / t["rs_reads"] for s, t in pairs]),
+            "gemm_reads": geomean([s["gemm_reads"] / t["gemm_reads"] for s, t in pairs]),
+            "writes_reduction": 1 - geomean(writes),
+            "ag_unchanged": all(s[k] == t[k] for s, t in pairs
+                                for k in ("ag_reads", "ag_writes")),
+            "configs": len(pairs)}
     return out

@@ -52,7 +52,12 @@ def ring_sim(work, cfg, kind):
     (``"rs_nmc"``), or an all-gather (``"ag"``) of the output.
 
     N-1 synchronous steps of one chunk each; GPU 0 receives what it sends (symmetry).
-    RS: DMA read, send, write into a buffer, kernel reads local + received and writes the sum.
+    RS, as NCCL's and RCCL's ring kernels run it (``send``, then ``recvReduceSend`` at
+    every step but the last, ``recvReduceCopy`` at the last): the first step reads the
+    local chunk and sends it; the received chunk is written into a buffer by the sender;
+    the kernel reads it and the local chunk, and sends the sum on in the next step without
+    writing it, or writes it at the last step. Per GPU that is ``2N - 1`` chunk reads and
+    ``N`` chunk writes.
     RS with NMC: DMA read, send, the received chunk added in memory (an update).
     AG: DMA read, send, write.
     """
@@ -67,9 +72,13 @@ def ring_sim(work, cfg, kind):
     rd, wr = ("ag_reads", "ag_writes") if kind == "ag" else ("rs_reads", "rs_writes")
     rx_op = MemOp.UPDATE if kind == "rs_nmc" else MemOp.STORE
     now = 0.0
-    for _ in range(n - 1):
+    for step in range(n - 1):
         cfifo, mfifo = Fifo(), Fifo()
         to_read, dma_out, pending, arrivals = chunk, 0, chunk, deque()
+        # The reduction kernel's sum of the step before leaves from its registers.
+        from_kernel = kind == "rs" and step > 0
+        # Per received byte, the kernel reads 2 (local, received) and writes 1 at the last.
+        passes = 3 if step == n - 2 else 2
         while pending > 0:
             end = now + dt
             while arrivals and arrivals[0].arrival <= now:
@@ -78,21 +87,25 @@ def ring_sim(work, cfg, kind):
                 dram.request("comm", d.nbytes, wr, op=rx_op)
             while to_read and link.queued_bytes + dma_out + cfg.packet_bytes <= cfg.tx_buffer_bytes:
                 nb = min(cfg.packet_bytes, to_read)
+                to_read -= nb
+                if from_kernel:
+                    link.enqueue(nb, None, ready=now)
+                    continue
                 mfifo.push("dma", None, nb)
                 dram.request("comm", nb, rd)
                 dma_out += nb
-                to_read -= nb
             gc, gm = dram.step(dt, arb)
-            for _, _, nb in cfifo.serve(gc):
-                pending -= nb // 3
+            for _, cost, nb in cfifo.serve(gc):
+                pending -= nb // cost
             for what, _, nb in mfifo.serve(gm):
                 if what == "dma":
                     dma_out -= nb
                     link.enqueue(nb, None, ready=end + dram.read_delay)
                 elif kind == "rs":
-                    cfifo.push("reduce", None, 3 * nb)
+                    cfifo.push("reduce", passes, passes * nb)
                     dram.request("compute", 2 * nb, rd)
-                    dram.request("compute", nb, wr)
+                    if passes == 3:
+                        dram.request("compute", nb, wr)
                 else:
                     pending -= nb
             arrivals.extend(link.transmit(end))

@@ -10,7 +10,8 @@ import pytest
 import t3hw.tools.paper as perf
 from sim_models.engine_model import AddressMap, Arbiter, DmaDescriptor, Region
 from sim_models.functional import ring_reduce_scatter_check
-from sim_models.perf import SystemConfig, simulate_sequential, simulate_t3, summarize
+from sim_models.perf import (SystemConfig, dram_by_tp, simulate_sequential, simulate_t3,
+                             summarize)
 from sim_models.workloads import Workload, paper_workloads
 from t3hw.spec.layouts import WriteKind
 
@@ -63,8 +64,9 @@ def test_byte_counts_per_class(runs, w):
     n, total = w.tp, w.tokens * w.hidden * 2
     chunk = total // n
     assert seq.traffic["gemm_writes"] == total
-    assert seq.traffic["rs_reads"] == 3 * (n - 1) * chunk       # send + local + received
-    assert seq.traffic["rs_writes"] == 2 * (n - 1) * chunk      # receive buffer + sum
+    # NCCL's ring: the first send, then local + received at every step
+    assert seq.traffic["rs_reads"] == (2 * n - 1) * chunk
+    assert seq.traffic["rs_writes"] == n * chunk                # receive buffer, last sum
     for r in (seq, t3, mca):
         assert r.traffic["ag_reads"] == r.traffic["ag_writes"] == (n - 1) * chunk
     for r in (t3, mca):
@@ -256,6 +258,12 @@ def test_ring_reduce_scatter_numerics(n, scheme):
     r = ring_reduce_scatter_check(n_gpus=n, scheme=scheme, seed=n)
     assert r["ok"], r
     assert r["max_abs_err"] <= r["max_bound"]
+    if scheme == "sequential":
+        # NCCL's ring, summed over the N GPUs: 2N - 1 chunk reads and N chunk writes each
+        # (the GEMM wrote N chunks each)
+        chunk = r["traffic"]["gemm_writes"] // (n * n)
+        assert r["traffic"]["rs_reads"] == n * (2 * n - 1) * chunk
+        assert r["traffic"]["rs_writes"] == n * n * chunk
 
 
 # -- workloads, JSON and summary ----------------------------------------------------------
@@ -281,11 +289,31 @@ def test_summary_arithmetic():
     assert s["dram_reduction_max"] == pytest.approx(0.5)
 
 
+def test_dram_by_tp_arithmetic():
+    def cfg(tp, seq, mca):
+        return {"tp": tp, "dram_bytes": {"sequential": seq, "t3_mca": mca}}
+    def bytes_(rs_r, g_r, g_w, rs_w, ag=10):
+        return {"rs_reads": rs_r, "gemm_reads": g_r, "gemm_writes": g_w, "rs_writes": rs_w,
+                "ag_reads": ag, "ag_writes": ag}
+    out = dram_by_tp([cfg(8, bytes_(40, 30, 10, 10), bytes_(10, 30, 8, 8)),
+                      cfg(8, bytes_(90, 20, 20, 20), bytes_(10, 10, 15, 15)),
+                      cfg(16, bytes_(20, 10, 10, 10), bytes_(10, 10, 10, 10, ag=11))])
+    assert out["8"]["rs_reads"] == pytest.approx(math.sqrt(4 * 9))
+    assert out["8"]["gemm_reads"] == pytest.approx(math.sqrt(1 * 2))
+    assert out["8"]["writes_reduction"] == pytest.approx(1 - math.sqrt(0.8 * 0.75))
+    assert out["8"]["ag_unchanged"] and not out["16"]["ag_unchanged"]
+    assert (out["8"]["configs"], out["16"]["configs"]) == (2, 1)
+    with pytest.raises(ValueError, match="non-empty"):
+        dram_by_tp([])
+
+
 def test_run_paper_json_shape(tmp_path, monkeypatch):
     small = [SMALL, Workload(model="GPT-3", tp=32, sublayer="OP", tokens=256)]
     monkeypatch.setattr(perf, "paper_workloads", lambda: small)
     res = perf.run_paper(str(tmp_path / "p.json"), str(tmp_path / "img"), progress=False)
-    assert set(res) == {"configs", "summary", "summary_tp32"}
+    assert set(res) == {"configs", "summary", "summary_tp32", "dram_by_tp"}
+    assert set(res["dram_by_tp"]) == {str(SMALL.tp), "32"}
+    assert res["dram_by_tp"] == dram_by_tp(res["configs"])
     assert json.loads((tmp_path / "p.json").read_text())["summary"] == res["summary"]
     for c in res["configs"]:
         assert set(c) == {"model", "tp", "sublayer", "tokens", "cycles", "dram_bytes"}
@@ -326,8 +354,9 @@ def test_a_table_runs_fc1_as_fc2_with_fc1s_own_figures(monkeypatch):
 
 def test_ideal_rs_nmc():
     """The paper's Ideal-RS+NMC: the sequential RS with the reduction in memory (one read
-    and one update per chunk and step, no reduction kernel) is no slower than the plain
-    RS and no faster than the ring's closed form."""
+    and one update per chunk and step, no reduction kernel). NCCL's kernel sends each
+    step's sum from its registers; the in-memory sum must be read back first, so this RS is
+    the kernel's plus at most a DRAM read and a model step per ring step, and no faster."""
     from sim_models.perf import _ring_sim, run_workload
     cfg = SystemConfig()
     w = SMALL
@@ -338,9 +367,10 @@ def test_ideal_rs_nmc():
     r = run_workload(w, cfg)
     seq = r["phases"]["sequential"]
     assert r["phases"]["rs_nmc"]["rs"] == rs_nmc
-    assert cfg.ring(n).reduce_scatter_cycles(total) <= rs_nmc <= seq["rs"]
+    assert cfg.ring(n).reduce_scatter_cycles(total) <= seq["rs"] <= rs_nmc
+    assert rs_nmc <= seq["rs"] + (n - 1) * (cfg.dram_latency_cycles + cfg.step_cycles)
     assert r["cycles"]["ideal_rs_nmc"] == max(seq["gemm"], rs_nmc) + seq["ag"]
-    assert r["cycles"]["ideal_rs_nmc"] <= r["cycles"]["ideal"]
+    assert r["cycles"]["ideal"] <= r["cycles"]["ideal_rs_nmc"]
 
 
 def test_gemm_reads_depend_on_l2_capacity():

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sim_models.dram import TRAFFIC_CLASSES
-from sim_models.perf import SystemConfig, run_workload, summarize
+from sim_models.perf import SystemConfig, dram_by_tp, run_workload, summarize
 from sim_models.workloads import paper_workloads, same_gemm, token_sweep
 from .errors import CliError
 from .plots import plot_results
@@ -53,14 +53,17 @@ def _write(result, json_path):
 def run_paper(json_path=None, plot_dir=None, progress=True, *, cfg=None):
     """The paper's table: every workload of :func:`~sim_models.workloads.paper_workloads`.
 
-    Returns ``{"configs": [...], "summary": {...}, "summary_tp32": {...}}`` (``summary``
-    over the 16 Mega-GPT-2/T-NLG configs, ``summary_tp32`` over GPT-3/PaLM/MT-NLG), writes it
-    to ``json_path`` if given and PNG plots to ``plot_dir`` if given.
+    Returns ``{"configs": [...], "summary": {...}, "summary_tp32": {...}, "dram_by_tp":
+    {...}}`` (``summary`` over the 16 Mega-GPT-2/T-NLG configs, ``summary_tp32`` over
+    GPT-3/PaLM/MT-NLG, ``dram_by_tp`` the traffic by class per TP degree:
+    :func:`~sim_models.perf.dram_by_tp`), writes it to ``json_path`` if given and PNG plots
+    to ``plot_dir`` if given.
     """
     configs = _run_all(paper_workloads(), cfg or SystemConfig(), progress)
     small = [c for c in configs if c["tp"] != 32]
     large = [c for c in configs if c["tp"] == 32]
-    result = {"configs": configs, "summary": summarize(small), "summary_tp32": summarize(large)}
+    result = {"configs": configs, "summary": summarize(small), "summary_tp32": summarize(large),
+              "dram_by_tp": dram_by_tp(configs)}
     _write(result, json_path)
     if plot_dir:
         plot_results(result, plot_dir, prefix="paper")
@@ -106,6 +109,11 @@ def cmd(args):
                           f"({100 * s['speedup_max'][k]:.1f}%)" for k in s["speedup_geomean"])
               + f"; DRAM traffic -{100 * s['dram_reduction_geomean']:.1f}% "
                 f"(max -{100 * s['dram_reduction_max']:.1f}%)")
+    for tp, c in result["dram_by_tp"].items():
+        print(f"TP {tp}, DRAM traffic Sequential / T3-MCA: RS reads {c['rs_reads']:.2f}x, "
+              f"GEMM reads {c['gemm_reads']:.2f}x, GEMM + RS writes "
+              f"-{100 * c['writes_reduction']:.1f}%, all-gather "
+              + ("unchanged" if c["ag_unchanged"] else "changed"))
     if args.sweep:
         sweep = Path(args.json).with_name(Path(args.json).stem + "_sweep.json")
         run_token_sweep(sweep, args.plot, progress=progress, cfg=cfg)
