@@ -9,9 +9,9 @@ GEMM output, run either
   staggered order through the address map (stage-0 chunk: ``remote`` region to GPU i-1; the
   rest: ``tracked``), the tracker triggers the pre-programmed DMA descriptors, the DMA walks
   them into bursts and each burst arrives at the neighbour as a near-memory update; or
-* ``scheme="sequential"``: the baseline ring, where each step the received chunk is written
-  to a buffer and a reduction kernel reads the local and the received chunk and writes the
-  FP16 sum.
+* ``scheme="sequential"``: the baseline ring as NCCL's ring kernels run it, where each step
+  the received chunk is written to a buffer and a reduction kernel reads it and the local
+  chunk and sends the FP16 sum on, writing it only at the last step.
 
 Packets in flight are delivered in a seeded random order (the network may interleave
 sources), so the check covers the ordering the tracker must get right: a trigger that fired

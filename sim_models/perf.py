@@ -15,9 +15,11 @@ and the plots.
 Scenarios
 ---------
 * **Sequential.** The GEMM alone (output stores are write-back L2 traffic), then a ring
-  reduce-scatter in N-1 synchronous steps: each step the DMA reads one chunk and sends it; the
-  received chunk is written to a buffer, and a reduction kernel reads the local and the
-  received chunk and writes the sum. Then a ring all-gather (read, send, write) in N-1 steps.
+  reduce-scatter in N-1 synchronous steps as NCCL's ring kernels run it: the first step
+  reads the local chunk and sends it; at every step the received chunk is written to a
+  buffer, and a reduction kernel reads it and the local chunk and sends the sum on in the
+  next step, writing it only at the last (:func:`~sim_models.ring_phase.ring_sim`). Then a
+  ring all-gather (read, send, write) in N-1 steps.
 * **T3.** The GEMM issues its tiles in the staggered order; stage-0 tiles are stored straight
   to the next GPU (``remote`` region, through the TX buffer: a CU whose store finds the TX
   buffer full waits); later stages' stores are NMC updates to local DRAM. The tracker counts
