@@ -83,7 +83,6 @@ class Merge(wiring.Component):
         return m
 
 
-
 # --- formal properties (docs/formal.md); never part of the generated Verilog ---------------
 
 def formal_spec(*, n=3, width=2):
