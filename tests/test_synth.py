@@ -45,6 +45,7 @@ def test_results_shape(flow):
     # every endpoint of the routed design, from its SDF (t3hw.tools.synth.sta)
     ends = ecp5["failing_endpoints"]
     assert ends["seed"] == 1 and ends["endpoints"] > ecp5["ff"] / 2
+    assert sum(b["endpoints"] for b in ends["blocks"]) == ends["failing"]
     # nextpnr failing the target means failing endpoints; meeting it, none worse than the
     # STA's documented pessimism (it takes the larger of each setup/hold pair: about 0.2
     # ns; the tracker at the small set once reached 150.76 MHz with 7 endpoints short by

@@ -57,6 +57,12 @@ def test_summary_groups_failing_endpoints_by_register():
     s = sta.summary(ends)
     assert (s["endpoints"], s["failing"], s["worst_ps"]) == (3, 1, -800)
     assert s["groups"] == [{"from": "a", "to": "b", "endpoints": 1, "worst_ps": -800}]
+    # per block of the endpoint (here the wrapper's level: the register's own name)
+    assert s["blocks"] == [{"block": "b", "endpoints": 1, "tns_ps": -800, "worst_ps": -800}]
+    # at 700 ps: b's DI (-4100) and CE (700 - 1350) add up, e's DI fails by 110; b first
+    assert sta.summary(sta.analyse(_sdf(), 700))["blocks"] == [
+        {"block": "b", "endpoints": 2, "tns_ps": -4750, "worst_ps": -4100},
+        {"block": "e", "endpoints": 1, "tns_ps": -110, "worst_ps": -110}]
     # at a slower clock nothing fails
     assert sta.summary(sta.analyse(_sdf(), 6000))["failing"] == 0
     assert sta.register_name("dut.arbiter.wait1_TRELLIS_FF_Q_3/Q") == "dut.arbiter.wait1"
@@ -64,6 +70,9 @@ def test_summary_groups_failing_endpoints_by_register():
     assert sta.register_name("dut.dma.engine.\\$signal$12_TRELLIS_FF_Q_2/Q") == \
         "dut.dma.engine.$signal"
     assert sta.register_name("dut.queue.held$35_TRELLIS_FF_Q_4/Q") == "dut.queue.held"
+    assert sta.block_of("dut.arbiter.wait1") == "arbiter"
+    assert sta.block_of("dut.slice_store.queue.full") == "slice_store"
+    assert sta.block_of("in_sr") == "in_sr" and sta.block_of("dut") == "dut"
 
 
 def test_worst_path_follows_the_latest_arrival_hop_by_hop():

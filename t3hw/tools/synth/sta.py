@@ -16,7 +16,7 @@ nextpnr's report).
 :func:`analyse` gives every endpoint's slack and the start of its worst path;
 :func:`summary` groups the failing ones by (start register, end register), named after
 the netlist's cells with the packer's suffixes removed (``dut.arbiter.wait1``), which is
-what ``docs/synthesis.md`` lists per change; :func:`worst_path` follows one register's worst
+what ``docs/synthesis.md`` lists per change, and totals them per block; :func:`worst_path` follows one register's worst
 path hop by hop, with each net's fanout (how round 12 of ``docs/synthesis.md`` found its
 paths).
 """
@@ -25,7 +25,7 @@ import re
 from collections import Counter, defaultdict
 
 
-__all__ = ["analyse", "summary", "register_name", "worst_path"]
+__all__ = ["analyse", "summary", "block_of", "register_name", "worst_path"]
 
 #: Pins whose ``IOPATH`` starts a path (a clocked output), not a combinational arc.
 CLOCK_PINS = frozenset({"CLK", "CLKA", "CLKB", "WCK"})
@@ -145,16 +145,34 @@ def register_name(pin):
     return head + dot + lead + re.sub(r"\$.*$", "", last[len(lead):])
 
 
+def block_of(register, *, top="dut"):
+    """The block a register belongs to: the first name under the wrapper's instance
+    ``top``, for the engine one of its blocks (``dut.arbiter.wait1`` is ``arbiter``,
+    ``dut.slice_store.queue.full`` ``slice_store``), for a block alone a submodule or a
+    register of its own; a register outside it (the wrapper's) is its whole name."""
+    head, dot, rest = register.partition(".")
+    return rest.split(".", 1)[0] if head == top and dot else register
+
+
 def summary(endpoints, *, top=40):
     """The failing endpoints of :func:`analyse` grouped by (start register, end register):
     ``{"failing": n, "worst_ps": s, "groups": [{"from", "to", "endpoints", "worst_ps"},
-    ...]}``, the largest groups first (at most ``top``)."""
+    ...], "blocks": [{"block", "endpoints", "tns_ps", "worst_ps"}, ...]}``, the largest
+    groups first (at most ``top``); ``blocks`` per block of the endpoint (:func:`block_of`),
+    the largest total negative slack first. Two place-and-route runs of one netlist move
+    the worst path from block to block; the blocks' totals show where a change of the RTL
+    moved the failing paths."""
     failing = [e for e in endpoints if e[0] < 0]
-    groups = defaultdict(list)
+    groups, blocks = defaultdict(list), defaultdict(list)
     for slack, pin, start in failing:
-        groups[(register_name(start), register_name(pin))].append(slack)
+        end = register_name(pin)
+        groups[(register_name(start), end)].append(slack)
+        blocks[block_of(end)].append(slack)
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))[:top]
     return {"endpoints": len(endpoints), "failing": len(failing),
             "worst_ps": round(endpoints[0][0]) if endpoints else None,
             "groups": [{"from": a, "to": b, "endpoints": len(s), "worst_ps": round(min(s))}
-                       for (a, b), s in ranked]}
+                       for (a, b), s in ranked],
+            "blocks": [{"block": b, "endpoints": len(s), "tns_ps": round(sum(s)),
+                        "worst_ps": round(min(s))}
+                       for b, s in sorted(blocks.items(), key=lambda kv: sum(kv[1]))]}
