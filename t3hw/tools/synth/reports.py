@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from .config import ICE40
+from .wrapper import DUT
 
 
 def parse_stat(text, module=None):
@@ -67,10 +68,10 @@ def signal_of(cell):
     A cell named after a Yosys-internal wire gives that wire (``"$signal"``).
     Cells that the wrapper owns, or that nextpnr added (``$nextpnr_...``), give None.
     """
-    if not cell.startswith("dut."):
+    if not cell.startswith(DUT + "."):
         return None
     # A Yosys-internal wire (``$signal``, escaped as ``\$signal``) keeps its ``$``.
-    body = cell[4:].lstrip("\\")
+    body = cell[len(DUT) + 1:].lstrip("\\")
     internal = body.startswith("$")
     name = ("$" if internal else "") + _CELL_SUFFIX_RE.split(body[internal:], maxsplit=1)[0]
     bit = re.search(r"_TRELLIS_FF_Q_(\d+)$", cell)

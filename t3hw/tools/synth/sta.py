@@ -16,13 +16,15 @@ nextpnr's report).
 :func:`analyse` gives every endpoint's slack and the start of its worst path;
 :func:`summary` groups the failing ones by (start register, end register), named after
 the netlist's cells with the packer's suffixes removed (``dut.arbiter.wait1``), which is
-what ``docs/synthesis.md`` lists per change, and totals them per block; :func:`worst_path` follows one register's worst
-path hop by hop, with each net's fanout (how round 12 of ``docs/synthesis.md`` found its
-paths).
+what ``docs/synthesis.md`` lists per change, and totals them per block (:func:`block_of`);
+:func:`worst_path` follows one register's worst path hop by hop, with each net's fanout
+(how round 12 of ``docs/synthesis.md`` found its paths).
 """
 
 import re
 from collections import Counter, defaultdict
+
+from .wrapper import DUT
 
 
 __all__ = ["analyse", "summary", "block_of", "register_name", "worst_path"]
@@ -145,13 +147,14 @@ def register_name(pin):
     return head + dot + lead + re.sub(r"\$.*$", "", last[len(lead):])
 
 
-def block_of(register, *, top="dut"):
-    """The block a register belongs to: the first name under the wrapper's instance
-    ``top``, for the engine one of its blocks (``dut.arbiter.wait1`` is ``arbiter``,
-    ``dut.slice_store.queue.full`` ``slice_store``), for a block alone a submodule or a
-    register of its own; a register outside it (the wrapper's) is its whole name."""
+def block_of(register):
+    """The block a register belongs to: the first name under the wrapper's instance of the
+    block (:data:`~t3hw.tools.synth.wrapper.DUT`): for the engine one of its blocks
+    (``dut.arbiter.wait1`` is ``arbiter``, ``dut.slice_store.queue.full`` ``slice_store``),
+    for a block alone a submodule or a register of its own; a register outside it (the
+    wrapper's) is its whole name."""
     head, dot, rest = register.partition(".")
-    return rest.split(".", 1)[0] if head == top and dot else register
+    return rest.split(".", 1)[0] if head == DUT and dot else register
 
 
 def summary(endpoints, *, top=40):

@@ -11,6 +11,10 @@ from .config import script_template
 #: Name of the wrapper's top module.
 WRAPPER_TOP = "t3hw_synth_wrapper"
 
+#: Instance name of the block inside the wrapper (``wrapper.v``): the first name of every
+#: flattened cell of the block's own.
+DUT = "dut"
+
 
 _PORT_RE = re.compile(r"^\s*(input|output|inout)\s+(?:\[(\d+):(\d+)\]\s+)?"
                       r"([A-Za-z_][\w$]*|\\[^\s;]+)\s*;",
@@ -83,7 +87,7 @@ def wrapper_verilog(module, ports, *, clock="clk"):
         raise ValueError(f"module {module!r} has no output: nothing to measure")
     in_msb = max(in_bits, 1) - 1
     text = script_template("wrapper.v").substitute(
-        module=module, in_msb=in_msb, out_msb=out_bits - 1,
+        module=module, dut=DUT, in_msb=in_msb, out_msb=out_bits - 1,
         in_next=_shift("in_sr", in_msb, "si"),
         out_next="out_r" if out_bits == 1 else
                  "out_r ^ " + _shift("out_sr", out_bits - 1, "1'b0"),

@@ -26,7 +26,7 @@ module t3hw_synth_wrapper(clk, si, so);
   end
   assign so = out_sr[$out_msb];
 
-  $module dut (
+  $module $dut (
 $connections
   );
 endmodule
