@@ -22,6 +22,7 @@
     t3hw synth --json FILE [--blocks B,..] [--params SET,..] [--seed N,..] [--docs FILE]
     t3hw synth-scale [--json FILE] [--axes A,..] [--blocks B,..] [--points AXIS=X,..]
                      [--seed N,..] [--jobs N] [--docs FILE] [--plot PNG] [--no-run]
+    t3hw synth-levels [--blocks B,..] [--params SET,..] [--limit N] [--json FILE]
     t3hw bitstream --out DIR [--seed N] [--baud N]
 
 Global option: ``--build DIR`` puts every build (Verilator, synthesis, formal) under ``DIR``
@@ -113,6 +114,10 @@ COMMANDS = (
                            "fit the growth law of each figure",
             synth.add_scale_arguments, synth.scale_cmd,
             {"json": "file", "plot": "file", "work": "dir"}),
+    Command("synth-levels", "synthesize blocks for the ECP5 without place and route and "
+                            "count the logic levels between their registers",
+            synth.add_levels_arguments, synth.levels_cmd,
+            {"json": "file", "work": "dir"}),
     Command("bitstream", "build the engine for the ULX3S-85F with its registers on the UART",
             board.add_arguments, board.cmd,
             {"out": "dir"}),

@@ -75,12 +75,13 @@ One module per part of the flow; everything is imported from here:
 """
 
 from ..errors import ToolError
-from .command import add_arguments, add_scale_arguments, cmd, scale_cmd
+from .command import (add_arguments, add_levels_arguments, add_scale_arguments, cmd,
+                      levels_cmd, scale_cmd)
 from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT_S,
                      DEFAULT_SEEDS, DEFAULT_TIMEOUT_S, ECP5, ECP5_COLLISIONS, ICE40, MAX_JOBS,
                      PARAM_SETS, SCRIPTS, entry_name, tracker_storage, tracker_storage_bits)
 from .docs import critical_paths_table, markdown_table
-from .flow import FLOWS, ToolTimeout, run, synth_block, tool_versions
+from .flow import FLOWS, ToolTimeout, logic_levels, run, synth_block, tool_versions
 from .netlist import absorb_mult_output_registers, absorb_ram_output_registers, net_sinks
 from .reports import (ecp5_figures, generic_figures, ice40_figures, parse_memories,
                       parse_nextpnr_report, parse_stat, parse_utilization, signal_of,
@@ -96,4 +97,5 @@ __all__ = ["BLOCKS", "PARAM_SETS", "ECP5", "ICE40", "DEFAULT_SEEDS", "DEFAULT_FR
            "absorb_ram_output_registers", "absorb_mult_output_registers", "ice40_figures",
            "tool_versions",
            "synth_block", "run", "markdown_table", "critical_paths_table", "add_arguments", "cmd",
-           "FLOWS", "add_scale_arguments", "scale_cmd"]
+           "FLOWS", "add_scale_arguments", "scale_cmd", "logic_levels", "add_levels_arguments",
+           "levels_cmd"]

@@ -8,7 +8,8 @@ from ..errors import CliError, ToolError
 from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT_S,
                      DEFAULT_SEEDS, MAX_JOBS, PARAM_SETS)
 from .docs import markdown_table
-from .flow import run
+from .flow import logic_levels, run
+from .levels import LIMIT
 
 
 def _list(text):
@@ -187,3 +188,51 @@ def scale_cmd(args):
     if written:
         print("written: " + ", ".join(written)
               + ("" if args.no_run else f" ({results['last_run']['wall_s']:.0f} s)"))
+
+
+def add_levels_arguments(parser):
+    """Add the options of ``t3hw synth-levels`` to an :class:`argparse.ArgumentParser`."""
+    parser.add_argument("--blocks", action="append", metavar="B[,B...]",
+                        help=f"blocks, repeatable or comma-separated (default: engine; any "
+                             f"of {', '.join(BLOCKS)})")
+    parser.add_argument("--params", action="append", metavar="SET[,SET...]",
+                        help=f"parameter sets, repeatable or comma-separated (default: "
+                             f"default; any of {', '.join(PARAM_SETS)})")
+    parser.add_argument("--limit", type=int, default=LIMIT, metavar="N",
+                        help=f"count and list the endpoints deeper than N levels (default "
+                             f"{LIMIT}, what 150 MHz holds on the ECP5-85F, speed 6)")
+    parser.add_argument("--top", type=int, default=20, metavar="N",
+                        help="list the N largest groups of them (default 20)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    parser.add_argument("--work", metavar="DIR",
+                        help="folder for the netlists and logs (default build/synth)")
+
+
+def levels_cmd(args):
+    """Run ``t3hw synth-levels`` with parsed ``args`` (see :func:`add_levels_arguments`)."""
+    import json
+    blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else ["engine"]
+    sets = [s for item in args.params for s in _list(item)] if args.params else ["default"]
+    if args.limit < 0 or args.top < 0:
+        raise CliError(f"--limit and --top take a count of 0 or more, not {args.limit} and "
+                       f"{args.top}")
+    out = []
+    for block in blocks:
+        for name in sets:
+            try:
+                r = logic_levels(block, name, workdir=args.work, limit=args.limit,
+                                 top=args.top)
+            except (ToolError, ValueError) as exc:
+                raise CliError(str(exc)) from None
+            out.append(r)
+            hist = ", ".join(f"{k}: {n:,}" for k, n in r["histogram"].items())
+            print(f"{block} at {name}: {r['over']:,} of {r['endpoints']:,} endpoints deeper "
+                  f"than {r['limit']} levels, the deepest {r['max']} ({r['lut4']:,} LUT4, "
+                  f"Yosys {r['yosys_ecp5_s']:.0f} s)\n  endpoints by levels: {hist}")
+            for b in r["blocks"]:
+                print(f"  {b['block']}: {b['endpoints']} (deepest {b['levels']})")
+            for g in r["groups"]:
+                print(f"    {g['from']} -> {g['to']}: {g['endpoints']} at {g['levels']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": out}, indent=1) + "\n")
+        print(f"written: {args.json}")

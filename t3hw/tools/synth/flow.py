@@ -22,7 +22,7 @@ from .config import (BLOCKS, DEFAULT_FREQ_MHZ, DEFAULT_JOBS, DEFAULT_PNR_TIMEOUT
                      DEFAULT_SEEDS, DEFAULT_TIMEOUT_S, ECP5, ECP5_COLLISIONS, ICE40, MAX_JOBS,
                      PARAM_SETS, choose, entry_name, script_template, tracker_storage,
                      tracker_storage_bits)
-from . import sta
+from . import levels, sta
 from .docs import update_docs
 from .netlist import absorb_mult_output_registers, absorb_ram_output_registers
 from .reports import (ecp5_figures, generic_figures, ice40_figures, parse_memories,
@@ -218,6 +218,8 @@ class _Job:
                            if cell.split(".", 1)[0] == self.module)
             self.ecp5["ff"] -= in_block
             self.ecp5[key] = in_block
+        # The depth of logic between registers, which no placement seed moves.
+        self.ecp5["logic_levels"] = levels.summary(levels.analyse(data, self.module), top=12)
         then()
 
     def task_pnr(self, seed):
@@ -351,6 +353,27 @@ def synth_block(block, param_set="default", *, params=None, workdir=None, seeds=
     _schedule(job, sched, flows)
     sched.wait()
     return job.figures()
+
+
+def logic_levels(block, param_set="default", *, params=None, workdir=None,
+                 timeout=DEFAULT_TIMEOUT_S, limit=levels.LIMIT, top=40, log=None):
+    """The ECP5 synthesis of one block at one parameter set, without place and route, and
+    the depth of its logic (:func:`levels.summary` of its netlist, with the LUT4 count
+    and the synthesis time): the check that takes half a minute for the engine, where a
+    seed of place and route takes three (``docs/synthesis.md``, "Logic levels")."""
+    (block,) = choose([block], BLOCKS, "block")
+    if params is None:
+        (param_set,) = choose([param_set], list(PARAM_SETS), "parameter set")
+        params = PARAM_SETS[param_set]
+    work = Path(workdir) if workdir else _default_workdir()
+    job = _Job(block, param_set, params, work, seeds=[1], freq=DEFAULT_FREQ_MHZ,
+               timeout=timeout, pnr_timeout=DEFAULT_PNR_TIMEOUT_S,
+               log=log or (lambda line: None))
+    job.task_ecp5(lambda: None)
+    data = json.loads((job.dir / "ecp5.json").read_text())
+    return {"block": block, "param_set": param_set, "lut4": job.ecp5["lut4"],
+            "ff": job.ecp5["ff"], "yosys_ecp5_s": job.times["yosys_ecp5"],
+            **levels.summary(levels.analyse(data, job.module), limit=limit, top=top)}
 
 
 def _default_workdir():
