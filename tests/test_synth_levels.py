@@ -49,6 +49,10 @@ def test_levels_count_routed_cells_only():
     }
     got = _by_end(_netlist(cells))
     assert got[f"{DUT}.b_TRELLIS_FF_Q_2/DI"] == (2, f"{DUT}.a_TRELLIS_FF_Q/Q")
+    paths = {}
+    levels.analyse(_netlist(cells), "blk", paths)
+    assert paths[f"{DUT}.b_TRELLIS_FF_Q_2/DI"] == [f"{DUT}.lut1", f"{DUT}.lut2", f"{DUT}.mux"]
+    assert paths[f"{DUT}.c_TRELLIS_FF_Q/DI"] == []
     assert got[f"{DUT}.c_TRELLIS_FF_Q/DI"] == (0, f"{DUT}.b_TRELLIS_FF_Q_2/Q")
     assert got[f"{DUT}.a_TRELLIS_FF_Q/DI"] == (0, f"{DUT}.e_TRELLIS_FF_Q/Q")
     # the clock is no endpoint

@@ -68,9 +68,11 @@ def _module(netlist, module):
     return mods[module]
 
 
-def analyse(netlist, module):
+def analyse(netlist, module, paths=None):
     """Every endpoint bit of ``module`` in the Yosys JSON ``netlist`` (a dict), with the
-    levels of its deepest path and the start of that path.
+    levels of its deepest path and the start of that path. A dict ``paths`` is filled with
+    the combinational cells of each endpoint's deepest path, in order (of the endpoint's
+    last bit where it has several): what a group of :func:`summary` is made of.
 
     Returns
     -------
@@ -96,6 +98,7 @@ def analyse(netlist, module):
         else:
             ends.append((f"{DUT}/{port}", bits))
     comb = {}
+    trace = {}                          # net bit -> (comb cell driving it, its deepest input)
     for name, cell in mod["cells"].items():
         kind = cell["type"]
         if kind in IGNORED:
@@ -135,15 +138,16 @@ def analyse(netlist, module):
         name = ready.pop()
         done += 1
         cell = comb[name]
-        best = (0, None)
+        best, via = (0, None), None
         for b, cost in inputs[name]:
             lv, start = depth.get(b, (0, None))
             if start is not None and (lv + cost > best[0] or best[1] is None):
-                best = (lv + cost, start)
+                best, via = (lv + cost, start), b
         for pin in COMBINATIONAL[cell["type"]][1]:
             for b in cell["connections"].get(pin, ()):
                 if isinstance(b, int):
                     depth[b] = best
+                    trace[b] = (name, via)
         for user in users[name]:
             waiting[user] -= 1
             if waiting[user] == 0:
@@ -152,6 +156,14 @@ def analyse(netlist, module):
         loop = sorted(name for name, n in waiting.items() if n)[:3]
         raise ValueError(f"combinational loop through {len(comb) - done} cells "
                          f"(among them {', '.join(loop)})")
+    if paths is not None:
+        for end, bits in ends:
+            for b in bits:
+                cells = []
+                while b in trace:
+                    cell, b = trace[b]
+                    cells.append(f"{DUT}.{cell}")
+                paths[end] = cells[::-1]
     result = []
     for end, bits in ends:
         for b in bits:
