@@ -54,11 +54,17 @@ def test_results_shape(flow):
         assert ends["failing"] > 0
     else:
         assert ends["failing"] == 0 or ends["worst_ps"] >= -300
+    # the logic levels of the netlist before place and route (t3hw.tools.synth.levels)
+    levels = ecp5["logic_levels"]
+    assert sum(levels["histogram"].values()) == levels["endpoints"] > ecp5["ff"]
+    assert levels["over"] == sum(n for k, n in levels["histogram"].items()
+                                 if int(k) > levels["limit"])
     assert entry["ice40"]["lc"] >= max(entry["ice40"]["lut4"], entry["ice40"]["ff"]) > 0
     assert results["tracker_storage_bits"] == synth.tracker_storage_bits(DEFAULT)
     assert results["ecp5"]["speed"] == 6 and results["ecp5"]["device"] == "LFE5U-85F"
     table = synth.markdown_table({"blocks": {"tracker@small": entry}})
     assert "| tracker | small |" in table and f"{ecp5['fmax_mhz']:.1f}" in table
+    assert f"| {levels['over']:,} ({levels['max']}) |" in table
     paths = synth.critical_paths_table({"blocks": {"tracker@small": entry}})
     assert paths.count("\n") == 2 and "| tracker | small |" in paths
 
