@@ -59,9 +59,6 @@ IGNORED = frozenset({"$scopeinfo"})
 
 def _module(netlist, module):
     mods = netlist["modules"]
-    if module is None:
-        tops = [n for n, m in mods.items() if m.get("attributes", {}).get("top")]
-        module = tops[0] if len(tops) == 1 else None
     if module not in mods:
         raise ValueError(f"module {module!r} is not in the netlist (it has "
                          f"{', '.join(sorted(n for n in mods if not n.startswith('$')))})")
@@ -88,7 +85,7 @@ def analyse(netlist, module, paths=None):
     """
     mod = _module(netlist, module)
     depth = {}                          # net bit -> (levels, start)
-    driver = {}                         # net bit -> (cell, pin of a combinational cell)
+    driver = {}                         # net bit -> the combinational cell driving it
     ends = []                           # (endpoint, [bits])
     for port, info in mod["ports"].items():
         bits = [b for b in info["bits"] if isinstance(b, int)]
