@@ -14,7 +14,8 @@
     t3hw arbiter-plot --out PNG [--json FILE] [--cycles N]
     t3hw cosim [--gpus N] [--model M] [--tp P] [--sublayer S] [--tokens T] [--hidden H]
                [--policy X]
-               [--collective rs|allreduce] [--memory fixed|hbm] --json FILE [--waves DIR]
+               [--collective rs|allreduce] [--memory fixed|hbm] [--link-latency C]
+               --json FILE [--waves DIR]
     t3hw sweep [--gpus N,..] [--policy X,..] [--memory M,..] [FIELD V,..] --json FILE
                [--scheduler tcp://HOST:8786 | --workers N]
     t3hw waves DIR

@@ -2,6 +2,7 @@
 """``t3hw sweep`` (:mod:`t3hw.tools.sweep`): a small grid of co-simulations on a local
 two-worker Dask cluster, and the grid and CLI checks."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -28,7 +29,15 @@ def test_grid_is_the_cross_product_in_order():
     with pytest.raises(ValueError, match=r"policy must be one of .*not 'fifo'"):
         grid(BASE, policy=["fifo"])
     with pytest.raises(ValueError, match=r"cannot be swept"):
-        grid(BASE, link_latency=[1])
+        grid(BASE, tx_buffer_bytes=[4096])
+    with pytest.raises(ValueError, match=r"link_latency must be an integer in \[1, inf\]"):
+        grid(BASE, link_latency=[0])
+    # the link's latency is swept like the rest, over BASE's other fields; it is part of the
+    # fast top (the network's flight time), so each value builds its own
+    pts = grid(BASE, link_latency=[699, 701])
+    assert [c.link_latency for c in pts] == [699, 701]
+    assert all(dataclasses.replace(c, link_latency=BASE.link_latency) == BASE for c in pts)
+    assert len({hardware(c) for c in pts}) == 2
 
 
 def test_points_share_a_build_exactly_when_their_hardware_is_the_same():

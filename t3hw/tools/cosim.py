@@ -359,6 +359,9 @@ def add_arguments(p):
     p.add_argument("--collective", default=d.collective, choices=COLLECTIVES,
                    help="fused reduce-scatter, or fused all-reduce (all-gather triggered too)")
     p.add_argument("--seed", type=int, default=d.seed, metavar="N", help="randomness, >= 0")
+    p.add_argument("--link-latency", type=int, default=d.link_latency, metavar="CYCLES",
+                   help=f"cycles of flight on each link, >= 1 (default {d.link_latency}: the "
+                        f"paper's 500 ns)")
     p.add_argument("--net-jitter", type=int, default=0, metavar="CYCLES",
                    help="mean random extra flight time per packet (exponential), >= 0")
     p.add_argument("--reorder", action="store_true", help="let packets overtake each other")
@@ -402,7 +405,8 @@ def cmd(args):
     """``t3hw cosim``: run one scenario, print its result line; a failed check is an error."""
     opts = dict(gpus=args.gpus, model=args.model, tp=args.tp, sublayer=args.sublayer,
                 tokens=args.tokens, hidden=args.hidden, policy=args.policy,
-                collective=args.collective, seed=args.seed, net_jitter=args.net_jitter,
+                collective=args.collective, seed=args.seed, link_latency=args.link_latency,
+                net_jitter=args.net_jitter,
                 reorder=args.reorder, dram_stall=args.dram_stall, memory=args.memory)
     try:                                    # every limit is checked here, before the build
         cfg = CosimConfig(**opts)

@@ -48,7 +48,8 @@ __all__ = ["GRID_FIELDS", "grid", "hardware", "run_sweep", "add_arguments", "cmd
 
 #: The :class:`CosimConfig` fields a sweep can list, with the type of one value.
 GRID_FIELDS = {"gpus": int, "model": str, "tp": int, "sublayer": str, "tokens": int,
-               "hidden": int, "policy": str, "collective": str, "memory": str, "seed": int}
+               "hidden": int, "policy": str, "collective": str, "memory": str,
+               "link_latency": int, "seed": int}
 
 
 def grid(base=None, **lists):
@@ -191,8 +192,9 @@ def add_arguments(p):
     lists = {"model": list(MODELS), "sublayer": list(SUBLAYERS), "policy": list(POLICIES),
              "collective": list(COLLECTIVES), "memory": list(MEMORIES)}
     for name, kind in GRID_FIELDS.items():
-        p.add_argument(f"--{name}", type=_list(kind, lists.get(name)), metavar="V[,V...]",
-                       help=f"values of the co-simulation's --{name} (default: its own)")
+        option = name.replace("_", "-")
+        p.add_argument(f"--{option}", type=_list(kind, lists.get(name)), metavar="V[,V...]",
+                       help=f"values of the co-simulation's --{option} (default: its own)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler, tcp://HOST:8786 (default: a local cluster)")
     p.add_argument("--workers", type=int, metavar="N",
