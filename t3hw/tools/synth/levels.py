@@ -4,10 +4,13 @@
 Place and route gives each netlist a figure that moves with the seed and with the names of
 its cells (``docs/synthesis.md``, rounds 7 and 13: about 3 MHz at the median of five seeds
 for the same logic). The depth of logic does not: it is a property of the netlist, known a
-minute after synthesis, and on the ECP5 it sets what a clock can reach. Each level of a
-routed path costs a cell (0.24 ns for a LUT4 at speed 6) and a route (0.5 to 2 ns on the
-engine's paths), so a 6.67 ns cycle (150 MHz), less the clock-to-out and the setup, holds
-four levels at the engine's typical 1.1 to 1.3 ns of routing per hop, not five.
+minute after synthesis. Each level of a routed path costs a cell (0.24 ns for a LUT4 at
+speed 6) and a route (0.5 to 2 ns on the engine's paths), so a 6.67 ns cycle (150 MHz),
+less the clock-to-out and the setup, holds four levels at the engine's typical 1.1 to 1.3
+ns of routing per hop, not five: the paths deeper than that are the ones a change of the
+RTL must shorten. The count is a guide, not a forecast: netlists of the same RTL with fewer
+deep paths have placed slower (``docs/synthesis.md``, round 14), since the Fmax is that of
+the one worst-routed path.
 
 A *level* is one cell entered through general routing: a ``LUT4``, a carry chain's entry
 (``CCU2C``; the ripple through ``CIN`` is the chain's own wire and adds none), a LUT RAM's
