@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """``t3hw synth`` on the command line: its options (:func:`add_arguments`) and the command
-(:func:`cmd`), which runs :func:`t3hw.tools.synth.flow.run` and prints the table."""
+(:func:`cmd`), which runs :func:`t3hw.tools.synth.flow.run` and prints the table; likewise
+``t3hw synth-scale`` (:func:`add_scale_arguments`, :func:`scale_cmd`) and ``t3hw
+synth-levels`` (:func:`add_levels_arguments`, :func:`levels_cmd`: the ECP5 synthesis alone
+and its logic levels, :func:`t3hw.tools.synth.flow.logic_levels`)."""
 
+import json
 from pathlib import Path
 
 from ..errors import CliError, ToolError
@@ -210,7 +214,6 @@ def add_levels_arguments(parser):
 
 def levels_cmd(args):
     """Run ``t3hw synth-levels`` with parsed ``args`` (see :func:`add_levels_arguments`)."""
-    import json
     blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else ["engine"]
     sets = [s for item in args.params for s in _list(item)] if args.params else ["default"]
     if args.limit < 0 or args.top < 0:
