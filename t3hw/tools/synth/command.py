@@ -20,15 +20,27 @@ def _list(text):
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+def _items(values, default=None):
+    """The items of a repeatable, comma-separated option (``values`` as argparse keeps
+    them), or ``default`` when it was not given."""
+    return [x for item in values for x in _list(item)] if values else default
+
+
+def _add_selection(parser, blocks, sets):
+    """``--blocks`` and ``--params``, with their defaults described as ``blocks`` and
+    ``sets`` (``t3hw synth``, ``t3hw synth-levels``)."""
+    parser.add_argument("--blocks", action="append", metavar="B[,B...]",
+                        help=f"blocks, repeatable or comma-separated (default: {blocks}; any "
+                             f"of {', '.join(BLOCKS)})")
+    parser.add_argument("--params", action="append", metavar="SET[,SET...]",
+                        help=f"parameter sets, repeatable or comma-separated (default: "
+                             f"{sets}; any of {', '.join(PARAM_SETS)})")
+
+
 def add_arguments(parser):
     """Add the options of ``t3hw synth`` to an :class:`argparse.ArgumentParser`."""
     parser.add_argument("--json", required=True, metavar="FILE", help="the results file")
-    parser.add_argument("--blocks", action="append", metavar="B[,B...]",
-                        help=f"blocks, repeatable or comma-separated (default: all of "
-                             f"{', '.join(BLOCKS)})")
-    parser.add_argument("--params", action="append", metavar="SET[,SET...]",
-                        help=f"parameter sets, repeatable or comma-separated (default: all of "
-                             f"{', '.join(PARAM_SETS)})")
+    _add_selection(parser, "all", "all")
     parser.add_argument("--seed", action="append", metavar="N[,N...]",
                         help="nextpnr seeds, repeatable or comma-separated; Fmax is their "
                              f"median (default {','.join(map(str, DEFAULT_SEEDS))})")
@@ -48,8 +60,7 @@ def add_arguments(parser):
 
 def cmd(args):
     """Run ``t3hw synth`` with parsed ``args`` (see :func:`add_arguments`)."""
-    blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else None
-    sets = [s for item in args.params for s in _list(item)] if args.params else None
+    blocks, sets = _items(args.blocks), _items(args.params)
     seeds = DEFAULT_SEEDS
     if args.seed:
         try:
@@ -143,8 +154,7 @@ def scale_cmd(args):
     """Run ``t3hw synth-scale`` with parsed ``args`` (see :func:`add_scale_arguments`)."""
     from .scaling import load, plan, refit, run, write_results
     from .scaling_report import check_docs, plot_scaling, scaling_tables, update_docs
-    axes = [a for item in args.axes for a in _list(item)] if args.axes else None
-    blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else None
+    axes, blocks = _items(args.axes), _items(args.blocks)
     points = _points(args.points)
     seeds = list(DEFAULT_SEEDS)
     if args.seed:
@@ -196,12 +206,7 @@ def scale_cmd(args):
 
 def add_levels_arguments(parser):
     """Add the options of ``t3hw synth-levels`` to an :class:`argparse.ArgumentParser`."""
-    parser.add_argument("--blocks", action="append", metavar="B[,B...]",
-                        help=f"blocks, repeatable or comma-separated (default: engine; any "
-                             f"of {', '.join(BLOCKS)})")
-    parser.add_argument("--params", action="append", metavar="SET[,SET...]",
-                        help=f"parameter sets, repeatable or comma-separated (default: "
-                             f"default; any of {', '.join(PARAM_SETS)})")
+    _add_selection(parser, "engine", "default")
     parser.add_argument("--limit", type=int, default=LIMIT, metavar="N",
                         help=f"count and list the endpoints deeper than N levels (default "
                              f"{LIMIT}, what 150 MHz holds on the ECP5-85F, speed 6)")
@@ -214,8 +219,7 @@ def add_levels_arguments(parser):
 
 def levels_cmd(args):
     """Run ``t3hw synth-levels`` with parsed ``args`` (see :func:`add_levels_arguments`)."""
-    blocks = [b for item in args.blocks for b in _list(item)] if args.blocks else ["engine"]
-    sets = [s for item in args.params for s in _list(item)] if args.params else ["default"]
+    blocks, sets = _items(args.blocks, ["engine"]), _items(args.params, ["default"])
     if args.limit < 0 or args.top < 0:
         raise CliError(f"--limit and --top take a count of 0 or more, not {args.limit} and "
                        f"{args.top}")

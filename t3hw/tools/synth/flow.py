@@ -165,6 +165,7 @@ class _Job:
         self.wrapper.write_text(text)
         self.times = {"generate": round(self.generate_s, 2)}
         self.generic = self.ecp5 = self.ice40 = None
+        self.level_ends = None           # levels.analyse of the ECP5 netlist
         self.pnr = {}
         self.pnr_errors = {}
         self._lock = threading.Lock()
@@ -219,7 +220,8 @@ class _Job:
             self.ecp5["ff"] -= in_block
             self.ecp5[key] = in_block
         # The depth of logic between registers, which no placement seed moves.
-        self.ecp5["logic_levels"] = levels.summary(levels.analyse(data, self.module), top=12)
+        self.level_ends = levels.analyse(data, self.module)
+        self.ecp5["logic_levels"] = levels.summary(self.level_ends, top=12)
         then()
 
     def task_pnr(self, seed):
@@ -370,10 +372,9 @@ def logic_levels(block, param_set="default", *, params=None, workdir=None,
                timeout=timeout, pnr_timeout=DEFAULT_PNR_TIMEOUT_S,
                log=log or (lambda line: None))
     job.task_ecp5(lambda: None)
-    data = json.loads((job.dir / "ecp5.json").read_text())
     return {"block": block, "param_set": param_set, "lut4": job.ecp5["lut4"],
             "ff": job.ecp5["ff"], "yosys_ecp5_s": job.times["yosys_ecp5"],
-            **levels.summary(levels.analyse(data, job.module), limit=limit, top=top)}
+            **levels.summary(job.level_ends, limit=limit, top=top)}
 
 
 def _default_workdir():
