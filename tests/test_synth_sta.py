@@ -85,3 +85,22 @@ def test_worst_path_follows_the_latest_arrival_hop_by_hop():
         ("lut2/A", 2000, 3750, 1), ("lut2/Z", 250, 4000, 1), ("b_TRELLIS_FF_Q_3/DI", 500, 4500, 0)]
     # a register no path reaches, or none of that name
     assert sta.worst_path(_sdf(), 4000, "nothing") is None
+
+
+def test_a_wire_cap_keeps_the_cells_and_shortens_only_the_longer_wires():
+    # a -> lut1 (1000) -> lut2 (2000, capped to 1000) -> b (500): 500 + 1000 + 250 + 1000 +
+    # 250 + 500 + setup 300 = 3800, slack 200 at 4000; the other endpoints' wires are shorter
+    got = {pin: (slack, start) for slack, pin, start in
+           sta.analyse(_sdf(), 4000, wire_cap_ps=1000)}
+    assert got["b_TRELLIS_FF_Q_3/DI"] == (200, "a_TRELLIS_FF_Q/Q")
+    assert got["b_TRELLIS_FF_Q_3/CE"] == (4000 - 1350, "ram/DO0")
+    # a cap under every wire: the path's cells alone plus 4 wires of 10 (a.Q, lut1, lut2, b)
+    assert sta.analyse(_sdf(), 4000, wire_cap_ps=10)[0] == (
+        4000 - (500 + 10 + 250 + 10 + 250 + 10 + 300), "b_TRELLIS_FF_Q_3/DI", "a_TRELLIS_FF_Q/Q")
+    hops = sta.worst_path(_sdf(), 4000, "b", wire_cap_ps=1000)["hops"]
+    assert [h["delay_ps"] for h in hops] == [500, 1000, 250, 1000, 250, 500]
+    # no cap: the routed delays
+    assert [h["delay_ps"] for h in sta.worst_path(_sdf(), 4000, "b")["hops"]] == [
+        500, 1000, 250, 2000, 250, 500]
+    # the wires alone, sorted
+    assert sta.wire_delays(_sdf()) == [10, 100, 300, 500, 1000, 2000]

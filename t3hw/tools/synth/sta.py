@@ -19,6 +19,12 @@ the netlist's cells with the packer's suffixes removed (``dut.arbiter.wait1``), 
 what ``docs/synthesis.md`` lists per change, and totals them per block (:func:`block_of`);
 :func:`worst_path` follows one register's worst path hop by hop, with each net's fanout
 (how round 12 of ``docs/synthesis.md`` found its paths).
+
+**What placement alone could give.** :func:`analyse` and :func:`worst_path` take
+``wire_cap_ps``: every interconnect delay above it counts as that much, the cells' delays
+as routed. The slacks are then those of the same netlist on a placement whose every wire
+is at most that long, so what still fails is held by its logic depth, not by where the
+placer put its cells (round 15 of ``docs/synthesis.md``).
 """
 
 import re
@@ -27,7 +33,7 @@ from collections import Counter, defaultdict
 from .wrapper import DUT
 
 
-__all__ = ["analyse", "summary", "block_of", "register_name", "worst_path"]
+__all__ = ["analyse", "summary", "block_of", "register_name", "wire_delays", "worst_path"]
 
 #: Pins whose ``IOPATH`` starts a path (a clocked output), not a combinational arc.
 CLOCK_PINS = frozenset({"CLK", "CLKA", "CLKB", "WCK"})
@@ -41,7 +47,7 @@ def _max_delay(text):
     return max(float(t[2]) for t in _TRIPLE.findall(text))
 
 
-def _parse(lines):
+def _parse(lines, wire_cap_ps=None):
     arcs = defaultdict(list)            # pin -> [(next pin, delay)]
     starts = {}                         # clocked output pin -> clock-to-out
     setup = {}                          # checked input pin -> setup
@@ -50,7 +56,8 @@ def _parse(lines):
         s = line.strip()
         if s.startswith("(INTERCONNECT"):
             _, src, dst, *_ = s.split()
-            arcs[src].append((dst, _max_delay(s)))
+            delay = _max_delay(s)
+            arcs[src].append((dst, delay if wire_cap_ps is None else min(delay, wire_cap_ps)))
         elif s.startswith("(INSTANCE"):
             instance = s[len("(INSTANCE"):].rstrip(")").strip()
         elif s.startswith("(IOPATH"):
@@ -66,14 +73,14 @@ def _parse(lines):
     return arcs, starts, setup
 
 
-def _propagate(sdf):
+def _propagate(sdf, wire_cap_ps=None):
     """Latest arrival time at every pin of the SDF ``sdf`` (a path or an iterable of lines),
     with each pin's driver on its latest path: ``(arcs, starts, setup, arrival, previous)``."""
     if isinstance(sdf, str):
         with open(sdf) as f:
-            arcs, starts, setup = _parse(f)
+            arcs, starts, setup = _parse(f, wire_cap_ps)
     else:
-        arcs, starts, setup = _parse(sdf)
+        arcs, starts, setup = _parse(sdf, wire_cap_ps)
     indegree = Counter(v for targets in arcs.values() for v, _ in targets)
     arrival = dict(starts)
     previous = {}                       # pin -> (driver pin, delay of the arc)
@@ -90,9 +97,10 @@ def _propagate(sdf):
     return arcs, starts, setup, arrival, previous
 
 
-def analyse(sdf, period_ps):
+def analyse(sdf, period_ps, *, wire_cap_ps=None):
     """Every endpoint of the SDF ``sdf`` (a path or an iterable of lines) at a clock period
-    of ``period_ps``.
+    of ``period_ps``, every interconnect delay at most ``wire_cap_ps`` if given (the module
+    docstring).
 
     Returns
     -------
@@ -100,7 +108,7 @@ def analyse(sdf, period_ps):
         ``(slack_ps, endpoint pin, start pin of its worst path)``, worst first. Endpoints
         that no clocked output reaches are left out.
     """
-    _, starts, setup, arrival, previous = _propagate(sdf)
+    _, starts, setup, arrival, previous = _propagate(sdf, wire_cap_ps)
 
     def start_of(pin):
         while pin in previous:
@@ -112,15 +120,26 @@ def analyse(sdf, period_ps):
     return sorted(result)
 
 
-def worst_path(sdf, period_ps, register):
+def wire_delays(sdf):
+    """Every interconnect delay of the SDF ``sdf`` (a path or an iterable of lines), in ps,
+    sorted: how long the placement's wires are, against ``wire_cap_ps``."""
+    if isinstance(sdf, str):
+        with open(sdf) as f:
+            arcs, _, _ = _parse(line for line in f if "(INTERCONNECT" in line)
+    else:
+        arcs, _, _ = _parse(line for line in sdf if "(INTERCONNECT" in line)
+    return sorted(d for targets in arcs.values() for _, d in targets)
+
+
+def worst_path(sdf, period_ps, register, *, wire_cap_ps=None):
     """The worst path into the register (or RAM) named ``register`` (as
     :func:`register_name` names it: ``dut.arbiter.wait1``), hop by hop: what a failing
     group of :func:`summary` is made of. Returns ``{"slack_ps", "endpoint", "hops"}``,
     ``hops`` a list of ``{"pin", "delay_ps", "arrival_ps", "fanout"}`` from the clocked
     output to the endpoint (``delay_ps`` the cell's or the wire's delay into ``pin``;
     ``fanout`` the loads of the net a cell output drives, 0 at the endpoint), or None when
-    no endpoint of that register is reached."""
-    arcs, starts, setup, arrival, previous = _propagate(sdf)
+    no endpoint of that register is reached. ``wire_cap_ps`` as for :func:`analyse`."""
+    arcs, starts, setup, arrival, previous = _propagate(sdf, wire_cap_ps)
     ends = [(period_ps - arrival[pin] - t, pin) for pin, t in setup.items()
             if pin in arrival and register_name(pin) == register]
     if not ends:
