@@ -94,7 +94,7 @@ def test_a_wire_cap_keeps_the_cells_and_shortens_only_the_longer_wires():
            sta.analyse(_sdf(), 4000, wire_cap_ps=1000)}
     assert got["b_TRELLIS_FF_Q_3/DI"] == (200, "a_TRELLIS_FF_Q/Q")
     assert got["b_TRELLIS_FF_Q_3/CE"] == (4000 - 1350, "ram/DO0")
-    # a cap under every wire: the path's cells alone plus 4 wires of 10 (a.Q, lut1, lut2, b)
+    # a cap under every wire: the path's cells alone plus its 3 wires at 10 each
     assert sta.analyse(_sdf(), 4000, wire_cap_ps=10)[0] == (
         4000 - (500 + 10 + 250 + 10 + 250 + 10 + 300), "b_TRELLIS_FF_Q_3/DI", "a_TRELLIS_FF_Q/Q")
     hops = sta.worst_path(_sdf(), 4000, "b", wire_cap_ps=1000)["hops"]

@@ -73,14 +73,20 @@ def _parse(lines, wire_cap_ps=None):
     return arcs, starts, setup
 
 
+def _read(sdf, wire_cap_ps=None, *, only=None):
+    """:func:`_parse` of the SDF ``sdf``, a path or an iterable of lines; of its lines that
+    contain ``only`` if given."""
+    if isinstance(sdf, str):
+        with open(sdf) as f:
+            return _read(f, wire_cap_ps, only=only)
+    return _parse(sdf if only is None else (line for line in sdf if only in line),
+                  wire_cap_ps)
+
+
 def _propagate(sdf, wire_cap_ps=None):
     """Latest arrival time at every pin of the SDF ``sdf`` (a path or an iterable of lines),
     with each pin's driver on its latest path: ``(arcs, starts, setup, arrival, previous)``."""
-    if isinstance(sdf, str):
-        with open(sdf) as f:
-            arcs, starts, setup = _parse(f, wire_cap_ps)
-    else:
-        arcs, starts, setup = _parse(sdf, wire_cap_ps)
+    arcs, starts, setup = _read(sdf, wire_cap_ps)
     indegree = Counter(v for targets in arcs.values() for v, _ in targets)
     arrival = dict(starts)
     previous = {}                       # pin -> (driver pin, delay of the arc)
@@ -123,11 +129,7 @@ def analyse(sdf, period_ps, *, wire_cap_ps=None):
 def wire_delays(sdf):
     """Every interconnect delay of the SDF ``sdf`` (a path or an iterable of lines), in ps,
     sorted: how long the placement's wires are, against ``wire_cap_ps``."""
-    if isinstance(sdf, str):
-        with open(sdf) as f:
-            arcs, _, _ = _parse(line for line in f if "(INTERCONNECT" in line)
-    else:
-        arcs, _, _ = _parse(line for line in sdf if "(INTERCONNECT" in line)
+    arcs, _, _ = _read(sdf, only="(INTERCONNECT")
     return sorted(d for targets in arcs.values() for _, d in targets)
 
 
